@@ -1,0 +1,142 @@
+#include "adapters/runtime/runtime.h"
+
+#include <cassert>
+#include <deque>
+#include <map>
+
+#include "log/codec.h"
+
+namespace tenon::runtime {
+namespace {
+
+// Command results feeding further commands must settle; a chain longer than this is a bug.
+constexpr std::size_t kRoundsMax = 10'000;
+
+std::string Describe(const Output& output) {
+  std::string text = std::to_string(output.commands.size()) + " commands [";
+  for (const auto& c : output.commands) {
+    text += log::CommandKind(c) + "#" + std::to_string(c.id.value) + " ";
+  }
+  return text + "], " + std::to_string(output.decisions.size()) + " decisions";
+}
+
+}  // namespace
+
+Runtime::Runtime(log::EventLog& log, Executor& executor, Options options)
+    : log_(log), executor_(executor), options_(std::move(options)) {}
+
+std::vector<log::Seq> Runtime::AppendAcked(log::AppendBatch batch) {
+  std::vector<std::string> copies;
+  if (options_.on_ack) copies = batch.events;
+  auto seqs = log_.Append(std::move(batch), log::AppendOptions{options_.sync});
+  if (options_.on_ack) {
+    for (std::size_t i = 0; i < seqs.size(); ++i) options_.on_ack(seqs[i], copies[i]);
+  }
+  return seqs;
+}
+
+void Runtime::AppendOutputs(const std::vector<std::pair<Seq, Output>>& outputs) {
+  if (outputs.empty()) return;
+  log::AppendBatch batch;
+  for (const auto& [cause, output] : outputs) {
+    batch.events.push_back(log::EncodeOutput(cause, output));
+    for (const auto& d : output.decisions) {
+      batch.decisions.push_back({d.id.value, log::EncodeDecision(d)});
+    }
+  }
+  AppendAcked(std::move(batch));
+}
+
+void Runtime::MaybeSnapshot() {
+  if (options_.snapshot_every_events == 0) return;
+  if (events_since_snapshot_ < options_.snapshot_every_events) return;
+  // Keyed by the last record written, so every output of the folded events is below the key.
+  log_.PutSnapshot(log_.LastSeq(), log::EncodeSnapshot(state_));
+  events_since_snapshot_ = 0;
+}
+
+std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
+  log::AppendBatch batch;
+  for (const auto& e : events) batch.events.push_back(log::EncodeEvent(e));
+  auto seqs = AppendAcked(std::move(batch));
+  assert(seqs.size() == events.size());
+  std::vector<std::pair<Seq, Output>> outputs;
+  std::vector<Command> to_run;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    Output out = Step(state_, Seq{seqs[i]}, events[i]);
+    ++events_folded_;
+    ++events_since_snapshot_;
+    if (out.empty()) continue;
+    to_run.insert(to_run.end(), out.commands.begin(), out.commands.end());
+    outputs.emplace_back(Seq{seqs[i]}, std::move(out));
+  }
+  // The outputs are durable before any command of theirs runs.
+  AppendOutputs(outputs);
+  MaybeSnapshot();
+  return to_run;
+}
+
+void Runtime::Ingest(std::vector<Event> events) {
+  std::deque<Event> pending(std::make_move_iterator(events.begin()),
+                            std::make_move_iterator(events.end()));
+  for (std::size_t round = 0; !pending.empty(); ++round) {
+    if (round >= kRoundsMax) throw std::logic_error("runtime: command results did not settle");
+    std::vector<Event> now(std::make_move_iterator(pending.begin()),
+                           std::make_move_iterator(pending.end()));
+    pending.clear();
+    for (const Command& command : AppendAndFold(now)) {
+      for (auto& result : executor_.Execute(command)) pending.push_back(std::move(result));
+    }
+  }
+}
+
+RecoveryReport Runtime::Recover() {
+  RecoveryReport report;
+  log::Seq from = 1;
+  if (auto snapshot = log_.SnapshotAtOrBelow(0)) {
+    std::uint64_t stored_hash = 0;
+    state_ = log::DecodeSnapshot(snapshot->payload, &stored_hash);
+    if (StateHash(state_) != stored_hash) {
+      throw DivergenceError("snapshot at seq " + std::to_string(snapshot->seq) +
+                            " does not match its stored state hash");
+    }
+    report.snapshot_seq = snapshot->seq;
+    from = snapshot->seq + 1;
+  }
+  std::map<Seq, Output> unrecorded;  // Outputs produced now that the log does not hold yet.
+  log_.Scan(from, 0, [&](const log::Record& record) {
+    auto entry = log::DecodeEntry(record.payload);
+    if (const auto* event = std::get_if<Event>(&entry)) {
+      Output out = Step(state_, Seq{record.seq}, *event);
+      ++report.events_folded;
+      if (!out.empty()) unrecorded.emplace(Seq{record.seq}, std::move(out));
+      return true;
+    }
+    const auto& recorded = std::get<log::OutputRecord>(entry);
+    auto it = unrecorded.find(recorded.cause);
+    if (it == unrecorded.end() || it->second.commands != recorded.commands) {
+      throw DivergenceError("recovery: the output recorded for seq " +
+                            std::to_string(recorded.cause.value) +
+                            " differs from what this build produces (" +
+                            (it == unrecorded.end() ? "nothing" : Describe(it->second)) + ")");
+    }
+    unrecorded.erase(it);
+    return true;
+  });
+  events_folded_ = report.events_folded;
+  std::vector<std::pair<Seq, Output>> missing(unrecorded.begin(), unrecorded.end());
+  report.outputs_restored = missing.size();
+  AppendOutputs(missing);
+  // Re-drive every command without a result; the executor's idempotency keys make this safe.
+  std::vector<Command> inflight;
+  for (const auto& [id, command] : state_.inflight) inflight.push_back(command);
+  report.commands_redriven = inflight.size();
+  std::vector<Event> results;
+  for (const auto& command : inflight) {
+    for (auto& e : executor_.Execute(command)) results.push_back(std::move(e));
+  }
+  Ingest(std::move(results));
+  return report;
+}
+
+}  // namespace tenon::runtime

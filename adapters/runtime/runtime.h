@@ -1,0 +1,79 @@
+// The runtime joins adapters, the log and the core:
+//
+//   events --append (durable)--> log --fold in seq order--> Step --> output
+//   output --append (durable)--> log --> execute commands --> result events --> ...
+//
+// A command is always in the log before it runs, and its result always comes back as an event.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "log/event_log.h"
+#include "reducers/core.h"
+
+namespace tenon::runtime {
+
+// Performs commands against the world. Results are returned as events (possibly none, when the
+// result arrives later through another adapter). Implementations must be idempotent per command
+// id: after a crash the runtime re-drives every command that has no result.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::vector<Event> Execute(const Command& command) = 0;
+};
+
+struct Options {
+  std::uint64_t snapshot_every_events = 1000;
+  bool sync = false;  // fsync the WAL on every append.
+  // Called after every append with the sequence numbers and payloads the log acknowledged.
+  std::function<void(log::Seq, const std::string&)> on_ack;
+};
+
+struct RecoveryReport {
+  log::Seq snapshot_seq = 0;  // 0: folded from the start.
+  std::uint64_t events_folded = 0;
+  std::uint64_t outputs_restored = 0;  // Outputs a crash left unwritten, appended now.
+  std::uint64_t commands_redriven = 0;
+};
+
+// The recorded output of an event differs from what the core produces now.
+class DivergenceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Runtime {
+ public:
+  Runtime(log::EventLog& log, Executor& executor, Options options);
+
+  // Loads the newest snapshot, folds the events after it, appends outputs a crash left
+  // unwritten, then re-drives every command still in flight. Call once, before Ingest.
+  RecoveryReport Recover();
+
+  // Appends `events`, folds them, appends their outputs, executes their commands, and does the
+  // same for the results, until nothing is left (bounded by kRoundsMax).
+  void Ingest(std::vector<Event> events);
+
+  const State& state() const { return state_; }
+  std::uint64_t events_folded() const { return events_folded_; }
+
+ private:
+  std::vector<Command> AppendAndFold(const std::vector<Event>& events);
+  void AppendOutputs(const std::vector<std::pair<Seq, Output>>& outputs);
+  void MaybeSnapshot();
+  std::vector<log::Seq> AppendAcked(log::AppendBatch batch);
+
+  log::EventLog& log_;
+  Executor& executor_;
+  Options options_;
+  State state_;
+  std::uint64_t events_folded_ = 0;
+  std::uint64_t events_since_snapshot_ = 0;
+};
+
+}  // namespace tenon::runtime

@@ -1,0 +1,77 @@
+// The catalog file reader. The file describes instance types as AWS publishes them; offerings
+// are one per (zone, usage class). Spot prices are not in the file, so the simulated market
+// sets each spot offering at 30-70% of on-demand, fixed per (type, zone, seed).
+#include <xxhash.h>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "adapters/sim/scenario.h"
+
+namespace tenon::sim {
+namespace {
+
+constexpr std::size_t kCatalogTypesMax = 10'000;
+constexpr std::int64_t kSpotPermilleMin = 300;
+constexpr std::int64_t kSpotPermilleSpan = 401;
+
+MicroUsdPerHour SpotPrice(MicroUsdPerHour on_demand, const std::string& type,
+                          const std::string& zone, std::uint64_t seed) {
+  std::string key = type + "/" + zone;
+  std::uint64_t h = XXH3_64bits_withSeed(key.data(), key.size(), seed);
+  std::int64_t permille = kSpotPermilleMin + static_cast<std::int64_t>(h % kSpotPermilleSpan);
+  return MicroUsdPerHour{on_demand.value * permille / 1000};
+}
+
+InstanceType ParseType(const nlohmann::json& j, std::uint64_t seed) {
+  InstanceType t;
+  t.name = j.at("name").get<std::string>();
+  const auto& arches = j.at("architectures");
+  if (arches.empty()) throw ScenarioError("instance type " + t.name + " has no architecture");
+  // Kubernetes names x86_64 "amd64"; types that also run i386 are amd64 nodes.
+  t.arch = arches.front().get<std::string>();
+  for (const auto& a : arches) {
+    if (a == "x86_64") t.arch = "amd64";
+  }
+  t.cpu = Millicores{j.at("vcpu").get<std::int64_t>() * 1000};
+  t.memory = Bytes{j.at("memory_mib").get<std::int64_t>() * kMebibyte.value};
+  t.max_enis = j.value("max_network_interfaces", 0);
+  t.ipv4_per_eni = j.value("ipv4_per_interface", 0);
+  t.gpu_count = j.value("gpu_count", 0);
+  t.bare_metal = j.value("bare_metal", false);
+  MicroUsdPerHour od{std::llround(j.at("on_demand_price_usd_hour").get<double>() * 1e6)};
+  std::vector<std::string> classes = j.value("usage_classes", std::vector<std::string>{});
+  bool has_od = std::find(classes.begin(), classes.end(), "on-demand") != classes.end();
+  bool has_spot = std::find(classes.begin(), classes.end(), "spot") != classes.end();
+  for (const auto& zone : j.at("zones")) {
+    std::string z = zone.get<std::string>();
+    if (has_od) t.offerings.push_back({z, kCapacityOnDemand, od, true});
+    if (has_spot) t.offerings.push_back({z, kCapacitySpot, SpotPrice(od, t.name, z, seed), true});
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<InstanceType> LoadCatalogJson(const std::filesystem::path& path, std::uint64_t seed) {
+  std::ifstream in(path);
+  if (!in) throw ScenarioError("cannot open catalog " + path.string());
+  std::vector<InstanceType> types;
+  try {
+    auto doc = nlohmann::json::parse(in);
+    for (const auto& j : doc.at("instance_types")) {
+      if (types.size() >= kCatalogTypesMax) throw ScenarioError("catalog has too many types");
+      if (!j.contains("on_demand_price_usd_hour") || j["on_demand_price_usd_hour"].is_null()) {
+        continue;  // Not sold on demand in this region: no price to plan with.
+      }
+      types.push_back(ParseType(j, seed));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw ScenarioError("catalog " + path.string() + ": " + e.what());
+  }
+  std::sort(types.begin(), types.end(),
+            [](const InstanceType& a, const InstanceType& b) { return a.name < b.name; });
+  return types;
+}
+
+}  // namespace tenon::sim

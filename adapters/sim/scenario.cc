@@ -1,0 +1,124 @@
+// Scenario YAML -> Scenario. NodePools and EC2NodeClasses are parsed exactly as the controller
+// parses them from the API server (adapters/kube/objects.h), so a user's YAML works unchanged.
+#include "adapters/sim/scenario.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "adapters/kube/objects.h"
+
+namespace tenon::sim {
+namespace {
+
+constexpr std::size_t kWorkloadStepsMax = 100'000;
+constexpr std::int64_t kReplicasMax = 1'000'000;
+
+Nanos ParseStart(const std::string& text) {
+  // RFC 3339 in UTC, seconds precision: 2026-01-01T00:00:00Z.
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  char z = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &sec, &z) != 7 ||
+      z != 'Z') {
+    throw ScenarioError("start must look like 2026-01-01T00:00:00Z, got '" + text + "'");
+  }
+  using namespace std::chrono;
+  year_month_day date{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
+  if (!date.ok()) throw ScenarioError("start: no such date '" + text + "'");
+  auto tp = sys_days{date} + hours{h} + minutes{mi} + seconds{sec};
+  return Nanos{duration_cast<nanoseconds>(tp.time_since_epoch()).count()};
+}
+
+WorkloadStep ParseWorkload(const YAML::Node& w) {
+  WorkloadStep step;
+  if (!w["name"]) throw ScenarioError("workload without a name");
+  step.name = w["name"].as<std::string>();
+  if (w["namespace"]) step.ns = w["namespace"].as<std::string>();
+  step.at = w["at"] ? kube::ParseDuration(w["at"].as<std::string>()) : Nanos{0};
+  step.replicas = w["replicas"].as<std::int64_t>();
+  if (step.replicas < 0 || step.replicas > kReplicasMax) {
+    throw ScenarioError("workload " + step.name + ": replicas out of range");
+  }
+  if (w["cpu"]) step.requests.cpu = kube::ParseCpu(w["cpu"].as<std::string>());
+  if (w["memory"]) step.requests.memory = kube::ParseMemory(w["memory"].as<std::string>());
+  if (w["nodeSelector"]) {
+    for (const auto& kv : w["nodeSelector"]) {
+      step.node_selector[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+  }
+  if (w["tolerations"]) {
+    for (const auto& t : w["tolerations"]) step.tolerations.push_back(kube::ParseToleration(t));
+  }
+  return step;
+}
+
+void ParseCloud(const YAML::Node& c, CloudModel& cloud) {
+  if (!c) return;
+  if (c["registrationDelay"]) {
+    cloud.registration_delay = kube::ParseDuration(c["registrationDelay"].as<std::string>());
+  }
+  if (c["readyDelay"]) cloud.ready_delay = kube::ParseDuration(c["readyDelay"].as<std::string>());
+  if (c["insufficientCapacity"]) {
+    for (const auto& o : c["insufficientCapacity"]) {
+      cloud.insufficient_capacity.insert(o.as<std::string>());
+    }
+  }
+}
+
+void ParseObjects(const YAML::Node& objects, Scenario& s) {
+  for (const auto& object : objects) {
+    std::string kind = object["kind"] ? object["kind"].as<std::string>() : "";
+    if (kind == "NodePool") {
+      s.nodepools.push_back(kube::ParseNodePool(object));
+    } else if (kind == "EC2NodeClass") {
+      s.nodeclasses.push_back(kube::ParseNodeClass(object));
+    } else {
+      throw ScenarioError("objects: unsupported kind '" + kind + "'");
+    }
+  }
+}
+
+Scenario Parse(const YAML::Node& doc, const std::filesystem::path& folder) {
+  Scenario s;
+  s.name = doc["name"] ? doc["name"].as<std::string>() : "scenario";
+  if (doc["seed"]) s.seed = doc["seed"].as<std::uint64_t>();
+  s.start = ParseStart(doc["start"] ? doc["start"].as<std::string>() : "2026-01-01T00:00:00Z");
+  if (doc["duration"]) s.duration = kube::ParseDuration(doc["duration"].as<std::string>());
+  if (doc["tick"]) s.tick = kube::ParseDuration(doc["tick"].as<std::string>());
+  if (s.tick.value <= 0 || s.duration.value <= 0)
+    throw ScenarioError("tick and duration must be > 0");
+  if (doc["clusterName"]) s.settings.cluster_name = doc["clusterName"].as<std::string>();
+  if (!doc["catalog"]) throw ScenarioError("catalog: a path to a catalog file is required");
+  auto catalog = std::filesystem::path(doc["catalog"].as<std::string>());
+  s.catalog = LoadCatalogJson(catalog.is_absolute() ? catalog : folder / catalog, s.seed);
+  ParseObjects(doc["objects"], s);
+  if (s.nodepools.empty()) throw ScenarioError("objects: at least one NodePool is required");
+  for (const auto& w : doc["workloads"]) {
+    if (s.workloads.size() >= kWorkloadStepsMax) throw ScenarioError("too many workload steps");
+    s.workloads.push_back(ParseWorkload(w));
+  }
+  std::stable_sort(s.workloads.begin(), s.workloads.end(), [](const auto& a, const auto& b) {
+    return a.at != b.at ? a.at < b.at : a.name < b.name;
+  });
+  ParseCloud(doc["cloud"], s.cloud);
+  return s;
+}
+
+}  // namespace
+
+Scenario LoadScenario(const std::filesystem::path& path) {
+  try {
+    YAML::Node doc = YAML::LoadFile(path.string());
+    return Parse(doc, path.parent_path());
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(path.string() + ": " + e.what());
+  } catch (const kube::ObjectError& e) {
+    throw ScenarioError(path.string() + ": " + e.what());
+  } catch (const ScenarioError& e) {
+    throw ScenarioError(path.string() + ": " + e.what());
+  }
+}
+
+}  // namespace tenon::sim

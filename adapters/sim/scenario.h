@@ -1,0 +1,59 @@
+// A simulation scenario: the user's NodePools and EC2NodeClasses as they write them, a catalog,
+// workloads over time, and the simulated cloud's behaviour. Loaded from YAML.
+#pragma once
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reducers/model.h"
+
+namespace tenon::sim {
+
+class ScenarioError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A deployment's desired replica count from time `at` on.
+struct WorkloadStep {
+  Nanos at{0};
+  std::string ns = "default";
+  std::string name;
+  std::int64_t replicas = 0;
+  Resources requests;
+  Labels node_selector;
+  std::vector<Toleration> tolerations;
+};
+
+struct CloudModel {
+  Nanos registration_delay{30 * kSecond.value};  // Launch -> Node object appears.
+  Nanos ready_delay{10 * kSecond.value};         // Node appears -> Ready.
+  // Offerings ("type/zone/capacity-type") that answer InsufficientInstanceCapacity.
+  std::set<std::string> insufficient_capacity;
+};
+
+struct Scenario {
+  std::string name;
+  std::uint64_t seed = 1;
+  Nanos start{0};
+  Nanos duration{10 * kMinute.value};
+  Nanos tick{kSecond.value};
+  Settings settings;
+  std::vector<NodePool> nodepools;
+  std::vector<NodeClass> nodeclasses;
+  std::vector<InstanceType> catalog;
+  std::vector<WorkloadStep> workloads;  // Sorted by time, then name.
+  CloudModel cloud;
+};
+
+// Reads a scenario; relative paths inside it (the catalog) resolve against its folder.
+Scenario LoadScenario(const std::filesystem::path& path);
+
+// Reads a catalog in the JSON shape of ../shared/data/ec2-us-east-1.json. Prices become integer
+// micro-dollars; spot prices, which the file does not carry, are modelled from the seed.
+std::vector<InstanceType> LoadCatalogJson(const std::filesystem::path& path, std::uint64_t seed);
+
+}  // namespace tenon::sim

@@ -1,0 +1,52 @@
+#include "adapters/sim/simulator.h"
+
+#include "adapters/runtime/runtime.h"
+
+namespace tenon::sim {
+namespace {
+constexpr const char* kWorldFile = "sim-world.json";
+constexpr const char* kWriterVersion = "tenon-0.1.0";
+}  // namespace
+
+SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options) {
+  SimulateReport report;
+  log::OpenOptions open;
+  open.writer_version = kWriterVersion;
+  open.cluster_id = scenario.settings.cluster_name;
+  log::OpenReport opened;
+  auto log = log::EventLog::Open(options.log_dir, open, &opened);
+  report.open_message = opened.message;
+
+  World world(scenario, options.log_dir / kWorldFile);
+  report.resumed = world.Load();
+
+  runtime::Options runtime_options;
+  runtime_options.snapshot_every_events = options.snapshot_every_events;
+  runtime_options.sync = options.sync;
+  runtime_options.on_ack = options.on_ack;
+  runtime::Runtime runtime(*log, world, runtime_options);
+  auto recovery = runtime.Recover();
+  report.recovered_snapshot = recovery.snapshot_seq;
+  report.outputs_restored = recovery.outputs_restored;
+  report.commands_redriven = recovery.commands_redriven;
+  world.Save();
+
+  runtime.Ingest(world.StartupEvents());
+  world.Save();
+  Nanos end = scenario.start + scenario.duration;
+  // A fresh world starts at `start`; a resumed one continues from where it stood.
+  Nanos next = world.started() ? world.now() + scenario.tick : world.now();
+  for (; next <= end; next += scenario.tick) {
+    runtime.Ingest(world.Advance(next));
+    world.Save();
+    if (options.on_progress) options.on_progress(next, world.Summary());
+  }
+  report.events_folded = runtime.events_folded();
+  report.last_seq = log->LastSeq();
+  report.world = world.Summary();
+  report.nodeclaims = runtime.state().nodeclaims.size();
+  report.state_hash = StateHash(runtime.state());
+  return report;
+}
+
+}  // namespace tenon::sim

@@ -1,0 +1,99 @@
+// The simulated world: an EC2-like cloud and a Kubernetes-like cluster on a virtual clock.
+//
+// It stands where AWS and the API server stand in production, outside the controller: it is
+// persisted to a file after every change the controller could observe, so a controller that
+// is killed and restarted finds the world as it left it. CreateFleet is idempotent on its
+// client token, exactly like EC2's, so a re-driven launch never starts a second instance.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "adapters/runtime/runtime.h"
+#include "adapters/sim/scenario.h"
+
+namespace tenon::sim {
+
+struct SimInstance {
+  std::string id;
+  std::string nodeclaim;  // The client token.
+  std::string nodepool;
+  std::string instance_type;
+  std::string zone;
+  std::string capacity_type;
+  MicroUsdPerHour price{0};
+  Nanos launched{0};
+  std::string node_name;  // Set once the kubelet registers.
+};
+
+// Something the world will do at a given virtual time.
+struct Timer {
+  enum class Kind : std::uint8_t { kRegister, kReady };
+  Kind kind = Kind::kRegister;
+  std::string instance_id;
+};
+
+struct WorldSummary {
+  std::size_t instances = 0;
+  std::size_t nodes = 0;
+  std::size_t pods_bound = 0;
+  std::size_t pods_pending = 0;
+  MicroUsdPerHour cost{0};
+  std::size_t launch_calls = 0;
+};
+
+class World : public runtime::Executor {
+ public:
+  World(const Scenario& scenario, std::filesystem::path state_file);
+
+  // Restores the world from its file; false when there is none (a fresh world).
+  bool Load();
+  // Writes the world atomically (temporary file, then rename).
+  void Save() const;
+
+  // What a (re)starting controller learns first: its settings, the catalog, and a list of
+  // every object the cluster holds (NodeClasses, NodePools, Nodes, Pods).
+  std::vector<Event> StartupEvents() const;
+  // Moves the clock to `now`: scales workloads, fires timers, runs the kube-scheduler, and
+  // ends with a Tick. Returns the watch events that produced, in order.
+  std::vector<Event> Advance(Nanos now);
+
+  std::vector<Event> Execute(const Command& command) override;
+
+  Nanos now() const { return now_; }
+  bool started() const { return started_; }
+  WorldSummary Summary() const;
+  const std::map<std::string, SimInstance>& instances() const { return instances_; }
+
+ private:
+  std::vector<Event> Apply(const Command& command);
+  std::vector<Event> ScaleWorkloads();
+  std::vector<Event> FireTimers();
+  std::vector<Event> Schedule();
+  std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
+  std::vector<Event> Patch(const Command& command, const PatchNode& patch);
+  Node NewNode(const SimInstance& instance) const;
+  void AddTimer(Nanos at, Timer timer);
+
+  const Scenario& scenario_;
+  std::filesystem::path state_file_;
+
+  Nanos now_{0};
+  bool started_ = false;
+  std::size_t next_workload_ = 0;
+  std::uint64_t next_instance_ = 1;
+  std::uint64_t next_timer_ = 1;
+  std::uint64_t next_pod_ = 1;
+  std::size_t launch_calls_ = 0;
+  std::map<std::string, SimInstance> instances_;      // By instance id.
+  std::map<std::string, std::string> client_tokens_;  // Token -> instance id.
+  std::map<std::string, std::string> nodeclaims_;     // NodeClaim objects: name -> nodepool.
+  std::map<std::string, Node> nodes_;
+  std::map<std::string, Pod> pods_;               // By namespace/name.
+  std::map<std::string, std::int64_t> replicas_;  // Deployment -> desired.
+  std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers_;
+};
+
+}  // namespace tenon::sim

@@ -1,0 +1,186 @@
+// tenon: one binary, subcommands. Thin: parse flags, call into adapters/ and replay/, print.
+#include <sys/stat.h>
+
+#include <xxhash.h>
+#include <CLI/CLI.hpp>
+#include <cinttypes>
+#include <cstdio>
+#include <iostream>
+
+#include "adapters/sim/simulator.h"
+#include "log/codec.h"
+#include "log/event_log.h"
+#include "replay/replay.h"
+
+namespace {
+
+using namespace tenon;
+
+constexpr const char* kVersion = "tenon 0.1.0";
+
+std::string Dollars(MicroUsdPerHour price) {
+  char text[32];
+  std::snprintf(text, sizeof text, "$%" PRId64 ".%04" PRId64, price.value / 1'000'000,
+                (price.value % 1'000'000) / 100);
+  return text;
+}
+
+std::string Clock(Nanos t) {
+  std::int64_t s = t.value / kSecond.value;
+  char text[32];
+  std::snprintf(text, sizeof text, "%02" PRId64 ":%02" PRId64 ":%02" PRId64, (s / 3600) % 24,
+                (s / 60) % 60, s % 60);
+  return text;
+}
+
+struct SimulateArgs {
+  std::string scenario;
+  std::string log_dir;
+  std::uint64_t snapshot_every = 500;
+  bool trace_acks = false;
+  bool quiet = false;
+  bool sync = false;
+};
+
+int RunSimulate(const SimulateArgs& args) {
+  auto scenario = sim::LoadScenario(args.scenario);
+  sim::SimulateOptions options;
+  options.log_dir = args.log_dir;
+  options.snapshot_every_events = args.snapshot_every;
+  options.sync = args.sync;
+  if (args.trace_acks) {
+    options.on_ack = [](log::Seq seq, const std::string& payload) {
+      std::printf("ack %" PRIu64 " %016" PRIx64 "\n", seq,
+                  XXH3_64bits(payload.data(), payload.size()));
+      std::fflush(stdout);
+    };
+  }
+  Nanos last_print{0};
+  if (!args.quiet) {
+    options.on_progress = [&](Nanos now, const sim::WorldSummary& w) {
+      if (now - last_print < kMinute && now != scenario.start + scenario.duration) return;
+      last_print = now;
+      std::printf("  %s  nodes %3zu  pods bound %4zu pending %4zu  cost %s/h\n", Clock(now).c_str(),
+                  w.nodes, w.pods_bound, w.pods_pending, Dollars(w.cost).c_str());
+    };
+  }
+  if (!args.quiet) std::printf("simulate %s -> %s\n", scenario.name.c_str(), args.log_dir.c_str());
+  auto report = sim::Simulate(scenario, options);
+  if (!report.open_message.empty()) std::fprintf(stderr, "%s\n", report.open_message.c_str());
+  if (report.resumed && !args.quiet) {
+    std::printf("resumed: snapshot %" PRIu64 ", %" PRIu64 " outputs restored, %" PRIu64
+                " commands re-driven\n",
+                report.recovered_snapshot, report.outputs_restored, report.commands_redriven);
+  }
+  if (!args.quiet) {
+    std::printf("done: %" PRIu64
+                " records, %zu instances launched (%zu CreateFleet calls), "
+                "%zu nodes, %zu pods bound, %zu pending, %s/h, state %016" PRIx64 "\n",
+                report.last_seq, report.world.instances, report.world.launch_calls,
+                report.world.nodes, report.world.pods_bound, report.world.pods_pending,
+                Dollars(report.world.cost).c_str(), report.state_hash);
+  }
+  return 0;
+}
+
+void PrintState(const State& state) {
+  std::printf("state at seq %" PRIu64 ", time %s, hash %016" PRIx64 "\n", state.last_seq.value,
+              Clock(state.now).c_str(), StateHash(state));
+  for (const auto& [name, pool] : state.nodepools) {
+    std::size_t claims = 0;
+    MicroUsdPerHour cost{0};
+    for (const auto& [n, c] : state.nodeclaims) {
+      if (c.nodepool == name) ++claims, cost += c.price;
+    }
+    std::printf("nodepool %-20s weight %3d  nodeclaims %4zu  %s/h\n", name.c_str(), pool.weight,
+                claims, Dollars(cost).c_str());
+  }
+  std::map<std::string, std::size_t> pods_on;
+  std::size_t pending = 0;
+  for (const auto& [key, pod] : state.pods) {
+    pod.node_name.empty() ? ++pending : ++pods_on[pod.node_name];
+  }
+  for (const auto& [name, claim] : state.nodeclaims) {
+    std::printf("  %-22s %-12s %-11s %-10s %s/h  node %s (%zu pods)\n", name.c_str(),
+                claim.instance_type.c_str(), claim.zone.c_str(), claim.capacity_type.c_str(),
+                Dollars(claim.price).c_str(),
+                claim.node_name.empty() ? "-" : claim.node_name.c_str(), pods_on[claim.node_name]);
+  }
+  std::printf("pods %zu, pending %zu, commands in flight %zu\n", state.pods.size(), pending,
+              state.inflight.size());
+}
+
+int RunReplay(const std::string& dir, bool verify, std::uint64_t to) {
+  log::OpenOptions open;
+  open.create_if_missing = false;
+  open.read_only = true;
+  auto log = log::EventLog::Open(dir, open);
+  if (!verify) {
+    PrintState(replay::FoldTo(*log, to, true));
+    return 0;
+  }
+  auto report = replay::Verify(*log, [](log::Seq at, log::Seq last) {
+    std::fprintf(stderr, "\rverify %" PRIu64 "/%" PRIu64, at, last);
+  });
+  std::printf("replay: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
+              " snapshots checked; final state %016" PRIx64,
+              report.events, report.outputs, report.decisions, report.snapshots_checked,
+              report.final_hash);
+  if (report.newest_snapshot != 0) {
+    std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot,
+                report.final_hash_from_snapshot);
+  }
+  std::printf("\nverdict: %s\n", replay::VerdictName(report.verdict));
+  if (report.verdict == replay::Verdict::kIdentical) return 0;
+  std::printf("first bad sequence number: %" PRIu64 "\n%s\n", report.first_bad_seq,
+              report.detail.c_str());
+  return report.verdict == replay::Verdict::kIncomplete ? 2 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Everything tenon writes (the log above all) is for its owner only.
+  ::umask(077);
+  CLI::App app{"tenon: a Karpenter-compatible node autoscaler built on a replayable log"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", kVersion);
+
+  SimulateArgs sim_args;
+  auto* simulate =
+      app.add_subcommand("simulate", "run the controller on a simulated cluster and cloud");
+  simulate->add_option("scenario", sim_args.scenario, "scenario YAML")
+      ->required()
+      ->check(CLI::ExistingFile);
+  simulate->add_option("--log", sim_args.log_dir, "log folder (created; resumed if it exists)")
+      ->required();
+  simulate->add_option("--snapshot-every", sim_args.snapshot_every, "events between snapshots");
+  simulate->add_flag("--sync", sim_args.sync, "fsync the log on every append");
+  simulate->add_flag("--quiet", sim_args.quiet, "print nothing but errors");
+  simulate->add_flag("--trace-acks", sim_args.trace_acks,
+                     "print 'ack SEQ HASH' for every record the log acknowledges");
+
+  std::string replay_dir;
+  bool verify = false;
+  std::uint64_t to = 0;
+  auto* replay_cmd = app.add_subcommand("replay", "fold a log and print the state, or verify it");
+  replay_cmd->add_option("log", replay_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  replay_cmd->add_flag("--verify", verify,
+                       "re-fold from zero and from the newest snapshot and compare");
+  replay_cmd->add_option("--to", to, "stop at this sequence number");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (simulate->parsed()) return RunSimulate(sim_args);
+    if (replay_cmd->parsed()) return RunReplay(replay_dir, verify, to);
+  } catch (const log::LogError& e) {
+    std::fprintf(stderr, "tenon: log error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tenon: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,785 @@
+// Domain <-> Cap'n Proto. One Put/Get pair per type; the unions map alternative by
+// alternative. Enum values read from disk are range-checked, never cast blindly.
+#include "log/codec.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <cstring>
+
+#include "tenon.capnp.h"
+
+namespace tenon::log {
+namespace {
+
+namespace s = tenon::schema;
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+kj::StringPtr T(const std::string& value) {
+  return kj::StringPtr(value.c_str(), value.size());
+}
+std::string S(capnp::Text::Reader text) {
+  return std::string(text.cStr(), text.size());
+}
+
+template <class E>
+E CheckedEnum(std::uint16_t raw, std::uint16_t max, const char* what) {
+  if (raw > max) throw CodecError(std::string("unknown ") + what + " value " + std::to_string(raw));
+  return static_cast<E>(raw);
+}
+
+// ---- small types ----
+
+void Put(capnp::List<s::KeyValue>::Builder out, const Labels& labels) {
+  unsigned i = 0;
+  for (const auto& [k, v] : labels) {
+    out[i].setKey(T(k));
+    out[i].setValue(T(v));
+    ++i;
+  }
+}
+Labels GetLabels(capnp::List<s::KeyValue>::Reader in) {
+  Labels labels;
+  for (auto kv : in) labels[S(kv.getKey())] = S(kv.getValue());
+  return labels;
+}
+
+void PutTexts(capnp::List<capnp::Text>::Builder out, const std::vector<std::string>& values) {
+  for (unsigned i = 0; i < values.size(); ++i) out.set(i, T(values[i]));
+}
+std::vector<std::string> GetTexts(capnp::List<capnp::Text>::Reader in) {
+  std::vector<std::string> out;
+  out.reserve(in.size());
+  for (auto t : in) out.push_back(S(t));
+  return out;
+}
+
+void Put(s::Resources::Builder b, const Resources& r) {
+  b.setCpuMillis(r.cpu.value);
+  b.setMemoryBytes(r.memory.value);
+  b.setPods(r.pods);
+}
+Resources Get(s::Resources::Reader r) {
+  return {Millicores{r.getCpuMillis()}, Bytes{r.getMemoryBytes()}, r.getPods()};
+}
+
+void Put(s::Requirement::Builder b, const Requirement& r) {
+  b.setKey(T(r.key));
+  b.setOp(static_cast<s::RequirementOp>(r.op));
+  PutTexts(b.initValues(r.values.size()), r.values);
+  b.setMinValues(r.min_values);
+}
+Requirement Get(s::Requirement::Reader r) {
+  auto op = CheckedEnum<RequirementOp>(static_cast<std::uint16_t>(r.getOp()), 5, "requirement op");
+  return {S(r.getKey()), op, GetTexts(r.getValues()), r.getMinValues()};
+}
+
+TaintEffect GetEffect(s::TaintEffect e) {
+  return CheckedEnum<TaintEffect>(static_cast<std::uint16_t>(e), 2, "taint effect");
+}
+void Put(s::Taint::Builder b, const Taint& t) {
+  b.setKey(T(t.key));
+  b.setValue(T(t.value));
+  b.setEffect(static_cast<s::TaintEffect>(t.effect));
+}
+Taint Get(s::Taint::Reader r) {
+  return {S(r.getKey()), S(r.getValue()), GetEffect(r.getEffect())};
+}
+
+void Put(s::Toleration::Builder b, const Toleration& t) {
+  b.setKey(T(t.key));
+  b.setOpExists(t.op_exists);
+  b.setValue(T(t.value));
+  b.setHasEffect(t.effect.has_value());
+  if (t.effect) b.setEffect(static_cast<s::TaintEffect>(*t.effect));
+}
+Toleration Get(s::Toleration::Reader r) {
+  Toleration t{S(r.getKey()), r.getOpExists(), S(r.getValue()), std::nullopt};
+  if (r.getHasEffect()) t.effect = GetEffect(r.getEffect());
+  return t;
+}
+
+ErrorCode GetCode(s::ErrorCode code) {
+  return CheckedEnum<ErrorCode>(static_cast<std::uint16_t>(code), 5, "error code");
+}
+
+// Declared ahead so the list templates below find every overload.
+void Put(s::Offering::Builder b, const Offering& v);
+Offering Get(s::Offering::Reader r);
+void Put(s::OfferingChoice::Builder b, const OfferingChoice& v);
+OfferingChoice Get(s::OfferingChoice::Reader r);
+void Put(s::InstanceType::Builder b, const InstanceType& v);
+InstanceType Get(s::InstanceType::Reader r);
+void Put(s::FleetError::Builder b, const FleetError& v);
+FleetError Get(s::FleetError::Reader r);
+void Put(s::LaunchOverride::Builder b, const LaunchOverride& v);
+LaunchOverride Get(s::LaunchOverride::Reader r);
+void Put(s::ClaimPlan::Builder b, const ClaimPlan& v);
+ClaimPlan Get(s::ClaimPlan::Reader r);
+void Put(s::PodOutcome::Builder b, const PodOutcome& v);
+PodOutcome Get(s::PodOutcome::Reader r);
+void Put(s::Command::Builder b, const Command& v);
+Command Get(s::Command::Reader r);
+void Put(s::NodePool::Builder b, const NodePool& v);
+NodePool Get(s::NodePool::Reader r);
+void Put(s::NodeClass::Builder b, const NodeClass& v);
+NodeClass Get(s::NodeClass::Reader r);
+void Put(s::Pod::Builder b, const Pod& v);
+Pod Get(s::Pod::Reader r);
+void Put(s::Node::Builder b, const Node& v);
+Node Get(s::Node::Reader r);
+void Put(s::NodeClaim::Builder b, const NodeClaim& v);
+NodeClaim Get(s::NodeClaim::Reader r);
+void Put(s::CatalogEntry::Builder b, const CatalogEntry& v);
+CatalogEntry Get(s::CatalogEntry::Reader r);
+
+// Lists of structs: Put each element, Get each element.
+template <class SList, class T>
+void PutList(SList out, const std::vector<T>& values) {
+  for (unsigned i = 0; i < values.size(); ++i) Put(out[i], values[i]);
+}
+template <class T, class SList>
+std::vector<T> GetList(SList in) {
+  std::vector<T> out;
+  out.reserve(in.size());
+  for (auto item : in) out.push_back(Get(item));
+  return out;
+}
+
+// ---- entities ----
+
+void Put(s::Pod::Builder b, const Pod& p) {
+  b.setNamespace(T(p.ns));
+  b.setName(T(p.name));
+  b.setUid(T(p.uid));
+  Put(b.initRequests(), p.requests);
+  b.setNodeName(T(p.node_name));
+  b.setUnschedulable(p.unschedulable);
+  b.setPhase(T(p.phase));
+  b.setOwnerKind(T(p.owner_kind));
+  b.setCreatedNs(p.created.value);
+  Put(b.initLabels(p.labels.size()), p.labels);
+  Put(b.initNodeSelector(p.node_selector.size()), p.node_selector);
+  PutList(b.initTolerations(p.tolerations.size()), p.tolerations);
+}
+Pod Get(s::Pod::Reader r) {
+  Pod p;
+  p.ns = S(r.getNamespace());
+  p.name = S(r.getName());
+  p.uid = S(r.getUid());
+  p.requests = Get(r.getRequests());
+  p.node_name = S(r.getNodeName());
+  p.unschedulable = r.getUnschedulable();
+  p.phase = S(r.getPhase());
+  p.owner_kind = S(r.getOwnerKind());
+  p.created = Nanos{r.getCreatedNs()};
+  p.labels = GetLabels(r.getLabels());
+  p.node_selector = GetLabels(r.getNodeSelector());
+  p.tolerations = GetList<Toleration>(r.getTolerations());
+  return p;
+}
+
+void Put(s::Node::Builder b, const Node& n) {
+  b.setName(T(n.name));
+  b.setProviderId(T(n.provider_id));
+  Put(b.initLabels(n.labels.size()), n.labels);
+  PutList(b.initTaints(n.taints.size()), n.taints);
+  b.setReady(n.ready);
+  Put(b.initAllocatable(), n.allocatable);
+  b.setCreatedNs(n.created.value);
+}
+Node Get(s::Node::Reader r) {
+  return {S(r.getName()),
+          S(r.getProviderId()),
+          GetLabels(r.getLabels()),
+          GetList<Taint>(r.getTaints()),
+          r.getReady(),
+          Get(r.getAllocatable()),
+          Nanos{r.getCreatedNs()}};
+}
+
+template <class V>
+void PutOpt(s::OptionalInt64::Builder b, const std::optional<V>& v) {
+  b.setSet(v.has_value());
+  if constexpr (std::is_same_v<V, std::int64_t>) {
+    if (v) b.setValue(*v);
+  } else {
+    if (v) b.setValue(v->value);
+  }
+}
+template <class V>
+std::optional<V> GetOpt(s::OptionalInt64::Reader r) {
+  if (!r.getSet()) return std::nullopt;
+  if constexpr (std::is_same_v<V, std::int64_t>) {
+    return r.getValue();
+  } else {
+    return V{r.getValue()};
+  }
+}
+
+void Put(s::NodePool::Builder b, const NodePool& p) {
+  b.setName(T(p.name));
+  b.setWeight(p.weight);
+  Put(b.initLabels(p.labels.size()), p.labels);
+  PutList(b.initRequirements(p.requirements.size()), p.requirements);
+  PutList(b.initTaints(p.taints.size()), p.taints);
+  PutList(b.initStartupTaints(p.startup_taints.size()), p.startup_taints);
+  b.setNodeClass(T(p.nodeclass));
+  PutOpt(b.initLimitCpuMillis(), p.limits.cpu);
+  PutOpt(b.initLimitMemoryBytes(), p.limits.memory);
+  PutOpt(b.initLimitNodes(), p.limits.nodes);
+  b.setExpireAfterNs(p.expire_after.value);
+}
+NodePool Get(s::NodePool::Reader r) {
+  NodePool p;
+  p.name = S(r.getName());
+  p.weight = r.getWeight();
+  p.labels = GetLabels(r.getLabels());
+  p.requirements = GetList<Requirement>(r.getRequirements());
+  p.taints = GetList<Taint>(r.getTaints());
+  p.startup_taints = GetList<Taint>(r.getStartupTaints());
+  p.nodeclass = S(r.getNodeClass());
+  p.limits.cpu = GetOpt<Millicores>(r.getLimitCpuMillis());
+  p.limits.memory = GetOpt<Bytes>(r.getLimitMemoryBytes());
+  p.limits.nodes = GetOpt<std::int64_t>(r.getLimitNodes());
+  p.expire_after = Nanos{r.getExpireAfterNs()};
+  return p;
+}
+
+void Put(s::NodeClass::Builder b, const NodeClass& c) {
+  b.setName(T(c.name));
+  b.setAmiFamily(T(c.ami_family));
+  b.setRole(T(c.role));
+  b.setReady(c.ready);
+}
+NodeClass Get(s::NodeClass::Reader r) {
+  return {S(r.getName()), S(r.getAmiFamily()), S(r.getRole()), r.getReady()};
+}
+
+void Put(s::Offering::Builder b, const Offering& o) {
+  b.setZone(T(o.zone));
+  b.setCapacityType(T(o.capacity_type));
+  b.setPriceMicroUsdHour(o.price.value);
+  b.setAvailable(o.available);
+}
+Offering Get(s::Offering::Reader r) {
+  return {S(r.getZone()), S(r.getCapacityType()), MicroUsdPerHour{r.getPriceMicroUsdHour()},
+          r.getAvailable()};
+}
+
+void Put(s::InstanceType::Builder b, const InstanceType& t) {
+  b.setName(T(t.name));
+  b.setArch(T(t.arch));
+  b.setCpuMillis(t.cpu.value);
+  b.setMemoryBytes(t.memory.value);
+  b.setMaxEnis(t.max_enis);
+  b.setIpv4PerEni(t.ipv4_per_eni);
+  b.setGpuCount(t.gpu_count);
+  b.setBareMetal(t.bare_metal);
+  PutList(b.initOfferings(t.offerings.size()), t.offerings);
+}
+InstanceType Get(s::InstanceType::Reader r) {
+  InstanceType t;
+  t.name = S(r.getName());
+  t.arch = S(r.getArch());
+  t.cpu = Millicores{r.getCpuMillis()};
+  t.memory = Bytes{r.getMemoryBytes()};
+  t.max_enis = r.getMaxEnis();
+  t.ipv4_per_eni = r.getIpv4PerEni();
+  t.gpu_count = r.getGpuCount();
+  t.bare_metal = r.getBareMetal();
+  t.offerings = GetList<Offering>(r.getOfferings());
+  return t;
+}
+
+void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
+  b.setName(T(c.name));
+  b.setNodePool(T(c.nodepool));
+  b.setNodeClass(T(c.nodeclass));
+  PutList(b.initRequirements(c.requirements.size()), c.requirements);
+  Put(b.initRequests(), c.requests);
+  PutTexts(b.initInstanceTypes(c.instance_types.size()), c.instance_types);
+  b.setPhase(static_cast<s::ClaimPhase>(c.phase));
+  b.setProviderId(T(c.provider_id));
+  b.setInstanceId(T(c.instance_id));
+  b.setInstanceType(T(c.instance_type));
+  b.setZone(T(c.zone));
+  b.setCapacityType(T(c.capacity_type));
+  b.setPriceMicroUsdHour(c.price.value);
+  b.setNodeName(T(c.node_name));
+  Put(b.initAllocatable(), c.allocatable);
+  b.setCreatedNs(c.created.value);
+  b.setLaunchedNs(c.launched.value);
+  b.setRegisteredNs(c.registered.value);
+  b.setInitializedNs(c.initialized.value);
+}
+NodeClaim Get(s::NodeClaim::Reader r) {
+  NodeClaim c;
+  c.name = S(r.getName());
+  c.nodepool = S(r.getNodePool());
+  c.nodeclass = S(r.getNodeClass());
+  c.requirements = GetList<Requirement>(r.getRequirements());
+  c.requests = Get(r.getRequests());
+  c.instance_types = GetTexts(r.getInstanceTypes());
+  c.phase = CheckedEnum<ClaimPhase>(static_cast<std::uint16_t>(r.getPhase()), 4, "claim phase");
+  c.provider_id = S(r.getProviderId());
+  c.instance_id = S(r.getInstanceId());
+  c.instance_type = S(r.getInstanceType());
+  c.zone = S(r.getZone());
+  c.capacity_type = S(r.getCapacityType());
+  c.price = MicroUsdPerHour{r.getPriceMicroUsdHour()};
+  c.node_name = S(r.getNodeName());
+  c.allocatable = Get(r.getAllocatable());
+  c.created = Nanos{r.getCreatedNs()};
+  c.launched = Nanos{r.getLaunchedNs()};
+  c.registered = Nanos{r.getRegisteredNs()};
+  c.initialized = Nanos{r.getInitializedNs()};
+  return c;
+}
+
+void Put(s::Settings::Builder b, const Settings& v) {
+  b.setClusterName(T(v.cluster_name));
+  b.setBatchIdleNs(v.batch_idle.value);
+  b.setBatchMaxNs(v.batch_max.value);
+  b.setVmMemoryOverheadPermille(v.vm_memory_overhead_permille);
+}
+Settings Get(s::Settings::Reader r) {
+  return {S(r.getClusterName()), Nanos{r.getBatchIdleNs()}, Nanos{r.getBatchMaxNs()},
+          r.getVmMemoryOverheadPermille()};
+}
+
+void Put(s::FleetError::Builder b, const FleetError& e) {
+  b.setInstanceType(T(e.instance_type));
+  b.setZone(T(e.zone));
+  b.setCapacityType(T(e.capacity_type));
+  b.setCode(static_cast<s::ErrorCode>(e.code));
+  b.setMessage(T(e.message));
+}
+FleetError Get(s::FleetError::Reader r) {
+  return {S(r.getInstanceType()), S(r.getZone()), S(r.getCapacityType()), GetCode(r.getCode()),
+          S(r.getMessage())};
+}
+
+void Put(s::LaunchOverride::Builder b, const LaunchOverride& o) {
+  b.setInstanceType(T(o.instance_type));
+  b.setZone(T(o.zone));
+  b.setCapacityType(T(o.capacity_type));
+  b.setPriceMicroUsdHour(o.price.value);
+}
+LaunchOverride Get(s::LaunchOverride::Reader r) {
+  return {S(r.getInstanceType()), S(r.getZone()), S(r.getCapacityType()),
+          MicroUsdPerHour{r.getPriceMicroUsdHour()}};
+}
+
+void Put(s::OfferingChoice::Builder b, const OfferingChoice& o) {
+  b.setInstanceType(T(o.instance_type));
+  b.setZone(T(o.zone));
+  b.setCapacityType(T(o.capacity_type));
+  b.setPriceMicroUsdHour(o.price.value);
+}
+OfferingChoice Get(s::OfferingChoice::Reader r) {
+  return {S(r.getInstanceType()), S(r.getZone()), S(r.getCapacityType()),
+          MicroUsdPerHour{r.getPriceMicroUsdHour()}};
+}
+
+void Put(s::ClaimPlan::Builder b, const ClaimPlan& p) {
+  b.setNodeClaim(T(p.nodeclaim));
+  b.setNodePool(T(p.nodepool));
+  PutTexts(b.initPods(p.pods.size()), p.pods);
+  Put(b.initRequests(), p.requests);
+  PutList(b.initOfferings(p.offerings.size()), p.offerings);
+}
+ClaimPlan Get(s::ClaimPlan::Reader r) {
+  return {S(r.getNodeClaim()), S(r.getNodePool()), GetTexts(r.getPods()), Get(r.getRequests()),
+          GetList<OfferingChoice>(r.getOfferings())};
+}
+
+void Put(s::PodOutcome::Builder b, const PodOutcome& o) {
+  b.setPod(T(o.pod));
+  b.setTarget(T(o.target));
+  b.setReason(T(o.reason));
+}
+PodOutcome Get(s::PodOutcome::Reader r) {
+  return {S(r.getPod()), S(r.getTarget()), S(r.getReason())};
+}
+
+void Put(s::CatalogEntry::Builder b, const CatalogEntry& e) {
+  Put(b.initType(), e.type);
+  Put(b.initAllocatable(), e.allocatable);
+  Put(b.initLabels(e.labels.size()), e.labels);
+}
+CatalogEntry Get(s::CatalogEntry::Reader r) {
+  return {Get(r.getType()), Get(r.getAllocatable()), GetLabels(r.getLabels())};
+}
+
+// ---- unions ----
+
+void Put(s::Event::Builder b, const Event& event) {
+  std::visit(Overloaded{
+                 [&](const Tick& e) { b.initTick().setNowNs(e.now.value); },
+                 [&](const ControllerStarted& e) {
+                   auto g = b.initControllerStarted();
+                   g.setVersion(T(e.version));
+                   g.setSeed(e.seed);
+                   Put(g.initSettings(), e.settings);
+                 },
+                 [&](const CatalogRefreshed& e) {
+                   PutList(b.initCatalogRefreshed(e.instance_types.size()), e.instance_types);
+                 },
+                 [&](const NodePoolUpserted& e) { Put(b.initNodePoolUpserted(), e.nodepool); },
+                 [&](const NodePoolDeleted& e) { b.setNodePoolDeleted(T(e.name)); },
+                 [&](const NodeClassUpserted& e) { Put(b.initNodeClassUpserted(), e.nodeclass); },
+                 [&](const NodeClassDeleted& e) { b.setNodeClassDeleted(T(e.name)); },
+                 [&](const PodUpserted& e) { Put(b.initPodUpserted(), e.pod); },
+                 [&](const PodDeleted& e) {
+                   auto g = b.initPodDeleted();
+                   g.setNamespace(T(e.ns));
+                   g.setName(T(e.name));
+                 },
+                 [&](const NodeUpserted& e) { Put(b.initNodeUpserted(), e.node); },
+                 [&](const NodeDeleted& e) { b.setNodeDeleted(T(e.name)); },
+                 [&](const FleetLaunched& e) {
+                   auto g = b.initFleetLaunched();
+                   g.setCommand(e.command.value);
+                   g.setNodeClaim(T(e.nodeclaim));
+                   g.setInstanceId(T(e.instance_id));
+                   g.setProviderId(T(e.provider_id));
+                   g.setInstanceType(T(e.instance_type));
+                   g.setZone(T(e.zone));
+                   g.setCapacityType(T(e.capacity_type));
+                   g.setPriceMicroUsdHour(e.price.value);
+                 },
+                 [&](const FleetFailed& e) {
+                   auto g = b.initFleetFailed();
+                   g.setCommand(e.command.value);
+                   g.setNodeClaim(T(e.nodeclaim));
+                   PutList(g.initErrors(e.errors.size()), e.errors);
+                 },
+                 [&](const CommandSucceeded& e) { b.setCommandSucceeded(e.command.value); },
+                 [&](const CommandFailed& e) {
+                   auto g = b.initCommandFailed();
+                   g.setCommand(e.command.value);
+                   g.setCode(static_cast<s::ErrorCode>(e.code));
+                   g.setMessage(T(e.message));
+                 },
+                 [&](const InputRejected& e) {
+                   auto g = b.initInputRejected();
+                   g.setSource(T(e.source));
+                   g.setReason(T(e.reason));
+                   g.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.payload.data()),
+                                             e.payload.size()));
+                 },
+             },
+             event);
+}
+
+Event Get(s::Event::Reader r) {
+  switch (r.which()) {
+    case s::Event::TICK:
+      return Tick{Nanos{r.getTick().getNowNs()}};
+    case s::Event::CONTROLLER_STARTED: {
+      auto g = r.getControllerStarted();
+      return ControllerStarted{S(g.getVersion()), g.getSeed(), Get(g.getSettings())};
+    }
+    case s::Event::CATALOG_REFRESHED:
+      return CatalogRefreshed{GetList<InstanceType>(r.getCatalogRefreshed())};
+    case s::Event::NODE_POOL_UPSERTED:
+      return NodePoolUpserted{Get(r.getNodePoolUpserted())};
+    case s::Event::NODE_POOL_DELETED:
+      return NodePoolDeleted{S(r.getNodePoolDeleted())};
+    case s::Event::NODE_CLASS_UPSERTED:
+      return NodeClassUpserted{Get(r.getNodeClassUpserted())};
+    case s::Event::NODE_CLASS_DELETED:
+      return NodeClassDeleted{S(r.getNodeClassDeleted())};
+    case s::Event::POD_UPSERTED:
+      return PodUpserted{Get(r.getPodUpserted())};
+    case s::Event::POD_DELETED:
+      return PodDeleted{S(r.getPodDeleted().getNamespace()), S(r.getPodDeleted().getName())};
+    case s::Event::NODE_UPSERTED:
+      return NodeUpserted{Get(r.getNodeUpserted())};
+    case s::Event::NODE_DELETED:
+      return NodeDeleted{S(r.getNodeDeleted())};
+    case s::Event::FLEET_LAUNCHED: {
+      auto g = r.getFleetLaunched();
+      return FleetLaunched{CommandId{g.getCommand()}, S(g.getNodeClaim()),
+                           S(g.getInstanceId()),      S(g.getProviderId()),
+                           S(g.getInstanceType()),    S(g.getZone()),
+                           S(g.getCapacityType()),    MicroUsdPerHour{g.getPriceMicroUsdHour()}};
+    }
+    case s::Event::FLEET_FAILED: {
+      auto g = r.getFleetFailed();
+      return FleetFailed{CommandId{g.getCommand()}, S(g.getNodeClaim()),
+                         GetList<FleetError>(g.getErrors())};
+    }
+    case s::Event::COMMAND_SUCCEEDED:
+      return CommandSucceeded{CommandId{r.getCommandSucceeded()}};
+    case s::Event::COMMAND_FAILED: {
+      auto g = r.getCommandFailed();
+      return CommandFailed{CommandId{g.getCommand()}, GetCode(g.getCode()), S(g.getMessage())};
+    }
+    case s::Event::INPUT_REJECTED: {
+      auto g = r.getInputRejected();
+      auto payload = g.getPayload();
+      return InputRejected{
+          S(g.getSource()), S(g.getReason()),
+          std::string(reinterpret_cast<const char*>(payload.begin()), payload.size())};
+    }
+  }
+  throw CodecError("unknown event kind " + std::to_string(static_cast<unsigned>(r.which())));
+}
+
+void Put(s::Command::Builder b, const Command& c) {
+  b.setId(c.id.value);
+  b.setCauseSeq(c.cause.value);
+  std::visit(Overloaded{
+                 [&](const CreateNodeClaim& x) { Put(b.initCreateNodeClaim(), x.claim); },
+                 [&](const DeleteNodeClaim& x) { b.setDeleteNodeClaim(T(x.name)); },
+                 [&](const LaunchInstances& x) {
+                   auto g = b.initLaunchInstances();
+                   g.setNodeClaim(T(x.nodeclaim));
+                   g.setNodePool(T(x.nodepool));
+                   g.setNodeClass(T(x.nodeclass));
+                   g.setClientToken(T(x.client_token));
+                   g.setCapacityType(T(x.capacity_type));
+                   PutList(g.initOverrides(x.overrides.size()), x.overrides);
+                   Put(g.initTags(x.tags.size()), x.tags);
+                 },
+                 [&](const PatchNode& x) {
+                   auto g = b.initPatchNode();
+                   g.setNodeName(T(x.node_name));
+                   Put(g.initAddLabels(x.add_labels.size()), x.add_labels);
+                   PutTexts(g.initRemoveTaints(x.remove_taints.size()), x.remove_taints);
+                 },
+             },
+             c.body);
+}
+
+Command Get(s::Command::Reader r) {
+  Command c{CommandId{r.getId()}, tenon::Seq{r.getCauseSeq()}, {}};
+  switch (r.which()) {
+    case s::Command::CREATE_NODE_CLAIM:
+      c.body = CreateNodeClaim{Get(r.getCreateNodeClaim())};
+      return c;
+    case s::Command::DELETE_NODE_CLAIM:
+      c.body = DeleteNodeClaim{S(r.getDeleteNodeClaim())};
+      return c;
+    case s::Command::LAUNCH_INSTANCES: {
+      auto g = r.getLaunchInstances();
+      c.body = LaunchInstances{S(g.getNodeClaim()),    S(g.getNodePool()),
+                               S(g.getNodeClass()),    S(g.getClientToken()),
+                               S(g.getCapacityType()), GetList<LaunchOverride>(g.getOverrides()),
+                               GetLabels(g.getTags())};
+      return c;
+    }
+    case s::Command::PATCH_NODE: {
+      auto g = r.getPatchNode();
+      c.body =
+          PatchNode{S(g.getNodeName()), GetLabels(g.getAddLabels()), GetTexts(g.getRemoveTaints())};
+      return c;
+    }
+  }
+  throw CodecError("unknown command kind " + std::to_string(static_cast<unsigned>(r.which())));
+}
+
+void Put(s::Decision::Builder b, const Decision& d) {
+  b.setId(d.id.value);
+  b.setCauseSeq(d.cause.value);
+  b.setAtNs(d.at.value);
+  const auto& p = std::get<ProvisioningDecision>(d.body);
+  auto g = b.initProvisioning();
+  g.setBatchOpenedNs(p.batch_opened.value);
+  PutList(g.initNewClaims(p.new_claims.size()), p.new_claims);
+  PutList(g.initPods(p.pods.size()), p.pods);
+}
+
+Decision Get(s::Decision::Reader r) {
+  Decision d{DecisionId{r.getId()}, tenon::Seq{r.getCauseSeq()}, Nanos{r.getAtNs()}, {}};
+  switch (r.which()) {
+    case s::Decision::PROVISIONING: {
+      auto g = r.getProvisioning();
+      d.body =
+          ProvisioningDecision{Nanos{g.getBatchOpenedNs()}, GetList<ClaimPlan>(g.getNewClaims()),
+                               GetList<PodOutcome>(g.getPods())};
+      return d;
+    }
+    case s::Decision::NONE:
+      break;
+  }
+  throw CodecError("decision record without a body");
+}
+
+// ---- framing ----
+
+std::string ToBytes(capnp::MallocMessageBuilder& message) {
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+// Decodes `bytes` as a message with root T and hands the reader to `fn`; every Cap'n Proto
+// error (truncation, bad pointers, limits) becomes a CodecError.
+template <class Root, class Fn>
+auto WithReader(std::string_view bytes, Fn&& fn) {
+  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
+    throw CodecError("record of " + std::to_string(bytes.size()) +
+                     " bytes is not a whole number of Cap'n Proto words");
+  }
+  // Copy into word-aligned memory: the caller's buffer carries no alignment promise.
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  try {
+    capnp::FlatArrayMessageReader reader(words.asPtr());
+    return fn(reader.getRoot<Root>());
+  } catch (const kj::Exception& e) {
+    throw CodecError(std::string("malformed record: ") + e.getDescription().cStr());
+  }
+}
+
+}  // namespace
+
+std::string EncodeEvent(const Event& event) {
+  capnp::MallocMessageBuilder message;
+  Put(message.initRoot<s::Record>().initEvent(), event);
+  return ToBytes(message);
+}
+
+std::string EncodeOutput(tenon::Seq cause, const Output& output) {
+  capnp::MallocMessageBuilder message;
+  auto o = message.initRoot<s::Record>().initOutput();
+  o.setCauseSeq(cause.value);
+  PutList(o.initCommands(output.commands.size()), output.commands);
+  auto ids = o.initDecisionIds(output.decisions.size());
+  for (unsigned i = 0; i < output.decisions.size(); ++i) ids.set(i, output.decisions[i].id.value);
+  return ToBytes(message);
+}
+
+Entry DecodeEntry(std::string_view bytes) {
+  return WithReader<s::Record>(bytes, [](s::Record::Reader r) -> Entry {
+    switch (r.which()) {
+      case s::Record::EVENT:
+        return Get(r.getEvent());
+      case s::Record::OUTPUT: {
+        auto o = r.getOutput();
+        OutputRecord out{tenon::Seq{o.getCauseSeq()}, GetList<Command>(o.getCommands()), {}};
+        for (auto id : o.getDecisionIds()) out.decision_ids.push_back(DecisionId{id});
+        return out;
+      }
+    }
+    throw CodecError("unknown record kind");
+  });
+}
+
+std::string EncodeDecision(const Decision& decision) {
+  capnp::MallocMessageBuilder message;
+  Put(message.initRoot<s::Decision>(), decision);
+  return ToBytes(message);
+}
+
+Decision DecodeDecision(std::string_view bytes) {
+  return WithReader<s::Decision>(bytes, [](s::Decision::Reader r) { return Get(r); });
+}
+
+std::string EncodeSnapshot(const State& state) {
+  capnp::MallocMessageBuilder message;
+  auto b = message.initRoot<s::Snapshot>();
+  b.setStateHash(StateHash(state));
+  b.setLastSeq(state.last_seq.value);
+  b.setNowNs(state.now.value);
+  b.setStarted(state.started);
+  b.setSeed(state.seed);
+  b.setVersion(T(state.version));
+  Put(b.initSettings(), state.settings);
+  auto values = [](const auto& map) {
+    std::vector<typename std::decay_t<decltype(map)>::mapped_type> out;
+    for (const auto& [k, v] : map) out.push_back(v);
+    return out;
+  };
+  PutList(b.initNodePools(state.nodepools.size()), values(state.nodepools));
+  PutList(b.initNodeClasses(state.nodeclasses.size()), values(state.nodeclasses));
+  PutList(b.initCatalog(state.catalog.size()), values(state.catalog));
+  PutList(b.initPods(state.pods.size()), values(state.pods));
+  PutList(b.initNodes(state.nodes.size()), values(state.nodes));
+  PutList(b.initNodeClaims(state.nodeclaims.size()), values(state.nodeclaims));
+  auto unavailable = b.initUnavailableOfferings(state.unavailable_offerings.size());
+  unsigned i = 0;
+  for (const auto& [key, until] : state.unavailable_offerings) {
+    unavailable[i].setKey(T(key));
+    unavailable[i].setUntilNs(until.value);
+    ++i;
+  }
+  b.setBatchOpen(state.batch.open);
+  b.setBatchOpenedNs(state.batch.opened.value);
+  b.setBatchLastPodNs(state.batch.last_pod.value);
+  PutList(b.initInflight(state.inflight.size()), values(state.inflight));
+  b.setNextCommand(state.next_command.value);
+  b.setNextDecision(state.next_decision.value);
+  b.setNextNodeClaim(state.next_nodeclaim);
+  b.setRejectedInputs(state.rejected_inputs);
+  return ToBytes(message);
+}
+
+State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
+  return WithReader<s::Snapshot>(bytes, [&](s::Snapshot::Reader r) {
+    State state;
+    if (stored_hash != nullptr) *stored_hash = r.getStateHash();
+    state.last_seq = tenon::Seq{r.getLastSeq()};
+    state.now = Nanos{r.getNowNs()};
+    state.started = r.getStarted();
+    state.seed = r.getSeed();
+    state.version = S(r.getVersion());
+    state.settings = Get(r.getSettings());
+    for (auto p : r.getNodePools()) state.nodepools[S(p.getName())] = Get(p);
+    for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
+    for (auto e : r.getCatalog()) state.catalog[S(e.getType().getName())] = Get(e);
+    for (auto p : r.getPods()) state.pods[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
+    for (auto n : r.getNodes()) state.nodes[S(n.getName())] = Get(n);
+    for (auto c : r.getNodeClaims()) state.nodeclaims[S(c.getName())] = Get(c);
+    for (auto u : r.getUnavailableOfferings()) {
+      state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};
+    }
+    state.batch = {r.getBatchOpen(), Nanos{r.getBatchOpenedNs()}, Nanos{r.getBatchLastPodNs()}};
+    for (auto c : r.getInflight()) state.inflight[CommandId{c.getId()}] = Get(c);
+    state.next_command = CommandId{r.getNextCommand()};
+    state.next_decision = DecisionId{r.getNextDecision()};
+    state.next_nodeclaim = r.getNextNodeClaim();
+    state.rejected_inputs = r.getRejectedInputs();
+    return state;
+  });
+}
+
+std::string EventKind(const Event& event) {
+  constexpr const char* kNames[] = {"Tick",
+                                    "ControllerStarted",
+                                    "CatalogRefreshed",
+                                    "NodePoolUpserted",
+                                    "NodePoolDeleted",
+                                    "NodeClassUpserted",
+                                    "NodeClassDeleted",
+                                    "PodUpserted",
+                                    "PodDeleted",
+                                    "NodeUpserted",
+                                    "NodeDeleted",
+                                    "FleetLaunched",
+                                    "FleetFailed",
+                                    "CommandSucceeded",
+                                    "CommandFailed",
+                                    "InputRejected"};
+  static_assert(std::size(kNames) == std::variant_size_v<Event>);
+  return kNames[event.index()];
+}
+
+std::string CommandKind(const Command& command) {
+  constexpr const char* kNames[] = {"CreateNodeClaim", "DeleteNodeClaim", "LaunchInstances",
+                                    "PatchNode"};
+  static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
+  return kNames[command.body.index()];
+}
+
+}  // namespace tenon::log

@@ -1,0 +1,142 @@
+// The durable event log: a RocksDB store of checksummed records in sequence order.
+//
+// This layer knows bytes, not events: the Cap'n Proto codec (log/codec.h) turns domain
+// values into the payloads stored here. Column families:
+//   events     big-endian u64 sequence number -> framed record (inputs and outputs)
+//   decisions  big-endian u64 decision id     -> framed record
+//   snapshots  big-endian u64 sequence number -> framed record (state after folding that seq)
+//   meta       string key                     -> string value (schema/writer version, cluster id)
+//
+// Every stored value is framed as [u8 frame version][u64 XXH3 of (key bytes ++ payload)][payload],
+// verified on every read. A mismatch is never skipped: it raises LogError naming the key.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tenon::log {
+
+using Seq = std::uint64_t;  // 1-based; 0 means "none".
+
+// The schema version this build writes into meta. Bump only with a migration note.
+inline constexpr std::uint32_t kSchemaVersion = 1;
+// Most records one Append call may carry; larger batches are a caller bug.
+inline constexpr std::size_t kAppendBatchMax = 65536;
+// Largest payload accepted for one record.
+inline constexpr std::size_t kRecordBytesMax = 64u << 20;
+
+enum class ErrorKind {
+  kIo,          // RocksDB or the filesystem failed.
+  kCorruption,  // A record failed its checksum or framing; `seq` names it.
+  kVersion,     // The log was written with a newer schema than this build reads.
+  kInvalid,     // The caller asked for something impossible (e.g. batch too large).
+};
+
+class LogError : public std::runtime_error {
+ public:
+  LogError(ErrorKind kind, std::uint64_t key, const std::string& what)
+      : std::runtime_error(what), kind_(kind), key_(key) {}
+  ErrorKind kind() const { return kind_; }
+  // The sequence number (or decision id) of the offending record, 0 when not about one record.
+  std::uint64_t key() const { return key_; }
+
+ private:
+  ErrorKind kind_;
+  std::uint64_t key_;
+};
+
+struct OpenOptions {
+  bool create_if_missing = true;
+  bool read_only = false;         // Open for inspection (replay, audit); Append throws.
+  std::string writer_version;     // Stored in meta as the last writer.
+  std::string cluster_id;         // Stored in meta on creation; checked if non-empty on reopen.
+  // Keep writes in the WAL instead of flushing memtables at close. Tests use this to produce
+  // logs whose tail lives in the WAL; production leaves it off.
+  bool avoid_flush_during_shutdown = false;
+};
+
+// What Open found; callers print `message` when `torn_tail_truncated` is set.
+struct OpenReport {
+  bool created = false;
+  bool torn_tail_truncated = false;
+  std::string message;  // Human-readable account of any recovery done at open.
+  Seq last_seq = 0;
+};
+
+struct DecisionRecord {
+  std::uint64_t id = 0;
+  std::string payload;
+};
+
+// One atomic unit: event records get consecutive sequence numbers; decisions are written in the
+// same RocksDB write batch, so either all of it is in the log or none of it is.
+struct AppendBatch {
+  std::vector<std::string> events;
+  std::vector<DecisionRecord> decisions;
+};
+
+struct AppendOptions {
+  bool sync = false;  // fsync the WAL before returning (power-loss durability).
+};
+
+struct Record {
+  Seq seq = 0;
+  std::string payload;
+};
+
+struct Snapshot {
+  Seq seq = 0;
+  std::string payload;
+};
+
+class EventLog {
+ public:
+  // Opens or creates the log in `dir` (created 0700; files inside readable by the owner only).
+  // A torn WAL tail is truncated to the last complete write and reported in `report`.
+  static std::unique_ptr<EventLog> Open(const std::filesystem::path& dir, const OpenOptions& options,
+                                        OpenReport* report = nullptr);
+  virtual ~EventLog() = default;
+
+  // Appends a batch; returns the sequence numbers given to batch.events, in order. Thread-safe:
+  // concurrent callers are grouped into one RocksDB write (group commit), and a caller returns
+  // only once its records are written (and synced, if asked).
+  virtual std::vector<Seq> Append(AppendBatch batch, const AppendOptions& options = {}) = 0;
+
+  virtual Seq LastSeq() const = 0;
+
+  // Reads one event record. nullopt if absent; LogError(kCorruption) if it fails its checksum.
+  virtual std::optional<Record> Read(Seq seq) const = 0;
+
+  // Calls `fn` for each event record with from <= seq <= to (to = 0: through the last), in order,
+  // until `fn` returns false. Throws LogError(kCorruption) naming the first bad record.
+  virtual void Scan(Seq from, Seq to, const std::function<bool(const Record&)>& fn) const = 0;
+
+  // Blocks until LastSeq() > after or the timeout passes; returns LastSeq(). Follows the tail.
+  virtual Seq WaitForAppend(Seq after, std::chrono::milliseconds timeout) const = 0;
+
+  virtual std::optional<DecisionRecord> ReadDecision(std::uint64_t id) const = 0;
+  virtual void ScanDecisions(std::uint64_t from_id,
+                             const std::function<bool(const DecisionRecord&)>& fn) const = 0;
+
+  virtual void PutSnapshot(Seq seq, std::string_view payload) = 0;
+  // The newest snapshot whose seq <= at (at = 0: the newest of all).
+  virtual std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const = 0;
+  virtual std::vector<Seq> SnapshotSeqs() const = 0;
+
+  virtual std::uint32_t SchemaVersion() const = 0;
+  virtual std::string WriterVersion() const = 0;
+  virtual std::string ClusterId() const = 0;
+
+  // Writes a raw value under an event key, bypassing framing: tests use it to plant corruption.
+  virtual void PutRawEventForTest(Seq seq, std::string_view raw_value) = 0;
+};
+
+}  // namespace tenon::log

@@ -1,0 +1,323 @@
+# tenon's log records: events (inputs), outputs (the commands an event produced), decisions and
+# snapshots. The schema only grows: never renumber, retype or remove a field, so a log written
+# by an old version replays on a new one. Units are in the field names.
+@0x8872e5c918ad5bf5;
+
+$import "/capnp/c++.capnp".namespace("tenon::schema");
+
+struct KeyValue {
+  key @0 :Text;
+  value @1 :Text;
+}
+
+struct Resources {
+  cpuMillis @0 :Int64;
+  memoryBytes @1 :Int64;
+  pods @2 :Int64;
+}
+
+enum RequirementOp { in @0; notIn @1; exists @2; doesNotExist @3; gt @4; lt @5; }
+
+struct Requirement {
+  key @0 :Text;
+  op @1 :RequirementOp;
+  values @2 :List(Text);
+  minValues @3 :Int32;
+}
+
+enum TaintEffect { noSchedule @0; preferNoSchedule @1; noExecute @2; }
+
+struct Taint {
+  key @0 :Text;
+  value @1 :Text;
+  effect @2 :TaintEffect;
+}
+
+struct Toleration {
+  key @0 :Text;
+  opExists @1 :Bool;
+  value @2 :Text;
+  hasEffect @3 :Bool;
+  effect @4 :TaintEffect;
+}
+
+enum ErrorCode {
+  insufficientCapacity @0; throttled @1; notFound @2; unauthorized @3; invalid @4; transient @5;
+}
+
+struct Pod {
+  namespace @0 :Text;
+  name @1 :Text;
+  uid @2 :Text;
+  requests @3 :Resources;
+  nodeName @4 :Text;
+  unschedulable @5 :Bool;
+  phase @6 :Text;
+  ownerKind @7 :Text;
+  createdNs @8 :Int64;
+  labels @9 :List(KeyValue);
+  nodeSelector @10 :List(KeyValue);
+  tolerations @11 :List(Toleration);
+}
+
+struct Node {
+  name @0 :Text;
+  providerId @1 :Text;
+  labels @2 :List(KeyValue);
+  taints @3 :List(Taint);
+  ready @4 :Bool;
+  allocatable @5 :Resources;
+  createdNs @6 :Int64;
+}
+
+struct OptionalInt64 {
+  set @0 :Bool;
+  value @1 :Int64;
+}
+
+struct NodePool {
+  name @0 :Text;
+  weight @1 :Int32;
+  labels @2 :List(KeyValue);
+  requirements @3 :List(Requirement);
+  taints @4 :List(Taint);
+  startupTaints @5 :List(Taint);
+  nodeClass @6 :Text;
+  limitCpuMillis @7 :OptionalInt64;
+  limitMemoryBytes @8 :OptionalInt64;
+  limitNodes @9 :OptionalInt64;
+  expireAfterNs @10 :Int64;
+}
+
+struct NodeClass {
+  name @0 :Text;
+  amiFamily @1 :Text;
+  role @2 :Text;
+  ready @3 :Bool;
+}
+
+struct Offering {
+  zone @0 :Text;
+  capacityType @1 :Text;
+  priceMicroUsdHour @2 :Int64;
+  available @3 :Bool;
+}
+
+struct InstanceType {
+  name @0 :Text;
+  arch @1 :Text;
+  cpuMillis @2 :Int64;
+  memoryBytes @3 :Int64;
+  maxEnis @4 :Int32;
+  ipv4PerEni @5 :Int32;
+  gpuCount @6 :Int32;
+  bareMetal @7 :Bool;
+  offerings @8 :List(Offering);
+}
+
+enum ClaimPhase { pending @0; launched @1; registered @2; initialized @3; failed @4; }
+
+struct NodeClaim {
+  name @0 :Text;
+  nodePool @1 :Text;
+  nodeClass @2 :Text;
+  requirements @3 :List(Requirement);
+  requests @4 :Resources;
+  instanceTypes @5 :List(Text);
+  phase @6 :ClaimPhase;
+  providerId @7 :Text;
+  instanceId @8 :Text;
+  instanceType @9 :Text;
+  zone @10 :Text;
+  capacityType @11 :Text;
+  priceMicroUsdHour @12 :Int64;
+  nodeName @13 :Text;
+  allocatable @14 :Resources;
+  createdNs @15 :Int64;
+  launchedNs @16 :Int64;
+  registeredNs @17 :Int64;
+  initializedNs @18 :Int64;
+}
+
+struct Settings {
+  clusterName @0 :Text;
+  batchIdleNs @1 :Int64;
+  batchMaxNs @2 :Int64;
+  vmMemoryOverheadPermille @3 :Int32;
+}
+
+struct FleetError {
+  instanceType @0 :Text;
+  zone @1 :Text;
+  capacityType @2 :Text;
+  code @3 :ErrorCode;
+  message @4 :Text;
+}
+
+struct Event {
+  union {
+    tick :group { nowNs @0 :Int64; }
+    controllerStarted :group {
+      version @1 :Text;
+      seed @2 :UInt64;
+      settings @3 :Settings;
+    }
+    catalogRefreshed @4 :List(InstanceType);
+    nodePoolUpserted @5 :NodePool;
+    nodePoolDeleted @6 :Text;
+    nodeClassUpserted @7 :NodeClass;
+    nodeClassDeleted @8 :Text;
+    podUpserted @9 :Pod;
+    podDeleted :group {
+      namespace @10 :Text;
+      name @11 :Text;
+    }
+    nodeUpserted @12 :Node;
+    nodeDeleted @13 :Text;
+    fleetLaunched :group {
+      command @14 :UInt64;
+      nodeClaim @15 :Text;
+      instanceId @16 :Text;
+      providerId @17 :Text;
+      instanceType @18 :Text;
+      zone @19 :Text;
+      capacityType @20 :Text;
+      priceMicroUsdHour @21 :Int64;
+    }
+    fleetFailed :group {
+      command @22 :UInt64;
+      nodeClaim @23 :Text;
+      errors @24 :List(FleetError);
+    }
+    commandSucceeded @25 :UInt64;
+    commandFailed :group {
+      command @26 :UInt64;
+      code @27 :ErrorCode;
+      message @28 :Text;
+    }
+    inputRejected :group {
+      source @29 :Text;
+      reason @30 :Text;
+      payload @31 :Data;
+    }
+  }
+}
+
+struct LaunchOverride {
+  instanceType @0 :Text;
+  zone @1 :Text;
+  capacityType @2 :Text;
+  priceMicroUsdHour @3 :Int64;
+}
+
+struct Command {
+  id @0 :UInt64;
+  causeSeq @1 :UInt64;
+  union {
+    createNodeClaim @2 :NodeClaim;
+    deleteNodeClaim @3 :Text;
+    launchInstances :group {
+      nodeClaim @4 :Text;
+      nodePool @5 :Text;
+      nodeClass @6 :Text;
+      clientToken @7 :Text;
+      capacityType @8 :Text;
+      overrides @9 :List(LaunchOverride);
+      tags @10 :List(KeyValue);
+    }
+    patchNode :group {
+      nodeName @11 :Text;
+      addLabels @12 :List(KeyValue);
+      removeTaints @13 :List(Text);
+    }
+  }
+}
+
+struct OfferingChoice {
+  instanceType @0 :Text;
+  zone @1 :Text;
+  capacityType @2 :Text;
+  priceMicroUsdHour @3 :Int64;
+}
+
+struct ClaimPlan {
+  nodeClaim @0 :Text;
+  nodePool @1 :Text;
+  pods @2 :List(Text);
+  requests @3 :Resources;
+  offerings @4 :List(OfferingChoice);
+}
+
+struct PodOutcome {
+  pod @0 :Text;
+  target @1 :Text;
+  reason @2 :Text;
+}
+
+struct Decision {
+  id @0 :UInt64;
+  causeSeq @1 :UInt64;
+  atNs @2 :Int64;
+  union {
+    # The zero value: a decision record always sets a body, so reading `none` means corruption.
+    none @3 :Void;
+    provisioning :group {
+      batchOpenedNs @4 :Int64;
+      newClaims @5 :List(ClaimPlan);
+      pods @6 :List(PodOutcome);
+    }
+  }
+}
+
+# What folding one event produced: its commands, and the ids of its decisions (which live in
+# the decisions column family). Written after the event, before any command runs.
+struct Output {
+  causeSeq @0 :UInt64;
+  commands @1 :List(Command);
+  decisionIds @2 :List(UInt64);
+}
+
+# One record of the events column family.
+struct Record {
+  union {
+    event @0 :Event;
+    output @1 :Output;
+  }
+}
+
+struct CatalogEntry {
+  type @0 :InstanceType;
+  allocatable @1 :Resources;
+  labels @2 :List(KeyValue);
+}
+
+struct UnavailableOffering {
+  key @0 :Text;
+  untilNs @1 :Int64;
+}
+
+# The whole core state after folding `lastSeq`, and its hash for verification.
+struct Snapshot {
+  stateHash @0 :UInt64;
+  lastSeq @1 :UInt64;
+  nowNs @2 :Int64;
+  started @3 :Bool;
+  seed @4 :UInt64;
+  version @5 :Text;
+  settings @6 :Settings;
+  nodePools @7 :List(NodePool);
+  nodeClasses @8 :List(NodeClass);
+  catalog @9 :List(CatalogEntry);
+  pods @10 :List(Pod);
+  nodes @11 :List(Node);
+  nodeClaims @12 :List(NodeClaim);
+  unavailableOfferings @13 :List(UnavailableOffering);
+  batchOpen @14 :Bool;
+  batchOpenedNs @15 :Int64;
+  batchLastPodNs @16 :Int64;
+  inflight @17 :List(Command);
+  nextCommand @18 :UInt64;
+  nextDecision @19 :UInt64;
+  nextNodeClaim @20 :UInt64;
+  rejectedInputs @21 :UInt64;
+}

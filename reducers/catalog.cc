@@ -1,0 +1,75 @@
+// Allocatable capacity and well-known labels per instance type, computed once per catalog
+// refresh. The formulas follow Karpenter's AWS provider (see KARPENTER.md, Provisioning).
+#include <algorithm>
+#include <array>
+#include <cassert>
+
+#include "reducers/internal.h"
+
+namespace tenon {
+namespace {
+
+constexpr std::int64_t kPodsDefault = 110;
+constexpr Bytes kEvictionThreshold{100 * kMebibyte.value};
+constexpr Bytes kKubeReservedMemoryBase{255 * kMebibyte.value};
+constexpr Bytes kKubeReservedMemoryPerPod{11 * kMebibyte.value};
+
+// kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% above,
+// each range truncated to whole millicores as Karpenter does.
+Millicores KubeReservedCpu(Millicores cpu) {
+  struct Range {
+    std::int64_t start, end, per_ten_thousand;
+  };
+  constexpr std::array<Range, 4> kRanges{
+      {{0, 1000, 600}, {1000, 2000, 100}, {2000, 4000, 50}, {4000, std::int64_t{1} << 40, 25}}};
+  std::int64_t reserved = 0;
+  for (const auto& range : kRanges) {
+    if (cpu.value < range.start) break;
+    std::int64_t span = std::min(cpu.value, range.end) - range.start;
+    reserved += span * range.per_ten_thousand / 10000;
+  }
+  return Millicores{reserved};
+}
+
+std::int64_t MaxPods(const InstanceType& type) {
+  if (type.max_enis <= 0 || type.ipv4_per_eni <= 1) return kPodsDefault;
+  return std::int64_t{type.max_enis} * (type.ipv4_per_eni - 1) + 2;
+}
+
+Labels DeriveLabels(const InstanceType& type) {
+  Labels labels;
+  labels[label::kInstanceType] = type.name;
+  labels[label::kArch] = type.arch;
+  labels[label::kOs] = "linux";
+  auto dot = type.name.find('.');
+  std::string family = type.name.substr(0, dot);
+  labels[label::kInstanceFamily] = family;
+  if (dot != std::string::npos) labels[label::kInstanceSize] = type.name.substr(dot + 1);
+  auto digit = family.find_first_of("0123456789");
+  labels[label::kInstanceCategory] = family.substr(0, digit);
+  if (digit != std::string::npos) {
+    auto end = family.find_first_not_of("0123456789", digit);
+    labels[label::kInstanceGeneration] = family.substr(digit, end - digit);
+  }
+  labels[label::kInstanceCpu] = std::to_string(type.cpu.value / 1000);
+  labels[label::kInstanceMemory] = std::to_string(type.memory.value / kMebibyte.value);
+  return labels;
+}
+
+}  // namespace
+
+CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings) {
+  assert(type.cpu.value >= 0 && type.memory.value >= 0);
+  CatalogEntry entry{type, {}, DeriveLabels(type)};
+  std::int64_t pods = MaxPods(type);
+  std::int64_t memory_mib = type.memory.value / kMebibyte.value;
+  std::int64_t overhead_mib = (memory_mib * settings.vm_memory_overhead_permille + 999) / 1000;
+  Bytes usable{(memory_mib - overhead_mib) * kMebibyte.value};
+  Bytes reserved = kKubeReservedMemoryBase + Bytes{kKubeReservedMemoryPerPod.value * pods};
+  entry.allocatable.cpu = type.cpu - KubeReservedCpu(type.cpu);
+  entry.allocatable.memory = std::max(Bytes{0}, usable - reserved - kEvictionThreshold);
+  entry.allocatable.pods = pods;
+  return entry;
+}
+
+}  // namespace tenon

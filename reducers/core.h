@@ -1,0 +1,84 @@
+// The pure core: the State folded from the log and the one function that folds it.
+//
+//   Output Step(State&, Seq, const Event&)
+//
+// Step reads no clock, no environment, no randomness and does no I/O: time arrives as Tick
+// events and the seed as ControllerStarted. Folding the same events gives the same State, the
+// same StateHash and the same Output on every machine, which is what replay verifies.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "reducers/model.h"
+
+namespace tenon {
+
+// Limits, each a named constant (see STYLE.md: a limit on everything).
+inline constexpr std::size_t kFleetOverridesMax = 60;          // CreateFleet overrides per request.
+inline constexpr std::size_t kPodsPerBatchMax = 100'000;       // Pending pods one pass considers.
+inline constexpr std::size_t kNodeClaimsPerBatchMax = 10'000;  // New NodeClaims one pass plans.
+inline constexpr std::size_t kRejectedPayloadBytesMax = 1 << 20;
+
+// An instance type with the numbers the scheduler needs, computed once per catalog refresh.
+struct CatalogEntry {
+  InstanceType type;
+  Resources allocatable;
+  Labels labels;  // Well-known labels derived from the type (not zone or capacity type).
+  friend bool operator==(const CatalogEntry&, const CatalogEntry&) = default;
+};
+
+struct BatchWindow {
+  bool open = false;
+  Nanos opened{0};
+  Nanos last_pod{0};
+  friend bool operator==(const BatchWindow&, const BatchWindow&) = default;
+};
+
+struct State {
+  Seq last_seq{0};
+  Nanos now{0};
+  bool started = false;
+  std::uint64_t seed = 0;
+  std::string version;
+  Settings settings;
+
+  std::map<std::string, NodePool> nodepools;
+  std::map<std::string, NodeClass> nodeclasses;
+  std::map<std::string, CatalogEntry> catalog;
+  std::map<std::string, Pod> pods;  // Keyed by namespace/name.
+  std::map<std::string, Node> nodes;
+  std::map<std::string, NodeClaim> nodeclaims;
+  // Offerings that failed with a capacity error, keyed "type/zone/capacity-type", until when.
+  std::map<std::string, Nanos> unavailable_offerings;
+
+  BatchWindow batch;
+  std::map<CommandId, Command> inflight;  // Issued, no result yet.
+
+  CommandId next_command{1};
+  DecisionId next_decision{1};
+  std::uint64_t next_nodeclaim = 1;
+  std::uint64_t rejected_inputs = 0;
+
+  friend bool operator==(const State&, const State&) = default;
+};
+
+// Folds one event. `seq` is the event's sequence number in the log.
+Output Step(State& state, Seq seq, const Event& event);
+
+// A 64-bit hash of the whole state, stable across runs, machines and builds.
+std::uint64_t StateHash(const State& state);
+
+// Derived numbers for one instance type (AWS formulas: ENI-limited pods, kube-reserved CPU and
+// memory, VM memory overhead, eviction threshold).
+CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings);
+
+std::string PodKey(const std::string& ns, const std::string& name);
+std::string OfferingKey(const std::string& type, const std::string& zone,
+                        const std::string& capacity_type);
+
+// How long a capacity error keeps an offering out of consideration.
+inline constexpr Nanos kUnavailableOfferingTtl{3 * kMinute.value};
+
+}  // namespace tenon

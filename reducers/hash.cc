@@ -1,0 +1,169 @@
+// StateHash: XXH3-64 over a canonical, length-prefixed walk of the state. Maps are ordered,
+// integers are fed as little-endian 64-bit values, so the hash is the same on every machine.
+#include <xxhash.h>
+#include <bit>
+#include <cassert>
+
+#include "reducers/core.h"
+
+namespace tenon {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "hash assumes a little-endian host");
+
+class Hasher {
+ public:
+  Hasher() : state_(XXH3_createState()) {
+    assert(state_ != nullptr);
+    XXH3_64bits_reset(state_);
+  }
+  ~Hasher() { XXH3_freeState(state_); }
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+
+  void Int(std::int64_t v) { XXH3_64bits_update(state_, &v, sizeof v); }
+  void Uint(std::uint64_t v) { XXH3_64bits_update(state_, &v, sizeof v); }
+  void Str(const std::string& s) {
+    Uint(s.size());
+    XXH3_64bits_update(state_, s.data(), s.size());
+  }
+  std::uint64_t Digest() const { return XXH3_64bits_digest(state_); }
+
+ private:
+  XXH3_state_t* state_;
+};
+
+template <class Tag, class Rep>
+void H(Hasher& h, const Strong<Tag, Rep>& v) {
+  h.Uint(static_cast<std::uint64_t>(v.value));
+}
+void H(Hasher& h, const std::string& v) {
+  h.Str(v);
+}
+void H(Hasher& h, bool v) {
+  h.Uint(v ? 1 : 0);
+}
+void H(Hasher& h, std::int64_t v) {
+  h.Int(v);
+}
+void H(Hasher& h, std::int32_t v) {
+  h.Int(v);
+}
+void H(Hasher& h, std::uint64_t v) {
+  h.Uint(v);
+}
+template <class E>
+requires std::is_enum_v<E>
+void H(Hasher& h, E v) {
+  h.Uint(static_cast<std::uint64_t>(v));
+}
+template <class T>
+void H(Hasher& h, const std::optional<T>& v) {
+  h.Uint(v.has_value());
+  if (v) H(h, *v);
+}
+template <class T>
+void H(Hasher& h, const std::vector<T>& v) {
+  h.Uint(v.size());
+  for (const auto& item : v) H(h, item);
+}
+template <class K, class V>
+void H(Hasher& h, const std::map<K, V>& m) {
+  h.Uint(m.size());
+  for (const auto& [k, v] : m) {
+    H(h, k);
+    H(h, v);
+  }
+}
+template <class... Ts>
+void H(Hasher& h, const std::variant<Ts...>& v) {
+  h.Uint(v.index());
+  std::visit([&](const auto& alt) { H(h, alt); }, v);
+}
+template <class... Ts>
+void All(Hasher& h, const Ts&... fields) {
+  (H(h, fields), ...);
+}
+
+void H(Hasher& h, const Resources& r) {
+  All(h, r.cpu, r.memory, r.pods);
+}
+void H(Hasher& h, const Requirement& r) {
+  All(h, r.key, r.op, r.values, r.min_values);
+}
+void H(Hasher& h, const Taint& t) {
+  All(h, t.key, t.value, t.effect);
+}
+void H(Hasher& h, const Toleration& t) {
+  All(h, t.key, t.op_exists, t.value, t.effect);
+}
+void H(Hasher& h, const Settings& s) {
+  All(h, s.cluster_name, s.batch_idle, s.batch_max, s.vm_memory_overhead_permille);
+}
+void H(Hasher& h, const Pod& p) {
+  All(h, p.ns, p.name, p.uid, p.requests, p.node_name, p.unschedulable, p.phase, p.owner_kind,
+      p.created, p.labels, p.node_selector, p.tolerations);
+}
+void H(Hasher& h, const Node& n) {
+  All(h, n.name, n.provider_id, n.labels, n.taints, n.ready, n.allocatable, n.created);
+}
+void H(Hasher& h, const NodePoolLimits& l) {
+  All(h, l.cpu, l.memory, l.nodes);
+}
+void H(Hasher& h, const NodePool& p) {
+  All(h, p.name, p.weight, p.labels, p.requirements, p.taints, p.startup_taints, p.nodeclass,
+      p.limits, p.expire_after);
+}
+void H(Hasher& h, const NodeClass& c) {
+  All(h, c.name, c.ami_family, c.role, c.ready);
+}
+void H(Hasher& h, const Offering& o) {
+  All(h, o.zone, o.capacity_type, o.price, o.available);
+}
+void H(Hasher& h, const InstanceType& t) {
+  All(h, t.name, t.arch, t.cpu, t.memory, t.max_enis, t.ipv4_per_eni, t.gpu_count, t.bare_metal,
+      t.offerings);
+}
+void H(Hasher& h, const CatalogEntry& e) {
+  All(h, e.type, e.allocatable, e.labels);
+}
+void H(Hasher& h, const NodeClaim& c) {
+  All(h, c.name, c.nodepool, c.nodeclass, c.requirements, c.requests, c.instance_types, c.phase,
+      c.provider_id, c.instance_id, c.instance_type, c.zone, c.capacity_type, c.price, c.node_name,
+      c.allocatable, c.created, c.launched, c.registered, c.initialized);
+}
+void H(Hasher& h, const BatchWindow& b) {
+  All(h, b.open, b.opened, b.last_pod);
+}
+void H(Hasher& h, const CreateNodeClaim& c) {
+  H(h, c.claim);
+}
+void H(Hasher& h, const DeleteNodeClaim& c) {
+  H(h, c.name);
+}
+void H(Hasher& h, const LaunchOverride& o) {
+  All(h, o.instance_type, o.zone, o.capacity_type, o.price);
+}
+void H(Hasher& h, const LaunchInstances& c) {
+  All(h, c.nodeclaim, c.nodepool, c.nodeclass, c.client_token, c.capacity_type, c.overrides,
+      c.tags);
+}
+void H(Hasher& h, const PatchNode& c) {
+  All(h, c.node_name, c.add_labels, c.remove_taints);
+}
+void H(Hasher& h, const Command& c) {
+  All(h, c.id, c.cause, c.body);
+}
+
+}  // namespace
+
+std::uint64_t StateHash(const State& s) {
+  Hasher h;
+  All(h, s.last_seq, s.now, s.started, s.seed, s.version, s.settings);
+  All(h, s.nodepools, s.nodeclasses, s.catalog, s.pods, s.nodes, s.nodeclaims,
+      s.unavailable_offerings);
+  All(h, s.batch, s.inflight, s.next_command, s.next_decision, s.next_nodeclaim, s.rejected_inputs);
+  return h.Digest();
+}
+
+}  // namespace tenon

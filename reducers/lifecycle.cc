@@ -1,0 +1,166 @@
+// NodeClaim lifecycle: Pending -> Launched (FleetLaunched) -> Registered (a Node with the
+// claim's providerID appears; labels synced, the unregistered taint removed) -> Initialized
+// (the Node is Ready and no startup taint is left). Launch failures mark the failed offerings
+// unavailable and hand the pods back to the next batch.
+#include <algorithm>
+#include <cassert>
+
+#include "reducers/internal.h"
+
+namespace tenon::core {
+namespace {
+
+NodeClaim* ClaimByName(State& state, const std::string& name) {
+  auto it = state.nodeclaims.find(name);
+  return it == state.nodeclaims.end() ? nullptr : &it->second;
+}
+
+NodeClaim* ClaimByProviderId(State& state, const std::string& provider_id) {
+  if (provider_id.empty()) return nullptr;
+  for (auto& [name, claim] : state.nodeclaims) {
+    if (claim.provider_id == provider_id) return &claim;
+  }
+  return nullptr;
+}
+
+bool HasTaint(const Node& node, const std::string& key) {
+  return std::any_of(node.taints.begin(), node.taints.end(),
+                     [&](const Taint& t) { return t.key == key; });
+}
+
+bool StartupTaintsGone(const State& state, const NodeClaim& claim, const Node& node) {
+  auto pool = state.nodepools.find(claim.nodepool);
+  if (pool == state.nodepools.end()) return true;
+  return std::none_of(pool->second.startup_taints.begin(), pool->second.startup_taints.end(),
+                      [&](const Taint& t) { return HasTaint(node, t.key); });
+}
+
+// Removes a claim that will never become a node, and reopens the batch for its pods.
+void FailClaim(State& state, Seq seq, NodeClaim& claim, Output& out) {
+  std::string name = claim.name;
+  state.nodeclaims.erase(name);
+  Issue(state, seq, DeleteNodeClaim{name}, out);
+  for (const auto& [key, pod] : state.pods) {
+    if (IsProvisionable(pod)) NotePodForBatch(state, pod);
+  }
+}
+
+bool PatchInflight(const State& state, const std::string& node_name) {
+  for (const auto& [id, command] : state.inflight) {
+    const auto* patch = std::get_if<PatchNode>(&command.body);
+    if (patch != nullptr && patch->node_name == node_name) return true;
+  }
+  return false;
+}
+
+bool HasLabel(const Node& node, const std::string& key, const std::string& value) {
+  auto it = node.labels.find(key);
+  return it != node.labels.end() && it->second == value;
+}
+
+// The patch that brings a registered node in line with its claim: Karpenter's labels and no
+// unregistered taint. Empty when the node is already in sync. Level-triggered, like
+// Karpenter's reconcilers: a node that drifts back out of sync (a kubelet re-registering after
+// a restart, a lost patch) is patched again.
+PatchNode SyncPatch(const NodeClaim& claim, const Node& node) {
+  PatchNode patch{node.name, {}, {}};
+  if (!HasLabel(node, label::kRegistered, "true")) patch.add_labels[label::kRegistered] = "true";
+  if (!HasLabel(node, label::kNodePool, claim.nodepool)) {
+    patch.add_labels[label::kNodePool] = claim.nodepool;
+  }
+  if (claim.phase == ClaimPhase::kInitialized && !HasLabel(node, label::kInitialized, "true")) {
+    patch.add_labels[label::kInitialized] = "true";
+  }
+  if (HasTaint(node, label::kUnregisteredTaint)) {
+    patch.remove_taints.push_back(label::kUnregisteredTaint);
+  }
+  return patch;
+}
+
+void SyncNode(State& state, Seq seq, const NodeClaim& claim, const Node& node, Output& out) {
+  PatchNode patch = SyncPatch(claim, node);
+  if (patch.add_labels.empty() && patch.remove_taints.empty()) return;
+  if (PatchInflight(state, node.name)) return;
+  Issue(state, seq, std::move(patch), out);
+}
+
+}  // namespace
+
+void OnFleetLaunched(State& state, Seq, const FleetLaunched& event, Output&) {
+  NodeClaim* claim = ClaimByName(state, event.nodeclaim);
+  if (claim == nullptr || claim->phase != ClaimPhase::kPending) return;  // Duplicate result.
+  claim->phase = ClaimPhase::kLaunched;
+  claim->instance_id = event.instance_id;
+  claim->provider_id = event.provider_id;
+  claim->instance_type = event.instance_type;
+  claim->zone = event.zone;
+  claim->capacity_type = event.capacity_type;
+  claim->price = event.price;
+  claim->launched = state.now;
+  auto entry = state.catalog.find(event.instance_type);
+  if (entry != state.catalog.end()) claim->allocatable = entry->second.allocatable;
+}
+
+void OnFleetFailed(State& state, Seq seq, const FleetFailed& event, Output& out) {
+  for (const auto& error : event.errors) {
+    switch (error.code) {
+      case ErrorCode::kInsufficientCapacity:
+        state.unavailable_offerings[OfferingKey(error.instance_type, error.zone,
+                                                error.capacity_type)] =
+            state.now + kUnavailableOfferingTtl;
+        break;
+      case ErrorCode::kThrottled:
+      case ErrorCode::kNotFound:
+      case ErrorCode::kUnauthorized:
+      case ErrorCode::kInvalid:
+      case ErrorCode::kTransient:
+        break;
+    }
+  }
+  NodeClaim* claim = ClaimByName(state, event.nodeclaim);
+  if (claim != nullptr && claim->phase == ClaimPhase::kPending) FailClaim(state, seq, *claim, out);
+}
+
+void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& out) {
+  auto it = state.inflight.find(event.command);
+  if (it == state.inflight.end()) return;
+  const auto* launch = std::get_if<LaunchInstances>(&it->second.body);
+  if (launch == nullptr) return;
+  NodeClaim* claim = ClaimByName(state, launch->nodeclaim);
+  if (claim != nullptr && claim->phase == ClaimPhase::kPending) FailClaim(state, seq, *claim, out);
+}
+
+void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
+  state.nodes[node.name] = node;
+  NodeClaim* claim = ClaimByProviderId(state, node.provider_id);
+  if (claim == nullptr) return;
+  if (claim->phase == ClaimPhase::kLaunched) {
+    claim->phase = ClaimPhase::kRegistered;
+    claim->node_name = node.name;
+    claim->registered = state.now;
+  }
+  // Ready, registered (no unregistered taint) and every startup taint gone.
+  bool ready = node.ready && !HasTaint(node, label::kUnregisteredTaint) &&
+               StartupTaintsGone(state, *claim, node);
+  if (claim->phase == ClaimPhase::kRegistered && ready) {
+    claim->phase = ClaimPhase::kInitialized;
+    claim->initialized = state.now;
+  }
+  if (claim->phase == ClaimPhase::kRegistered || claim->phase == ClaimPhase::kInitialized) {
+    SyncNode(state, seq, *claim, node, out);
+  }
+}
+
+void OnNodeDeleted(State& state, const std::string& name) {
+  state.nodes.erase(name);
+  for (auto& [claim_name, claim] : state.nodeclaims) {
+    if (claim.node_name == name) claim.node_name.clear();
+  }
+}
+
+void ExpireUnavailableOfferings(State& state) {
+  std::erase_if(state.unavailable_offerings,
+                [&](const auto& entry) { return entry.second <= state.now; });
+}
+
+}  // namespace tenon::core

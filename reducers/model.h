@@ -1,0 +1,430 @@
+// The domain model shared by the core, the log codec and the adapters: plain values with
+// integer units, ordered containers, and the Event / Command / Decision unions.
+//
+// Units go last in names and are carried by strong types, so millicores never meet bytes.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tenon {
+
+template <class Tag, class Rep = std::int64_t>
+struct Strong {
+  Rep value{};
+  constexpr Strong() = default;
+  constexpr explicit Strong(Rep v) : value(v) {}
+  friend constexpr auto operator<=>(Strong, Strong) = default;
+  friend constexpr Strong operator+(Strong a, Strong b) { return Strong(a.value + b.value); }
+  friend constexpr Strong operator-(Strong a, Strong b) { return Strong(a.value - b.value); }
+  constexpr Strong& operator+=(Strong o) {
+    value += o.value;
+    return *this;
+  }
+  constexpr Strong& operator-=(Strong o) {
+    value -= o.value;
+    return *this;
+  }
+};
+
+using Millicores = Strong<struct MillicoresTag>;
+using Bytes = Strong<struct BytesTag>;
+using MicroUsdPerHour = Strong<struct MicroUsdPerHourTag>;
+using Nanos = Strong<struct NanosTag>;  // Time since the Unix epoch, or a duration.
+using Seq = Strong<struct SeqTag, std::uint64_t>;
+using CommandId = Strong<struct CommandIdTag, std::uint64_t>;
+using DecisionId = Strong<struct DecisionIdTag, std::uint64_t>;
+
+inline constexpr Nanos kSecond{1'000'000'000};
+inline constexpr Nanos kMinute{60 * kSecond.value};
+inline constexpr Bytes kMebibyte{1 << 20};
+
+using Labels = std::map<std::string, std::string>;
+
+struct Resources {
+  Millicores cpu{0};
+  Bytes memory{0};
+  std::int64_t pods = 0;
+  friend bool operator==(const Resources&, const Resources&) = default;
+};
+
+inline Resources operator+(const Resources& a, const Resources& b) {
+  return {a.cpu + b.cpu, a.memory + b.memory, a.pods + b.pods};
+}
+inline Resources operator-(const Resources& a, const Resources& b) {
+  return {a.cpu - b.cpu, a.memory - b.memory, a.pods - b.pods};
+}
+// True when `need` fits inside `have` on every dimension.
+inline bool Fits(const Resources& need, const Resources& have) {
+  return need.cpu <= have.cpu && need.memory <= have.memory && need.pods <= have.pods;
+}
+
+// Well-known label keys (Kubernetes, Karpenter, Karpenter AWS).
+namespace label {
+inline constexpr const char* kNodePool = "karpenter.sh/nodepool";
+inline constexpr const char* kCapacityType = "karpenter.sh/capacity-type";
+inline constexpr const char* kRegistered = "karpenter.sh/registered";
+inline constexpr const char* kInitialized = "karpenter.sh/initialized";
+inline constexpr const char* kInstanceType = "node.kubernetes.io/instance-type";
+inline constexpr const char* kZone = "topology.kubernetes.io/zone";
+inline constexpr const char* kArch = "kubernetes.io/arch";
+inline constexpr const char* kOs = "kubernetes.io/os";
+inline constexpr const char* kHostname = "kubernetes.io/hostname";
+inline constexpr const char* kInstanceFamily = "karpenter.k8s.aws/instance-family";
+inline constexpr const char* kInstanceSize = "karpenter.k8s.aws/instance-size";
+inline constexpr const char* kInstanceCategory = "karpenter.k8s.aws/instance-category";
+inline constexpr const char* kInstanceGeneration = "karpenter.k8s.aws/instance-generation";
+inline constexpr const char* kInstanceCpu = "karpenter.k8s.aws/instance-cpu";
+inline constexpr const char* kInstanceMemory = "karpenter.k8s.aws/instance-memory";
+inline constexpr const char* kUnregisteredTaint = "karpenter.sh/unregistered";
+}  // namespace label
+
+inline constexpr const char* kCapacityOnDemand = "on-demand";
+inline constexpr const char* kCapacitySpot = "spot";
+
+enum class RequirementOp : std::uint8_t { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+
+struct Requirement {
+  std::string key;
+  RequirementOp op = RequirementOp::kIn;
+  std::vector<std::string> values;
+  std::int32_t min_values = 0;  // 0: not set.
+  friend bool operator==(const Requirement&, const Requirement&) = default;
+};
+
+enum class TaintEffect : std::uint8_t { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+  friend bool operator==(const Taint&, const Taint&) = default;
+};
+
+struct Toleration {
+  std::string key;  // Empty with op Exists tolerates everything.
+  bool op_exists = false;
+  std::string value;
+  std::optional<TaintEffect> effect;  // nullopt: every effect.
+  friend bool operator==(const Toleration&, const Toleration&) = default;
+};
+
+// The closed set of errors adapters report; reducers switch over it without a default.
+enum class ErrorCode : std::uint8_t {
+  kInsufficientCapacity,
+  kThrottled,
+  kNotFound,
+  kUnauthorized,
+  kInvalid,
+  kTransient,
+};
+
+struct Pod {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  Resources requests;  // Effective requests: max(init) vs sum(containers), plus overhead.
+  std::string node_name;
+  bool unschedulable = false;  // PodScheduled=False, reason=Unschedulable.
+  std::string phase = "Pending";
+  std::string owner_kind;  // "DaemonSet", "ReplicaSet", ... or empty.
+  Nanos created{0};
+  Labels labels;
+  Labels node_selector;
+  std::vector<Toleration> tolerations;
+  friend bool operator==(const Pod&, const Pod&) = default;
+};
+
+struct Node {
+  std::string name;
+  std::string provider_id;
+  Labels labels;
+  std::vector<Taint> taints;
+  bool ready = false;
+  Resources allocatable;
+  Nanos created{0};
+  friend bool operator==(const Node&, const Node&) = default;
+};
+
+struct NodePoolLimits {
+  std::optional<Millicores> cpu;
+  std::optional<Bytes> memory;
+  std::optional<std::int64_t> nodes;
+  friend bool operator==(const NodePoolLimits&, const NodePoolLimits&) = default;
+};
+
+struct NodePool {
+  std::string name;
+  std::int32_t weight = 0;
+  Labels labels;  // spec.template.metadata.labels
+  std::vector<Requirement> requirements;
+  std::vector<Taint> taints;
+  std::vector<Taint> startup_taints;
+  std::string nodeclass;  // nodeClassRef.name
+  NodePoolLimits limits;
+  Nanos expire_after{720 * 60 * kMinute.value};  // Negative: Never.
+  friend bool operator==(const NodePool&, const NodePool&) = default;
+};
+
+struct NodeClass {
+  std::string name;
+  std::string ami_family;
+  std::string role;
+  bool ready = true;
+  friend bool operator==(const NodeClass&, const NodeClass&) = default;
+};
+
+struct Offering {
+  std::string zone;
+  std::string capacity_type;
+  MicroUsdPerHour price{0};
+  bool available = true;
+  friend bool operator==(const Offering&, const Offering&) = default;
+};
+
+// One instance type as the cloud describes it; allocatable is derived by the core.
+struct InstanceType {
+  std::string name;
+  std::string arch;  // amd64 | arm64
+  Millicores cpu{0};
+  Bytes memory{0};
+  std::int32_t max_enis = 0;
+  std::int32_t ipv4_per_eni = 0;
+  std::int32_t gpu_count = 0;
+  bool bare_metal = false;
+  std::vector<Offering> offerings;
+  friend bool operator==(const InstanceType&, const InstanceType&) = default;
+};
+
+enum class ClaimPhase : std::uint8_t { kPending, kLaunched, kRegistered, kInitialized, kFailed };
+
+struct NodeClaim {
+  std::string name;
+  std::string nodepool;
+  std::string nodeclass;
+  std::vector<Requirement> requirements;
+  Resources requests;
+  std::vector<std::string> instance_types;  // Candidates, cheapest first.
+  ClaimPhase phase = ClaimPhase::kPending;
+  std::string provider_id;
+  std::string instance_id;
+  std::string instance_type;
+  std::string zone;
+  std::string capacity_type;
+  MicroUsdPerHour price{0};
+  std::string node_name;
+  Resources allocatable;
+  Nanos created{0};
+  Nanos launched{0};
+  Nanos registered{0};
+  Nanos initialized{0};
+  friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
+};
+
+struct Settings {
+  std::string cluster_name = "tenon";
+  Nanos batch_idle{1 * kSecond.value};            // BATCH_IDLE_DURATION
+  Nanos batch_max{10 * kSecond.value};            // BATCH_MAX_DURATION
+  std::int32_t vm_memory_overhead_permille = 75;  // VM_MEMORY_OVERHEAD_PERCENT 0.075
+  friend bool operator==(const Settings&, const Settings&) = default;
+};
+
+// ---- Events: past tense, the only input to the core. ----
+
+struct Tick {
+  Nanos now{0};
+  friend bool operator==(const Tick&, const Tick&) = default;
+};
+struct ControllerStarted {
+  std::string version;
+  std::uint64_t seed = 0;
+  Settings settings;
+  friend bool operator==(const ControllerStarted&, const ControllerStarted&) = default;
+};
+struct CatalogRefreshed {
+  std::vector<InstanceType> instance_types;
+  friend bool operator==(const CatalogRefreshed&, const CatalogRefreshed&) = default;
+};
+struct NodePoolUpserted {
+  NodePool nodepool;
+  friend bool operator==(const NodePoolUpserted&, const NodePoolUpserted&) = default;
+};
+struct NodePoolDeleted {
+  std::string name;
+  friend bool operator==(const NodePoolDeleted&, const NodePoolDeleted&) = default;
+};
+struct NodeClassUpserted {
+  NodeClass nodeclass;
+  friend bool operator==(const NodeClassUpserted&, const NodeClassUpserted&) = default;
+};
+struct NodeClassDeleted {
+  std::string name;
+  friend bool operator==(const NodeClassDeleted&, const NodeClassDeleted&) = default;
+};
+struct PodUpserted {
+  Pod pod;
+  friend bool operator==(const PodUpserted&, const PodUpserted&) = default;
+};
+struct PodDeleted {
+  std::string ns;
+  std::string name;
+  friend bool operator==(const PodDeleted&, const PodDeleted&) = default;
+};
+struct NodeUpserted {
+  Node node;
+  friend bool operator==(const NodeUpserted&, const NodeUpserted&) = default;
+};
+struct NodeDeleted {
+  std::string name;
+  friend bool operator==(const NodeDeleted&, const NodeDeleted&) = default;
+};
+struct FleetLaunched {
+  CommandId command{0};
+  std::string nodeclaim;
+  std::string instance_id;
+  std::string provider_id;
+  std::string instance_type;
+  std::string zone;
+  std::string capacity_type;
+  MicroUsdPerHour price{0};
+  friend bool operator==(const FleetLaunched&, const FleetLaunched&) = default;
+};
+struct FleetError {
+  std::string instance_type;
+  std::string zone;
+  std::string capacity_type;
+  ErrorCode code = ErrorCode::kTransient;
+  std::string message;
+  friend bool operator==(const FleetError&, const FleetError&) = default;
+};
+struct FleetFailed {
+  CommandId command{0};
+  std::string nodeclaim;
+  std::vector<FleetError> errors;
+  friend bool operator==(const FleetFailed&, const FleetFailed&) = default;
+};
+struct CommandSucceeded {
+  CommandId command{0};
+  friend bool operator==(const CommandSucceeded&, const CommandSucceeded&) = default;
+};
+struct CommandFailed {
+  CommandId command{0};
+  ErrorCode code = ErrorCode::kTransient;
+  std::string message;
+  friend bool operator==(const CommandFailed&, const CommandFailed&) = default;
+};
+// Outside input that could not be decoded: kept whole for audit, counted by the core.
+struct InputRejected {
+  std::string source;
+  std::string reason;
+  std::string payload;
+  friend bool operator==(const InputRejected&, const InputRejected&) = default;
+};
+
+using Event = std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted,
+                           NodePoolDeleted, NodeClassUpserted, NodeClassDeleted, PodUpserted,
+                           PodDeleted, NodeUpserted, NodeDeleted, FleetLaunched, FleetFailed,
+                           CommandSucceeded, CommandFailed, InputRejected>;
+
+// ---- Commands: imperative, effects as data. ----
+
+struct CreateNodeClaim {
+  NodeClaim claim;
+  friend bool operator==(const CreateNodeClaim&, const CreateNodeClaim&) = default;
+};
+struct DeleteNodeClaim {
+  std::string name;
+  friend bool operator==(const DeleteNodeClaim&, const DeleteNodeClaim&) = default;
+};
+struct LaunchOverride {
+  std::string instance_type;
+  std::string zone;
+  std::string capacity_type;
+  MicroUsdPerHour price{0};
+  friend bool operator==(const LaunchOverride&, const LaunchOverride&) = default;
+};
+// One CreateFleet request (type instant, target capacity 1). The client token is the NodeClaim
+// name, so re-driving the command after a crash never launches a second instance.
+struct LaunchInstances {
+  std::string nodeclaim;
+  std::string nodepool;
+  std::string nodeclass;
+  std::string client_token;
+  std::string capacity_type;
+  std::vector<LaunchOverride> overrides;
+  Labels tags;
+  friend bool operator==(const LaunchInstances&, const LaunchInstances&) = default;
+};
+// Registration sync: labels added to the Node, taints removed from it.
+struct PatchNode {
+  std::string node_name;
+  Labels add_labels;
+  std::vector<std::string> remove_taints;
+  friend bool operator==(const PatchNode&, const PatchNode&) = default;
+};
+
+using CommandBody = std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode>;
+
+struct Command {
+  CommandId id{0};
+  Seq cause{0};
+  CommandBody body;
+  friend bool operator==(const Command&, const Command&) = default;
+};
+
+// ---- Decisions: what the core chose and why, kept for audit. ----
+
+struct OfferingChoice {
+  std::string instance_type;
+  std::string zone;
+  std::string capacity_type;
+  MicroUsdPerHour price{0};
+  friend bool operator==(const OfferingChoice&, const OfferingChoice&) = default;
+};
+
+struct ClaimPlan {
+  std::string nodeclaim;
+  std::string nodepool;
+  std::vector<std::string> pods;  // ns/name
+  Resources requests;
+  std::vector<OfferingChoice> offerings;  // Cheapest first, at most kFleetOverridesMax.
+  friend bool operator==(const ClaimPlan&, const ClaimPlan&) = default;
+};
+
+struct PodOutcome {
+  std::string pod;     // ns/name
+  std::string target;  // node or nodeclaim the pod was placed on; empty when unschedulable.
+  std::string reason;  // Why it was placed there, or why nothing fitted.
+  friend bool operator==(const PodOutcome&, const PodOutcome&) = default;
+};
+
+struct ProvisioningDecision {
+  Nanos batch_opened{0};
+  std::vector<ClaimPlan> new_claims;
+  std::vector<PodOutcome> pods;
+  friend bool operator==(const ProvisioningDecision&, const ProvisioningDecision&) = default;
+};
+
+using DecisionBody = std::variant<ProvisioningDecision>;
+
+struct Decision {
+  DecisionId id{0};
+  Seq cause{0};
+  Nanos at{0};
+  DecisionBody body;
+  friend bool operator==(const Decision&, const Decision&) = default;
+};
+
+struct Output {
+  std::vector<Command> commands;
+  std::vector<Decision> decisions;
+  bool empty() const { return commands.empty() && decisions.empty(); }
+  friend bool operator==(const Output&, const Output&) = default;
+};
+
+}  // namespace tenon

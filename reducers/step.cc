@@ -1,0 +1,120 @@
+// Step: the single entry point of the core. Each event kind has a small handler; control flow
+// stays here, the leaf work in provisioning.cc and lifecycle.cc.
+#include <cassert>
+
+#include "reducers/internal.h"
+
+namespace tenon {
+namespace {
+
+using namespace core;
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
+  // Time never runs backwards in the core: a late or duplicated tick is folded as a no-op.
+  if (tick.now > state.now) state.now = tick.now;
+  ExpireUnavailableOfferings(state);
+  MaybeProvision(state, seq, out);
+}
+
+void OnStarted(State& state, const ControllerStarted& started) {
+  // The first start fixes the seed, so NodeClaim names stay unique across restarts.
+  if (!state.started) state.seed = started.seed;
+  state.started = true;
+  state.version = started.version;
+  state.settings = started.settings;
+  for (auto& [name, entry] : state.catalog) entry = MakeCatalogEntry(entry.type, state.settings);
+}
+
+void OnCatalog(State& state, const CatalogRefreshed& refreshed) {
+  state.catalog.clear();
+  for (const auto& type : refreshed.instance_types) {
+    state.catalog[type.name] = MakeCatalogEntry(type, state.settings);
+  }
+}
+
+void OnPodUpserted(State& state, const Pod& pod) {
+  state.pods[PodKey(pod.ns, pod.name)] = pod;
+  if (IsProvisionable(pod)) NotePodForBatch(state, pod);
+}
+
+void OnInputRejected(State& state) {
+  state.rejected_inputs++;
+}
+
+void Complete(State& state, CommandId id) {
+  state.inflight.erase(id);
+}
+
+}  // namespace
+
+std::string PodKey(const std::string& ns, const std::string& name) {
+  return ns + "/" + name;
+}
+
+std::string OfferingKey(const std::string& type, const std::string& zone,
+                        const std::string& capacity_type) {
+  return type + "/" + zone + "/" + capacity_type;
+}
+
+Output Step(State& state, Seq seq, const Event& event) {
+  assert(seq > state.last_seq);
+  state.last_seq = seq;
+  Output out;
+  std::visit(
+      Overloaded{
+          [&](const Tick& e) { OnTick(state, seq, e, out); },
+          [&](const ControllerStarted& e) { OnStarted(state, e); },
+          [&](const CatalogRefreshed& e) { OnCatalog(state, e); },
+          [&](const NodePoolUpserted& e) { state.nodepools[e.nodepool.name] = e.nodepool; },
+          [&](const NodePoolDeleted& e) { state.nodepools.erase(e.name); },
+          [&](const NodeClassUpserted& e) { state.nodeclasses[e.nodeclass.name] = e.nodeclass; },
+          [&](const NodeClassDeleted& e) { state.nodeclasses.erase(e.name); },
+          [&](const PodUpserted& e) { OnPodUpserted(state, e.pod); },
+          [&](const PodDeleted& e) { state.pods.erase(PodKey(e.ns, e.name)); },
+          [&](const NodeUpserted& e) { OnNodeUpserted(state, seq, e.node, out); },
+          [&](const NodeDeleted& e) { OnNodeDeleted(state, e.name); },
+          [&](const FleetLaunched& e) {
+            Complete(state, e.command);
+            OnFleetLaunched(state, seq, e, out);
+          },
+          [&](const FleetFailed& e) {
+            Complete(state, e.command);
+            OnFleetFailed(state, seq, e, out);
+          },
+          [&](const CommandSucceeded& e) { Complete(state, e.command); },
+          [&](const CommandFailed& e) {
+            OnCommandFailed(state, seq, e, out);
+            Complete(state, e.command);
+          },
+          [&](const InputRejected&) { OnInputRejected(state); },
+      },
+      event);
+  return out;
+}
+
+namespace core {
+
+Command& Issue(State& state, Seq cause, CommandBody body, Output& out) {
+  Command command{state.next_command, cause, std::move(body)};
+  state.next_command = CommandId{state.next_command.value + 1};
+  state.inflight[command.id] = command;
+  out.commands.push_back(std::move(command));
+  return out.commands.back();
+}
+
+Decision& Decide(State& state, Seq cause, DecisionBody body, Output& out) {
+  Decision decision{state.next_decision, cause, state.now, std::move(body)};
+  state.next_decision = DecisionId{state.next_decision.value + 1};
+  out.decisions.push_back(std::move(decision));
+  return out.decisions.back();
+}
+
+}  // namespace core
+}  // namespace tenon

@@ -1,0 +1,298 @@
+// Unit tests of the core: the batch window, the provisioning pass, the NodeClaim lifecycle,
+// capacity errors and the determinism of ids, names and the state hash.
+#include <gtest/gtest.h>
+
+#include "tests/reducers/fixtures.h"
+
+namespace tenon::testing {
+namespace {
+
+// The batch closes 1 s after the last pending pod, not before.
+TEST(BatchWindow, ClosesAfterIdleSecond) {
+  Folder f;
+  f.Start({Pool("default")});
+  f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
+  EXPECT_TRUE(f.Fold(Tick{kT0 + Nanos{kSecond.value / 2}}).empty());
+  Output out = f.Fold(Tick{kT0 + kSecond});
+  EXPECT_EQ(CommandsOf<CreateNodeClaim>(out).size(), 1u);
+  EXPECT_EQ(CommandsOf<LaunchInstances>(out).size(), 1u);
+  ASSERT_EQ(out.decisions.size(), 1u);
+  EXPECT_FALSE(f.state.batch.open);
+}
+
+// Pods arriving every half second keep the window open until its 10 s maximum.
+TEST(BatchWindow, ClosesAtMaximumDuration) {
+  Folder f;
+  f.Start({Pool("default")});
+  Nanos half{kSecond.value / 2};
+  for (int i = 0; i < 19; ++i) {
+    Nanos now = kT0 + Nanos{half.value * i};
+    EXPECT_TRUE(f.Fold(Tick{now}).empty()) << "closed early at step " << i;
+    f.Fold(PodUpserted{PendingPod("web-" + std::to_string(i), 100, 128, now)});
+  }
+  Output out = f.Fold(Tick{kT0 + Nanos{10 * kSecond.value}});
+  EXPECT_FALSE(CommandsOf<LaunchInstances>(out).empty());
+}
+
+// Bound, DaemonSet-owned and not-yet-unschedulable pods never open a batch.
+TEST(BatchWindow, IgnoresPodsKarpenterIgnores) {
+  Folder f;
+  f.Start({Pool("default")});
+  Pod bound = PendingPod("bound", 100, 100);
+  bound.node_name = "n1";
+  Pod ds = PendingPod("ds", 100, 100);
+  ds.owner_kind = "DaemonSet";
+  Pod fresh = PendingPod("fresh", 100, 100);
+  fresh.unschedulable = false;
+  f.FoldAll({PodUpserted{bound}, PodUpserted{ds}, PodUpserted{fresh}});
+  EXPECT_FALSE(f.state.batch.open);
+}
+
+// The fleet request lists the cheapest offerings first, spot when the pool allows it.
+TEST(Provisioning, CheapestOfferingsSpotWhenAllowed) {
+  Folder f;
+  f.Start({Pool("default")});
+  f.Fold(PodUpserted{PendingPod("web-1", 1500, 3000)});
+  Output out = f.Fold(Tick{kT0 + kSecond});
+  auto launches = CommandsOf<LaunchInstances>(out);
+  ASSERT_EQ(launches.size(), 1u);
+  const auto& overrides = launches[0]->overrides;
+  ASSERT_FALSE(overrides.empty());
+  EXPECT_EQ(launches[0]->capacity_type, kCapacitySpot);
+  for (std::size_t i = 1; i < overrides.size(); ++i) {
+    EXPECT_LE(overrides[i - 1].price, overrides[i].price);
+  }
+  EXPECT_EQ(overrides.front().instance_type, "m6g.large");  // 77,000 * 0.4: the cheapest fit.
+  EXPECT_LE(overrides.size(), kFleetOverridesMax);
+  EXPECT_EQ(launches[0]->client_token, launches[0]->nodeclaim);
+}
+
+// A pool restricted to on-demand and amd64 never offers spot or arm64.
+TEST(Provisioning, HonoursNodePoolRequirements) {
+  Folder f;
+  f.Start({Pool("od", 0,
+                {{label::kCapacityType, RequirementOp::kIn, {kCapacityOnDemand}, 0},
+                 {label::kArch, RequirementOp::kIn, {"amd64"}, 0}})});
+  f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
+  Output out = f.Fold(Tick{kT0 + kSecond});
+  auto launches = CommandsOf<LaunchInstances>(out);
+  ASSERT_EQ(launches.size(), 1u);
+  for (const auto& o : launches[0]->overrides) {
+    EXPECT_EQ(o.capacity_type, kCapacityOnDemand);
+    EXPECT_NE(o.instance_type, "m6g.large");
+  }
+  EXPECT_EQ(launches[0]->overrides.front().instance_type, "c5.large");
+}
+
+// A zone nodeSelector narrows the offerings to that zone.
+TEST(Provisioning, NodeSelectorNarrowsZones) {
+  Folder f;
+  f.Start({Pool("default")});
+  Pod pod = PendingPod("web-1", 500, 512);
+  pod.node_selector[label::kZone] = "us-east-1b";
+  f.Fold(PodUpserted{pod});
+  Output out = f.Fold(Tick{kT0 + kSecond});
+  auto launches = CommandsOf<LaunchInstances>(out);
+  ASSERT_EQ(launches.size(), 1u);
+  for (const auto& o : launches[0]->overrides) EXPECT_EQ(o.zone, "us-east-1b");
+}
+
+// The highest-weight pool wins; a pool whose taint the pod does not tolerate is skipped with
+// its reason recorded.
+TEST(Provisioning, WeightsAndTaints) {
+  Folder f;
+  NodePool tainted = Pool("tainted", 50);
+  tainted.taints.push_back({"gpu", "true", TaintEffect::kNoSchedule});
+  f.Start({Pool("low", 1), Pool("high", 20), tainted});
+  f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
+  Output out = f.Fold(Tick{kT0 + kSecond});
+  auto creates = CommandsOf<CreateNodeClaim>(out);
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_EQ(creates[0]->claim.nodepool, "high");
+  EXPECT_EQ(creates[0]->claim.name.rfind("high-", 0), 0u);
+}
+
+// A pod no pool can host is reported with the reason each pool gave.
+TEST(Provisioning, UnschedulablePodCarriesReasons) {
+  Folder f;
+  f.Start({Pool("default")});
+  f.Fold(PodUpserted{PendingPod("huge", 500'000, 512)});
+  Output out = f.Fold(Tick{kT0 + kSecond});
+  EXPECT_TRUE(out.commands.empty());
+  ASSERT_EQ(out.decisions.size(), 1u);
+  const auto& d = std::get<ProvisioningDecision>(out.decisions[0].body);
+  ASSERT_EQ(d.pods.size(), 1u);
+  EXPECT_TRUE(d.pods[0].target.empty());
+  EXPECT_NE(d.pods[0].reason.find("nodepool default"), std::string::npos) << d.pods[0].reason;
+}
+
+// Many small pods share NodeClaims; a later batch places pods on in-flight claims first.
+TEST(Provisioning, PacksPodsAndReusesInflightClaims) {
+  Folder f;
+  f.Start({Pool("default")});
+  for (int i = 0; i < 6; ++i) f.Fold(PodUpserted{PendingPod("web-" + std::to_string(i), 250, 256)});
+  Output first = f.Fold(Tick{kT0 + kSecond});
+  ASSERT_EQ(CommandsOf<CreateNodeClaim>(first).size(), 1u);
+  // The same pods, still pending, seen again: the in-flight claim absorbs them.
+  for (int i = 0; i < 6; ++i) f.Fold(PodUpserted{PendingPod("web-" + std::to_string(i), 250, 256)});
+  Output second = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
+  EXPECT_TRUE(CommandsOf<CreateNodeClaim>(second).empty());
+}
+
+std::string LaunchFor(const Output& out) {
+  auto launches = CommandsOf<LaunchInstances>(out);
+  EXPECT_EQ(launches.size(), 1u);
+  return launches.empty() ? "" : launches[0]->nodeclaim;
+}
+
+CommandId LaunchId(const Output& out) {
+  for (const auto& c : out.commands) {
+    if (std::holds_alternative<LaunchInstances>(c.body)) return c.id;
+  }
+  return CommandId{0};
+}
+
+// Starts a controller with one pool and folds one pending pod through a closed batch.
+Output ProvisionOne(Folder& f, const Pod& pod = PendingPod("web-1", 500, 512)) {
+  f.Start({Pool("default")});
+  f.Fold(PodUpserted{pod});
+  return f.Fold(Tick{kT0 + kSecond});
+}
+
+// The answer EC2 gives to the launch in `out`: an m6g.large spot instance in us-east-1a.
+FleetLaunched LaunchedFor(const Output& out) {
+  return FleetLaunched{LaunchId(out), LaunchFor(out), "i-1",         "aws:///us-east-1a/i-1",
+                       "m6g.large",   "us-east-1a",   kCapacitySpot, MicroUsdPerHour{30'800}};
+}
+
+// Launched -> Registered (labels synced, unregistered taint removed) -> Initialized.
+TEST(Lifecycle, LaunchRegisterInitialize) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  std::string claim = LaunchFor(out);
+  f.Fold(LaunchedFor(out));
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kLaunched);
+  EXPECT_FALSE(f.state.inflight.contains(LaunchId(out)));
+
+  Node node{"node-1", "aws:///us-east-1a/i-1",
+            {},       {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}},
+            false,    {},
+            kT0};
+  Output reg = f.Fold(NodeUpserted{node});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
+  auto patches = CommandsOf<PatchNode>(reg);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]->remove_taints, std::vector<std::string>{label::kUnregisteredTaint});
+  EXPECT_EQ(patches[0]->add_labels.at(label::kRegistered), "true");
+
+  // The patch lands: the node now carries the labels and has lost the taint.
+  f.Fold(CommandSucceeded{reg.commands.at(0).id});
+  node.taints.clear();
+  node.labels = patches[0]->add_labels;
+  node.ready = true;
+  Output init = f.Fold(NodeUpserted{node});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  auto init_patches = CommandsOf<PatchNode>(init);
+  ASSERT_EQ(init_patches.size(), 1u);
+  EXPECT_EQ(init_patches[0]->add_labels, (Labels{{label::kInitialized, "true"}}));
+}
+
+// Registration sync is level-triggered: a node that shows up with the unregistered taint
+// again (a kubelet re-registering, a lost patch) is patched again, once per in-flight patch.
+TEST(Lifecycle, NodeOutOfSyncIsPatchedAgain) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  f.Fold(LaunchedFor(out));
+  Node node{"node-1", "aws:///us-east-1a/i-1",
+            {},       {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}},
+            false,    {},
+            kT0};
+  Output first = f.Fold(NodeUpserted{node});
+  ASSERT_EQ(CommandsOf<PatchNode>(first).size(), 1u);
+  EXPECT_TRUE(f.Fold(NodeUpserted{node}).commands.empty()) << "a patch is already in flight";
+  f.Fold(CommandFailed{first.commands.at(0).id, ErrorCode::kNotFound, "node not found"});
+  Output again = f.Fold(NodeUpserted{node});
+  auto patches = CommandsOf<PatchNode>(again);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]->remove_taints, std::vector<std::string>{label::kUnregisteredTaint});
+}
+
+// A duplicated FleetLaunched (a re-driven command's answer) changes nothing.
+TEST(Lifecycle, DuplicateLaunchResultIsIgnored) {
+  Folder f;
+  FleetLaunched launched = LaunchedFor(ProvisionOne(f));
+  f.Fold(launched);
+  State before = f.state;
+  f.Fold(launched);
+  before.last_seq = f.state.last_seq;
+  EXPECT_EQ(before, f.state);
+}
+
+// An ICE marks the offering unavailable for 3 minutes; the pods get a new claim elsewhere.
+TEST(Lifecycle, InsufficientCapacityMarksOfferingAndReplans) {
+  Folder f;
+  Output out = ProvisionOne(f, PendingPod("web-1", 1500, 3000));
+  std::string claim = LaunchFor(out);
+  const auto& first = CommandsOf<LaunchInstances>(out)[0]->overrides.front();
+  Output failed = f.Fold(FleetFailed{LaunchId(out),
+                                     claim,
+                                     {{first.instance_type, first.zone, first.capacity_type,
+                                       ErrorCode::kInsufficientCapacity, "ICE"}}});
+  EXPECT_EQ(CommandsOf<DeleteNodeClaim>(failed).size(), 1u);
+  EXPECT_FALSE(f.state.nodeclaims.contains(claim));
+  std::string key = OfferingKey(first.instance_type, first.zone, first.capacity_type);
+  ASSERT_TRUE(f.state.unavailable_offerings.contains(key));
+
+  Output retry = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
+  auto launches = CommandsOf<LaunchInstances>(retry);
+  ASSERT_EQ(launches.size(), 1u);
+  for (const auto& o : launches[0]->overrides) {
+    EXPECT_NE(OfferingKey(o.instance_type, o.zone, o.capacity_type), key);
+  }
+  f.Fold(Tick{kT0 + kSecond + kUnavailableOfferingTtl});
+  EXPECT_FALSE(f.state.unavailable_offerings.contains(key));
+}
+
+// Same events, same outputs and hash; another seed gives other NodeClaim names.
+TEST(Determinism, SameEventsSameOutputs) {
+  auto run = [](std::uint64_t seed) {
+    Folder f;
+    f.Start({Pool("default")}, seed);
+    for (int i = 0; i < 20; ++i) f.Fold(PodUpserted{PendingPod("p" + std::to_string(i), 700, 900)});
+    Output out = f.Fold(Tick{kT0 + kSecond});
+    return std::pair{out, StateHash(f.state)};
+  };
+  auto a = run(7), b = run(7), c = run(8);
+  EXPECT_EQ(a.first, b.first);
+  EXPECT_EQ(a.second, b.second);
+  EXPECT_NE(CommandsOf<CreateNodeClaim>(a.first)[0]->claim.name,
+            CommandsOf<CreateNodeClaim>(c.first)[0]->claim.name);
+}
+
+// The state hash is pinned: a change to it is a change to every recorded snapshot.
+TEST(Determinism, StateHashIsPinned) {
+  Folder f;
+  f.Start({Pool("default")});
+  f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
+  f.Fold(Tick{kT0 + kSecond});
+  EXPECT_EQ(StateHash(f.state), 3300662008873142298ull) << std::hex << StateHash(f.state);
+}
+
+// AWS allocatable for m5.large: 29 pods (3 ENIs x 9 + 2), 1930m CPU, memory after the VM
+// overhead (7.5%), kube-reserved (255 Mi + 11 Mi x 29) and the 100 Mi eviction threshold.
+TEST(Catalog, AllocatableFollowsAwsFormulas) {
+  InstanceType t = Type("m5.large", 2, 8, 96'000);
+  t.max_enis = 3;
+  t.ipv4_per_eni = 10;
+  CatalogEntry e = MakeCatalogEntry(t, Settings{});
+  EXPECT_EQ(e.allocatable.pods, 29);
+  EXPECT_EQ(e.allocatable.cpu, Millicores{1930});
+  EXPECT_EQ(e.allocatable.memory, Bytes{(8192 - 615 - 574 - 100) * kMebibyte.value});
+  EXPECT_EQ(e.labels.at(label::kInstanceFamily), "m5");
+  EXPECT_EQ(e.labels.at(label::kInstanceCategory), "m");
+  EXPECT_EQ(e.labels.at(label::kInstanceGeneration), "5");
+  EXPECT_EQ(e.labels.at(label::kInstanceSize), "large");
+}
+
+}  // namespace
+}  // namespace tenon::testing
