@@ -55,9 +55,9 @@ class LogError : public std::runtime_error {
 
 struct OpenOptions {
   bool create_if_missing = true;
-  bool read_only = false;         // Open for inspection (replay, audit); Append throws.
-  std::string writer_version;     // Stored in meta as the last writer.
-  std::string cluster_id;         // Stored in meta on creation; checked if non-empty on reopen.
+  bool read_only = false;      // Open for inspection (replay, audit); Append throws.
+  std::string writer_version;  // Stored in meta as the last writer.
+  std::string cluster_id;      // Stored in meta on creation; checked if non-empty on reopen.
   // Keep writes in the WAL instead of flushing memtables at close. Tests use this to produce
   // logs whose tail lives in the WAL; production leaves it off.
   bool avoid_flush_during_shutdown = false;
@@ -101,8 +101,8 @@ class EventLog {
  public:
   // Opens or creates the log in `dir` (created 0700; files inside readable by the owner only).
   // A torn WAL tail is truncated to the last complete write and reported in `report`.
-  static std::unique_ptr<EventLog> Open(const std::filesystem::path& dir, const OpenOptions& options,
-                                        OpenReport* report = nullptr);
+  static std::unique_ptr<EventLog> Open(const std::filesystem::path& dir,
+                                        const OpenOptions& options, OpenReport* report = nullptr);
   virtual ~EventLog() = default;
 
   // Appends a batch; returns the sequence numbers given to batch.events, in order. Thread-safe:

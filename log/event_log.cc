@@ -1,0 +1,440 @@
+// The RocksDB event store behind log/event_log.h.
+#include "log/event_log.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/utilities/options_util.h>
+#include <rocksdb/write_batch.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <cassert>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+
+namespace tenon::log {
+namespace {
+
+constexpr std::uint8_t kFrameVersion = 1;
+constexpr std::size_t kFrameHeaderBytes = 1 + 8;
+constexpr std::size_t kGroupCommitMax = 1024;  // Callers one group commit may carry.
+constexpr const char* kMetaSchemaVersion = "schema_version";
+constexpr const char* kMetaWriterVersion = "writer_version";
+constexpr const char* kMetaClusterId = "cluster_id";
+
+enum Family : std::size_t { kDefault = 0, kEvents, kDecisions, kSnapshots, kMeta, kFamilies };
+constexpr const char* kFamilyNames[kFamilies] = {"default", "events", "decisions", "snapshots",
+                                                 "meta"};
+
+std::string Key(std::uint64_t n) {
+  std::string key(8, '\0');
+  for (int i = 7; i >= 0; --i, n >>= 8) key[i] = static_cast<char>(n & 0xff);
+  return key;
+}
+
+std::uint64_t FromKey(const rocksdb::Slice& key) {
+  if (key.size() != 8) throw LogError(ErrorKind::kCorruption, 0, "log: a key is not 8 bytes");
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < 8; ++i) n = (n << 8) | static_cast<unsigned char>(key[i]);
+  return n;
+}
+
+std::uint64_t Checksum(std::string_view key, std::string_view payload) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, key.data(), key.size());
+  XXH3_64bits_update(state, payload.data(), payload.size());
+  std::uint64_t sum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return sum;
+}
+
+std::string Frame(std::string_view key, std::string_view payload) {
+  std::string value;
+  value.reserve(kFrameHeaderBytes + payload.size());
+  value.push_back(static_cast<char>(kFrameVersion));
+  std::uint64_t sum = Checksum(key, payload);
+  for (int i = 0; i < 8; ++i) value.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
+  value.append(payload);
+  return value;
+}
+
+// Checks a stored value against its key and returns the payload; never skips a bad record.
+std::string Unframe(const char* family, std::uint64_t n, std::string_view key,
+                    std::string_view value) {
+  auto fail = [&](const std::string& why) {
+    return LogError(ErrorKind::kCorruption, n,
+                    std::string("log: ") + family + " record at sequence number " +
+                        std::to_string(n) + " is corrupt: " + why);
+  };
+  if (value.size() < kFrameHeaderBytes) throw fail("shorter than its frame header");
+  if (static_cast<std::uint8_t>(value[0]) != kFrameVersion) {
+    throw fail("unknown frame version " + std::to_string(static_cast<unsigned char>(value[0])));
+  }
+  std::uint64_t stored = 0;
+  for (int i = 7; i >= 0; --i) stored = (stored << 8) | static_cast<unsigned char>(value[1 + i]);
+  std::string_view payload = value.substr(kFrameHeaderBytes);
+  if (Checksum(key, payload) != stored) throw fail("checksum mismatch");
+  return std::string(payload);
+}
+
+void Check(const rocksdb::Status& status, const std::string& what) {
+  if (!status.ok()) throw LogError(ErrorKind::kIo, 0, "log: " + what + ": " + status.ToString());
+}
+
+// Every file of the log is for its owner only.
+void RestrictPermissions(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    std::filesystem::permissions(
+        entry.path(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+        std::filesystem::perm_options::replace, ec);
+  }
+}
+
+class UmaskGuard {
+ public:
+  UmaskGuard() : saved_(::umask(077)) {}
+  ~UmaskGuard() { ::umask(saved_); }
+  UmaskGuard(const UmaskGuard&) = delete;
+  UmaskGuard& operator=(const UmaskGuard&) = delete;
+
+ private:
+  mode_t saved_;
+};
+
+class RocksEventLog final : public EventLog {
+ public:
+  RocksEventLog(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles, bool read_only)
+      : db_(db), handles_(std::move(handles)), read_only_(read_only) {
+    last_seq_ = FindLastSeq();
+  }
+
+  ~RocksEventLog() override {
+    for (auto* handle : handles_) db_->DestroyColumnFamilyHandle(handle);
+    db_->Close();
+    delete db_;
+  }
+
+  void InitMeta(const OpenOptions& options, OpenReport& report);
+
+  std::vector<Seq> Append(AppendBatch batch, const AppendOptions& options) override;
+  Seq LastSeq() const override { return last_seq_.load(); }
+  std::optional<Record> Read(Seq seq) const override;
+  void Scan(Seq from, Seq to, const std::function<bool(const Record&)>& fn) const override;
+  Seq WaitForAppend(Seq after, std::chrono::milliseconds timeout) const override;
+  std::optional<DecisionRecord> ReadDecision(std::uint64_t id) const override;
+  void ScanDecisions(std::uint64_t from_id,
+                     const std::function<bool(const DecisionRecord&)>& fn) const override;
+  void PutSnapshot(Seq seq, std::string_view payload) override;
+  std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const override;
+  std::vector<Seq> SnapshotSeqs() const override;
+  std::uint32_t SchemaVersion() const override { return schema_version_; }
+  std::string WriterVersion() const override { return writer_version_; }
+  std::string ClusterId() const override { return cluster_id_; }
+  void PutRawEventForTest(Seq seq, std::string_view raw_value) override;
+
+ private:
+  // One caller of Append waiting in the group-commit queue.
+  struct Writer {
+    AppendBatch* batch = nullptr;
+    bool sync = false;
+    bool done = false;
+    std::vector<Seq> seqs;
+    std::exception_ptr error;
+    std::condition_variable cv;
+  };
+
+  Seq FindLastSeq() const;
+  std::optional<std::string> GetMeta(const char* key) const;
+  void RequireWritable() const;
+  void CommitGroup(std::unique_lock<std::mutex>& lock);
+  std::optional<std::string> Get(Family family, std::uint64_t n) const;
+
+  rocksdb::DB* db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  bool read_only_;
+  std::atomic<Seq> last_seq_{0};
+  std::uint32_t schema_version_ = kSchemaVersion;
+  std::string writer_version_;
+  std::string cluster_id_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable appended_;
+  std::deque<Writer*> queue_;
+};
+
+Seq RocksEventLog::FindLastSeq() const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kEvents]));
+  it->SeekToLast();
+  Check(it->status(), "seeking the last event");
+  return it->Valid() ? FromKey(it->key()) : 0;
+}
+
+std::optional<std::string> RocksEventLog::GetMeta(const char* key) const {
+  std::string value;
+  auto status = db_->Get({}, handles_[kMeta], key, &value);
+  if (status.IsNotFound()) return std::nullopt;
+  Check(status, std::string("reading meta ") + key);
+  return value;
+}
+
+void RocksEventLog::InitMeta(const OpenOptions& options, OpenReport& report) {
+  auto schema = GetMeta(kMetaSchemaVersion);
+  if (schema) {
+    schema_version_ = static_cast<std::uint32_t>(std::stoul(*schema));
+    if (schema_version_ > kSchemaVersion) {
+      throw LogError(ErrorKind::kVersion, 0,
+                     "log: written with schema version " + *schema + ", this build reads up to " +
+                         std::to_string(kSchemaVersion));
+    }
+    cluster_id_ = GetMeta(kMetaClusterId).value_or("");
+    writer_version_ = GetMeta(kMetaWriterVersion).value_or("");
+    if (!options.cluster_id.empty() && options.cluster_id != cluster_id_) {
+      throw LogError(
+          ErrorKind::kInvalid, 0,
+          "log: belongs to cluster '" + cluster_id_ + "', not '" + options.cluster_id + "'");
+    }
+  }
+  report.created = !schema.has_value();
+  if (read_only_) return;
+  rocksdb::WriteBatch batch;
+  if (!schema) {
+    cluster_id_ = options.cluster_id;
+    batch.Put(handles_[kMeta], kMetaSchemaVersion, std::to_string(kSchemaVersion));
+    batch.Put(handles_[kMeta], kMetaClusterId, cluster_id_);
+  }
+  writer_version_ = options.writer_version;
+  batch.Put(handles_[kMeta], kMetaWriterVersion, writer_version_);
+  rocksdb::WriteOptions write;
+  write.sync = true;
+  Check(db_->Write(write, &batch), "writing meta");
+}
+
+void RocksEventLog::RequireWritable() const {
+  if (read_only_) throw LogError(ErrorKind::kInvalid, 0, "log: opened read-only");
+}
+
+std::vector<Seq> RocksEventLog::Append(AppendBatch batch, const AppendOptions& options) {
+  RequireWritable();
+  if (batch.events.size() + batch.decisions.size() > kAppendBatchMax) {
+    throw LogError(ErrorKind::kInvalid, 0, "log: append batch larger than kAppendBatchMax");
+  }
+  for (const auto& e : batch.events) {
+    if (e.size() > kRecordBytesMax) throw LogError(ErrorKind::kInvalid, 0, "log: record too large");
+  }
+  Writer self;
+  self.batch = &batch;
+  self.sync = options.sync;
+  std::unique_lock lock(mu_);
+  queue_.push_back(&self);
+  self.cv.wait(lock, [&] { return self.done || queue_.front() == &self; });
+  if (!self.done) CommitGroup(lock);  // This caller leads the group that includes it.
+  if (self.error) std::rethrow_exception(self.error);
+  return self.seqs;
+}
+
+// Writes every queued caller (up to kGroupCommitMax) in one RocksDB write. Called by the caller
+// at the front of the queue with the lock held; the lock is released around the write.
+void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
+  std::vector<Writer*> group;
+  for (auto* w : queue_) {
+    if (group.size() == kGroupCommitMax) break;
+    group.push_back(w);
+  }
+  Seq next = last_seq_.load() + 1;
+  rocksdb::WriteBatch batch;
+  bool sync = false;
+  for (Writer* w : group) {
+    sync = sync || w->sync;
+    for (const auto& payload : w->batch->events) {
+      std::string key = Key(next);
+      batch.Put(handles_[kEvents], key, Frame(key, payload));
+      w->seqs.push_back(next++);
+    }
+    for (const auto& d : w->batch->decisions) {
+      std::string key = Key(d.id);
+      batch.Put(handles_[kDecisions], key, Frame(key, d.payload));
+    }
+  }
+  lock.unlock();
+  rocksdb::WriteOptions write;
+  write.sync = sync;
+  auto status = db_->Write(write, &batch);
+  lock.lock();
+  std::exception_ptr error;
+  if (status.ok()) {
+    last_seq_ = next - 1;
+  } else {
+    error = std::make_exception_ptr(
+        LogError(ErrorKind::kIo, 0, "log: append failed: " + status.ToString()));
+  }
+  for (Writer* w : group) {
+    assert(queue_.front() == w);
+    queue_.pop_front();
+    w->done = true;
+    w->error = error;
+    if (error) w->seqs.clear();
+    w->cv.notify_one();
+  }
+  if (!queue_.empty()) queue_.front()->cv.notify_one();
+  appended_.notify_all();
+}
+
+std::optional<std::string> RocksEventLog::Get(Family family, std::uint64_t n) const {
+  std::string key = Key(n);
+  std::string value;
+  auto status = db_->Get({}, handles_[family], key, &value);
+  if (status.IsNotFound()) return std::nullopt;
+  Check(status, std::string("reading ") + kFamilyNames[family] + " " + std::to_string(n));
+  return Unframe(kFamilyNames[family], n, key, value);
+}
+
+std::optional<Record> RocksEventLog::Read(Seq seq) const {
+  auto payload = Get(kEvents, seq);
+  if (!payload) return std::nullopt;
+  return Record{seq, std::move(*payload)};
+}
+
+void RocksEventLog::Scan(Seq from, Seq to, const std::function<bool(const Record&)>& fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kEvents]));
+  for (it->Seek(Key(from)); it->Valid(); it->Next()) {
+    Seq seq = FromKey(it->key());
+    if (to != 0 && seq > to) break;
+    Record record{seq,
+                  Unframe("events", seq, it->key().ToStringView(), it->value().ToStringView())};
+    if (!fn(record)) return;
+  }
+  Check(it->status(), "scanning events");
+}
+
+Seq RocksEventLog::WaitForAppend(Seq after, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  appended_.wait_for(lock, timeout, [&] { return last_seq_.load() > after; });
+  return last_seq_.load();
+}
+
+std::optional<DecisionRecord> RocksEventLog::ReadDecision(std::uint64_t id) const {
+  auto payload = Get(kDecisions, id);
+  if (!payload) return std::nullopt;
+  return DecisionRecord{id, std::move(*payload)};
+}
+
+void RocksEventLog::ScanDecisions(std::uint64_t from_id,
+                                  const std::function<bool(const DecisionRecord&)>& fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kDecisions]));
+  for (it->Seek(Key(from_id)); it->Valid(); it->Next()) {
+    std::uint64_t id = FromKey(it->key());
+    DecisionRecord record{
+        id, Unframe("decisions", id, it->key().ToStringView(), it->value().ToStringView())};
+    if (!fn(record)) return;
+  }
+  Check(it->status(), "scanning decisions");
+}
+
+void RocksEventLog::PutSnapshot(Seq seq, std::string_view payload) {
+  RequireWritable();
+  std::string key = Key(seq);
+  Check(db_->Put({}, handles_[kSnapshots], key, Frame(key, payload)), "writing a snapshot");
+}
+
+std::optional<Snapshot> RocksEventLog::SnapshotAtOrBelow(Seq at) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kSnapshots]));
+  it->SeekForPrev(Key(at == 0 ? ~Seq{0} : at));
+  Check(it->status(), "seeking a snapshot");
+  if (!it->Valid()) return std::nullopt;
+  Seq seq = FromKey(it->key());
+  return Snapshot{seq,
+                  Unframe("snapshots", seq, it->key().ToStringView(), it->value().ToStringView())};
+}
+
+std::vector<Seq> RocksEventLog::SnapshotSeqs() const {
+  std::vector<Seq> seqs;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kSnapshots]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) seqs.push_back(FromKey(it->key()));
+  Check(it->status(), "listing snapshots");
+  return seqs;
+}
+
+void RocksEventLog::PutRawEventForTest(Seq seq, std::string_view raw_value) {
+  RequireWritable();
+  Check(db_->Put({}, handles_[kEvents], Key(seq), raw_value), "planting a raw event");
+}
+
+rocksdb::Options BaseOptions(const OpenOptions& options) {
+  rocksdb::Options db;
+  db.create_if_missing = options.create_if_missing;
+  db.create_missing_column_families = true;
+  db.avoid_flush_during_shutdown = options.avoid_flush_during_shutdown;
+  db.keep_log_file_num = 4;
+  db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  return db;
+}
+
+std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
+  rocksdb::ColumnFamilyOptions cf;
+  auto supported = rocksdb::GetSupportedCompressions();
+  if (std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) != supported.end()) {
+    cf.compression = rocksdb::kLZ4Compression;
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const char* name : kFamilyNames) families.emplace_back(name, cf);
+  return families;
+}
+
+}  // namespace
+
+std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
+                                         const OpenOptions& options, OpenReport* report) {
+  OpenReport local;
+  OpenReport& out = report ? *report : local;
+  out = OpenReport{};
+  if (!options.create_if_missing && !std::filesystem::exists(dir / "CURRENT")) {
+    throw LogError(ErrorKind::kIo, 0, "log: no log at " + dir.string());
+  }
+  UmaskGuard umask;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw LogError(ErrorKind::kIo, 0, "log: cannot create " + dir.string() + ": " + ec.message());
+  RestrictPermissions(dir);
+
+  rocksdb::DBOptions db_options = BaseOptions(options);
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status status;
+  if (options.read_only) {
+    status = rocksdb::DB::OpenForReadOnly(db_options, dir.string(), Families(), &handles, &db);
+  } else {
+    // Strict first: any damage in the write-ahead log fails the open, so we can say so.
+    db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
+    status = rocksdb::DB::Open(db_options, dir.string(), Families(), &handles, &db);
+    if (status.IsCorruption()) {
+      std::string why = status.ToString();
+      db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+      status = rocksdb::DB::Open(db_options, dir.string(), Families(), &handles, &db);
+      out.torn_tail_truncated = status.ok();
+      out.message = why;
+    }
+  }
+  Check(status, "opening " + dir.string());
+  auto log = std::make_unique<RocksEventLog>(db, std::move(handles), options.read_only);
+  log->InitMeta(options, out);
+  out.last_seq = log->LastSeq();
+  if (out.torn_tail_truncated) {
+    out.message = "log: the write-ahead log ended in a torn record (" + out.message +
+                  "); truncated to the last complete write, last sequence number " +
+                  std::to_string(out.last_seq);
+  }
+  RestrictPermissions(dir);
+  return log;
+}
+
+}  // namespace tenon::log
