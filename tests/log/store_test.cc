@@ -1,0 +1,334 @@
+// The RocksDB event store: round trips, group commit, torn-tail truncation, corruption that is
+// named and never skipped, owner-only files, and a randomized comparison with an in-memory model.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "log/event_log.h"
+#include "tests/integration/helpers.h"
+
+namespace tenon::testing {
+namespace {
+
+using log::AppendBatch;
+using log::ErrorKind;
+using log::EventLog;
+using log::LogError;
+using log::OpenOptions;
+using log::OpenReport;
+using log::Seq;
+
+std::unique_ptr<EventLog> Open(const std::filesystem::path& dir, OpenReport* report = nullptr,
+                               bool keep_wal = false) {
+  OpenOptions options;
+  options.writer_version = "test";
+  options.cluster_id = "c1";
+  options.avoid_flush_during_shutdown = keep_wal;
+  return EventLog::Open(dir, options, report);
+}
+
+AppendBatch Events(std::vector<std::string> events) {
+  return AppendBatch{std::move(events), {}};
+}
+
+ErrorKind KindOf(const std::function<void()>& fn, std::uint64_t* key = nullptr) {
+  try {
+    fn();
+  } catch (const LogError& e) {
+    if (key) *key = e.key();
+    return e.kind();
+  }
+  ADD_FAILURE() << "no LogError thrown";
+  return ErrorKind::kIo;
+}
+
+// Appends, reads, scans, decisions, snapshots and meta survive a reopen.
+TEST(Store, RoundTripsAndPersists) {
+  TempDir dir;
+  {
+    OpenReport report;
+    auto log = Open(dir.path(), &report);
+    EXPECT_TRUE(report.created);
+    EXPECT_EQ(log->Append(Events({"a", "b", "c"})), (std::vector<Seq>{1, 2, 3}));
+    EXPECT_EQ(log->Append(AppendBatch{{"d"}, {{7, "decision seven"}}}), (std::vector<Seq>{4}));
+    EXPECT_TRUE(log->Append(AppendBatch{{}, {{8, "eight"}}}).empty());
+    log->PutSnapshot(2, "state@2");
+    log->PutSnapshot(4, "state@4");
+  }
+  OpenReport report;
+  auto log = Open(dir.path(), &report);
+  EXPECT_FALSE(report.created);
+  EXPECT_EQ(log->LastSeq(), 4u);
+  EXPECT_EQ(log->Read(3)->payload, "c");
+  EXPECT_FALSE(log->Read(5).has_value());
+  std::vector<std::string> seen;
+  log->Scan(2, 3, [&](const log::Record& r) {
+    seen.push_back(r.payload);
+    return true;
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(log->ReadDecision(7)->payload, "decision seven");
+  EXPECT_EQ(log->SnapshotAtOrBelow(3)->payload, "state@2");
+  EXPECT_EQ(log->SnapshotAtOrBelow(0)->seq, 4u);
+  EXPECT_FALSE(log->SnapshotAtOrBelow(1).has_value());
+  EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{2, 4}));
+  EXPECT_EQ(log->SchemaVersion(), log::kSchemaVersion);
+  EXPECT_EQ(log->ClusterId(), "c1");
+  EXPECT_EQ(log->WriterVersion(), "test");
+}
+
+// Limits and misuse are refused with kInvalid; another cluster's log is not opened.
+TEST(Store, RefusesMisuse) {
+  TempDir dir;
+  Open(dir.path())->Append(Events({"x"}));
+  AppendBatch huge;
+  huge.events.resize(log::kAppendBatchMax + 1);
+  EXPECT_EQ(KindOf([&] { Open(dir.path())->Append(std::move(huge)); }), ErrorKind::kInvalid);
+  OpenOptions read_only;
+  read_only.read_only = true;
+  auto ro = EventLog::Open(dir.path(), read_only);
+  EXPECT_EQ(ro->Read(1)->payload, "x");
+  EXPECT_EQ(KindOf([&] { ro->Append(Events({"y"})); }), ErrorKind::kInvalid);
+  ro.reset();
+  OpenOptions other;
+  other.cluster_id = "c2";
+  EXPECT_EQ(KindOf([&] { EventLog::Open(dir.path(), other); }), ErrorKind::kInvalid);
+}
+
+// Eight threads appending at once get unique, contiguous sequence numbers, and every record
+// reads back as its writer wrote it.
+TEST(Store, GroupCommitUnderConcurrency) {
+  TempDir dir;
+  auto log = Open(dir.path());
+  constexpr int kThreads = 8, kAppends = 300;
+  std::vector<std::map<Seq, std::string>> written(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kAppends; ++i) {
+        std::vector<std::string> batch;
+        for (int k = 0; k <= i % 3; ++k)
+          batch.push_back(std::to_string(t) + ":" + std::to_string(i) + ":" + std::to_string(k));
+        auto seqs = log->Append(Events(batch), log::AppendOptions{i % 50 == 0});
+        for (std::size_t k = 0; k < seqs.size(); ++k) written[t][seqs[k]] = batch[k];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<Seq> all;
+  for (const auto& w : written) {
+    for (const auto& [seq, payload] : w) {
+      EXPECT_TRUE(all.insert(seq).second) << "seq " << seq << " given twice";
+      EXPECT_EQ(log->Read(seq)->payload, payload);
+    }
+  }
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(*all.begin(), 1u);
+  EXPECT_EQ(*all.rbegin(), all.size());
+  EXPECT_EQ(log->LastSeq(), all.size());
+}
+
+// A reader waiting on the tail wakes when a record is appended.
+TEST(Store, WaitForAppendFollowsTheTail) {
+  TempDir dir;
+  auto log = Open(dir.path());
+  log->Append(Events({"first"}));
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    log->Append(Events({"second"}));
+  });
+  EXPECT_EQ(log->WaitForAppend(1, std::chrono::seconds(10)), 2u);
+  writer.join();
+  EXPECT_EQ(log->WaitForAppend(2, std::chrono::milliseconds(1)), 2u);
+}
+
+std::filesystem::path NewestWal(const std::filesystem::path& dir) {
+  std::filesystem::path newest;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log" && entry.file_size() > 0 &&
+        (newest.empty() || entry.path().filename() > newest.filename())) {
+      newest = entry.path();
+    }
+  }
+  return newest;
+}
+
+// A WAL cut in the middle of its last record is truncated to the last complete write at
+// reopen, the open says so, earlier records are intact, and appending continues.
+TEST(Store, TornWalTailIsTruncatedAndReported) {
+  TempDir dir;
+  constexpr int kRecords = 200;
+  {
+    auto log = Open(dir.path(), nullptr, /*keep_wal=*/true);
+    for (int i = 1; i <= kRecords; ++i) log->Append(Events({"record " + std::to_string(i)}));
+  }
+  auto wal = NewestWal(dir.path());
+  ASSERT_FALSE(wal.empty()) << "no write-ahead log with data";
+  std::filesystem::resize_file(wal, std::filesystem::file_size(wal) - 7);
+
+  OpenReport report;
+  auto log = Open(dir.path(), &report, true);
+  EXPECT_TRUE(report.torn_tail_truncated);
+  EXPECT_NE(report.message.find("torn"), std::string::npos) << report.message;
+  EXPECT_NE(report.message.find("last sequence number " + std::to_string(log->LastSeq())),
+            std::string::npos)
+      << report.message;
+  EXPECT_GE(log->LastSeq(), 1u);
+  EXPECT_LT(log->LastSeq(), static_cast<Seq>(kRecords));
+  for (Seq s = 1; s <= log->LastSeq(); ++s) {
+    EXPECT_EQ(log->Read(s)->payload, "record " + std::to_string(s));
+  }
+  Seq next = log->LastSeq() + 1;
+  EXPECT_EQ(log->Append(Events({"after"})), std::vector<Seq>{next});
+}
+
+// A bad record in the middle is reported with its sequence number by Read and by Scan, which
+// delivers every record before it and none after.
+TEST(Store, CorruptRecordIsNamedNeverSkipped) {
+  TempDir dir;
+  auto log = Open(dir.path());
+  for (int i = 1; i <= 20; ++i) log->Append(Events({"r" + std::to_string(i)}));
+  // A well-formed frame whose checksum does not match, and a value too short to be a frame.
+  std::string bad_sum(
+      "\x01"
+      "12345678"
+      "r9",
+      11);
+  log->PutRawEventForTest(9, bad_sum);
+  log->PutRawEventForTest(15, "\x01");
+  for (Seq bad : {Seq{9}, Seq{15}}) {
+    std::uint64_t key = 0;
+    EXPECT_EQ(KindOf([&] { log->Read(bad); }, &key), ErrorKind::kCorruption);
+    EXPECT_EQ(key, bad);
+  }
+  std::vector<Seq> delivered;
+  std::uint64_t key = 0;
+  try {
+    log->Scan(1, 0, [&](const log::Record& r) {
+      delivered.push_back(r.seq);
+      return true;
+    });
+    ADD_FAILURE() << "scan passed a corrupt record";
+  } catch (const LogError& e) {
+    key = e.key();
+    EXPECT_NE(std::string(e.what()).find("sequence number 9"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(key, 9u);
+  EXPECT_EQ(delivered.size(), 8u);
+}
+
+// The log folder is 0700 and every file in it is readable by its owner only.
+TEST(Store, FilesAreOwnerOnly) {
+  TempDir dir;
+  auto path = dir.path() / "log";
+  {
+    auto log = Open(path);
+    for (int i = 0; i < 50; ++i) log->Append(Events({std::string(1000, 'x')}));
+    log->PutSnapshot(10, "s");
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    ASSERT_EQ(::stat(entry.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 077, 0u) << entry.path() << " is readable by others";
+    ++files;
+  }
+  EXPECT_GT(files, 3);
+}
+
+// Thousands of random appends, reads, scans, snapshots and reopens agree with a std::map model.
+TEST(Store, RandomizedAgainstModel) {
+  std::mt19937_64 rng(TestSeed());
+  TempDir dir;
+  auto log = Open(dir.path());
+  std::map<Seq, std::string> events;
+  std::map<std::uint64_t, std::string> decisions, snapshots;
+  std::uint64_t next_decision = 1;
+  auto pick = [&](std::uint64_t n) { return n == 0 ? 0 : rng() % n; };
+  for (int op = 0; op < 4000; ++op) {
+    switch (pick(10)) {
+      case 0:
+      case 1:
+      case 2:
+      case 3: {  // Append a batch.
+        AppendBatch batch;
+        for (std::uint64_t i = pick(5); i > 0; --i)
+          batch.events.push_back(std::string(pick(300), static_cast<char>('a' + pick(26))) +
+                                 std::to_string(op));
+        for (std::uint64_t i = pick(3); i > 0; --i)
+          batch.decisions.push_back({next_decision++, "d" + std::to_string(op)});
+        auto copy = batch;
+        auto seqs = log->Append(std::move(batch), log::AppendOptions{pick(10) == 0});
+        ASSERT_EQ(seqs.size(), copy.events.size());
+        for (std::size_t i = 0; i < seqs.size(); ++i) {
+          ASSERT_EQ(seqs[i], events.size() + 1);
+          events[seqs[i]] = copy.events[i];
+        }
+        for (const auto& d : copy.decisions) decisions[d.id] = d.payload;
+        break;
+      }
+      case 4: {  // Read one, possibly past the end.
+        Seq s = 1 + pick(events.size() + 3);
+        auto r = log->Read(s);
+        ASSERT_EQ(r.has_value(), events.contains(s));
+        if (r) {
+          ASSERT_EQ(r->payload, events[s]);
+        }
+        break;
+      }
+      case 5: {  // Scan a range.
+        Seq from = 1 + pick(events.size() + 1), to = pick(2) ? 0 : from + pick(20);
+        std::vector<std::string> got, want;
+        log->Scan(from, to, [&](const log::Record& r) {
+          got.push_back(r.payload);
+          return true;
+        });
+        for (auto it = events.lower_bound(from); it != events.end() && (to == 0 || it->first <= to);
+             ++it)
+          want.push_back(it->second);
+        ASSERT_EQ(got, want);
+        break;
+      }
+      case 6: {  // Snapshot.
+        Seq at = pick(events.size() + 1);
+        snapshots[at] = "snap" + std::to_string(op);
+        log->PutSnapshot(at, snapshots[at]);
+        break;
+      }
+      case 7: {  // Newest snapshot at or below.
+        Seq at = pick(events.size() + 2);
+        auto got = log->SnapshotAtOrBelow(at);
+        auto it = at == 0 ? (snapshots.empty() ? snapshots.end() : std::prev(snapshots.end()))
+                          : snapshots.upper_bound(at);
+        if (at != 0) it = it == snapshots.begin() ? snapshots.end() : std::prev(it);
+        ASSERT_EQ(got.has_value(), it != snapshots.end());
+        if (got) {
+          ASSERT_EQ(got->payload, it->second);
+        }
+        break;
+      }
+      case 8: {  // A decision.
+        if (decisions.empty()) break;
+        auto it = decisions.begin();
+        std::advance(it, pick(decisions.size()));
+        ASSERT_EQ(log->ReadDecision(it->first)->payload, it->second);
+        break;
+      }
+      default:  // Close and reopen.
+        if (pick(4) == 0) {
+          log.reset();
+          log = Open(dir.path());
+        }
+        ASSERT_EQ(log->LastSeq(), events.size());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tenon::testing
