@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cctype>
 
 #include "reducers/internal.h"
 
@@ -31,9 +32,35 @@ Millicores KubeReservedCpu(Millicores cpu) {
   return Millicores{reserved};
 }
 
-std::int64_t MaxPods(const InstanceType& type) {
-  if (type.max_enis <= 0 || type.ipv4_per_eni <= 1) return kPodsDefault;
-  return std::int64_t{type.max_enis} * (type.ipv4_per_eni - 1) + 2;
+std::int64_t MaxPods(const InstanceType& type, const NodeClass* nodeclass) {
+  std::int64_t pods = kPodsDefault;
+  if (nodeclass && nodeclass->max_pods) {
+    pods = *nodeclass->max_pods;
+  } else if (type.max_enis > 0 && type.ipv4_per_eni > 1) {
+    pods = std::int64_t{type.max_enis} * (type.ipv4_per_eni - 1) + 2;
+  }
+  if (nodeclass && nodeclass->pods_per_core && *nodeclass->pods_per_core > 0) {
+    pods = std::min(pods, std::int64_t{*nodeclass->pods_per_core} * (type.cpu.value / 1000));
+  }
+  return pods;
+}
+
+// The extended resources a type's accelerators advertise, by manufacturer.
+void AddAccelerators(const InstanceType& type, Resources& allocatable) {
+  if (type.gpu_count > 0) {
+    const std::string& m = type.gpu_manufacturer;
+    const char* name = m == "NVIDIA"   ? resource::kNvidiaGpu
+                       : m == "AMD"    ? resource::kAmdGpu
+                       : m == "Habana" ? resource::kHabanaGaudi
+                                       : nullptr;
+    if (name) allocatable.extended[name] = type.gpu_count;
+  }
+  if (type.accelerator_count > 0) allocatable.extended[resource::kNeuron] = type.accelerator_count;
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
 }
 
 Labels DeriveLabels(const InstanceType& type) {
@@ -53,15 +80,28 @@ Labels DeriveLabels(const InstanceType& type) {
   }
   labels[label::kInstanceCpu] = std::to_string(type.cpu.value / 1000);
   labels[label::kInstanceMemory] = std::to_string(type.memory.value / kMebibyte.value);
+  if (!type.cpu_manufacturer.empty()) {
+    labels[label::kInstanceCpuManufacturer] = Lower(type.cpu_manufacturer);
+  }
+  if (!type.hypervisor.empty()) labels[label::kInstanceHypervisor] = type.hypervisor;
+  if (type.gpu_count > 0) {
+    labels[label::kInstanceGpuName] = Lower(type.gpu_name);
+    labels[label::kInstanceGpuManufacturer] = Lower(type.gpu_manufacturer);
+    labels[label::kInstanceGpuCount] = std::to_string(type.gpu_count);
+    labels[label::kInstanceGpuMemory] = std::to_string(type.gpu_memory.value / kMebibyte.value);
+  }
+  if (type.local_nvme_gib > 0)
+    labels[label::kInstanceLocalNvme] = std::to_string(type.local_nvme_gib);
   return labels;
 }
 
 }  // namespace
 
-CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings) {
+CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings,
+                              const NodeClass* nodeclass) {
   assert(type.cpu.value >= 0 && type.memory.value >= 0);
   CatalogEntry entry{type, {}, DeriveLabels(type)};
-  std::int64_t pods = MaxPods(type);
+  std::int64_t pods = MaxPods(type, nodeclass);
   std::int64_t memory_mib = type.memory.value / kMebibyte.value;
   std::int64_t overhead_mib = (memory_mib * settings.vm_memory_overhead_permille + 999) / 1000;
   Bytes usable{(memory_mib - overhead_mib) * kMebibyte.value};
@@ -69,6 +109,7 @@ CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings
   entry.allocatable.cpu = type.cpu - KubeReservedCpu(type.cpu);
   entry.allocatable.memory = std::max(Bytes{0}, usable - reserved - kEvictionThreshold);
   entry.allocatable.pods = pods;
+  AddAccelerators(type, entry.allocatable);
   return entry;
 }
 

@@ -50,6 +50,11 @@ struct State {
   std::map<std::string, Pod> pods;  // Keyed by namespace/name.
   std::map<std::string, Node> nodes;
   std::map<std::string, NodeClaim> nodeclaims;
+  std::map<std::string, DaemonSet> daemonsets;        // Keyed by namespace/name.
+  std::map<std::string, PersistentVolumeClaim> pvcs;  // Keyed by namespace/name.
+  std::map<std::string, PersistentVolume> pvs;
+  std::map<std::string, StorageClass> storage_classes;
+  std::map<std::string, CsiNode> csi_nodes;
   // Offerings that failed with a capacity error, keyed "type/zone/capacity-type", until when.
   std::map<std::string, Nanos> unavailable_offerings;
 
@@ -72,7 +77,16 @@ std::uint64_t StateHash(const State& state);
 
 // Derived numbers for one instance type (AWS formulas: ENI-limited pods, kube-reserved CPU and
 // memory, VM memory overhead, eviction threshold).
-CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings);
+// `nodeclass` may be null; its kubelet maxPods / podsPerCore override the ENI-limited pods.
+CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings,
+                              const NodeClass* nodeclass = nullptr);
+
+// A pod's effective requests as the Kubernetes scheduler computes them: the larger of the
+// containers' sum (plus sidecars) and each init container's peak (plus the sidecars started
+// before it), plus the pod overhead.
+Resources PodRequests(const std::vector<ContainerRequests>& containers,
+                      const std::vector<ContainerRequests>& init_containers,
+                      const Resources& overhead);
 
 std::string PodKey(const std::string& ns, const std::string& name);
 std::string OfferingKey(const std::string& type, const std::string& zone,

@@ -46,23 +46,23 @@ inline constexpr Bytes kMebibyte{1 << 20};
 
 using Labels = std::map<std::string, std::string>;
 
+// Requests, capacity and allocatable. `extended` holds every other resource by its Kubernetes
+// name (nvidia.com/gpu, aws.amazon.com/neuron, ...), in its integer unit; a key that is absent
+// is zero.
 struct Resources {
   Millicores cpu{0};
   Bytes memory{0};
   std::int64_t pods = 0;
+  std::map<std::string, std::int64_t> extended;
   friend bool operator==(const Resources&, const Resources&) = default;
 };
 
-inline Resources operator+(const Resources& a, const Resources& b) {
-  return {a.cpu + b.cpu, a.memory + b.memory, a.pods + b.pods};
-}
-inline Resources operator-(const Resources& a, const Resources& b) {
-  return {a.cpu - b.cpu, a.memory - b.memory, a.pods - b.pods};
-}
+Resources operator+(const Resources& a, const Resources& b);
+Resources operator-(const Resources& a, const Resources& b);
 // True when `need` fits inside `have` on every dimension.
-inline bool Fits(const Resources& need, const Resources& have) {
-  return need.cpu <= have.cpu && need.memory <= have.memory && need.pods <= have.pods;
-}
+bool Fits(const Resources& need, const Resources& have);
+// The larger of each dimension.
+Resources Max(const Resources& a, const Resources& b);
 
 // Well-known label keys (Kubernetes, Karpenter, Karpenter AWS).
 namespace label {
@@ -81,11 +81,31 @@ inline constexpr const char* kInstanceCategory = "karpenter.k8s.aws/instance-cat
 inline constexpr const char* kInstanceGeneration = "karpenter.k8s.aws/instance-generation";
 inline constexpr const char* kInstanceCpu = "karpenter.k8s.aws/instance-cpu";
 inline constexpr const char* kInstanceMemory = "karpenter.k8s.aws/instance-memory";
+inline constexpr const char* kInstanceCpuManufacturer =
+    "karpenter.k8s.aws/instance-cpu-manufacturer";
+inline constexpr const char* kInstanceHypervisor = "karpenter.k8s.aws/instance-hypervisor";
+inline constexpr const char* kInstanceGpuName = "karpenter.k8s.aws/instance-gpu-name";
+inline constexpr const char* kInstanceGpuManufacturer =
+    "karpenter.k8s.aws/instance-gpu-manufacturer";
+inline constexpr const char* kInstanceGpuCount = "karpenter.k8s.aws/instance-gpu-count";
+inline constexpr const char* kInstanceGpuMemory = "karpenter.k8s.aws/instance-gpu-memory";
+inline constexpr const char* kInstanceLocalNvme = "karpenter.k8s.aws/instance-local-nvme";
+inline constexpr const char* kInstanceEbsBandwidth = "karpenter.k8s.aws/instance-ebs-bandwidth";
+inline constexpr const char* kNodeClaim = "karpenter.sh/nodeclaim";
 inline constexpr const char* kUnregisteredTaint = "karpenter.sh/unregistered";
 }  // namespace label
 
 inline constexpr const char* kCapacityOnDemand = "on-demand";
 inline constexpr const char* kCapacitySpot = "spot";
+inline constexpr const char* kCapacityReserved = "reserved";
+
+// Extended resource names for accelerators, as the device plugins advertise them.
+namespace resource {
+inline constexpr const char* kNvidiaGpu = "nvidia.com/gpu";
+inline constexpr const char* kAmdGpu = "amd.com/gpu";
+inline constexpr const char* kHabanaGaudi = "habana.ai/gaudi";
+inline constexpr const char* kNeuron = "aws.amazon.com/neuron";
+}  // namespace resource
 
 enum class RequirementOp : std::uint8_t { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
 
@@ -124,20 +144,124 @@ enum class ErrorCode : std::uint8_t {
   kTransient,
 };
 
+// A label selector (metav1.LabelSelector): matchLabels and matchExpressions (In, NotIn, Exists,
+// DoesNotExist) all hold. An empty selector selects everything.
+struct LabelSelector {
+  Labels match_labels;
+  std::vector<Requirement> match_expressions;
+  friend bool operator==(const LabelSelector&, const LabelSelector&) = default;
+};
+
+// One node selector term (its matchExpressions, all of which must hold). Terms of a required
+// node affinity are ORed; `weight` is set for preferred terms only.
+struct NodeSelectorTerm {
+  std::vector<Requirement> requirements;
+  std::int32_t weight = 0;
+  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
+};
+
+// A pod (anti-)affinity term. `namespaces` empty and `all_namespaces` false means the pod's
+// own namespace; an empty namespaceSelector ({}) sets `all_namespaces`. `weight` is set for
+// preferred terms only.
+struct PodAffinityTerm {
+  LabelSelector selector;
+  std::vector<std::string> namespaces;
+  bool all_namespaces = false;
+  std::string topology_key;
+  std::vector<std::string> match_label_keys;
+  std::int32_t weight = 0;
+  friend bool operator==(const PodAffinityTerm&, const PodAffinityTerm&) = default;
+};
+
+struct TopologySpreadConstraint {
+  std::int32_t max_skew = 1;
+  std::string topology_key;
+  bool do_not_schedule = true;  // whenUnsatisfiable: DoNotSchedule (else ScheduleAnyway)
+  LabelSelector selector;
+  std::int32_t min_domains = 0;     // 0: not set.
+  bool node_affinity_honor = true;  // nodeAffinityPolicy (default Honor)
+  bool node_taints_honor = false;   // nodeTaintsPolicy (default Ignore)
+  std::vector<std::string> match_label_keys;
+  friend bool operator==(const TopologySpreadConstraint&,
+                         const TopologySpreadConstraint&) = default;
+};
+
+struct HostPort {
+  std::int32_t port = 0;
+  std::string protocol = "TCP";
+  std::string host_ip;  // Empty: every address (0.0.0.0).
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+// A container's requests, for the effective-request calculation.
+struct ContainerRequests {
+  Resources requests;
+  bool sidecar = false;  // An init container with restartPolicy Always.
+  friend bool operator==(const ContainerRequests&, const ContainerRequests&) = default;
+};
+
 struct Pod {
   std::string ns;
   std::string name;
   std::string uid;
-  Resources requests;  // Effective requests: max(init) vs sum(containers), plus overhead.
+  Resources requests;  // Effective requests (PodRequests in core.h): init, sidecars, overhead.
   std::string node_name;
   bool unschedulable = false;  // PodScheduled=False, reason=Unschedulable.
   std::string phase = "Pending";
-  std::string owner_kind;  // "DaemonSet", "ReplicaSet", ... or empty.
+  std::string owner_kind;  // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
   Nanos created{0};
   Labels labels;
   Labels node_selector;
   std::vector<Toleration> tolerations;
+  std::vector<NodeSelectorTerm> node_affinity_required;  // ORed terms.
+  std::vector<NodeSelectorTerm> node_affinity_preferred;
+  std::vector<PodAffinityTerm> pod_affinity_required;
+  std::vector<PodAffinityTerm> pod_affinity_preferred;
+  std::vector<PodAffinityTerm> pod_anti_affinity_required;
+  std::vector<PodAffinityTerm> pod_anti_affinity_preferred;
+  std::vector<TopologySpreadConstraint> topology_spread;
+  std::vector<std::string> volume_claims;  // PersistentVolumeClaim names in the pod's namespace.
+  std::vector<HostPort> host_ports;
+  std::string nominated_node;  // status.nominatedNodeName: a preemption is in progress.
   friend bool operator==(const Pod&, const Pod&) = default;
+};
+
+// A DaemonSet's pod template, for the overhead it adds to every node it would run on.
+struct DaemonSet {
+  std::string ns;
+  std::string name;
+  Pod pod;  // requests, tolerations, nodeSelector and node affinity of the template.
+  friend bool operator==(const DaemonSet&, const DaemonSet&) = default;
+};
+
+struct PersistentVolumeClaim {
+  std::string ns;
+  std::string name;
+  std::string storage_class;
+  std::string volume_name;  // Bound PersistentVolume, or empty.
+  friend bool operator==(const PersistentVolumeClaim&, const PersistentVolumeClaim&) = default;
+};
+
+struct PersistentVolume {
+  std::string name;
+  std::string csi_driver;                       // spec.csi.driver, or empty.
+  std::vector<NodeSelectorTerm> node_affinity;  // spec.nodeAffinity.required (ORed terms).
+  friend bool operator==(const PersistentVolume&, const PersistentVolume&) = default;
+};
+
+struct StorageClass {
+  std::string name;
+  std::string provisioner;
+  bool wait_for_first_consumer = false;
+  std::vector<NodeSelectorTerm> allowed_topologies;  // ORed terms of In requirements.
+  friend bool operator==(const StorageClass&, const StorageClass&) = default;
+};
+
+// storage.k8s.io/v1 CSINode: per-driver volume attach limits of one node.
+struct CsiNode {
+  std::string name;
+  std::map<std::string, std::int64_t> attach_limits;  // driver -> allocatable.count
+  friend bool operator==(const CsiNode&, const CsiNode&) = default;
 };
 
 struct Node {
@@ -155,6 +279,7 @@ struct NodePoolLimits {
   std::optional<Millicores> cpu;
   std::optional<Bytes> memory;
   std::optional<std::int64_t> nodes;
+  std::map<std::string, std::int64_t> extended;  // Any other resource, e.g. nvidia.com/gpu.
   friend bool operator==(const NodePoolLimits&, const NodePoolLimits&) = default;
 };
 
@@ -176,6 +301,8 @@ struct NodeClass {
   std::string ami_family;
   std::string role;
   bool ready = true;
+  std::optional<std::int32_t> max_pods;       // kubelet.maxPods
+  std::optional<std::int32_t> pods_per_core;  // kubelet.podsPerCore
   friend bool operator==(const NodeClass&, const NodeClass&) = default;
 };
 
@@ -196,6 +323,13 @@ struct InstanceType {
   std::int32_t max_enis = 0;
   std::int32_t ipv4_per_eni = 0;
   std::int32_t gpu_count = 0;
+  std::string gpu_name;                // e.g. "T4", "A10G"; empty without GPUs.
+  std::string gpu_manufacturer;        // e.g. "NVIDIA"
+  Bytes gpu_memory{0};                 // Per GPU.
+  std::int32_t accelerator_count = 0;  // Inferentia / Trainium devices.
+  std::string cpu_manufacturer;        // "Intel", "AMD", "AWS"
+  std::string hypervisor;              // "nitro", "xen", or empty for metal.
+  std::int64_t local_nvme_gib = 0;
   bool bare_metal = false;
   std::vector<Offering> offerings;
   friend bool operator==(const InstanceType&, const InstanceType&) = default;
@@ -231,6 +365,8 @@ struct Settings {
   Nanos batch_idle{1 * kSecond.value};            // BATCH_IDLE_DURATION
   Nanos batch_max{10 * kSecond.value};            // BATCH_MAX_DURATION
   std::int32_t vm_memory_overhead_permille = 75;  // VM_MEMORY_OVERHEAD_PERCENT 0.075
+  bool ignore_preferences = false;                // PREFERENCE_POLICY=Ignore
+  bool min_values_best_effort = false;            // MIN_VALUES_POLICY=BestEffort
   friend bool operator==(const Settings&, const Settings&) = default;
 };
 
@@ -326,10 +462,60 @@ struct InputRejected {
   friend bool operator==(const InputRejected&, const InputRejected&) = default;
 };
 
-using Event = std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted,
-                           NodePoolDeleted, NodeClassUpserted, NodeClassDeleted, PodUpserted,
-                           PodDeleted, NodeUpserted, NodeDeleted, FleetLaunched, FleetFailed,
-                           CommandSucceeded, CommandFailed, InputRejected>;
+struct DaemonSetUpserted {
+  DaemonSet daemonset;
+  friend bool operator==(const DaemonSetUpserted&, const DaemonSetUpserted&) = default;
+};
+struct DaemonSetDeleted {
+  std::string ns;
+  std::string name;
+  friend bool operator==(const DaemonSetDeleted&, const DaemonSetDeleted&) = default;
+};
+struct PersistentVolumeClaimUpserted {
+  PersistentVolumeClaim claim;
+  friend bool operator==(const PersistentVolumeClaimUpserted&,
+                         const PersistentVolumeClaimUpserted&) = default;
+};
+struct PersistentVolumeClaimDeleted {
+  std::string ns;
+  std::string name;
+  friend bool operator==(const PersistentVolumeClaimDeleted&,
+                         const PersistentVolumeClaimDeleted&) = default;
+};
+struct PersistentVolumeUpserted {
+  PersistentVolume volume;
+  friend bool operator==(const PersistentVolumeUpserted&,
+                         const PersistentVolumeUpserted&) = default;
+};
+struct PersistentVolumeDeleted {
+  std::string name;
+  friend bool operator==(const PersistentVolumeDeleted&, const PersistentVolumeDeleted&) = default;
+};
+struct StorageClassUpserted {
+  StorageClass storage_class;
+  friend bool operator==(const StorageClassUpserted&, const StorageClassUpserted&) = default;
+};
+struct StorageClassDeleted {
+  std::string name;
+  friend bool operator==(const StorageClassDeleted&, const StorageClassDeleted&) = default;
+};
+struct CsiNodeUpserted {
+  CsiNode csi_node;
+  friend bool operator==(const CsiNodeUpserted&, const CsiNodeUpserted&) = default;
+};
+struct CsiNodeDeleted {
+  std::string name;
+  friend bool operator==(const CsiNodeDeleted&, const CsiNodeDeleted&) = default;
+};
+
+// New kinds go at the end: the variant index is part of the state hash and the codec.
+using Event =
+    std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted,
+                 NodeClassUpserted, NodeClassDeleted, PodUpserted, PodDeleted, NodeUpserted,
+                 NodeDeleted, FleetLaunched, FleetFailed, CommandSucceeded, CommandFailed,
+                 InputRejected, DaemonSetUpserted, DaemonSetDeleted, PersistentVolumeClaimUpserted,
+                 PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
+                 StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted>;
 
 // ---- Commands: imperative, effects as data. ----
 
@@ -399,7 +585,8 @@ struct ClaimPlan {
 struct PodOutcome {
   std::string pod;     // ns/name
   std::string target;  // node or nodeclaim the pod was placed on; empty when unschedulable.
-  std::string reason;  // Why it was placed there, or why nothing fitted.
+  std::string reason;  // Why it was placed there, or why nothing fitted (per NodePool).
+  std::vector<std::string> relaxed;  // Preferences dropped, in the order they were dropped.
   friend bool operator==(const PodOutcome&, const PodOutcome&) = default;
 };
 

@@ -240,8 +240,10 @@ Resources SmallestAllocatable(const State& state, const std::vector<OfferingChoi
   for (const auto& o : offerings) {
     const Resources& a = state.catalog.at(o.instance_type).allocatable;
     if (first) smallest = a;
-    smallest = {std::min(smallest.cpu, a.cpu), std::min(smallest.memory, a.memory),
-                std::min(smallest.pods, a.pods)};
+    smallest = {std::min(smallest.cpu, a.cpu),
+                std::min(smallest.memory, a.memory),
+                std::min(smallest.pods, a.pods),
+                {}};
     first = false;
   }
   return smallest;
@@ -318,7 +320,7 @@ void Provision(State& state, Seq seq, Nanos opened, Output& out) {
   ProvisioningDecision decision{opened, {}, {}};
   std::map<std::string, std::size_t> planned_outcome;  // pod key -> index in decision.pods
   for (const Pod* pod : PendingPods(state)) {
-    PodOutcome outcome{PodKey(pod->ns, pod->name), {}, {}};
+    PodOutcome outcome{PodKey(pod->ns, pod->name), {}, {}, {}};
     if (PlaceOnBins(bins, *pod, outcome)) {
       decision.pods.push_back(std::move(outcome));
       continue;

@@ -94,6 +94,22 @@ Output Step(State& state, Seq seq, const Event& event) {
             Complete(state, e.command);
           },
           [&](const InputRejected&) { OnInputRejected(state); },
+          [&](const DaemonSetUpserted& e) {
+            state.daemonsets[PodKey(e.daemonset.ns, e.daemonset.name)] = e.daemonset;
+          },
+          [&](const DaemonSetDeleted& e) { state.daemonsets.erase(PodKey(e.ns, e.name)); },
+          [&](const PersistentVolumeClaimUpserted& e) {
+            state.pvcs[PodKey(e.claim.ns, e.claim.name)] = e.claim;
+          },
+          [&](const PersistentVolumeClaimDeleted& e) { state.pvcs.erase(PodKey(e.ns, e.name)); },
+          [&](const PersistentVolumeUpserted& e) { state.pvs[e.volume.name] = e.volume; },
+          [&](const PersistentVolumeDeleted& e) { state.pvs.erase(e.name); },
+          [&](const StorageClassUpserted& e) {
+            state.storage_classes[e.storage_class.name] = e.storage_class;
+          },
+          [&](const StorageClassDeleted& e) { state.storage_classes.erase(e.name); },
+          [&](const CsiNodeUpserted& e) { state.csi_nodes[e.csi_node.name] = e.csi_node; },
+          [&](const CsiNodeDeleted& e) { state.csi_nodes.erase(e.name); },
       },
       event);
   return out;

@@ -1,0 +1,70 @@
+// Resource arithmetic over the fixed dimensions and the extended-resource map.
+#include <algorithm>
+
+#include "reducers/internal.h"
+
+namespace tenon {
+namespace {
+
+template <class Op>
+std::map<std::string, std::int64_t> Combine(const std::map<std::string, std::int64_t>& a,
+                                            const std::map<std::string, std::int64_t>& b, Op op) {
+  std::map<std::string, std::int64_t> out = a;
+  for (const auto& [name, quantity] : b) {
+    std::int64_t& slot = out[name];
+    slot = op(slot, quantity);
+  }
+  std::erase_if(out, [](const auto& kv) { return kv.second == 0; });
+  return out;
+}
+
+std::int64_t Get(const std::map<std::string, std::int64_t>& m, const std::string& name) {
+  auto it = m.find(name);
+  return it == m.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+Resources operator+(const Resources& a, const Resources& b) {
+  return {a.cpu + b.cpu, a.memory + b.memory, a.pods + b.pods,
+          Combine(a.extended, b.extended, std::plus<>())};
+}
+
+Resources operator-(const Resources& a, const Resources& b) {
+  return {a.cpu - b.cpu, a.memory - b.memory, a.pods - b.pods,
+          Combine(a.extended, b.extended, std::minus<>())};
+}
+
+Resources Max(const Resources& a, const Resources& b) {
+  return {std::max(a.cpu, b.cpu), std::max(a.memory, b.memory), std::max(a.pods, b.pods),
+          Combine(a.extended, b.extended, [](auto x, auto y) { return std::max(x, y); })};
+}
+
+bool Fits(const Resources& need, const Resources& have) {
+  if (need.cpu > have.cpu || need.memory > have.memory || need.pods > have.pods) return false;
+  return std::all_of(need.extended.begin(), need.extended.end(), [&](const auto& kv) {
+    return kv.second <= 0 || kv.second <= Get(have.extended, kv.first);
+  });
+}
+
+Resources PodRequests(const std::vector<ContainerRequests>& containers,
+                      const std::vector<ContainerRequests>& init_containers,
+                      const Resources& overhead) {
+  Resources sum;
+  for (const auto& c : containers) sum = sum + c.requests;
+  Resources sidecars;
+  Resources init_peak;
+  for (const auto& c : init_containers) {
+    if (c.sidecar) {
+      sidecars = sidecars + c.requests;
+      init_peak = Max(init_peak, sidecars);
+    } else {
+      init_peak = Max(init_peak, sidecars + c.requests);
+    }
+  }
+  Resources out = Max(sum + sidecars, init_peak) + overhead;
+  out.pods = 0;  // The pod itself is counted once by the scheduler, not by its containers.
+  return out;
+}
+
+}  // namespace tenon
