@@ -61,13 +61,29 @@ std::vector<std::string> GetTexts(capnp::List<capnp::Text>::Reader in) {
   return out;
 }
 
+void Put(capnp::List<s::KeyInt>::Builder out, const std::map<std::string, std::int64_t>& m) {
+  unsigned i = 0;
+  for (const auto& [k, v] : m) {
+    out[i].setKey(T(k));
+    out[i].setValue(v);
+    ++i;
+  }
+}
+std::map<std::string, std::int64_t> GetInts(capnp::List<s::KeyInt>::Reader in) {
+  std::map<std::string, std::int64_t> out;
+  for (auto kv : in) out[S(kv.getKey())] = kv.getValue();
+  return out;
+}
+
 void Put(s::Resources::Builder b, const Resources& r) {
   b.setCpuMillis(r.cpu.value);
   b.setMemoryBytes(r.memory.value);
   b.setPods(r.pods);
+  Put(b.initExtended(r.extended.size()), r.extended);
 }
 Resources Get(s::Resources::Reader r) {
-  return {Millicores{r.getCpuMillis()}, Bytes{r.getMemoryBytes()}, r.getPods()};
+  return {Millicores{r.getCpuMillis()}, Bytes{r.getMemoryBytes()}, r.getPods(),
+          GetInts(r.getExtended())};
 }
 
 void Put(s::Requirement::Builder b, const Requirement& r) {
@@ -111,6 +127,24 @@ ErrorCode GetCode(s::ErrorCode code) {
 }
 
 // Declared ahead so the list templates below find every overload.
+void Put(s::NodeSelectorTerm::Builder b, const NodeSelectorTerm& v);
+NodeSelectorTerm Get(s::NodeSelectorTerm::Reader r);
+void Put(s::PodAffinityTerm::Builder b, const PodAffinityTerm& v);
+PodAffinityTerm Get(s::PodAffinityTerm::Reader r);
+void Put(s::TopologySpreadConstraint::Builder b, const TopologySpreadConstraint& v);
+TopologySpreadConstraint Get(s::TopologySpreadConstraint::Reader r);
+void Put(s::HostPort::Builder b, const HostPort& v);
+HostPort Get(s::HostPort::Reader r);
+void Put(s::DaemonSet::Builder b, const DaemonSet& v);
+DaemonSet Get(s::DaemonSet::Reader r);
+void Put(s::PersistentVolumeClaim::Builder b, const PersistentVolumeClaim& v);
+PersistentVolumeClaim Get(s::PersistentVolumeClaim::Reader r);
+void Put(s::PersistentVolume::Builder b, const PersistentVolume& v);
+PersistentVolume Get(s::PersistentVolume::Reader r);
+void Put(s::StorageClass::Builder b, const StorageClass& v);
+StorageClass Get(s::StorageClass::Reader r);
+void Put(s::CsiNode::Builder b, const CsiNode& v);
+CsiNode Get(s::CsiNode::Reader r);
 void Put(s::Offering::Builder b, const Offering& v);
 Offering Get(s::Offering::Reader r);
 void Put(s::OfferingChoice::Builder b, const OfferingChoice& v);
@@ -155,6 +189,108 @@ std::vector<T> GetList(SList in) {
 
 // ---- entities ----
 
+void Put(s::LabelSelector::Builder b, const LabelSelector& v) {
+  Put(b.initMatchLabels(v.match_labels.size()), v.match_labels);
+  PutList(b.initMatchExpressions(v.match_expressions.size()), v.match_expressions);
+}
+LabelSelector Get(s::LabelSelector::Reader r) {
+  return {GetLabels(r.getMatchLabels()), GetList<Requirement>(r.getMatchExpressions())};
+}
+
+void Put(s::NodeSelectorTerm::Builder b, const NodeSelectorTerm& v) {
+  PutList(b.initRequirements(v.requirements.size()), v.requirements);
+  b.setWeight(v.weight);
+}
+NodeSelectorTerm Get(s::NodeSelectorTerm::Reader r) {
+  return {GetList<Requirement>(r.getRequirements()), r.getWeight()};
+}
+
+void Put(s::PodAffinityTerm::Builder b, const PodAffinityTerm& v) {
+  Put(b.initSelector(), v.selector);
+  PutTexts(b.initNamespaces(v.namespaces.size()), v.namespaces);
+  b.setAllNamespaces(v.all_namespaces);
+  b.setTopologyKey(T(v.topology_key));
+  PutTexts(b.initMatchLabelKeys(v.match_label_keys.size()), v.match_label_keys);
+  b.setWeight(v.weight);
+}
+PodAffinityTerm Get(s::PodAffinityTerm::Reader r) {
+  return {Get(r.getSelector()),  GetTexts(r.getNamespaces()),     r.getAllNamespaces(),
+          S(r.getTopologyKey()), GetTexts(r.getMatchLabelKeys()), r.getWeight()};
+}
+
+void Put(s::TopologySpreadConstraint::Builder b, const TopologySpreadConstraint& v) {
+  b.setMaxSkew(v.max_skew);
+  b.setTopologyKey(T(v.topology_key));
+  b.setDoNotSchedule(v.do_not_schedule);
+  Put(b.initSelector(), v.selector);
+  b.setMinDomains(v.min_domains);
+  b.setNodeAffinityHonor(v.node_affinity_honor);
+  b.setNodeTaintsHonor(v.node_taints_honor);
+  PutTexts(b.initMatchLabelKeys(v.match_label_keys.size()), v.match_label_keys);
+}
+TopologySpreadConstraint Get(s::TopologySpreadConstraint::Reader r) {
+  return {r.getMaxSkew(),         S(r.getTopologyKey()),
+          r.getDoNotSchedule(),   Get(r.getSelector()),
+          r.getMinDomains(),      r.getNodeAffinityHonor(),
+          r.getNodeTaintsHonor(), GetTexts(r.getMatchLabelKeys())};
+}
+
+void Put(s::HostPort::Builder b, const HostPort& v) {
+  b.setPort(v.port);
+  b.setProtocol(T(v.protocol));
+  b.setHostIp(T(v.host_ip));
+}
+HostPort Get(s::HostPort::Reader r) {
+  return {r.getPort(), S(r.getProtocol()), S(r.getHostIp())};
+}
+
+void Put(s::DaemonSet::Builder b, const DaemonSet& v) {
+  b.setNamespace(T(v.ns));
+  b.setName(T(v.name));
+  Put(b.initPod(), v.pod);
+}
+DaemonSet Get(s::DaemonSet::Reader r) {
+  return {S(r.getNamespace()), S(r.getName()), Get(r.getPod())};
+}
+
+void Put(s::PersistentVolumeClaim::Builder b, const PersistentVolumeClaim& v) {
+  b.setNamespace(T(v.ns));
+  b.setName(T(v.name));
+  b.setStorageClass(T(v.storage_class));
+  b.setVolumeName(T(v.volume_name));
+}
+PersistentVolumeClaim Get(s::PersistentVolumeClaim::Reader r) {
+  return {S(r.getNamespace()), S(r.getName()), S(r.getStorageClass()), S(r.getVolumeName())};
+}
+
+void Put(s::PersistentVolume::Builder b, const PersistentVolume& v) {
+  b.setName(T(v.name));
+  b.setCsiDriver(T(v.csi_driver));
+  PutList(b.initNodeAffinity(v.node_affinity.size()), v.node_affinity);
+}
+PersistentVolume Get(s::PersistentVolume::Reader r) {
+  return {S(r.getName()), S(r.getCsiDriver()), GetList<NodeSelectorTerm>(r.getNodeAffinity())};
+}
+
+void Put(s::StorageClass::Builder b, const StorageClass& v) {
+  b.setName(T(v.name));
+  b.setProvisioner(T(v.provisioner));
+  b.setWaitForFirstConsumer(v.wait_for_first_consumer);
+  PutList(b.initAllowedTopologies(v.allowed_topologies.size()), v.allowed_topologies);
+}
+StorageClass Get(s::StorageClass::Reader r) {
+  return {S(r.getName()), S(r.getProvisioner()), r.getWaitForFirstConsumer(),
+          GetList<NodeSelectorTerm>(r.getAllowedTopologies())};
+}
+
+void Put(s::CsiNode::Builder b, const CsiNode& v) {
+  b.setName(T(v.name));
+  Put(b.initAttachLimits(v.attach_limits.size()), v.attach_limits);
+}
+CsiNode Get(s::CsiNode::Reader r) {
+  return {S(r.getName()), GetInts(r.getAttachLimits())};
+}
+
 void Put(s::Pod::Builder b, const Pod& p) {
   b.setNamespace(T(p.ns));
   b.setName(T(p.name));
@@ -168,6 +304,18 @@ void Put(s::Pod::Builder b, const Pod& p) {
   Put(b.initLabels(p.labels.size()), p.labels);
   Put(b.initNodeSelector(p.node_selector.size()), p.node_selector);
   PutList(b.initTolerations(p.tolerations.size()), p.tolerations);
+  PutList(b.initNodeAffinityRequired(p.node_affinity_required.size()), p.node_affinity_required);
+  PutList(b.initNodeAffinityPreferred(p.node_affinity_preferred.size()), p.node_affinity_preferred);
+  PutList(b.initPodAffinityRequired(p.pod_affinity_required.size()), p.pod_affinity_required);
+  PutList(b.initPodAffinityPreferred(p.pod_affinity_preferred.size()), p.pod_affinity_preferred);
+  PutList(b.initPodAntiAffinityRequired(p.pod_anti_affinity_required.size()),
+          p.pod_anti_affinity_required);
+  PutList(b.initPodAntiAffinityPreferred(p.pod_anti_affinity_preferred.size()),
+          p.pod_anti_affinity_preferred);
+  PutList(b.initTopologySpread(p.topology_spread.size()), p.topology_spread);
+  PutTexts(b.initVolumeClaims(p.volume_claims.size()), p.volume_claims);
+  PutList(b.initHostPorts(p.host_ports.size()), p.host_ports);
+  b.setNominatedNode(T(p.nominated_node));
 }
 Pod Get(s::Pod::Reader r) {
   Pod p;
@@ -183,6 +331,16 @@ Pod Get(s::Pod::Reader r) {
   p.labels = GetLabels(r.getLabels());
   p.node_selector = GetLabels(r.getNodeSelector());
   p.tolerations = GetList<Toleration>(r.getTolerations());
+  p.node_affinity_required = GetList<NodeSelectorTerm>(r.getNodeAffinityRequired());
+  p.node_affinity_preferred = GetList<NodeSelectorTerm>(r.getNodeAffinityPreferred());
+  p.pod_affinity_required = GetList<PodAffinityTerm>(r.getPodAffinityRequired());
+  p.pod_affinity_preferred = GetList<PodAffinityTerm>(r.getPodAffinityPreferred());
+  p.pod_anti_affinity_required = GetList<PodAffinityTerm>(r.getPodAntiAffinityRequired());
+  p.pod_anti_affinity_preferred = GetList<PodAffinityTerm>(r.getPodAntiAffinityPreferred());
+  p.topology_spread = GetList<TopologySpreadConstraint>(r.getTopologySpread());
+  p.volume_claims = GetTexts(r.getVolumeClaims());
+  p.host_ports = GetList<HostPort>(r.getHostPorts());
+  p.nominated_node = S(r.getNominatedNode());
   return p;
 }
 
@@ -236,6 +394,7 @@ void Put(s::NodePool::Builder b, const NodePool& p) {
   PutOpt(b.initLimitMemoryBytes(), p.limits.memory);
   PutOpt(b.initLimitNodes(), p.limits.nodes);
   b.setExpireAfterNs(p.expire_after.value);
+  Put(b.initLimitsExtended(p.limits.extended.size()), p.limits.extended);
 }
 NodePool Get(s::NodePool::Reader r) {
   NodePool p;
@@ -250,6 +409,7 @@ NodePool Get(s::NodePool::Reader r) {
   p.limits.memory = GetOpt<Bytes>(r.getLimitMemoryBytes());
   p.limits.nodes = GetOpt<std::int64_t>(r.getLimitNodes());
   p.expire_after = Nanos{r.getExpireAfterNs()};
+  p.limits.extended = GetInts(r.getLimitsExtended());
   return p;
 }
 
@@ -258,9 +418,22 @@ void Put(s::NodeClass::Builder b, const NodeClass& c) {
   b.setAmiFamily(T(c.ami_family));
   b.setRole(T(c.role));
   b.setReady(c.ready);
+  auto widen = [](std::optional<std::int32_t> v) -> std::optional<std::int64_t> {
+    return v ? std::optional<std::int64_t>(*v) : std::nullopt;
+  };
+  PutOpt(b.initMaxPods(), widen(c.max_pods));
+  PutOpt(b.initPodsPerCore(), widen(c.pods_per_core));
 }
 NodeClass Get(s::NodeClass::Reader r) {
-  return {S(r.getName()), S(r.getAmiFamily()), S(r.getRole()), r.getReady()};
+  auto narrow = [](std::optional<std::int64_t> v) -> std::optional<std::int32_t> {
+    return v ? std::optional<std::int32_t>(static_cast<std::int32_t>(*v)) : std::nullopt;
+  };
+  return {S(r.getName()),
+          S(r.getAmiFamily()),
+          S(r.getRole()),
+          r.getReady(),
+          narrow(GetOpt<std::int64_t>(r.getMaxPods())),
+          narrow(GetOpt<std::int64_t>(r.getPodsPerCore()))};
 }
 
 void Put(s::Offering::Builder b, const Offering& o) {
@@ -284,6 +457,13 @@ void Put(s::InstanceType::Builder b, const InstanceType& t) {
   b.setGpuCount(t.gpu_count);
   b.setBareMetal(t.bare_metal);
   PutList(b.initOfferings(t.offerings.size()), t.offerings);
+  b.setGpuName(T(t.gpu_name));
+  b.setGpuManufacturer(T(t.gpu_manufacturer));
+  b.setGpuMemoryBytes(t.gpu_memory.value);
+  b.setAcceleratorCount(t.accelerator_count);
+  b.setCpuManufacturer(T(t.cpu_manufacturer));
+  b.setHypervisor(T(t.hypervisor));
+  b.setLocalNvmeGib(t.local_nvme_gib);
 }
 InstanceType Get(s::InstanceType::Reader r) {
   InstanceType t;
@@ -296,6 +476,13 @@ InstanceType Get(s::InstanceType::Reader r) {
   t.gpu_count = r.getGpuCount();
   t.bare_metal = r.getBareMetal();
   t.offerings = GetList<Offering>(r.getOfferings());
+  t.gpu_name = S(r.getGpuName());
+  t.gpu_manufacturer = S(r.getGpuManufacturer());
+  t.gpu_memory = Bytes{r.getGpuMemoryBytes()};
+  t.accelerator_count = r.getAcceleratorCount();
+  t.cpu_manufacturer = S(r.getCpuManufacturer());
+  t.hypervisor = S(r.getHypervisor());
+  t.local_nvme_gib = r.getLocalNvmeGib();
   return t;
 }
 
@@ -349,10 +536,12 @@ void Put(s::Settings::Builder b, const Settings& v) {
   b.setBatchIdleNs(v.batch_idle.value);
   b.setBatchMaxNs(v.batch_max.value);
   b.setVmMemoryOverheadPermille(v.vm_memory_overhead_permille);
+  b.setIgnorePreferences(v.ignore_preferences);
+  b.setMinValuesBestEffort(v.min_values_best_effort);
 }
 Settings Get(s::Settings::Reader r) {
-  return {S(r.getClusterName()), Nanos{r.getBatchIdleNs()}, Nanos{r.getBatchMaxNs()},
-          r.getVmMemoryOverheadPermille()};
+  return {S(r.getClusterName()),           Nanos{r.getBatchIdleNs()}, Nanos{r.getBatchMaxNs()},
+          r.getVmMemoryOverheadPermille(), r.getIgnorePreferences(),  r.getMinValuesBestEffort()};
 }
 
 void Put(s::FleetError::Builder b, const FleetError& e) {
@@ -405,9 +594,10 @@ void Put(s::PodOutcome::Builder b, const PodOutcome& o) {
   b.setPod(T(o.pod));
   b.setTarget(T(o.target));
   b.setReason(T(o.reason));
+  PutTexts(b.initRelaxed(o.relaxed.size()), o.relaxed);
 }
 PodOutcome Get(s::PodOutcome::Reader r) {
-  return {S(r.getPod()), S(r.getTarget()), S(r.getReason())};
+  return {S(r.getPod()), S(r.getTarget()), S(r.getReason()), GetTexts(r.getRelaxed())};
 }
 
 void Put(s::CatalogEntry::Builder b, const CatalogEntry& e) {
@@ -476,6 +666,30 @@ void Put(s::Event::Builder b, const Event& event) {
                    g.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.payload.data()),
                                              e.payload.size()));
                  },
+                 [&](const DaemonSetUpserted& e) { Put(b.initDaemonSetUpserted(), e.daemonset); },
+                 [&](const DaemonSetDeleted& e) {
+                   auto g = b.initDaemonSetDeleted();
+                   g.setNamespace(T(e.ns));
+                   g.setName(T(e.name));
+                 },
+                 [&](const PersistentVolumeClaimUpserted& e) {
+                   Put(b.initPersistentVolumeClaimUpserted(), e.claim);
+                 },
+                 [&](const PersistentVolumeClaimDeleted& e) {
+                   auto g = b.initPersistentVolumeClaimDeleted();
+                   g.setNamespace(T(e.ns));
+                   g.setName(T(e.name));
+                 },
+                 [&](const PersistentVolumeUpserted& e) {
+                   Put(b.initPersistentVolumeUpserted(), e.volume);
+                 },
+                 [&](const PersistentVolumeDeleted& e) { b.setPersistentVolumeDeleted(T(e.name)); },
+                 [&](const StorageClassUpserted& e) {
+                   Put(b.initStorageClassUpserted(), e.storage_class);
+                 },
+                 [&](const StorageClassDeleted& e) { b.setStorageClassDeleted(T(e.name)); },
+                 [&](const CsiNodeUpserted& e) { Put(b.initCsiNodeUpserted(), e.csi_node); },
+                 [&](const CsiNodeDeleted& e) { b.setCsiNodeDeleted(T(e.name)); },
              },
              event);
 }
@@ -531,6 +745,28 @@ Event Get(s::Event::Reader r) {
           S(g.getSource()), S(g.getReason()),
           std::string(reinterpret_cast<const char*>(payload.begin()), payload.size())};
     }
+    case s::Event::DAEMON_SET_UPSERTED:
+      return DaemonSetUpserted{Get(r.getDaemonSetUpserted())};
+    case s::Event::DAEMON_SET_DELETED:
+      return DaemonSetDeleted{S(r.getDaemonSetDeleted().getNamespace()),
+                              S(r.getDaemonSetDeleted().getName())};
+    case s::Event::PERSISTENT_VOLUME_CLAIM_UPSERTED:
+      return PersistentVolumeClaimUpserted{Get(r.getPersistentVolumeClaimUpserted())};
+    case s::Event::PERSISTENT_VOLUME_CLAIM_DELETED:
+      return PersistentVolumeClaimDeleted{S(r.getPersistentVolumeClaimDeleted().getNamespace()),
+                                          S(r.getPersistentVolumeClaimDeleted().getName())};
+    case s::Event::PERSISTENT_VOLUME_UPSERTED:
+      return PersistentVolumeUpserted{Get(r.getPersistentVolumeUpserted())};
+    case s::Event::PERSISTENT_VOLUME_DELETED:
+      return PersistentVolumeDeleted{S(r.getPersistentVolumeDeleted())};
+    case s::Event::STORAGE_CLASS_UPSERTED:
+      return StorageClassUpserted{Get(r.getStorageClassUpserted())};
+    case s::Event::STORAGE_CLASS_DELETED:
+      return StorageClassDeleted{S(r.getStorageClassDeleted())};
+    case s::Event::CSI_NODE_UPSERTED:
+      return CsiNodeUpserted{Get(r.getCsiNodeUpserted())};
+    case s::Event::CSI_NODE_DELETED:
+      return CsiNodeDeleted{S(r.getCsiNodeDeleted())};
   }
   throw CodecError("unknown event kind " + std::to_string(static_cast<unsigned>(r.which())));
 }
@@ -550,6 +786,7 @@ void Put(s::Command::Builder b, const Command& c) {
                    g.setCapacityType(T(x.capacity_type));
                    PutList(g.initOverrides(x.overrides.size()), x.overrides);
                    Put(g.initTags(x.tags.size()), x.tags);
+                   g.setAllocationStrategy(T(x.allocation_strategy));
                  },
                  [&](const PatchNode& x) {
                    auto g = b.initPatchNode();
@@ -575,7 +812,7 @@ Command Get(s::Command::Reader r) {
       c.body = LaunchInstances{S(g.getNodeClaim()),    S(g.getNodePool()),
                                S(g.getNodeClass()),    S(g.getClientToken()),
                                S(g.getCapacityType()), GetList<LaunchOverride>(g.getOverrides()),
-                               GetLabels(g.getTags())};
+                               GetLabels(g.getTags()), S(g.getAllocationStrategy())};
       return c;
     }
     case s::Command::PATCH_NODE: {
@@ -722,6 +959,11 @@ std::string EncodeSnapshot(const State& state) {
   b.setNextDecision(state.next_decision.value);
   b.setNextNodeClaim(state.next_nodeclaim);
   b.setRejectedInputs(state.rejected_inputs);
+  PutList(b.initDaemonSets(state.daemonsets.size()), values(state.daemonsets));
+  PutList(b.initPersistentVolumeClaims(state.pvcs.size()), values(state.pvcs));
+  PutList(b.initPersistentVolumes(state.pvs.size()), values(state.pvs));
+  PutList(b.initStorageClasses(state.storage_classes.size()), values(state.storage_classes));
+  PutList(b.initCsiNodes(state.csi_nodes.size()), values(state.csi_nodes));
   return ToBytes(message);
 }
 
@@ -750,6 +992,15 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     state.next_decision = DecisionId{r.getNextDecision()};
     state.next_nodeclaim = r.getNextNodeClaim();
     state.rejected_inputs = r.getRejectedInputs();
+    for (auto d : r.getDaemonSets()) {
+      state.daemonsets[PodKey(S(d.getNamespace()), S(d.getName()))] = Get(d);
+    }
+    for (auto c : r.getPersistentVolumeClaims()) {
+      state.pvcs[PodKey(S(c.getNamespace()), S(c.getName()))] = Get(c);
+    }
+    for (auto v : r.getPersistentVolumes()) state.pvs[S(v.getName())] = Get(v);
+    for (auto c : r.getStorageClasses()) state.storage_classes[S(c.getName())] = Get(c);
+    for (auto c : r.getCsiNodes()) state.csi_nodes[S(c.getName())] = Get(c);
     return state;
   });
 }
@@ -770,7 +1021,17 @@ std::string EventKind(const Event& event) {
                                     "FleetFailed",
                                     "CommandSucceeded",
                                     "CommandFailed",
-                                    "InputRejected"};
+                                    "InputRejected",
+                                    "DaemonSetUpserted",
+                                    "DaemonSetDeleted",
+                                    "PersistentVolumeClaimUpserted",
+                                    "PersistentVolumeClaimDeleted",
+                                    "PersistentVolumeUpserted",
+                                    "PersistentVolumeDeleted",
+                                    "StorageClassUpserted",
+                                    "StorageClassDeleted",
+                                    "CsiNodeUpserted",
+                                    "CsiNodeDeleted"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[event.index()];
 }

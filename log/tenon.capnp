@@ -10,10 +10,16 @@ struct KeyValue {
   value @1 :Text;
 }
 
+struct KeyInt {
+  key @0 :Text;
+  value @1 :Int64;
+}
+
 struct Resources {
   cpuMillis @0 :Int64;
   memoryBytes @1 :Int64;
   pods @2 :Int64;
+  extended @3 :List(KeyInt);  # Other resources by Kubernetes name, in their integer unit.
 }
 
 enum RequirementOp { in @0; notIn @1; exists @2; doesNotExist @3; gt @4; lt @5; }
@@ -45,6 +51,42 @@ enum ErrorCode {
   insufficientCapacity @0; throttled @1; notFound @2; unauthorized @3; invalid @4; transient @5;
 }
 
+struct LabelSelector {
+  matchLabels @0 :List(KeyValue);
+  matchExpressions @1 :List(Requirement);
+}
+
+struct NodeSelectorTerm {
+  requirements @0 :List(Requirement);
+  weight @1 :Int32;
+}
+
+struct PodAffinityTerm {
+  selector @0 :LabelSelector;
+  namespaces @1 :List(Text);
+  allNamespaces @2 :Bool;
+  topologyKey @3 :Text;
+  matchLabelKeys @4 :List(Text);
+  weight @5 :Int32;
+}
+
+struct TopologySpreadConstraint {
+  maxSkew @0 :Int32;
+  topologyKey @1 :Text;
+  doNotSchedule @2 :Bool;
+  selector @3 :LabelSelector;
+  minDomains @4 :Int32;
+  nodeAffinityHonor @5 :Bool;
+  nodeTaintsHonor @6 :Bool;
+  matchLabelKeys @7 :List(Text);
+}
+
+struct HostPort {
+  port @0 :Int32;
+  protocol @1 :Text;
+  hostIp @2 :Text;
+}
+
 struct Pod {
   namespace @0 :Text;
   name @1 :Text;
@@ -58,6 +100,47 @@ struct Pod {
   labels @9 :List(KeyValue);
   nodeSelector @10 :List(KeyValue);
   tolerations @11 :List(Toleration);
+  nodeAffinityRequired @12 :List(NodeSelectorTerm);
+  nodeAffinityPreferred @13 :List(NodeSelectorTerm);
+  podAffinityRequired @14 :List(PodAffinityTerm);
+  podAffinityPreferred @15 :List(PodAffinityTerm);
+  podAntiAffinityRequired @16 :List(PodAffinityTerm);
+  podAntiAffinityPreferred @17 :List(PodAffinityTerm);
+  topologySpread @18 :List(TopologySpreadConstraint);
+  volumeClaims @19 :List(Text);
+  hostPorts @20 :List(HostPort);
+  nominatedNode @21 :Text;
+}
+
+struct DaemonSet {
+  namespace @0 :Text;
+  name @1 :Text;
+  pod @2 :Pod;
+}
+
+struct PersistentVolumeClaim {
+  namespace @0 :Text;
+  name @1 :Text;
+  storageClass @2 :Text;
+  volumeName @3 :Text;
+}
+
+struct PersistentVolume {
+  name @0 :Text;
+  csiDriver @1 :Text;
+  nodeAffinity @2 :List(NodeSelectorTerm);
+}
+
+struct StorageClass {
+  name @0 :Text;
+  provisioner @1 :Text;
+  waitForFirstConsumer @2 :Bool;
+  allowedTopologies @3 :List(NodeSelectorTerm);
+}
+
+struct CsiNode {
+  name @0 :Text;
+  attachLimits @1 :List(KeyInt);
 }
 
 struct Node {
@@ -87,6 +170,7 @@ struct NodePool {
   limitMemoryBytes @8 :OptionalInt64;
   limitNodes @9 :OptionalInt64;
   expireAfterNs @10 :Int64;
+  limitsExtended @11 :List(KeyInt);
 }
 
 struct NodeClass {
@@ -94,6 +178,8 @@ struct NodeClass {
   amiFamily @1 :Text;
   role @2 :Text;
   ready @3 :Bool;
+  maxPods @4 :OptionalInt64;
+  podsPerCore @5 :OptionalInt64;
 }
 
 struct Offering {
@@ -113,6 +199,13 @@ struct InstanceType {
   gpuCount @6 :Int32;
   bareMetal @7 :Bool;
   offerings @8 :List(Offering);
+  gpuName @9 :Text;
+  gpuManufacturer @10 :Text;
+  gpuMemoryBytes @11 :Int64;
+  acceleratorCount @12 :Int32;
+  cpuManufacturer @13 :Text;
+  hypervisor @14 :Text;
+  localNvmeGib @15 :Int64;
 }
 
 enum ClaimPhase { pending @0; launched @1; registered @2; initialized @3; failed @4; }
@@ -144,6 +237,8 @@ struct Settings {
   batchIdleNs @1 :Int64;
   batchMaxNs @2 :Int64;
   vmMemoryOverheadPermille @3 :Int32;
+  ignorePreferences @4 :Bool;
+  minValuesBestEffort @5 :Bool;
 }
 
 struct FleetError {
@@ -200,6 +295,22 @@ struct Event {
       reason @30 :Text;
       payload @31 :Data;
     }
+    daemonSetUpserted @32 :DaemonSet;
+    daemonSetDeleted :group {
+      namespace @33 :Text;
+      name @34 :Text;
+    }
+    persistentVolumeClaimUpserted @35 :PersistentVolumeClaim;
+    persistentVolumeClaimDeleted :group {
+      namespace @36 :Text;
+      name @37 :Text;
+    }
+    persistentVolumeUpserted @38 :PersistentVolume;
+    persistentVolumeDeleted @39 :Text;
+    storageClassUpserted @40 :StorageClass;
+    storageClassDeleted @41 :Text;
+    csiNodeUpserted @42 :CsiNode;
+    csiNodeDeleted @43 :Text;
   }
 }
 
@@ -224,6 +335,7 @@ struct Command {
       capacityType @8 :Text;
       overrides @9 :List(LaunchOverride);
       tags @10 :List(KeyValue);
+      allocationStrategy @14 :Text;
     }
     patchNode :group {
       nodeName @11 :Text;
@@ -252,6 +364,7 @@ struct PodOutcome {
   pod @0 :Text;
   target @1 :Text;
   reason @2 :Text;
+  relaxed @3 :List(Text);
 }
 
 struct Decision {
@@ -320,4 +433,9 @@ struct Snapshot {
   nextDecision @19 :UInt64;
   nextNodeClaim @20 :UInt64;
   rejectedInputs @21 :UInt64;
+  daemonSets @22 :List(DaemonSet);
+  persistentVolumeClaims @23 :List(PersistentVolumeClaim);
+  persistentVolumes @24 :List(PersistentVolume);
+  storageClasses @25 :List(StorageClass);
+  csiNodes @26 :List(CsiNode);
 }

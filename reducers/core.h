@@ -92,6 +92,37 @@ std::string PodKey(const std::string& ns, const std::string& name);
 std::string OfferingKey(const std::string& type, const std::string& zone,
                         const std::string& capacity_type);
 
+// ---- The scheduler: one provisioning pass, pure and without side effects on the state. ----
+
+struct PlannedClaim {
+  std::string nodepool;
+  std::string nodeclass;
+  std::vector<std::string> pods;  // namespace/name, in placement order.
+  Resources requests;             // Including the daemonset overhead and one pod slot per pod.
+  std::vector<Requirement> requirements;
+  std::string capacity_type;
+  std::string allocation_strategy;        // price-capacity-optimized | lowest-price
+  std::vector<OfferingChoice> offerings;  // The CreateFleet overrides, cheapest first.
+  Resources allocatable;                  // The smallest allocatable among the chosen types.
+  friend bool operator==(const PlannedClaim&, const PlannedClaim&) = default;
+};
+
+struct ScheduleResult {
+  std::vector<PlannedClaim> claims;
+  // One outcome per pending pod. A pod placed on a planned claim has target "#<index>".
+  std::vector<PodOutcome> pods;
+  std::size_t existing_placements = 0;
+  friend bool operator==(const ScheduleResult&, const ScheduleResult&) = default;
+};
+
+// Places every provisionable pod of `state` (see KARPENTER.md, Provisioning and Launch).
+ScheduleResult Schedule(const State& state);
+// The same over an explicit pod list (the benchmark and tests call this directly).
+ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods);
+
+inline constexpr const char* kAllocationSpot = "price-capacity-optimized";
+inline constexpr const char* kAllocationOnDemand = "lowest-price";
+
 // How long a capacity error keeps an offering out of consideration.
 inline constexpr Nanos kUnavailableOfferingTtl{3 * kMinute.value};
 

@@ -86,7 +86,7 @@ void All(Hasher& h, const Ts&... fields) {
 }
 
 void H(Hasher& h, const Resources& r) {
-  All(h, r.cpu, r.memory, r.pods);
+  All(h, r.cpu, r.memory, r.pods, r.extended);
 }
 void H(Hasher& h, const Requirement& r) {
   All(h, r.key, r.op, r.values, r.min_values);
@@ -98,24 +98,59 @@ void H(Hasher& h, const Toleration& t) {
   All(h, t.key, t.op_exists, t.value, t.effect);
 }
 void H(Hasher& h, const Settings& s) {
-  All(h, s.cluster_name, s.batch_idle, s.batch_max, s.vm_memory_overhead_permille);
+  All(h, s.cluster_name, s.batch_idle, s.batch_max, s.vm_memory_overhead_permille,
+      s.ignore_preferences, s.min_values_best_effort);
+}
+void H(Hasher& h, const LabelSelector& s) {
+  All(h, s.match_labels, s.match_expressions);
+}
+void H(Hasher& h, const NodeSelectorTerm& t) {
+  All(h, t.requirements, t.weight);
+}
+void H(Hasher& h, const PodAffinityTerm& t) {
+  All(h, t.selector, t.namespaces, t.all_namespaces, t.topology_key, t.match_label_keys, t.weight);
+}
+void H(Hasher& h, const TopologySpreadConstraint& c) {
+  All(h, c.max_skew, c.topology_key, c.do_not_schedule, c.selector, c.min_domains,
+      c.node_affinity_honor, c.node_taints_honor, c.match_label_keys);
+}
+void H(Hasher& h, const HostPort& p) {
+  All(h, p.port, p.protocol, p.host_ip);
 }
 void H(Hasher& h, const Pod& p) {
   All(h, p.ns, p.name, p.uid, p.requests, p.node_name, p.unschedulable, p.phase, p.owner_kind,
       p.created, p.labels, p.node_selector, p.tolerations);
+  All(h, p.node_affinity_required, p.node_affinity_preferred, p.pod_affinity_required,
+      p.pod_affinity_preferred, p.pod_anti_affinity_required, p.pod_anti_affinity_preferred,
+      p.topology_spread, p.volume_claims, p.host_ports, p.nominated_node);
+}
+void H(Hasher& h, const DaemonSet& d) {
+  All(h, d.ns, d.name, d.pod);
+}
+void H(Hasher& h, const PersistentVolumeClaim& c) {
+  All(h, c.ns, c.name, c.storage_class, c.volume_name);
+}
+void H(Hasher& h, const PersistentVolume& v) {
+  All(h, v.name, v.csi_driver, v.node_affinity);
+}
+void H(Hasher& h, const StorageClass& c) {
+  All(h, c.name, c.provisioner, c.wait_for_first_consumer, c.allowed_topologies);
+}
+void H(Hasher& h, const CsiNode& c) {
+  All(h, c.name, c.attach_limits);
 }
 void H(Hasher& h, const Node& n) {
   All(h, n.name, n.provider_id, n.labels, n.taints, n.ready, n.allocatable, n.created);
 }
 void H(Hasher& h, const NodePoolLimits& l) {
-  All(h, l.cpu, l.memory, l.nodes);
+  All(h, l.cpu, l.memory, l.nodes, l.extended);
 }
 void H(Hasher& h, const NodePool& p) {
   All(h, p.name, p.weight, p.labels, p.requirements, p.taints, p.startup_taints, p.nodeclass,
       p.limits, p.expire_after);
 }
 void H(Hasher& h, const NodeClass& c) {
-  All(h, c.name, c.ami_family, c.role, c.ready);
+  All(h, c.name, c.ami_family, c.role, c.ready, c.max_pods, c.pods_per_core);
 }
 void H(Hasher& h, const Offering& o) {
   All(h, o.zone, o.capacity_type, o.price, o.available);
@@ -123,6 +158,8 @@ void H(Hasher& h, const Offering& o) {
 void H(Hasher& h, const InstanceType& t) {
   All(h, t.name, t.arch, t.cpu, t.memory, t.max_enis, t.ipv4_per_eni, t.gpu_count, t.bare_metal,
       t.offerings);
+  All(h, t.gpu_name, t.gpu_manufacturer, t.gpu_memory, t.accelerator_count, t.cpu_manufacturer,
+      t.hypervisor, t.local_nvme_gib);
 }
 void H(Hasher& h, const CatalogEntry& e) {
   All(h, e.type, e.allocatable, e.labels);
@@ -145,8 +182,8 @@ void H(Hasher& h, const LaunchOverride& o) {
   All(h, o.instance_type, o.zone, o.capacity_type, o.price);
 }
 void H(Hasher& h, const LaunchInstances& c) {
-  All(h, c.nodeclaim, c.nodepool, c.nodeclass, c.client_token, c.capacity_type, c.overrides,
-      c.tags);
+  All(h, c.nodeclaim, c.nodepool, c.nodeclass, c.client_token, c.capacity_type, c.overrides, c.tags,
+      c.allocation_strategy);
 }
 void H(Hasher& h, const PatchNode& c) {
   All(h, c.node_name, c.add_labels, c.remove_taints);
@@ -163,6 +200,7 @@ std::uint64_t StateHash(const State& s) {
   All(h, s.nodepools, s.nodeclasses, s.catalog, s.pods, s.nodes, s.nodeclaims,
       s.unavailable_offerings);
   All(h, s.batch, s.inflight, s.next_command, s.next_decision, s.next_nodeclaim, s.rejected_inputs);
+  All(h, s.daemonsets, s.pvcs, s.pvs, s.storage_classes, s.csi_nodes);
   return h.Digest();
 }
 

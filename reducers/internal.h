@@ -6,20 +6,11 @@
 #include <string_view>
 
 #include "reducers/core.h"
+#include "reducers/requirements.h"
 
 namespace tenon::core {
 
-// Looks a label up on a prospective node; nullopt when the node would not carry it.
-using LabelLookup = std::function<std::optional<std::string_view>(std::string_view key)>;
-
-bool RequirementAllows(const Requirement& requirement, std::optional<std::string_view> value);
-bool AllRequirementsAllow(const std::vector<Requirement>& requirements, const LabelLookup& lookup);
-// A pod's nodeSelector as In requirements.
-std::vector<Requirement> SelectorRequirements(const Labels& node_selector);
-
 bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
-// True when every NoSchedule / NoExecute taint is tolerated.
-bool ToleratesAll(const std::vector<Toleration>& tolerations, const std::vector<Taint>& taints);
 
 // Command and decision construction with the state's deterministic counters.
 Command& Issue(State& state, Seq cause, CommandBody body, Output& out);

@@ -61,8 +61,9 @@ Resources operator+(const Resources& a, const Resources& b);
 Resources operator-(const Resources& a, const Resources& b);
 // True when `need` fits inside `have` on every dimension.
 bool Fits(const Resources& need, const Resources& have);
-// The larger of each dimension.
+// The larger (smaller) of each dimension.
 Resources Max(const Resources& a, const Resources& b);
+Resources Min(const Resources& a, const Resources& b);
 
 // Well-known label keys (Kubernetes, Karpenter, Karpenter AWS).
 namespace label {
@@ -544,6 +545,7 @@ struct LaunchInstances {
   std::string capacity_type;
   std::vector<LaunchOverride> overrides;
   Labels tags;
+  std::string allocation_strategy;  // price-capacity-optimized (spot) | lowest-price (on-demand)
   friend bool operator==(const LaunchInstances&, const LaunchInstances&) = default;
 };
 // Registration sync: labels added to the Node, taints removed from it.

@@ -40,6 +40,15 @@ Resources Max(const Resources& a, const Resources& b) {
           Combine(a.extended, b.extended, [](auto x, auto y) { return std::max(x, y); })};
 }
 
+Resources Min(const Resources& a, const Resources& b) {
+  Resources out{std::min(a.cpu, b.cpu), std::min(a.memory, b.memory), std::min(a.pods, b.pods), {}};
+  for (const auto& [name, quantity] : a.extended) {
+    std::int64_t other = Get(b.extended, name);
+    if (std::min(quantity, other) != 0) out.extended[name] = std::min(quantity, other);
+  }
+  return out;
+}
+
 bool Fits(const Resources& need, const Resources& have) {
   if (need.cpu > have.cpu || need.memory > have.memory || need.pods > have.pods) return false;
   return std::all_of(need.extended.begin(), need.extended.end(), [&](const auto& kv) {

@@ -27,8 +27,10 @@ json ResourcesJson(const Resources& r) {
   return {r.cpu.value, r.memory.value, r.pods};
 }
 Resources ResourcesFrom(const json& j) {
-  return {Millicores{j.at(0).get<std::int64_t>()}, Bytes{j.at(1).get<std::int64_t>()},
-          j.at(2).get<std::int64_t>()};
+  return {Millicores{j.at(0).get<std::int64_t>()},
+          Bytes{j.at(1).get<std::int64_t>()},
+          j.at(2).get<std::int64_t>(),
+          {}};
 }
 
 json TaintsJson(const std::vector<Taint>& taints) {
@@ -378,7 +380,7 @@ std::vector<Event> World::Schedule() {
       pod->node_name = name;
       pod->phase = "Running";
       pod->unschedulable = false;
-      free[name] = free[name] - Resources{pod->requests.cpu, pod->requests.memory, 1};
+      free[name] = free[name] - Resources{pod->requests.cpu, pod->requests.memory, 1, {}};
       bound = true;
       break;
     }

@@ -17,6 +17,19 @@ Pod FullPod() {
   pod.tolerations = {{"gpu", false, "true", TaintEffect::kNoSchedule},
                      {"", true, "", std::nullopt}};
   pod.owner_kind = "ReplicaSet";
+  pod.requests.extended = {{"nvidia.com/gpu", 1}};
+  LabelSelector web{{{"app", "web"}}, {{"tier", RequirementOp::kNotIn, {"db"}, 0}}};
+  pod.node_affinity_required = {{{{label::kArch, RequirementOp::kIn, {"arm64"}, 0}}, 0},
+                                {{{label::kArch, RequirementOp::kIn, {"amd64"}, 0}}, 0}};
+  pod.node_affinity_preferred = {{{{label::kZone, RequirementOp::kIn, {"us-east-1b"}, 0}}, 40}};
+  pod.pod_affinity_required = {{web, {"default", "other"}, false, label::kZone, {"rev"}, 0}};
+  pod.pod_affinity_preferred = {{web, {}, true, label::kHostname, {}, 7}};
+  pod.pod_anti_affinity_required = {{web, {}, false, label::kHostname, {}, 0}};
+  pod.pod_anti_affinity_preferred = {{web, {}, false, label::kZone, {}, 3}};
+  pod.topology_spread = {{2, label::kZone, false, web, 3, false, true, {"pod-template-hash"}}};
+  pod.volume_claims = {"data"};
+  pod.host_ports = {{8080, "UDP", "10.0.0.1"}};
+  pod.nominated_node = "n7";
   return pod;
 }
 
@@ -25,23 +38,38 @@ NodePool FullPool() {
   pool.labels = {{"team", "ml"}};
   pool.taints = {{"gpu", "true", TaintEffect::kNoSchedule}};
   pool.startup_taints = {{"cni", "", TaintEffect::kNoExecute}};
-  pool.limits = {Millicores{100'000}, std::nullopt, 20};
+  pool.limits = {Millicores{100'000}, std::nullopt, 20, {{"nvidia.com/gpu", 8}}};
   pool.expire_after = Nanos{-1};
   return pool;
+}
+
+std::vector<InstanceType> CatalogWithGpu() {
+  auto types = SmallCatalog();
+  InstanceType gpu = Type("g5.xlarge", 4, 16, 1'006'000);
+  gpu.gpu_count = 1;
+  gpu.gpu_name = "A10G";
+  gpu.gpu_manufacturer = "NVIDIA";
+  gpu.gpu_memory = Bytes{24 * 1024 * kMebibyte.value};
+  gpu.accelerator_count = 0;
+  gpu.cpu_manufacturer = "AMD";
+  gpu.hypervisor = "nitro";
+  gpu.local_nvme_gib = 250;
+  types.push_back(gpu);
+  return types;
 }
 
 std::vector<Event> EveryEvent() {
   Node node{"n1",         "aws:///us-east-1a/i-1",
             {{"a", "b"}}, {{"t", "v", TaintEffect::kNoExecute}},
-            true,         {Millicores{1930}, Bytes{7'000'000'000}, 29},
+            true,         {Millicores{1930}, Bytes{7'000'000'000}, 29, {{"x/y", 2}}},
             kT0};
   return {
       Tick{kT0},
-      ControllerStarted{"v1", 99, Settings{"prod", Nanos{2}, Nanos{3}, 80}},
-      CatalogRefreshed{SmallCatalog()},
+      ControllerStarted{"v1", 99, Settings{"prod", Nanos{2}, Nanos{3}, 80, true, true}},
+      CatalogRefreshed{CatalogWithGpu()},
       NodePoolUpserted{FullPool()},
       NodePoolDeleted{"gpu"},
-      NodeClassUpserted{NodeClass{"default", "AL2023", "role", false}},
+      NodeClassUpserted{NodeClass{"default", "AL2023", "role", false, 58, 10}},
       NodeClassDeleted{"default"},
       PodUpserted{FullPod()},
       PodDeleted{"default", "web-1"},
@@ -53,7 +81,24 @@ std::vector<Event> EveryEvent() {
           CommandId{5}, "c2", {{"m5.large", "z", "spot", ErrorCode::kInsufficientCapacity, "ICE"}}},
       CommandSucceeded{CommandId{6}},
       CommandFailed{CommandId{7}, ErrorCode::kThrottled, "slow down"},
-      InputRejected{"kube/pods", "bad json", std::string("\0\xff{raw", 6)}};
+      InputRejected{"kube/pods", "bad json", std::string("\0\xff{raw", 6)},
+      DaemonSetUpserted{DaemonSet{"kube-system", "aws-node", FullPod()}},
+      DaemonSetDeleted{"kube-system", "aws-node"},
+      PersistentVolumeClaimUpserted{PersistentVolumeClaim{"default", "data", "gp3", "pv-1"}},
+      PersistentVolumeClaimDeleted{"default", "data"},
+      PersistentVolumeUpserted{
+          PersistentVolume{"pv-1",
+                           "ebs.csi.aws.com",
+                           {{{{label::kZone, RequirementOp::kIn, {"us-east-1a"}, 0}}, 0}}}},
+      PersistentVolumeDeleted{"pv-1"},
+      StorageClassUpserted{
+          StorageClass{"gp3",
+                       "ebs.csi.aws.com",
+                       true,
+                       {{{{label::kZone, RequirementOp::kIn, {"a", "b"}, 0}}, 0}}}},
+      StorageClassDeleted{"gp3"},
+      CsiNodeUpserted{CsiNode{"n1", {{"ebs.csi.aws.com", 25}}}},
+      CsiNodeDeleted{"n1"}};
 }
 
 // Every event kind survives encode -> decode unchanged.
@@ -71,7 +116,10 @@ TEST(Codec, EveryEventRoundTrips) {
 TEST(Codec, OutputsAndDecisionsRoundTrip) {
   Folder f;
   f.Start({Pool("default")});
-  f.Fold(PodUpserted{FullPod()});
+  Pod pod = FullPod();
+  pod.nominated_node.clear();  // A pod being preempted for is not provisioned for.
+  pod.requests.extended.clear();
+  f.Fold(PodUpserted{pod});
   Output out = f.Fold(Tick{kT0 + kSecond});
   out.commands.push_back({CommandId{90}, Seq{3}, DeleteNodeClaim{"x"}});
   out.commands.push_back({CommandId{91}, Seq{3}, PatchNode{"n", {{"k", "v"}}, {"t"}}});

@@ -48,7 +48,7 @@ inline Pod PendingPod(const std::string& name, std::int64_t cpu_millis, std::int
   pod.ns = "default";
   pod.name = name;
   pod.uid = "uid-" + name;
-  pod.requests = {Millicores{cpu_millis}, Bytes{mem_mib * kMebibyte.value}, 0};
+  pod.requests = {Millicores{cpu_millis}, Bytes{mem_mib * kMebibyte.value}, 0, {}};
   pod.unschedulable = true;
   pod.created = created;
   return pod;
@@ -71,7 +71,7 @@ class Folder {
   void Start(std::vector<NodePool> pools, std::uint64_t seed = 7) {
     FoldAll({Tick{kT0}, ControllerStarted{"test", seed, Settings{}},
              CatalogRefreshed{SmallCatalog()},
-             NodeClassUpserted{NodeClass{"default", "AL2023", "role", true}}});
+             NodeClassUpserted{NodeClass{"default", "AL2023", "role", true, {}, {}}}});
     for (auto& p : pools) Fold(NodePoolUpserted{std::move(p)});
   }
   State state;

@@ -1,0 +1,20 @@
+// Private to reducers/: turning a planned claim into a launch (KARPENTER.md, Launch).
+#pragma once
+
+#include <string>
+
+#include "reducers/scheduling.h"
+
+namespace tenon::core {
+
+// Empty when the types in `mask` offer enough distinct values for every minValues in `reqs`,
+// else which key falls short.
+std::string MinValuesShortfall(const PoolTemplate& t, const TypeMask& mask,
+                               const Requirements& reqs);
+
+// Capacity type (reserved > spot > on-demand), exotic types dropped unless nothing else is
+// left, spot dearer than the cheapest on-demand dropped, and the cheapest kFleetOverridesMax
+// types that still honour minValues, with one override per (type, zone).
+PlannedClaim ChooseLaunch(const PoolTemplate& t, const Bin& bin);
+
+}  // namespace tenon::core

@@ -1,0 +1,639 @@
+// The scheduler: one provisioning pass over the pending pods (KARPENTER.md, Provisioning).
+//
+// Pods are taken largest first. Each goes to an existing node or in-flight NodeClaim, else to
+// a NodeClaim planned in this pass (fewest pods first), else to a new NodeClaim from the
+// heaviest NodePool that can take it. Preferences start out as requirements and are relaxed
+// one at a time in Karpenter's order when a pod fits nowhere. Pods that still fit nowhere go
+// to the back of the queue; the pass ends when a full turn of the queue places nothing.
+#include <algorithm>
+#include <cassert>
+#include <deque>
+#include <set>
+
+#include "reducers/launch.h"
+#include "reducers/scheduling.h"
+#include "reducers/templates.h"
+#include "reducers/topology.h"
+
+namespace tenon::core {
+namespace {
+
+constexpr const char* kDaemonSetKind = "DaemonSet";
+constexpr const char* kMirrorKind = "Node";
+
+bool SortsBefore(const Pod* a, const Pod* b) {
+  if (a->requests.cpu != b->requests.cpu) return a->requests.cpu > b->requests.cpu;
+  if (a->requests.memory != b->requests.memory) return a->requests.memory > b->requests.memory;
+  if (a->created != b->created) return a->created < b->created;
+  return a->uid < b->uid;
+}
+
+bool Active(const Pod& pod) {
+  return pod.phase != "Succeeded" && pod.phase != "Failed";
+}
+
+// Taints on an existing node that say nothing about where pods belong once it is up.
+bool Ephemeral(const Taint& t) {
+  return t.key == label::kUnregisteredTaint || t.key == "node.kubernetes.io/not-ready" ||
+         t.key == "node.kubernetes.io/unreachable" ||
+         t.key == "node.cloudprovider.kubernetes.io/uninitialized";
+}
+
+std::string TaintText(const Taint& t) {
+  static constexpr const char* kEffects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+  return t.key + (t.value.empty() ? "" : "=" + t.value) + ":" +
+         kEffects[static_cast<int>(t.effect)];
+}
+
+bool PortsConflict(const HostPort& a, const HostPort& b) {
+  if (a.port != b.port || a.protocol != b.protocol) return false;
+  bool any_a = a.host_ip.empty() || a.host_ip == "0.0.0.0";
+  bool any_b = b.host_ip.empty() || b.host_ip == "0.0.0.0";
+  return any_a || any_b || a.host_ip == b.host_ip;
+}
+
+template <class T>
+std::vector<T> HeaviestFirst(std::vector<T> terms) {
+  std::stable_sort(terms.begin(), terms.end(),
+                   [](const T& a, const T& b) { return a.weight > b.weight; });
+  return terms;
+}
+
+std::string Quantity(const Resources& r) {
+  std::string s = "cpu " + std::to_string(r.cpu.value) + "m, memory " +
+                  std::to_string(r.memory.value / kMebibyte.value) + "Mi";
+  for (const auto& [name, n] : r.extended) s += ", " + name + " " + std::to_string(n);
+  return s;
+}
+
+class Pass {
+ public:
+  explicit Pass(const State& state) : state_(state), templates_(BuildTemplates(state)),
+                                      topology_(state, templates_) {
+    std::map<std::string, std::vector<CatalogEntry>> per_nodeclass;
+    for (PoolTemplate& t : templates_) FillTypes(state, t, per_nodeclass);
+    catalogs_ = std::move(per_nodeclass);
+    BuildExistingBins();
+    topology_.AddExistingAntiAffinity();
+  }
+
+  ScheduleResult Run(const std::vector<const Pod*>& pods);
+
+ private:
+  void BuildExistingBins();
+  void AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const;
+  PodView MakeView(const Pod& pod);
+  void Refresh(PodView& v);
+  std::size_t ShapeOf(const PodView& v);
+  void Refuse(const PodView& v, std::size_t index);
+  bool Relax(PodView& v);
+  bool TryPlace(PodView& v, std::string& why);
+  bool TryExisting(PodView& v, Bin& bin, std::string& why);
+  bool TryPlanned(PodView& v, std::size_t index, std::string& why);
+  bool TolerantOf(const PodView& v, const std::vector<Taint>& taints, std::string* why) const;
+  bool VolumesFit(const PodView& v, const Bin& bin) const;
+  bool PortsFit(const Pod& pod, const Bin& bin) const;
+  TypeMask FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requirements& reqs,
+                    const Resources& requests, const Bin* claim, std::string& why);
+  std::string Explain(PodView& v);
+  void Commit(PodView& v, Bin& bin);
+
+  const State& state_;
+  std::vector<PoolTemplate> templates_;
+  std::map<std::string, std::vector<CatalogEntry>> catalogs_;
+  Topology topology_;
+  std::vector<Bin> existing_;
+  std::vector<Bin> planned_;
+  std::set<std::pair<std::size_t, std::size_t>> planned_order_;  // (pods, index)
+  std::map<std::string, std::size_t> shapes_;                    // shape signature -> id
+  std::vector<std::vector<bool>> refused_;     // [shape][planned claim]: a lasting refusal
+  std::vector<std::size_t> refused_count_;     // [shape]
+  std::map<std::string, std::string> placement_;                 // pod key -> bin name
+};
+
+void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const {
+  for (const auto& claim_name : pod.volume_claims) {
+    auto pvc = state_.pvcs.find(PodKey(pod.ns, claim_name));
+    if (pvc == state_.pvcs.end()) continue;
+    std::string driver;
+    std::string id = pvc->second.volume_name.empty() ? pvc->first : pvc->second.volume_name;
+    if (auto pv = state_.pvs.find(pvc->second.volume_name); pv != state_.pvs.end()) {
+      driver = pv->second.csi_driver;
+    } else if (auto sc = state_.storage_classes.find(pvc->second.storage_class);
+               sc != state_.storage_classes.end()) {
+      driver = sc->second.provisioner;
+    }
+    if (!driver.empty()) out[driver].insert(id);
+  }
+}
+
+void Pass::BuildExistingBins() {
+  std::map<std::string, std::size_t> by_name;
+  for (const auto& [name, node] : state_.nodes) {
+    Bin bin;
+    bin.name = name;
+    bin.labels = node.labels;
+    bin.labels[label::kHostname] = name;
+    for (const auto& t : node.taints) {
+      if (!Ephemeral(t)) bin.taints.push_back(t);
+    }
+    bin.remaining = node.allocatable;
+    if (auto csi = state_.csi_nodes.find(name); csi != state_.csi_nodes.end()) {
+      bin.volume_limits = csi->second.attach_limits;
+    }
+    by_name[name] = existing_.size();
+    existing_.push_back(std::move(bin));
+  }
+  // A claim's node may still carry its startup taints; they will go, so they do not count.
+  for (const auto& [name, claim] : state_.nodeclaims) {
+    auto pool = state_.nodepools.find(claim.nodepool);
+    if (!claim.node_name.empty() && by_name.contains(claim.node_name)) {
+      if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kInitialized) continue;
+      auto& taints = existing_[by_name[claim.node_name]].taints;
+      std::erase_if(taints, [&](const Taint& t) {
+        return std::find(pool->second.startup_taints.begin(), pool->second.startup_taints.end(),
+                         t) != pool->second.startup_taints.end();
+      });
+      continue;
+    }
+    if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kFailed) continue;
+    Bin bin;
+    bin.name = name;
+    bin.labels = pool->second.labels;
+    bin.labels[label::kNodePool] = claim.nodepool;
+    bin.labels[label::kHostname] = name;
+    for (const auto& r : claim.requirements) {
+      if (r.op == RequirementOp::kIn && r.values.size() == 1) bin.labels[r.key] = r.values[0];
+    }
+    if (auto type = state_.catalog.find(claim.instance_type); type != state_.catalog.end()) {
+      for (const auto& [k, v] : type->second.labels) bin.labels[k] = v;
+    }
+    if (!claim.zone.empty()) bin.labels[label::kZone] = claim.zone;
+    if (!claim.capacity_type.empty()) bin.labels[label::kCapacityType] = claim.capacity_type;
+    bin.taints = pool->second.taints;
+    bin.remaining = claim.allocatable;
+    by_name[name] = existing_.size();
+    existing_.push_back(std::move(bin));
+  }
+  for (const auto& [key, pod] : state_.pods) {
+    if (pod.node_name.empty() || !Active(pod)) continue;
+    auto it = by_name.find(pod.node_name);
+    if (it == by_name.end()) continue;
+    Bin& bin = existing_[it->second];
+    Resources need = pod.requests;
+    need.pods = 1;
+    bin.remaining = bin.remaining - need;
+    for (const auto& p : pod.host_ports) bin.host_ports.push_back(p);
+    AddVolumes(pod, bin.volumes);
+  }
+}
+
+PodView Pass::MakeView(const Pod& pod) {
+  PodView v;
+  v.pod = &pod;
+  v.key = PodKey(pod.ns, pod.name);
+  v.need = pod.requests;
+  v.need.pods = 1;
+  AddVolumes(pod, v.volumes);
+  // Volume topology: a bound volume's node affinity, else its StorageClass's topologies.
+  for (const auto& claim_name : pod.volume_claims) {
+    auto pvc = state_.pvcs.find(PodKey(pod.ns, claim_name));
+    if (pvc == state_.pvcs.end()) continue;
+    if (auto pv = state_.pvs.find(pvc->second.volume_name); pv != state_.pvs.end()) {
+      if (!pv->second.node_affinity.empty()) {
+        v.volume_requirements.Add(pv->second.node_affinity.front().requirements);
+      }
+    } else if (auto sc = state_.storage_classes.find(pvc->second.storage_class);
+               sc != state_.storage_classes.end() && !sc->second.allowed_topologies.empty()) {
+      Requirements any_of;
+      for (const auto& term : sc->second.allowed_topologies) {
+        for (const auto& r : term.requirements) {
+          const ValueSet* prior = any_of.Get(r.key);
+          ValueSet set = ValueSet::From(r);
+          if (prior != nullptr) {
+            std::vector<std::string> merged = prior->values;
+            merged.insert(merged.end(), set.values.begin(), set.values.end());
+            set = ValueSet::From({r.key, RequirementOp::kIn, merged, 0});
+            Requirements replaced;
+            for (const auto& [k, s] : any_of.sets()) {
+              if (k != r.key) replaced.Add(k, s);
+            }
+            any_of = replaced;
+          }
+          any_of.Add(r.key, set);
+        }
+      }
+      v.volume_requirements.Add(any_of);
+    }
+  }
+  if (!state_.settings.ignore_preferences) {
+    v.preferred_node = HeaviestFirst(pod.node_affinity_preferred);
+    v.preferred_affinity = HeaviestFirst(pod.pod_affinity_preferred);
+    v.preferred_anti_affinity = HeaviestFirst(pod.pod_anti_affinity_preferred);
+  } else {
+    v.tolerate_prefer_no_schedule = true;
+  }
+  v.spread_dropped.assign(pod.topology_spread.size(), false);
+  for (std::size_t i = 0; i < pod.topology_spread.size(); ++i) {
+    bool soft = !pod.topology_spread[i].do_not_schedule;
+    if (soft && state_.settings.ignore_preferences) v.spread_dropped[i] = true;
+  }
+  Refresh(v);
+  return v;
+}
+
+void Pass::Refresh(PodView& v) {
+  const Pod& pod = *v.pod;
+  v.requirements = Requirements();
+  for (const auto& [key, value] : pod.node_selector) v.requirements.Add(key, ValueSet::Exactly(value));
+  if (v.required_term < pod.node_affinity_required.size()) {
+    v.requirements.Add(pod.node_affinity_required[v.required_term].requirements);
+  }
+  if (v.preferred_node_dropped < v.preferred_node.size()) {
+    v.requirements.Add(v.preferred_node[v.preferred_node_dropped].requirements);
+  }
+  v.requirements.Add(v.volume_requirements);
+  v.groups.clear();
+  for (std::size_t i = 0; i < pod.topology_spread.size(); ++i) {
+    if (!v.spread_dropped[i]) v.groups.push_back(topology_.ForSpread(pod, pod.topology_spread[i]));
+  }
+  for (const auto& term : pod.pod_affinity_required) {
+    v.groups.push_back(topology_.ForAffinity(pod, term, false));
+  }
+  for (std::size_t i = v.preferred_affinity_dropped; i < v.preferred_affinity.size(); ++i) {
+    v.groups.push_back(topology_.ForAffinity(pod, v.preferred_affinity[i], false));
+  }
+  for (const auto& term : pod.pod_anti_affinity_required) {
+    v.groups.push_back(topology_.ForAffinity(pod, term, true));
+  }
+  for (std::size_t i = v.preferred_anti_affinity_dropped; i < v.preferred_anti_affinity.size();
+       ++i) {
+    v.groups.push_back(topology_.ForAffinity(pod, v.preferred_anti_affinity[i], true));
+  }
+  v.shape = ShapeOf(v);
+}
+
+// Everything about a pod that decides whether a claim can take it, except its size.
+std::size_t Pass::ShapeOf(const PodView& v) {
+  const Pod& pod = *v.pod;
+  std::string s = pod.ns + "|" + v.requirements.Signature() + "|";
+  for (const auto& [k, val] : pod.labels) s += k + "=" + val + ",";
+  s += "|";
+  for (std::size_t g : v.groups) s += std::to_string(g) + ",";
+  s += "|";
+  for (const auto& t : pod.tolerations) {
+    s += t.key + (t.op_exists ? "?" : "=") + t.value +
+         (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") + ",";
+  }
+  s += v.tolerate_prefer_no_schedule ? "|P|" : "|-|";
+  for (const auto& p : pod.host_ports) s += std::to_string(p.port) + p.protocol + p.host_ip + ",";
+  for (const auto& [driver, ids] : v.volumes) {
+    s += driver + ":";
+    for (const auto& id : ids) s += id + ",";
+  }
+  auto [it, inserted] = shapes_.try_emplace(s, shapes_.size());
+  if (inserted) {
+    refused_.emplace_back();
+    refused_count_.push_back(0);
+  }
+  return it->second;
+}
+
+void Pass::Refuse(const PodView& v, std::size_t index) {
+  auto& refused = refused_[v.shape];
+  if (refused.size() <= index) refused.resize(planned_.size(), false);
+  if (refused[index]) return;
+  refused[index] = true;
+  refused_count_[v.shape]++;
+}
+
+// One relaxation step, in Karpenter's order. False when nothing is left to relax.
+bool Pass::Relax(PodView& v) {
+  const Pod& pod = *v.pod;
+  if (v.relaxed.size() >= kPreferenceRelaxationsMax) return false;
+  auto done = [&](std::string what) {
+    v.relaxed.push_back(std::move(what));
+    Refresh(v);
+    return true;
+  };
+  if (v.required_term + 1 < pod.node_affinity_required.size()) {
+    v.required_term++;
+    return done("required node affinity term " + std::to_string(v.required_term - 1));
+  }
+  if (v.preferred_affinity_dropped < v.preferred_affinity.size()) {
+    v.preferred_affinity_dropped++;
+    return done("preferred pod affinity on " +
+                v.preferred_affinity[v.preferred_affinity_dropped - 1].topology_key);
+  }
+  if (v.preferred_anti_affinity_dropped < v.preferred_anti_affinity.size()) {
+    v.preferred_anti_affinity_dropped++;
+    return done("preferred pod anti-affinity on " +
+                v.preferred_anti_affinity[v.preferred_anti_affinity_dropped - 1].topology_key);
+  }
+  if (v.preferred_node_dropped < v.preferred_node.size()) {
+    v.preferred_node_dropped++;
+    return done("preferred node affinity (weight " +
+                std::to_string(v.preferred_node[v.preferred_node_dropped - 1].weight) + ")");
+  }
+  for (std::size_t i = 0; i < pod.topology_spread.size(); ++i) {
+    if (v.spread_dropped[i] || pod.topology_spread[i].do_not_schedule) continue;
+    v.spread_dropped[i] = true;
+    return done("ScheduleAnyway topology spread on " + pod.topology_spread[i].topology_key);
+  }
+  if (!v.tolerate_prefer_no_schedule) {
+    v.tolerate_prefer_no_schedule = true;
+    return done("tolerate PreferNoSchedule taints");
+  }
+  return false;
+}
+
+bool Pass::TolerantOf(const PodView& v, const std::vector<Taint>& taints, std::string* why) const {
+  for (const Taint& t : taints) {
+    if (t.effect == TaintEffect::kPreferNoSchedule && v.tolerate_prefer_no_schedule) continue;
+    if (Tolerates(v.pod->tolerations, t)) continue;
+    if (why != nullptr) *why = "taint " + TaintText(t) + " not tolerated";
+    return false;
+  }
+  return true;
+}
+
+bool Pass::PortsFit(const Pod& pod, const Bin& bin) const {
+  for (const auto& mine : pod.host_ports) {
+    for (const auto& theirs : bin.host_ports) {
+      if (PortsConflict(mine, theirs)) return false;
+    }
+  }
+  return true;
+}
+
+bool Pass::VolumesFit(const PodView& v, const Bin& bin) const {
+  for (const auto& [driver, ids] : v.volumes) {
+    auto limit = bin.volume_limits.find(driver);
+    if (limit == bin.volume_limits.end()) continue;
+    std::set<std::string> all = ids;
+    if (auto used = bin.volumes.find(driver); used != bin.volumes.end()) {
+      all.insert(used->second.begin(), used->second.end());
+    }
+    if (static_cast<std::int64_t>(all.size()) > limit->second) return false;
+  }
+  return true;
+}
+
+bool Pass::TryExisting(PodView& v, Bin& bin, std::string& why) {
+  if (!Fits(v.need, bin.remaining)) return false;
+  if (!TolerantOf(v, bin.taints, nullptr)) return false;
+  bool match = v.requirements.Matches([&](const std::string& key) {
+    auto it = bin.labels.find(key);
+    return it == bin.labels.end() ? std::optional<std::string_view>()
+                                  : std::optional<std::string_view>(it->second);
+  });
+  if (!match || !PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;
+  Requirements unused;
+  if (auto t = topology_.Check(v, bin.name, &bin.labels, unused); !t.empty()) {
+    why = t;
+    return false;
+  }
+  bin.remaining = bin.remaining - v.need;
+  topology_.Record(v, bin.name, &bin.labels, nullptr, nullptr);
+  Commit(v, bin);
+  return true;
+}
+
+// The candidate types that allow `reqs`, hold `requests`, honour minValues and fit the
+// NodePool's remaining limits (counting what other planned claims already reserve).
+TypeMask Pass::FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requirements& reqs,
+                        const Resources& requests, const Bin* claim, std::string& why) {
+  TypeMask mask = candidates;
+  mask &= TypesFor(t, reqs);
+  if (!mask.Any()) {
+    why = "no instance type satisfies " + reqs.Describe();
+    return mask;
+  }
+  bool limited = t.limited;
+  Resources available;
+  if (limited) {
+    Resources own = claim != nullptr ? claim->reservation : Resources{};
+    available = t.remaining - (t.reserved - own);
+    std::int64_t nodes = t.nodes_remaining - t.nodes_reserved + (claim != nullptr ? 1 : 0);
+    if (nodes < 1) {
+      why = "nodepool limit on nodes reached";
+      return TypeMask(t.types.size());
+    }
+  }
+  bool any_fit = false;
+  mask.ForEach([&](std::size_t i) {
+    const TypeRow& row = t.types[i];
+    if (!Fits(requests, row.allocatable)) {
+      mask.Clear(i);
+      return;
+    }
+    any_fit = true;
+    if (limited && !Fits(TypeCapacity(row), available)) mask.Clear(i);
+  });
+  if (!mask.Any()) {
+    why = any_fit ? "no instance type with room for " + Quantity(requests) + " within limits"
+                  : "no instance type has room for " + Quantity(requests);
+    return mask;
+  }
+  if (auto missing = MinValuesShortfall(t, mask, reqs); !missing.empty()) {
+    if (!state_.settings.min_values_best_effort) {
+      why = missing;
+      return TypeMask(t.types.size());
+    }
+  }
+  return mask;
+}
+
+bool Pass::TryPlanned(PodView& v, std::size_t index, std::string& why) {
+  Bin& bin = planned_[index];
+  PoolTemplate& t = templates_[bin.pool];
+  if (!bin.pods.empty() && !Fits(bin.requests + v.need, bin.room)) {
+    why = "no instance type has room for " + Quantity(bin.requests + v.need);
+    return false;
+  }
+  if (!TolerantOf(v, bin.taints, &why)) return Refuse(v, index), false;
+  if (auto w = bin.requirements.Compatible(v.requirements, true); !w.empty()) {
+    why = w;
+    return Refuse(v, index), false;
+  }
+  if (!PortsFit(*v.pod, bin)) {
+    why = "host port in use";
+    return Refuse(v, index), false;
+  }
+  Requirements reqs = bin.requirements;
+  reqs.Add(v.requirements);
+  bool lasting = false;
+  if (auto w = topology_.Check(v, bin.name, nullptr, reqs, &lasting); !w.empty()) {
+    why = w;
+    if (lasting) Refuse(v, index);
+    return false;
+  }
+  Resources requests = bin.requests + v.need;
+  TypeMask mask = FitTypes(t, bin.types, reqs, requests, &bin, why);
+  if (!mask.Any()) return false;
+  bin.requirements = std::move(reqs);
+  bin.types = std::move(mask);
+  bin.requests = requests;
+  bin.room = Resources{};
+  bin.types.ForEach([&](std::size_t i) { bin.room = Max(bin.room, t.types[i].allocatable); });
+  if (t.limited) {
+    Resources largest;
+    bin.types.ForEach([&](std::size_t i) { largest = Max(largest, TypeCapacity(t.types[i])); });
+    t.reserved = t.reserved - bin.reservation + largest;
+    bin.reservation = largest;
+  }
+  topology_.Record(v, bin.name, nullptr, &t, &bin.requirements);
+  planned_order_.erase({bin.pods.size(), index});
+  Commit(v, bin);
+  planned_order_.insert({bin.pods.size(), index});
+  return true;
+}
+
+void Pass::Commit(PodView& v, Bin& bin) {
+  bin.pods.push_back(v.key);
+  for (const auto& p : v.pod->host_ports) bin.host_ports.push_back(p);
+  for (const auto& [driver, ids] : v.volumes) bin.volumes[driver].insert(ids.begin(), ids.end());
+  placement_[v.key] = bin.name;
+}
+
+bool Pass::TryPlace(PodView& v, std::string& why) {
+  for (Bin& bin : existing_) {
+    if (TryExisting(v, bin, why)) return true;
+  }
+  if (refused_count_[v.shape] < planned_.size()) {
+    const auto& refused = refused_[v.shape];
+    for (auto [pods, index] : planned_order_) {
+      if (index < refused.size() && refused[index]) continue;
+      if (TryPlanned(v, index, why)) return true;
+    }
+  }
+  if (planned_.size() >= kNodeClaimsPerBatchMax) {
+    why = "too many new nodeclaims in one batch";
+    return false;
+  }
+  for (std::size_t p = 0; p < templates_.size(); ++p) {
+    PoolTemplate& t = templates_[p];
+    if (t.nodeclass == nullptr || t.types.empty()) continue;
+    Bin bin;
+    bin.planned = true;
+    bin.pool = p;
+    bin.name = "#" + std::to_string(planned_.size());
+    bin.taints = t.pool->taints;
+    bin.requirements = t.requirements;
+    bin.types = t.all;
+    planned_.push_back(std::move(bin));
+    std::size_t index = planned_.size() - 1;
+    if (t.limited) t.nodes_reserved++;
+    if (TryPlanned(v, index, why)) return true;
+    if (t.limited) t.nodes_reserved--;
+    planned_.pop_back();
+  }
+  return false;
+}
+
+// Why no NodePool could take the pod, one reason per pool (what `tenon explain` prints).
+std::string Pass::Explain(PodView& v) {
+  std::string out;
+  for (PoolTemplate& t : templates_) {
+    std::string why = t.unusable;
+    if (why.empty() && t.types.empty()) why = "no instance type is available";
+    if (why.empty()) TolerantOf(v, t.pool->taints, &why);
+    if (why.empty()) why = t.requirements.Compatible(v.requirements, true);
+    if (why.empty()) {
+      Requirements reqs = t.requirements;
+      reqs.Add(v.requirements);
+      why = topology_.Check(v, "#new", nullptr, reqs);
+      if (why.empty()) {
+        FitTypes(t, t.all, reqs, v.need, nullptr, why);
+        if (const ValueSet* zone = reqs.Get(label::kZone); zone && !zone->complement &&
+                                                            !why.empty()) {
+          why += " in zone " + zone->Describe(label::kZone).substr(std::string(label::kZone).size() + 1);
+        }
+      }
+    }
+    if (why.empty()) why = "fits a new node, but an earlier pod in the batch took the capacity";
+    out += (out.empty() ? "" : "; ") + ("NodePool " + t.pool->name + ": " + why);
+  }
+  if (templates_.empty()) out = "no NodePool";
+  return out;
+}
+
+ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
+  std::vector<PodView> views;
+  views.reserve(pods.size());
+  for (const Pod* pod : pods) views.push_back(MakeView(*pod));
+  std::deque<std::size_t> queue;
+  for (std::size_t i = 0; i < views.size(); ++i) queue.push_back(i);
+  std::map<std::size_t, std::size_t> last_seen;  // view -> queue length when last tried
+  std::map<std::size_t, std::string> errors;
+  std::size_t turns = 0;
+  while (!queue.empty() && turns < kQueuePassesMax * (views.size() + 1)) {
+    ++turns;
+    std::size_t i = queue.front();
+    if (auto it = last_seen.find(i); it != last_seen.end() && it->second == queue.size()) break;
+    last_seen[i] = queue.size();
+    queue.pop_front();
+    PodView& v = views[i];
+    std::string why;
+    bool placed = false;
+    do {
+      placed = TryPlace(v, why);
+    } while (!placed && Relax(v));
+    if (placed) {
+      errors.erase(i);
+    } else {
+      errors[i] = why;
+      queue.push_back(i);
+    }
+  }
+  ScheduleResult result;
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    PodView& v = views[i];
+    PodOutcome outcome{v.key, {}, {}, v.relaxed};
+    if (auto it = placement_.find(v.key); it != placement_.end()) {
+      outcome.target = it->second;
+      bool planned = !it->second.empty() && it->second[0] == '#';
+      outcome.reason = planned ? "new nodeclaim" : "fits existing capacity";
+      if (!planned) result.existing_placements++;
+    } else {
+      outcome.reason = Explain(v);
+    }
+    result.pods.push_back(std::move(outcome));
+  }
+  for (const Bin& bin : planned_) {
+    PoolTemplate& t = templates_[bin.pool];
+    result.claims.push_back(ChooseLaunch(t, bin));
+  }
+  return result;
+}
+
+}  // namespace
+
+bool IsProvisionable(const Pod& pod) {
+  return pod.node_name.empty() && pod.unschedulable && pod.phase == "Pending" &&
+         pod.nominated_node.empty() && pod.owner_kind != kDaemonSetKind &&
+         pod.owner_kind != kMirrorKind;
+}
+
+}  // namespace tenon::core
+
+namespace tenon {
+
+ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods) {
+  using namespace core;
+  std::vector<const Pod*> sorted = pods;
+  std::sort(sorted.begin(), sorted.end(), SortsBefore);
+  return Pass(state).Run(sorted);
+}
+
+ScheduleResult Schedule(const State& state) {
+  using core::IsProvisionable;
+  std::vector<const Pod*> pods;
+  for (const auto& [key, pod] : state.pods) {
+    if (pods.size() >= kPodsPerBatchMax) break;
+    if (IsProvisionable(pod)) pods.push_back(&pod);
+  }
+  return Schedule(state, pods);
+}
+
+}  // namespace tenon

@@ -1,0 +1,142 @@
+// Private to reducers/: the scheduler's working structures. One pass builds them from the
+// state, places pods, and throws them away; nothing here is part of State.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "reducers/internal.h"
+
+namespace tenon::core {
+
+// Limits of one pass, each a named constant.
+inline constexpr std::size_t kPreferenceRelaxationsMax = 64;   // Per pod.
+inline constexpr std::size_t kTopologyGroupsMax = 10'000;      // Distinct constraints per pass.
+inline constexpr std::size_t kQueuePassesMax = 1'000;          // Retries of unplaced pods.
+
+// A bitset over one pool's instance types.
+class TypeMask {
+ public:
+  TypeMask() = default;
+  explicit TypeMask(std::size_t size, bool all = false);
+  void Set(std::size_t i) { words_[i / 64] |= std::uint64_t{1} << (i % 64); }
+  void Clear(std::size_t i) { words_[i / 64] &= ~(std::uint64_t{1} << (i % 64)); }
+  bool Test(std::size_t i) const { return (words_[i / 64] >> (i % 64)) & 1; }
+  bool Any() const;
+  std::size_t Count() const;
+  TypeMask& operator&=(const TypeMask& other);
+  TypeMask& AndNot(const TypeMask& other);
+  template <class F>
+  void ForEach(F&& f) const {
+    for (std::size_t w = 0; w < words_.size(); ++w) {
+      for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1) {
+        f(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+      }
+    }
+  }
+  friend bool operator==(const TypeMask&, const TypeMask&) = default;
+
+ private:
+  std::vector<std::uint64_t> words_;
+};
+
+// One instance type as a given NodePool would launch it.
+struct TypeRow {
+  const CatalogEntry* entry = nullptr;
+  Resources allocatable;  // NodeClass kubelet settings applied, DaemonSet overhead removed.
+  Resources daemon_overhead;
+  std::vector<const Offering*> offerings;  // Available and not in the unavailable cache.
+  bool exotic = false;                     // GPU, accelerator or metal.
+};
+
+struct PoolTemplate {
+  const NodePool* pool = nullptr;
+  const NodeClass* nodeclass = nullptr;
+  std::string unusable;  // Why the pool cannot launch at all, or empty.
+  Requirements requirements;
+  Labels labels;  // Template labels plus the nodepool label.
+  std::vector<TypeRow> types;
+  TypeMask all;
+  // Limits: what is left after existing and in-flight claims, and what planned claims hold.
+  bool limited = false;
+  Resources remaining;
+  std::int64_t nodes_remaining = 0;
+  Resources reserved;
+  std::int64_t nodes_reserved = 0;
+  std::map<std::string, TypeMask> mask_cache;  // Requirements signature -> compatible types.
+  TypeMask exotic;                             // Types with GPUs, accelerators or metal.
+  // Per capacity type: rows that offer it, by their cheapest offering of it (anywhere).
+  std::map<std::string, std::vector<std::pair<MicroUsdPerHour, std::size_t>>> by_price;
+};
+
+enum class GroupKind : std::uint8_t { kSpread, kAffinity, kAntiAffinity };
+
+// Pods matching a selector, counted per topology domain (Karpenter's TopologyGroup).
+struct TopologyGroup {
+  GroupKind kind = GroupKind::kSpread;
+  std::string key;
+  std::vector<std::string> namespaces;  // Sorted; empty with all_namespaces = every one.
+  bool all_namespaces = false;
+  LabelSelector selector;
+  std::int32_t max_skew = 1;
+  std::int32_t min_domains = 0;
+  // Spread only: the nodes that count (nodeAffinityPolicy / nodeTaintsPolicy = Honor).
+  bool filter_affinity = false;
+  Requirements filter_requirements;
+  bool filter_taints = false;
+  std::vector<Toleration> filter_tolerations;
+  std::set<std::string> domains;              // Every domain the owners could use.
+  std::map<std::string, std::int32_t> counts;  // Selected pods per domain.
+  std::map<std::string, std::int32_t> owners;  // Anti-affinity: owning pods per domain.
+};
+
+// A place a pod can go: an existing node, an in-flight NodeClaim, or a claim planned now.
+struct Bin {
+  std::string name;  // Node name, NodeClaim name, or "#<index>" for a planned claim.
+  bool planned = false;
+  std::size_t pool = 0;  // Planned claims: index into the pool templates.
+  Labels labels;         // Existing bins only.
+  std::vector<Taint> taints;
+  Resources remaining;  // Existing bins only.
+  Requirements requirements;  // Planned claims only.
+  TypeMask types;             // Planned claims only.
+  Resources requests;         // Planned claims only: pods plus daemonset overhead.
+  Resources reservation;      // Planned claims: the largest capacity counted against limits.
+  Resources room;             // Planned claims: per dimension, the most any candidate type holds.
+  std::vector<std::string> pods;
+  std::vector<HostPort> host_ports;
+  std::map<std::string, std::set<std::string>> volumes;  // driver -> volume ids
+  std::map<std::string, std::int64_t> volume_limits;     // driver -> attach limit
+};
+
+// A pending pod as the scheduler currently sees it: its constraints with the preferences
+// relaxed so far. Karpenter relaxes a copy of the pod; this is that copy.
+struct PodView {
+  const Pod* pod = nullptr;
+  std::string key;  // namespace/name
+  Resources need;   // Requests plus one pod slot.
+  Requirements volume_requirements;
+  std::map<std::string, std::set<std::string>> volumes;  // driver -> volume ids
+  // Preferences, heaviest first, and how many of each have been dropped.
+  std::vector<NodeSelectorTerm> preferred_node;
+  std::vector<PodAffinityTerm> preferred_affinity;
+  std::vector<PodAffinityTerm> preferred_anti_affinity;
+  std::size_t required_term = 0;
+  std::size_t preferred_node_dropped = 0;
+  std::size_t preferred_affinity_dropped = 0;
+  std::size_t preferred_anti_affinity_dropped = 0;
+  std::vector<bool> spread_dropped;
+  bool tolerate_prefer_no_schedule = false;
+  std::vector<std::string> relaxed;
+  // Derived from the above by Refresh().
+  Requirements requirements;
+  std::vector<std::size_t> groups;  // Topology groups the pod owns.
+  // Pods with equal constraints share a class; a claim that refuses a class for a lasting
+  // reason is skipped by every later pod of that class.
+  std::size_t shape = 0;
+};
+
+}  // namespace tenon::core

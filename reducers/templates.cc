@@ -1,0 +1,237 @@
+// The per-pass NodePool templates: each pool's requirements and the instance types it could
+// launch, with allocatable after the NodeClass kubelet settings and the DaemonSets that would
+// run there. Built once per pass, O(pools x types), never per pod.
+#include <algorithm>
+#include <cassert>
+
+#include "reducers/scheduling.h"
+#include "reducers/templates.h"
+
+namespace tenon::core {
+
+TypeMask::TypeMask(std::size_t size, bool all) : words_((size + 63) / 64, 0) {
+  if (!all) return;
+  for (std::size_t i = 0; i < size; ++i) Set(i);
+}
+
+bool TypeMask::Any() const {
+  return std::any_of(words_.begin(), words_.end(), [](std::uint64_t w) { return w != 0; });
+}
+
+std::size_t TypeMask::Count() const {
+  std::size_t n = 0;
+  for (std::uint64_t w : words_) n += static_cast<std::size_t>(__builtin_popcountll(w));
+  return n;
+}
+
+TypeMask& TypeMask::operator&=(const TypeMask& other) {
+  assert(words_.size() == other.words_.size());
+  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] &= other.words_[i];
+  return *this;
+}
+
+TypeMask& TypeMask::AndNot(const TypeMask& other) {
+  assert(words_.size() == other.words_.size());
+  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] &= ~other.words_[i];
+  return *this;
+}
+
+namespace {
+
+bool IsExotic(const CatalogEntry& entry) {
+  const auto& t = entry.type;
+  return t.gpu_count > 0 || t.accelerator_count > 0 || t.bare_metal ||
+         t.name.find("metal") != std::string::npos;
+}
+
+bool OfferingUsable(const State& state, const InstanceType& type, const Offering& o) {
+  return o.available &&
+         !state.unavailable_offerings.contains(OfferingKey(type.name, o.zone, o.capacity_type));
+}
+
+// Requirements a DaemonSet pod puts on the node it runs on.
+Requirements DaemonRequirements(const Pod& pod) {
+  Requirements r;
+  for (const auto& [key, value] : pod.node_selector) r.Add(key, ValueSet::Exactly(value));
+  if (!pod.node_affinity_required.empty()) r.Add(pod.node_affinity_required.front().requirements);
+  return r;
+}
+
+bool DaemonRunsOn(const PoolTemplate& t, const Pod& daemon, const Requirements& daemon_reqs,
+                  const TypeRow& row) {
+  for (const auto& taint : t.pool->taints) {
+    if (taint.effect != TaintEffect::kPreferNoSchedule && !Tolerates(daemon.tolerations, taint)) {
+      return false;
+    }
+  }
+  if (!t.requirements.Compatible(daemon_reqs, true).empty()) return false;
+  return TypeAllows(t, row, daemon_reqs);
+}
+
+void ApplyDaemonSets(const State& state, PoolTemplate& t) {
+  std::vector<std::pair<const Pod*, Requirements>> daemons;
+  for (const auto& [key, ds] : state.daemonsets) {
+    daemons.emplace_back(&ds.pod, DaemonRequirements(ds.pod));
+  }
+  for (TypeRow& row : t.types) {
+    for (const auto& [pod, reqs] : daemons) {
+      if (!DaemonRunsOn(t, *pod, reqs, row)) continue;
+      Resources need = pod->requests;
+      need.pods = 1;
+      row.daemon_overhead = row.daemon_overhead + need;
+    }
+    row.allocatable = row.allocatable - row.daemon_overhead;
+  }
+}
+
+Resources Capacity(const InstanceType& type) {
+  Resources r{type.cpu, type.memory, 0, {}};
+  return r;
+}
+
+// Limits left for the pool after the claims that already exist (launched or in flight).
+void ApplyLimits(const State& state, PoolTemplate& t) {
+  const NodePoolLimits& limits = t.pool->limits;
+  t.limited = limits.cpu || limits.memory || limits.nodes || !limits.extended.empty();
+  if (!t.limited) return;
+  constexpr std::int64_t kUnlimited = std::int64_t{1} << 60;
+  t.remaining = {limits.cpu.value_or(Millicores{kUnlimited}),
+                 limits.memory.value_or(Bytes{kUnlimited}), 0, limits.extended};
+  t.nodes_remaining = limits.nodes.value_or(kUnlimited);
+  for (const auto& [name, claim] : state.nodeclaims) {
+    if (claim.nodepool != t.pool->name) continue;
+    t.nodes_remaining -= 1;
+    Resources used;
+    if (auto it = state.catalog.find(claim.instance_type); it != state.catalog.end()) {
+      used = Capacity(it->second.type);
+    } else {
+      // Not launched yet: count the largest type it could become, as Karpenter does.
+      for (const auto& type : claim.instance_types) {
+        if (auto c = state.catalog.find(type); c != state.catalog.end()) {
+          used = Max(used, Capacity(c->second.type));
+        }
+      }
+    }
+    t.remaining = t.remaining - used;
+  }
+}
+
+}  // namespace
+
+Resources TypeCapacity(const TypeRow& row) {
+  Resources r = Capacity(row.entry->type);
+  r.extended = row.entry->allocatable.extended;
+  return r;
+}
+
+std::optional<std::string_view> TypeLabel(const PoolTemplate& t, const TypeRow& row,
+                                          const std::string& key) {
+  if (auto it = row.entry->labels.find(key); it != row.entry->labels.end()) return it->second;
+  if (auto it = t.labels.find(key); it != t.labels.end()) return it->second;
+  return std::nullopt;
+}
+
+bool IsTypeKey(const std::string& key) {
+  return key == label::kInstanceType || key == label::kArch || key == label::kOs ||
+         key.starts_with("karpenter.k8s.aws/instance-");
+}
+
+bool TypeAllows(const PoolTemplate& t, const TypeRow& row, const Requirements& reqs) {
+  const ValueSet* zone = reqs.Get(label::kZone);
+  const ValueSet* capacity = reqs.Get(label::kCapacityType);
+  for (const auto& [key, set] : reqs.sets()) {
+    if (!IsTypeKey(key)) continue;
+    if (!set.Allows(TypeLabel(t, row, key))) return false;
+  }
+  return std::any_of(row.offerings.begin(), row.offerings.end(), [&](const Offering* o) {
+    return (!zone || zone->Has(o->zone)) && (!capacity || capacity->Has(o->capacity_type));
+  });
+}
+
+const TypeMask& TypesFor(PoolTemplate& t, const Requirements& reqs) {
+  std::string signature;
+  for (const auto& [key, set] : reqs.sets()) {
+    if (!IsTypeKey(key) && key != label::kZone && key != label::kCapacityType) continue;
+    Requirements one;
+    one.Add(key, set);
+    signature += one.Signature();
+  }
+  auto [it, inserted] = t.mask_cache.try_emplace(signature);
+  if (!inserted) return it->second;
+  TypeMask mask(t.types.size());
+  for (std::size_t i = 0; i < t.types.size(); ++i) {
+    if (TypeAllows(t, t.types[i], reqs)) mask.Set(i);
+  }
+  it->second = std::move(mask);
+  return it->second;
+}
+
+std::vector<PoolTemplate> BuildTemplates(const State& state) {
+  std::vector<PoolTemplate> out;
+  for (const auto& [name, pool] : state.nodepools) {
+    PoolTemplate t;
+    t.pool = &pool;
+    auto nc = state.nodeclasses.find(pool.nodeclass);
+    if (nc == state.nodeclasses.end()) {
+      t.unusable = "EC2NodeClass " + pool.nodeclass + " not found";
+    } else if (!nc->second.ready) {
+      t.unusable = "EC2NodeClass " + pool.nodeclass + " not ready";
+    } else {
+      t.nodeclass = &nc->second;
+    }
+    t.labels = pool.labels;
+    t.labels[label::kNodePool] = pool.name;
+    t.requirements.Add(pool.requirements);
+    for (const auto& [key, value] : t.labels) t.requirements.Add(key, ValueSet::Exactly(value));
+    out.push_back(std::move(t));
+  }
+  // Heaviest weight first; equal weights by name, so the order never depends on input order.
+  std::stable_sort(out.begin(), out.end(), [](const PoolTemplate& a, const PoolTemplate& b) {
+    return a.pool->weight > b.pool->weight;
+  });
+  return out;
+}
+
+void FillTypes(const State& state, PoolTemplate& t,
+               std::map<std::string, std::vector<CatalogEntry>>& per_nodeclass) {
+  if (t.nodeclass == nullptr) {
+    t.all = TypeMask(0);
+    return;
+  }
+  // Allocatable depends on the NodeClass kubelet settings; compute it once per NodeClass.
+  auto [it, inserted] = per_nodeclass.try_emplace(t.nodeclass->name);
+  if (inserted) {
+    for (const auto& [name, entry] : state.catalog) {
+      it->second.push_back(MakeCatalogEntry(entry.type, state.settings, t.nodeclass));
+    }
+  }
+  for (const CatalogEntry& entry : it->second) {
+    TypeRow row{&entry, entry.allocatable, {}, {}, IsExotic(entry)};
+    for (const auto& o : entry.type.offerings) {
+      if (OfferingUsable(state, entry.type, o)) row.offerings.push_back(&o);
+    }
+    if (row.offerings.empty() || !TypeAllows(t, row, t.requirements)) continue;
+    t.types.push_back(std::move(row));
+  }
+  t.all = TypeMask(t.types.size(), true);
+  t.exotic = TypeMask(t.types.size());
+  for (std::size_t i = 0; i < t.types.size(); ++i) {
+    if (t.types[i].exotic) t.exotic.Set(i);
+    std::map<std::string, MicroUsdPerHour> cheapest;
+    for (const Offering* o : t.types[i].offerings) {
+      auto [it, inserted] = cheapest.try_emplace(o->capacity_type, o->price);
+      if (!inserted) it->second = std::min(it->second, o->price);
+    }
+    for (const auto& [ct, price] : cheapest) t.by_price[ct].push_back({price, i});
+  }
+  for (auto& [ct, rows] : t.by_price) {
+    std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      return t.types[a.second].entry->type.name < t.types[b.second].entry->type.name;
+    });
+  }
+  ApplyDaemonSets(state, t);
+  ApplyLimits(state, t);
+}
+
+}  // namespace tenon::core

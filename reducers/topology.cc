@@ -1,0 +1,352 @@
+// Topology: spread constraints, pod affinity and anti-affinity as groups of pods counted per
+// domain (Karpenter's topology.go and topologygroup.go). Where Karpenter picks among equal
+// domains by Go map order, tenon takes the smallest domain name, so a pass is reproducible.
+#include "reducers/topology.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
+#include "reducers/templates.h"
+
+namespace tenon::core {
+namespace {
+
+std::string GroupSignature(const TopologyGroup& g) {
+  std::string s = std::to_string(static_cast<int>(g.kind)) + "|" + g.key + "|";
+  for (const auto& ns : g.namespaces) s += ns + ",";
+  s += g.all_namespaces ? "*|" : "|";
+  for (const auto& [k, v] : g.selector.match_labels) s += k + "=" + v + ",";
+  s += "|" + Requirements(g.selector.match_expressions).Signature();
+  s += "|" + std::to_string(g.max_skew) + "|" + std::to_string(g.min_domains);
+  if (g.filter_affinity) s += "|A" + g.filter_requirements.Signature();
+  if (g.filter_taints) {
+    s += "|T";
+    for (const auto& t : g.filter_tolerations) {
+      s += t.key + (t.op_exists ? "?" : "=") + t.value + ":" +
+           (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") + ",";
+    }
+  }
+  return s;
+}
+
+LabelSelector WithMatchLabelKeys(LabelSelector selector, const std::vector<std::string>& keys,
+                                 const Labels& labels) {
+  for (const auto& key : keys) {
+    if (auto it = labels.find(key); it != labels.end()) selector.match_labels[key] = it->second;
+  }
+  return selector;
+}
+
+bool IsHostname(const std::string& key) {
+  return key == label::kHostname;
+}
+
+std::optional<std::string> Label(const Labels& labels, const std::string& key) {
+  auto it = labels.find(key);
+  if (it == labels.end()) return std::nullopt;
+  return it->second;
+}
+
+bool NodeTaintsTolerated(const std::vector<Toleration>& tolerations,
+                         const std::vector<Taint>& taints) {
+  return std::all_of(taints.begin(), taints.end(), [&](const Taint& t) {
+    return t.effect == TaintEffect::kPreferNoSchedule || Tolerates(tolerations, t);
+  });
+}
+
+}  // namespace
+
+bool Topology::Selects(const TopologyGroup& g, const Pod& pod) const {
+  if (!g.all_namespaces &&
+      !std::binary_search(g.namespaces.begin(), g.namespaces.end(), pod.ns)) {
+    return false;
+  }
+  return SelectorMatches(g.selector, pod.labels);
+}
+
+bool Topology::NodeCounts(const TopologyGroup& g, const Labels& labels,
+                          const std::vector<Taint>& taints) const {
+  if (g.kind != GroupKind::kSpread) return true;
+  if (g.filter_affinity && !g.filter_requirements.Matches([&](const std::string& key) {
+        auto it = labels.find(key);
+        return it == labels.end() ? std::optional<std::string_view>()
+                                  : std::optional<std::string_view>(it->second);
+      })) {
+    return false;
+  }
+  return !g.filter_taints || NodeTaintsTolerated(g.filter_tolerations, taints);
+}
+
+bool Topology::ClaimCounts(const TopologyGroup& g, const PoolTemplate& t,
+                           const Requirements& reqs) const {
+  if (g.kind != GroupKind::kSpread) return true;
+  if (g.filter_affinity && !reqs.Compatible(g.filter_requirements, true).empty()) return false;
+  return !g.filter_taints || NodeTaintsTolerated(g.filter_tolerations, t.pool->taints);
+}
+
+// Every value of `key` a node could carry: from the pools' types and offerings, and from the
+// existing nodes. Spread groups honour their node filters here, as Karpenter's domain groups do.
+void Topology::Register(TopologyGroup& g) {
+  if (IsHostname(g.key)) return;  // Hostname domains are the bins themselves.
+  for (const PoolTemplate& t : *templates_) {
+    if (t.nodeclass == nullptr) continue;
+    if (g.kind == GroupKind::kSpread) {
+      if (g.filter_taints && !NodeTaintsTolerated(g.filter_tolerations, t.pool->taints)) continue;
+      if (g.filter_affinity && !t.requirements.Compatible(g.filter_requirements, true).empty()) {
+        continue;
+      }
+    }
+    const ValueSet* allowed = t.requirements.Get(g.key);
+    for (const TypeRow& row : t.types) {
+      if (g.key == label::kZone || g.key == label::kCapacityType) {
+        for (const Offering* o : row.offerings) {
+          const std::string& v = g.key == label::kZone ? o->zone : o->capacity_type;
+          if (!allowed || allowed->Has(v)) g.domains.insert(v);
+        }
+      } else if (auto v = TypeLabel(t, row, g.key)) {
+        if (!allowed || allowed->Has(*v)) g.domains.insert(std::string(*v));
+      }
+    }
+  }
+  for (const auto& [name, node] : state_->nodes) {
+    auto v = Label(node.labels, g.key);
+    if (v && NodeCounts(g, node.labels, node.taints)) g.domains.insert(*v);
+  }
+}
+
+// Counts the pods already bound to nodes into a new group.
+void Topology::CountExisting(TopologyGroup& g) {
+  for (const auto& [key, pod] : state_->pods) {
+    if (pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    auto node = state_->nodes.find(pod.node_name);
+    if (node == state_->nodes.end()) continue;
+    auto domain = IsHostname(g.key) ? std::optional<std::string>(node->first)
+                                    : Label(node->second.labels, g.key);
+    if (!domain) continue;
+    if (Selects(g, pod) && NodeCounts(g, node->second.labels, node->second.taints)) {
+      g.counts[*domain]++;
+    }
+  }
+}
+
+std::size_t Topology::Intern(TopologyGroup g) {
+  std::string signature = GroupSignature(g);
+  if (auto it = index_.find(signature); it != index_.end()) return it->second;
+  assert(groups_.size() < kTopologyGroupsMax);
+  Register(g);
+  CountExisting(g);
+  groups_.push_back(std::move(g));
+  index_[signature] = groups_.size() - 1;
+  return groups_.size() - 1;
+}
+
+std::size_t Topology::ForSpread(const Pod& pod, const TopologySpreadConstraint& c) {
+  TopologyGroup g;
+  g.kind = GroupKind::kSpread;
+  g.key = c.topology_key;
+  g.namespaces = {pod.ns};
+  g.selector = WithMatchLabelKeys(c.selector, c.match_label_keys, pod.labels);
+  g.max_skew = std::max(1, c.max_skew);
+  g.min_domains = c.min_domains;
+  g.filter_affinity = c.node_affinity_honor;
+  if (g.filter_affinity) {
+    for (const auto& [k, v] : pod.node_selector) g.filter_requirements.Add(k, ValueSet::Exactly(v));
+    if (!pod.node_affinity_required.empty()) {
+      g.filter_requirements.Add(pod.node_affinity_required.front().requirements);
+    }
+  }
+  g.filter_taints = c.node_taints_honor;
+  if (g.filter_taints) g.filter_tolerations = pod.tolerations;
+  return Intern(std::move(g));
+}
+
+std::size_t Topology::ForAffinity(const Pod& pod, const PodAffinityTerm& term, bool anti) {
+  TopologyGroup g;
+  g.kind = anti ? GroupKind::kAntiAffinity : GroupKind::kAffinity;
+  g.key = term.topology_key;
+  g.all_namespaces = term.all_namespaces;
+  g.namespaces = term.namespaces.empty() ? std::vector<std::string>{pod.ns} : term.namespaces;
+  std::sort(g.namespaces.begin(), g.namespaces.end());
+  if (g.all_namespaces) g.namespaces.clear();
+  g.selector = WithMatchLabelKeys(term.selector, term.match_label_keys, pod.labels);
+  return Intern(std::move(g));
+}
+
+void Topology::AddExistingAntiAffinity() {
+  for (const auto& [key, pod] : state_->pods) {
+    if (pod.node_name.empty() || pod.pod_anti_affinity_required.empty()) continue;
+    if (pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    auto node = state_->nodes.find(pod.node_name);
+    if (node == state_->nodes.end()) continue;
+    for (const auto& term : pod.pod_anti_affinity_required) {
+      std::size_t g = ForAffinity(pod, term, true);
+      auto domain = IsHostname(term.topology_key) ? std::optional<std::string>(node->first)
+                                                  : Label(node->second.labels, term.topology_key);
+      if (domain) groups_[g].owners[*domain]++;
+    }
+  }
+}
+
+std::int32_t Topology::Count(const TopologyGroup& g, const std::string& domain) const {
+  auto it = g.counts.find(domain);
+  return it == g.counts.end() ? 0 : it->second;
+}
+
+// The domains a pod may still use for `g`, given its own requirement on the key.
+std::vector<std::string> Topology::PodDomains(const TopologyGroup& g,
+                                              const Requirements& pod_reqs) const {
+  const ValueSet* set = pod_reqs.Get(g.key);
+  std::vector<std::string> out;
+  for (const auto& d : g.domains) {
+    if (!set || set->Has(d)) out.push_back(d);
+  }
+  return out;
+}
+
+std::string Topology::Narrow(const PodView& view, const TopologyGroup& g, bool owned,
+                             std::vector<std::string>& node_domains) const {
+  bool self = Selects(g, *view.pod);
+  if (!owned) {
+    // Another pod's anti-affinity selects this one: stay out of the domains it occupies.
+    std::erase_if(node_domains, [&](const std::string& d) {
+      auto it = g.owners.find(d);
+      return it != g.owners.end() && it->second > 0;
+    });
+    return node_domains.empty() ? "anti-affinity of a placed pod on " + g.key + " excludes it"
+                                : "";
+  }
+  switch (g.kind) {
+    case GroupKind::kSpread: {
+      std::int32_t min = 0;
+      if (!IsHostname(g.key)) {
+        auto pod_domains = PodDomains(g, view.requirements);
+        min = std::numeric_limits<std::int32_t>::max();
+        for (const auto& d : pod_domains) min = std::min(min, Count(g, d));
+        if (pod_domains.empty()) min = 0;
+        if (g.min_domains > 0 && static_cast<std::int32_t>(pod_domains.size()) < g.min_domains) {
+          min = 0;
+        }
+      }
+      std::string best;
+      std::int32_t best_count = std::numeric_limits<std::int32_t>::max();
+      for (const auto& d : node_domains) {
+        std::int32_t count = Count(g, d) + (self ? 1 : 0);
+        if (count - min <= g.max_skew && count < best_count) {
+          best = d;
+          best_count = count;
+        }
+      }
+      if (best.empty()) {
+        node_domains.clear();
+        return "topology spread on " + g.key + " (maxSkew " + std::to_string(g.max_skew) +
+               ") has no domain left";
+      }
+      node_domains = {best};
+      return {};
+    }
+    case GroupKind::kAffinity: {
+      std::vector<std::string> options;
+      for (const auto& [d, n] : g.counts) {
+        if (n > 0) options.push_back(d);
+      }
+      if (options.empty() && self) {
+        // Nothing to be near yet and the pod selects itself: any one domain bootstraps it.
+        if (!node_domains.empty()) node_domains.resize(1);
+        return node_domains.empty() ? "pod affinity on " + g.key + " has no domain" : "";
+      }
+      std::erase_if(node_domains, [&](const std::string& d) {
+        return !std::binary_search(options.begin(), options.end(), d);
+      });
+      return node_domains.empty() ? "pod affinity on " + g.key + " matches no pod in reach" : "";
+    }
+    case GroupKind::kAntiAffinity: {
+      std::erase_if(node_domains, [&](const std::string& d) { return Count(g, d) > 0; });
+      return node_domains.empty() ? "pod anti-affinity on " + g.key + " excludes every domain"
+                                  : "";
+    }
+  }
+  return {};
+}
+
+std::string Topology::Check(const PodView& view, const std::string& bin_name,
+                            const Labels* labels, Requirements& claim_reqs,
+                            bool* permanent) const {
+  auto check = [&](const TopologyGroup& g, bool owned) -> std::string {
+    std::vector<std::string> node_domains;
+    if (IsHostname(g.key)) {
+      node_domains = {bin_name};
+    } else if (labels != nullptr) {
+      auto v = Label(*labels, g.key);
+      if (!v) return owned ? "node has no " + g.key + " label" : "";
+      node_domains = {*v};
+    } else {
+      const ValueSet* allowed = claim_reqs.Get(g.key);
+      for (const auto& d : g.domains) {
+        if (!allowed || allowed->Has(d)) node_domains.push_back(d);
+      }
+    }
+    std::string why = Narrow(view, g, owned, node_domains);
+    if (!why.empty()) {
+      // Counts only grow and a claim's domains only narrow during a pass, so these refusals
+      // hold for the rest of it; spread and affinity on other keys can change their mind.
+      bool lasting = g.kind == GroupKind::kAntiAffinity || !owned ||
+                     (IsHostname(g.key) && g.kind == GroupKind::kSpread);
+      if (permanent != nullptr) *permanent = lasting;
+      return why;
+    }
+    if (labels == nullptr && !IsHostname(g.key)) {
+      ValueSet chosen{false, node_domains, {}, {}, false, 0};
+      claim_reqs.Add(g.key, chosen);
+    }
+    return {};
+  };
+  for (std::size_t i : view.groups) {
+    if (auto why = check(groups_[i], true); !why.empty()) return why;
+  }
+  for (std::size_t i = 0; i < groups_.size(); ++i) {
+    const TopologyGroup& g = groups_[i];
+    if (g.kind != GroupKind::kAntiAffinity || g.owners.empty()) continue;
+    if (!Selects(g, *view.pod)) continue;
+    if (auto why = check(g, false); !why.empty()) return why;
+  }
+  return {};
+}
+
+void Topology::Record(const PodView& view, const std::string& bin_name, const Labels* labels,
+                      const PoolTemplate* t, const Requirements* claim_reqs) {
+  auto domains_of = [&](const TopologyGroup& g) {
+    std::vector<std::string> out;
+    if (IsHostname(g.key)) return std::vector<std::string>{bin_name};
+    if (labels != nullptr) {
+      if (auto v = Label(*labels, g.key)) out.push_back(*v);
+      return out;
+    }
+    const ValueSet* allowed = claim_reqs->Get(g.key);
+    for (const auto& d : g.domains) {
+      if (!allowed || allowed->Has(d)) out.push_back(d);
+    }
+    return out;
+  };
+  for (std::size_t i = 0; i < groups_.size(); ++i) {
+    TopologyGroup& g = groups_[i];
+    bool owned = std::find(view.groups.begin(), view.groups.end(), i) != view.groups.end();
+    bool selected = Selects(g, *view.pod);
+    if (!selected && !(owned && g.kind == GroupKind::kAntiAffinity)) continue;
+    if (selected && g.kind == GroupKind::kSpread) {
+      bool counts = labels != nullptr ? NodeCounts(g, *labels, {}) : ClaimCounts(g, *t, *claim_reqs);
+      if (!counts) selected = false;
+    }
+    auto domains = domains_of(g);
+    if (selected && (g.kind == GroupKind::kAntiAffinity || domains.size() == 1)) {
+      // Spread and affinity count a pod only where its domain is known; anti-affinity blocks
+      // every domain the pod might end up in.
+      for (const auto& d : domains) g.counts[d]++;
+    }
+    if (owned && g.kind == GroupKind::kAntiAffinity) {
+      for (const auto& d : domains) g.owners[d]++;
+    }
+  }
+}
+
+}  // namespace tenon::core
