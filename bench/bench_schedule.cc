@@ -231,10 +231,11 @@ Row Measure(const State& state, const std::vector<Pod>& pods, int repeats) {
 }
 
 void Print(const char* label, const Row& r) {
-  std::printf("%-12s %6zu pods %6zu placed %5zu nodes %9.4f s %10.0f pods/s | FFD baseline %5zu "
-              "nodes %8.4f s %10.0f pods/s\n",
-              label, r.pods, r.placed, r.nodes, r.seconds, r.pods / r.seconds, r.baseline_nodes,
-              r.baseline_seconds, r.pods / r.baseline_seconds);
+  std::printf(
+      "%-12s %6zu pods %6zu placed %5zu nodes %9.4f s %10.0f pods/s | FFD baseline %5zu "
+      "nodes %8.4f s %10.0f pods/s\n",
+      label, r.pods, r.placed, r.nodes, r.seconds, r.pods / r.seconds, r.baseline_nodes,
+      r.baseline_seconds, r.pods / r.baseline_seconds);
 }
 
 }  // namespace
@@ -276,14 +277,16 @@ int main(int argc, char** argv) {
   Row pref_row = Measure(state, PreferencePods(prefs), quick ? 1 : 3);
   Print("preferences", pref_row);
 
-  std::printf("\nKarpenter (published, Apple M3 Pro): 20,000 pods in %.1f s; 4,000 pods with "
-              "preferences in %.1f s\n",
-              kKarpenter20kSeconds, kKarpenterPreferences4kSeconds);
+  std::printf(
+      "\nKarpenter (published, Apple M3 Pro): 20,000 pods in %.1f s; 4,000 pods with "
+      "preferences in %.1f s\n",
+      kKarpenter20kSeconds, kKarpenterPreferences4kSeconds);
   if (!quick) {
-    std::printf("tenon: 20,000 pods in %.3f s (%.0fx Karpenter, target < 0.2 s); preferences "
-                "4,000 in %.3f s (%.0fx, target < 0.1 s)\n",
-                big_row.seconds, kKarpenter20kSeconds / big_row.seconds, pref_row.seconds,
-                kKarpenterPreferences4kSeconds / pref_row.seconds);
+    std::printf(
+        "tenon: 20,000 pods in %.3f s (%.0fx Karpenter, target < 0.2 s); preferences "
+        "4,000 in %.3f s (%.0fx, target < 0.1 s)\n",
+        big_row.seconds, kKarpenter20kSeconds / big_row.seconds, pref_row.seconds,
+        kKarpenterPreferences4kSeconds / pref_row.seconds);
   }
   bool all_placed = big_row.placed == big_row.pods && pref_row.placed == pref_row.pods;
   if (!all_placed) std::printf("error: some pods were not placed\n");

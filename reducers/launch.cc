@@ -38,7 +38,7 @@ struct OfferingFilter {
 };
 
 const std::vector<std::pair<MicroUsdPerHour, std::size_t>>& ByPrice(const PoolTemplate& t,
-                                                                   const std::string& ct) {
+                                                                    const std::string& ct) {
   static const std::vector<std::pair<MicroUsdPerHour, std::size_t>> kNone;
   auto it = t.by_price.find(ct);
   return it == t.by_price.end() ? kNone : it->second;

@@ -68,8 +68,8 @@ std::string Quantity(const Resources& r) {
 
 class Pass {
  public:
-  explicit Pass(const State& state) : state_(state), templates_(BuildTemplates(state)),
-                                      topology_(state, templates_) {
+  explicit Pass(const State& state)
+      : state_(state), templates_(BuildTemplates(state)), topology_(state, templates_) {
     std::map<std::string, std::vector<CatalogEntry>> per_nodeclass;
     for (PoolTemplate& t : templates_) FillTypes(state, t, per_nodeclass);
     catalogs_ = std::move(per_nodeclass);
@@ -106,9 +106,9 @@ class Pass {
   std::vector<Bin> planned_;
   std::set<std::pair<std::size_t, std::size_t>> planned_order_;  // (pods, index)
   std::map<std::string, std::size_t> shapes_;                    // shape signature -> id
-  std::vector<std::vector<bool>> refused_;     // [shape][planned claim]: a lasting refusal
-  std::vector<std::size_t> refused_count_;     // [shape]
-  std::map<std::string, std::string> placement_;                 // pod key -> bin name
+  std::vector<std::vector<bool>> refused_;        // [shape][planned claim]: a lasting refusal
+  std::vector<std::size_t> refused_count_;        // [shape]
+  std::map<std::string, std::string> placement_;  // pod key -> bin name
 };
 
 void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const {
@@ -245,7 +245,8 @@ PodView Pass::MakeView(const Pod& pod) {
 void Pass::Refresh(PodView& v) {
   const Pod& pod = *v.pod;
   v.requirements = Requirements();
-  for (const auto& [key, value] : pod.node_selector) v.requirements.Add(key, ValueSet::Exactly(value));
+  for (const auto& [key, value] : pod.node_selector)
+    v.requirements.Add(key, ValueSet::Exactly(value));
   if (v.required_term < pod.node_affinity_required.size()) {
     v.requirements.Add(pod.node_affinity_required[v.required_term].requirements);
   }
@@ -545,9 +546,10 @@ std::string Pass::Explain(PodView& v) {
       why = topology_.Check(v, "#new", nullptr, reqs);
       if (why.empty()) {
         FitTypes(t, t.all, reqs, v.need, nullptr, why);
-        if (const ValueSet* zone = reqs.Get(label::kZone); zone && !zone->complement &&
-                                                            !why.empty()) {
-          why += " in zone " + zone->Describe(label::kZone).substr(std::string(label::kZone).size() + 1);
+        if (const ValueSet* zone = reqs.Get(label::kZone);
+            zone && !zone->complement && !why.empty()) {
+          why += " in zone " +
+                 zone->Describe(label::kZone).substr(std::string(label::kZone).size() + 1);
         }
       }
     }

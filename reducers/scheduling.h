@@ -13,9 +13,9 @@
 namespace tenon::core {
 
 // Limits of one pass, each a named constant.
-inline constexpr std::size_t kPreferenceRelaxationsMax = 64;   // Per pod.
-inline constexpr std::size_t kTopologyGroupsMax = 10'000;      // Distinct constraints per pass.
-inline constexpr std::size_t kQueuePassesMax = 1'000;          // Retries of unplaced pods.
+inline constexpr std::size_t kPreferenceRelaxationsMax = 64;  // Per pod.
+inline constexpr std::size_t kTopologyGroupsMax = 10'000;     // Distinct constraints per pass.
+inline constexpr std::size_t kQueuePassesMax = 1'000;         // Retries of unplaced pods.
 
 // A bitset over one pool's instance types.
 class TypeMask {
@@ -88,7 +88,7 @@ struct TopologyGroup {
   Requirements filter_requirements;
   bool filter_taints = false;
   std::vector<Toleration> filter_tolerations;
-  std::set<std::string> domains;              // Every domain the owners could use.
+  std::set<std::string> domains;               // Every domain the owners could use.
   std::map<std::string, std::int32_t> counts;  // Selected pods per domain.
   std::map<std::string, std::int32_t> owners;  // Anti-affinity: owning pods per domain.
 };
@@ -100,7 +100,7 @@ struct Bin {
   std::size_t pool = 0;  // Planned claims: index into the pool templates.
   Labels labels;         // Existing bins only.
   std::vector<Taint> taints;
-  Resources remaining;  // Existing bins only.
+  Resources remaining;        // Existing bins only.
   Requirements requirements;  // Planned claims only.
   TypeMask types;             // Planned claims only.
   Resources requests;         // Planned claims only: pods plus daemonset overhead.

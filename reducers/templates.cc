@@ -182,6 +182,10 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
     t.labels = pool.labels;
     t.labels[label::kNodePool] = pool.name;
     t.requirements.Add(pool.requirements);
+    // Karpenter's AWS provider launches on-demand unless the NodePool asks for something else.
+    if (!t.requirements.Has(label::kCapacityType)) {
+      t.requirements.Add(label::kCapacityType, ValueSet::Exactly(kCapacityOnDemand));
+    }
     for (const auto& [key, value] : t.labels) t.requirements.Add(key, ValueSet::Exactly(value));
     out.push_back(std::move(t));
   }

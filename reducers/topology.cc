@@ -58,8 +58,7 @@ bool NodeTaintsTolerated(const std::vector<Toleration>& tolerations,
 }  // namespace
 
 bool Topology::Selects(const TopologyGroup& g, const Pod& pod) const {
-  if (!g.all_namespaces &&
-      !std::binary_search(g.namespaces.begin(), g.namespaces.end(), pod.ns)) {
+  if (!g.all_namespaces && !std::binary_search(g.namespaces.begin(), g.namespaces.end(), pod.ns)) {
     return false;
   }
   return SelectorMatches(g.selector, pod.labels);
@@ -98,6 +97,12 @@ void Topology::Register(TopologyGroup& g) {
       }
     }
     const ValueSet* allowed = t.requirements.Get(g.key);
+    if (!IsTypeKey(g.key) && g.key != label::kZone && g.key != label::kCapacityType) {
+      // A label the NodePool defines itself: its values are the domains.
+      if (allowed && !allowed->complement)
+        g.domains.insert(allowed->values.begin(), allowed->values.end());
+      continue;
+    }
     for (const TypeRow& row : t.types) {
       if (g.key == label::kZone || g.key == label::kCapacityType) {
         for (const Offering* o : row.offerings) {
@@ -213,8 +218,7 @@ std::string Topology::Narrow(const PodView& view, const TopologyGroup& g, bool o
       auto it = g.owners.find(d);
       return it != g.owners.end() && it->second > 0;
     });
-    return node_domains.empty() ? "anti-affinity of a placed pod on " + g.key + " excludes it"
-                                : "";
+    return node_domains.empty() ? "anti-affinity of a placed pod on " + g.key + " excludes it" : "";
   }
   switch (g.kind) {
     case GroupKind::kSpread: {
@@ -262,16 +266,14 @@ std::string Topology::Narrow(const PodView& view, const TopologyGroup& g, bool o
     }
     case GroupKind::kAntiAffinity: {
       std::erase_if(node_domains, [&](const std::string& d) { return Count(g, d) > 0; });
-      return node_domains.empty() ? "pod anti-affinity on " + g.key + " excludes every domain"
-                                  : "";
+      return node_domains.empty() ? "pod anti-affinity on " + g.key + " excludes every domain" : "";
     }
   }
   return {};
 }
 
-std::string Topology::Check(const PodView& view, const std::string& bin_name,
-                            const Labels* labels, Requirements& claim_reqs,
-                            bool* permanent) const {
+std::string Topology::Check(const PodView& view, const std::string& bin_name, const Labels* labels,
+                            Requirements& claim_reqs, bool* permanent) const {
   auto check = [&](const TopologyGroup& g, bool owned) -> std::string {
     std::vector<std::string> node_domains;
     if (IsHostname(g.key)) {
@@ -334,7 +336,8 @@ void Topology::Record(const PodView& view, const std::string& bin_name, const La
     bool selected = Selects(g, *view.pod);
     if (!selected && !(owned && g.kind == GroupKind::kAntiAffinity)) continue;
     if (selected && g.kind == GroupKind::kSpread) {
-      bool counts = labels != nullptr ? NodeCounts(g, *labels, {}) : ClaimCounts(g, *t, *claim_reqs);
+      bool counts =
+          labels != nullptr ? NodeCounts(g, *labels, {}) : ClaimCounts(g, *t, *claim_reqs);
       if (!counts) selected = false;
     }
     auto domains = domains_of(g);

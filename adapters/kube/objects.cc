@@ -1,5 +1,7 @@
 #include "adapters/kube/objects.h"
 
+#include "reducers/core.h"
+
 #include <charconv>
 #include <limits>
 
@@ -120,9 +122,241 @@ std::vector<Taint> ParseTaints(const YAML::Node& node) {
 
 void ParseLimits(const YAML::Node& limits, NodePoolLimits& out) {
   if (!limits) return;
-  if (limits["cpu"]) out.cpu = ParseCpu(Str(limits["cpu"], "limits.cpu"));
-  if (limits["memory"]) out.memory = ParseMemory(Str(limits["memory"], "limits.memory"));
-  if (limits["nodes"]) out.nodes = ParseCpu(Str(limits["nodes"], "limits.nodes")).value / 1000;
+  for (const auto& kv : limits) {
+    std::string name = kv.first.as<std::string>();
+    std::string value = Str(kv.second, "limits." + name);
+    if (name == "cpu") {
+      out.cpu = ParseCpu(value);
+    } else if (name == "memory") {
+      out.memory = ParseMemory(value);
+    } else if (name == "nodes") {
+      out.nodes = ParseCpu(value).value / 1000;
+    } else {
+      out.extended[name] = ParseCpu(value).value / 1000;
+    }
+  }
+}
+
+// A resource list (requests, allocatable, overhead): cpu in millicores, memory and
+// ephemeral storage in bytes, everything else as a whole count.
+Resources ParseResourceList(const YAML::Node& node, const std::string& field) {
+  Resources r;
+  if (!node) return r;
+  if (!node.IsMap()) throw ObjectError(field + " must be a map");
+  for (const auto& kv : node) {
+    std::string name = kv.first.as<std::string>();
+    std::string value = Str(kv.second, field + "." + name);
+    if (name == "cpu") {
+      r.cpu = ParseCpu(value);
+    } else if (name == "memory") {
+      r.memory = ParseMemory(value);
+    } else if (name == "pods") {
+      r.pods = ParseCpu(value).value / 1000;
+    } else if (name != "ephemeral-storage") {
+      r.extended[name] = ParseCpu(value).value / 1000;
+    }
+  }
+  return r;
+}
+
+std::vector<std::string> Texts(const YAML::Node& node, const std::string& field) {
+  std::vector<std::string> out;
+  if (!node) return out;
+  if (!node.IsSequence()) throw ObjectError(field + " must be a list");
+  for (const auto& v : node) out.push_back(Str(v, field));
+  return out;
+}
+
+LabelSelector ParseSelector(const YAML::Node& node) {
+  LabelSelector selector;
+  if (!node) return selector;
+  selector.match_labels = ParseLabels(node["matchLabels"], "matchLabels");
+  if (node["matchExpressions"]) {
+    for (const auto& e : node["matchExpressions"]) {
+      selector.match_expressions.push_back(ParseRequirement(e));
+    }
+  }
+  return selector;
+}
+
+NodeSelectorTerm ParseTerm(const YAML::Node& node, std::int32_t weight) {
+  NodeSelectorTerm term;
+  term.weight = weight;
+  if (node["matchExpressions"]) {
+    for (const auto& e : node["matchExpressions"]) term.requirements.push_back(ParseRequirement(e));
+  }
+  if (node["matchLabelExpressions"]) {  // StorageClass allowedTopologies
+    for (const auto& e : node["matchLabelExpressions"]) {
+      term.requirements.push_back(
+          {Str(e["key"], "key"), RequirementOp::kIn, Texts(e["values"], "values"), 0});
+    }
+  }
+  return term;
+}
+
+std::vector<NodeSelectorTerm> ParseTerms(const YAML::Node& node) {
+  std::vector<NodeSelectorTerm> out;
+  if (node) {
+    for (const auto& t : node) out.push_back(ParseTerm(t, 0));
+  }
+  return out;
+}
+
+PodAffinityTerm ParseAffinityTerm(const YAML::Node& node, std::int32_t weight) {
+  PodAffinityTerm term;
+  term.weight = weight;
+  term.selector = ParseSelector(node["labelSelector"]);
+  term.namespaces = Texts(node["namespaces"], "namespaces");
+  if (const auto& ns = node["namespaceSelector"]) {
+    if (ns.size() > 0) throw ObjectError("namespaceSelector with labels is not supported yet");
+    term.all_namespaces = true;
+  }
+  if (!node["topologyKey"]) throw ObjectError("pod affinity term needs topologyKey");
+  term.topology_key = Str(node["topologyKey"], "topologyKey");
+  term.match_label_keys = Texts(node["matchLabelKeys"], "matchLabelKeys");
+  return term;
+}
+
+void ParseAffinity(const YAML::Node& affinity, Pod& pod) {
+  if (!affinity) return;
+  if (const auto& na = affinity["nodeAffinity"]) {
+    if (const auto& req = na["requiredDuringSchedulingIgnoredDuringExecution"]) {
+      pod.node_affinity_required = ParseTerms(req["nodeSelectorTerms"]);
+    }
+    if (const auto& pref = na["preferredDuringSchedulingIgnoredDuringExecution"]) {
+      for (const auto& p : pref) {
+        pod.node_affinity_preferred.push_back(
+            ParseTerm(p["preference"], p["weight"].as<std::int32_t>()));
+      }
+    }
+  }
+  auto terms = [](const YAML::Node& node, std::vector<PodAffinityTerm>& required,
+                  std::vector<PodAffinityTerm>& preferred) {
+    if (!node) return;
+    if (const auto& req = node["requiredDuringSchedulingIgnoredDuringExecution"]) {
+      for (const auto& t : req) required.push_back(ParseAffinityTerm(t, 0));
+    }
+    if (const auto& pref = node["preferredDuringSchedulingIgnoredDuringExecution"]) {
+      for (const auto& p : pref) {
+        preferred.push_back(
+            ParseAffinityTerm(p["podAffinityTerm"], p["weight"].as<std::int32_t>()));
+      }
+    }
+  };
+  terms(affinity["podAffinity"], pod.pod_affinity_required, pod.pod_affinity_preferred);
+  terms(affinity["podAntiAffinity"], pod.pod_anti_affinity_required,
+        pod.pod_anti_affinity_preferred);
+}
+
+TopologySpreadConstraint ParseSpread(const YAML::Node& node) {
+  TopologySpreadConstraint c;
+  if (node["maxSkew"]) c.max_skew = node["maxSkew"].as<std::int32_t>();
+  if (!node["topologyKey"]) throw ObjectError("topologySpreadConstraint needs topologyKey");
+  c.topology_key = Str(node["topologyKey"], "topologyKey");
+  if (node["whenUnsatisfiable"]) {
+    std::string when = Str(node["whenUnsatisfiable"], "whenUnsatisfiable");
+    if (when != "DoNotSchedule" && when != "ScheduleAnyway") {
+      throw ObjectError("unknown whenUnsatisfiable '" + when + "'");
+    }
+    c.do_not_schedule = when == "DoNotSchedule";
+  }
+  c.selector = ParseSelector(node["labelSelector"]);
+  if (node["minDomains"]) c.min_domains = node["minDomains"].as<std::int32_t>();
+  if (node["nodeAffinityPolicy"]) {
+    c.node_affinity_honor = Str(node["nodeAffinityPolicy"], "nodeAffinityPolicy") == "Honor";
+  }
+  if (node["nodeTaintsPolicy"]) {
+    c.node_taints_honor = Str(node["nodeTaintsPolicy"], "nodeTaintsPolicy") == "Honor";
+  }
+  c.match_label_keys = Texts(node["matchLabelKeys"], "matchLabelKeys");
+  return c;
+}
+
+std::vector<ContainerRequests> ParseContainers(const YAML::Node& list, bool init, Pod& pod) {
+  std::vector<ContainerRequests> out;
+  if (!list) return out;
+  for (const auto& c : list) {
+    ContainerRequests cr;
+    if (c["resources"]) cr.requests = ParseResourceList(c["resources"]["requests"], "requests");
+    cr.sidecar = init && c["restartPolicy"] && Str(c["restartPolicy"], "restartPolicy") == "Always";
+    out.push_back(cr);
+    if (!c["ports"]) continue;
+    for (const auto& p : c["ports"]) {
+      if (!p["hostPort"]) continue;
+      HostPort hp;
+      hp.port = p["hostPort"].as<std::int32_t>();
+      if (p["protocol"]) hp.protocol = Str(p["protocol"], "protocol");
+      if (p["hostIP"]) hp.host_ip = Str(p["hostIP"], "hostIP");
+      pod.host_ports.push_back(hp);
+    }
+  }
+  return out;
+}
+
+// Parses a v1 Pod; errors carry the field, the caller adds the pod's name.
+Pod ParsePodInner(const YAML::Node& object, Pod pod) {
+  const auto& meta = object["metadata"];
+  if (meta["namespace"]) pod.ns = Str(meta["namespace"], "metadata.namespace");
+  pod.uid = meta["uid"] ? Str(meta["uid"], "metadata.uid") : pod.ns + "/" + pod.name;
+  pod.labels = ParseLabels(meta["labels"], "metadata.labels");
+  if (meta["ownerReferences"] && meta["ownerReferences"][0]) {
+    pod.owner_kind = Str(meta["ownerReferences"][0]["kind"], "ownerReferences.kind");
+  }
+  const auto& spec = object["spec"];
+  if (!spec) throw ObjectError("no spec");
+  if (spec["nodeName"]) pod.node_name = Str(spec["nodeName"], "spec.nodeName");
+  pod.node_selector = ParseLabels(spec["nodeSelector"], "spec.nodeSelector");
+  if (spec["tolerations"]) {
+    for (const auto& t : spec["tolerations"]) pod.tolerations.push_back(ParseToleration(t));
+  }
+  ParseAffinity(spec["affinity"], pod);
+  if (spec["topologySpreadConstraints"]) {
+    for (const auto& c : spec["topologySpreadConstraints"]) {
+      pod.topology_spread.push_back(ParseSpread(c));
+    }
+  }
+  auto containers = ParseContainers(spec["containers"], false, pod);
+  auto init = ParseContainers(spec["initContainers"], true, pod);
+  pod.requests = PodRequests(containers, init, ParseResourceList(spec["overhead"], "overhead"));
+  if (spec["volumes"]) {
+    for (const auto& v : spec["volumes"]) {
+      if (v["persistentVolumeClaim"]) {
+        pod.volume_claims.push_back(Str(v["persistentVolumeClaim"]["claimName"], "claimName"));
+      }
+    }
+  }
+  const auto& status = object["status"];
+  // A pod with no status yet is pending and, once the scheduler has looked, unschedulable;
+  // manifests written by hand (scenarios, tests) rely on that default.
+  pod.unschedulable = pod.node_name.empty();
+  if (status) {
+    if (status["phase"]) pod.phase = Str(status["phase"], "status.phase");
+    if (status["nominatedNodeName"]) {
+      pod.nominated_node = Str(status["nominatedNodeName"], "status.nominatedNodeName");
+    }
+    if (status["conditions"]) {
+      pod.unschedulable = false;
+      for (const auto& c : status["conditions"]) {
+        if (c["type"] && Str(c["type"], "type") == "PodScheduled" && c["status"] &&
+            Str(c["status"], "status") == "False" && c["reason"] &&
+            Str(c["reason"], "reason") == "Unschedulable") {
+          pod.unschedulable = true;
+        }
+      }
+    }
+  }
+  return pod;
+}
+
+template <class F>
+auto Named(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const ObjectError& e) {
+    throw ObjectError(what + ": " + e.what());
+  } catch (const YAML::Exception& e) {
+    throw ObjectError(what + ": " + e.what());
+  }
 }
 
 }  // namespace
@@ -243,6 +477,115 @@ NodePool ParseNodePool(const YAML::Node& object) {
   return pool;
 }
 
+Pod ParsePod(const YAML::Node& object) {
+  Pod pod;
+  pod.name = Name(object, "Pod");
+  pod.ns = "default";
+  return Named("Pod " + pod.name, [&] { return ParsePodInner(object, pod); });
+}
+
+DaemonSet ParseDaemonSet(const YAML::Node& object) {
+  DaemonSet ds;
+  ds.name = Name(object, "DaemonSet");
+  ds.ns = object["metadata"]["namespace"] ? Str(object["metadata"]["namespace"], "namespace")
+                                          : "default";
+  return Named("DaemonSet " + ds.name, [&] {
+    const auto& tmpl = object["spec"]["template"];
+    if (!tmpl) throw ObjectError("no spec.template");
+    YAML::Node pod_object = YAML::Clone(tmpl);
+    pod_object["metadata"]["name"] = ds.name;
+    Pod pod;
+    pod.name = ds.name;
+    pod.ns = ds.ns;
+    ds.pod = ParsePodInner(pod_object, pod);
+    ds.pod.owner_kind = "DaemonSet";
+    ds.pod.unschedulable = false;
+    return ds;
+  });
+}
+
+Node ParseNode(const YAML::Node& object) {
+  Node node;
+  node.name = Name(object, "Node");
+  return Named("Node " + node.name, [&] {
+    node.labels = ParseLabels(object["metadata"]["labels"], "metadata.labels");
+    node.labels["kubernetes.io/hostname"] = node.name;
+    const auto& spec = object["spec"];
+    if (spec && spec["providerID"]) node.provider_id = Str(spec["providerID"], "spec.providerID");
+    if (spec) node.taints = ParseTaints(spec["taints"]);
+    const auto& status = object["status"];
+    node.ready = true;
+    if (status) {
+      node.allocatable = ParseResourceList(status["allocatable"], "status.allocatable");
+      if (status["conditions"]) {
+        for (const auto& c : status["conditions"]) {
+          if (Str(c["type"], "type") == "Ready") node.ready = Str(c["status"], "status") == "True";
+        }
+      }
+    }
+    return node;
+  });
+}
+
+PersistentVolumeClaim ParsePersistentVolumeClaim(const YAML::Node& object) {
+  PersistentVolumeClaim pvc;
+  pvc.name = Name(object, "PersistentVolumeClaim");
+  return Named("PersistentVolumeClaim " + pvc.name, [&] {
+    const auto& meta = object["metadata"];
+    pvc.ns = meta["namespace"] ? Str(meta["namespace"], "namespace") : "default";
+    const auto& spec = object["spec"];
+    if (spec && spec["storageClassName"]) {
+      pvc.storage_class = Str(spec["storageClassName"], "storageClassName");
+    }
+    if (spec && spec["volumeName"]) pvc.volume_name = Str(spec["volumeName"], "volumeName");
+    return pvc;
+  });
+}
+
+PersistentVolume ParsePersistentVolume(const YAML::Node& object) {
+  PersistentVolume pv;
+  pv.name = Name(object, "PersistentVolume");
+  return Named("PersistentVolume " + pv.name, [&] {
+    const auto& spec = object["spec"];
+    if (spec && spec["csi"] && spec["csi"]["driver"]) {
+      pv.csi_driver = Str(spec["csi"]["driver"], "csi.driver");
+    }
+    if (spec && spec["nodeAffinity"] && spec["nodeAffinity"]["required"]) {
+      pv.node_affinity = ParseTerms(spec["nodeAffinity"]["required"]["nodeSelectorTerms"]);
+    }
+    return pv;
+  });
+}
+
+StorageClass ParseStorageClass(const YAML::Node& object) {
+  StorageClass sc;
+  sc.name = Name(object, "StorageClass");
+  return Named("StorageClass " + sc.name, [&] {
+    if (object["provisioner"]) sc.provisioner = Str(object["provisioner"], "provisioner");
+    sc.wait_for_first_consumer =
+        object["volumeBindingMode"] &&
+        Str(object["volumeBindingMode"], "volumeBindingMode") == "WaitForFirstConsumer";
+    sc.allowed_topologies = ParseTerms(object["allowedTopologies"]);
+    return sc;
+  });
+}
+
+CsiNode ParseCsiNode(const YAML::Node& object) {
+  CsiNode csi;
+  csi.name = Name(object, "CSINode");
+  return Named("CSINode " + csi.name, [&] {
+    if (object["spec"] && object["spec"]["drivers"]) {
+      for (const auto& d : object["spec"]["drivers"]) {
+        if (d["allocatable"] && d["allocatable"]["count"]) {
+          csi.attach_limits[Str(d["name"], "driver.name")] =
+              d["allocatable"]["count"].as<std::int64_t>();
+        }
+      }
+    }
+    return csi;
+  });
+}
+
 NodeClass ParseNodeClass(const YAML::Node& object) {
   NodeClass nodeclass;
   nodeclass.name = Name(object, "EC2NodeClass");
@@ -261,6 +604,10 @@ NodeClass ParseNodeClass(const YAML::Node& object) {
   if (nodeclass.role.empty()) {
     throw ObjectError("EC2NodeClass " + nodeclass.name +
                       ": spec.role or spec.instanceProfile is required");
+  }
+  if (const auto& kubelet = spec["kubelet"]) {
+    if (kubelet["maxPods"]) nodeclass.max_pods = kubelet["maxPods"].as<std::int32_t>();
+    if (kubelet["podsPerCore"]) nodeclass.pods_per_core = kubelet["podsPerCore"].as<std::int32_t>();
   }
   return nodeclass;
 }

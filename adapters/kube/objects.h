@@ -28,6 +28,16 @@ Nanos ParseDuration(std::string_view duration);
 NodePool ParseNodePool(const YAML::Node& object);    // karpenter.sh/v1 NodePool
 NodeClass ParseNodeClass(const YAML::Node& object);  // karpenter.k8s.aws/v1 EC2NodeClass
 Toleration ParseToleration(const YAML::Node& node);
+
+// Kubernetes objects the scheduler reads. A Pod without status counts as unschedulable and
+// pending (what a hand-written manifest means); one with conditions follows PodScheduled.
+Pod ParsePod(const YAML::Node& object);                                      // v1 Pod
+Node ParseNode(const YAML::Node& object);                                    // v1 Node
+DaemonSet ParseDaemonSet(const YAML::Node& object);                          // apps/v1
+PersistentVolumeClaim ParsePersistentVolumeClaim(const YAML::Node& object);  // v1
+PersistentVolume ParsePersistentVolume(const YAML::Node& object);            // v1
+StorageClass ParseStorageClass(const YAML::Node& object);                    // storage.k8s.io/v1
+CsiNode ParseCsiNode(const YAML::Node& object);                              // storage.k8s.io/v1
 Taint ParseTaint(const YAML::Node& node);
 
 }  // namespace tenon::kube

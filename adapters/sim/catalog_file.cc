@@ -39,6 +39,15 @@ InstanceType ParseType(const nlohmann::json& j, std::uint64_t seed) {
   t.ipv4_per_eni = j.value("ipv4_per_interface", 0);
   t.gpu_count = j.value("gpu_count", 0);
   t.bare_metal = j.value("bare_metal", false);
+  t.gpu_name = j.value("gpu_name", std::string());
+  t.gpu_manufacturer = j.value("gpu_manufacturer", std::string());
+  // The file gives the GPU memory of the whole instance; Karpenter's label is per GPU.
+  std::int64_t gpu_memory_mib = j.value("gpu_memory_mib", std::int64_t{0});
+  if (t.gpu_count > 0) t.gpu_memory = Bytes{gpu_memory_mib / t.gpu_count * kMebibyte.value};
+  t.accelerator_count = j.value("accelerator_count", 0);
+  t.cpu_manufacturer = j.value("cpu_manufacturer", std::string());
+  t.hypervisor = j.value("hypervisor", std::string());
+  t.local_nvme_gib = j.value("local_storage_gb", std::int64_t{0});
   MicroUsdPerHour od{std::llround(j.at("on_demand_price_usd_hour").get<double>() * 1e6)};
   std::vector<std::string> classes = j.value("usage_classes", std::vector<std::string>{});
   bool has_od = std::find(classes.begin(), classes.end(), "on-demand") != classes.end();
