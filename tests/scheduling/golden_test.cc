@@ -5,11 +5,11 @@
 // byte-identical decision records.
 #include <gtest/gtest.h>
 
+#include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
-#include <yaml-cpp/yaml.h>
 
 #include "adapters/kube/objects.h"
 #include "adapters/sim/scenario.h"
@@ -39,7 +39,8 @@ struct Case {
 std::vector<Case> LoadCases() {
   std::vector<Case> cases;
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(fs::path(TENON_SOURCE_DIR) / "tests/scheduling/golden")) {
+  for (const auto& e :
+       fs::directory_iterator(fs::path(TENON_SOURCE_DIR) / "tests/scheduling/golden")) {
     if (e.path().extension() == ".yaml") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
@@ -79,7 +80,8 @@ YAML::Node DefaultPool() {
 std::vector<Event> Inputs(const YAML::Node& c, bool reverse) {
   Settings settings;
   if (const auto& s = c["settings"]) {
-    settings.ignore_preferences = s["ignorePreferences"].IsDefined() && s["ignorePreferences"].as<bool>();
+    settings.ignore_preferences =
+        s["ignorePreferences"].IsDefined() && s["ignorePreferences"].as<bool>();
     settings.min_values_best_effort =
         s["minValuesBestEffort"].IsDefined() && s["minValuesBestEffort"].as<bool>();
   }
@@ -87,7 +89,8 @@ std::vector<Event> Inputs(const YAML::Node& c, bool reverse) {
                              CatalogRefreshed{Catalog()}};
   std::vector<Event> body;
   if (c["nodeclasses"]) {
-    for (const auto& n : c["nodeclasses"]) body.push_back(NodeClassUpserted{kube::ParseNodeClass(n)});
+    for (const auto& n : c["nodeclasses"])
+      body.push_back(NodeClassUpserted{kube::ParseNodeClass(n)});
   } else {
     body.push_back(NodeClassUpserted{NodeClass{"default", "AL2023", "role", true, {}, {}}});
   }
@@ -100,7 +103,8 @@ std::vector<Event> Inputs(const YAML::Node& c, bool reverse) {
   for (const auto& n : c["storageClasses"]) {
     body.push_back(StorageClassUpserted{kube::ParseStorageClass(n)});
   }
-  for (const auto& n : c["pvs"]) body.push_back(PersistentVolumeUpserted{kube::ParsePersistentVolume(n)});
+  for (const auto& n : c["pvs"])
+    body.push_back(PersistentVolumeUpserted{kube::ParsePersistentVolume(n)});
   for (const auto& n : c["pvcs"]) {
     body.push_back(PersistentVolumeClaimUpserted{kube::ParsePersistentVolumeClaim(n)});
   }
@@ -287,7 +291,8 @@ void Check(const Case& k, const Run& run) {
     const auto* l = launch_of(kv.first.as<std::string>());
     ASSERT_NE(l, nullptr);
     std::set<std::string> families;
-    for (const auto& o : l->overrides) families.insert(o.instance_type.substr(0, o.instance_type.find('.')));
+    for (const auto& o : l->overrides)
+      families.insert(o.instance_type.substr(0, o.instance_type.find('.')));
     EXPECT_GE(families.size(), kv.second.as<std::size_t>());
   }
 }
