@@ -161,6 +161,19 @@ void Requirements::Add(const Requirements& other) {
   for (const auto& [key, set] : other.sets_) Add(key, set);
 }
 
+bool Requirements::Narrows(const Requirements& other) const {
+  for (const auto& [key, theirs] : other.sets_) {
+    const ValueSet* ours = Get(key);
+    if (ours == nullptr || !(ours->Intersect(theirs) == *ours)) return true;
+  }
+  return false;
+}
+
+bool Requirements::HasMinValues() const {
+  return std::any_of(sets_.begin(), sets_.end(),
+                     [](const auto& entry) { return entry.second.min_values > 0; });
+}
+
 const ValueSet* Requirements::Get(const std::string& key) const {
   auto it = sets_.find(key);
   return it == sets_.end() ? nullptr : &it->second;

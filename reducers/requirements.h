@@ -51,6 +51,9 @@ class Requirements {
   void Add(const Requirements& other);
 
   bool Has(const std::string& key) const { return sets_.contains(key); }
+  // Whether adding `other` would change these requirements.
+  bool Narrows(const Requirements& other) const;
+  bool HasMinValues() const;
   const ValueSet* Get(const std::string& key) const;
   const std::map<std::string, ValueSet>& sets() const { return sets_; }
 

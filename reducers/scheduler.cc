@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cassert>
 #include <deque>
+#include <limits>
 #include <set>
 
 #include "reducers/launch.h"
@@ -66,6 +67,8 @@ std::string Quantity(const Resources& r) {
   return s;
 }
 
+constexpr std::uint64_t kRefusedForever = std::numeric_limits<std::uint64_t>::max();
+
 class Pass {
  public:
   explicit Pass(const State& state)
@@ -83,18 +86,19 @@ class Pass {
   void BuildExistingBins();
   void AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const;
   PodView MakeView(const Pod& pod);
+  void Prepare(PodView& v);
   void Refresh(PodView& v);
   std::size_t ShapeOf(const PodView& v);
-  void Refuse(const PodView& v, std::size_t index);
+  void Refuse(const PodView& v, std::size_t index, std::uint64_t until);
   bool Relax(PodView& v);
-  bool TryPlace(PodView& v, std::string& why);
-  bool TryExisting(PodView& v, Bin& bin, std::string& why);
-  bool TryPlanned(PodView& v, std::size_t index, std::string& why);
+  bool TryPlace(PodView& v);
+  bool TryExisting(PodView& v, Bin& bin);
+  bool TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch);
   bool TolerantOf(const PodView& v, const std::vector<Taint>& taints, std::string* why) const;
   bool VolumesFit(const PodView& v, const Bin& bin) const;
   bool PortsFit(const Pod& pod, const Bin& bin) const;
-  TypeMask FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requirements& reqs,
-                    const Resources& requests, const Bin* claim, std::string& why);
+  TypeMask FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requirements* reqs,
+                    const Resources& requests, const Bin* claim, std::string* why);
   std::string Explain(PodView& v);
   void Commit(PodView& v, Bin& bin);
 
@@ -104,10 +108,14 @@ class Pass {
   Topology topology_;
   std::vector<Bin> existing_;
   std::vector<Bin> planned_;
-  std::set<std::pair<std::size_t, std::size_t>> planned_order_;  // (pods, index)
-  std::map<std::string, std::size_t> shapes_;                    // shape signature -> id
-  std::vector<std::vector<bool>> refused_;        // [shape][planned claim]: a lasting refusal
-  std::vector<std::size_t> refused_count_;        // [shape]
+  ClaimOrder order_;
+  std::map<std::string, std::size_t> shapes_;  // shape signature -> id
+  // [shape][planned claim]: refused for good (kRefusedForever), or while the shape's
+  // topology epoch + 1 equals the value; 0 when never refused.
+  std::vector<std::vector<std::uint64_t>> refused_;
+  std::vector<std::size_t> refused_forever_;  // [shape]
+  // [shape]: the topology groups selecting the shape's pods, and how many groups were seen.
+  std::deque<std::pair<std::vector<std::size_t>, std::size_t>> selecting_;
   std::map<std::string, std::string> placement_;  // pod key -> bin name
 };
 
@@ -272,6 +280,7 @@ void Pass::Refresh(PodView& v) {
     v.groups.push_back(topology_.ForAffinity(pod, v.preferred_anti_affinity[i], true));
   }
   v.shape = ShapeOf(v);
+  v.selecting = &selecting_[v.shape].first;
 }
 
 // Everything about a pod that decides whether a claim can take it, except its size.
@@ -295,17 +304,21 @@ std::size_t Pass::ShapeOf(const PodView& v) {
   auto [it, inserted] = shapes_.try_emplace(s, shapes_.size());
   if (inserted) {
     refused_.emplace_back();
-    refused_count_.push_back(0);
+    refused_forever_.push_back(0);
+    selecting_.emplace_back();
   }
   return it->second;
 }
 
-void Pass::Refuse(const PodView& v, std::size_t index) {
+// Remembers that planned claim `index` turned the pod's shape away. A claim still being tried
+// for its first pod is dropped if refused, so its refusals are not kept.
+void Pass::Refuse(const PodView& v, std::size_t index, std::uint64_t until) {
+  if (planned_[index].pods.empty()) return;
   auto& refused = refused_[v.shape];
-  if (refused.size() <= index) refused.resize(planned_.size(), false);
-  if (refused[index]) return;
-  refused[index] = true;
-  refused_count_[v.shape]++;
+  if (refused.size() <= index) refused.resize(planned_.size(), 0);
+  if (refused[index] == kRefusedForever) return;
+  refused[index] = until;
+  if (until == kRefusedForever) refused_forever_[v.shape]++;
 }
 
 // One relaxation step, in Karpenter's order. False when nothing is left to relax.
@@ -380,7 +393,7 @@ bool Pass::VolumesFit(const PodView& v, const Bin& bin) const {
   return true;
 }
 
-bool Pass::TryExisting(PodView& v, Bin& bin, std::string& why) {
+bool Pass::TryExisting(PodView& v, Bin& bin) {
   if (!Fits(v.need, bin.remaining)) return false;
   if (!TolerantOf(v, bin.taints, nullptr)) return false;
   bool match = v.requirements.Matches([&](const std::string& key) {
@@ -389,25 +402,22 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::string& why) {
                                   : std::optional<std::string_view>(it->second);
   });
   if (!match || !PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;
-  Requirements unused;
-  if (auto t = topology_.Check(v, bin.name, &bin.labels, unused); !t.empty()) {
-    why = t;
-    return false;
-  }
+  if (!topology_.Check(v, bin.name, &bin.labels, nullptr, nullptr)) return false;
   bin.remaining = bin.remaining - v.need;
   topology_.Record(v, bin.name, &bin.labels, nullptr, nullptr);
   Commit(v, bin);
   return true;
 }
 
-// The candidate types that allow `reqs`, hold `requests`, honour minValues and fit the
-// NodePool's remaining limits (counting what other planned claims already reserve).
-TypeMask Pass::FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requirements& reqs,
-                        const Resources& requests, const Bin* claim, std::string& why) {
+// The candidate types that allow `reqs` (null: the candidates already do), hold `requests`,
+// honour minValues and fit the NodePool's remaining limits (counting what other planned claims
+// already reserve). `why` (optional) says why none is left.
+TypeMask Pass::FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requirements* reqs,
+                        const Resources& requests, const Bin* claim, std::string* why) {
   TypeMask mask = candidates;
-  mask &= TypesFor(t, reqs);
+  if (reqs != nullptr) mask &= TypesFor(t, *reqs);
   if (!mask.Any()) {
-    why = "no instance type satisfies " + reqs.Describe();
+    if (why != nullptr) *why = "no instance type satisfies " + reqs->Describe();
     return mask;
   }
   bool limited = t.limited;
@@ -417,76 +427,77 @@ TypeMask Pass::FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requi
     available = t.remaining - (t.reserved - own);
     std::int64_t nodes = t.nodes_remaining - t.nodes_reserved + (claim != nullptr ? 1 : 0);
     if (nodes < 1) {
-      why = "nodepool limit on nodes reached";
+      if (why != nullptr) *why = "nodepool limit on nodes reached";
       return TypeMask(t.types.size());
     }
   }
-  bool any_fit = false;
-  mask.ForEach([&](std::size_t i) {
-    const TypeRow& row = t.types[i];
-    if (!Fits(requests, row.allocatable)) {
-      mask.Clear(i);
-      return;
-    }
-    any_fit = true;
-    if (limited && !Fits(TypeCapacity(row), available)) mask.Clear(i);
-  });
+  KeepFitting(t, mask, requests);
+  bool any_fit = mask.Any();
+  if (limited) {
+    mask.ForEach([&](std::size_t i) {
+      if (!Fits(TypeCapacity(t.types[i]), available)) mask.Clear(i);
+    });
+  }
   if (!mask.Any()) {
-    why = any_fit ? "no instance type with room for " + Quantity(requests) + " within limits"
-                  : "no instance type has room for " + Quantity(requests);
+    if (why != nullptr) {
+      *why = any_fit ? "no instance type with room for " + Quantity(requests) + " within limits"
+                     : "no instance type has room for " + Quantity(requests);
+    }
     return mask;
   }
-  if (auto missing = MinValuesShortfall(t, mask, reqs); !missing.empty()) {
-    if (!state_.settings.min_values_best_effort) {
-      why = missing;
+  const Requirements& all = reqs != nullptr ? *reqs : claim->requirements;
+  if (!state_.settings.min_values_best_effort && all.HasMinValues()) {
+    if (auto missing = MinValuesShortfall(t, mask, all); !missing.empty()) {
+      if (why != nullptr) *why = missing;
       return TypeMask(t.types.size());
     }
   }
   return mask;
 }
 
-bool Pass::TryPlanned(PodView& v, std::size_t index, std::string& why) {
+bool Pass::TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch) {
   Bin& bin = planned_[index];
   PoolTemplate& t = templates_[bin.pool];
-  if (!bin.pods.empty() && !Fits(bin.requests + v.need, bin.room)) {
-    why = "no instance type has room for " + Quantity(bin.requests + v.need);
-    return false;
-  }
-  if (!TolerantOf(v, bin.taints, &why)) return Refuse(v, index), false;
-  if (auto w = bin.requirements.Compatible(v.requirements, true); !w.empty()) {
-    why = w;
-    return Refuse(v, index), false;
-  }
-  if (!PortsFit(*v.pod, bin)) {
-    why = "host port in use";
-    return Refuse(v, index), false;
-  }
-  Requirements reqs = bin.requirements;
-  reqs.Add(v.requirements);
-  bool lasting = false;
-  if (auto w = topology_.Check(v, bin.name, nullptr, reqs, &lasting); !w.empty()) {
-    why = w;
-    if (lasting) Refuse(v, index);
-    return false;
-  }
   Resources requests = bin.requests + v.need;
-  TypeMask mask = FitTypes(t, bin.types, reqs, requests, &bin, why);
-  if (!mask.Any()) return false;
-  bin.requirements = std::move(reqs);
-  bin.types = std::move(mask);
-  bin.requests = requests;
-  bin.room = Resources{};
-  bin.types.ForEach([&](std::size_t i) { bin.room = Max(bin.room, t.types[i].allocatable); });
-  if (t.limited) {
-    Resources largest;
-    bin.types.ForEach([&](std::size_t i) { largest = Max(largest, TypeCapacity(t.types[i])); });
-    t.reserved = t.reserved - bin.reservation + largest;
-    bin.reservation = largest;
+  if (!bin.pods.empty() && !Fits(requests, bin.room)) return false;
+  if (!TolerantOf(v, bin.taints, nullptr)) return Refuse(v, index, kRefusedForever), false;
+  if (!bin.requirements.Compatible(v.requirements, true).empty()) {
+    return Refuse(v, index, kRefusedForever), false;
   }
+  if (!PortsFit(*v.pod, bin)) return Refuse(v, index, kRefusedForever), false;
+  Topology::Choices chosen;
+  bool lasting = false;
+  if (!topology_.Check(v, bin.name, nullptr, &bin.requirements, &chosen, &lasting)) {
+    Refuse(v, index, lasting ? kRefusedForever : epoch + 1);
+    return false;
+  }
+  // Narrow the claim only when the pod or its topology actually adds a constraint.
+  Requirements narrowed;
+  bool changed =
+      bin.requirements.Narrows(v.requirements) || topology_.Narrows(chosen, bin.requirements);
+  if (changed) {
+    narrowed = bin.requirements;
+    narrowed.Add(v.requirements);
+    topology_.Apply(chosen, narrowed);
+  }
+  TypeMask mask = FitTypes(t, bin.types, changed ? &narrowed : nullptr, requests, &bin, nullptr);
+  if (!mask.Any()) return false;
+  if (changed) bin.requirements = std::move(narrowed);
+  if (bin.pods.empty() || mask != bin.types) {
+    bin.types = std::move(mask);
+    bin.room = Room(t, bin.types);
+    if (t.limited) {
+      Resources largest;
+      bin.types.ForEach([&](std::size_t i) { largest = Max(largest, TypeCapacity(t.types[i])); });
+      t.reserved = t.reserved - bin.reservation + largest;
+      bin.reservation = largest;
+    }
+  }
+  bin.requests = std::move(requests);
   topology_.Record(v, bin.name, nullptr, &t, &bin.requirements);
-  planned_order_.erase({bin.pods.size(), index});
+  if (bin.pods.empty()) order_.Add(index);
   Commit(v, bin);
-  planned_order_.insert({bin.pods.size(), index});
+  order_.Bump(index);
   return true;
 }
 
@@ -497,21 +508,26 @@ void Pass::Commit(PodView& v, Bin& bin) {
   placement_[v.key] = bin.name;
 }
 
-bool Pass::TryPlace(PodView& v, std::string& why) {
+void Pass::Prepare(PodView& v) {
+  auto& [groups, scanned] = selecting_[v.shape];
+  topology_.Selecting(*v.pod, groups, scanned);
+}
+
+bool Pass::TryPlace(PodView& v) {
+  Prepare(v);
   for (Bin& bin : existing_) {
-    if (TryExisting(v, bin, why)) return true;
+    if (TryExisting(v, bin)) return true;
   }
-  if (refused_count_[v.shape] < planned_.size()) {
-    const auto& refused = refused_[v.shape];
-    for (auto [pods, index] : planned_order_) {
-      if (index < refused.size() && refused[index]) continue;
-      if (TryPlanned(v, index, why)) return true;
+  std::uint64_t epoch = topology_.Epoch(v);
+  if (refused_forever_[v.shape] < planned_.size()) {
+    auto& refused = refused_[v.shape];
+    refused.resize(planned_.size(), 0);
+    for (std::size_t index : order_.claims()) {
+      if (refused[index] == kRefusedForever || refused[index] == epoch + 1) continue;
+      if (TryPlanned(v, index, epoch)) return true;
     }
   }
-  if (planned_.size() >= kNodeClaimsPerBatchMax) {
-    why = "too many new nodeclaims in one batch";
-    return false;
-  }
+  if (planned_.size() >= kNodeClaimsPerBatchMax) return false;
   for (std::size_t p = 0; p < templates_.size(); ++p) {
     PoolTemplate& t = templates_[p];
     if (t.nodeclass == nullptr || t.types.empty()) continue;
@@ -525,7 +541,7 @@ bool Pass::TryPlace(PodView& v, std::string& why) {
     planned_.push_back(std::move(bin));
     std::size_t index = planned_.size() - 1;
     if (t.limited) t.nodes_reserved++;
-    if (TryPlanned(v, index, why)) return true;
+    if (TryPlanned(v, index, epoch)) return true;
     if (t.limited) t.nodes_reserved--;
     planned_.pop_back();
   }
@@ -534,6 +550,11 @@ bool Pass::TryPlace(PodView& v, std::string& why) {
 
 // Why no NodePool could take the pod, one reason per pool (what `tenon explain` prints).
 std::string Pass::Explain(PodView& v) {
+  Prepare(v);
+  if (planned_.size() >= kNodeClaimsPerBatchMax) {
+    return "too many new nodeclaims in one batch (" + std::to_string(kNodeClaimsPerBatchMax) +
+           "); the next batch takes it";
+  }
   std::string out;
   for (PoolTemplate& t : templates_) {
     std::string why = t.unusable;
@@ -543,9 +564,9 @@ std::string Pass::Explain(PodView& v) {
     if (why.empty()) {
       Requirements reqs = t.requirements;
       reqs.Add(v.requirements);
-      why = topology_.Check(v, "#new", nullptr, reqs);
+      topology_.Check(v, "#new", nullptr, &reqs, nullptr, nullptr, &why);
       if (why.empty()) {
-        FitTypes(t, t.all, reqs, v.need, nullptr, why);
+        FitTypes(t, t.all, &reqs, v.need, nullptr, &why);
         if (const ValueSet* zone = reqs.Get(label::kZone);
             zone && !zone->complement && !why.empty()) {
           why += " in zone " +
@@ -566,27 +587,23 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
   for (const Pod* pod : pods) views.push_back(MakeView(*pod));
   std::deque<std::size_t> queue;
   for (std::size_t i = 0; i < views.size(); ++i) queue.push_back(i);
-  std::map<std::size_t, std::size_t> last_seen;  // view -> queue length when last tried
-  std::map<std::size_t, std::string> errors;
+  // view -> queue length when last tried; a pod seeing the same length again means a full
+  // turn of the queue placed nothing.
+  constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> last_seen(views.size(), kNever);
   std::size_t turns = 0;
   while (!queue.empty() && turns < kQueuePassesMax * (views.size() + 1)) {
     ++turns;
     std::size_t i = queue.front();
-    if (auto it = last_seen.find(i); it != last_seen.end() && it->second == queue.size()) break;
+    if (last_seen[i] == queue.size()) break;
     last_seen[i] = queue.size();
     queue.pop_front();
     PodView& v = views[i];
-    std::string why;
     bool placed = false;
     do {
-      placed = TryPlace(v, why);
+      placed = TryPlace(v);
     } while (!placed && Relax(v));
-    if (placed) {
-      errors.erase(i);
-    } else {
-      errors[i] = why;
-      queue.push_back(i);
-    }
+    if (!placed) queue.push_back(i);
   }
   ScheduleResult result;
   for (std::size_t i = 0; i < views.size(); ++i) {
@@ -610,6 +627,40 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
 }
 
 }  // namespace
+
+void ClaimOrder::Swap(std::size_t a, std::size_t b) {
+  std::swap(order_[a], order_[b]);
+  pos_[order_[a]] = a;
+  pos_[order_[b]] = b;
+}
+
+void ClaimOrder::Add(std::size_t claim) {
+  if (pos_.size() <= claim) {
+    pos_.resize(claim + 1);
+    count_.resize(claim + 1);
+  }
+  std::size_t at = order_.size();
+  order_.push_back(claim);
+  pos_[claim] = at;
+  count_[claim] = 0;
+  if (start_.empty()) start_.push_back(0);
+  // Walk down past every fuller bucket: each gives its first claim to the slot after its end.
+  for (std::size_t b = start_.size() - 1; b > 0; --b) {
+    std::size_t first = start_[b];
+    Swap(at, first);
+    start_[b]++;
+    at = first;
+  }
+}
+
+void ClaimOrder::Bump(std::size_t claim) {
+  std::size_t k = count_[claim];
+  if (start_.size() <= k + 1) start_.push_back(order_.size());
+  std::size_t last = start_[k + 1] - 1;  // The end of bucket k.
+  Swap(pos_[claim], last);
+  start_[k + 1]--;
+  count_[claim]++;
+}
 
 bool IsProvisionable(const Pod& pod) {
   return pod.node_name.empty() && pod.unschedulable && pod.phase == "Pending" &&

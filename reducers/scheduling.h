@@ -2,6 +2,7 @@
 // state, places pods, and throws them away; nothing here is part of State.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -29,6 +30,7 @@ class TypeMask {
   std::size_t Count() const;
   TypeMask& operator&=(const TypeMask& other);
   TypeMask& AndNot(const TypeMask& other);
+  void ClearAll();
   template <class F>
   void ForEach(F&& f) const {
     for (std::size_t w = 0; w < words_.size(); ++w) {
@@ -67,7 +69,14 @@ struct PoolTemplate {
   Resources reserved;
   std::int64_t nodes_reserved = 0;
   std::map<std::string, TypeMask> mask_cache;  // Requirements signature -> compatible types.
-  TypeMask exotic;                             // Types with GPUs, accelerators or metal.
+  // Per dimension (cpu, memory, pods): each distinct allocatable amount, ascending, with the
+  // types that have at least that much, so "which types hold this" is a lookup and an AND.
+  struct Threshold {
+    std::int64_t at_least = 0;
+    TypeMask types;
+  };
+  std::array<std::vector<Threshold>, 3> thresholds;
+  TypeMask exotic;  // Types with GPUs, accelerators or metal.
   // Per capacity type: rows that offer it, by their cheapest offering of it (anywhere).
   std::map<std::string, std::vector<std::pair<MicroUsdPerHour, std::size_t>>> by_price;
 };
@@ -88,9 +97,33 @@ struct TopologyGroup {
   Requirements filter_requirements;
   bool filter_taints = false;
   std::vector<Toleration> filter_tolerations;
-  std::set<std::string> domains;               // Every domain the owners could use.
-  std::map<std::string, std::int32_t> counts;  // Selected pods per domain.
-  std::map<std::string, std::int32_t> owners;  // Anti-affinity: owning pods per domain.
+  std::set<std::string, std::less<>> domains;               // Every domain the owners could use.
+  std::map<std::string, std::int32_t, std::less<>> counts;  // Selected pods per domain.
+  std::map<std::string, std::int32_t, std::less<>>
+      owners;  // Anti-affinity: owning pods per domain.
+  // Bumped whenever a change could turn a refusal into an acceptance: any count of a spread
+  // group, a domain of an affinity or anti-affinity group going from empty to occupied.
+  std::uint64_t version = 0;
+  std::uint64_t owners_version = 0;  // Bumped when an owner takes a domain it had not held.
+};
+
+// Planned claims, fewest pods first. One array holds them bucketed by pod count, so a claim
+// gaining a pod moves with one swap. Within a count the order is a function of the pass's
+// history, so it is deterministic (Karpenter's is an unstable sort).
+class ClaimOrder {
+ public:
+  // A new claim, with no pods yet.
+  void Add(std::size_t claim);
+  // The claim has one more pod.
+  void Bump(std::size_t claim);
+  const std::vector<std::size_t>& claims() const { return order_; }
+
+ private:
+  std::vector<std::size_t> order_;  // Claims, by pod count.
+  std::vector<std::size_t> pos_;    // claim -> position in order_.
+  std::vector<std::size_t> count_;  // claim -> pods.
+  std::vector<std::size_t> start_;  // count -> first position of that bucket.
+  void Swap(std::size_t a, std::size_t b);
 };
 
 // A place a pod can go: an existing node, an in-flight NodeClaim, or a claim planned now.
@@ -134,9 +167,11 @@ struct PodView {
   // Derived from the above by Refresh().
   Requirements requirements;
   std::vector<std::size_t> groups;  // Topology groups the pod owns.
-  // Pods with equal constraints share a class; a claim that refuses a class for a lasting
-  // reason is skipped by every later pod of that class.
+  // Pods with equal constraints share a class; a claim that refuses a class is skipped by
+  // later pods of that class while the reason holds.
   std::size_t shape = 0;
+  // The topology groups that select this pod, by group index (shared by its class).
+  const std::vector<std::size_t>* selecting = nullptr;
 };
 
 }  // namespace tenon::core

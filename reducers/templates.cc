@@ -24,6 +24,10 @@ std::size_t TypeMask::Count() const {
   return n;
 }
 
+void TypeMask::ClearAll() {
+  std::fill(words_.begin(), words_.end(), 0);
+}
+
 TypeMask& TypeMask::operator&=(const TypeMask& other) {
   assert(words_.size() == other.words_.size());
   for (std::size_t i = 0; i < words_.size(); ++i) words_[i] &= other.words_[i];
@@ -196,6 +200,33 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
   return out;
 }
 
+namespace {
+
+// The per-dimension threshold masks KeepFitting looks up.
+void BuildThresholds(PoolTemplate& t) {
+  for (std::size_t d = 0; d < 3; ++d) {
+    auto amount = [&](const TypeRow& row) {
+      const Resources& a = row.allocatable;
+      return d == 0 ? a.cpu.value : d == 1 ? a.memory.value : a.pods;
+    };
+    std::vector<std::int64_t> values;
+    for (const TypeRow& row : t.types) values.push_back(amount(row));
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    auto& steps = t.thresholds[d];
+    steps.clear();
+    for (std::int64_t v : values) {
+      PoolTemplate::Threshold step{v, TypeMask(t.types.size())};
+      for (std::size_t i = 0; i < t.types.size(); ++i) {
+        if (amount(t.types[i]) >= v) step.types.Set(i);
+      }
+      steps.push_back(std::move(step));
+    }
+  }
+}
+
+}  // namespace
+
 void FillTypes(const State& state, PoolTemplate& t,
                std::map<std::string, std::vector<CatalogEntry>>& per_nodeclass) {
   if (t.nodeclass == nullptr) {
@@ -236,6 +267,46 @@ void FillTypes(const State& state, PoolTemplate& t,
   }
   ApplyDaemonSets(state, t);
   ApplyLimits(state, t);
+  BuildThresholds(t);
+}
+
+void KeepFitting(const PoolTemplate& t, TypeMask& mask, const Resources& requests) {
+  const std::int64_t need[3] = {requests.cpu.value, requests.memory.value, requests.pods};
+  for (std::size_t d = 0; d < 3; ++d) {
+    if (need[d] <= 0) continue;
+    const auto& steps = t.thresholds[d];
+    auto it = std::lower_bound(steps.begin(), steps.end(), need[d],
+                               [](const auto& step, std::int64_t n) { return step.at_least < n; });
+    if (it == steps.end()) {
+      mask.ClearAll();
+      return;
+    }
+    mask &= it->types;
+  }
+  if (requests.extended.empty()) return;
+  mask.ForEach([&](std::size_t i) {
+    if (!Fits(requests, t.types[i].allocatable)) mask.Clear(i);
+  });
+}
+
+Resources Room(const PoolTemplate& t, const TypeMask& mask) {
+  Resources room;
+  bool extended = false;
+  mask.ForEach([&](std::size_t i) {
+    const Resources& a = t.types[i].allocatable;
+    room.cpu = std::max(room.cpu, a.cpu);
+    room.memory = std::max(room.memory, a.memory);
+    room.pods = std::max(room.pods, a.pods);
+    extended = extended || !a.extended.empty();
+  });
+  if (extended) {
+    mask.ForEach([&](std::size_t i) {
+      for (const auto& [name, n] : t.types[i].allocatable.extended) {
+        room.extended[name] = std::max(room.extended[name], n);
+      }
+    });
+  }
+  return room;
 }
 
 }  // namespace tenon::core

@@ -26,6 +26,10 @@ std::optional<std::string_view> TypeLabel(const PoolTemplate& t, const TypeRow& 
 bool TypeAllows(const PoolTemplate& t, const TypeRow& row, const Requirements& reqs);
 // The types of `t` that `reqs` allows, cached by the type-relevant part of the requirements.
 const TypeMask& TypesFor(PoolTemplate& t, const Requirements& reqs);
+// Clears from `mask` every type whose allocatable cannot hold `requests`.
+void KeepFitting(const PoolTemplate& t, TypeMask& mask, const Resources& requests);
+// Per dimension, the most any type in `mask` can hold.
+Resources Room(const PoolTemplate& t, const TypeMask& mask);
 // What a type counts against NodePool limits: its raw CPU, memory and accelerators.
 Resources TypeCapacity(const TypeRow& row);
 

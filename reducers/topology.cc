@@ -193,163 +193,209 @@ void Topology::AddExistingAntiAffinity() {
   }
 }
 
-std::int32_t Topology::Count(const TopologyGroup& g, const std::string& domain) const {
+std::int32_t Topology::Count(const TopologyGroup& g, std::string_view domain) const {
   auto it = g.counts.find(domain);
   return it == g.counts.end() ? 0 : it->second;
 }
 
-// The domains a pod may still use for `g`, given its own requirement on the key.
-std::vector<std::string> Topology::PodDomains(const TopologyGroup& g,
-                                              const Requirements& pod_reqs) const {
-  const ValueSet* set = pod_reqs.Get(g.key);
-  std::vector<std::string> out;
-  for (const auto& d : g.domains) {
-    if (!set || set->Has(d)) out.push_back(d);
-  }
-  return out;
-}
-
-std::string Topology::Narrow(const PodView& view, const TopologyGroup& g, bool owned,
-                             std::vector<std::string>& node_domains) const {
+bool Topology::Narrow(const PodView& view, const TopologyGroup& g, bool owned,
+                      std::vector<std::string_view>& node_domains, std::string* why) const {
+  auto fail = [&](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return false;
+  };
   bool self = Selects(g, *view.pod);
   if (!owned) {
     // Another pod's anti-affinity selects this one: stay out of the domains it occupies.
-    std::erase_if(node_domains, [&](const std::string& d) {
+    std::erase_if(node_domains, [&](std::string_view d) {
       auto it = g.owners.find(d);
       return it != g.owners.end() && it->second > 0;
     });
-    return node_domains.empty() ? "anti-affinity of a placed pod on " + g.key + " excludes it" : "";
+    return !node_domains.empty() ||
+           fail("anti-affinity of a placed pod on " + g.key + " excludes it");
   }
   switch (g.kind) {
     case GroupKind::kSpread: {
       std::int32_t min = 0;
       if (!IsHostname(g.key)) {
-        auto pod_domains = PodDomains(g, view.requirements);
+        // The least-loaded domain among those the pod itself may use.
+        const ValueSet* mine = view.requirements.Get(g.key);
+        std::int32_t usable = 0;
         min = std::numeric_limits<std::int32_t>::max();
-        for (const auto& d : pod_domains) min = std::min(min, Count(g, d));
-        if (pod_domains.empty()) min = 0;
-        if (g.min_domains > 0 && static_cast<std::int32_t>(pod_domains.size()) < g.min_domains) {
-          min = 0;
+        for (const auto& d : g.domains) {
+          if (mine && !mine->Has(d)) continue;
+          usable++;
+          min = std::min(min, Count(g, d));
         }
+        if (usable == 0 || (g.min_domains > 0 && usable < g.min_domains)) min = 0;
       }
-      std::string best;
+      std::string_view best;
       std::int32_t best_count = std::numeric_limits<std::int32_t>::max();
-      for (const auto& d : node_domains) {
+      for (std::string_view d : node_domains) {
         std::int32_t count = Count(g, d) + (self ? 1 : 0);
         if (count - min <= g.max_skew && count < best_count) {
           best = d;
           best_count = count;
         }
       }
-      if (best.empty()) {
+      if (best_count == std::numeric_limits<std::int32_t>::max()) {
         node_domains.clear();
-        return "topology spread on " + g.key + " (maxSkew " + std::to_string(g.max_skew) +
-               ") has no domain left";
+        return fail("topology spread on " + g.key + " (maxSkew " + std::to_string(g.max_skew) +
+                    ") has no domain left");
       }
-      node_domains = {best};
-      return {};
+      node_domains.assign(1, best);
+      return true;
     }
     case GroupKind::kAffinity: {
-      std::vector<std::string> options;
-      for (const auto& [d, n] : g.counts) {
-        if (n > 0) options.push_back(d);
-      }
-      if (options.empty() && self) {
+      bool occupied = std::any_of(g.counts.begin(), g.counts.end(),
+                                  [](const auto& entry) { return entry.second > 0; });
+      if (!occupied && self) {
         // Nothing to be near yet and the pod selects itself: any one domain bootstraps it.
         if (!node_domains.empty()) node_domains.resize(1);
-        return node_domains.empty() ? "pod affinity on " + g.key + " has no domain" : "";
+        return !node_domains.empty() || fail("pod affinity on " + g.key + " has no domain");
       }
-      std::erase_if(node_domains, [&](const std::string& d) {
-        return !std::binary_search(options.begin(), options.end(), d);
-      });
-      return node_domains.empty() ? "pod affinity on " + g.key + " matches no pod in reach" : "";
+      std::erase_if(node_domains, [&](std::string_view d) { return Count(g, d) == 0; });
+      return !node_domains.empty() || fail("pod affinity on " + g.key + " matches no pod in reach");
     }
     case GroupKind::kAntiAffinity: {
-      std::erase_if(node_domains, [&](const std::string& d) { return Count(g, d) > 0; });
-      return node_domains.empty() ? "pod anti-affinity on " + g.key + " excludes every domain" : "";
+      std::erase_if(node_domains, [&](std::string_view d) { return Count(g, d) > 0; });
+      return !node_domains.empty() ||
+             fail("pod anti-affinity on " + g.key + " excludes every domain");
     }
   }
-  return {};
+  return true;
 }
 
-std::string Topology::Check(const PodView& view, const std::string& bin_name, const Labels* labels,
-                            Requirements& claim_reqs, bool* permanent) const {
-  auto check = [&](const TopologyGroup& g, bool owned) -> std::string {
-    std::vector<std::string> node_domains;
+bool Topology::Check(const PodView& view, const std::string& bin_name, const Labels* labels,
+                     const Requirements* claim, Choices* chosen, bool* permanent,
+                     std::string* why) const {
+  std::vector<std::string_view> node_domains;
+  auto check = [&](std::size_t index, bool owned) -> bool {
+    const TopologyGroup& g = groups_[index];
+    node_domains.clear();
     if (IsHostname(g.key)) {
-      node_domains = {bin_name};
+      node_domains.push_back(bin_name);
     } else if (labels != nullptr) {
-      auto v = Label(*labels, g.key);
-      if (!v) return owned ? "node has no " + g.key + " label" : "";
-      node_domains = {*v};
+      auto it = labels->find(g.key);
+      if (it == labels->end()) {
+        if (owned && why != nullptr) *why = "node has no " + g.key + " label";
+        return !owned;
+      }
+      node_domains.push_back(it->second);
     } else {
-      const ValueSet* allowed = claim_reqs.Get(g.key);
+      // A planned claim may still use any domain both it and the pod allow.
+      const ValueSet* theirs = claim != nullptr ? claim->Get(g.key) : nullptr;
+      const ValueSet* mine = view.requirements.Get(g.key);
       for (const auto& d : g.domains) {
-        if (!allowed || allowed->Has(d)) node_domains.push_back(d);
+        if ((!theirs || theirs->Has(d)) && (!mine || mine->Has(d))) node_domains.push_back(d);
       }
     }
-    std::string why = Narrow(view, g, owned, node_domains);
-    if (!why.empty()) {
+    if (!Narrow(view, g, owned, node_domains, why)) {
       // Counts only grow and a claim's domains only narrow during a pass, so these refusals
       // hold for the rest of it; spread and affinity on other keys can change their mind.
       bool lasting = g.kind == GroupKind::kAntiAffinity || !owned ||
                      (IsHostname(g.key) && g.kind == GroupKind::kSpread);
       if (permanent != nullptr) *permanent = lasting;
-      return why;
+      return false;
     }
-    if (labels == nullptr && !IsHostname(g.key)) {
-      ValueSet chosen{false, node_domains, {}, {}, false, 0};
-      claim_reqs.Add(g.key, chosen);
+    if (labels == nullptr && !IsHostname(g.key) && chosen != nullptr) {
+      chosen->emplace_back(index, node_domains);
     }
-    return {};
+    return true;
   };
   for (std::size_t i : view.groups) {
-    if (auto why = check(groups_[i], true); !why.empty()) return why;
+    if (!check(i, true)) return false;
   }
-  for (std::size_t i = 0; i < groups_.size(); ++i) {
-    const TopologyGroup& g = groups_[i];
-    if (g.kind != GroupKind::kAntiAffinity || g.owners.empty()) continue;
-    if (!Selects(g, *view.pod)) continue;
-    if (auto why = check(g, false); !why.empty()) return why;
+  if (view.selecting != nullptr) {
+    for (std::size_t i : *view.selecting) {
+      const TopologyGroup& g = groups_[i];
+      if (g.kind != GroupKind::kAntiAffinity || g.owners.empty()) continue;
+      if (!check(i, false)) return false;
+    }
   }
-  return {};
+  return true;
+}
+
+bool Topology::Narrows(const Choices& chosen, const Requirements& claim) const {
+  for (const auto& [index, values] : chosen) {
+    const ValueSet* existing = claim.Get(groups_[index].key);
+    if (existing == nullptr || existing->complement) return true;
+    for (const auto& v : existing->values) {
+      if (std::find(values.begin(), values.end(), v) == values.end()) return true;
+    }
+    if (existing->absent_ok) return true;
+  }
+  return false;
+}
+
+void Topology::Apply(const Choices& chosen, Requirements& claim) const {
+  for (const auto& [index, values] : chosen) {
+    ValueSet set{false, {values.begin(), values.end()}, {}, {}, false, 0};
+    std::sort(set.values.begin(), set.values.end());
+    claim.Add(groups_[index].key, set);
+  }
 }
 
 void Topology::Record(const PodView& view, const std::string& bin_name, const Labels* labels,
                       const PoolTemplate* t, const Requirements* claim_reqs) {
-  auto domains_of = [&](const TopologyGroup& g) {
-    std::vector<std::string> out;
-    if (IsHostname(g.key)) return std::vector<std::string>{bin_name};
-    if (labels != nullptr) {
-      if (auto v = Label(*labels, g.key)) out.push_back(*v);
-      return out;
-    }
-    const ValueSet* allowed = claim_reqs->Get(g.key);
-    for (const auto& d : g.domains) {
-      if (!allowed || allowed->Has(d)) out.push_back(d);
-    }
-    return out;
-  };
-  for (std::size_t i = 0; i < groups_.size(); ++i) {
-    TopologyGroup& g = groups_[i];
-    bool owned = std::find(view.groups.begin(), view.groups.end(), i) != view.groups.end();
-    bool selected = Selects(g, *view.pod);
-    if (!selected && !(owned && g.kind == GroupKind::kAntiAffinity)) continue;
+  std::vector<std::string_view> domains;
+  auto record = [&](std::size_t index, bool selected, bool owned) {
+    TopologyGroup& g = groups_[index];
     if (selected && g.kind == GroupKind::kSpread) {
       bool counts =
           labels != nullptr ? NodeCounts(g, *labels, {}) : ClaimCounts(g, *t, *claim_reqs);
       if (!counts) selected = false;
     }
-    auto domains = domains_of(g);
+    domains.clear();
+    if (IsHostname(g.key)) {
+      domains.push_back(bin_name);
+    } else if (labels != nullptr) {
+      if (auto it = labels->find(g.key); it != labels->end()) domains.push_back(it->second);
+    } else {
+      const ValueSet* allowed = claim_reqs->Get(g.key);
+      for (const auto& d : g.domains) {
+        if (!allowed || allowed->Has(d)) domains.push_back(d);
+      }
+    }
     if (selected && (g.kind == GroupKind::kAntiAffinity || domains.size() == 1)) {
       // Spread and affinity count a pod only where its domain is known; anti-affinity blocks
       // every domain the pod might end up in.
-      for (const auto& d : domains) g.counts[d]++;
+      for (std::string_view d : domains) {
+        auto [it, fresh] = g.counts.try_emplace(std::string(d), 0);
+        if (it->second++ == 0 || g.kind == GroupKind::kSpread) g.version++;
+      }
     }
     if (owned && g.kind == GroupKind::kAntiAffinity) {
-      for (const auto& d : domains) g.owners[d]++;
+      for (std::string_view d : domains) {
+        auto [it, fresh] = g.owners.try_emplace(std::string(d), 0);
+        if (it->second++ == 0) g.owners_version++;
+      }
     }
+  };
+  auto owns = [&](std::size_t index) {
+    return std::find(view.groups.begin(), view.groups.end(), index) != view.groups.end();
+  };
+  assert(view.selecting != nullptr);
+  for (std::size_t i : *view.selecting) record(i, true, owns(i));
+  for (std::size_t i : view.groups) {
+    bool selected =
+        std::find(view.selecting->begin(), view.selecting->end(), i) != view.selecting->end();
+    if (!selected && groups_[i].kind == GroupKind::kAntiAffinity) record(i, false, true);
   }
+}
+
+void Topology::Selecting(const Pod& pod, std::vector<std::size_t>& cache,
+                         std::size_t& scanned) const {
+  for (; scanned < groups_.size(); ++scanned) {
+    if (Selects(groups_[scanned], pod)) cache.push_back(scanned);
+  }
+}
+
+std::uint64_t Topology::Epoch(const PodView& view) const {
+  std::uint64_t epoch = 0;
+  for (std::size_t i : view.groups) epoch += groups_[i].version;
+  for (std::size_t i : *view.selecting) epoch += groups_[i].owners_version;
+  return epoch;
 }
 
 }  // namespace tenon::core

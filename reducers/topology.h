@@ -3,6 +3,8 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reducers/scheduling.h"
@@ -21,14 +23,27 @@ class Topology {
   // pods they select.
   void AddExistingAntiAffinity();
 
-  // Checks the pod against a bin. Existing bins pass their labels; planned claims pass null
-  // and get the chosen domains added to `claim_reqs`. Returns why not, or empty.
-  // `permanent` (optional) is set when the refusal will hold for the rest of the pass.
-  std::string Check(const PodView& view, const std::string& bin_name, const Labels* labels,
-                    Requirements& claim_reqs, bool* permanent = nullptr) const;
+  // The domains a check chose for a planned claim: group index and the values left.
+  using Choices = std::vector<std::pair<std::size_t, std::vector<std::string_view>>>;
+
+  // Checks the pod against a bin. Existing bins pass their labels; planned claims pass their
+  // requirements instead and get the domains they must narrow to in `chosen`. On a refusal,
+  // `permanent` (optional) says whether it holds for the whole pass and `why` (optional) why.
+  bool Check(const PodView& view, const std::string& bin_name, const Labels* labels,
+             const Requirements* claim, Choices* chosen, bool* permanent = nullptr,
+             std::string* why = nullptr) const;
+  // Whether applying a check's choices would narrow `claim`, and applying them.
+  bool Narrows(const Choices& chosen, const Requirements& claim) const;
+  void Apply(const Choices& chosen, Requirements& claim) const;
   // Counts a placed pod in every group that selects it.
   void Record(const PodView& view, const std::string& bin_name, const Labels* labels,
               const PoolTemplate* t, const Requirements* claim_reqs);
+
+  // The groups selecting `pod`, appended to `cache` for the groups made since it was last
+  // brought up to date (`scanned` is how many groups it has seen).
+  void Selecting(const Pod& pod, std::vector<std::size_t>& cache, std::size_t& scanned) const;
+  // Changes whenever a topology refusal of this pod might no longer hold.
+  std::uint64_t Epoch(const PodView& view) const;
 
   const std::vector<TopologyGroup>& groups() const { return groups_; }
 
@@ -40,10 +55,9 @@ class Topology {
   bool NodeCounts(const TopologyGroup& g, const Labels& labels,
                   const std::vector<Taint>& taints) const;
   bool ClaimCounts(const TopologyGroup& g, const PoolTemplate& t, const Requirements& reqs) const;
-  std::int32_t Count(const TopologyGroup& g, const std::string& domain) const;
-  std::vector<std::string> PodDomains(const TopologyGroup& g, const Requirements& pod_reqs) const;
-  std::string Narrow(const PodView& view, const TopologyGroup& g, bool owned,
-                     std::vector<std::string>& node_domains) const;
+  std::int32_t Count(const TopologyGroup& g, std::string_view domain) const;
+  bool Narrow(const PodView& view, const TopologyGroup& g, bool owned,
+              std::vector<std::string_view>& node_domains, std::string* why) const;
 
   const State* state_;
   const std::vector<PoolTemplate>* templates_;
