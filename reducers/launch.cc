@@ -12,7 +12,7 @@ namespace {
 
 struct Candidate {
   std::size_t row = 0;
-  std::vector<const Offering*> offerings;  // Of the chosen capacity type, allowed zones.
+  std::vector<const TypeRow::Offer*> offers;  // Of the chosen capacity type, allowed zones.
   MicroUsdPerHour cheapest{0};
 };
 
@@ -28,13 +28,27 @@ std::set<std::string> ValuesOf(const PoolTemplate& t, const TypeRow& row, const 
   return out;
 }
 
-// Zone and capacity-type requirements, looked up once per claim rather than per offering.
+// Zone and capacity-type requirements, resolved once per claim to the template's zone and
+// capacity-type indexes, so the per-offering test is two lookups.
 struct OfferingFilter {
-  const ValueSet* zone = nullptr;
-  const ValueSet* capacity = nullptr;
-  bool operator()(const Offering& o) const {
-    return (!zone || zone->Has(o.zone)) && (!capacity || capacity->Has(o.capacity_type));
+  OfferingFilter(const PoolTemplate& t, const Requirements& reqs) {
+    const ValueSet* zone = reqs.Get(label::kZone);
+    const ValueSet* capacity = reqs.Get(label::kCapacityType);
+    for (const auto& z : t.zones) zones.push_back(!zone || zone->Has(z));
+    for (const auto& c : t.capacities) capacities.push_back(!capacity || capacity->Has(c));
   }
+  bool operator()(const TypeRow::Offer& o) const { return zones[o.zone] && capacities[o.capacity]; }
+  // The template's index of capacity type `ct`, or none when no offering has it or it is not
+  // allowed.
+  std::optional<std::uint16_t> Capacity(const PoolTemplate& t, const std::string& ct) const {
+    auto it = std::lower_bound(t.capacities.begin(), t.capacities.end(), ct);
+    if (it == t.capacities.end() || *it != ct) return std::nullopt;
+    auto i = static_cast<std::uint16_t>(it - t.capacities.begin());
+    if (!capacities[i]) return std::nullopt;
+    return i;
+  }
+  std::vector<bool> zones;
+  std::vector<bool> capacities;
 };
 
 const std::vector<std::pair<MicroUsdPerHour, std::size_t>>& ByPrice(const PoolTemplate& t,
@@ -44,33 +58,36 @@ const std::vector<std::pair<MicroUsdPerHour, std::size_t>>& ByPrice(const PoolTe
   return it == t.by_price.end() ? kNone : it->second;
 }
 
-// The cheapest allowed offering of `ct` on a row, if any.
-std::optional<MicroUsdPerHour> Cheapest(const TypeRow& row, const std::string& ct,
+// The cheapest allowed offering of capacity type `ct` (a template index) on a row, if any.
+std::optional<MicroUsdPerHour> Cheapest(const TypeRow& row, std::uint16_t ct,
                                         const OfferingFilter& allowed) {
   std::optional<MicroUsdPerHour> best;
-  for (const Offering* o : row.offerings) {
-    if (o->capacity_type != ct || !allowed(*o)) continue;
-    if (!best || o->price < *best) best = o->price;
+  for (const auto& o : row.offers) {
+    if (o.capacity != ct || !allowed(o)) continue;
+    if (!best || o.price < *best) best = o.price;
   }
   return best;
 }
 
 bool Offers(const PoolTemplate& t, const TypeMask& rows, const std::string& ct,
             const OfferingFilter& allowed) {
-  if (allowed.capacity && !allowed.capacity->Has(ct)) return false;
+  auto index = allowed.Capacity(t, ct);
+  if (!index) return false;
   for (const auto& [price, r] : ByPrice(t, ct)) {
-    if (rows.Test(r) && Cheapest(t.types[r], ct, allowed)) return true;
+    if (rows.Test(r) && Cheapest(t.types[r], *index, allowed)) return true;
   }
   return false;
 }
 
 std::optional<MicroUsdPerHour> CheapestOnDemand(const PoolTemplate& t, const TypeMask& rows,
                                                 const OfferingFilter& allowed) {
+  auto index = allowed.Capacity(t, kCapacityOnDemand);
+  if (!index) return std::nullopt;
   std::optional<MicroUsdPerHour> best;
   for (const auto& [floor, r] : ByPrice(t, kCapacityOnDemand)) {
     if (best && floor >= *best) break;  // Sorted by each row's floor: nothing cheaper follows.
     if (!rows.Test(r)) continue;
-    auto price = Cheapest(t.types[r], kCapacityOnDemand, allowed);
+    auto price = Cheapest(t.types[r], *index, allowed);
     if (price && (!best || *price < *best)) best = price;
   }
   return best;
@@ -117,18 +134,20 @@ std::vector<Candidate> Collect(const PoolTemplate& t, const Bin& bin, const Type
   bool min_values = std::any_of(bin.requirements.sets().begin(), bin.requirements.sets().end(),
                                 [](const auto& kv) { return kv.second.min_values > 0; });
   std::vector<Candidate> out;
+  auto index = allowed.Capacity(t, capacity);
+  if (!index) return out;
   std::optional<MicroUsdPerHour> cutoff;
   for (const auto& [floor, r] : ByPrice(t, capacity)) {
     if (cutoff && floor > *cutoff) break;
     if (!rows.Test(r)) continue;
     Candidate c{r, {}, MicroUsdPerHour{0}};
-    for (const Offering* o : t.types[r].offerings) {
-      if (o->capacity_type != capacity || !allowed(*o)) continue;
-      if (ceiling && o->price > *ceiling) continue;
-      if (c.offerings.empty() || o->price < c.cheapest) c.cheapest = o->price;
-      c.offerings.push_back(o);
+    for (const auto& o : t.types[r].offers) {
+      if (o.capacity != *index || !allowed(o)) continue;
+      if (ceiling && o.price > *ceiling) continue;
+      if (c.offers.empty() || o.price < c.cheapest) c.cheapest = o.price;
+      c.offers.push_back(&o);
     }
-    if (c.offerings.empty()) continue;
+    if (c.offers.empty()) continue;
     out.push_back(std::move(c));
     if (!min_values && !cutoff && out.size() >= kFleetOverridesMax) {
       std::vector<MicroUsdPerHour> prices;
@@ -162,8 +181,7 @@ std::string MinValuesShortfall(const PoolTemplate& t, const TypeMask& mask,
 
 PlannedClaim ChooseLaunch(const PoolTemplate& t, const Bin& bin) {
   assert(bin.types.Any());
-  OfferingFilter allowed{bin.requirements.Get(label::kZone),
-                         bin.requirements.Get(label::kCapacityType)};
+  OfferingFilter allowed(t, bin.requirements);
   TypeMask rows = bin.types;
   TypeMask generic = rows;
   generic.AndNot(t.exotic);
@@ -193,12 +211,13 @@ PlannedClaim ChooseLaunch(const PoolTemplate& t, const Bin& bin) {
     const TypeRow& row = t.types[c.row];
     claim.allocatable = first ? row.allocatable : Min(claim.allocatable, row.allocatable);
     first = false;
-    std::vector<const Offering*> offerings = c.offerings;
-    std::sort(offerings.begin(), offerings.end(), [](const Offering* a, const Offering* b) {
+    std::vector<const TypeRow::Offer*> offers = c.offers;
+    std::sort(offers.begin(), offers.end(), [](const auto* a, const auto* b) {
       return a->price != b->price ? a->price < b->price : a->zone < b->zone;
     });
-    for (const Offering* o : offerings) {
-      claim.offerings.push_back({row.entry->type.name, o->zone, o->capacity_type, o->price});
+    for (const auto* o : offers) {
+      claim.offerings.push_back(
+          {row.entry->type.name, t.zones[o->zone], t.capacities[o->capacity], o->price});
     }
   }
   return claim;

@@ -116,7 +116,6 @@ class Pass {
   std::vector<std::size_t> refused_forever_;  // [shape]
   // [shape]: the topology groups selecting the shape's pods, and how many groups were seen.
   std::deque<std::pair<std::vector<std::size_t>, std::size_t>> selecting_;
-  std::map<std::string, std::string> placement_;  // pod key -> bin name
 };
 
 void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const {
@@ -286,20 +285,25 @@ void Pass::Refresh(PodView& v) {
 // Everything about a pod that decides whether a claim can take it, except its size.
 std::size_t Pass::ShapeOf(const PodView& v) {
   const Pod& pod = *v.pod;
-  std::string s = pod.ns + "|" + v.requirements.Signature() + "|";
-  for (const auto& [k, val] : pod.labels) s += k + "=" + val + ",";
-  s += "|";
-  for (std::size_t g : v.groups) s += std::to_string(g) + ",";
-  s += "|";
+  std::string s;
+  s.reserve(128);
+  ((s += pod.ns) += '|') += v.requirements.Signature();
+  s += '|';
+  for (const auto& [k, val] : pod.labels) (((s += k) += '=') += val) += ',';
+  s += '|';
+  for (std::size_t g : v.groups) (s += std::to_string(g)) += ',';
+  s += '|';
   for (const auto& t : pod.tolerations) {
-    s += t.key + (t.op_exists ? "?" : "=") + t.value +
-         (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") + ",";
+    ((s += t.key) += t.op_exists ? '?' : '=') += t.value;
+    (s += t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") += ',';
   }
   s += v.tolerate_prefer_no_schedule ? "|P|" : "|-|";
-  for (const auto& p : pod.host_ports) s += std::to_string(p.port) + p.protocol + p.host_ip + ",";
+  for (const auto& p : pod.host_ports) {
+    (((s += std::to_string(p.port)) += p.protocol) += p.host_ip) += ',';
+  }
   for (const auto& [driver, ids] : v.volumes) {
-    s += driver + ":";
-    for (const auto& id : ids) s += id + ",";
+    (s += driver) += ':';
+    for (const auto& id : ids) (s += id) += ',';
   }
   auto [it, inserted] = shapes_.try_emplace(s, shapes_.size());
   if (inserted) {
@@ -505,7 +509,7 @@ void Pass::Commit(PodView& v, Bin& bin) {
   bin.pods.push_back(v.key);
   for (const auto& p : v.pod->host_ports) bin.host_ports.push_back(p);
   for (const auto& [driver, ids] : v.volumes) bin.volumes[driver].insert(ids.begin(), ids.end());
-  placement_[v.key] = bin.name;
+  v.target = bin.name;
 }
 
 void Pass::Prepare(PodView& v) {
@@ -609,9 +613,9 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
   for (std::size_t i = 0; i < views.size(); ++i) {
     PodView& v = views[i];
     PodOutcome outcome{v.key, {}, {}, v.relaxed};
-    if (auto it = placement_.find(v.key); it != placement_.end()) {
-      outcome.target = it->second;
-      bool planned = !it->second.empty() && it->second[0] == '#';
+    if (!v.target.empty()) {
+      outcome.target = v.target;
+      bool planned = v.target[0] == '#';
       outcome.reason = planned ? "new nodeclaim" : "fits existing capacity";
       if (!planned) result.existing_placements++;
     } else {

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reducers/internal.h"
@@ -30,6 +31,7 @@ class TypeMask {
   std::size_t Count() const;
   TypeMask& operator&=(const TypeMask& other);
   TypeMask& AndNot(const TypeMask& other);
+  bool Intersects(const TypeMask& other) const;
   void ClearAll();
   template <class F>
   void ForEach(F&& f) const {
@@ -51,7 +53,16 @@ struct TypeRow {
   Resources allocatable;  // NodeClass kubelet settings applied, DaemonSet overhead removed.
   Resources daemon_overhead;
   std::vector<const Offering*> offerings;  // Available and not in the unavailable cache.
-  bool exotic = false;                     // GPU, accelerator or metal.
+  // The same offerings, compact: zone and capacity type as indexes into the template's
+  // zone and capacity-type names, for the launch choice's inner loops.
+  struct Offer {
+    std::uint16_t zone = 0;
+    std::uint16_t capacity = 0;
+    MicroUsdPerHour price{0};
+    const Offering* offering = nullptr;
+  };
+  std::vector<Offer> offers;
+  bool exotic = false;  // GPU, accelerator or metal.
 };
 
 struct PoolTemplate {
@@ -76,10 +87,16 @@ struct PoolTemplate {
     TypeMask types;
   };
   std::array<std::vector<Threshold>, 3> thresholds;
-  TypeMask exotic;  // Types with GPUs, accelerators or metal.
+  std::vector<std::string> zones;       // Every zone an offering names; Offer::zone indexes it.
+  std::vector<std::string> capacities;  // Likewise for capacity types.
+  TypeMask with_extended;               // Types with extended resources (GPUs and the like).
+  TypeMask exotic;                      // Types with GPUs, accelerators or metal.
   // Per capacity type: rows that offer it, by their cheapest offering of it (anywhere).
   std::map<std::string, std::vector<std::pair<MicroUsdPerHour, std::size_t>>> by_price;
 };
+
+// Pods per topology domain, looked up by string_view.
+using DomainCounts = std::map<std::string, std::int32_t, std::less<>>;
 
 enum class GroupKind : std::uint8_t { kSpread, kAffinity, kAntiAffinity };
 
@@ -97,10 +114,9 @@ struct TopologyGroup {
   Requirements filter_requirements;
   bool filter_taints = false;
   std::vector<Toleration> filter_tolerations;
-  std::set<std::string, std::less<>> domains;               // Every domain the owners could use.
-  std::map<std::string, std::int32_t, std::less<>> counts;  // Selected pods per domain.
-  std::map<std::string, std::int32_t, std::less<>>
-      owners;  // Anti-affinity: owning pods per domain.
+  std::set<std::string, std::less<>> domains;  // Every domain the owners could use.
+  DomainCounts counts;                         // Selected pods per domain.
+  DomainCounts owners;                         // Anti-affinity: owning pods per domain.
   // Bumped whenever a change could turn a refusal into an acceptance: any count of a spread
   // group, a domain of an affinity or anti-affinity group going from empty to occupied.
   std::uint64_t version = 0;
@@ -164,6 +180,7 @@ struct PodView {
   std::vector<bool> spread_dropped;
   bool tolerate_prefer_no_schedule = false;
   std::vector<std::string> relaxed;
+  std::string target;  // The bin it was placed on, once placed.
   // Derived from the above by Refresh().
   Requirements requirements;
   std::vector<std::size_t> groups;  // Topology groups the pod owns.

@@ -3,6 +3,7 @@
 // run there. Built once per pass, O(pools x types), never per pod.
 #include <algorithm>
 #include <cassert>
+#include <set>
 
 #include "reducers/scheduling.h"
 #include "reducers/templates.h"
@@ -22,6 +23,13 @@ std::size_t TypeMask::Count() const {
   std::size_t n = 0;
   for (std::uint64_t w : words_) n += static_cast<std::size_t>(__builtin_popcountll(w));
   return n;
+}
+
+bool TypeMask::Intersects(const TypeMask& other) const {
+  for (std::size_t w = 0; w < words_.size() && w < other.words_.size(); ++w) {
+    if (words_[w] & other.words_[w]) return true;
+  }
+  return false;
 }
 
 void TypeMask::ClearAll() {
@@ -202,8 +210,37 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
 
 namespace {
 
+// Zone and capacity-type names interned per template, and each row's compact offers.
+void IndexOffers(PoolTemplate& t) {
+  std::set<std::string> zones;
+  std::set<std::string> capacities;
+  for (const TypeRow& row : t.types) {
+    for (const Offering* o : row.offerings) {
+      zones.insert(o->zone);
+      capacities.insert(o->capacity_type);
+    }
+  }
+  t.zones.assign(zones.begin(), zones.end());
+  t.capacities.assign(capacities.begin(), capacities.end());
+  auto index = [](const std::vector<std::string>& names, const std::string& name) {
+    return static_cast<std::uint16_t>(std::lower_bound(names.begin(), names.end(), name) -
+                                      names.begin());
+  };
+  for (TypeRow& row : t.types) {
+    row.offers.clear();
+    for (const Offering* o : row.offerings) {
+      row.offers.push_back(
+          {index(t.zones, o->zone), index(t.capacities, o->capacity_type), o->price, o});
+    }
+  }
+}
+
 // The per-dimension threshold masks KeepFitting looks up.
 void BuildThresholds(PoolTemplate& t) {
+  t.with_extended = TypeMask(t.types.size());
+  for (std::size_t i = 0; i < t.types.size(); ++i) {
+    if (!t.types[i].allocatable.extended.empty()) t.with_extended.Set(i);
+  }
   for (std::size_t d = 0; d < 3; ++d) {
     auto amount = [&](const TypeRow& row) {
       const Resources& a = row.allocatable;
@@ -241,13 +278,14 @@ void FillTypes(const State& state, PoolTemplate& t,
     }
   }
   for (const CatalogEntry& entry : it->second) {
-    TypeRow row{&entry, entry.allocatable, {}, {}, IsExotic(entry)};
+    TypeRow row{&entry, entry.allocatable, {}, {}, {}, IsExotic(entry)};
     for (const auto& o : entry.type.offerings) {
       if (OfferingUsable(state, entry.type, o)) row.offerings.push_back(&o);
     }
     if (row.offerings.empty() || !TypeAllows(t, row, t.requirements)) continue;
     t.types.push_back(std::move(row));
   }
+  IndexOffers(t);
   t.all = TypeMask(t.types.size(), true);
   t.exotic = TypeMask(t.types.size());
   for (std::size_t i = 0; i < t.types.size(); ++i) {
@@ -290,22 +328,26 @@ void KeepFitting(const PoolTemplate& t, TypeMask& mask, const Resources& request
 }
 
 Resources Room(const PoolTemplate& t, const TypeMask& mask) {
+  // Per dimension, the largest threshold some type in the mask reaches.
   Resources room;
-  bool extended = false;
-  mask.ForEach([&](std::size_t i) {
-    const Resources& a = t.types[i].allocatable;
-    room.cpu = std::max(room.cpu, a.cpu);
-    room.memory = std::max(room.memory, a.memory);
-    room.pods = std::max(room.pods, a.pods);
-    extended = extended || !a.extended.empty();
-  });
-  if (extended) {
-    mask.ForEach([&](std::size_t i) {
-      for (const auto& [name, n] : t.types[i].allocatable.extended) {
-        room.extended[name] = std::max(room.extended[name], n);
+  std::int64_t* dims[3] = {&room.cpu.value, &room.memory.value, &room.pods};
+  for (std::size_t d = 0; d < 3; ++d) {
+    const auto& steps = t.thresholds[d];
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+      if (mask.Intersects(it->types)) {
+        *dims[d] = it->at_least;
+        break;
       }
-    });
+    }
   }
+  if (!t.with_extended.Intersects(mask)) return room;
+  TypeMask extended = mask;
+  extended &= t.with_extended;
+  extended.ForEach([&](std::size_t i) {
+    for (const auto& [name, n] : t.types[i].allocatable.extended) {
+      room.extended[name] = std::max(room.extended[name], n);
+    }
+  });
   return room;
 }
 

@@ -13,18 +13,25 @@ namespace tenon::core {
 namespace {
 
 std::string GroupSignature(const TopologyGroup& g) {
-  std::string s = std::to_string(static_cast<int>(g.kind)) + "|" + g.key + "|";
-  for (const auto& ns : g.namespaces) s += ns + ",";
+  std::string s;
+  s.reserve(128);
+  s += static_cast<char>('0' + static_cast<int>(g.kind));
+  ((s += '|') += g.key) += '|';
+  for (const auto& ns : g.namespaces) (s += ns) += ',';
   s += g.all_namespaces ? "*|" : "|";
-  for (const auto& [k, v] : g.selector.match_labels) s += k + "=" + v + ",";
-  s += "|" + Requirements(g.selector.match_expressions).Signature();
-  s += "|" + std::to_string(g.max_skew) + "|" + std::to_string(g.min_domains);
-  if (g.filter_affinity) s += "|A" + g.filter_requirements.Signature();
+  for (const auto& [k, v] : g.selector.match_labels) (((s += k) += '=') += v) += ',';
+  s += '|';
+  if (!g.selector.match_expressions.empty()) {
+    s += Requirements(g.selector.match_expressions).Signature();
+  }
+  ((s += '|') += std::to_string(g.max_skew)) += '|';
+  s += std::to_string(g.min_domains);
+  if (g.filter_affinity) (s += "|A") += g.filter_requirements.Signature();
   if (g.filter_taints) {
     s += "|T";
     for (const auto& t : g.filter_tolerations) {
-      s += t.key + (t.op_exists ? "?" : "=") + t.value + ":" +
-           (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") + ",";
+      (((s += t.key) += t.op_exists ? '?' : '=') += t.value) += ':';
+      (s += t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") += ',';
     }
   }
   return s;
