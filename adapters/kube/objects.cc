@@ -3,6 +3,7 @@
 #include "reducers/core.h"
 
 #include <charconv>
+#include <chrono>
 #include <limits>
 
 namespace tenon::kube {
@@ -293,15 +294,40 @@ std::vector<ContainerRequests> ParseContainers(const YAML::Node& list, bool init
   return out;
 }
 
+// The owner that controls the pod (controller: true), else the first listed.
+std::string OwnerKind(const YAML::Node& meta) {
+  const auto& owners = meta["ownerReferences"];
+  if (!owners || !owners.IsSequence() || owners.size() == 0) return "";
+  std::size_t chosen = 0;
+  for (std::size_t i = 0; i < owners.size(); ++i) {
+    const auto& controller = owners[i]["controller"];
+    if (controller && controller.as<std::string>() == "true") {
+      chosen = i;
+      break;
+    }
+  }
+  const auto& kind = owners[chosen]["kind"];
+  return kind ? Str(kind, "metadata.ownerReferences.kind") : "";
+}
+
+Nanos Created(const YAML::Node& meta) {
+  const auto& ts = meta["creationTimestamp"];
+  if (!ts || ts.IsNull()) return Nanos{0};
+  try {
+    return ParseTimestamp(Str(ts, "metadata.creationTimestamp"));
+  } catch (const ObjectError& e) {
+    throw ObjectError(std::string("metadata.creationTimestamp: ") + e.what());
+  }
+}
+
 // Parses a v1 Pod; errors carry the field, the caller adds the pod's name.
 Pod ParsePodInner(const YAML::Node& object, Pod pod) {
   const auto& meta = object["metadata"];
   if (meta["namespace"]) pod.ns = Str(meta["namespace"], "metadata.namespace");
   pod.uid = meta["uid"] ? Str(meta["uid"], "metadata.uid") : pod.ns + "/" + pod.name;
   pod.labels = ParseLabels(meta["labels"], "metadata.labels");
-  if (meta["ownerReferences"] && meta["ownerReferences"][0]) {
-    pod.owner_kind = Str(meta["ownerReferences"][0]["kind"], "ownerReferences.kind");
-  }
+  pod.owner_kind = OwnerKind(meta);
+  pod.created = Created(meta);
   const auto& spec = object["spec"];
   if (!spec) throw ObjectError("no spec");
   if (spec["nodeName"]) pod.node_name = Str(spec["nodeName"], "spec.nodeName");
@@ -393,6 +419,61 @@ Bytes ParseMemory(std::string_view quantity) {
     if (d.suffix == unit.suffix) return Bytes{Scale(d, unit.multiplier, unit.divisor)};
   }
   throw ObjectError("invalid memory quantity '" + std::string(quantity) + "'");
+}
+
+Nanos ParseTimestamp(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS, an optional fraction of a second, then Z or an offset +HH:MM / -HH:MM.
+  auto fail = [&]() -> ObjectError {
+    return ObjectError("invalid RFC 3339 timestamp '" + std::string(text) + "'");
+  };
+  if (text.size() < 20 || text.size() > kQuantityCharsMax) throw fail();
+  auto number = [&](std::size_t pos, std::size_t len) {
+    int value = 0;
+    auto [end, ec] = std::from_chars(text.data() + pos, text.data() + pos + len, value);
+    if (ec != std::errc() || end != text.data() + pos + len) throw fail();
+    return value;
+  };
+  auto expect = [&](std::size_t pos, char c) {
+    if (text[pos] != c && !(c == 'T' && text[pos] == 't')) throw fail();
+  };
+  expect(4, '-');
+  expect(7, '-');
+  expect(10, 'T');
+  expect(13, ':');
+  expect(16, ':');
+  int y = number(0, 4), mo = number(5, 2), d = number(8, 2);
+  int h = number(11, 2), mi = number(14, 2), sec = number(17, 2);
+  using namespace std::chrono;
+  year_month_day date{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
+  if (!date.ok() || h > 23 || mi > 59 || sec > 60) throw fail();
+  std::int64_t frac_nanos = 0;
+  std::size_t i = 19;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    std::size_t start = i;
+    std::int64_t scale = 100'000'000;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      frac_nanos += (text[i] - '0') * scale;  // Digits past nanoseconds scale to zero.
+      scale /= 10;
+      ++i;
+    }
+    if (i == start) throw fail();
+  }
+  std::int64_t offset_seconds = 0;
+  if (i < text.size() && (text[i] == 'Z' || text[i] == 'z')) {
+    ++i;
+  } else if (i + 6 == text.size() && (text[i] == '+' || text[i] == '-') && text[i + 3] == ':') {
+    int oh = number(i + 1, 2), om = number(i + 4, 2);
+    if (oh > 23 || om > 59) throw fail();
+    offset_seconds = (text[i] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    i += 6;
+  } else {
+    throw fail();
+  }
+  if (i != text.size()) throw fail();
+  auto local = sys_days{date} + hours{h} + minutes{mi} + seconds{sec};
+  auto utc = local - seconds{offset_seconds};
+  return Nanos{duration_cast<nanoseconds>(utc.time_since_epoch()).count() + frac_nanos};
 }
 
 Nanos ParseDuration(std::string_view text) {
@@ -509,6 +590,7 @@ Node ParseNode(const YAML::Node& object) {
   node.name = Name(object, "Node");
   return Named("Node " + node.name, [&] {
     node.labels = ParseLabels(object["metadata"]["labels"], "metadata.labels");
+    node.created = Created(object["metadata"]);
     node.labels["kubernetes.io/hostname"] = node.name;
     const auto& spec = object["spec"];
     if (spec && spec["providerID"]) node.provider_id = Str(spec["providerID"], "spec.providerID");

@@ -24,6 +24,8 @@ Millicores ParseCpu(std::string_view quantity);
 Bytes ParseMemory(std::string_view quantity);
 // Go durations: "720h", "1h30m", "10s", "500ms"; "Never" -> a negative duration.
 Nanos ParseDuration(std::string_view duration);
+// RFC 3339: "2026-01-01T00:00:00Z", "2026-01-01T02:00:00.5+02:00" -> time since the epoch.
+Nanos ParseTimestamp(std::string_view timestamp);
 
 NodePool ParseNodePool(const YAML::Node& object);    // karpenter.sh/v1 NodePool
 NodeClass ParseNodeClass(const YAML::Node& object);  // karpenter.k8s.aws/v1 EC2NodeClass

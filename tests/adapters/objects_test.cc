@@ -1,0 +1,59 @@
+// Object parsing details the scheduler depends on: a pod's creation time (it orders pods of
+// equal size) and its controlling owner (DaemonSet and mirror pods are not provisioned for).
+#include "adapters/kube/objects.h"
+
+#include <gtest/gtest.h>
+
+#include <yaml-cpp/yaml.h>
+
+namespace tenon::kube {
+namespace {
+
+TEST(ParseTimestamp, AcceptsUtcOffsetsAndFractions) {
+  EXPECT_EQ(ParseTimestamp("1970-01-01T00:00:00Z"), Nanos{0});
+  EXPECT_EQ(ParseTimestamp("2026-01-01T00:00:00Z"), Nanos{1'767'225'600'000'000'000});
+  EXPECT_EQ(ParseTimestamp("2026-01-01T00:00:00.25Z"), Nanos{1'767'225'600'250'000'000});
+  EXPECT_EQ(ParseTimestamp("2026-01-01T02:30:00+02:30"), ParseTimestamp("2026-01-01T00:00:00Z"));
+  EXPECT_EQ(ParseTimestamp("2025-12-31T23:00:00-01:00"), ParseTimestamp("2026-01-01T00:00:00Z"));
+}
+
+TEST(ParseTimestamp, RejectsWhatIsNotRfc3339) {
+  EXPECT_THROW(ParseTimestamp("2026-02-30T00:00:00Z"), ObjectError);
+  EXPECT_THROW(ParseTimestamp("2026-01-01 00:00:00Z"), ObjectError);
+  EXPECT_THROW(ParseTimestamp("2026-01-01T00:00:00"), ObjectError);
+  EXPECT_THROW(ParseTimestamp("yesterday"), ObjectError);
+}
+
+TEST(ParsePod, CreationTimeAndControllingOwner) {
+  Pod pod = ParsePod(YAML::Load(R"(
+metadata:
+  name: web-1
+  creationTimestamp: "2026-01-01T00:00:10Z"
+  ownerReferences:
+    - {kind: ConfigMap, name: settings}
+    - {kind: ReplicaSet, name: web-abc, controller: true}
+spec: {containers: [{name: c}]}
+)"));
+  EXPECT_EQ(pod.created, ParseTimestamp("2026-01-01T00:00:10Z"));
+  EXPECT_EQ(pod.owner_kind, "ReplicaSet");
+}
+
+TEST(ParsePod, BadCreationTimeNamesThePodAndField) {
+  try {
+    ParsePod(YAML::Load("metadata: {name: p, creationTimestamp: soon}\nspec: {containers: []}"));
+    ADD_FAILURE() << "no ObjectError";
+  } catch (const ObjectError& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("Pod p"), std::string::npos) << message;
+    EXPECT_NE(message.find("metadata.creationTimestamp"), std::string::npos) << message;
+  }
+}
+
+TEST(ParseNode, CreationTime) {
+  Node node = ParseNode(YAML::Load(
+      "metadata: {name: n, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nstatus: {}"));
+  EXPECT_EQ(node.created, ParseTimestamp("2026-01-01T00:00:00Z"));
+}
+
+}  // namespace
+}  // namespace tenon::kube
