@@ -123,7 +123,7 @@ Toleration Get(s::Toleration::Reader r) {
 }
 
 ErrorCode GetCode(s::ErrorCode code) {
-  return CheckedEnum<ErrorCode>(static_cast<std::uint16_t>(code), 5, "error code");
+  return CheckedEnum<ErrorCode>(static_cast<std::uint16_t>(code), 6, "error code");
 }
 
 // Declared ahead so the list templates below find every overload.
@@ -316,6 +316,9 @@ void Put(s::Pod::Builder b, const Pod& p) {
   PutTexts(b.initVolumeClaims(p.volume_claims.size()), p.volume_claims);
   PutList(b.initHostPorts(p.host_ports.size()), p.host_ports);
   b.setNominatedNode(T(p.nominated_node));
+  b.setDoNotDisrupt(p.do_not_disrupt);
+  b.setPriorityClass(T(p.priority_class));
+  b.setTerminationGraceNs(p.termination_grace.value);
 }
 Pod Get(s::Pod::Reader r) {
   Pod p;
@@ -341,6 +344,9 @@ Pod Get(s::Pod::Reader r) {
   p.volume_claims = GetTexts(r.getVolumeClaims());
   p.host_ports = GetList<HostPort>(r.getHostPorts());
   p.nominated_node = S(r.getNominatedNode());
+  p.do_not_disrupt = r.getDoNotDisrupt();
+  p.priority_class = S(r.getPriorityClass());
+  p.termination_grace = Nanos{r.getTerminationGraceNs()};
   return p;
 }
 
@@ -395,6 +401,7 @@ void Put(s::NodePool::Builder b, const NodePool& p) {
   PutOpt(b.initLimitNodes(), p.limits.nodes);
   b.setExpireAfterNs(p.expire_after.value);
   Put(b.initLimitsExtended(p.limits.extended.size()), p.limits.extended);
+  b.setTerminationGracePeriodNs(p.termination_grace_period.value);
 }
 NodePool Get(s::NodePool::Reader r) {
   NodePool p;
@@ -410,6 +417,7 @@ NodePool Get(s::NodePool::Reader r) {
   p.limits.nodes = GetOpt<std::int64_t>(r.getLimitNodes());
   p.expire_after = Nanos{r.getExpireAfterNs()};
   p.limits.extended = GetInts(r.getLimitsExtended());
+  p.termination_grace_period = Nanos{r.getTerminationGracePeriodNs()};
   return p;
 }
 
@@ -506,6 +514,15 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   b.setLaunchedNs(c.launched.value);
   b.setRegisteredNs(c.registered.value);
   b.setInitializedNs(c.initialized.value);
+  b.setDeleting(c.deleting);
+  b.setDeletingSinceNs(c.deleting_since.value);
+  b.setDeletingReason(T(c.deleting_reason));
+  b.setInstanceGone(c.instance_gone);
+  Put(b.initEvictionsRefused(c.evictions_refused.size()),
+      std::map<std::string, std::int64_t>(c.evictions_refused.begin(), c.evictions_refused.end()));
+  std::map<std::string, std::int64_t> after;
+  for (const auto& [pod, at] : c.evict_after) after[pod] = at.value;
+  Put(b.initEvictAfterNs(after.size()), after);
 }
 NodeClaim Get(s::NodeClaim::Reader r) {
   NodeClaim c;
@@ -528,6 +545,14 @@ NodeClaim Get(s::NodeClaim::Reader r) {
   c.launched = Nanos{r.getLaunchedNs()};
   c.registered = Nanos{r.getRegisteredNs()};
   c.initialized = Nanos{r.getInitializedNs()};
+  c.deleting = r.getDeleting();
+  c.deleting_since = Nanos{r.getDeletingSinceNs()};
+  c.deleting_reason = S(r.getDeletingReason());
+  c.instance_gone = r.getInstanceGone();
+  for (const auto& [pod, n] : GetInts(r.getEvictionsRefused())) {
+    c.evictions_refused[pod] = static_cast<std::int32_t>(n);
+  }
+  for (const auto& [pod, at] : GetInts(r.getEvictAfterNs())) c.evict_after[pod] = Nanos{at};
   return c;
 }
 
@@ -554,6 +579,20 @@ void Put(s::FleetError::Builder b, const FleetError& e) {
 FleetError Get(s::FleetError::Reader r) {
   return {S(r.getInstanceType()), S(r.getZone()), S(r.getCapacityType()), GetCode(r.getCode()),
           S(r.getMessage())};
+}
+
+void Put(s::NodePoolStatus::Builder b, const NodePoolStatus& v) {
+  b.setRegistrationHealthKnown(v.registration_healthy.has_value());
+  b.setRegistrationHealthy(v.registration_healthy.value_or(false));
+  b.setNodes(v.nodes);
+  Put(b.initResources(), v.resources);
+}
+NodePoolStatus Get(s::NodePoolStatus::Reader r) {
+  NodePoolStatus v;
+  if (r.getRegistrationHealthKnown()) v.registration_healthy = r.getRegistrationHealthy();
+  v.nodes = r.getNodes();
+  v.resources = Get(r.getResources());
+  return v;
 }
 
 void Put(s::LaunchOverride::Builder b, const LaunchOverride& o) {
@@ -645,6 +684,7 @@ void Put(s::Event::Builder b, const Event& event) {
                    g.setZone(T(e.zone));
                    g.setCapacityType(T(e.capacity_type));
                    g.setPriceMicroUsdHour(e.price.value);
+                   PutList(g.initErrors(e.errors.size()), e.errors);
                  },
                  [&](const FleetFailed& e) {
                    auto g = b.initFleetFailed();
@@ -690,6 +730,16 @@ void Put(s::Event::Builder b, const Event& event) {
                  [&](const StorageClassDeleted& e) { b.setStorageClassDeleted(T(e.name)); },
                  [&](const CsiNodeUpserted& e) { Put(b.initCsiNodeUpserted(), e.csi_node); },
                  [&](const CsiNodeDeleted& e) { b.setCsiNodeDeleted(T(e.name)); },
+                 [&](const NodeClaimDeleting& e) { b.setNodeClaimDeleting(T(e.name)); },
+                 [&](const InstancesListed& e) {
+                   auto list = b.initInstancesListed(e.instances.size());
+                   for (unsigned k = 0; k < e.instances.size(); ++k) {
+                     list[k].setId(T(e.instances[k].id));
+                     list[k].setNodeClaim(T(e.instances[k].nodeclaim));
+                     list[k].setLaunchedNs(e.instances[k].launched.value);
+                     list[k].setState(T(e.instances[k].state));
+                   }
+                 },
              },
              event);
 }
@@ -722,10 +772,15 @@ Event Get(s::Event::Reader r) {
       return NodeDeleted{S(r.getNodeDeleted())};
     case s::Event::FLEET_LAUNCHED: {
       auto g = r.getFleetLaunched();
-      return FleetLaunched{CommandId{g.getCommand()}, S(g.getNodeClaim()),
-                           S(g.getInstanceId()),      S(g.getProviderId()),
-                           S(g.getInstanceType()),    S(g.getZone()),
-                           S(g.getCapacityType()),    MicroUsdPerHour{g.getPriceMicroUsdHour()}};
+      return FleetLaunched{CommandId{g.getCommand()},
+                           S(g.getNodeClaim()),
+                           S(g.getInstanceId()),
+                           S(g.getProviderId()),
+                           S(g.getInstanceType()),
+                           S(g.getZone()),
+                           S(g.getCapacityType()),
+                           MicroUsdPerHour{g.getPriceMicroUsdHour()},
+                           GetList<FleetError>(g.getErrors())};
     }
     case s::Event::FLEET_FAILED: {
       auto g = r.getFleetFailed();
@@ -767,6 +822,16 @@ Event Get(s::Event::Reader r) {
       return CsiNodeUpserted{Get(r.getCsiNodeUpserted())};
     case s::Event::CSI_NODE_DELETED:
       return CsiNodeDeleted{S(r.getCsiNodeDeleted())};
+    case s::Event::NODE_CLAIM_DELETING:
+      return NodeClaimDeleting{S(r.getNodeClaimDeleting())};
+    case s::Event::INSTANCES_LISTED: {
+      InstancesListed listed;
+      for (auto i : r.getInstancesListed()) {
+        listed.instances.push_back(
+            {S(i.getId()), S(i.getNodeClaim()), Nanos{i.getLaunchedNs()}, S(i.getState())});
+      }
+      return listed;
+    }
   }
   throw CodecError("unknown event kind " + std::to_string(static_cast<unsigned>(r.which())));
 }
@@ -793,6 +858,34 @@ void Put(s::Command::Builder b, const Command& c) {
                    g.setNodeName(T(x.node_name));
                    Put(g.initAddLabels(x.add_labels.size()), x.add_labels);
                    PutTexts(g.initRemoveTaints(x.remove_taints.size()), x.remove_taints);
+                   PutList(g.initAddTaints(x.add_taints.size()), x.add_taints);
+                 },
+                 [&](const EvictPod& x) {
+                   auto g = b.initEvictPod();
+                   g.setNamespace(T(x.ns));
+                   g.setName(T(x.name));
+                   g.setNodeClaim(T(x.nodeclaim));
+                 },
+                 [&](const DeletePod& x) {
+                   auto g = b.initDeletePod();
+                   g.setNamespace(T(x.ns));
+                   g.setName(T(x.name));
+                   g.setNodeClaim(T(x.nodeclaim));
+                 },
+                 [&](const TerminateInstance& x) {
+                   auto g = b.initTerminateInstance();
+                   g.setInstanceId(T(x.instance_id));
+                   g.setNodeClaim(T(x.nodeclaim));
+                 },
+                 [&](const RemoveFinalizer& x) {
+                   auto g = b.initRemoveFinalizer();
+                   g.setNodeClaim(T(x.nodeclaim));
+                   g.setNodeName(T(x.node_name));
+                 },
+                 [&](const PatchNodePoolStatus& x) {
+                   auto g = b.initPatchNodePoolStatus();
+                   g.setNodePool(T(x.nodepool));
+                   Put(g.initStatus(), x.status);
                  },
              },
              c.body);
@@ -817,8 +910,33 @@ Command Get(s::Command::Reader r) {
     }
     case s::Command::PATCH_NODE: {
       auto g = r.getPatchNode();
-      c.body =
-          PatchNode{S(g.getNodeName()), GetLabels(g.getAddLabels()), GetTexts(g.getRemoveTaints())};
+      c.body = PatchNode{S(g.getNodeName()), GetLabels(g.getAddLabels()),
+                         GetTexts(g.getRemoveTaints()), GetList<Taint>(g.getAddTaints())};
+      return c;
+    }
+    case s::Command::EVICT_POD: {
+      auto g = r.getEvictPod();
+      c.body = EvictPod{S(g.getNamespace()), S(g.getName()), S(g.getNodeClaim())};
+      return c;
+    }
+    case s::Command::DELETE_POD: {
+      auto g = r.getDeletePod();
+      c.body = DeletePod{S(g.getNamespace()), S(g.getName()), S(g.getNodeClaim())};
+      return c;
+    }
+    case s::Command::TERMINATE_INSTANCE: {
+      auto g = r.getTerminateInstance();
+      c.body = TerminateInstance{S(g.getInstanceId()), S(g.getNodeClaim())};
+      return c;
+    }
+    case s::Command::REMOVE_FINALIZER: {
+      auto g = r.getRemoveFinalizer();
+      c.body = RemoveFinalizer{S(g.getNodeClaim()), S(g.getNodeName())};
+      return c;
+    }
+    case s::Command::PATCH_NODE_POOL_STATUS: {
+      auto g = r.getPatchNodePoolStatus();
+      c.body = PatchNodePoolStatus{S(g.getNodePool()), Get(g.getStatus())};
       return c;
     }
   }
@@ -829,11 +947,23 @@ void Put(s::Decision::Builder b, const Decision& d) {
   b.setId(d.id.value);
   b.setCauseSeq(d.cause.value);
   b.setAtNs(d.at.value);
-  const auto& p = std::get<ProvisioningDecision>(d.body);
-  auto g = b.initProvisioning();
-  g.setBatchOpenedNs(p.batch_opened.value);
-  PutList(g.initNewClaims(p.new_claims.size()), p.new_claims);
-  PutList(g.initPods(p.pods.size()), p.pods);
+  std::visit(Overloaded{
+                 [&](const ProvisioningDecision& p) {
+                   auto g = b.initProvisioning();
+                   g.setBatchOpenedNs(p.batch_opened.value);
+                   PutList(g.initNewClaims(p.new_claims.size()), p.new_claims);
+                   PutList(g.initPods(p.pods.size()), p.pods);
+                 },
+                 [&](const LifecycleDecision& l) {
+                   auto g = b.initLifecycle();
+                   g.setNodeClaim(T(l.nodeclaim));
+                   g.setTransition(T(l.transition));
+                   g.setReason(T(l.reason));
+                   g.setNodeName(T(l.node_name));
+                   g.setInstanceId(T(l.instance_id));
+                 },
+             },
+             d.body);
 }
 
 Decision Get(s::Decision::Reader r) {
@@ -844,6 +974,12 @@ Decision Get(s::Decision::Reader r) {
       d.body =
           ProvisioningDecision{Nanos{g.getBatchOpenedNs()}, GetList<ClaimPlan>(g.getNewClaims()),
                                GetList<PodOutcome>(g.getPods())};
+      return d;
+    }
+    case s::Decision::LIFECYCLE: {
+      auto g = r.getLifecycle();
+      d.body = LifecycleDecision{S(g.getNodeClaim()), S(g.getTransition()), S(g.getReason()),
+                                 S(g.getNodeName()), S(g.getInstanceId())};
       return d;
     }
     case s::Decision::NONE:
@@ -964,6 +1100,17 @@ std::string EncodeSnapshot(const State& state) {
   PutList(b.initPersistentVolumes(state.pvs.size()), values(state.pvs));
   PutList(b.initStorageClasses(state.storage_classes.size()), values(state.storage_classes));
   PutList(b.initCsiNodes(state.csi_nodes.size()), values(state.csi_nodes));
+  auto statuses = b.initNodePoolStatus(state.nodepool_status.size());
+  i = 0;
+  for (const auto& [name, status] : state.nodepool_status) {
+    statuses[i].setName(T(name));
+    Put(statuses[i].initStatus(), status);
+    ++i;
+  }
+  b.setLastInstanceListingNs(state.last_instance_listing.value);
+  std::map<std::string, std::int64_t> healthy(state.registration_healthy.begin(),
+                                              state.registration_healthy.end());
+  Put(b.initRegistrationHealthy(healthy.size()), healthy);
   return ToBytes(message);
 }
 
@@ -1001,6 +1148,11 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     for (auto v : r.getPersistentVolumes()) state.pvs[S(v.getName())] = Get(v);
     for (auto c : r.getStorageClasses()) state.storage_classes[S(c.getName())] = Get(c);
     for (auto c : r.getCsiNodes()) state.csi_nodes[S(c.getName())] = Get(c);
+    for (auto p : r.getNodePoolStatus()) state.nodepool_status[S(p.getName())] = Get(p.getStatus());
+    state.last_instance_listing = Nanos{r.getLastInstanceListingNs()};
+    for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
+      state.registration_healthy[pool] = healthy != 0;
+    }
     return state;
   });
 }
@@ -1031,14 +1183,17 @@ std::string EventKind(const Event& event) {
                                     "StorageClassUpserted",
                                     "StorageClassDeleted",
                                     "CsiNodeUpserted",
-                                    "CsiNodeDeleted"};
+                                    "CsiNodeDeleted",
+                                    "NodeClaimDeleting",
+                                    "InstancesListed"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[event.index()];
 }
 
 std::string CommandKind(const Command& command) {
-  constexpr const char* kNames[] = {"CreateNodeClaim", "DeleteNodeClaim", "LaunchInstances",
-                                    "PatchNode"};
+  constexpr const char* kNames[] = {"CreateNodeClaim",   "DeleteNodeClaim", "LaunchInstances",
+                                    "PatchNode",         "EvictPod",        "DeletePod",
+                                    "TerminateInstance", "RemoveFinalizer", "PatchNodePoolStatus"};
   static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
   return kNames[command.body.index()];
 }

@@ -49,6 +49,7 @@ struct Toleration {
 
 enum ErrorCode {
   insufficientCapacity @0; throttled @1; notFound @2; unauthorized @3; invalid @4; transient @5;
+  disruptionBudget @6;
 }
 
 struct LabelSelector {
@@ -110,6 +111,9 @@ struct Pod {
   volumeClaims @19 :List(Text);
   hostPorts @20 :List(HostPort);
   nominatedNode @21 :Text;
+  doNotDisrupt @22 :Bool;
+  priorityClass @23 :Text;
+  terminationGraceNs @24 :Int64;
 }
 
 struct DaemonSet {
@@ -171,6 +175,7 @@ struct NodePool {
   limitNodes @9 :OptionalInt64;
   expireAfterNs @10 :Int64;
   limitsExtended @11 :List(KeyInt);
+  terminationGracePeriodNs @12 :Int64;
 }
 
 struct NodeClass {
@@ -230,6 +235,12 @@ struct NodeClaim {
   launchedNs @16 :Int64;
   registeredNs @17 :Int64;
   initializedNs @18 :Int64;
+  deleting @19 :Bool;
+  deletingSinceNs @20 :Int64;
+  deletingReason @21 :Text;
+  instanceGone @22 :Bool;
+  evictionsRefused @23 :List(KeyInt);
+  evictAfterNs @24 :List(KeyInt);
 }
 
 struct Settings {
@@ -247,6 +258,13 @@ struct FleetError {
   capacityType @2 :Text;
   code @3 :ErrorCode;
   message @4 :Text;
+}
+
+struct CloudInstance {
+  id @0 :Text;
+  nodeClaim @1 :Text;
+  launchedNs @2 :Int64;
+  state @3 :Text;
 }
 
 struct Event {
@@ -278,6 +296,7 @@ struct Event {
       zone @19 :Text;
       capacityType @20 :Text;
       priceMicroUsdHour @21 :Int64;
+      errors @44 :List(FleetError);
     }
     fleetFailed :group {
       command @22 :UInt64;
@@ -311,6 +330,8 @@ struct Event {
     storageClassDeleted @41 :Text;
     csiNodeUpserted @42 :CsiNode;
     csiNodeDeleted @43 :Text;
+    nodeClaimDeleting @45 :Text;
+    instancesListed @46 :List(CloudInstance);
   }
 }
 
@@ -341,8 +362,43 @@ struct Command {
       nodeName @11 :Text;
       addLabels @12 :List(KeyValue);
       removeTaints @13 :List(Text);
+      addTaints @15 :List(Taint);
+    }
+    evictPod :group {
+      namespace @16 :Text;
+      name @17 :Text;
+      nodeClaim @18 :Text;
+    }
+    deletePod :group {
+      namespace @19 :Text;
+      name @20 :Text;
+      nodeClaim @21 :Text;
+    }
+    terminateInstance :group {
+      instanceId @22 :Text;
+      nodeClaim @23 :Text;
+    }
+    removeFinalizer :group {
+      nodeClaim @24 :Text;
+      nodeName @25 :Text;
+    }
+    patchNodePoolStatus :group {
+      nodePool @26 :Text;
+      status @27 :NodePoolStatus;
     }
   }
+}
+
+struct NodePoolStatus {
+  registrationHealthKnown @0 :Bool;
+  registrationHealthy @1 :Bool;
+  nodes @2 :Int64;
+  resources @3 :Resources;
+}
+
+struct NamedNodePoolStatus {
+  name @0 :Text;
+  status @1 :NodePoolStatus;
 }
 
 struct OfferingChoice {
@@ -378,6 +434,13 @@ struct Decision {
       batchOpenedNs @4 :Int64;
       newClaims @5 :List(ClaimPlan);
       pods @6 :List(PodOutcome);
+    }
+    lifecycle :group {
+      nodeClaim @7 :Text;
+      transition @8 :Text;
+      reason @9 :Text;
+      nodeName @10 :Text;
+      instanceId @11 :Text;
     }
   }
 }
@@ -438,4 +501,7 @@ struct Snapshot {
   persistentVolumes @24 :List(PersistentVolume);
   storageClasses @25 :List(StorageClass);
   csiNodes @26 :List(CsiNode);
+  nodePoolStatus @27 :List(NamedNodePoolStatus);
+  lastInstanceListingNs @28 :Int64;
+  registrationHealthy @29 :List(KeyInt);
 }

@@ -57,6 +57,12 @@ struct State {
   std::map<std::string, CsiNode> csi_nodes;
   // Offerings that failed with a capacity error, keyed "type/zone/capacity-type", until when.
   std::map<std::string, Nanos> unavailable_offerings;
+  // NodePool status as last published (PatchNodePoolStatus), by pool name.
+  std::map<std::string, NodePoolStatus> nodepool_status;
+  // NodeRegistrationHealthy per pool: false after a registration timeout, true once a claim
+  // of the pool registers. Absent: unknown.
+  std::map<std::string, bool> registration_healthy;
+  Nanos last_instance_listing{0};  // When InstancesListed last arrived.
 
   BatchWindow batch;
   std::map<CommandId, Command> inflight;  // Issued, no result yet.
@@ -125,5 +131,11 @@ inline constexpr const char* kAllocationOnDemand = "lowest-price";
 
 // How long a capacity error keeps an offering out of consideration.
 inline constexpr Nanos kUnavailableOfferingTtl{3 * kMinute.value};
+// NodeClaim lifecycle and termination (KARPENTER.md, NodeClaim lifecycle).
+inline constexpr Nanos kLaunchTimeout{5 * kMinute.value};        // Pending without a launch.
+inline constexpr Nanos kRegistrationTtl{15 * kMinute.value};     // Launched, no Node yet.
+inline constexpr Nanos kLeakedInstanceAge{30 * kSecond.value};   // Untracked instance age.
+inline constexpr Nanos kEvictionBackoffBase{100 * 1'000'000};    // First retry after a 429.
+inline constexpr Nanos kEvictionBackoffMax{10 * kSecond.value};  // Retries back off to this.
 
 }  // namespace tenon

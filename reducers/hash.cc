@@ -123,6 +123,7 @@ void H(Hasher& h, const Pod& p) {
   All(h, p.node_affinity_required, p.node_affinity_preferred, p.pod_affinity_required,
       p.pod_affinity_preferred, p.pod_anti_affinity_required, p.pod_anti_affinity_preferred,
       p.topology_spread, p.volume_claims, p.host_ports, p.nominated_node);
+  All(h, p.do_not_disrupt, p.priority_class, p.termination_grace);
 }
 void H(Hasher& h, const DaemonSet& d) {
   All(h, d.ns, d.name, d.pod);
@@ -147,7 +148,7 @@ void H(Hasher& h, const NodePoolLimits& l) {
 }
 void H(Hasher& h, const NodePool& p) {
   All(h, p.name, p.weight, p.labels, p.requirements, p.taints, p.startup_taints, p.nodeclass,
-      p.limits, p.expire_after);
+      p.limits, p.expire_after, p.termination_grace_period);
 }
 void H(Hasher& h, const NodeClass& c) {
   All(h, c.name, c.ami_family, c.role, c.ready, c.max_pods, c.pods_per_core);
@@ -168,6 +169,8 @@ void H(Hasher& h, const NodeClaim& c) {
   All(h, c.name, c.nodepool, c.nodeclass, c.requirements, c.requests, c.instance_types, c.phase,
       c.provider_id, c.instance_id, c.instance_type, c.zone, c.capacity_type, c.price, c.node_name,
       c.allocatable, c.created, c.launched, c.registered, c.initialized);
+  All(h, c.deleting, c.deleting_since, c.deleting_reason, c.instance_gone, c.evictions_refused,
+      c.evict_after);
 }
 void H(Hasher& h, const BatchWindow& b) {
   All(h, b.open, b.opened, b.last_pod);
@@ -186,7 +189,25 @@ void H(Hasher& h, const LaunchInstances& c) {
       c.allocation_strategy);
 }
 void H(Hasher& h, const PatchNode& c) {
-  All(h, c.node_name, c.add_labels, c.remove_taints);
+  All(h, c.node_name, c.add_labels, c.remove_taints, c.add_taints);
+}
+void H(Hasher& h, const EvictPod& c) {
+  All(h, c.ns, c.name, c.nodeclaim);
+}
+void H(Hasher& h, const DeletePod& c) {
+  All(h, c.ns, c.name, c.nodeclaim);
+}
+void H(Hasher& h, const TerminateInstance& c) {
+  All(h, c.instance_id, c.nodeclaim);
+}
+void H(Hasher& h, const RemoveFinalizer& c) {
+  All(h, c.nodeclaim, c.node_name);
+}
+void H(Hasher& h, const NodePoolStatus& s) {
+  All(h, s.registration_healthy, s.nodes, s.resources);
+}
+void H(Hasher& h, const PatchNodePoolStatus& c) {
+  All(h, c.nodepool, c.status);
 }
 void H(Hasher& h, const Command& c) {
   All(h, c.id, c.cause, c.body);
@@ -201,6 +222,7 @@ std::uint64_t StateHash(const State& s) {
       s.unavailable_offerings);
   All(h, s.batch, s.inflight, s.next_command, s.next_decision, s.next_nodeclaim, s.rejected_inputs);
   All(h, s.daemonsets, s.pvcs, s.pvs, s.storage_classes, s.csi_nodes);
+  All(h, s.nodepool_status, s.last_instance_listing, s.registration_healthy);
   return h.Digest();
 }
 

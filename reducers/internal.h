@@ -29,4 +29,21 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out);
 void OnNodeDeleted(State& state, const std::string& name);
 void ExpireUnavailableOfferings(State& state);
 
+// Termination, timeouts and garbage collection (termination.cc).
+// Starts a claim's termination; `requested_by_tenon` issues the API deletion too.
+void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason,
+                   bool requested_by_tenon, Output& out);
+// A LifecycleDecision: one step of the claim's life and its cause.
+void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,
+                      const std::string& reason, Output& out);
+void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out);
+// On each tick: launch and registration timeouts, the next step of every termination, and
+// NodePool status.
+void AdvanceLifecycle(State& state, Seq seq, Output& out);
+// The result of a termination command (eviction, pod deletion, instance termination,
+// finalizer removal, status patch); false when `id` is not one. `error` empty on success.
+bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<ErrorCode> error,
+                         Output& out);
+void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Output& out);
+
 }  // namespace tenon::core

@@ -35,13 +35,38 @@ bool StartupTaintsGone(const State& state, const NodeClaim& claim, const Node& n
                       [&](const Taint& t) { return HasTaint(node, t.key); });
 }
 
-// Removes a claim that will never become a node, and reopens the batch for its pods.
-void FailClaim(State& state, Seq seq, NodeClaim& claim, Output& out) {
-  std::string name = claim.name;
-  state.nodeclaims.erase(name);
-  Issue(state, seq, DeleteNodeClaim{name}, out);
-  for (const auto& [key, pod] : state.pods) {
-    if (IsProvisionable(pod)) NotePodForBatch(state, pod);
+// A claim whose launch failed will never become a node: it is deleted (no instance to
+// terminate, so termination goes straight to the finalizer) and its pods re-planned.
+void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Output& out) {
+  RecordTransition(state, seq, claim, "LaunchFailed", reason, out);
+  BeginDeletion(state, seq, claim, "launch failed: " + reason, true, out);
+}
+
+std::string ErrorsText(const std::vector<FleetError>& errors) {
+  std::string out;
+  for (const auto& e : errors) {
+    out += (out.empty() ? "" : "; ") + e.instance_type + "/" + e.zone + "/" + e.capacity_type +
+           ": " + e.message;
+  }
+  return out;
+}
+
+void MarkUnavailable(State& state, const std::vector<FleetError>& errors) {
+  for (const auto& error : errors) {
+    switch (error.code) {
+      case ErrorCode::kInsufficientCapacity:
+        state.unavailable_offerings[OfferingKey(error.instance_type, error.zone,
+                                                error.capacity_type)] =
+            state.now + kUnavailableOfferingTtl;
+        break;
+      case ErrorCode::kThrottled:
+      case ErrorCode::kNotFound:
+      case ErrorCode::kUnauthorized:
+      case ErrorCode::kInvalid:
+      case ErrorCode::kTransient:
+      case ErrorCode::kDisruptionBudget:
+        break;
+    }
   }
 }
 
@@ -63,7 +88,7 @@ bool HasLabel(const Node& node, const std::string& key, const std::string& value
 // Karpenter's reconcilers: a node that drifts back out of sync (a kubelet re-registering after
 // a restart, a lost patch) is patched again.
 PatchNode SyncPatch(const NodeClaim& claim, const Node& node) {
-  PatchNode patch{node.name, {}, {}};
+  PatchNode patch{node.name, {}, {}, {}};
   if (!HasLabel(node, label::kRegistered, "true")) patch.add_labels[label::kRegistered] = "true";
   if (!HasLabel(node, label::kNodePool, claim.nodepool)) {
     patch.add_labels[label::kNodePool] = claim.nodepool;
@@ -86,7 +111,8 @@ void SyncNode(State& state, Seq seq, const NodeClaim& claim, const Node& node, O
 
 }  // namespace
 
-void OnFleetLaunched(State& state, Seq, const FleetLaunched& event, Output&) {
+void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& out) {
+  MarkUnavailable(state, event.errors);
   NodeClaim* claim = ClaimByName(state, event.nodeclaim);
   if (claim == nullptr || claim->phase != ClaimPhase::kPending) return;  // Duplicate result.
   claim->phase = ClaimPhase::kLaunched;
@@ -99,26 +125,20 @@ void OnFleetLaunched(State& state, Seq, const FleetLaunched& event, Output&) {
   claim->launched = state.now;
   auto entry = state.catalog.find(event.instance_type);
   if (entry != state.catalog.end()) claim->allocatable = entry->second.allocatable;
+  std::string reason = event.instance_type + " in " + event.zone + " (" + event.capacity_type +
+                       ", " + std::to_string(event.price.value) + " micro-USD/h)";
+  if (!event.errors.empty()) reason += " after " + ErrorsText(event.errors);
+  // A launch that lands after the claim was given up on still has its instance terminated:
+  // the claim is deleting, and termination now has an instance id to act on.
+  RecordTransition(state, seq, *claim, "Launched", reason, out);
 }
 
 void OnFleetFailed(State& state, Seq seq, const FleetFailed& event, Output& out) {
-  for (const auto& error : event.errors) {
-    switch (error.code) {
-      case ErrorCode::kInsufficientCapacity:
-        state.unavailable_offerings[OfferingKey(error.instance_type, error.zone,
-                                                error.capacity_type)] =
-            state.now + kUnavailableOfferingTtl;
-        break;
-      case ErrorCode::kThrottled:
-      case ErrorCode::kNotFound:
-      case ErrorCode::kUnauthorized:
-      case ErrorCode::kInvalid:
-      case ErrorCode::kTransient:
-        break;
-    }
-  }
+  MarkUnavailable(state, event.errors);
   NodeClaim* claim = ClaimByName(state, event.nodeclaim);
-  if (claim != nullptr && claim->phase == ClaimPhase::kPending) FailClaim(state, seq, *claim, out);
+  if (claim != nullptr && claim->phase == ClaimPhase::kPending) {
+    FailClaim(state, seq, *claim, ErrorsText(event.errors), out);
+  }
 }
 
 void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& out) {
@@ -127,7 +147,9 @@ void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& 
   const auto* launch = std::get_if<LaunchInstances>(&it->second.body);
   if (launch == nullptr) return;
   NodeClaim* claim = ClaimByName(state, launch->nodeclaim);
-  if (claim != nullptr && claim->phase == ClaimPhase::kPending) FailClaim(state, seq, *claim, out);
+  if (claim != nullptr && claim->phase == ClaimPhase::kPending) {
+    FailClaim(state, seq, *claim, event.message, out);
+  }
 }
 
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
@@ -138,6 +160,9 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
     claim->phase = ClaimPhase::kRegistered;
     claim->node_name = node.name;
     claim->registered = state.now;
+    state.registration_healthy[claim->nodepool] = true;
+    RecordTransition(state, seq, *claim, "Registered", "node " + node.name + " has its providerID",
+                     out);
   }
   // Ready, registered (no unregistered taint) and every startup taint gone.
   bool ready = node.ready && !HasTaint(node, label::kUnregisteredTaint) &&
@@ -145,10 +170,10 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   if (claim->phase == ClaimPhase::kRegistered && ready) {
     claim->phase = ClaimPhase::kInitialized;
     claim->initialized = state.now;
+    RecordTransition(state, seq, *claim, "Initialized", "node Ready, startup taints gone", out);
   }
-  if (claim->phase == ClaimPhase::kRegistered || claim->phase == ClaimPhase::kInitialized) {
-    SyncNode(state, seq, *claim, node, out);
-  }
+  bool synced = claim->phase == ClaimPhase::kRegistered || claim->phase == ClaimPhase::kInitialized;
+  if (synced && !claim->deleting) SyncNode(state, seq, *claim, node, out);
 }
 
 void OnNodeDeleted(State& state, const std::string& name) {

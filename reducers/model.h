@@ -94,6 +94,9 @@ inline constexpr const char* kInstanceLocalNvme = "karpenter.k8s.aws/instance-lo
 inline constexpr const char* kInstanceEbsBandwidth = "karpenter.k8s.aws/instance-ebs-bandwidth";
 inline constexpr const char* kNodeClaim = "karpenter.sh/nodeclaim";
 inline constexpr const char* kUnregisteredTaint = "karpenter.sh/unregistered";
+inline constexpr const char* kDisruptedTaint = "karpenter.sh/disrupted";
+inline constexpr const char* kTerminationFinalizer = "karpenter.sh/termination";
+inline constexpr const char* kDoNotDisrupt = "karpenter.sh/do-not-disrupt";  // Pod annotation.
 }  // namespace label
 
 inline constexpr const char* kCapacityOnDemand = "on-demand";
@@ -143,6 +146,7 @@ enum class ErrorCode : std::uint8_t {
   kUnauthorized,
   kInvalid,
   kTransient,
+  kDisruptionBudget,  // An eviction refused (429) because a PodDisruptionBudget forbids it.
 };
 
 // A label selector (metav1.LabelSelector): matchLabels and matchExpressions (In, NotIn, Exists,
@@ -223,7 +227,10 @@ struct Pod {
   std::vector<TopologySpreadConstraint> topology_spread;
   std::vector<std::string> volume_claims;  // PersistentVolumeClaim names in the pod's namespace.
   std::vector<HostPort> host_ports;
-  std::string nominated_node;  // status.nominatedNodeName: a preemption is in progress.
+  std::string nominated_node;   // status.nominatedNodeName: a preemption is in progress.
+  bool do_not_disrupt = false;  // Annotation karpenter.sh/do-not-disrupt: "true".
+  std::string priority_class;   // system-cluster-critical / system-node-critical are critical.
+  Nanos termination_grace{30 * kSecond.value};  // spec.terminationGracePeriodSeconds
   friend bool operator==(const Pod&, const Pod&) = default;
 };
 
@@ -294,6 +301,7 @@ struct NodePool {
   std::string nodeclass;  // nodeClassRef.name
   NodePoolLimits limits;
   Nanos expire_after{720 * 60 * kMinute.value};  // Negative: Never.
+  Nanos termination_grace_period{-1};            // Negative: unset (drain waits forever).
   friend bool operator==(const NodePool&, const NodePool&) = default;
 };
 
@@ -358,6 +366,15 @@ struct NodeClaim {
   Nanos launched{0};
   Nanos registered{0};
   Nanos initialized{0};
+  // Termination: deletion requested (by tenon or by someone else), then drain, terminate the
+  // instance, remove the finalizer.
+  bool deleting = false;
+  Nanos deleting_since{0};
+  std::string deleting_reason;
+  bool instance_gone = false;  // Terminated by tenon, or found missing by garbage collection.
+  // Drain: per pod (namespace/name), evictions refused by a PDB and when to try again.
+  std::map<std::string, std::int32_t> evictions_refused;
+  std::map<std::string, Nanos> evict_after;
   friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
 };
 
@@ -420,6 +437,14 @@ struct NodeDeleted {
   std::string name;
   friend bool operator==(const NodeDeleted&, const NodeDeleted&) = default;
 };
+struct FleetError {
+  std::string instance_type;
+  std::string zone;
+  std::string capacity_type;
+  ErrorCode code = ErrorCode::kTransient;
+  std::string message;
+  friend bool operator==(const FleetError&, const FleetError&) = default;
+};
 struct FleetLaunched {
   CommandId command{0};
   std::string nodeclaim;
@@ -429,15 +454,8 @@ struct FleetLaunched {
   std::string zone;
   std::string capacity_type;
   MicroUsdPerHour price{0};
+  std::vector<FleetError> errors;  // Overrides that failed before one succeeded.
   friend bool operator==(const FleetLaunched&, const FleetLaunched&) = default;
-};
-struct FleetError {
-  std::string instance_type;
-  std::string zone;
-  std::string capacity_type;
-  ErrorCode code = ErrorCode::kTransient;
-  std::string message;
-  friend bool operator==(const FleetError&, const FleetError&) = default;
 };
 struct FleetFailed {
   CommandId command{0};
@@ -509,6 +527,25 @@ struct CsiNodeDeleted {
   friend bool operator==(const CsiNodeDeleted&, const CsiNodeDeleted&) = default;
 };
 
+// Someone asked the API server to delete a NodeClaim (its deletionTimestamp is set).
+struct NodeClaimDeleting {
+  std::string name;
+  friend bool operator==(const NodeClaimDeleting&, const NodeClaimDeleting&) = default;
+};
+// An instance as DescribeInstances reports it, found by the cluster's ownership tag.
+struct CloudInstance {
+  std::string id;
+  std::string nodeclaim;  // The karpenter.sh/nodeclaim tag.
+  Nanos launched{0};
+  std::string state;  // pending | running | shutting-down | terminated | ...
+  friend bool operator==(const CloudInstance&, const CloudInstance&) = default;
+};
+// Every instance the cluster owns, listed for garbage collection.
+struct InstancesListed {
+  std::vector<CloudInstance> instances;
+  friend bool operator==(const InstancesListed&, const InstancesListed&) = default;
+};
+
 // New kinds go at the end: the variant index is part of the state hash and the codec.
 using Event =
     std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted,
@@ -516,7 +553,8 @@ using Event =
                  NodeDeleted, FleetLaunched, FleetFailed, CommandSucceeded, CommandFailed,
                  InputRejected, DaemonSetUpserted, DaemonSetDeleted, PersistentVolumeClaimUpserted,
                  PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
-                 StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted>;
+                 StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted,
+                 NodeClaimDeleting, InstancesListed>;
 
 // ---- Commands: imperative, effects as data. ----
 
@@ -548,15 +586,56 @@ struct LaunchInstances {
   std::string allocation_strategy;  // price-capacity-optimized (spot) | lowest-price (on-demand)
   friend bool operator==(const LaunchInstances&, const LaunchInstances&) = default;
 };
-// Registration sync: labels added to the Node, taints removed from it.
+// Registration sync and the termination taint: labels and taints added, taints removed.
 struct PatchNode {
   std::string node_name;
   Labels add_labels;
   std::vector<std::string> remove_taints;
+  std::vector<Taint> add_taints;
   friend bool operator==(const PatchNode&, const PatchNode&) = default;
 };
+// POST pods/eviction: the API server answers 429 while a PodDisruptionBudget forbids it.
+struct EvictPod {
+  std::string ns;
+  std::string name;
+  std::string nodeclaim;  // Whose drain asked for it.
+  friend bool operator==(const EvictPod&, const EvictPod&) = default;
+};
+// DELETE pod with grace period 0: the drain deadline has come, PDBs no longer hold it.
+struct DeletePod {
+  std::string ns;
+  std::string name;
+  std::string nodeclaim;
+  friend bool operator==(const DeletePod&, const DeletePod&) = default;
+};
+// TerminateInstances; a missing instance counts as terminated.
+struct TerminateInstance {
+  std::string instance_id;
+  std::string nodeclaim;  // Empty for a leaked instance.
+  friend bool operator==(const TerminateInstance&, const TerminateInstance&) = default;
+};
+// Removes karpenter.sh/termination from the NodeClaim and its Node, letting both go.
+struct RemoveFinalizer {
+  std::string nodeclaim;
+  std::string node_name;  // Empty when the claim never registered a Node.
+  friend bool operator==(const RemoveFinalizer&, const RemoveFinalizer&) = default;
+};
+// NodePool status: the NodeRegistrationHealthy condition and what the pool holds.
+struct NodePoolStatus {
+  std::optional<bool> registration_healthy;  // Unknown until a claim registers or times out.
+  std::int64_t nodes = 0;
+  Resources resources;  // Sum of the claims' allocatable.
+  friend bool operator==(const NodePoolStatus&, const NodePoolStatus&) = default;
+};
+struct PatchNodePoolStatus {
+  std::string nodepool;
+  NodePoolStatus status;
+  friend bool operator==(const PatchNodePoolStatus&, const PatchNodePoolStatus&) = default;
+};
 
-using CommandBody = std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode>;
+using CommandBody =
+    std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode, EvictPod, DeletePod,
+                 TerminateInstance, RemoveFinalizer, PatchNodePoolStatus>;
 
 struct Command {
   CommandId id{0};
@@ -599,7 +678,17 @@ struct ProvisioningDecision {
   friend bool operator==(const ProvisioningDecision&, const ProvisioningDecision&) = default;
 };
 
-using DecisionBody = std::variant<ProvisioningDecision>;
+// One step of a NodeClaim's life, with its cause: what `tenon replay` shows as its history.
+struct LifecycleDecision {
+  std::string nodeclaim;   // Empty for a leaked instance.
+  std::string transition;  // Launched, Registered, Initialized, Deleting, Drained, ...
+  std::string reason;
+  std::string node_name;
+  std::string instance_id;
+  friend bool operator==(const LifecycleDecision&, const LifecycleDecision&) = default;
+};
+
+using DecisionBody = std::variant<ProvisioningDecision, LifecycleDecision>;
 
 struct Decision {
   DecisionId id{0};

@@ -136,7 +136,13 @@ void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string
 
 void Pass::BuildExistingBins() {
   std::map<std::string, std::size_t> by_name;
+  // Capacity being terminated is no place for a pod.
+  std::set<std::string> leaving;
+  for (const auto& [name, claim] : state_.nodeclaims) {
+    if (claim.deleting && !claim.node_name.empty()) leaving.insert(claim.node_name);
+  }
   for (const auto& [name, node] : state_.nodes) {
+    if (leaving.contains(name)) continue;
     Bin bin;
     bin.name = name;
     bin.labels = node.labels;
@@ -164,6 +170,7 @@ void Pass::BuildExistingBins() {
       continue;
     }
     if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kFailed) continue;
+    if (claim.deleting) continue;
     Bin bin;
     bin.name = name;
     bin.labels = pool->second.labels;

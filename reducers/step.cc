@@ -21,6 +21,7 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   if (tick.now > state.now) state.now = tick.now;
   ExpireUnavailableOfferings(state);
   MaybeProvision(state, seq, out);
+  AdvanceLifecycle(state, seq, out);
 }
 
 void OnStarted(State& state, const ControllerStarted& started) {
@@ -88,9 +89,14 @@ Output Step(State& state, Seq seq, const Event& event) {
             Complete(state, e.command);
             OnFleetFailed(state, seq, e, out);
           },
-          [&](const CommandSucceeded& e) { Complete(state, e.command); },
+          [&](const CommandSucceeded& e) {
+            OnTerminationResult(state, seq, e.command, std::nullopt, out);
+            Complete(state, e.command);
+          },
           [&](const CommandFailed& e) {
-            OnCommandFailed(state, seq, e, out);
+            if (!OnTerminationResult(state, seq, e.command, e.code, out)) {
+              OnCommandFailed(state, seq, e, out);
+            }
             Complete(state, e.command);
           },
           [&](const InputRejected&) { OnInputRejected(state); },
@@ -110,6 +116,8 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const StorageClassDeleted& e) { state.storage_classes.erase(e.name); },
           [&](const CsiNodeUpserted& e) { state.csi_nodes[e.csi_node.name] = e.csi_node; },
           [&](const CsiNodeDeleted& e) { state.csi_nodes.erase(e.name); },
+          [&](const NodeClaimDeleting& e) { OnNodeClaimDeleting(state, seq, e, out); },
+          [&](const InstancesListed& e) { OnInstancesListed(state, seq, e, out); },
       },
       event);
   return out;

@@ -10,6 +10,7 @@ namespace tenon::kube {
 namespace {
 
 constexpr std::size_t kQuantityCharsMax = 64;
+constexpr std::int64_t kGraceSecondsMax = 10LL * 365 * 24 * 3600;  // Ten years.
 
 struct Decimal {
   std::int64_t whole = 0;
@@ -328,9 +329,26 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
   pod.labels = ParseLabels(meta["labels"], "metadata.labels");
   pod.owner_kind = OwnerKind(meta);
   pod.created = Created(meta);
+  if (const auto& notes = meta["annotations"]; notes && notes[label::kDoNotDisrupt]) {
+    pod.do_not_disrupt = Str(notes[label::kDoNotDisrupt],
+                             "metadata.annotations.karpenter.sh/do-not-disrupt") == "true";
+  }
   const auto& spec = object["spec"];
   if (!spec) throw ObjectError("no spec");
   if (spec["nodeName"]) pod.node_name = Str(spec["nodeName"], "spec.nodeName");
+  if (spec["priorityClassName"]) {
+    pod.priority_class = Str(spec["priorityClassName"], "spec.priorityClassName");
+  }
+  if (const auto& grace = spec["terminationGracePeriodSeconds"]; grace) {
+    std::string text = Str(grace, "spec.terminationGracePeriodSeconds");
+    std::int64_t seconds = -1;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0 ||
+        seconds > kGraceSecondsMax) {
+      throw ObjectError("spec.terminationGracePeriodSeconds: invalid '" + text + "'");
+    }
+    pod.termination_grace = Nanos{seconds * kSecond.value};
+  }
   pod.node_selector = ParseLabels(spec["nodeSelector"], "spec.nodeSelector");
   if (spec["tolerations"]) {
     for (const auto& t : spec["tolerations"]) pod.tolerations.push_back(ParseToleration(t));
@@ -549,6 +567,10 @@ NodePool ParseNodePool(const YAML::Node& object) {
     pool.startup_taints = ParseTaints(tspec["startupTaints"]);
     if (tspec["expireAfter"])
       pool.expire_after = ParseDuration(Str(tspec["expireAfter"], "expireAfter"));
+    if (tspec["terminationGracePeriod"]) {
+      pool.termination_grace_period =
+          ParseDuration(Str(tspec["terminationGracePeriod"], "terminationGracePeriod"));
+    }
     ParseLimits(spec["limits"], pool.limits);
   } catch (const ObjectError& e) {
     throw ObjectError("NodePool " + pool.name + ": " + e.what());

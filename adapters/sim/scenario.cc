@@ -51,7 +51,48 @@ WorkloadStep ParseWorkload(const YAML::Node& w) {
   if (w["tolerations"]) {
     for (const auto& t : w["tolerations"]) step.tolerations.push_back(kube::ParseToleration(t));
   }
+  if (w["doNotDisrupt"]) step.do_not_disrupt = w["doNotDisrupt"].as<bool>();
+  if (w["terminationGracePeriod"]) {
+    step.termination_grace = kube::ParseDuration(w["terminationGracePeriod"].as<std::string>());
+  }
+  if (w["priorityClassName"]) step.priority_class = w["priorityClassName"].as<std::string>();
   return step;
+}
+
+Budget ParseBudget(const YAML::Node& b) {
+  Budget budget;
+  if (!b["name"] || !b["app"]) throw ScenarioError("budget needs a name and an app");
+  budget.name = b["name"].as<std::string>();
+  budget.app = b["app"].as<std::string>();
+  if (b["namespace"]) budget.ns = b["namespace"].as<std::string>();
+  if (b["minAvailable"]) budget.min_available = b["minAvailable"].as<std::int64_t>();
+  if (b["maxUnavailable"]) budget.max_unavailable = b["maxUnavailable"].as<std::int64_t>();
+  if (budget.min_available.has_value() == budget.max_unavailable.has_value()) {
+    throw ScenarioError("budget " + budget.name + ": exactly one of minAvailable, maxUnavailable");
+  }
+  return budget;
+}
+
+Action ParseAction(const YAML::Node& a) {
+  Action action;
+  action.at = a["at"] ? kube::ParseDuration(a["at"].as<std::string>()) : Nanos{0};
+  std::string kind = a["do"] ? a["do"].as<std::string>() : "";
+  if (kind == "deleteNodeClaim") {
+    action.kind = Action::Kind::kDeleteNodeClaim;
+  } else if (kind == "terminateInstance") {
+    action.kind = Action::Kind::kTerminateInstance;
+  } else if (kind == "strayInstance") {
+    action.kind = Action::Kind::kStrayInstance;
+    if (!a["instanceType"] || !a["zone"]) {
+      throw ScenarioError("strayInstance needs instanceType and zone");
+    }
+    action.instance_type = a["instanceType"].as<std::string>();
+    action.zone = a["zone"].as<std::string>();
+  } else {
+    throw ScenarioError("action: unknown 'do: " + kind +
+                        "' (deleteNodeClaim, terminateInstance, strayInstance)");
+  }
+  return action;
 }
 
 void ParseCloud(const YAML::Node& c, CloudModel& cloud) {
@@ -64,6 +105,13 @@ void ParseCloud(const YAML::Node& c, CloudModel& cloud) {
     for (const auto& o : c["insufficientCapacity"]) {
       cloud.insufficient_capacity.insert(o.as<std::string>());
     }
+  }
+  if (c["neverRegister"]) {
+    for (const auto& t : c["neverRegister"]) cloud.never_register.insert(t.as<std::string>());
+  }
+  if (c["listInterval"]) {
+    cloud.list_interval = kube::ParseDuration(c["listInterval"].as<std::string>());
+    if (cloud.list_interval.value <= 0) throw ScenarioError("cloud.listInterval must be > 0");
   }
 }
 
@@ -102,6 +150,10 @@ Scenario Parse(const YAML::Node& doc, const std::filesystem::path& folder) {
   std::stable_sort(s.workloads.begin(), s.workloads.end(), [](const auto& a, const auto& b) {
     return a.at != b.at ? a.at < b.at : a.name < b.name;
   });
+  for (const auto& b : doc["budgets"]) s.budgets.push_back(ParseBudget(b));
+  for (const auto& a : doc["actions"]) s.actions.push_back(ParseAction(a));
+  std::stable_sort(s.actions.begin(), s.actions.end(),
+                   [](const auto& a, const auto& b) { return a.at < b.at; });
   ParseCloud(doc["cloud"], s.cloud);
   return s;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,31 @@ struct WorkloadStep {
   Resources requests;
   Labels node_selector;
   std::vector<Toleration> tolerations;
+  bool do_not_disrupt = false;                  // karpenter.sh/do-not-disrupt on its pods.
+  Nanos termination_grace{30 * kSecond.value};  // terminationGracePeriodSeconds.
+  std::string priority_class;
+};
+
+// A PodDisruptionBudget over one workload's pods (label app=<workload>).
+struct Budget {
+  std::string ns = "default";
+  std::string name;
+  std::string app;
+  std::optional<std::int64_t> min_available;
+  std::optional<std::int64_t> max_unavailable;
+};
+
+// Something done to the world from outside the controller at a given time.
+struct Action {
+  enum class Kind : std::uint8_t {
+    kDeleteNodeClaim,    // kubectl delete nodeclaim <the oldest one>
+    kTerminateInstance,  // the oldest instance terminated behind the controller's back
+    kStrayInstance,      // an instance tagged for the cluster with no NodeClaim
+  };
+  Nanos at{0};
+  Kind kind = Kind::kDeleteNodeClaim;
+  std::string instance_type;  // kStrayInstance
+  std::string zone;           // kStrayInstance
 };
 
 struct CloudModel {
@@ -33,6 +59,10 @@ struct CloudModel {
   Nanos ready_delay{10 * kSecond.value};         // Node appears -> Ready.
   // Offerings ("type/zone/capacity-type") that answer InsufficientInstanceCapacity.
   std::set<std::string> insufficient_capacity;
+  // Instance types whose kubelet never registers a Node.
+  std::set<std::string> never_register;
+  // How often the controller is told every instance the cluster owns (garbage collection).
+  Nanos list_interval{2 * kMinute.value};
 };
 
 struct Scenario {
@@ -46,6 +76,8 @@ struct Scenario {
   std::vector<NodeClass> nodeclasses;
   std::vector<InstanceType> catalog;
   std::vector<WorkloadStep> workloads;  // Sorted by time, then name.
+  std::vector<Budget> budgets;
+  std::vector<Action> actions;  // Sorted by time.
   CloudModel cloud;
 };
 

@@ -77,7 +77,10 @@ json PodJson(const Pod& p) {
           {"created", p.created.value},
           {"labels", p.labels},
           {"selector", p.node_selector},
-          {"tolerations", TolerationsJson(p.tolerations)}};
+          {"tolerations", TolerationsJson(p.tolerations)},
+          {"doNotDisrupt", p.do_not_disrupt},
+          {"grace", p.termination_grace.value},
+          {"priority", p.priority_class}};
 }
 Pod PodFrom(const json& j) {
   Pod p;
@@ -93,6 +96,9 @@ Pod PodFrom(const json& j) {
   p.labels = j.at("labels").get<Labels>();
   p.node_selector = j.at("selector").get<Labels>();
   p.tolerations = TolerationsFrom(j.at("tolerations"));
+  p.do_not_disrupt = j.at("doNotDisrupt");
+  p.termination_grace = Nanos{j.at("grace").get<std::int64_t>()};
+  p.priority_class = j.at("priority");
   return p;
 }
 
@@ -189,6 +195,16 @@ bool World::Load() {
     pods_[PodKey(pod.ns, pod.name)] = pod;
   }
   replicas_ = j.at("replicas").get<std::map<std::string, std::int64_t>>();
+  deleting_ = j.at("deleting").get<std::set<std::string>>();
+  deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
+  next_action_ = j.at("next_action");
+  next_listing_ = Nanos{j.at("next_listing").get<std::int64_t>()};
+  for (const auto& [pool, st] : j.at("pool_status").items()) {
+    NodePoolStatus status;
+    if (st.at(0).get<int>() >= 0) status.registration_healthy = st.at(0).get<int>() == 1;
+    status.nodes = st.at(1).get<std::int64_t>();
+    pool_status_[pool] = status;
+  }
   for (const auto& t : j.at("timers")) {
     timers_[{t.at(0).get<std::int64_t>(), t.at(1).get<std::uint64_t>()}] =
         Timer{static_cast<Timer::Kind>(t.at(2).get<int>()), t.at(3).get<std::string>()};
@@ -215,6 +231,15 @@ void World::Save() const {
   j["pods"] = json::array();
   for (const auto& [key, p] : pods_) j["pods"].push_back(PodJson(p));
   j["replicas"] = replicas_;
+  j["deleting"] = deleting_;
+  j["deployments"] = deployments_;
+  j["next_action"] = next_action_;
+  j["next_listing"] = next_listing_.value;
+  j["pool_status"] = json::object();
+  for (const auto& [pool, status] : pool_status_) {
+    int healthy = status.registration_healthy ? (*status.registration_healthy ? 1 : 0) : -1;
+    j["pool_status"][pool] = {healthy, status.nodes};
+  }
   j["timers"] = json::array();
   for (const auto& [key, t] : timers_) {
     j["timers"].push_back({key.first, key.second, static_cast<int>(t.kind), t.instance_id});
@@ -246,8 +271,11 @@ std::vector<Event> World::Advance(Nanos now) {
   now_ = now;
   started_ = true;
   std::vector<Event> events = ScaleWorkloads();
+  for (auto& e : RunActions()) events.push_back(std::move(e));
   for (auto& e : FireTimers()) events.push_back(std::move(e));
+  for (auto& e : TopUp()) events.push_back(std::move(e));
   for (auto& e : Schedule()) events.push_back(std::move(e));
+  for (auto& e : ListInstances()) events.push_back(std::move(e));
   events.push_back(Tick{now_});
   return events;
 }
@@ -264,16 +292,7 @@ std::vector<Event> World::ScaleWorkloads() {
     }
     std::int64_t have = static_cast<std::int64_t>(existing.size());
     for (std::int64_t i = have; i < step.replicas; ++i) {
-      Pod pod;
-      pod.ns = step.ns;
-      pod.name = prefix + std::to_string(next_pod_);
-      pod.uid = "uid-" + std::to_string(next_pod_++);
-      pod.requests = step.requests;
-      pod.owner_kind = "ReplicaSet";
-      pod.created = now_;
-      pod.labels = {{"app", step.name}};
-      pod.node_selector = step.node_selector;
-      pod.tolerations = step.tolerations;
+      Pod pod = NewPod(step);
       pods_[PodKey(pod.ns, pod.name)] = pod;
       events.push_back(PodUpserted{pod});
     }
@@ -289,8 +308,109 @@ std::vector<Event> World::ScaleWorkloads() {
       pods_.erase(existing[i]);
     }
     replicas_[step.ns + "/" + step.name] = step.replicas;
+    deployments_[step.ns + "/" + step.name] = next_workload_ - 1;
   }
   return events;
+}
+
+Pod World::NewPod(const WorkloadStep& step) {
+  Pod pod;
+  pod.ns = step.ns;
+  pod.name = step.name + "-" + std::to_string(next_pod_);
+  pod.uid = "uid-" + std::to_string(next_pod_++);
+  pod.requests = step.requests;
+  pod.owner_kind = "ReplicaSet";
+  pod.created = now_;
+  pod.labels = {{"app", step.name}};
+  pod.node_selector = step.node_selector;
+  pod.tolerations = step.tolerations;
+  pod.do_not_disrupt = step.do_not_disrupt;
+  pod.termination_grace = step.termination_grace;
+  pod.priority_class = step.priority_class;
+  return pod;
+}
+
+// The ReplicaSet controller: replaces pods that were evicted or deleted.
+std::vector<Event> World::TopUp() {
+  std::vector<Event> events;
+  for (const auto& [key, index] : deployments_) {
+    const WorkloadStep& step = scenario_.workloads[index];
+    std::string prefix = step.name + "-";
+    std::int64_t have = 0;
+    for (const auto& [k, pod] : pods_) {
+      if (pod.ns == step.ns && pod.name.rfind(prefix, 0) == 0) ++have;
+    }
+    for (std::int64_t i = have; i < replicas_[key]; ++i) {
+      Pod pod = NewPod(step);
+      pods_[PodKey(pod.ns, pod.name)] = pod;
+      events.push_back(PodUpserted{pod});
+    }
+  }
+  return events;
+}
+
+const SimInstance* World::Oldest(const std::function<bool(const SimInstance&)>& keep) const {
+  const SimInstance* best = nullptr;
+  for (const auto& [id, i] : instances_) {
+    if (!keep(i)) continue;
+    if (best == nullptr || i.launched < best->launched) best = &i;
+  }
+  return best;
+}
+
+std::vector<Event> World::RunActions() {
+  std::vector<Event> events;
+  while (next_action_ < scenario_.actions.size() &&
+         scenario_.start + scenario_.actions[next_action_].at <= now_) {
+    const Action& action = scenario_.actions[next_action_++];
+    switch (action.kind) {
+      case Action::Kind::kDeleteNodeClaim: {
+        const SimInstance* i = Oldest([&](const SimInstance& x) {
+          return nodeclaims_.contains(x.nodeclaim) && !deleting_.contains(x.nodeclaim);
+        });
+        if (i == nullptr) break;
+        deleting_.insert(i->nodeclaim);
+        events.push_back(NodeClaimDeleting{i->nodeclaim});
+        break;
+      }
+      case Action::Kind::kTerminateInstance: {
+        const SimInstance* i = Oldest([](const SimInstance&) { return true; });
+        if (i == nullptr) break;
+        // The kubelet goes with the instance: its Node stops being Ready.
+        if (auto node = nodes_.find(i->node_name); node != nodes_.end()) {
+          node->second.ready = false;
+          events.push_back(NodeUpserted{node->second});
+        }
+        instances_.erase(i->id);
+        break;
+      }
+      case Action::Kind::kStrayInstance: {
+        char id[32];
+        std::snprintf(id, sizeof id, "i-%017llx",
+                      static_cast<unsigned long long>(Mix(scenario_.seed ^ next_instance_++) >> 4));
+        instances_[id] = SimInstance{id,
+                                     "stray-" + std::string(id),
+                                     "",
+                                     action.instance_type,
+                                     action.zone,
+                                     kCapacityOnDemand,
+                                     MicroUsdPerHour{0},
+                                     now_,
+                                     ""};
+        break;
+      }
+    }
+  }
+  return events;
+}
+
+std::vector<Event> World::ListInstances() {
+  if (now_ < next_listing_) return {};
+  next_listing_ = now_ + scenario_.cloud.list_interval;
+  InstancesListed listed;
+  for (const auto& [id, i] : instances_)
+    listed.instances.push_back({id, i.nodeclaim, i.launched, "running"});
+  return {listed};
 }
 
 void World::AddTimer(Nanos at, Timer timer) {
@@ -395,16 +515,22 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
   ++launch_calls_;
   if (auto token = client_tokens_.find(launch.client_token); token != client_tokens_.end()) {
     const SimInstance& i = instances_.at(token->second);
-    return {FleetLaunched{command.id, i.nodeclaim, i.id, "aws:///" + i.zone + "/" + i.id,
-                          i.instance_type, i.zone, i.capacity_type, i.price}};
+    return {FleetLaunched{command.id,
+                          i.nodeclaim,
+                          i.id,
+                          "aws:///" + i.zone + "/" + i.id,
+                          i.instance_type,
+                          i.zone,
+                          i.capacity_type,
+                          i.price,
+                          {}}};
   }
-  FleetFailed failed{command.id, launch.nodeclaim, {}};
+  std::vector<FleetError> errors;
   for (const auto& o : launch.overrides) {
     std::string key = o.instance_type + "/" + o.zone + "/" + o.capacity_type;
     if (scenario_.cloud.insufficient_capacity.contains(key)) {
-      failed.errors.push_back({o.instance_type, o.zone, o.capacity_type,
-                               ErrorCode::kInsufficientCapacity,
-                               "InsufficientInstanceCapacity: no capacity in the pool"});
+      errors.push_back({o.instance_type, o.zone, o.capacity_type, ErrorCode::kInsufficientCapacity,
+                        "InsufficientInstanceCapacity: no capacity in the pool"});
       continue;
     }
     char id[32];
@@ -415,12 +541,17 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
                          ""};
     instances_[instance.id] = instance;
     client_tokens_[launch.client_token] = instance.id;
-    AddTimer(now_ + scenario_.cloud.registration_delay, Timer{Timer::Kind::kRegister, instance.id});
+    if (!scenario_.cloud.never_register.contains(o.instance_type)) {
+      AddTimer(now_ + scenario_.cloud.registration_delay,
+               Timer{Timer::Kind::kRegister, instance.id});
+    }
+    // CreateFleet (instant) answers with the instance and the errors of the overrides it
+    // tried before it.
     return {FleetLaunched{command.id, instance.nodeclaim, instance.id,
                           "aws:///" + instance.zone + "/" + instance.id, instance.instance_type,
-                          instance.zone, instance.capacity_type, instance.price}};
+                          instance.zone, instance.capacity_type, instance.price, errors}};
   }
-  return {failed};
+  return {FleetFailed{command.id, launch.nodeclaim, errors}};
 }
 
 std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) {
@@ -435,7 +566,89 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
     return std::find(patch.remove_taints.begin(), patch.remove_taints.end(), t.key) !=
            patch.remove_taints.end();
   });
+  for (const auto& t : patch.add_taints) {
+    if (std::find(node.taints.begin(), node.taints.end(), t) == node.taints.end()) {
+      node.taints.push_back(t);
+    }
+  }
   return {CommandSucceeded{command.id}, NodeUpserted{node}};
+}
+
+// The Eviction API: 429 while the pod's PodDisruptionBudget allows no disruption.
+std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
+  auto it = pods_.find(PodKey(evict.ns, evict.name));
+  if (it == pods_.end()) {
+    return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + evict.name + " not found"}};
+  }
+  auto app = it->second.labels.find("app");
+  for (const Budget& budget : scenario_.budgets) {
+    if (budget.ns != evict.ns || app == it->second.labels.end() || app->second != budget.app) {
+      continue;
+    }
+    std::int64_t healthy = 0;
+    for (const auto& [key, pod] : pods_) {
+      auto a = pod.labels.find("app");
+      if (pod.ns != budget.ns || a == pod.labels.end() || a->second != budget.app) continue;
+      auto node = nodes_.find(pod.node_name);
+      if (pod.phase == "Running" && node != nodes_.end() && node->second.ready) ++healthy;
+    }
+    std::int64_t desired = replicas_[budget.ns + "/" + budget.app];
+    std::int64_t allowed = budget.min_available ? healthy - *budget.min_available
+                                                : *budget.max_unavailable - (desired - healthy);
+    if (allowed <= 0) {
+      return {CommandFailed{
+          command.id, ErrorCode::kDisruptionBudget,
+          "Cannot evict pod as it would violate the pod's disruption budget " + budget.name}};
+    }
+  }
+  return DeletePodNow(command, evict.ns, evict.name);
+}
+
+std::vector<Event> World::DeletePodNow(const Command& command, const std::string& ns,
+                                       const std::string& name) {
+  if (pods_.erase(PodKey(ns, name)) == 0) {
+    return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + name + " not found"}};
+  }
+  return {CommandSucceeded{command.id}, PodDeleted{ns, name}};
+}
+
+std::vector<Event> World::Terminate(const Command& command, const TerminateInstance& terminate) {
+  auto it = instances_.find(terminate.instance_id);
+  if (it == instances_.end()) {
+    return {CommandFailed{command.id, ErrorCode::kNotFound,
+                          "InvalidInstanceID.NotFound: " + terminate.instance_id}};
+  }
+  std::vector<Event> events{CommandSucceeded{command.id}};
+  if (auto node = nodes_.find(it->second.node_name); node != nodes_.end()) {
+    node->second.ready = false;
+    events.push_back(NodeUpserted{node->second});
+  }
+  instances_.erase(it);
+  return events;
+}
+
+std::vector<Event> World::DeletePodsOn(const std::string& node) {
+  std::vector<Event> events;
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    if (it->second.node_name == node) {
+      events.push_back(PodDeleted{it->second.ns, it->second.name});
+      it = pods_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return events;
+}
+
+std::vector<Event> World::Finalize(const Command& command, const RemoveFinalizer& remove) {
+  nodeclaims_.erase(remove.nodeclaim);
+  deleting_.erase(remove.nodeclaim);
+  std::vector<Event> events{CommandSucceeded{command.id}};
+  if (!remove.node_name.empty() && nodes_.erase(remove.node_name) > 0) {
+    events.push_back(NodeDeleted{remove.node_name});
+    for (auto& e : DeletePodsOn(remove.node_name)) events.push_back(std::move(e));
+  }
+  return events;
 }
 
 std::vector<Event> World::Execute(const Command& command) {
@@ -453,12 +666,25 @@ std::vector<Event> World::Apply(const Command& command) {
           nodeclaims_[body.claim.name] = body.claim.nodepool;  // Create is idempotent.
           return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, DeleteNodeClaim>) {
-          nodeclaims_.erase(body.name);
+          // The finalizer holds the object until termination removes it.
+          if (nodeclaims_.contains(body.name)) deleting_.insert(body.name);
           return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, LaunchInstances>) {
           return Launch(command, body);
-        } else {
+        } else if constexpr (std::is_same_v<T, PatchNode>) {
           return Patch(command, body);
+        } else if constexpr (std::is_same_v<T, EvictPod>) {
+          return Evict(command, body);
+        } else if constexpr (std::is_same_v<T, DeletePod>) {
+          return DeletePodNow(command, body.ns, body.name);
+        } else if constexpr (std::is_same_v<T, TerminateInstance>) {
+          return Terminate(command, body);
+        } else if constexpr (std::is_same_v<T, RemoveFinalizer>) {
+          return Finalize(command, body);
+        } else {
+          static_assert(std::is_same_v<T, PatchNodePoolStatus>);
+          pool_status_[body.nodepool] = body.status;
+          return {CommandSucceeded{command.id}};
         }
       },
       command.body);

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,10 @@ class World : public runtime::Executor {
   bool started() const { return started_; }
   WorldSummary Summary() const;
   const std::map<std::string, SimInstance>& instances() const { return instances_; }
+  const std::map<std::string, std::string>& nodeclaims() const { return nodeclaims_; }
+  const std::map<std::string, Node>& nodes() const { return nodes_; }
+  const std::map<std::string, Pod>& pods() const { return pods_; }
+  const std::map<std::string, NodePoolStatus>& pool_status() const { return pool_status_; }
 
  private:
   std::vector<Event> Apply(const Command& command);
@@ -74,6 +80,19 @@ class World : public runtime::Executor {
   std::vector<Event> Schedule();
   std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
   std::vector<Event> Patch(const Command& command, const PatchNode& patch);
+  std::vector<Event> Evict(const Command& command, const EvictPod& evict);
+  std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
+                                  const std::string& name);
+  std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
+  std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
+  std::vector<Event> RunActions();
+  std::vector<Event> TopUp();
+  std::vector<Event> ListInstances();
+  // Pods bound to `node` are deleted with it (the pod garbage collector's part).
+  std::vector<Event> DeletePodsOn(const std::string& node);
+  Pod NewPod(const WorkloadStep& step);
+  // The instance launched first (earliest, then by id) among those `keep` accepts.
+  const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
   Node NewNode(const SimInstance& instance) const;
   void AddTimer(Nanos at, Timer timer);
 
@@ -87,9 +106,14 @@ class World : public runtime::Executor {
   std::uint64_t next_timer_ = 1;
   std::uint64_t next_pod_ = 1;
   std::size_t launch_calls_ = 0;
-  std::map<std::string, SimInstance> instances_;      // By instance id.
-  std::map<std::string, std::string> client_tokens_;  // Token -> instance id.
-  std::map<std::string, std::string> nodeclaims_;     // NodeClaim objects: name -> nodepool.
+  std::map<std::string, SimInstance> instances_;       // By instance id.
+  std::map<std::string, std::string> client_tokens_;   // Token -> instance id.
+  std::map<std::string, std::string> nodeclaims_;      // NodeClaim objects: name -> nodepool.
+  std::set<std::string> deleting_;                     // NodeClaims with a deletion timestamp.
+  std::map<std::string, std::size_t> deployments_;     // ns/name -> its latest workload step.
+  std::map<std::string, NodePoolStatus> pool_status_;  // As the controller last patched it.
+  std::size_t next_action_ = 0;
+  Nanos next_listing_{0};
   std::map<std::string, Node> nodes_;
   std::map<std::string, Pod> pods_;               // By namespace/name.
   std::map<std::string, std::int64_t> replicas_;  // Deployment -> desired.

@@ -50,8 +50,8 @@ TEST(ParsePod, BadCreationTimeNamesThePodAndField) {
 }
 
 TEST(ParseNode, CreationTime) {
-  Node node = ParseNode(YAML::Load(
-      "metadata: {name: n, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nstatus: {}"));
+  Node node = ParseNode(
+      YAML::Load("metadata: {name: n, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nstatus: {}"));
   EXPECT_EQ(node.created, ParseTimestamp("2026-01-01T00:00:00Z"));
 }
 

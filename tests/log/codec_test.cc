@@ -75,8 +75,15 @@ std::vector<Event> EveryEvent() {
       PodDeleted{"default", "web-1"},
       NodeUpserted{node},
       NodeDeleted{"n1"},
-      FleetLaunched{CommandId{4}, "c1", "i-1", "aws:///z/i-1", "m5.large", "z", "spot",
-                    MicroUsdPerHour{38'400}},
+      FleetLaunched{CommandId{4},
+                    "c1",
+                    "i-1",
+                    "aws:///z/i-1",
+                    "m5.large",
+                    "z",
+                    "spot",
+                    MicroUsdPerHour{38'400},
+                    {{"m5.large", "y", "spot", ErrorCode::kInsufficientCapacity, "ICE"}}},
       FleetFailed{
           CommandId{5}, "c2", {{"m5.large", "z", "spot", ErrorCode::kInsufficientCapacity, "ICE"}}},
       CommandSucceeded{CommandId{6}},
@@ -98,7 +105,9 @@ std::vector<Event> EveryEvent() {
                        {{{{label::kZone, RequirementOp::kIn, {"a", "b"}, 0}}, 0}}}},
       StorageClassDeleted{"gp3"},
       CsiNodeUpserted{CsiNode{"n1", {{"ebs.csi.aws.com", 25}}}},
-      CsiNodeDeleted{"n1"}};
+      CsiNodeDeleted{"n1"},
+      NodeClaimDeleting{"c1"},
+      InstancesListed{{{"i-1", "c1", kT0, "running"}, {"i-2", "", kT0, "terminated"}}}};
 }
 
 // Every event kind survives encode -> decode unchanged.
@@ -122,7 +131,15 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   f.Fold(PodUpserted{pod});
   Output out = f.Fold(Tick{kT0 + kSecond});
   out.commands.push_back({CommandId{90}, Seq{3}, DeleteNodeClaim{"x"}});
-  out.commands.push_back({CommandId{91}, Seq{3}, PatchNode{"n", {{"k", "v"}}, {"t"}}});
+  out.commands.push_back(
+      {CommandId{91}, Seq{3},
+       PatchNode{"n", {{"k", "v"}}, {"t"}, {{"d", "", TaintEffect::kNoSchedule}}}});
+  out.commands.push_back({CommandId{92}, Seq{3}, EvictPod{"default", "web-1", "c1"}});
+  out.commands.push_back({CommandId{93}, Seq{3}, DeletePod{"default", "web-2", "c1"}});
+  out.commands.push_back({CommandId{94}, Seq{3}, TerminateInstance{"i-1", "c1"}});
+  out.commands.push_back({CommandId{95}, Seq{3}, RemoveFinalizer{"c1", "n1"}});
+  NodePoolStatus status{false, 3, {Millicores{4000}, Bytes{1 << 30}, 58, {}}};
+  out.commands.push_back({CommandId{96}, Seq{3}, PatchNodePoolStatus{"default", status}});
   ASSERT_FALSE(out.decisions.empty());
   auto entry = log::DecodeEntry(log::EncodeOutput(Seq{12}, out));
   const auto& record = std::get<log::OutputRecord>(entry);
@@ -131,6 +148,10 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   ASSERT_EQ(record.decision_ids.size(), out.decisions.size());
   EXPECT_EQ(record.decision_ids[0], out.decisions[0].id);
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(out.decisions[0])), out.decisions[0]);
+  Decision lifecycle{
+      DecisionId{7}, Seq{4}, kT0,
+      LifecycleDecision{"c1", "Deleting", "no node registered within 15m", "n1", "i-1"}};
+  EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(lifecycle)), lifecycle);
 }
 
 // A snapshot restores the exact state, hash included; encoding it twice gives the same bytes.

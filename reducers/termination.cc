@@ -1,0 +1,316 @@
+// Termination, timeouts and garbage collection (KARPENTER.md, NodeClaim lifecycle).
+//
+// A NodeClaim being deleted moves through: the karpenter.sh/disrupted:NoSchedule taint on its
+// Node; a drain through the Eviction API in four tiers (non-critical workload, non-critical
+// DaemonSet, critical workload, critical DaemonSet), each eviction a command and each 429 an
+// event retried with backoff; force deletion of pods whose own grace period no longer fits
+// before the NodePool's terminationGracePeriod runs out; terminating the instance; removing
+// the finalizer. Each step is a command, each result an event, each transition a decision.
+// Every step is level-triggered from the state on each tick, so a lost result or a restart
+// only delays it.
+#include <algorithm>
+#include <cassert>
+
+#include "reducers/internal.h"
+
+namespace tenon::core {
+namespace {
+
+bool Active(const Pod& pod) {
+  return pod.phase != "Succeeded" && pod.phase != "Failed";
+}
+
+bool IsCritical(const Pod& pod) {
+  return pod.priority_class == "system-cluster-critical" ||
+         pod.priority_class == "system-node-critical";
+}
+
+// Drain order: non-critical workload, non-critical DaemonSet, critical workload, critical
+// DaemonSet.
+int Tier(const Pod& pod) {
+  return (IsCritical(pod) ? 2 : 0) + (pod.owner_kind == "DaemonSet" ? 1 : 0);
+}
+
+const Taint kDisrupted{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
+
+// Pods the drain must see off the node: active, not mirror pods, and not pods that tolerate
+// the disrupted taint (they would only be scheduled straight back).
+std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node) {
+  std::vector<const Pod*> out;
+  for (const auto& [key, pod] : state.pods) {
+    if (pod.node_name != node || !Active(pod) || pod.owner_kind == "Node") continue;
+    if (Tolerates(pod.tolerations, kDisrupted)) continue;
+    out.push_back(&pod);
+  }
+  return out;
+}
+
+template <class T, class Match>
+bool Inflight(const State& state, Match&& match) {
+  return std::any_of(state.inflight.begin(), state.inflight.end(), [&](const auto& entry) {
+    const T* body = std::get_if<T>(&entry.second.body);
+    return body != nullptr && match(*body);
+  });
+}
+
+std::optional<Nanos> DrainDeadline(const State& state, const NodeClaim& claim) {
+  auto pool = state.nodepools.find(claim.nodepool);
+  if (pool == state.nodepools.end() || pool->second.termination_grace_period.value < 0) {
+    return std::nullopt;
+  }
+  return claim.deleting_since + pool->second.termination_grace_period;
+}
+
+Nanos Backoff(std::int32_t refusals) {
+  Nanos delay = kEvictionBackoffBase;
+  for (std::int32_t i = 1; i < refusals && delay < kEvictionBackoffMax; ++i) {
+    delay = Nanos{delay.value * 2};
+  }
+  return std::min(delay, kEvictionBackoffMax);
+}
+
+// Evicts (or, past the deadline, force-deletes) what is left on the node. True once nothing
+// the drain waits for is left.
+bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& out) {
+  if (std::none_of(node.taints.begin(), node.taints.end(),
+                   [](const Taint& t) { return t.key == label::kDisruptedTaint; }) &&
+      !Inflight<PatchNode>(state, [&](const PatchNode& p) { return p.node_name == node.name; })) {
+    Issue(state, seq, PatchNode{node.name, {}, {}, {kDisrupted}}, out);
+  }
+  std::vector<const Pod*> pods = PodsToDrain(state, node.name);
+  if (pods.empty()) return true;
+  std::optional<Nanos> deadline = DrainDeadline(state, claim);
+  if (deadline && state.now >= *deadline) return true;  // The grace period is spent.
+  auto evicting = [&](const Pod& pod) {
+    return Inflight<EvictPod>(state, [&](const EvictPod& e) {
+             return e.ns == pod.ns && e.name == pod.name;
+           }) ||
+           Inflight<DeletePod>(state,
+                               [&](const DeletePod& d) { return d.ns == pod.ns && d.name == pod.name; });
+  };
+  // Pods whose own grace period no longer fits before the deadline go now, whatever their
+  // PDBs or do-not-disrupt say.
+  std::vector<const Pod*> waiting;
+  for (const Pod* pod : pods) {
+    if (deadline && state.now + pod->termination_grace >= *deadline) {
+      if (!evicting(*pod)) Issue(state, seq, DeletePod{pod->ns, pod->name, claim.name}, out);
+    } else {
+      waiting.push_back(pod);
+    }
+  }
+  if (waiting.empty()) return false;
+  int tier = Tier(**std::min_element(waiting.begin(), waiting.end(), [](const Pod* a, const Pod* b) {
+    return Tier(*a) < Tier(*b);
+  }));
+  for (const Pod* pod : waiting) {
+    if (Tier(*pod) != tier || pod->do_not_disrupt || evicting(*pod)) continue;
+    std::string key = PodKey(pod->ns, pod->name);
+    if (auto it = claim.evict_after.find(key); it != claim.evict_after.end() && state.now < it->second) {
+      continue;
+    }
+    Issue(state, seq, EvictPod{pod->ns, pod->name, claim.name}, out);
+  }
+  return false;
+}
+
+void Record(State& state, Seq seq, const NodeClaim& claim, std::string transition,
+            std::string reason, Output& out) {
+  Decide(state, seq,
+         LifecycleDecision{claim.name, std::move(transition), std::move(reason), claim.node_name,
+                           claim.instance_id},
+         out);
+}
+
+// One claim's next termination step.
+void Advance(State& state, Seq seq, NodeClaim& claim, Output& out) {
+  const std::string name = claim.name;
+  if (Inflight<TerminateInstance>(state, [&](const auto& t) { return t.nodeclaim == name; }) ||
+      Inflight<RemoveFinalizer>(state, [&](const auto& r) { return r.nodeclaim == name; })) {
+    return;
+  }
+  if (!claim.instance_gone && !claim.instance_id.empty()) {
+    auto node = state.nodes.find(claim.node_name);
+    if (node != state.nodes.end() && !Drain(state, seq, claim, node->second, out)) return;
+    bool cut = node != state.nodes.end() && !PodsToDrain(state, node->first).empty();
+    Record(state, seq, claim, "Drained",
+           cut ? "terminationGracePeriod reached with pods left"
+               : (node == state.nodes.end() ? "no node to drain" : "every pod evicted"),
+           out);
+    Issue(state, seq, TerminateInstance{claim.instance_id, name}, out);
+    return;
+  }
+  Issue(state, seq, RemoveFinalizer{name, claim.node_name}, out);
+}
+
+void Republish(State& state, Seq seq, Output& out) {
+  std::map<std::string, NodePoolStatus> now;
+  for (const auto& [name, pool] : state.nodepools) {
+    NodePoolStatus status;
+    if (auto h = state.registration_healthy.find(name); h != state.registration_healthy.end()) {
+      status.registration_healthy = h->second;
+    }
+    now[name] = status;
+  }
+  for (const auto& [name, claim] : state.nodeclaims) {
+    auto it = now.find(claim.nodepool);
+    if (it == now.end() || claim.phase == ClaimPhase::kPending) continue;
+    if (!claim.node_name.empty()) it->second.nodes++;
+    it->second.resources = it->second.resources + claim.allocatable;
+  }
+  for (auto& [name, status] : now) {
+    // Never published counts as the empty status: a pool with nothing to say stays quiet.
+    auto prior = state.nodepool_status.find(name);
+    const NodePoolStatus& published =
+        prior != state.nodepool_status.end() ? prior->second : NodePoolStatus{};
+    if (published == status) continue;
+    state.nodepool_status[name] = status;
+    Issue(state, seq, PatchNodePoolStatus{name, status}, out);
+  }
+  std::erase_if(state.nodepool_status,
+                [&](const auto& entry) { return !state.nodepools.contains(entry.first); });
+  std::erase_if(state.registration_healthy,
+                [&](const auto& entry) { return !state.nodepools.contains(entry.first); });
+}
+
+}  // namespace
+
+void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason,
+                   bool requested_by_tenon, Output& out) {
+  if (claim.deleting) return;
+  claim.deleting = true;
+  claim.deleting_since = state.now;
+  claim.deleting_reason = reason;
+  Record(state, seq, claim, "Deleting", reason, out);
+  if (requested_by_tenon) Issue(state, seq, DeleteNodeClaim{claim.name}, out);
+  // Its pods are back in the market: the next batch plans for them.
+  for (const auto& [key, pod] : state.pods) {
+    if (IsProvisionable(pod)) NotePodForBatch(state, pod);
+  }
+}
+
+void RecordTransition(State& state, Seq seq, const NodeClaim& claim,
+                      const std::string& transition, const std::string& reason, Output& out) {
+  Record(state, seq, claim, transition, reason, out);
+}
+
+void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out) {
+  auto it = state.nodeclaims.find(event.name);
+  if (it == state.nodeclaims.end()) return;
+  BeginDeletion(state, seq, it->second, "deleted through the API", false, out);
+}
+
+void AdvanceLifecycle(State& state, Seq seq, Output& out) {
+  for (auto& [name, claim] : state.nodeclaims) {
+    if (claim.deleting) continue;
+    if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
+      BeginDeletion(state, seq, claim, "not launched within 5m", true, out);
+    } else if (claim.phase == ClaimPhase::kLaunched &&
+               state.now - claim.launched >= kRegistrationTtl) {
+      BeginDeletion(state, seq, claim, "no node registered within 15m", true, out);
+      state.registration_healthy[claim.nodepool] = false;  // NodeRegistrationHealthy=False
+    }
+  }
+  for (auto& [name, claim] : state.nodeclaims) {
+    if (claim.deleting) Advance(state, seq, claim, out);
+  }
+  Republish(state, seq, out);
+}
+
+
+bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<ErrorCode> error,
+                         Output& out) {
+  auto it = state.inflight.find(id);
+  if (it == state.inflight.end()) return false;
+  const CommandBody& body = it->second.body;
+  if (const auto* evict = std::get_if<EvictPod>(&body)) {
+    auto claim = state.nodeclaims.find(evict->nodeclaim);
+    if (claim == state.nodeclaims.end()) return true;
+    std::string key = PodKey(evict->ns, evict->name);
+    if (error == ErrorCode::kDisruptionBudget) {
+      std::int32_t refusals = ++claim->second.evictions_refused[key];
+      claim->second.evict_after[key] = state.now + Backoff(refusals);
+      Record(state, seq, claim->second, "EvictionRefused",
+             "pod " + key + ": a PodDisruptionBudget forbids it (refusal " +
+                 std::to_string(refusals) + ", next try in " +
+                 std::to_string(Backoff(refusals).value / 1'000'000) + "ms)",
+             out);
+    } else if (!error || error == ErrorCode::kNotFound) {
+      claim->second.evictions_refused.erase(key);
+      claim->second.evict_after.erase(key);
+      Record(state, seq, claim->second, "Evicted", "pod " + key, out);
+    }
+    return true;
+  }
+  if (const auto* del = std::get_if<DeletePod>(&body)) {
+    auto claim = state.nodeclaims.find(del->nodeclaim);
+    if (claim != state.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
+      Record(state, seq, claim->second, "PodForceDeleted",
+             "pod " + PodKey(del->ns, del->name) + ": terminationGracePeriod leaves no time to evict",
+             out);
+    }
+    return true;
+  }
+  if (const auto* term = std::get_if<TerminateInstance>(&body)) {
+    bool gone = !error || error == ErrorCode::kNotFound;
+    auto claim = state.nodeclaims.find(term->nodeclaim);
+    if (claim != state.nodeclaims.end() && gone) {
+      claim->second.instance_gone = true;
+      Record(state, seq, claim->second, "InstanceTerminated", term->instance_id, out);
+    } else if (term->nodeclaim.empty() && gone) {
+      Decide(state, seq,
+             LifecycleDecision{"", "LeakedInstanceTerminated", "no NodeClaim owns it", "",
+                               term->instance_id},
+             out);
+    }
+    return true;
+  }
+  if (const auto* fin = std::get_if<RemoveFinalizer>(&body)) {
+    auto claim = state.nodeclaims.find(fin->nodeclaim);
+    if (claim != state.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
+      Record(state, seq, claim->second, "Finalized", "finalizer removed; NodeClaim and Node gone",
+             out);
+      state.nodeclaims.erase(claim);
+    }
+    return true;
+  }
+  if (const auto* status = std::get_if<PatchNodePoolStatus>(&body)) {
+    if (error) state.nodepool_status.erase(status->nodepool);  // Published again next tick.
+    return true;
+  }
+  return false;
+}
+
+void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Output& out) {
+  state.last_instance_listing = state.now;
+  std::map<std::string, const CloudInstance*> alive;
+  for (const auto& i : event.instances) {
+    if (i.state != "terminated" && i.state != "shutting-down") alive[i.id] = &i;
+  }
+  // A claim whose instance is gone: nothing to drain or terminate, only the finalizer left.
+  for (auto& [name, claim] : state.nodeclaims) {
+    if (claim.deleting || claim.phase == ClaimPhase::kPending || claim.instance_id.empty()) continue;
+    if (alive.contains(claim.instance_id)) continue;
+    claim.instance_gone = true;
+    Record(state, seq, claim, "InstanceGone",
+           "instance " + claim.instance_id + " no longer exists (garbage collection)", out);
+    BeginDeletion(state, seq, claim, "instance " + claim.instance_id + " is gone", true, out);
+  }
+  // An instance no NodeClaim tracks, old enough not to be a launch still being recorded.
+  for (const auto& [id, instance] : alive) {
+    bool owned = !instance->nodeclaim.empty() && state.nodeclaims.contains(instance->nodeclaim);
+    if (owned || state.now - instance->launched < kLeakedInstanceAge) continue;
+    if (Inflight<TerminateInstance>(state, [&](const auto& t) { return t.instance_id == id; })) {
+      continue;
+    }
+    Decide(state, seq,
+           LifecycleDecision{instance->nodeclaim, "LeakedInstance",
+                             "tagged for this cluster, no NodeClaim, launched " +
+                                 std::to_string((state.now - instance->launched).value / kSecond.value) +
+                                 "s ago",
+                             "", id},
+           out);
+    Issue(state, seq, TerminateInstance{id, ""}, out);
+  }
+}
+
+}  // namespace tenon::core
