@@ -82,11 +82,10 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
   std::optional<Nanos> deadline = DrainDeadline(state, claim);
   if (deadline && state.now >= *deadline) return true;  // The grace period is spent.
   auto evicting = [&](const Pod& pod) {
-    return Inflight<EvictPod>(state, [&](const EvictPod& e) {
-             return e.ns == pod.ns && e.name == pod.name;
-           }) ||
-           Inflight<DeletePod>(state,
-                               [&](const DeletePod& d) { return d.ns == pod.ns && d.name == pod.name; });
+    return Inflight<EvictPod>(
+               state, [&](const EvictPod& e) { return e.ns == pod.ns && e.name == pod.name; }) ||
+           Inflight<DeletePod>(
+               state, [&](const DeletePod& d) { return d.ns == pod.ns && d.name == pod.name; });
   };
   // Pods whose own grace period no longer fits before the deadline go now, whatever their
   // PDBs or do-not-disrupt say.
@@ -99,13 +98,14 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
     }
   }
   if (waiting.empty()) return false;
-  int tier = Tier(**std::min_element(waiting.begin(), waiting.end(), [](const Pod* a, const Pod* b) {
-    return Tier(*a) < Tier(*b);
-  }));
+  int tier =
+      Tier(**std::min_element(waiting.begin(), waiting.end(),
+                              [](const Pod* a, const Pod* b) { return Tier(*a) < Tier(*b); }));
   for (const Pod* pod : waiting) {
     if (Tier(*pod) != tier || pod->do_not_disrupt || evicting(*pod)) continue;
     std::string key = PodKey(pod->ns, pod->name);
-    if (auto it = claim.evict_after.find(key); it != claim.evict_after.end() && state.now < it->second) {
+    if (auto it = claim.evict_after.find(key);
+        it != claim.evict_after.end() && state.now < it->second) {
       continue;
     }
     Issue(state, seq, EvictPod{pod->ns, pod->name, claim.name}, out);
@@ -188,8 +188,8 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
   }
 }
 
-void RecordTransition(State& state, Seq seq, const NodeClaim& claim,
-                      const std::string& transition, const std::string& reason, Output& out) {
+void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,
+                      const std::string& reason, Output& out) {
   Record(state, seq, claim, transition, reason, out);
 }
 
@@ -215,7 +215,6 @@ void AdvanceLifecycle(State& state, Seq seq, Output& out) {
   }
   Republish(state, seq, out);
 }
-
 
 bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<ErrorCode> error,
                          Output& out) {
@@ -244,9 +243,10 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
   if (const auto* del = std::get_if<DeletePod>(&body)) {
     auto claim = state.nodeclaims.find(del->nodeclaim);
     if (claim != state.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
-      Record(state, seq, claim->second, "PodForceDeleted",
-             "pod " + PodKey(del->ns, del->name) + ": terminationGracePeriod leaves no time to evict",
-             out);
+      Record(
+          state, seq, claim->second, "PodForceDeleted",
+          "pod " + PodKey(del->ns, del->name) + ": terminationGracePeriod leaves no time to evict",
+          out);
     }
     return true;
   }
@@ -288,7 +288,8 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
   }
   // A claim whose instance is gone: nothing to drain or terminate, only the finalizer left.
   for (auto& [name, claim] : state.nodeclaims) {
-    if (claim.deleting || claim.phase == ClaimPhase::kPending || claim.instance_id.empty()) continue;
+    if (claim.deleting || claim.phase == ClaimPhase::kPending || claim.instance_id.empty())
+      continue;
     if (alive.contains(claim.instance_id)) continue;
     claim.instance_gone = true;
     Record(state, seq, claim, "InstanceGone",
@@ -303,11 +304,11 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
       continue;
     }
     Decide(state, seq,
-           LifecycleDecision{instance->nodeclaim, "LeakedInstance",
-                             "tagged for this cluster, no NodeClaim, launched " +
-                                 std::to_string((state.now - instance->launched).value / kSecond.value) +
-                                 "s ago",
-                             "", id},
+           LifecycleDecision{
+               instance->nodeclaim, "LeakedInstance",
+               "tagged for this cluster, no NodeClaim, launched " +
+                   std::to_string((state.now - instance->launched).value / kSecond.value) + "s ago",
+               "", id},
            out);
     Issue(state, seq, TerminateInstance{id, ""}, out);
   }
