@@ -26,7 +26,8 @@ seed: 7
 start: "2026-01-01T00:00:00Z"
 duration: 20m
 tick: 1s
-catalog: )" + kCatalog +
+catalog: )" +
+         kCatalog +
          R"(
 objects:
   - kind: EC2NodeClass
@@ -189,7 +190,7 @@ cloud:
   EXPECT_EQ(deleting->reason, "no node registered within 15m");
   std::string first = deleting->nodeclaim;
   EXPECT_EQ(o.Transitions(first), (std::vector<std::string>{"Launched", "Deleting", "Drained",
-                                                           "InstanceTerminated", "Finalized"}));
+                                                            "InstanceTerminated", "Finalized"}));
   EXPECT_FALSE(o.nodeclaims.contains(first));
   EXPECT_EQ(o.pool_status.at("default").registration_healthy, false);
   // The pods were planned again: a second claim was created and launched after the first.
