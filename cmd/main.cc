@@ -101,22 +101,40 @@ void PrintState(const State& state) {
     pod.node_name.empty() ? ++pending : ++pods_on[pod.node_name];
   }
   for (const auto& [name, claim] : state.nodeclaims) {
-    std::printf("  %-22s %-12s %-11s %-10s %s/h  node %s (%zu pods)\n", name.c_str(),
+    std::printf("  %-22s %-12s %-11s %-10s %s/h  node %s (%zu pods)%s%s\n", name.c_str(),
                 claim.instance_type.c_str(), claim.zone.c_str(), claim.capacity_type.c_str(),
                 Dollars(claim.price).c_str(),
-                claim.node_name.empty() ? "-" : claim.node_name.c_str(), pods_on[claim.node_name]);
+                claim.node_name.empty() ? "-" : claim.node_name.c_str(), pods_on[claim.node_name],
+                claim.deleting ? "  deleting: " : "", claim.deleting_reason.c_str());
   }
   std::printf("pods %zu, pending %zu, commands in flight %zu\n", state.pods.size(), pending,
               state.inflight.size());
 }
 
-int RunReplay(const std::string& dir, bool verify, std::uint64_t to) {
+// Every NodeClaim transition up to `to` (0: all), with its time, cause and the event that led
+// to it. `claim` (optional) keeps one NodeClaim's.
+void PrintHistory(const log::EventLog& log, std::uint64_t to, const std::string& claim) {
+  std::printf("nodeclaim history%s%s:\n", claim.empty() ? "" : " of ", claim.c_str());
+  log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
+    Decision d = log::DecodeDecision(record.payload);
+    if (to != 0 && d.cause.value > to) return false;
+    const auto* l = std::get_if<LifecycleDecision>(&d.body);
+    if (l == nullptr || (!claim.empty() && l->nodeclaim != claim)) return true;
+    std::printf("  %s  %-22s %-24s %s  (event %" PRIu64 ")\n", Clock(d.at).c_str(),
+                l->nodeclaim.empty() ? l->instance_id.c_str() : l->nodeclaim.c_str(),
+                l->transition.c_str(), l->reason.c_str(), d.cause.value);
+    return true;
+  });
+}
+
+int RunReplay(const std::string& dir, bool verify, std::uint64_t to, const std::string& claim) {
   log::OpenOptions open;
   open.create_if_missing = false;
   open.read_only = true;
   auto log = log::EventLog::Open(dir, open);
   if (!verify) {
     PrintState(replay::FoldTo(*log, to, true));
+    PrintHistory(*log, to, claim);
     return 0;
   }
   auto report = replay::Verify(*log, [](log::Seq at, log::Seq last) {
@@ -170,11 +188,13 @@ int main(int argc, char** argv) {
   replay_cmd->add_flag("--verify", verify,
                        "re-fold from zero and from the newest snapshot and compare");
   replay_cmd->add_option("--to", to, "stop at this sequence number");
+  std::string history_claim;
+  replay_cmd->add_option("--nodeclaim", history_claim, "show only this NodeClaim's history");
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (simulate->parsed()) return RunSimulate(sim_args);
-    if (replay_cmd->parsed()) return RunReplay(replay_dir, verify, to);
+    if (replay_cmd->parsed()) return RunReplay(replay_dir, verify, to, history_claim);
   } catch (const log::LogError& e) {
     std::fprintf(stderr, "tenon: log error: %s\n", e.what());
     return 1;

@@ -100,8 +100,10 @@ struct Outcome {
   }
 };
 
-Outcome Simulate(const std::string& yaml) {
-  TempDir dir;
+// Runs the scenario with its log in `dir` (a fresh temporary folder when null).
+Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) {
+  TempDir temporary;
+  const TempDir& dir = keep != nullptr ? *keep : temporary;
   auto file = dir.path() / "scenario.yaml";
   std::ofstream(file) << yaml;
   auto scenario = sim::LoadScenario(file);
@@ -352,6 +354,55 @@ cloud:
                                       "Deleting", "Finalized"}));
   EXPECT_EQ(o.CommandsOf<TerminateInstance>().size(), 0u);
   ExpectReplaced(o, claim, 2);
+}
+
+}  // namespace
+}  // namespace tenon::testing
+
+namespace tenon::testing {
+namespace {
+
+// `tenon replay` prints each claim's transitions with their causes, and --nodeclaim keeps one.
+TEST(Lifecycle, ReplayPrintsEveryTransitionWithItsCause) {
+  TempDir dir;
+  Outcome o = Simulate(Scenario(R"(
+duration: 10m
+workloads:
+  - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
+actions:
+  - {at: 3m, do: terminateInstance}
+cloud:
+  listInterval: 1m
+)"),
+                       &dir);
+  std::string claim = o.First("InstanceGone")->nodeclaim;
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{TENON_BINARY, "replay", (dir.path() / "log").string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    Child child(argv);
+    std::vector<std::string> lines;
+    for (std::string line; child.ReadLine(line);) lines.push_back(line);
+    EXPECT_EQ(child.Wait(), 0);
+    return lines;
+  };
+  auto contains = [](const std::vector<std::string>& lines, const std::string& a,
+                     const std::string& b) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.find(a) != std::string::npos && l.find(b) != std::string::npos;
+    });
+  };
+  auto all = run({});
+  for (const auto& d : o.history) {
+    EXPECT_TRUE(contains(all, d.transition, d.reason)) << d.transition << ": " << d.reason;
+  }
+  auto one = run({"--nodeclaim", claim});
+  EXPECT_TRUE(contains(one, claim, "InstanceGone"));
+  EXPECT_TRUE(contains(one, claim, "Finalized"));
+  for (const auto& line : one) {
+    bool other =
+        line.find("Launched") != std::string::npos && line.find(claim) == std::string::npos;
+    EXPECT_FALSE(other) << line;
+  }
 }
 
 }  // namespace
