@@ -358,6 +358,7 @@ void Put(s::Node::Builder b, const Node& n) {
   b.setReady(n.ready);
   Put(b.initAllocatable(), n.allocatable);
   b.setCreatedNs(n.created.value);
+  PutTexts(b.initVolumesAttached(n.volumes_attached.size()), n.volumes_attached);
 }
 Node Get(s::Node::Reader r) {
   return {S(r.getName()),
@@ -366,7 +367,8 @@ Node Get(s::Node::Reader r) {
           GetList<Taint>(r.getTaints()),
           r.getReady(),
           Get(r.getAllocatable()),
-          Nanos{r.getCreatedNs()}};
+          Nanos{r.getCreatedNs()},
+          GetTexts(r.getVolumesAttached())};
 }
 
 template <class V>

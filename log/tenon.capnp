@@ -155,6 +155,7 @@ struct Node {
   ready @4 :Bool;
   allocatable @5 :Resources;
   createdNs @6 :Int64;
+  volumesAttached @7 :List(Text);
 }
 
 struct OptionalInt64 {

@@ -141,7 +141,8 @@ void H(Hasher& h, const CsiNode& c) {
   All(h, c.name, c.attach_limits);
 }
 void H(Hasher& h, const Node& n) {
-  All(h, n.name, n.provider_id, n.labels, n.taints, n.ready, n.allocatable, n.created);
+  All(h, n.name, n.provider_id, n.labels, n.taints, n.ready, n.allocatable, n.created,
+      n.volumes_attached);
 }
 void H(Hasher& h, const NodePoolLimits& l) {
   All(h, l.cpu, l.memory, l.nodes, l.extended);

@@ -35,6 +35,16 @@ bool StartupTaintsGone(const State& state, const NodeClaim& claim, const Node& n
                       [&](const Taint& t) { return HasTaint(node, t.key); });
 }
 
+// The extended resources the instance type brings (GPUs, Neuron cores) are advertised by the
+// node: their device plugins are up.
+bool ExtendedResourcesPresent(const NodeClaim& claim, const Node& node) {
+  for (const auto& [name, count] : claim.allocatable.extended) {
+    auto it = node.allocatable.extended.find(name);
+    if (count > 0 && (it == node.allocatable.extended.end() || it->second <= 0)) return false;
+  }
+  return true;
+}
+
 // A claim whose launch failed will never become a node: it is deleted (no instance to
 // terminate, so termination goes straight to the finalizer) and its pods re-planned.
 void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Output& out) {
@@ -166,7 +176,7 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   }
   // Ready, registered (no unregistered taint) and every startup taint gone.
   bool ready = node.ready && !HasTaint(node, label::kUnregisteredTaint) &&
-               StartupTaintsGone(state, *claim, node);
+               StartupTaintsGone(state, *claim, node) && ExtendedResourcesPresent(*claim, node);
   if (claim->phase == ClaimPhase::kRegistered && ready) {
     claim->phase = ClaimPhase::kInitialized;
     claim->initialized = state.now;

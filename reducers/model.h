@@ -280,6 +280,7 @@ struct Node {
   bool ready = false;
   Resources allocatable;
   Nanos created{0};
+  std::vector<std::string> volumes_attached;  // status.volumesAttached[].name
   friend bool operator==(const Node&, const Node&) = default;
 };
 

@@ -131,6 +131,10 @@ void Advance(State& state, Seq seq, NodeClaim& claim, Output& out) {
   if (!claim.instance_gone && !claim.instance_id.empty()) {
     auto node = state.nodes.find(claim.node_name);
     if (node != state.nodes.end() && !Drain(state, seq, claim, node->second, out)) return;
+    // Volumes detach before the instance goes, unless the grace period has run out.
+    auto deadline = DrainDeadline(state, claim);
+    bool expired = deadline && state.now >= *deadline;
+    if (node != state.nodes.end() && !node->second.volumes_attached.empty() && !expired) return;
     bool cut = node != state.nodes.end() && !PodsToDrain(state, node->first).empty();
     Record(state, seq, claim, "Drained",
            cut ? "terminationGracePeriod reached with pods left"

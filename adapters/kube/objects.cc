@@ -621,6 +621,11 @@ Node ParseNode(const YAML::Node& object) {
     node.ready = true;
     if (status) {
       node.allocatable = ParseResourceList(status["allocatable"], "status.allocatable");
+      if (const auto& attached = status["volumesAttached"]; attached) {
+        for (const auto& v : attached) {
+          node.volumes_attached.push_back(Str(v["name"], "status.volumesAttached.name"));
+        }
+      }
       if (status["conditions"]) {
         for (const auto& c : status["conditions"]) {
           if (Str(c["type"], "type") == "Ready") node.ready = Str(c["status"], "status") == "True";

@@ -118,7 +118,8 @@ Node NodeFrom(const json& j) {
           TaintsFrom(j.at("taints")),
           j.at("ready"),
           ResourcesFrom(j.at("allocatable")),
-          Nanos{j.at("created").get<std::int64_t>()}};
+          Nanos{j.at("created").get<std::int64_t>()},
+          {}};
 }
 
 json InstanceJson(const SimInstance& i) {

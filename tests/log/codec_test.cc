@@ -59,10 +59,15 @@ std::vector<InstanceType> CatalogWithGpu() {
 }
 
 std::vector<Event> EveryEvent() {
-  Node node{"n1",         "aws:///us-east-1a/i-1",
-            {{"a", "b"}}, {{"t", "v", TaintEffect::kNoExecute}},
-            true,         {Millicores{1930}, Bytes{7'000'000'000}, 29, {{"x/y", 2}}},
-            kT0};
+  Node node;
+  node.name = "n1";
+  node.provider_id = "aws:///us-east-1a/i-1";
+  node.labels = {{"a", "b"}};
+  node.taints = {{"t", "v", TaintEffect::kNoExecute}};
+  node.ready = true;
+  node.allocatable = {Millicores{1930}, Bytes{7'000'000'000}, 29, {{"x/y", 2}}};
+  node.created = kT0;
+  node.volumes_attached = {"vol-1"};
   return {
       Tick{kT0},
       ControllerStarted{"v1", 99, Settings{"prod", Nanos{2}, Nanos{3}, 80, true, true}},

@@ -187,7 +187,7 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   Node node{"node-1", "aws:///us-east-1a/i-1",
             {},       {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}},
             false,    {},
-            kT0};
+            kT0,      {}};
   Output reg = f.Fold(NodeUpserted{node});
   EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
   auto patches = CommandsOf<PatchNode>(reg);
@@ -207,6 +207,50 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   EXPECT_EQ(init_patches[0]->add_labels, (Labels{{label::kInitialized, "true"}}));
 }
 
+// A node registered without the GPUs its type brings is not Initialized until the device
+// plugin advertises them.
+TEST(Lifecycle, InitializedWaitsForExtendedResources) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  std::string claim = LaunchFor(out);
+  f.Fold(LaunchedFor(out));
+  f.state.nodeclaims.at(claim).allocatable.extended["nvidia.com/gpu"] = 1;
+  Node node;
+  node.name = "node-1";
+  node.provider_id = "aws:///us-east-1a/i-1";
+  node.ready = true;
+  node.created = kT0;
+  f.Fold(NodeUpserted{node});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
+  node.allocatable.extended["nvidia.com/gpu"] = 1;
+  f.Fold(NodeUpserted{node});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+}
+
+// After the drain, the instance is only terminated once the node's volumes have detached.
+TEST(Termination, WaitsForVolumesToDetach) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  std::string claim = LaunchFor(out);
+  f.Fold(LaunchedFor(out));
+  Node node;
+  node.name = "node-1";
+  node.provider_id = "aws:///us-east-1a/i-1";
+  node.ready = true;
+  node.created = kT0;
+  node.taints = {{label::kDisruptedTaint, "", TaintEffect::kNoSchedule}};
+  node.volumes_attached = {"vol-1"};
+  f.Fold(NodeUpserted{node});
+  f.Fold(NodeClaimDeleting{claim});
+  Nanos now = kT0 + Nanos{5 * kSecond.value};
+  Output waiting = f.Fold(Tick{now});
+  EXPECT_TRUE(CommandsOf<TerminateInstance>(waiting).empty());
+  node.volumes_attached.clear();
+  f.Fold(NodeUpserted{node});
+  Output go = f.Fold(Tick{now + kSecond});
+  EXPECT_EQ(CommandsOf<TerminateInstance>(go).size(), 1u);
+}
+
 // Registration sync is level-triggered: a node that shows up with the unregistered taint
 // again (a kubelet re-registering, a lost patch) is patched again, once per in-flight patch.
 TEST(Lifecycle, NodeOutOfSyncIsPatchedAgain) {
@@ -216,7 +260,7 @@ TEST(Lifecycle, NodeOutOfSyncIsPatchedAgain) {
   Node node{"node-1", "aws:///us-east-1a/i-1",
             {},       {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}},
             false,    {},
-            kT0};
+            kT0,      {}};
   Output first = f.Fold(NodeUpserted{node});
   ASSERT_EQ(CommandsOf<PatchNode>(first).size(), 1u);
   EXPECT_TRUE(f.Fold(NodeUpserted{node}).commands.empty()) << "a patch is already in flight";
