@@ -889,6 +889,15 @@ void Put(s::Command::Builder b, const Command& c) {
                    g.setNodePool(T(x.nodepool));
                    Put(g.initStatus(), x.status);
                  },
+                 [&](const PatchNodeClaimStatus& x) {
+                   auto g = b.initPatchNodeClaimStatus();
+                   g.setNodeClaim(T(x.nodeclaim));
+                   g.setCondition(T(x.condition));
+                   g.setStatus(x.status);
+                   g.setReason(T(x.reason));
+                   g.setProviderId(T(x.provider_id));
+                   g.setNodeName(T(x.node_name));
+                 },
              },
              c.body);
 }
@@ -939,6 +948,12 @@ Command Get(s::Command::Reader r) {
     case s::Command::PATCH_NODE_POOL_STATUS: {
       auto g = r.getPatchNodePoolStatus();
       c.body = PatchNodePoolStatus{S(g.getNodePool()), Get(g.getStatus())};
+      return c;
+    }
+    case s::Command::PATCH_NODE_CLAIM_STATUS: {
+      auto g = r.getPatchNodeClaimStatus();
+      c.body = PatchNodeClaimStatus{S(g.getNodeClaim()), S(g.getCondition()),  g.getStatus(),
+                                    S(g.getReason()),    S(g.getProviderId()), S(g.getNodeName())};
       return c;
     }
   }
@@ -1193,9 +1208,10 @@ std::string EventKind(const Event& event) {
 }
 
 std::string CommandKind(const Command& command) {
-  constexpr const char* kNames[] = {"CreateNodeClaim",   "DeleteNodeClaim", "LaunchInstances",
-                                    "PatchNode",         "EvictPod",        "DeletePod",
-                                    "TerminateInstance", "RemoveFinalizer", "PatchNodePoolStatus"};
+  constexpr const char* kNames[] = {"CreateNodeClaim",     "DeleteNodeClaim", "LaunchInstances",
+                                    "PatchNode",           "EvictPod",        "DeletePod",
+                                    "TerminateInstance",   "RemoveFinalizer", "PatchNodePoolStatus",
+                                    "PatchNodeClaimStatus"};
   static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
   return kNames[command.body.index()];
 }

@@ -387,6 +387,14 @@ struct Command {
       nodePool @26 :Text;
       status @27 :NodePoolStatus;
     }
+    patchNodeClaimStatus :group {
+      nodeClaim @28 :Text;
+      condition @29 :Text;
+      status @30 :Bool;
+      reason @31 :Text;
+      providerId @32 :Text;
+      nodeName @33 :Text;
+    }
   }
 }
 

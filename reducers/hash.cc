@@ -207,6 +207,9 @@ void H(Hasher& h, const RemoveFinalizer& c) {
 void H(Hasher& h, const NodePoolStatus& s) {
   All(h, s.registration_healthy, s.nodes, s.resources);
 }
+void H(Hasher& h, const PatchNodeClaimStatus& c) {
+  All(h, c.nodeclaim, c.condition, c.status, c.reason, c.provider_id, c.node_name);
+}
 void H(Hasher& h, const PatchNodePoolStatus& c) {
   All(h, c.nodepool, c.status);
 }

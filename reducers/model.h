@@ -634,9 +634,21 @@ struct PatchNodePoolStatus {
   friend bool operator==(const PatchNodePoolStatus&, const PatchNodePoolStatus&) = default;
 };
 
+// One NodeClaim status condition (merged by type, as the API server merges conditions),
+// with the claim's providerID and node name once known.
+struct PatchNodeClaimStatus {
+  std::string nodeclaim;
+  std::string condition;  // Launched, Registered, Initialized, Drained, InstanceTerminating
+  bool status = true;
+  std::string reason;
+  std::string provider_id;
+  std::string node_name;
+  friend bool operator==(const PatchNodeClaimStatus&, const PatchNodeClaimStatus&) = default;
+};
+
 using CommandBody =
     std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode, EvictPod, DeletePod,
-                 TerminateInstance, RemoveFinalizer, PatchNodePoolStatus>;
+                 TerminateInstance, RemoveFinalizer, PatchNodePoolStatus, PatchNodeClaimStatus>;
 
 struct Command {
   CommandId id{0};

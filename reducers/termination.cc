@@ -113,8 +113,25 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
   return false;
 }
 
+// The status condition a transition sets, if any: (condition, status).
+std::optional<std::pair<const char*, bool>> ConditionOf(const std::string& transition) {
+  if (transition == "Launched") return std::pair{"Launched", true};
+  if (transition == "LaunchFailed") return std::pair{"Launched", false};
+  if (transition == "Registered") return std::pair{"Registered", true};
+  if (transition == "Initialized") return std::pair{"Initialized", true};
+  if (transition == "Drained") return std::pair{"Drained", true};
+  if (transition == "InstanceTerminated") return std::pair{"InstanceTerminating", true};
+  return std::nullopt;
+}
+
 void Record(State& state, Seq seq, const NodeClaim& claim, std::string transition,
             std::string reason, Output& out) {
+  if (auto condition = ConditionOf(transition)) {
+    Issue(state, seq,
+          PatchNodeClaimStatus{claim.name, condition->first, condition->second, reason,
+                               claim.provider_id, claim.node_name},
+          out);
+  }
   Decide(state, seq,
          LifecycleDecision{claim.name, std::move(transition), std::move(reason), claim.node_name,
                            claim.instance_id},

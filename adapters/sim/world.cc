@@ -682,9 +682,15 @@ std::vector<Event> World::Apply(const Command& command) {
           return Terminate(command, body);
         } else if constexpr (std::is_same_v<T, RemoveFinalizer>) {
           return Finalize(command, body);
-        } else {
-          static_assert(std::is_same_v<T, PatchNodePoolStatus>);
+        } else if constexpr (std::is_same_v<T, PatchNodePoolStatus>) {
           pool_status_[body.nodepool] = body.status;
+          return {CommandSucceeded{command.id}};
+        } else {
+          static_assert(std::is_same_v<T, PatchNodeClaimStatus>);
+          if (!nodeclaims_.contains(body.nodeclaim)) {
+            return {CommandFailed{command.id, ErrorCode::kNotFound,
+                                  "nodeclaim " + body.nodeclaim + " not found"}};
+          }
           return {CommandSucceeded{command.id}};
         }
       },

@@ -145,6 +145,9 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   out.commands.push_back({CommandId{95}, Seq{3}, RemoveFinalizer{"c1", "n1"}});
   NodePoolStatus status{false, 3, {Millicores{4000}, Bytes{1 << 30}, 58, {}}};
   out.commands.push_back({CommandId{96}, Seq{3}, PatchNodePoolStatus{"default", status}});
+  out.commands.push_back(
+      {CommandId{97}, Seq{3},
+       PatchNodeClaimStatus{"c1", "Registered", true, "node n1", "aws:///z/i-1", "n1"}});
   ASSERT_FALSE(out.decisions.empty());
   auto entry = log::DecodeEntry(log::EncodeOutput(Seq{12}, out));
   const auto& record = std::get<log::OutputRecord>(entry);

@@ -86,4 +86,14 @@ std::vector<const T*> CommandsOf(const Output& out) {
   return found;
 }
 
+// The id of the first command of kind T in `out`.
+template <class T>
+CommandId IdOf(const Output& out) {
+  for (const auto& c : out.commands) {
+    if (std::holds_alternative<T>(c.body)) return c.id;
+  }
+  ADD_FAILURE() << "no such command";
+  return CommandId{0};
+}
+
 }  // namespace tenon::testing

@@ -196,7 +196,7 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   EXPECT_EQ(patches[0]->add_labels.at(label::kRegistered), "true");
 
   // The patch lands: the node now carries the labels and has lost the taint.
-  f.Fold(CommandSucceeded{reg.commands.at(0).id});
+  f.Fold(CommandSucceeded{IdOf<PatchNode>(reg)});
   node.taints.clear();
   node.labels = patches[0]->add_labels;
   node.ready = true;
@@ -205,6 +205,15 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   auto init_patches = CommandsOf<PatchNode>(init);
   ASSERT_EQ(init_patches.size(), 1u);
   EXPECT_EQ(init_patches[0]->add_labels, (Labels{{label::kInitialized, "true"}}));
+  // Each step also sets its NodeClaim status condition.
+  auto registered = CommandsOf<PatchNodeClaimStatus>(reg);
+  ASSERT_EQ(registered.size(), 1u);
+  EXPECT_EQ(registered[0]->condition, "Registered");
+  EXPECT_TRUE(registered[0]->status);
+  EXPECT_EQ(registered[0]->node_name, "node-1");
+  auto initialized = CommandsOf<PatchNodeClaimStatus>(init);
+  ASSERT_EQ(initialized.size(), 1u);
+  EXPECT_EQ(initialized[0]->condition, "Initialized");
 }
 
 // A node registered without the GPUs its type brings is not Initialized until the device
@@ -264,7 +273,7 @@ TEST(Lifecycle, NodeOutOfSyncIsPatchedAgain) {
   Output first = f.Fold(NodeUpserted{node});
   ASSERT_EQ(CommandsOf<PatchNode>(first).size(), 1u);
   EXPECT_TRUE(f.Fold(NodeUpserted{node}).commands.empty()) << "a patch is already in flight";
-  f.Fold(CommandFailed{first.commands.at(0).id, ErrorCode::kNotFound, "node not found"});
+  f.Fold(CommandFailed{IdOf<PatchNode>(first), ErrorCode::kNotFound, "node not found"});
   Output again = f.Fold(NodeUpserted{node});
   auto patches = CommandsOf<PatchNode>(again);
   ASSERT_EQ(patches.size(), 1u);
