@@ -97,8 +97,19 @@ bool HasLabel(const Node& node, const std::string& key, const std::string& value
 // unregistered taint. Empty when the node is already in sync. Level-triggered, like
 // Karpenter's reconcilers: a node that drifts back out of sync (a kubelet re-registering after
 // a restart, a lost patch) is patched again.
-PatchNode SyncPatch(const NodeClaim& claim, const Node& node) {
+// At registration the NodePool's taints are added too, if the kubelet did not bring them
+// (Karpenter syncs them once, so an operator may remove one later).
+PatchNode SyncPatch(const State& state, const NodeClaim& claim, const Node& node,
+                    bool registering) {
   PatchNode patch{node.name, {}, {}, {}};
+  if (auto pool = state.nodepools.find(claim.nodepool);
+      registering && pool != state.nodepools.end()) {
+    for (const Taint& t : pool->second.taints) {
+      if (std::find(node.taints.begin(), node.taints.end(), t) == node.taints.end()) {
+        patch.add_taints.push_back(t);
+      }
+    }
+  }
   if (!HasLabel(node, label::kRegistered, "true")) patch.add_labels[label::kRegistered] = "true";
   if (!HasLabel(node, label::kNodePool, claim.nodepool)) {
     patch.add_labels[label::kNodePool] = claim.nodepool;
@@ -112,9 +123,10 @@ PatchNode SyncPatch(const NodeClaim& claim, const Node& node) {
   return patch;
 }
 
-void SyncNode(State& state, Seq seq, const NodeClaim& claim, const Node& node, Output& out) {
-  PatchNode patch = SyncPatch(claim, node);
-  if (patch.add_labels.empty() && patch.remove_taints.empty()) return;
+void SyncNode(State& state, Seq seq, const NodeClaim& claim, const Node& node, bool registering,
+              Output& out) {
+  PatchNode patch = SyncPatch(state, claim, node, registering);
+  if (patch.add_labels.empty() && patch.remove_taints.empty() && patch.add_taints.empty()) return;
   if (PatchInflight(state, node.name)) return;
   Issue(state, seq, std::move(patch), out);
 }
@@ -166,7 +178,8 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   state.nodes[node.name] = node;
   NodeClaim* claim = ClaimByProviderId(state, node.provider_id);
   if (claim == nullptr) return;
-  if (claim->phase == ClaimPhase::kLaunched) {
+  bool registering = claim->phase == ClaimPhase::kLaunched;
+  if (registering) {
     claim->phase = ClaimPhase::kRegistered;
     claim->node_name = node.name;
     claim->registered = state.now;
@@ -183,7 +196,7 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
     RecordTransition(state, seq, *claim, "Initialized", "node Ready, startup taints gone", out);
   }
   bool synced = claim->phase == ClaimPhase::kRegistered || claim->phase == ClaimPhase::kInitialized;
-  if (synced && !claim->deleting) SyncNode(state, seq, *claim, node, out);
+  if (synced && !claim->deleting) SyncNode(state, seq, *claim, node, registering, out);
 }
 
 void OnNodeDeleted(State& state, const std::string& name) {

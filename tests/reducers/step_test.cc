@@ -216,6 +216,22 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   EXPECT_EQ(initialized[0]->condition, "Initialized");
 }
 
+// At registration the NodePool's taints are added to a node that came up without them.
+TEST(Lifecycle, RegistrationAddsMissingPoolTaints) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  f.state.nodepools.at("default").taints = {{"dedicated", "web", TaintEffect::kNoSchedule}};
+  f.Fold(LaunchedFor(out));
+  Node node;
+  node.name = "node-1";
+  node.provider_id = "aws:///us-east-1a/i-1";
+  node.created = kT0;
+  auto patches = CommandsOf<PatchNode>(f.Fold(NodeUpserted{node}));
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]->add_taints,
+            (std::vector<Taint>{{"dedicated", "web", TaintEffect::kNoSchedule}}));
+}
+
 // A node registered without the GPUs its type brings is not Initialized until the device
 // plugin advertises them.
 TEST(Lifecycle, InitializedWaitsForExtendedResources) {
