@@ -359,6 +359,7 @@ void Put(s::Node::Builder b, const Node& n) {
   Put(b.initAllocatable(), n.allocatable);
   b.setCreatedNs(n.created.value);
   PutTexts(b.initVolumesAttached(n.volumes_attached.size()), n.volumes_attached);
+  b.setDoNotDisrupt(n.do_not_disrupt);
 }
 Node Get(s::Node::Reader r) {
   return {S(r.getName()),
@@ -368,7 +369,8 @@ Node Get(s::Node::Reader r) {
           r.getReady(),
           Get(r.getAllocatable()),
           Nanos{r.getCreatedNs()},
-          GetTexts(r.getVolumesAttached())};
+          GetTexts(r.getVolumesAttached()),
+          r.getDoNotDisrupt()};
 }
 
 template <class V>
@@ -404,6 +406,15 @@ void Put(s::NodePool::Builder b, const NodePool& p) {
   b.setExpireAfterNs(p.expire_after.value);
   Put(b.initLimitsExtended(p.limits.extended.size()), p.limits.extended);
   b.setTerminationGracePeriodNs(p.termination_grace_period.value);
+  b.setConsolidationPolicy(static_cast<std::uint8_t>(p.consolidation_policy));
+  b.setConsolidateAfterNs(p.consolidate_after.value);
+  auto budgets = b.initBudgets(p.budgets.size());
+  for (unsigned i = 0; i < p.budgets.size(); ++i) {
+    budgets[i].setNodes(T(p.budgets[i].nodes));
+    budgets[i].setSchedule(T(p.budgets[i].schedule));
+    budgets[i].setDurationNs(p.budgets[i].duration.value);
+    PutTexts(budgets[i].initReasons(p.budgets[i].reasons.size()), p.budgets[i].reasons);
+  }
 }
 NodePool Get(s::NodePool::Reader r) {
   NodePool p;
@@ -420,6 +431,14 @@ NodePool Get(s::NodePool::Reader r) {
   p.expire_after = Nanos{r.getExpireAfterNs()};
   p.limits.extended = GetInts(r.getLimitsExtended());
   p.termination_grace_period = Nanos{r.getTerminationGracePeriodNs()};
+  p.consolidation_policy =
+      CheckedEnum<ConsolidationPolicy>(r.getConsolidationPolicy(), 1, "consolidation policy");
+  p.consolidate_after = Nanos{r.getConsolidateAfterNs()};
+  p.budgets.clear();
+  for (auto budget : r.getBudgets()) {
+    p.budgets.push_back({S(budget.getNodes()), S(budget.getSchedule()),
+                         Nanos{budget.getDurationNs()}, GetTexts(budget.getReasons())});
+  }
   return p;
 }
 
@@ -525,6 +544,7 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   std::map<std::string, std::int64_t> after;
   for (const auto& [pod, at] : c.evict_after) after[pod] = at.value;
   Put(b.initEvictAfterNs(after.size()), after);
+  b.setLastPodChangeNs(c.last_pod_change.value);
 }
 NodeClaim Get(s::NodeClaim::Reader r) {
   NodeClaim c;
@@ -555,6 +575,7 @@ NodeClaim Get(s::NodeClaim::Reader r) {
     c.evictions_refused[pod] = static_cast<std::int32_t>(n);
   }
   for (const auto& [pod, at] : GetInts(r.getEvictAfterNs())) c.evict_after[pod] = Nanos{at};
+  c.last_pod_change = Nanos{r.getLastPodChangeNs()};
   return c;
 }
 
@@ -733,6 +754,13 @@ void Put(s::Event::Builder b, const Event& event) {
                  [&](const CsiNodeUpserted& e) { Put(b.initCsiNodeUpserted(), e.csi_node); },
                  [&](const CsiNodeDeleted& e) { b.setCsiNodeDeleted(T(e.name)); },
                  [&](const NodeClaimDeleting& e) { b.setNodeClaimDeleting(T(e.name)); },
+                 [&](const InterruptionReceived& e) {
+                   auto g = b.initInterruptionReceived();
+                   g.setMessageId(T(e.message_id));
+                   g.setKind(static_cast<std::uint8_t>(e.kind));
+                   g.setInstanceId(T(e.instance_id));
+                   g.setDetail(T(e.detail));
+                 },
                  [&](const InstancesListed& e) {
                    auto list = b.initInstancesListed(e.instances.size());
                    for (unsigned k = 0; k < e.instances.size(); ++k) {
@@ -826,6 +854,12 @@ Event Get(s::Event::Reader r) {
       return CsiNodeDeleted{S(r.getCsiNodeDeleted())};
     case s::Event::NODE_CLAIM_DELETING:
       return NodeClaimDeleting{S(r.getNodeClaimDeleting())};
+    case s::Event::INTERRUPTION_RECEIVED: {
+      auto g = r.getInterruptionReceived();
+      return InterruptionReceived{
+          S(g.getMessageId()), CheckedEnum<InterruptionKind>(g.getKind(), 3, "interruption kind"),
+          S(g.getInstanceId()), S(g.getDetail())};
+    }
     case s::Event::INSTANCES_LISTED: {
       InstancesListed listed;
       for (auto i : r.getInstancesListed()) {
@@ -889,6 +923,7 @@ void Put(s::Command::Builder b, const Command& c) {
                    g.setNodePool(T(x.nodepool));
                    Put(g.initStatus(), x.status);
                  },
+                 [&](const AcknowledgeMessage& x) { b.setAcknowledgeMessage(T(x.message_id)); },
                  [&](const PatchNodeClaimStatus& x) {
                    auto g = b.initPatchNodeClaimStatus();
                    g.setNodeClaim(T(x.nodeclaim));
@@ -950,6 +985,9 @@ Command Get(s::Command::Reader r) {
       c.body = PatchNodePoolStatus{S(g.getNodePool()), Get(g.getStatus())};
       return c;
     }
+    case s::Command::ACKNOWLEDGE_MESSAGE:
+      c.body = AcknowledgeMessage{S(r.getAcknowledgeMessage())};
+      return c;
     case s::Command::PATCH_NODE_CLAIM_STATUS: {
       auto g = r.getPatchNodeClaimStatus();
       c.body = PatchNodeClaimStatus{S(g.getNodeClaim()), S(g.getCondition()),  g.getStatus(),
@@ -971,6 +1009,26 @@ void Put(s::Decision::Builder b, const Decision& d) {
                    PutList(g.initNewClaims(p.new_claims.size()), p.new_claims);
                    PutList(g.initPods(p.pods.size()), p.pods);
                  },
+                 [&](const DisruptionDecision& x) {
+                   auto g = b.initDisruption();
+                   g.setMethod(T(x.method));
+                   g.setPhase(T(x.phase));
+                   PutTexts(g.initNodeClaims(x.nodeclaims.size()), x.nodeclaims);
+                   auto candidates = g.initCandidates(x.candidates.size());
+                   for (unsigned i = 0; i < x.candidates.size(); ++i) {
+                     candidates[i].setNodeClaim(T(x.candidates[i].nodeclaim));
+                     candidates[i].setNodePool(T(x.candidates[i].nodepool));
+                     candidates[i].setOutcome(T(x.candidates[i].outcome));
+                   }
+                   auto budgets = g.initBudgets(x.budgets.size());
+                   for (unsigned i = 0; i < x.budgets.size(); ++i) {
+                     budgets[i].setNodePool(T(x.budgets[i].nodepool));
+                     budgets[i].setReason(T(x.budgets[i].reason));
+                     budgets[i].setAllowed(x.budgets[i].allowed);
+                     budgets[i].setDetail(T(x.budgets[i].detail));
+                   }
+                   g.setReason(T(x.reason));
+                 },
                  [&](const LifecycleDecision& l) {
                    auto g = b.initLifecycle();
                    g.setNodeClaim(T(l.nodeclaim));
@@ -991,6 +1049,20 @@ Decision Get(s::Decision::Reader r) {
       d.body =
           ProvisioningDecision{Nanos{g.getBatchOpenedNs()}, GetList<ClaimPlan>(g.getNewClaims()),
                                GetList<PodOutcome>(g.getPods())};
+      return d;
+    }
+    case s::Decision::DISRUPTION: {
+      auto g = r.getDisruption();
+      DisruptionDecision x{S(g.getMethod()), S(g.getPhase()), GetTexts(g.getNodeClaims()), {}, {},
+                           S(g.getReason())};
+      for (auto c : g.getCandidates()) {
+        x.candidates.push_back({S(c.getNodeClaim()), S(c.getNodePool()), S(c.getOutcome())});
+      }
+      for (auto b : g.getBudgets()) {
+        x.budgets.push_back(
+            {S(b.getNodePool()), S(b.getReason()), b.getAllowed(), S(b.getDetail())});
+      }
+      d.body = std::move(x);
       return d;
     }
     case s::Decision::LIFECYCLE: {
@@ -1128,6 +1200,11 @@ std::string EncodeSnapshot(const State& state) {
   std::map<std::string, std::int64_t> healthy(state.registration_healthy.begin(),
                                               state.registration_healthy.end());
   Put(b.initRegistrationHealthy(healthy.size()), healthy);
+  b.setLastDisruptionPassNs(state.last_disruption_pass.value);
+  b.setPendingMethod(T(state.pending_method));
+  PutTexts(b.initPendingNodeClaims(state.pending_nodeclaims.size()), state.pending_nodeclaims);
+  b.setPendingSinceNs(state.pending_since.value);
+  b.setLastDisruptionDigest(state.last_disruption_digest);
   return ToBytes(message);
 }
 
@@ -1170,6 +1247,11 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
       state.registration_healthy[pool] = healthy != 0;
     }
+    state.last_disruption_pass = Nanos{r.getLastDisruptionPassNs()};
+    state.pending_method = S(r.getPendingMethod());
+    state.pending_nodeclaims = GetTexts(r.getPendingNodeClaims());
+    state.pending_since = Nanos{r.getPendingSinceNs()};
+    state.last_disruption_digest = r.getLastDisruptionDigest();
     return state;
   });
 }
@@ -1202,16 +1284,24 @@ std::string EventKind(const Event& event) {
                                     "CsiNodeUpserted",
                                     "CsiNodeDeleted",
                                     "NodeClaimDeleting",
+                                    "InterruptionReceived",
                                     "InstancesListed"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[event.index()];
 }
 
 std::string CommandKind(const Command& command) {
-  constexpr const char* kNames[] = {"CreateNodeClaim",     "DeleteNodeClaim", "LaunchInstances",
-                                    "PatchNode",           "EvictPod",        "DeletePod",
-                                    "TerminateInstance",   "RemoveFinalizer", "PatchNodePoolStatus",
-                                    "PatchNodeClaimStatus"};
+  constexpr const char* kNames[] = {"CreateNodeClaim",
+                                    "DeleteNodeClaim",
+                                    "LaunchInstances",
+                                    "PatchNode",
+                                    "EvictPod",
+                                    "DeletePod",
+                                    "TerminateInstance",
+                                    "RemoveFinalizer",
+                                    "PatchNodePoolStatus",
+                                    "PatchNodeClaimStatus",
+                                    "AcknowledgeMessage"};
   static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
   return kNames[command.body.index()];
 }

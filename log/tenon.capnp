@@ -156,6 +156,7 @@ struct Node {
   allocatable @5 :Resources;
   createdNs @6 :Int64;
   volumesAttached @7 :List(Text);
+  doNotDisrupt @8 :Bool;
 }
 
 struct OptionalInt64 {
@@ -177,6 +178,16 @@ struct NodePool {
   expireAfterNs @10 :Int64;
   limitsExtended @11 :List(KeyInt);
   terminationGracePeriodNs @12 :Int64;
+  consolidationPolicy @13 :UInt8;
+  consolidateAfterNs @14 :Int64;
+  budgets @15 :List(DisruptionBudget);
+}
+
+struct DisruptionBudget {
+  nodes @0 :Text;
+  schedule @1 :Text;
+  durationNs @2 :Int64;
+  reasons @3 :List(Text);
 }
 
 struct NodeClass {
@@ -242,6 +253,7 @@ struct NodeClaim {
   instanceGone @22 :Bool;
   evictionsRefused @23 :List(KeyInt);
   evictAfterNs @24 :List(KeyInt);
+  lastPodChangeNs @25 :Int64;
 }
 
 struct Settings {
@@ -333,6 +345,12 @@ struct Event {
     csiNodeDeleted @43 :Text;
     nodeClaimDeleting @45 :Text;
     instancesListed @46 :List(CloudInstance);
+    interruptionReceived :group {
+      messageId @47 :Text;
+      kind @48 :UInt8;
+      instanceId @49 :Text;
+      detail @50 :Text;
+    }
   }
 }
 
@@ -395,6 +413,7 @@ struct Command {
       providerId @32 :Text;
       nodeName @33 :Text;
     }
+    acknowledgeMessage @34 :Text;
   }
 }
 
@@ -451,7 +470,28 @@ struct Decision {
       nodeName @10 :Text;
       instanceId @11 :Text;
     }
+    disruption :group {
+      method @12 :Text;
+      phase @13 :Text;
+      nodeClaims @14 :List(Text);
+      candidates @15 :List(DisruptionCandidate);
+      budgets @16 :List(BudgetState);
+      reason @17 :Text;
+    }
   }
+}
+
+struct DisruptionCandidate {
+  nodeClaim @0 :Text;
+  nodePool @1 :Text;
+  outcome @2 :Text;
+}
+
+struct BudgetState {
+  nodePool @0 :Text;
+  reason @1 :Text;
+  allowed @2 :Int64;
+  detail @3 :Text;
 }
 
 # What folding one event produced: its commands, and the ids of its decisions (which live in
@@ -513,4 +553,9 @@ struct Snapshot {
   nodePoolStatus @27 :List(NamedNodePoolStatus);
   lastInstanceListingNs @28 :Int64;
   registrationHealthy @29 :List(KeyInt);
+  lastDisruptionPassNs @30 :Int64;
+  pendingMethod @31 :Text;
+  pendingNodeClaims @32 :List(Text);
+  pendingSinceNs @33 :Int64;
+  lastDisruptionDigest @34 :UInt64;
 }

@@ -63,6 +63,13 @@ struct State {
   // of the pool registers. Absent: unknown.
   std::map<std::string, bool> registration_healthy;
   Nanos last_instance_listing{0};  // When InstancesListed last arrived.
+  // Disruption: the last 10 s pass, and a decision waiting out its 15 s validation.
+  Nanos last_disruption_pass{0};
+  std::string pending_method;  // Empty: nothing pending.
+  std::vector<std::string> pending_nodeclaims;
+  Nanos pending_since{0};
+  std::uint64_t last_disruption_digest =
+      0;  // Of the last "nothing to do" record, to not repeat it.
 
   BatchWindow batch;
   std::map<CommandId, Command> inflight;  // Issued, no result yet.
@@ -137,5 +144,9 @@ inline constexpr Nanos kRegistrationTtl{15 * kMinute.value};     // Launched, no
 inline constexpr Nanos kLeakedInstanceAge{30 * kSecond.value};   // Untracked instance age.
 inline constexpr Nanos kEvictionBackoffBase{100 * 1'000'000};    // First retry after a 429.
 inline constexpr Nanos kEvictionBackoffMax{10 * kSecond.value};  // Retries back off to this.
+// Disruption (KARPENTER.md, Disruption).
+inline constexpr Nanos kDisruptionPassInterval{10 * kSecond.value};
+inline constexpr Nanos kDisruptionValidation{15 * kSecond.value};
+inline constexpr Nanos kBudgetScheduleHorizonMax{7 * 24 * 60 * kMinute.value};
 
 }  // namespace tenon

@@ -34,8 +34,8 @@ class Cron {
  private:
   std::bitset<60> minutes_;
   std::bitset<24> hours_;
-  std::bitset<32> days_;    // 1..31
-  std::bitset<13> months_;  // 1..12
+  std::bitset<32> days_;     // 1..31
+  std::bitset<13> months_;   // 1..12
   std::bitset<7> weekdays_;  // 0 = Sunday
   bool any_day_ = true;      // Day-of-month was "*".
   bool any_weekday_ = true;  // Day-of-week was "*".

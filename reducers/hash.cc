@@ -142,7 +142,10 @@ void H(Hasher& h, const CsiNode& c) {
 }
 void H(Hasher& h, const Node& n) {
   All(h, n.name, n.provider_id, n.labels, n.taints, n.ready, n.allocatable, n.created,
-      n.volumes_attached);
+      n.volumes_attached, n.do_not_disrupt);
+}
+void H(Hasher& h, const DisruptionBudget& b) {
+  All(h, b.nodes, b.schedule, b.duration, b.reasons);
 }
 void H(Hasher& h, const NodePoolLimits& l) {
   All(h, l.cpu, l.memory, l.nodes, l.extended);
@@ -150,6 +153,7 @@ void H(Hasher& h, const NodePoolLimits& l) {
 void H(Hasher& h, const NodePool& p) {
   All(h, p.name, p.weight, p.labels, p.requirements, p.taints, p.startup_taints, p.nodeclass,
       p.limits, p.expire_after, p.termination_grace_period);
+  All(h, p.consolidation_policy, p.consolidate_after, p.budgets);
 }
 void H(Hasher& h, const NodeClass& c) {
   All(h, c.name, c.ami_family, c.role, c.ready, c.max_pods, c.pods_per_core);
@@ -171,7 +175,7 @@ void H(Hasher& h, const NodeClaim& c) {
       c.provider_id, c.instance_id, c.instance_type, c.zone, c.capacity_type, c.price, c.node_name,
       c.allocatable, c.created, c.launched, c.registered, c.initialized);
   All(h, c.deleting, c.deleting_since, c.deleting_reason, c.instance_gone, c.evictions_refused,
-      c.evict_after);
+      c.evict_after, c.last_pod_change);
 }
 void H(Hasher& h, const BatchWindow& b) {
   All(h, b.open, b.opened, b.last_pod);
@@ -207,6 +211,9 @@ void H(Hasher& h, const RemoveFinalizer& c) {
 void H(Hasher& h, const NodePoolStatus& s) {
   All(h, s.registration_healthy, s.nodes, s.resources);
 }
+void H(Hasher& h, const AcknowledgeMessage& c) {
+  H(h, c.message_id);
+}
 void H(Hasher& h, const PatchNodeClaimStatus& c) {
   All(h, c.nodeclaim, c.condition, c.status, c.reason, c.provider_id, c.node_name);
 }
@@ -227,6 +234,8 @@ std::uint64_t StateHash(const State& s) {
   All(h, s.batch, s.inflight, s.next_command, s.next_decision, s.next_nodeclaim, s.rejected_inputs);
   All(h, s.daemonsets, s.pvcs, s.pvs, s.storage_classes, s.csi_nodes);
   All(h, s.nodepool_status, s.last_instance_listing, s.registration_healthy);
+  All(h, s.last_disruption_pass, s.pending_method, s.pending_nodeclaims, s.pending_since,
+      s.last_disruption_digest);
   return h.Digest();
 }
 

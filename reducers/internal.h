@@ -46,4 +46,10 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
                          Output& out);
 void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Output& out);
 
+// Disruption (disruption.cc): expiration on every tick, then the 10 s pass (emptiness with
+// budgets and validation); interruption messages; pod moves for consolidateAfter.
+void AdvanceDisruption(State& state, Seq seq, Output& out);
+void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);
+void NotePodMoved(State& state, const std::string& node_name);
+
 }  // namespace tenon::core

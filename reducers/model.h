@@ -96,7 +96,7 @@ inline constexpr const char* kNodeClaim = "karpenter.sh/nodeclaim";
 inline constexpr const char* kUnregisteredTaint = "karpenter.sh/unregistered";
 inline constexpr const char* kDisruptedTaint = "karpenter.sh/disrupted";
 inline constexpr const char* kTerminationFinalizer = "karpenter.sh/termination";
-inline constexpr const char* kDoNotDisrupt = "karpenter.sh/do-not-disrupt";  // Pod annotation.
+inline constexpr const char* kDoNotDisrupt = "karpenter.sh/do-not-disrupt";  // Pod/Node annotation.
 }  // namespace label
 
 inline constexpr const char* kCapacityOnDemand = "on-demand";
@@ -281,6 +281,7 @@ struct Node {
   Resources allocatable;
   Nanos created{0};
   std::vector<std::string> volumes_attached;  // status.volumesAttached[].name
+  bool do_not_disrupt = false;                // Annotation karpenter.sh/do-not-disrupt: "true".
   friend bool operator==(const Node&, const Node&) = default;
 };
 
@@ -290,6 +291,19 @@ struct NodePoolLimits {
   std::optional<std::int64_t> nodes;
   std::map<std::string, std::int64_t> extended;  // Any other resource, e.g. nvidia.com/gpu.
   friend bool operator==(const NodePoolLimits&, const NodePoolLimits&) = default;
+};
+
+enum class ConsolidationPolicy : std::uint8_t { kWhenEmptyOrUnderutilized, kWhenEmpty };
+
+// spec.disruption.budgets[]: at most `nodes` (a count or a percent of the pool's nodes) may be
+// disrupted at once for `reasons` (all when empty), always or from each `schedule` hit for
+// `duration`.
+struct DisruptionBudget {
+  std::string nodes = "10%";
+  std::string schedule;  // Cron (UTC), empty: always active.
+  Nanos duration{0};
+  std::vector<std::string> reasons;  // Empty, Drifted, Underutilized.
+  friend bool operator==(const DisruptionBudget&, const DisruptionBudget&) = default;
 };
 
 struct NodePool {
@@ -303,6 +317,9 @@ struct NodePool {
   NodePoolLimits limits;
   Nanos expire_after{720 * 60 * kMinute.value};  // Negative: Never.
   Nanos termination_grace_period{-1};            // Negative: unset (drain waits forever).
+  ConsolidationPolicy consolidation_policy = ConsolidationPolicy::kWhenEmptyOrUnderutilized;
+  Nanos consolidate_after{0};                                 // Negative: Never.
+  std::vector<DisruptionBudget> budgets{DisruptionBudget{}};  // Karpenter's default: 10%.
   friend bool operator==(const NodePool&, const NodePool&) = default;
 };
 
@@ -376,6 +393,7 @@ struct NodeClaim {
   // Drain: per pod (namespace/name), evictions refused by a PDB and when to try again.
   std::map<std::string, std::int32_t> evictions_refused;
   std::map<std::string, Nanos> evict_after;
+  Nanos last_pod_change{0};  // Last pod bound to or removed from its node (consolidateAfter).
   friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
 };
 
@@ -547,6 +565,21 @@ struct InstancesListed {
   friend bool operator==(const InstancesListed&, const InstancesListed&) = default;
 };
 
+// An EventBridge message from the interruption queue, already classified by the adapter.
+enum class InterruptionKind : std::uint8_t {
+  kSpotInterruption,         // EC2 Spot Instance Interruption Warning
+  kRebalanceRecommendation,  // EC2 Instance Rebalance Recommendation
+  kScheduledChange,          // AWS Health Event
+  kStateChange,              // EC2 Instance State-change Notification
+};
+struct InterruptionReceived {
+  std::string message_id;
+  InterruptionKind kind = InterruptionKind::kSpotInterruption;
+  std::string instance_id;
+  std::string detail;  // The new state for a state change; the event's description otherwise.
+  friend bool operator==(const InterruptionReceived&, const InterruptionReceived&) = default;
+};
+
 // New kinds go at the end: the variant index is part of the state hash and the codec.
 using Event =
     std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted,
@@ -555,7 +588,7 @@ using Event =
                  InputRejected, DaemonSetUpserted, DaemonSetDeleted, PersistentVolumeClaimUpserted,
                  PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
                  StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted,
-                 NodeClaimDeleting, InstancesListed>;
+                 NodeClaimDeleting, InstancesListed, InterruptionReceived>;
 
 // ---- Commands: imperative, effects as data. ----
 
@@ -646,9 +679,15 @@ struct PatchNodeClaimStatus {
   friend bool operator==(const PatchNodeClaimStatus&, const PatchNodeClaimStatus&) = default;
 };
 
-using CommandBody =
-    std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode, EvictPod, DeletePod,
-                 TerminateInstance, RemoveFinalizer, PatchNodePoolStatus, PatchNodeClaimStatus>;
+// Deletes a handled message from the interruption queue.
+struct AcknowledgeMessage {
+  std::string message_id;
+  friend bool operator==(const AcknowledgeMessage&, const AcknowledgeMessage&) = default;
+};
+
+using CommandBody = std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode,
+                                 EvictPod, DeletePod, TerminateInstance, RemoveFinalizer,
+                                 PatchNodePoolStatus, PatchNodeClaimStatus, AcknowledgeMessage>;
 
 struct Command {
   CommandId id{0};
@@ -701,7 +740,31 @@ struct LifecycleDecision {
   friend bool operator==(const LifecycleDecision&, const LifecycleDecision&) = default;
 };
 
-using DecisionBody = std::variant<ProvisioningDecision, LifecycleDecision>;
+// One disruption pass or action: what was considered, what stood in the way, what was done.
+struct DisruptionCandidate {
+  std::string nodeclaim;
+  std::string nodepool;
+  std::string outcome;  // "selected", or the precise blocker.
+  friend bool operator==(const DisruptionCandidate&, const DisruptionCandidate&) = default;
+};
+struct BudgetState {
+  std::string nodepool;
+  std::string reason;  // Empty, Drifted, Underutilized.
+  std::int64_t allowed = 0;
+  std::string detail;  // Which budget decided it, and until when.
+  friend bool operator==(const BudgetState&, const BudgetState&) = default;
+};
+struct DisruptionDecision {
+  std::string method;                   // Emptiness, Expiration, Interruption, ...
+  std::string phase;                    // proposed | executed | invalidated
+  std::vector<std::string> nodeclaims;  // Acted on (or to be, once validated).
+  std::vector<DisruptionCandidate> candidates;
+  std::vector<BudgetState> budgets;
+  std::string reason;
+  friend bool operator==(const DisruptionDecision&, const DisruptionDecision&) = default;
+};
+
+using DecisionBody = std::variant<ProvisioningDecision, LifecycleDecision, DisruptionDecision>;
 
 struct Decision {
   DecisionId id{0};

@@ -22,6 +22,7 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   ExpireUnavailableOfferings(state);
   MaybeProvision(state, seq, out);
   AdvanceLifecycle(state, seq, out);
+  AdvanceDisruption(state, seq, out);
 }
 
 void OnStarted(State& state, const ControllerStarted& started) {
@@ -41,7 +42,12 @@ void OnCatalog(State& state, const CatalogRefreshed& refreshed) {
 }
 
 void OnPodUpserted(State& state, const Pod& pod) {
-  state.pods[PodKey(pod.ns, pod.name)] = pod;
+  Pod& slot = state.pods[PodKey(pod.ns, pod.name)];
+  if (slot.node_name != pod.node_name) {
+    NotePodMoved(state, slot.node_name);
+    NotePodMoved(state, pod.node_name);
+  }
+  slot = pod;
   if (IsProvisionable(pod)) NotePodForBatch(state, pod);
 }
 
@@ -78,7 +84,12 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const NodeClassUpserted& e) { state.nodeclasses[e.nodeclass.name] = e.nodeclass; },
           [&](const NodeClassDeleted& e) { state.nodeclasses.erase(e.name); },
           [&](const PodUpserted& e) { OnPodUpserted(state, e.pod); },
-          [&](const PodDeleted& e) { state.pods.erase(PodKey(e.ns, e.name)); },
+          [&](const PodDeleted& e) {
+            if (auto it = state.pods.find(PodKey(e.ns, e.name)); it != state.pods.end()) {
+              NotePodMoved(state, it->second.node_name);
+              state.pods.erase(it);
+            }
+          },
           [&](const NodeUpserted& e) { OnNodeUpserted(state, seq, e.node, out); },
           [&](const NodeDeleted& e) { OnNodeDeleted(state, e.name); },
           [&](const FleetLaunched& e) {
@@ -118,6 +129,7 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const CsiNodeDeleted& e) { state.csi_nodes.erase(e.name); },
           [&](const NodeClaimDeleting& e) { OnNodeClaimDeleting(state, seq, e, out); },
           [&](const InstancesListed& e) { OnInstancesListed(state, seq, e, out); },
+          [&](const InterruptionReceived& e) { OnInterruption(state, seq, e, out); },
       },
       event);
   return out;

@@ -1,6 +1,7 @@
 #include "adapters/kube/objects.h"
 
 #include "reducers/core.h"
+#include "reducers/cron.h"
 
 #include <charconv>
 #include <chrono>
@@ -295,6 +296,63 @@ std::vector<ContainerRequests> ParseContainers(const YAML::Node& list, bool init
   return out;
 }
 
+// spec.disruption: consolidationPolicy, consolidateAfter ("Never" or a duration) and budgets.
+void ParseDisruption(const YAML::Node& d, NodePool& pool) {
+  if (!d) return;
+  if (d["consolidationPolicy"]) {
+    std::string policy = Str(d["consolidationPolicy"], "spec.disruption.consolidationPolicy");
+    if (policy == "WhenEmpty") {
+      pool.consolidation_policy = ConsolidationPolicy::kWhenEmpty;
+    } else if (policy == "WhenEmptyOrUnderutilized") {
+      pool.consolidation_policy = ConsolidationPolicy::kWhenEmptyOrUnderutilized;
+    } else {
+      throw ObjectError("spec.disruption.consolidationPolicy: unknown '" + policy +
+                        "' (WhenEmpty, WhenEmptyOrUnderutilized)");
+    }
+  }
+  if (d["consolidateAfter"]) {
+    pool.consolidate_after =
+        ParseDuration(Str(d["consolidateAfter"], "spec.disruption.consolidateAfter"));
+  }
+  if (!d["budgets"]) return;
+  pool.budgets.clear();
+  for (const auto& b : d["budgets"]) {
+    DisruptionBudget budget;
+    budget.nodes = Str(b["nodes"], "spec.disruption.budgets.nodes");
+    std::string digits = budget.nodes;
+    if (!digits.empty() && digits.back() == '%') digits.pop_back();
+    if (digits.empty() || digits.size() > 9 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        (budget.nodes.back() == '%' && std::stoll(digits) > 100)) {
+      throw ObjectError("spec.disruption.budgets.nodes: '" + budget.nodes +
+                        "' is neither a count nor a percent");
+    }
+    if (b["schedule"]) {
+      budget.schedule = Str(b["schedule"], "spec.disruption.budgets.schedule");
+      try {
+        core::Cron::Parse(budget.schedule);
+      } catch (const core::CronError& e) {
+        throw ObjectError("spec.disruption.budgets.schedule: " + std::string(e.what()));
+      }
+      if (!b["duration"]) throw ObjectError("spec.disruption.budgets: a schedule needs a duration");
+    }
+    if (b["duration"]) {
+      budget.duration = ParseDuration(Str(b["duration"], "spec.disruption.budgets.duration"));
+    }
+    if (b["reasons"]) {
+      for (const auto& r : b["reasons"]) {
+        std::string reason = Str(r, "spec.disruption.budgets.reasons");
+        if (reason != "Empty" && reason != "Drifted" && reason != "Underutilized") {
+          throw ObjectError("spec.disruption.budgets.reasons: unknown '" + reason +
+                            "' (Empty, Drifted, Underutilized)");
+        }
+        budget.reasons.push_back(reason);
+      }
+    }
+    pool.budgets.push_back(std::move(budget));
+  }
+}
+
 // The owner that controls the pod (controller: true), else the first listed.
 std::string OwnerKind(const YAML::Node& meta) {
   const auto& owners = meta["ownerReferences"];
@@ -572,6 +630,7 @@ NodePool ParseNodePool(const YAML::Node& object) {
           ParseDuration(Str(tspec["terminationGracePeriod"], "terminationGracePeriod"));
     }
     ParseLimits(spec["limits"], pool.limits);
+    ParseDisruption(spec["disruption"], pool);
   } catch (const ObjectError& e) {
     throw ObjectError("NodePool " + pool.name + ": " + e.what());
   } catch (const YAML::Exception& e) {
@@ -614,6 +673,11 @@ Node ParseNode(const YAML::Node& object) {
     node.labels = ParseLabels(object["metadata"]["labels"], "metadata.labels");
     node.created = Created(object["metadata"]);
     node.labels["kubernetes.io/hostname"] = node.name;
+    if (const auto& notes = object["metadata"]["annotations"];
+        notes && notes[label::kDoNotDisrupt]) {
+      node.do_not_disrupt = Str(notes[label::kDoNotDisrupt],
+                                "metadata.annotations.karpenter.sh/do-not-disrupt") == "true";
+    }
     const auto& spec = object["spec"];
     if (spec && spec["providerID"]) node.provider_id = Str(spec["providerID"], "spec.providerID");
     if (spec) node.taints = ParseTaints(spec["taints"]);

@@ -88,9 +88,23 @@ Action ParseAction(const YAML::Node& a) {
     }
     action.instance_type = a["instanceType"].as<std::string>();
     action.zone = a["zone"].as<std::string>();
+  } else if (kind == "spotInterruption") {
+    action.kind = Action::Kind::kSpotInterruption;
+  } else if (kind == "rebalanceRecommendation") {
+    action.kind = Action::Kind::kRebalanceRecommendation;
+  } else if (kind == "scheduledChange") {
+    action.kind = Action::Kind::kScheduledChange;
+  } else if (kind == "instanceStopping") {
+    action.kind = Action::Kind::kInstanceStopping;
+  } else if (kind == "malformedMessage") {
+    action.kind = Action::Kind::kMalformedMessage;
+  } else if (kind == "protectNode") {
+    action.kind = Action::Kind::kProtectNode;
   } else {
     throw ScenarioError("action: unknown 'do: " + kind +
-                        "' (deleteNodeClaim, terminateInstance, strayInstance)");
+                        "' (deleteNodeClaim, terminateInstance, strayInstance, spotInterruption, "
+                        "rebalanceRecommendation, scheduledChange, instanceStopping, "
+                        "malformedMessage, protectNode)");
   }
   return action;
 }

@@ -47,6 +47,14 @@ struct Action {
     kDeleteNodeClaim,    // kubectl delete nodeclaim <the oldest one>
     kTerminateInstance,  // the oldest instance terminated behind the controller's back
     kStrayInstance,      // an instance tagged for the cluster with no NodeClaim
+    // Interruption queue messages about the oldest instance (a spot warning also has EC2
+    // reclaim it two minutes later).
+    kSpotInterruption,
+    kRebalanceRecommendation,
+    kScheduledChange,
+    kInstanceStopping,
+    kMalformedMessage,  // a queue message no one can read
+    kProtectNode,       // karpenter.sh/do-not-disrupt on the oldest node
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;

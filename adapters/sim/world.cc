@@ -109,7 +109,8 @@ json NodeJson(const Node& n) {
           {"taints", TaintsJson(n.taints)},
           {"ready", n.ready},
           {"allocatable", ResourcesJson(n.allocatable)},
-          {"created", n.created.value}};
+          {"created", n.created.value},
+          {"doNotDisrupt", n.do_not_disrupt}};
 }
 Node NodeFrom(const json& j) {
   return {j.at("name"),
@@ -119,7 +120,8 @@ Node NodeFrom(const json& j) {
           j.at("ready"),
           ResourcesFrom(j.at("allocatable")),
           Nanos{j.at("created").get<std::int64_t>()},
-          {}};
+          {},
+          j.at("doNotDisrupt").get<bool>()};
 }
 
 json InstanceJson(const SimInstance& i) {
@@ -200,6 +202,7 @@ bool World::Load() {
   deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
   next_action_ = j.at("next_action");
   next_listing_ = Nanos{j.at("next_listing").get<std::int64_t>()};
+  next_message_ = j.at("next_message");
   for (const auto& [pool, st] : j.at("pool_status").items()) {
     NodePoolStatus status;
     if (st.at(0).get<int>() >= 0) status.registration_healthy = st.at(0).get<int>() == 1;
@@ -236,6 +239,7 @@ void World::Save() const {
   j["deployments"] = deployments_;
   j["next_action"] = next_action_;
   j["next_listing"] = next_listing_.value;
+  j["next_message"] = next_message_;
   j["pool_status"] = json::object();
   for (const auto& [pool, status] : pool_status_) {
     int healthy = status.registration_healthy ? (*status.registration_healthy ? 1 : 0) : -1;
@@ -385,6 +389,49 @@ std::vector<Event> World::RunActions() {
         instances_.erase(i->id);
         break;
       }
+      case Action::Kind::kSpotInterruption:
+      case Action::Kind::kRebalanceRecommendation:
+      case Action::Kind::kScheduledChange:
+      case Action::Kind::kInstanceStopping: {
+        const SimInstance* i = Oldest([](const SimInstance&) { return true; });
+        if (i == nullptr) break;
+        std::string id = "msg-" + std::to_string(next_message_++);
+        switch (action.kind) {
+          case Action::Kind::kSpotInterruption:
+            events.push_back(InterruptionReceived{id, InterruptionKind::kSpotInterruption, i->id,
+                                                  "two-minute warning"});
+            // EC2 reclaims the instance two minutes after the warning.
+            AddTimer(now_ + Nanos{2 * kMinute.value}, Timer{Timer::Kind::kReclaim, i->id});
+            break;
+          case Action::Kind::kRebalanceRecommendation:
+            events.push_back(
+                InterruptionReceived{id, InterruptionKind::kRebalanceRecommendation, i->id, ""});
+            break;
+          case Action::Kind::kScheduledChange:
+            events.push_back(InterruptionReceived{id, InterruptionKind::kScheduledChange, i->id,
+                                                  "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"});
+            break;
+          default:
+            events.push_back(
+                InterruptionReceived{id, InterruptionKind::kStateChange, i->id, "stopping"});
+            break;
+        }
+        break;
+      }
+      case Action::Kind::kMalformedMessage:
+        // The queue adapter keeps what it cannot read for audit and deletes it.
+        events.push_back(InputRejected{"sqs", "not an EventBridge event: missing detail-type",
+                                       "{\"version\":\"0\",\"source\":\"aws.ec2\"}"});
+        break;
+      case Action::Kind::kProtectNode: {
+        const SimInstance* i =
+            Oldest([&](const SimInstance& x) { return nodes_.contains(x.node_name); });
+        if (i == nullptr) break;
+        Node& node = nodes_.at(i->node_name);
+        node.do_not_disrupt = true;
+        events.push_back(NodeUpserted{node});
+        break;
+      }
       case Action::Kind::kStrayInstance: {
         char id[32];
         std::snprintf(id, sizeof id, "i-%017llx",
@@ -455,6 +502,14 @@ std::vector<Event> World::FireTimers() {
     auto it = instances_.find(timer.instance_id);
     if (it == instances_.end()) continue;  // Terminated before the timer fired.
     SimInstance& instance = it->second;
+    if (timer.kind == Timer::Kind::kReclaim) {
+      if (auto node = nodes_.find(instance.node_name); node != nodes_.end()) {
+        node->second.ready = false;
+        events.push_back(NodeUpserted{node->second});
+      }
+      instances_.erase(it);
+      continue;
+    }
     if (timer.kind == Timer::Kind::kRegister) {
       Node node = NewNode(instance);
       instance.node_name = node.name;
@@ -685,6 +740,8 @@ std::vector<Event> World::Apply(const Command& command) {
         } else if constexpr (std::is_same_v<T, PatchNodePoolStatus>) {
           pool_status_[body.nodepool] = body.status;
           return {CommandSucceeded{command.id}};
+        } else if constexpr (std::is_same_v<T, AcknowledgeMessage>) {
+          return {CommandSucceeded{command.id}};  // Deleted from the queue.
         } else {
           static_assert(std::is_same_v<T, PatchNodeClaimStatus>);
           if (!nodeclaims_.contains(body.nodeclaim)) {

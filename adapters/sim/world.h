@@ -32,7 +32,7 @@ struct SimInstance {
 
 // Something the world will do at a given virtual time.
 struct Timer {
-  enum class Kind : std::uint8_t { kRegister, kReady };
+  enum class Kind : std::uint8_t { kRegister, kReady, kReclaim };
   Kind kind = Kind::kRegister;
   std::string instance_id;
 };
@@ -114,6 +114,7 @@ class World : public runtime::Executor {
   std::map<std::string, NodePoolStatus> pool_status_;  // As the controller last patched it.
   std::size_t next_action_ = 0;
   Nanos next_listing_{0};
+  std::uint64_t next_message_ = 1;
   std::map<std::string, Node> nodes_;
   std::map<std::string, Pod> pods_;               // By namespace/name.
   std::map<std::string, std::int64_t> replicas_;  // Deployment -> desired.

@@ -40,6 +40,11 @@ NodePool FullPool() {
   pool.startup_taints = {{"cni", "", TaintEffect::kNoExecute}};
   pool.limits = {Millicores{100'000}, std::nullopt, 20, {{"nvidia.com/gpu", 8}}};
   pool.expire_after = Nanos{-1};
+  pool.termination_grace_period = Nanos{120 * kSecond.value};
+  pool.consolidation_policy = ConsolidationPolicy::kWhenEmpty;
+  pool.consolidate_after = Nanos{30 * kSecond.value};
+  pool.budgets = {{"20%", "", Nanos{0}, {}},
+                  {"0", "0 9 * * mon-fri", Nanos{8 * 3600 * kSecond.value}, {"Drifted"}}};
   return pool;
 }
 
@@ -68,6 +73,7 @@ std::vector<Event> EveryEvent() {
   node.allocatable = {Millicores{1930}, Bytes{7'000'000'000}, 29, {{"x/y", 2}}};
   node.created = kT0;
   node.volumes_attached = {"vol-1"};
+  node.do_not_disrupt = true;
   return {
       Tick{kT0},
       ControllerStarted{"v1", 99, Settings{"prod", Nanos{2}, Nanos{3}, 80, true, true}},
@@ -112,7 +118,8 @@ std::vector<Event> EveryEvent() {
       CsiNodeUpserted{CsiNode{"n1", {{"ebs.csi.aws.com", 25}}}},
       CsiNodeDeleted{"n1"},
       NodeClaimDeleting{"c1"},
-      InstancesListed{{{"i-1", "c1", kT0, "running"}, {"i-2", "", kT0, "terminated"}}}};
+      InstancesListed{{{"i-1", "c1", kT0, "running"}, {"i-2", "", kT0, "terminated"}}},
+      InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "stopping"}};
 }
 
 // Every event kind survives encode -> decode unchanged.
@@ -148,6 +155,7 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   out.commands.push_back(
       {CommandId{97}, Seq{3},
        PatchNodeClaimStatus{"c1", "Registered", true, "node n1", "aws:///z/i-1", "n1"}});
+  out.commands.push_back({CommandId{98}, Seq{3}, AcknowledgeMessage{"msg-1"}});
   ASSERT_FALSE(out.decisions.empty());
   auto entry = log::DecodeEntry(log::EncodeOutput(Seq{12}, out));
   const auto& record = std::get<log::OutputRecord>(entry);
@@ -160,6 +168,15 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
       DecisionId{7}, Seq{4}, kT0,
       LifecycleDecision{"c1", "Deleting", "no node registered within 15m", "n1", "i-1"}};
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(lifecycle)), lifecycle);
+  Decision disruption{DecisionId{8}, Seq{5}, kT0,
+                      DisruptionDecision{"Emptiness",
+                                         "proposed",
+                                         {"c1"},
+                                         {{"c1", "default", "selected"},
+                                          {"c2", "default", "budget allows 0 disruptions"}},
+                                         {{"default", "Empty", 1, "budget 0 (nodes 10%)"}},
+                                         "validating for 15 s"}};
+  EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(disruption)), disruption);
 }
 
 // A snapshot restores the exact state, hash included; encoding it twice gives the same bytes.

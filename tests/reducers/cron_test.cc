@@ -18,9 +18,9 @@ Nanos At(int day, int hour, int minute) {
 
 TEST(Cron, BusinessHoursOnWeekdays) {
   Cron c = Cron::Parse("0 9 * * mon-fri");
-  EXPECT_TRUE(c.Fires(At(5, 9, 0)));        // Monday 09:00
+  EXPECT_TRUE(c.Fires(At(5, 9, 0)));            // Monday 09:00
   EXPECT_TRUE(c.Fires(At(9, 9, 0) + kSecond));  // Friday 09:00:01 is the same minute
-  EXPECT_FALSE(c.Fires(At(10, 9, 0)));      // Saturday
+  EXPECT_FALSE(c.Fires(At(10, 9, 0)));          // Saturday
   EXPECT_FALSE(c.Fires(At(5, 9, 1)));
   EXPECT_FALSE(c.Fires(At(5, 10, 0)));
 }
