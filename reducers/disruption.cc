@@ -153,8 +153,8 @@ Pass Emptiness(const State& state) {
       }
       for (auto& c : pass.candidates) {
         if (c.nodeclaim == claims[i]->name) {
-          c.outcome = "budget allows " + std::to_string(a.allowed) + " disruption" +
-                      (a.allowed == 1 ? "" : "s") + " for Empty now: " + a.detail;
+          c.outcome =
+              "over budget: Empty allows " + std::to_string(a.allowed) + " now (" + a.detail + ")";
         }
       }
     }
@@ -179,8 +179,12 @@ void Expire(State& state, Seq seq, Output& out) {
     std::string reason = "expired: created " + DurationText(state.now - claim.created) +
                          " ago, expireAfter " + DurationText(after);
     Decide(state, seq,
-           DisruptionDecision{"Expiration", "executed", {name}, {{name, claim.nodepool, reason}},
-                              {}, "forceful and not budgeted (v1)"},
+           DisruptionDecision{"Expiration",
+                              "executed",
+                              {name},
+                              {{name, claim.nodepool, reason}},
+                              {},
+                              "forceful and not budgeted (v1)"},
            out);
     BeginDeletion(state, seq, claim, reason, true, out);
   }
@@ -246,8 +250,8 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
   if (digest == state.last_disruption_digest) return;
   state.last_disruption_digest = digest;
   Decide(state, seq,
-         DisruptionDecision{"Emptiness", "blocked", {}, pass.candidates, pass.budgets,
-                            "no candidate can go now"},
+         DisruptionDecision{
+             "Emptiness", "blocked", {}, pass.candidates, pass.budgets, "no candidate can go now"},
          out);
 }
 
@@ -257,9 +261,8 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
   for (auto& [name, c] : state.nodeclaims) {
     if (!event.instance_id.empty() && c.instance_id == event.instance_id) claim = &c;
   }
-  static constexpr const char* kNames[] = {"spot interruption warning",
-                                           "rebalance recommendation", "scheduled change",
-                                           "instance state change"};
+  static constexpr const char* kNames[] = {"spot interruption warning", "rebalance recommendation",
+                                           "scheduled change", "instance state change"};
   std::string what = std::string(kNames[static_cast<int>(event.kind)]) +
                      (event.detail.empty() ? "" : " (" + event.detail + ")") + ", message " +
                      event.message_id;
@@ -291,8 +294,11 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
   }
   if (claim->deleting) return;
   Decide(state, seq,
-         DisruptionDecision{"Interruption", "executed", {claim->name},
-                            {{claim->name, claim->nodepool, what}}, {},
+         DisruptionDecision{"Interruption",
+                            "executed",
+                            {claim->name},
+                            {{claim->name, claim->nodepool, what}},
+                            {},
                             "forceful and not budgeted"},
          out);
   BeginDeletion(state, seq, *claim, "interrupted: " + what, true, out);

@@ -1,0 +1,274 @@
+// Disruption end to end, through the simulator: emptiness with its 15 s validation (and a
+// proposal invalidated by a pod arriving), budgets as counts, percents and cron windows
+// (including the Karpenter documentation's example), the blockers (consolidateAfter,
+// do-not-disrupt), expiration, and every interruption message kind.
+#include <chrono>
+
+#include "tests/integration/scenario_run.h"
+
+namespace tenon::testing {
+namespace {
+
+// Nine pods on several nodes for four minutes, then none; one pod for two minutes, then none.
+const std::string kScaleToZero = R"(
+duration: 8m
+workloads:
+  - {name: web, replicas: 9, cpu: 1500m, memory: 512Mi}
+  - {at: 4m, name: web, replicas: 0}
+)";
+const std::string kOneEmptied = R"(
+duration: 5m
+workloads:
+  - {name: web, replicas: 1, cpu: 500m, memory: 512Mi}
+  - {at: 2m, name: web, replicas: 0}
+)";
+
+// The scenario starts at 2026-01-01T00:00:00Z, a Thursday.
+constexpr std::int64_t kMinuteNs = 60 * kSecond.value;
+Nanos Start() {
+  using namespace std::chrono;
+  return Nanos{duration_cast<nanoseconds>(sys_days{year{2026} / January / 1}.time_since_epoch())
+                   .count()};
+}
+Nanos Minutes(std::int64_t m) {
+  return Nanos{Start().value + m * kMinuteNs};
+}
+
+// The same scenario on Monday 2026-01-05 at 10:00 UTC, inside business hours.
+std::string OnMonday(std::string yaml) {
+  auto at = yaml.find("start: \"2026-01-01T00:00:00Z\"");
+  return yaml.replace(at, std::string("start: \"2026-01-01T00:00:00Z\"").size(),
+                      "start: \"2026-01-05T10:00:00Z\"");
+}
+
+std::vector<const DisruptionDecision*> Phase(const Outcome& o, const std::string& method,
+                                             const std::string& phase) {
+  std::vector<const DisruptionDecision*> out;
+  for (const auto& [at, d] : o.disruptions) {
+    if (d.method == method && d.phase == phase) out.push_back(&d);
+  }
+  return out;
+}
+
+Nanos FirstAt(const Outcome& o, const std::string& method, const std::string& phase) {
+  for (const auto& [at, d] : o.disruptions) {
+    if (d.method == method && d.phase == phase) return at;
+  }
+  return Nanos{0};
+}
+
+std::string Outcomes(const Outcome& o) {
+  std::string text;
+  for (const auto& [at, d] : o.disruptions) {
+    text += std::to_string((at.value - Start().value) / kSecond.value) + "s " + d.method + " " +
+            d.phase + " [" + d.reason + "]";
+    for (const auto& c : d.candidates) text += " {" + c.nodeclaim + ": " + c.outcome + "}";
+    text += "\n";
+  }
+  return text;
+}
+
+// Three nodes' worth of pods scale to zero at 4 min: after consolidateAfter the empty nodes
+// are proposed, validated 15 s later, then terminated; nothing is left running.
+TEST(Disruption, EmptyNodesGoAfterValidation) {
+  Outcome o = Simulate(Scenario(kScaleToZero,
+                                "", "      disruption: {consolidateAfter: 30s, budgets: [{nodes: \"100%\"}]}\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto proposed = Phase(o, "Emptiness", "proposed");
+  auto executed = Phase(o, "Emptiness", "executed");
+  ASSERT_FALSE(proposed.empty()) << Outcomes(o);
+  ASSERT_FALSE(executed.empty()) << Outcomes(o);
+  EXPECT_GE(FirstAt(o, "Emptiness", "proposed").value, Minutes(4).value + 30 * kSecond.value);
+  EXPECT_GE(FirstAt(o, "Emptiness", "executed") - FirstAt(o, "Emptiness", "proposed"),
+            Nanos{15 * kSecond.value});
+  EXPECT_EQ(o.instances.size(), 0u) << Outcomes(o);
+  EXPECT_EQ(o.nodeclaims.size(), 0u);
+}
+
+// A budget of one node lets the empty nodes go one pass at a time, and says so for the rest.
+TEST(Disruption, CountBudgetTakesOneAtATime) {
+  Outcome o = Simulate(Scenario(kScaleToZero,
+                                "", "      disruption: {consolidateAfter: 0s, budgets: [{nodes: \"1\"}]}\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto executed = Phase(o, "Emptiness", "executed");
+  ASSERT_GE(executed.size(), 2u) << Outcomes(o);
+  for (const auto* d : executed) EXPECT_EQ(d->nodeclaims.size(), 1u);
+  bool budget_named = false;
+  for (const auto& [at, d] : o.disruptions) {
+    for (const auto& c : d.candidates) {
+      budget_named |= c.outcome.find("over budget: Empty allows 1 now") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(budget_named) << Outcomes(o);
+  EXPECT_EQ(o.instances.size(), 0u);
+}
+
+// A pod lands on the proposed node within the 15 s: the proposal is invalidated, not executed.
+TEST(Disruption, ValidationInvalidatesWhenAPodArrives) {
+  Outcome o = Simulate(Scenario(R"(
+duration: 6m
+workloads:
+  - {name: web, replicas: 1, cpu: 500m, memory: 512Mi}
+  - {at: 3m, name: web, replicas: 0}
+  - {at: 3m15s, name: web, replicas: 1}
+)",
+                                "", "      disruption: {consolidateAfter: 0s}\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto invalidated = Phase(o, "Emptiness", "invalidated");
+  ASSERT_EQ(invalidated.size(), 1u) << Outcomes(o);
+  EXPECT_NE(invalidated[0]->reason.find("no longer empty"), std::string::npos)
+      << invalidated[0]->reason;
+  EXPECT_TRUE(Phase(o, "Emptiness", "executed").empty()) << Outcomes(o);
+  EXPECT_EQ(o.instances.size(), 1u);
+  EXPECT_EQ(o.Bound(), 1u);
+}
+
+// consolidateAfter: Never and a do-not-disrupt node both keep an empty node, each recorded
+// with its blocker.
+TEST(Disruption, BlockersAreRecorded) {
+  Outcome never = Simulate(Scenario(kOneEmptied,
+                                    "", "      disruption: {consolidateAfter: Never}\n"));
+  EXPECT_EQ(never.instances.size(), 1u);
+  auto blocked = Phase(never, "Emptiness", "blocked");
+  ASSERT_FALSE(blocked.empty()) << Outcomes(never);
+  EXPECT_EQ(blocked[0]->candidates.at(0).outcome, "consolidateAfter is Never");
+
+  Outcome protect = Simulate(Scenario(R"(
+duration: 5m
+workloads:
+  - {name: web, replicas: 1, cpu: 500m, memory: 512Mi}
+  - {at: 2m, name: web, replicas: 0}
+actions:
+  - {at: 1m30s, do: protectNode}
+)",
+                                      "", "      disruption: {consolidateAfter: 0s}\n"));
+  EXPECT_EQ(protect.instances.size(), 1u);
+  blocked = Phase(protect, "Emptiness", "blocked");
+  ASSERT_FALSE(blocked.empty()) << Outcomes(protect);
+  EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("has karpenter.sh/do-not-disrupt"),
+            std::string::npos);
+  // consolidateAfter counts from the last pod change (the scale-down folded at 00:01:59).
+  Outcome fresh = Simulate(Scenario(R"(
+duration: 3m
+workloads:
+  - {name: web, replicas: 1, cpu: 500m, memory: 512Mi}
+  - {at: 2m, name: web, replicas: 0}
+)",
+                                    "", "      disruption: {consolidateAfter: 10m}\n"));
+  blocked = Phase(fresh, "Emptiness", "blocked");
+  ASSERT_FALSE(blocked.empty()) << Outcomes(fresh);
+  EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("not consolidatable until 00:11:59 UTC"),
+            std::string::npos)
+      << Outcomes(fresh);
+}
+
+// A zero budget inside a cron window holds the empty node until the window closes.
+TEST(Disruption, ScheduledBudgetOpensAndCloses) {
+  Outcome o = Simulate(Scenario(R"(
+duration: 12m
+workloads:
+  - {name: web, replicas: 1, cpu: 500m, memory: 512Mi}
+  - {at: 1m, name: web, replicas: 0}
+)",
+                                "", R"(      disruption:
+        consolidateAfter: 0s
+        budgets:
+          - {nodes: "0", schedule: "0 0 * * *", duration: 6m}
+)"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto blocked = Phase(o, "Emptiness", "blocked");
+  ASSERT_FALSE(blocked.empty()) << Outcomes(o);
+  EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("until 00:06:00 UTC"), std::string::npos)
+      << blocked[0]->candidates.at(0).outcome;
+  Nanos proposed = FirstAt(o, "Emptiness", "proposed");
+  EXPECT_GE(proposed.value, Minutes(6).value) << Outcomes(o);
+  EXPECT_LT(proposed.value, Minutes(7).value) << Outcomes(o);
+  EXPECT_EQ(o.instances.size(), 0u);
+}
+
+// Karpenter's documented budgets: 20% at all times, and 0 for Drifted and Underutilized during
+// business hours on weekdays. Empty nodes are not held by the business-hours budget (it names
+// other reasons) but by the 20%: of five nodes, one per pass.
+TEST(Disruption, DocumentedBudgetExample) {
+  Outcome o = Simulate(OnMonday(Scenario(R"(
+duration: 8m
+workloads:
+  - {name: web, replicas: 15, cpu: 1500m, memory: 512Mi}
+  - {at: 4m, name: web, replicas: 0}
+)",
+                                "", R"(      disruption:
+        consolidationPolicy: WhenEmptyOrUnderutilized
+        consolidateAfter: 0s
+        budgets:
+          - {nodes: "20%"}
+          - {nodes: "0", schedule: "0 9 * * mon-fri", duration: 8h, reasons: [Drifted, Underutilized]}
+)")));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto executed = Phase(o, "Emptiness", "executed");
+  ASSERT_GE(executed.size(), 2u) << Outcomes(o);
+  for (const auto* d : executed) {
+    EXPECT_LE(d->nodeclaims.size(), 2u);  // 20% of the pool's 8 nodes, rounded up.
+    ASSERT_FALSE(d->budgets.empty());
+    EXPECT_NE(d->budgets[0].detail.find("nodes 20%"), std::string::npos) << d->budgets[0].detail;
+  }
+}
+
+// expireAfter: the node is replaced when it expires, whatever the budgets say.
+TEST(Disruption, ExpirationIsForceful) {
+  Outcome o = Simulate(Scenario(R"(
+duration: 9m
+workloads:
+  - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
+)",
+                                R"(          expireAfter: 5m
+)",
+                                "      disruption: {budgets: [{nodes: \"0\"}]}\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto expired = Phase(o, "Expiration", "executed");
+  ASSERT_GE(expired.size(), 1u) << Outcomes(o);
+  EXPECT_NE(expired[0]->candidates[0].outcome.find("expireAfter 5m"), std::string::npos);
+  EXPECT_EQ(FirstAt(o, "Expiration", "executed").value, Minutes(5).value + kSecond.value);
+  ExpectReplaced(o, expired[0]->nodeclaims[0], 2);
+}
+
+// Each interruption message: spot warning and stopping drain and delete (the warning also keeps
+// the offering out of the replacement's launch), a rebalance recommendation is only recorded,
+// an unreadable message is counted; every message is acknowledged.
+TEST(Disruption, InterruptionMessages) {
+  Outcome spot = Simulate(Scenario(R"(
+duration: 6m
+workloads:
+  - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
+actions:
+  - {at: 2m, do: spotInterruption}
+  - {at: 2m, do: malformedMessage}
+)"));
+  EXPECT_EQ(spot.verdict, replay::Verdict::kIdentical) << spot.verify_detail;
+  auto interrupted = Phase(spot, "Interruption", "executed");
+  ASSERT_EQ(interrupted.size(), 1u) << Outcomes(spot);
+  ExpectReplaced(spot, interrupted[0]->nodeclaims[0], 2);
+  auto launches = spot.CommandsOf<LaunchInstances>();
+  ASSERT_EQ(launches.size(), 2u);
+  const auto& first = launches[0]->overrides.front();
+  for (const auto& ov : launches[1]->overrides) {
+    EXPECT_FALSE(ov.instance_type == first.instance_type && ov.zone == first.zone);
+  }
+  EXPECT_EQ(spot.CommandsOf<AcknowledgeMessage>().size(), 1u);
+  EXPECT_EQ(spot.rejected_inputs, 1u);
+
+  Outcome stopping = Simulate(Scenario(R"(
+duration: 6m
+workloads:
+  - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
+actions:
+  - {at: 2m, do: instanceStopping}
+  - {at: 3m, do: rebalanceRecommendation}
+)"));
+  ASSERT_EQ(Phase(stopping, "Interruption", "executed").size(), 1u) << Outcomes(stopping);
+  EXPECT_EQ(stopping.Count("RebalanceRecommendation"), 1u);
+  EXPECT_EQ(stopping.CommandsOf<AcknowledgeMessage>().size(), 2u);
+  EXPECT_EQ(stopping.Bound(), 2u);
+}
+
+}  // namespace
+}  // namespace tenon::testing

@@ -1,0 +1,163 @@
+// Running a simulator scenario for a test: a scenario with one small on-demand NodePool, the
+// world it leaves, every command and decision in its log, and its replay verdict.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "adapters/sim/simulator.h"
+#include "log/codec.h"
+#include "replay/replay.h"
+#include "tests/integration/helpers.h"
+
+namespace tenon::testing {
+
+inline const std::string kCatalog =
+    (std::filesystem::path(TENON_SOURCE_DIR) / "examples/catalogs/small.json").string();
+
+// A scenario with one on-demand NodePool of m5.large and m5.xlarge; `extra` adds top-level
+// keys (workloads, cloud, budgets, actions) and `pool_spec` lines to the pool's template spec.
+inline std::string Scenario(const std::string& extra, const std::string& pool_spec = "",
+                            const std::string& pool_disruption = "") {
+  return R"(name: lifecycle
+seed: 7
+start: "2026-01-01T00:00:00Z"
+tick: 1s
+catalog: )" +
+         kCatalog +
+         R"(
+objects:
+  - kind: EC2NodeClass
+    metadata: {name: default}
+    spec: {role: r}
+  - kind: NodePool
+    metadata: {name: default}
+    spec:
+      template:
+        spec:
+          nodeClassRef: {name: default}
+          requirements:
+            - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
+            - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+)" + pool_spec +
+         pool_disruption + extra;
+}
+
+struct Outcome {
+  sim::SimulateReport report;
+  std::vector<LifecycleDecision> history;
+  std::vector<std::pair<Nanos, DisruptionDecision>> disruptions;  // With their times.
+  std::uint64_t rejected_inputs = 0;
+  std::vector<Command> commands;
+  std::map<std::string, sim::SimInstance> instances;
+  std::map<std::string, std::string> nodeclaims;
+  std::map<std::string, Node> nodes;
+  std::map<std::string, Pod> pods;
+  std::map<std::string, NodePoolStatus> pool_status;
+  replay::Verdict verdict = replay::Verdict::kIdentical;
+  std::string verify_detail;
+
+  // The transitions recorded, e.g. "Launched", in order, for one claim ("" = every claim).
+  std::vector<std::string> Transitions(const std::string& claim = "") const {
+    std::vector<std::string> out;
+    for (const auto& d : history) {
+      if (claim.empty() || d.nodeclaim == claim) out.push_back(d.transition);
+    }
+    return out;
+  }
+  std::size_t Count(const std::string& transition) const {
+    std::size_t n = 0;
+    for (const auto& d : history) n += d.transition == transition ? 1 : 0;
+    return n;
+  }
+  const LifecycleDecision* First(const std::string& transition) const {
+    for (const auto& d : history) {
+      if (d.transition == transition) return &d;
+    }
+    return nullptr;
+  }
+  // The history as text, for failure messages.
+  std::string Describe() const {
+    std::string text;
+    for (const auto& d : history) {
+      text += d.nodeclaim + " " + d.transition + ": " + d.reason + "\n";
+    }
+    return text;
+  }
+  std::size_t Bound() const {
+    std::size_t n = 0;
+    for (const auto& [key, pod] : pods) n += pod.node_name.empty() ? 0 : 1;
+    return n;
+  }
+  template <class T>
+  std::vector<const T*> CommandsOf() const {
+    std::vector<const T*> out;
+    for (const auto& c : commands) {
+      if (const T* body = std::get_if<T>(&c.body)) out.push_back(body);
+    }
+    return out;
+  }
+};
+
+// Runs the scenario with its log in `dir` (a fresh temporary folder when null).
+inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) {
+  TempDir temporary;
+  const TempDir& dir = keep != nullptr ? *keep : temporary;
+  auto file = dir.path() / "scenario.yaml";
+  std::ofstream(file) << yaml;
+  auto scenario = sim::LoadScenario(file);
+  sim::SimulateOptions options;
+  options.log_dir = dir.path() / "log";
+  Outcome out;
+  out.report = sim::Simulate(scenario, options);
+
+  log::OpenOptions open;
+  open.read_only = true;
+  open.create_if_missing = false;
+  auto log = log::EventLog::Open(options.log_dir, open);
+  log->ScanDecisions(1, [&](const log::DecisionRecord& r) {
+    Decision d = log::DecodeDecision(r.payload);
+    if (const auto* l = std::get_if<LifecycleDecision>(&d.body)) out.history.push_back(*l);
+    if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) {
+      out.disruptions.push_back({d.at, *x});
+    }
+    return true;
+  });
+  log->Scan(1, 0, [&](const log::Record& r) {
+    auto entry = log::DecodeEntry(r.payload);
+    if (const auto* o = std::get_if<log::OutputRecord>(&entry)) {
+      out.commands.insert(out.commands.end(), o->commands.begin(), o->commands.end());
+    }
+    return true;
+  });
+  out.rejected_inputs = replay::FoldTo(*log, 0, true).rejected_inputs;
+  auto verify = replay::Verify(*log);
+  out.verdict = verify.verdict;
+  out.verify_detail = verify.detail;
+
+  sim::World world(scenario, options.log_dir / "sim-world.json");
+  EXPECT_TRUE(world.Load());
+  out.instances = world.instances();
+  out.nodeclaims = world.nodeclaims();
+  out.nodes = world.nodes();
+  out.pods = world.pods();
+  out.pool_status = world.pool_status();
+  if (std::getenv("TENON_HISTORY") != nullptr) std::printf("%s", out.Describe().c_str());
+  return out;
+}
+
+// The claim's termination ran to the end and its pods run on the one replacement.
+inline void ExpectReplaced(const Outcome& o, const std::string& claim, std::size_t pods) {
+  auto mine = o.Transitions(claim);
+  ASSERT_FALSE(mine.empty());
+  EXPECT_EQ(mine.back(), "Finalized") << o.Describe();
+  EXPECT_FALSE(o.nodeclaims.contains(claim));
+  EXPECT_EQ(o.instances.size(), 1u);
+  EXPECT_EQ(o.Bound(), pods);
+}
+
+}  // namespace tenon::testing
