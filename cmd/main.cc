@@ -74,7 +74,7 @@ int RunSimulate(const SimulateArgs& args) {
   }
   if (!args.quiet) {
     std::printf("done: %" PRIu64
-                " records, %zu instances launched (%zu CreateFleet calls), "
+                " records, %zu instances running (%zu CreateFleet calls), "
                 "%zu nodes, %zu pods bound, %zu pending, %s/h, state %016" PRIx64 "\n",
                 report.last_seq, report.world.instances, report.world.launch_calls,
                 report.world.nodes, report.world.pods_bound, report.world.pods_pending,

@@ -155,7 +155,7 @@ void Advance(State& state, Seq seq, NodeClaim& claim, Output& out) {
     bool cut = node != state.nodes.end() && !PodsToDrain(state, node->first).empty();
     Record(state, seq, claim, "Drained",
            cut ? "terminationGracePeriod reached with pods left"
-               : (node == state.nodes.end() ? "no node to drain" : "every pod evicted"),
+               : (node == state.nodes.end() ? "no node to drain" : "no pod left to evict"),
            out);
     Issue(state, seq, TerminateInstance{claim.instance_id, name}, out);
     return;
