@@ -545,6 +545,8 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   for (const auto& [pod, at] : c.evict_after) after[pod] = at.value;
   Put(b.initEvictAfterNs(after.size()), after);
   b.setLastPodChangeNs(c.last_pod_change.value);
+  b.setNodePoolHash(c.nodepool_hash);
+  b.setNodeClassHash(c.nodeclass_hash);
 }
 NodeClaim Get(s::NodeClaim::Reader r) {
   NodeClaim c;
@@ -576,6 +578,8 @@ NodeClaim Get(s::NodeClaim::Reader r) {
   }
   for (const auto& [pod, at] : GetInts(r.getEvictAfterNs())) c.evict_after[pod] = Nanos{at};
   c.last_pod_change = Nanos{r.getLastPodChangeNs()};
+  c.nodepool_hash = r.getNodePoolHash();
+  c.nodeclass_hash = r.getNodeClassHash();
   return c;
 }
 

@@ -254,6 +254,8 @@ struct NodeClaim {
   evictionsRefused @23 :List(KeyInt);
   evictAfterNs @24 :List(KeyInt);
   lastPodChangeNs @25 :Int64;
+  nodePoolHash @26 :UInt64;
+  nodeClassHash @27 :UInt64;
 }
 
 struct Settings {

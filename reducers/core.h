@@ -87,6 +87,10 @@ Output Step(State& state, Seq seq, const Event& event);
 
 // A 64-bit hash of the whole state, stable across runs, machines and builds.
 std::uint64_t StateHash(const State& state);
+// Drift hashes (Karpenter's karpenter.sh/nodepool-hash and the EC2NodeClass hash): what a
+// NodeClaim was launched from. Requirements are not hashed; they drift by no longer matching.
+std::uint64_t TemplateHash(const NodePool& pool);
+std::uint64_t NodeClassHash(const NodeClass& nodeclass);
 
 // Derived numbers for one instance type (AWS formulas: ENI-limited pods, kube-reserved CPU and
 // memory, VM memory overhead, eviction threshold).

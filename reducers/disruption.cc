@@ -114,38 +114,110 @@ struct Pass {
   std::vector<std::string> selected;
 };
 
-// Empty initialized claims, what blocks each, and which the budgets let go now.
-Pass Emptiness(const State& state) {
+constexpr const char* kEmptiness = "Emptiness";
+constexpr const char* kDrift = "Drift";
+constexpr const char* kReasonDrifted = "Drifted";
+
+std::string BudgetReason(const std::string& method) {
+  return method == kDrift ? kReasonDrifted : kReasonEmpty;
+}
+
+// The labels a claim's node carries as far as its NodePool's requirements are concerned: the
+// instance type's, its zone and capacity type, the pool's, and whatever the node shows.
+Labels ClaimLabels(const State& state, const NodeClaim& claim, const Node* node) {
+  Labels labels;
+  if (auto entry = state.catalog.find(claim.instance_type); entry != state.catalog.end()) {
+    labels = entry->second.labels;
+  }
+  if (node != nullptr) {
+    for (const auto& [k, v] : node->labels) labels[k] = v;
+  }
+  labels[label::kInstanceType] = claim.instance_type;
+  labels[label::kZone] = claim.zone;
+  labels[label::kCapacityType] = claim.capacity_type;
+  labels[label::kNodePool] = claim.nodepool;
+  return labels;
+}
+
+// Why a claim no longer matches what it would be launched as today, or empty.
+std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& pool,
+                    const Node* node) {
+  if (claim.nodepool_hash != 0 && claim.nodepool_hash != TemplateHash(pool)) {
+    return "NodePool " + pool.name + " template changed (labels, taints or nodeClassRef)";
+  }
+  if (auto nc = state.nodeclasses.find(claim.nodeclass);
+      nc != state.nodeclasses.end() && claim.nodeclass_hash != 0 &&
+      claim.nodeclass_hash != NodeClassHash(nc->second)) {
+    return "EC2NodeClass " + claim.nodeclass + " changed";
+  }
+  if (!claim.instance_type.empty() && !state.catalog.contains(claim.instance_type)) {
+    return "instance type " + claim.instance_type + " is no longer offered";
+  }
+  Labels labels = ClaimLabels(state, claim, node);
+  for (const auto& r : pool.requirements) {
+    Requirements one;
+    one.Add(r);
+    bool ok = one.Matches([&](const std::string& key) {
+      auto it = labels.find(key);
+      return it == labels.end() ? std::optional<std::string_view>()
+                                : std::optional<std::string_view>(it->second);
+    });
+    if (!ok) return "requirement " + one.Describe() + " no longer satisfied";
+  }
+  return {};
+}
+
+// Candidates for `method` (Emptiness or Drift), what blocks each, and which the budgets let go
+// now. Every method needs an initialized claim that is not already being deleted.
+Pass Evaluate(const State& state, const std::string& method) {
   Pass pass;
   std::map<std::string, std::vector<const NodeClaim*>> eligible;  // By pool.
+  std::map<std::string, std::string> why;                         // Drift: claim -> reason.
   for (const auto& [name, claim] : state.nodeclaims) {
     auto pool = state.nodepools.find(claim.nodepool);
     if (pool == state.nodepools.end() || claim.deleting) continue;
     if (claim.phase != ClaimPhase::kInitialized) continue;
     auto node = state.nodes.find(claim.node_name);
     if (node == state.nodes.end()) continue;
-    bool empty = std::none_of(state.pods.begin(), state.pods.end(), [&](const auto& entry) {
-      return entry.second.node_name == claim.node_name && Reschedulable(entry.second);
-    });
-    if (!empty) continue;
-    DisruptionCandidate c{name, claim.nodepool, "selected"};
-    Nanos since = std::max(claim.initialized, claim.last_pod_change);
     const NodePool& p = pool->second;
-    if (p.consolidate_after.value < 0) {
-      c.outcome = "consolidateAfter is Never";
-    } else if (state.now - since < p.consolidate_after) {
-      c.outcome = "not consolidatable until " + ClockText(since + p.consolidate_after) +
-                  " (consolidateAfter " + DurationText(p.consolidate_after) + ")";
-    } else if (node->second.do_not_disrupt) {
-      c.outcome = "node " + node->first + " has karpenter.sh/do-not-disrupt";
+    std::vector<const Pod*> pods;
+    for (const auto& [key, pod] : state.pods) {
+      if (pod.node_name == claim.node_name && Reschedulable(pod)) pods.push_back(&pod);
+    }
+    DisruptionCandidate c{name, claim.nodepool, "selected"};
+    if (method == kEmptiness) {
+      if (!pods.empty()) continue;
+      Nanos since = std::max(claim.initialized, claim.last_pod_change);
+      if (p.consolidate_after.value < 0) {
+        c.outcome = "consolidateAfter is Never";
+      } else if (state.now - since < p.consolidate_after) {
+        c.outcome = "not consolidatable until " + ClockText(since + p.consolidate_after) +
+                    " (consolidateAfter " + DurationText(p.consolidate_after) + ")";
+      }
     } else {
+      std::string drift = Drifted(state, claim, p, &node->second);
+      if (drift.empty()) continue;
+      why[name] = drift;
+      auto blocking = std::find_if(pods.begin(), pods.end(),
+                                   [](const Pod* pod) { return pod->do_not_disrupt; });
+      if (blocking != pods.end()) {
+        c.outcome = "drifted (" + drift + "), but pod " +
+                    PodKey((*blocking)->ns, (*blocking)->name) + " has karpenter.sh/do-not-disrupt";
+      }
+    }
+    if (c.outcome == "selected" && node->second.do_not_disrupt) {
+      c.outcome = "node " + node->first + " has karpenter.sh/do-not-disrupt";
+    }
+    if (c.outcome == "selected") {
       eligible[claim.nodepool].push_back(&claim);
+      if (method == kDrift) c.outcome = "selected: drifted (" + why[name] + ")";
     }
     pass.candidates.push_back(std::move(c));
   }
+  std::string reason = BudgetReason(method);
   for (const auto& [pool_name, claims] : eligible) {
-    Allowance a = Allowed(state, state.nodepools.at(pool_name), kReasonEmpty);
-    pass.budgets.push_back({pool_name, kReasonEmpty, a.allowed, a.detail});
+    Allowance a = Allowed(state, state.nodepools.at(pool_name), reason);
+    pass.budgets.push_back({pool_name, reason, a.allowed, a.detail});
     for (std::size_t i = 0; i < claims.size(); ++i) {
       if (static_cast<std::int64_t>(i) < a.allowed) {
         pass.selected.push_back(claims[i]->name);
@@ -153,8 +225,8 @@ Pass Emptiness(const State& state) {
       }
       for (auto& c : pass.candidates) {
         if (c.nodeclaim == claims[i]->name) {
-          c.outcome =
-              "over budget: Empty allows " + std::to_string(a.allowed) + " now (" + a.detail + ")";
+          c.outcome = "over budget: " + reason + " allows " + std::to_string(a.allowed) + " now (" +
+                      a.detail + ")";
         }
       }
     }
@@ -162,11 +234,11 @@ Pass Emptiness(const State& state) {
   return pass;
 }
 
-std::uint64_t Digest(const Pass& pass) {
+std::string Summary(const Pass& pass) {
   std::string text;
   for (const auto& c : pass.candidates) text += c.nodeclaim + "|" + c.outcome + "\n";
   for (const auto& b : pass.budgets) text += b.nodepool + "|" + std::to_string(b.allowed) + "\n";
-  return XXH3_64bits(text.data(), text.size());
+  return text;
 }
 
 void Expire(State& state, Seq seq, Output& out) {
@@ -191,14 +263,17 @@ void Expire(State& state, Seq seq, Output& out) {
 }
 
 void Validate(State& state, Seq seq, Output& out) {
-  Pass now = Emptiness(state);
+  Pass now = Evaluate(state, state.pending_method);
   std::string changed;
   for (const auto& name : state.pending_nodeclaims) {
     if (std::find(now.selected.begin(), now.selected.end(), name) != now.selected.end()) continue;
     changed = name + ": ";
     auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
                            [&](const auto& c) { return c.nodeclaim == name; });
-    changed += it != now.candidates.end() ? it->outcome : "no longer empty or no longer exists";
+    changed += it != now.candidates.end()
+                   ? it->outcome
+                   : (state.pending_method == kEmptiness ? "no longer empty or no longer exists"
+                                                         : "no longer drifted or no longer exists");
     break;
   }
   if (!changed.empty()) {
@@ -212,7 +287,13 @@ void Validate(State& state, Seq seq, Output& out) {
                               now.candidates, now.budgets, "unchanged after 15 s"},
            out);
     for (const auto& name : state.pending_nodeclaims) {
-      BeginDeletion(state, seq, state.nodeclaims.at(name), "empty: no workload pods", true, out);
+      std::string reason = "empty: no workload pods";
+      if (state.pending_method == kDrift) {
+        auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
+                               [&](const auto& c) { return c.nodeclaim == name; });
+        reason = it != now.candidates.end() ? it->outcome.substr(10) : "drifted";  // "selected: "
+      }
+      BeginDeletion(state, seq, state.nodeclaims.at(name), reason, true, out);
     }
   }
   state.pending_method.clear();
@@ -233,26 +314,38 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
     if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, seq, out);
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
-  Pass pass = Emptiness(state);
-  if (!pass.selected.empty()) {
-    state.pending_method = "Emptiness";
-    state.pending_nodeclaims = pass.selected;
-    state.pending_since = state.now;
-    Decide(state, seq,
-           DisruptionDecision{"Emptiness", "proposed", pass.selected, pass.candidates, pass.budgets,
-                              "validating for 15 s"},
-           out);
-    return;
+  // Karpenter's order: the first method with something to do acts; the others wait.
+  std::vector<std::pair<std::string, Pass>> passes;
+  for (const char* method : {kEmptiness, kDrift}) {
+    Pass pass = Evaluate(state, method);
+    if (!pass.selected.empty()) {
+      state.pending_method = method;
+      state.pending_nodeclaims = pass.selected;
+      state.pending_since = state.now;
+      Decide(state, seq,
+             DisruptionDecision{method, "proposed", pass.selected, pass.candidates, pass.budgets,
+                                "validating for 15 s"},
+             out);
+      return;
+    }
+    if (!pass.candidates.empty()) passes.emplace_back(method, std::move(pass));
   }
-  if (pass.candidates.empty()) return;
   // Blocked candidates are recorded when what blocks them changes, not every 10 s.
-  std::uint64_t digest = Digest(pass);
+  std::string text;
+  for (const auto& [method, pass] : passes) text += method + "\n" + Summary(pass);
+  std::uint64_t digest = passes.empty() ? 0 : XXH3_64bits(text.data(), text.size());
   if (digest == state.last_disruption_digest) return;
   state.last_disruption_digest = digest;
-  Decide(state, seq,
-         DisruptionDecision{
-             "Emptiness", "blocked", {}, pass.candidates, pass.budgets, "no candidate can go now"},
-         out);
+  for (auto& [method, pass] : passes) {
+    Decide(state, seq,
+           DisruptionDecision{method,
+                              "blocked",
+                              {},
+                              std::move(pass.candidates),
+                              std::move(pass.budgets),
+                              "no candidate can go now"},
+           out);
+  }
 }
 
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out) {

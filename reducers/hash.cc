@@ -175,7 +175,7 @@ void H(Hasher& h, const NodeClaim& c) {
       c.provider_id, c.instance_id, c.instance_type, c.zone, c.capacity_type, c.price, c.node_name,
       c.allocatable, c.created, c.launched, c.registered, c.initialized);
   All(h, c.deleting, c.deleting_since, c.deleting_reason, c.instance_gone, c.evictions_refused,
-      c.evict_after, c.last_pod_change);
+      c.evict_after, c.last_pod_change, c.nodepool_hash, c.nodeclass_hash);
 }
 void H(Hasher& h, const BatchWindow& b) {
   All(h, b.open, b.opened, b.last_pod);
@@ -225,6 +225,18 @@ void H(Hasher& h, const Command& c) {
 }
 
 }  // namespace
+
+std::uint64_t TemplateHash(const NodePool& p) {
+  Hasher h;
+  All(h, p.labels, p.taints, p.startup_taints, p.nodeclass);
+  return h.Digest();
+}
+
+std::uint64_t NodeClassHash(const NodeClass& c) {
+  Hasher h;
+  All(h, c.ami_family, c.role, c.max_pods, c.pods_per_core);
+  return h.Digest();
+}
 
 std::uint64_t StateHash(const State& s) {
   Hasher h;

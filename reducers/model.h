@@ -394,6 +394,8 @@ struct NodeClaim {
   std::map<std::string, std::int32_t> evictions_refused;
   std::map<std::string, Nanos> evict_after;
   Nanos last_pod_change{0};  // Last pod bound to or removed from its node (consolidateAfter).
+  std::uint64_t nodepool_hash = 0;   // TemplateHash of its NodePool at creation.
+  std::uint64_t nodeclass_hash = 0;  // NodeClassHash of its EC2NodeClass at creation.
   friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
 };
 

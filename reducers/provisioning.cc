@@ -58,6 +58,12 @@ ClaimPlan Commit(State& state, Seq seq, const PlannedClaim& plan, Output& out) {
   }
   claim.allocatable = plan.allocatable;
   claim.created = state.now;
+  if (auto pool = state.nodepools.find(plan.nodepool); pool != state.nodepools.end()) {
+    claim.nodepool_hash = TemplateHash(pool->second);
+  }
+  if (auto nc = state.nodeclasses.find(plan.nodeclass); nc != state.nodeclasses.end()) {
+    claim.nodeclass_hash = NodeClassHash(nc->second);
+  }
   LaunchInstances launch{
       claim.name, claim.nodepool,           claim.nodeclass,         claim.name, plan.capacity_type,
       {},         LaunchTags(state, claim), plan.allocation_strategy};

@@ -100,11 +100,17 @@ Action ParseAction(const YAML::Node& a) {
     action.kind = Action::Kind::kMalformedMessage;
   } else if (kind == "protectNode") {
     action.kind = Action::Kind::kProtectNode;
+  } else if (kind == "labelNodePool") {
+    action.kind = Action::Kind::kLabelNodePool;
+    action.label = a["label"] ? a["label"].as<std::string>() : "";
+    if (action.label.find('=') == std::string::npos) {
+      throw ScenarioError("labelNodePool needs label: key=value");
+    }
   } else {
     throw ScenarioError("action: unknown 'do: " + kind +
                         "' (deleteNodeClaim, terminateInstance, strayInstance, spotInterruption, "
                         "rebalanceRecommendation, scheduledChange, instanceStopping, "
-                        "malformedMessage, protectNode)");
+                        "malformedMessage, protectNode, labelNodePool)");
   }
   return action;
 }

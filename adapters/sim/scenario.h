@@ -55,11 +55,13 @@ struct Action {
     kInstanceStopping,
     kMalformedMessage,  // a queue message no one can read
     kProtectNode,       // karpenter.sh/do-not-disrupt on the oldest node
+    kLabelNodePool,     // the user adds `label` (key=value) to the first NodePool's template
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;
   std::string instance_type;  // kStrayInstance
   std::string zone;           // kStrayInstance
+  std::string label;          // kLabelNodePool: key=value
 };
 
 struct CloudModel {

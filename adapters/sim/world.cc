@@ -203,6 +203,7 @@ bool World::Load() {
   next_action_ = j.at("next_action");
   next_listing_ = Nanos{j.at("next_listing").get<std::int64_t>()};
   next_message_ = j.at("next_message");
+  added_pool_labels_ = j.at("added_pool_labels").get<std::map<std::string, Labels>>();
   for (const auto& [pool, st] : j.at("pool_status").items()) {
     NodePoolStatus status;
     if (st.at(0).get<int>() >= 0) status.registration_healthy = st.at(0).get<int>() == 1;
@@ -240,6 +241,7 @@ void World::Save() const {
   j["next_action"] = next_action_;
   j["next_listing"] = next_listing_.value;
   j["next_message"] = next_message_;
+  j["added_pool_labels"] = added_pool_labels_;
   j["pool_status"] = json::object();
   for (const auto& [pool, status] : pool_status_) {
     int healthy = status.registration_healthy ? (*status.registration_healthy ? 1 : 0) : -1;
@@ -265,7 +267,7 @@ std::vector<Event> World::StartupEvents() const {
   events.push_back(ControllerStarted{kVersion, scenario_.seed, scenario_.settings});
   events.push_back(CatalogRefreshed{scenario_.catalog});
   for (const auto& c : scenario_.nodeclasses) events.push_back(NodeClassUpserted{c});
-  for (const auto& p : scenario_.nodepools) events.push_back(NodePoolUpserted{p});
+  for (const auto& p : scenario_.nodepools) events.push_back(NodePoolUpserted{Pool(p)});
   for (const auto& [name, node] : nodes_) events.push_back(NodeUpserted{node});
   for (const auto& [key, pod] : pods_) events.push_back(PodUpserted{pod});
   return events;
@@ -354,6 +356,14 @@ std::vector<Event> World::TopUp() {
   return events;
 }
 
+NodePool World::Pool(const NodePool& original) const {
+  NodePool pool = original;
+  if (auto added = added_pool_labels_.find(pool.name); added != added_pool_labels_.end()) {
+    for (const auto& [k, v] : added->second) pool.labels[k] = v;
+  }
+  return pool;
+}
+
 const SimInstance* World::Oldest(const std::function<bool(const SimInstance&)>& keep) const {
   const SimInstance* best = nullptr;
   for (const auto& [id, i] : instances_) {
@@ -432,6 +442,13 @@ std::vector<Event> World::RunActions() {
         events.push_back(NodeUpserted{node});
         break;
       }
+      case Action::Kind::kLabelNodePool: {
+        const NodePool& pool = scenario_.nodepools.front();
+        auto eq = action.label.find('=');
+        added_pool_labels_[pool.name][action.label.substr(0, eq)] = action.label.substr(eq + 1);
+        events.push_back(NodePoolUpserted{Pool(pool)});
+        break;
+      }
       case Action::Kind::kStrayInstance: {
         char id[32];
         std::snprintf(id, sizeof id, "i-%017llx",
@@ -475,8 +492,9 @@ Node World::NewNode(const SimInstance& instance) const {
   node.created = now_;
   node.ready = false;
   node.taints.push_back({label::kUnregisteredTaint, "", TaintEffect::kNoExecute});
-  for (const auto& pool : scenario_.nodepools) {
-    if (pool.name != instance.nodepool) continue;
+  for (const auto& original : scenario_.nodepools) {
+    if (original.name != instance.nodepool) continue;
+    NodePool pool = Pool(original);
     node.labels = pool.labels;
     node.taints.insert(node.taints.end(), pool.taints.begin(), pool.taints.end());
     node.taints.insert(node.taints.end(), pool.startup_taints.begin(), pool.startup_taints.end());

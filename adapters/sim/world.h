@@ -112,6 +112,8 @@ class World : public runtime::Executor {
   std::set<std::string> deleting_;                     // NodeClaims with a deletion timestamp.
   std::map<std::string, std::size_t> deployments_;     // ns/name -> its latest workload step.
   std::map<std::string, NodePoolStatus> pool_status_;  // As the controller last patched it.
+  std::map<std::string, Labels> added_pool_labels_;    // Template labels users added since.
+  NodePool Pool(const NodePool& original) const;       // With the labels users added.
   std::size_t next_action_ = 0;
   Nanos next_listing_{0};
   std::uint64_t next_message_ = 1;

@@ -27,8 +27,8 @@ workloads:
 constexpr std::int64_t kMinuteNs = 60 * kSecond.value;
 Nanos Start() {
   using namespace std::chrono;
-  return Nanos{duration_cast<nanoseconds>(sys_days{year{2026} / January / 1}.time_since_epoch())
-                   .count()};
+  return Nanos{
+      duration_cast<nanoseconds>(sys_days{year{2026} / January / 1}.time_since_epoch()).count()};
 }
 Nanos Minutes(std::int64_t m) {
   return Nanos{Start().value + m * kMinuteNs};
@@ -71,8 +71,9 @@ std::string Outcomes(const Outcome& o) {
 // Three nodes' worth of pods scale to zero at 4 min: after consolidateAfter the empty nodes
 // are proposed, validated 15 s later, then terminated; nothing is left running.
 TEST(Disruption, EmptyNodesGoAfterValidation) {
-  Outcome o = Simulate(Scenario(kScaleToZero,
-                                "", "      disruption: {consolidateAfter: 30s, budgets: [{nodes: \"100%\"}]}\n"));
+  Outcome o = Simulate(
+      Scenario(kScaleToZero, "",
+               "      disruption: {consolidateAfter: 30s, budgets: [{nodes: \"100%\"}]}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   auto proposed = Phase(o, "Emptiness", "proposed");
   auto executed = Phase(o, "Emptiness", "executed");
@@ -87,8 +88,8 @@ TEST(Disruption, EmptyNodesGoAfterValidation) {
 
 // A budget of one node lets the empty nodes go one pass at a time, and says so for the rest.
 TEST(Disruption, CountBudgetTakesOneAtATime) {
-  Outcome o = Simulate(Scenario(kScaleToZero,
-                                "", "      disruption: {consolidateAfter: 0s, budgets: [{nodes: \"1\"}]}\n"));
+  Outcome o = Simulate(Scenario(
+      kScaleToZero, "", "      disruption: {consolidateAfter: 0s, budgets: [{nodes: \"1\"}]}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   auto executed = Phase(o, "Emptiness", "executed");
   ASSERT_GE(executed.size(), 2u) << Outcomes(o);
@@ -126,8 +127,8 @@ workloads:
 // consolidateAfter: Never and a do-not-disrupt node both keep an empty node, each recorded
 // with its blocker.
 TEST(Disruption, BlockersAreRecorded) {
-  Outcome never = Simulate(Scenario(kOneEmptied,
-                                    "", "      disruption: {consolidateAfter: Never}\n"));
+  Outcome never =
+      Simulate(Scenario(kOneEmptied, "", "      disruption: {consolidateAfter: Never}\n"));
   EXPECT_EQ(never.instances.size(), 1u);
   auto blocked = Phase(never, "Emptiness", "blocked");
   ASSERT_FALSE(blocked.empty()) << Outcomes(never);
@@ -196,7 +197,7 @@ workloads:
   - {name: web, replicas: 15, cpu: 1500m, memory: 512Mi}
   - {at: 4m, name: web, replicas: 0}
 )",
-                                "", R"(      disruption:
+                                         "", R"(      disruption:
         consolidationPolicy: WhenEmptyOrUnderutilized
         consolidateAfter: 0s
         budgets:
@@ -211,6 +212,35 @@ workloads:
     ASSERT_FALSE(d->budgets.empty());
     EXPECT_NE(d->budgets[0].detail.find("nodes 20%"), std::string::npos) << d->budgets[0].detail;
   }
+}
+
+// A label added to the NodePool's template drifts every node launched before it; drift is
+// budgeted (one node at a time here) and each replacement matches the new template.
+TEST(Disruption, TemplateChangeDriftsNodes) {
+  Outcome o = Simulate(Scenario(R"(
+duration: 12m
+workloads:
+  - {name: web, replicas: 4, cpu: 1500m, memory: 512Mi}
+actions:
+  - {at: 3m, do: labelNodePool, label: team=web}
+)",
+                                "", "      disruption: {budgets: [{nodes: \"1\"}]}\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto executed = Phase(o, "Drift", "executed");
+  ASSERT_GE(executed.size(), 2u) << Outcomes(o);
+  for (const auto* d : executed) {
+    ASSERT_EQ(d->nodeclaims.size(), 1u);
+    bool named = false;
+    for (const auto& c : d->candidates) {
+      named |= c.outcome.find("template changed") != std::string::npos;
+    }
+    EXPECT_TRUE(named) << Outcomes(o);
+  }
+  EXPECT_GE(FirstAt(o, "Drift", "proposed").value, Minutes(3).value);
+  // Every node now running carries the new label, and every pod runs.
+  ASSERT_FALSE(o.nodes.empty());
+  for (const auto& [name, node] : o.nodes) EXPECT_EQ(node.labels.at("team"), "web") << name;
+  EXPECT_EQ(o.Bound(), 4u);
 }
 
 // expireAfter: the node is replaced when it expires, whatever the budgets say.

@@ -232,6 +232,58 @@ TEST(Lifecycle, RegistrationAddsMissingPoolTaints) {
             (std::vector<Taint>{{"dedicated", "web", TaintEffect::kNoSchedule}}));
 }
 
+// Drift: an initialized claim whose instance type leaves the catalog, or that a changed
+// requirement no longer admits, is proposed for replacement with the reason.
+TEST(Disruption, DriftByCatalogAndRequirements) {
+  auto initialized = [](Folder& f) {
+    Output out = ProvisionOne(f);
+    std::string claim = LaunchFor(out);
+    f.Fold(LaunchedFor(out));
+    Node node;
+    node.name = "node-1";
+    node.provider_id = "aws:///us-east-1a/i-1";
+    node.ready = true;
+    node.created = kT0;
+    f.Fold(NodeUpserted{node});
+    EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+    // Keep it busy so emptiness does not take it first.
+    Pod pod = PendingPod("busy", 100, 100);
+    pod.node_name = "node-1";
+    pod.phase = "Running";
+    pod.unschedulable = false;
+    f.Fold(PodUpserted{pod});
+    return claim;
+  };
+  auto proposals = [](Folder& f, Nanos at) {
+    std::vector<DisruptionDecision> out;
+    for (const auto& d : f.Fold(Tick{at}).decisions) {
+      if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) out.push_back(*x);
+    }
+    return out;
+  };
+  Folder gone;
+  std::string claim = initialized(gone);
+  EXPECT_TRUE(proposals(gone, kT0 + Nanos{20 * kSecond.value}).empty());
+  auto catalog = SmallCatalog();
+  std::erase_if(catalog, [](const InstanceType& t) { return t.name == "m6g.large"; });
+  gone.Fold(CatalogRefreshed{catalog});
+  auto d = proposals(gone, kT0 + Nanos{40 * kSecond.value});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].method, "Drift");
+  EXPECT_EQ(d[0].phase, "proposed");
+  EXPECT_EQ(d[0].nodeclaims, std::vector<std::string>{claim});
+  EXPECT_NE(d[0].candidates[0].outcome.find("m6g.large is no longer offered"), std::string::npos);
+
+  Folder narrowed;
+  claim = initialized(narrowed);
+  narrowed.Fold(
+      NodePoolUpserted{Pool("default", 0, {{label::kArch, RequirementOp::kIn, {"amd64"}, 0}})});
+  d = proposals(narrowed, kT0 + Nanos{40 * kSecond.value});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].candidates[0].outcome.find("no longer satisfied"), std::string::npos)
+      << d[0].candidates[0].outcome;
+}
+
 // A node registered without the GPUs its type brings is not Initialized until the device
 // plugin advertises them.
 TEST(Lifecycle, InitializedWaitsForExtendedResources) {
@@ -355,7 +407,7 @@ TEST(Determinism, StateHashIsPinned) {
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   f.Fold(Tick{kT0 + kSecond});
-  EXPECT_EQ(StateHash(f.state), 7532458105882161882ull) << std::hex << StateHash(f.state);
+  EXPECT_EQ(StateHash(f.state), 6118806722882994951ull) << std::hex << StateHash(f.state);
 }
 
 // AWS allocatable for m5.large: 29 pods (3 ENIs x 9 + 2), 1930m CPU, memory after the VM
