@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <string>
@@ -104,6 +105,41 @@ struct Outcome {
 };
 
 // Runs the scenario with its log in `dir` (a fresh temporary folder when null).
+// Invariants every run must keep (the simulation tests lean on them): a graceful disruption
+// (emptiness, drift) never takes more nodes of a pool than the budget it recorded allowed, and
+// never a node running a do-not-disrupt pod. Returns the violations found.
+inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
+  std::vector<std::string> out;
+  log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
+    Decision d = log::DecodeDecision(record.payload);
+    const auto* x = std::get_if<DisruptionDecision>(&d.body);
+    if (x == nullptr || x->phase != "executed") return true;
+    if (x->method != "Emptiness" && x->method != "Drift") return true;
+    State before = replay::FoldTo(log, d.cause.value - 1, true);
+    std::map<std::string, std::int64_t> taken;
+    for (const auto& name : x->nodeclaims) {
+      auto claim = before.nodeclaims.find(name);
+      if (claim == before.nodeclaims.end()) continue;
+      taken[claim->second.nodepool]++;
+      for (const auto& [key, pod] : before.pods) {
+        if (pod.node_name == claim->second.node_name && pod.do_not_disrupt) {
+          out.push_back(x->method + " took " + name + " with do-not-disrupt pod " + key);
+        }
+      }
+    }
+    for (const auto& [pool, n] : taken) {
+      auto budget = std::find_if(x->budgets.begin(), x->budgets.end(),
+                                 [&](const BudgetState& b) { return b.nodepool == pool; });
+      if (budget == x->budgets.end() || n > budget->allowed) {
+        out.push_back(x->method + " took " + std::to_string(n) + " nodes of " + pool +
+                      " beyond its budget");
+      }
+    }
+    return true;
+  });
+  return out;
+}
+
 inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) {
   TempDir temporary;
   const TempDir& dir = keep != nullptr ? *keep : temporary;
@@ -135,6 +171,7 @@ inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) 
     return true;
   });
   out.rejected_inputs = replay::FoldTo(*log, 0, true).rejected_inputs;
+  for (const auto& violation : DisruptionViolations(*log)) ADD_FAILURE() << violation;
   auto verify = replay::Verify(*log);
   out.verdict = verify.verdict;
   out.verify_detail = verify.detail;
