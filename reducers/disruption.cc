@@ -117,9 +117,44 @@ struct Pass {
 constexpr const char* kEmptiness = "Emptiness";
 constexpr const char* kDrift = "Drift";
 constexpr const char* kReasonDrifted = "Drifted";
+constexpr const char* kConsolidation = "SingleNodeConsolidation";
+constexpr const char* kReasonUnderutilized = "Underutilized";
 
 std::string BudgetReason(const std::string& method) {
-  return method == kDrift ? kReasonDrifted : kReasonEmpty;
+  if (method == kDrift) return kReasonDrifted;
+  if (method == kConsolidation) return kReasonUnderutilized;
+  return kReasonEmpty;
+}
+
+// Re-simulates scheduling without `claim`: empty when every pod on it fits on the other
+// nodes and in-flight claims with no new NodeClaim, else why not. `moves` gets where each pod
+// would go.
+std::string WithoutIt(const State& state, const NodeClaim& claim, std::vector<std::string>* moves) {
+  State what_if = state;
+  what_if.nodeclaims.at(claim.name).deleting = true;
+  std::vector<const Pod*> pods;
+  for (auto& [key, pod] : what_if.pods) {
+    if (pod.node_name != claim.node_name || !Reschedulable(pod)) continue;
+    pod.node_name.clear();
+    pod.phase = "Pending";
+    pod.unschedulable = true;
+    pods.push_back(&pod);
+  }
+  ScheduleResult result = Schedule(what_if, pods);
+  for (const auto& outcome : result.pods) {
+    if (outcome.target.empty()) {
+      return "pod " + outcome.pod + " would not reschedule: " + outcome.reason;
+    }
+  }
+  if (!result.claims.empty()) {
+    return "its pods need a new node (" + result.claims.front().offerings.front().instance_type +
+           " from " + std::to_string(result.claims.front().offerings.front().price.value) +
+           " micro-USD/h); replacing a node is not implemented yet, only removing one";
+  }
+  if (moves != nullptr) {
+    for (const auto& outcome : result.pods) moves->push_back(outcome.pod + " -> " + outcome.target);
+  }
+  return {};
 }
 
 // The labels a claim's node carries as far as its NodePool's requirements are concerned: the
@@ -185,7 +220,23 @@ Pass Evaluate(const State& state, const std::string& method) {
       if (pod.node_name == claim.node_name && Reschedulable(pod)) pods.push_back(&pod);
     }
     DisruptionCandidate c{name, claim.nodepool, "selected"};
-    if (method == kEmptiness) {
+    if (method == kConsolidation) {
+      if (pods.empty()) continue;  // Emptiness's.
+      Nanos since = std::max(claim.initialized, claim.last_pod_change);
+      auto blocking = std::find_if(pods.begin(), pods.end(),
+                                   [](const Pod* pod) { return pod->do_not_disrupt; });
+      if (p.consolidation_policy == ConsolidationPolicy::kWhenEmpty) {
+        c.outcome = "consolidationPolicy is WhenEmpty";
+      } else if (p.consolidate_after.value < 0) {
+        c.outcome = "consolidateAfter is Never";
+      } else if (state.now - since < p.consolidate_after) {
+        c.outcome = "not consolidatable until " + ClockText(since + p.consolidate_after) +
+                    " (consolidateAfter " + DurationText(p.consolidate_after) + ")";
+      } else if (blocking != pods.end()) {
+        c.outcome = "pod " + PodKey((*blocking)->ns, (*blocking)->name) +
+                    " has karpenter.sh/do-not-disrupt";
+      }
+    } else if (method == kEmptiness) {
       if (!pods.empty()) continue;
       Nanos since = std::max(claim.initialized, claim.last_pod_change);
       if (p.consolidate_after.value < 0) {
@@ -215,6 +266,65 @@ Pass Evaluate(const State& state, const std::string& method) {
     pass.candidates.push_back(std::move(c));
   }
   std::string reason = BudgetReason(method);
+  if (method == kConsolidation) {
+    // Consolidation moves pods onto capacity that must really be there: it waits while pods are
+    // pending or nodes are still coming up, whose plans would compete for the same room.
+    std::size_t pending = std::count_if(state.pods.begin(), state.pods.end(),
+                                        [](const auto& e) { return IsProvisionable(e.second); });
+    std::size_t launching =
+        std::count_if(state.nodeclaims.begin(), state.nodeclaims.end(), [](const auto& e) {
+          return !e.second.deleting && e.second.phase != ClaimPhase::kInitialized;
+        });
+    if (pending > 0 || launching > 0) {
+      for (auto& c : pass.candidates) {
+        if (c.outcome != "selected") continue;
+        c.outcome = "cluster not settled: " + std::to_string(pending) + " pods pending, " +
+                    std::to_string(launching) + " nodes launching";
+      }
+      return pass;
+    }
+    // One node per pass: the first (fewest pods, then name) whose pods all fit elsewhere.
+    std::vector<const NodeClaim*> order;
+    for (const auto& [pool_name, claims] : eligible)
+      order.insert(order.end(), claims.begin(), claims.end());
+    auto pods_on = [&](const NodeClaim* claim) {
+      return std::count_if(state.pods.begin(), state.pods.end(), [&](const auto& entry) {
+        return entry.second.node_name == claim->node_name && Reschedulable(entry.second);
+      });
+    };
+    std::stable_sort(order.begin(), order.end(), [&](const NodeClaim* a, const NodeClaim* b) {
+      return pods_on(a) < pods_on(b);
+    });
+    std::map<std::string, Allowance> allowances;
+    for (const NodeClaim* claim : order) {
+      auto& c = *std::find_if(pass.candidates.begin(), pass.candidates.end(),
+                              [&](const auto& x) { return x.nodeclaim == claim->name; });
+      if (!pass.selected.empty()) {
+        c.outcome = "not evaluated: one node per pass";
+        continue;
+      }
+      auto [it, fresh] = allowances.try_emplace(claim->nodepool);
+      if (fresh) {
+        it->second = Allowed(state, state.nodepools.at(claim->nodepool), reason);
+        pass.budgets.push_back({claim->nodepool, reason, it->second.allowed, it->second.detail});
+      }
+      if (it->second.allowed <= 0) {
+        c.outcome = "over budget: " + reason + " allows 0 now (" + it->second.detail + ")";
+        continue;
+      }
+      std::vector<std::string> moves;
+      if (auto blocker = WithoutIt(state, *claim, &moves); !blocker.empty()) {
+        c.outcome = blocker;
+        continue;
+      }
+      std::string where;
+      for (const auto& m : moves) where += (where.empty() ? "" : ", ") + m;
+      c.outcome = "selected: delete, saving " + std::to_string(claim->price.value) +
+                  " micro-USD/h; its pods move: " + where;
+      pass.selected.push_back(claim->name);
+    }
+    return pass;
+  }
   for (const auto& [pool_name, claims] : eligible) {
     Allowance a = Allowed(state, state.nodepools.at(pool_name), reason);
     pass.budgets.push_back({pool_name, reason, a.allowed, a.detail});
@@ -288,7 +398,9 @@ void Validate(State& state, Seq seq, Output& out) {
            out);
     for (const auto& name : state.pending_nodeclaims) {
       std::string reason = "empty: no workload pods";
-      if (state.pending_method == kDrift) {
+      if (state.pending_method == kConsolidation) {
+        reason = "underutilized: its pods fit on the other nodes";
+      } else if (state.pending_method == kDrift) {
         auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
                                [&](const auto& c) { return c.nodeclaim == name; });
         reason = it != now.candidates.end() ? it->outcome.substr(10) : "drifted";  // "selected: "
@@ -316,7 +428,7 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
   }
   // Karpenter's order: the first method with something to do acts; the others wait.
   std::vector<std::pair<std::string, Pass>> passes;
-  for (const char* method : {kEmptiness, kDrift}) {
+  for (const char* method : {kEmptiness, kDrift, kConsolidation}) {
     Pass pass = Evaluate(state, method);
     if (!pass.selected.empty()) {
       state.pending_method = method;

@@ -243,6 +243,62 @@ actions:
   EXPECT_EQ(o.Bound(), 4u);
 }
 
+// Two m5.xlarge nodes scale down to one pod each: one node is removed and its pod moves to
+// the other (single-node consolidation, budget reason Underutilized); no pod is left pending.
+TEST(Disruption, UnderutilizedNodeIsRemoved) {
+  Outcome o = Simulate(Scenario(R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 2m, name: b, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 1}
+  - {at: 4m, name: b, replicas: 1}
+)"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto executed = Phase(o, "SingleNodeConsolidation", "executed");
+  ASSERT_EQ(executed.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(executed[0]->budgets.at(0).reason, "Underutilized");
+  bool moves = false;
+  for (const auto& c : executed[0]->candidates) {
+    moves |= c.outcome.find("its pods move:") != std::string::npos;
+  }
+  EXPECT_TRUE(moves) << Outcomes(o);
+  EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.Bound(), 2u);
+  EXPECT_EQ(o.CommandsOf<LaunchInstances>().size(), 2u);  // No new node for the moved pod.
+}
+
+// consolidationPolicy WhenEmpty keeps an underutilized node, and a node whose pods would need
+// a new node is kept with that reason.
+TEST(Disruption, ConsolidationBlockers) {
+  const std::string scaled = R"(
+duration: 8m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 2m, name: b, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 1}
+)";
+  Outcome when_empty =
+      Simulate(Scenario(scaled, "", "      disruption: {consolidationPolicy: WhenEmpty}\n"));
+  EXPECT_TRUE(Phase(when_empty, "SingleNodeConsolidation", "executed").empty());
+  bool named = false;
+  for (const auto* d : Phase(when_empty, "SingleNodeConsolidation", "blocked")) {
+    for (const auto& c : d->candidates) named |= c.outcome == "consolidationPolicy is WhenEmpty";
+  }
+  EXPECT_TRUE(named) << Outcomes(when_empty);
+
+  Outcome full = Simulate(Scenario(scaled));
+  EXPECT_TRUE(Phase(full, "SingleNodeConsolidation", "executed").empty()) << Outcomes(full);
+  named = false;
+  for (const auto* d : Phase(full, "SingleNodeConsolidation", "blocked")) {
+    for (const auto& c : d->candidates) {
+      named |= c.outcome.find("its pods need a new node") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named) << Outcomes(full);
+  EXPECT_EQ(full.instances.size(), 2u);
+}
+
 // expireAfter: the node is replaced when it expires, whatever the budgets say.
 TEST(Disruption, ExpirationIsForceful) {
   Outcome o = Simulate(Scenario(R"(

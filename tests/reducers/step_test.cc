@@ -257,7 +257,8 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
   auto proposals = [](Folder& f, Nanos at) {
     std::vector<DisruptionDecision> out;
     for (const auto& d : f.Fold(Tick{at}).decisions) {
-      if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) out.push_back(*x);
+      const auto* x = std::get_if<DisruptionDecision>(&d.body);
+      if (x != nullptr && x->method == "Drift") out.push_back(*x);
     }
     return out;
   };
