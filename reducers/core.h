@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "reducers/model.h"
@@ -136,6 +137,10 @@ struct ScheduleResult {
 ScheduleResult Schedule(const State& state);
 // The same over an explicit pod list (the benchmark and tests call this directly).
 ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods);
+// As if `excluded_nodeclaims` and their nodes (and the pods bound there) were gone: what a
+// disruption simulation asks.
+ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods,
+                        const std::set<std::string>& excluded_nodeclaims);
 
 inline constexpr const char* kAllocationSpot = "price-capacity-optimized";
 inline constexpr const char* kAllocationOnDemand = "lowest-price";

@@ -130,17 +130,17 @@ std::string BudgetReason(const std::string& method) {
 // nodes and in-flight claims with no new NodeClaim, else why not. `moves` gets where each pod
 // would go.
 std::string WithoutIt(const State& state, const NodeClaim& claim, std::vector<std::string>* moves) {
-  State what_if = state;
-  what_if.nodeclaims.at(claim.name).deleting = true;
-  std::vector<const Pod*> pods;
-  for (auto& [key, pod] : what_if.pods) {
+  std::vector<Pod> moving;
+  for (const auto& [key, pod] : state.pods) {
     if (pod.node_name != claim.node_name || !Reschedulable(pod)) continue;
-    pod.node_name.clear();
-    pod.phase = "Pending";
-    pod.unschedulable = true;
-    pods.push_back(&pod);
+    moving.push_back(pod);
+    moving.back().node_name.clear();
+    moving.back().phase = "Pending";
+    moving.back().unschedulable = true;
   }
-  ScheduleResult result = Schedule(what_if, pods);
+  std::vector<const Pod*> pods;
+  for (const Pod& pod : moving) pods.push_back(&pod);
+  ScheduleResult result = Schedule(state, pods, {claim.name});
   for (const auto& outcome : result.pods) {
     if (outcome.target.empty()) {
       return "pod " + outcome.pod + " would not reschedule: " + outcome.reason;

@@ -71,8 +71,12 @@ constexpr std::uint64_t kRefusedForever = std::numeric_limits<std::uint64_t>::ma
 
 class Pass {
  public:
-  explicit Pass(const State& state)
-      : state_(state), templates_(BuildTemplates(state)), topology_(state, templates_) {
+  Pass(const State& state, const std::set<std::string>& excluded)
+      : state_(state),
+        excluded_(excluded),
+        excluded_nodes_(NodesOf(state, excluded)),
+        templates_(BuildTemplates(state)),
+        topology_(state, templates_, excluded_nodes_) {
     std::map<std::string, std::vector<CatalogEntry>> per_nodeclass;
     for (PoolTemplate& t : templates_) FillTypes(state, t, per_nodeclass);
     catalogs_ = std::move(per_nodeclass);
@@ -102,7 +106,20 @@ class Pass {
   std::string Explain(PodView& v);
   void Commit(PodView& v, Bin& bin);
 
+  static std::set<std::string> NodesOf(const State& state, const std::set<std::string>& claims) {
+    std::set<std::string> nodes;
+    for (const auto& name : claims) {
+      auto claim = state.nodeclaims.find(name);
+      if (claim != state.nodeclaims.end() && !claim->second.node_name.empty()) {
+        nodes.insert(claim->second.node_name);
+      }
+    }
+    return nodes;
+  }
+
   const State& state_;
+  const std::set<std::string>& excluded_;  // NodeClaims treated as gone.
+  std::set<std::string> excluded_nodes_;   // Their nodes.
   std::vector<PoolTemplate> templates_;
   std::map<std::string, std::vector<CatalogEntry>> catalogs_;
   Topology topology_;
@@ -137,7 +154,7 @@ void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string
 void Pass::BuildExistingBins() {
   std::map<std::string, std::size_t> by_name;
   // Capacity being terminated is no place for a pod.
-  std::set<std::string> leaving;
+  std::set<std::string> leaving = excluded_nodes_;
   for (const auto& [name, claim] : state_.nodeclaims) {
     if (claim.deleting && !claim.node_name.empty()) leaving.insert(claim.node_name);
   }
@@ -170,7 +187,7 @@ void Pass::BuildExistingBins() {
       continue;
     }
     if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kFailed) continue;
-    if (claim.deleting) continue;
+    if (claim.deleting || excluded_.contains(name)) continue;
     Bin bin;
     bin.name = name;
     bin.labels = pool->second.labels;
@@ -683,11 +700,16 @@ bool IsProvisionable(const Pod& pod) {
 
 namespace tenon {
 
-ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods) {
+ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods,
+                        const std::set<std::string>& excluded_nodeclaims) {
   using namespace core;
   std::vector<const Pod*> sorted = pods;
   std::sort(sorted.begin(), sorted.end(), SortsBefore);
-  return Pass(state).Run(sorted);
+  return Pass(state, excluded_nodeclaims).Run(sorted);
+}
+
+ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods) {
+  return Schedule(state, pods, {});
 }
 
 ScheduleResult Schedule(const State& state) {

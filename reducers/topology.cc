@@ -131,6 +131,7 @@ void Topology::Register(TopologyGroup& g) {
 void Topology::CountExisting(TopologyGroup& g) {
   for (const auto& [key, pod] : state_->pods) {
     if (pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    if (excluded_nodes_->contains(pod.node_name)) continue;
     auto node = state_->nodes.find(pod.node_name);
     if (node == state_->nodes.end()) continue;
     auto domain = IsHostname(g.key) ? std::optional<std::string>(node->first)
@@ -188,6 +189,7 @@ std::size_t Topology::ForAffinity(const Pod& pod, const PodAffinityTerm& term, b
 void Topology::AddExistingAntiAffinity() {
   for (const auto& [key, pod] : state_->pods) {
     if (pod.node_name.empty() || pod.pod_anti_affinity_required.empty()) continue;
+    if (excluded_nodes_->contains(pod.node_name)) continue;
     if (pod.phase == "Succeeded" || pod.phase == "Failed") continue;
     auto node = state_->nodes.find(pod.node_name);
     if (node == state_->nodes.end()) continue;

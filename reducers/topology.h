@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,8 +14,10 @@ namespace tenon::core {
 
 class Topology {
  public:
-  Topology(const State& state, const std::vector<PoolTemplate>& templates)
-      : state_(&state), templates_(&templates) {}
+  // Pods bound to `excluded_nodes` are not counted (a disruption simulation moves them).
+  Topology(const State& state, const std::vector<PoolTemplate>& templates,
+           const std::set<std::string>& excluded_nodes)
+      : state_(&state), templates_(&templates), excluded_nodes_(&excluded_nodes) {}
 
   // The group for a constraint, created (domains registered, bound pods counted) on first use.
   std::size_t ForSpread(const Pod& pod, const TopologySpreadConstraint& constraint);
@@ -61,6 +64,7 @@ class Topology {
 
   const State* state_;
   const std::vector<PoolTemplate>* templates_;
+  const std::set<std::string>* excluded_nodes_;
   std::vector<TopologyGroup> groups_;
   std::map<std::string, std::size_t> index_;
 };
