@@ -93,18 +93,24 @@ cloud:
   EXPECT_EQ(o.Bound(), 9u);
 }
 
-// maxUnavailable 1 over two replicas on the deleted node: the first eviction goes through, the
-// second is refused (429) until the first one's replacement runs elsewhere, then it goes.
-TEST(Lifecycle, DrainWaitsForThePdbUntilAReplicaIsReady) {
-  Outcome o = Simulate(Scenario(R"(
+// Two web replicas on one node, a PDB over them, and the node's claim deleted at 3 min.
+std::string DeletedUnder(const std::string& pdb) {
+  return R"(
 duration: 8m
 workloads:
   - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
 budgets:
-  - {name: web-pdb, app: web, maxUnavailable: 1}
+  - {name: web-pdb, app: web, )" +
+         pdb + R"(}
 actions:
   - {at: 3m, do: deleteNodeClaim}
-)"));
+)";
+}
+
+// maxUnavailable 1 over two replicas on the deleted node: the first eviction goes through, the
+// second is refused (429) until the first one's replacement runs elsewhere, then it goes.
+TEST(Lifecycle, DrainWaitsForThePdbUntilAReplicaIsReady) {
+  Outcome o = Simulate(Scenario(DeletedUnder("maxUnavailable: 1")));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   const LifecycleDecision* deleting = o.First("Deleting");
   ASSERT_NE(deleting, nullptr);
@@ -125,16 +131,8 @@ actions:
 // A PDB that never allows an eviction cannot hold a node past its terminationGracePeriod: the
 // pods are force-deleted when their own 30 s grace no longer fits, the instance terminated.
 TEST(Lifecycle, TerminationGracePeriodCutsTheDrain) {
-  Outcome o = Simulate(Scenario(R"(
-duration: 8m
-workloads:
-  - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
-budgets:
-  - {name: web-pdb, app: web, minAvailable: 2}
-actions:
-  - {at: 3m, do: deleteNodeClaim}
-)",
-                                "          terminationGracePeriod: 2m\n"));
+  Outcome o =
+      Simulate(Scenario(DeletedUnder("minAvailable: 2"), "          terminationGracePeriod: 2m\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   EXPECT_GE(o.Count("EvictionRefused"), 2u);
   EXPECT_EQ(o.Count("Evicted"), 0u);

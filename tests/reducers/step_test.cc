@@ -162,6 +162,16 @@ Output ProvisionOne(Folder& f, const Pod& pod = PendingPod("web-1", 500, 512)) {
   return f.Fold(Tick{kT0 + kSecond});
 }
 
+// The Node the instance of LaunchedFor registers as.
+Node LaunchedNode(bool ready) {
+  Node node;
+  node.name = "node-1";
+  node.provider_id = "aws:///us-east-1a/i-1";
+  node.ready = ready;
+  node.created = kT0;
+  return node;
+}
+
 // The answer EC2 gives to the launch in `out`: an m6g.large spot instance in us-east-1a.
 FleetLaunched LaunchedFor(const Output& out) {
   return FleetLaunched{LaunchId(out),
@@ -222,10 +232,7 @@ TEST(Lifecycle, RegistrationAddsMissingPoolTaints) {
   Output out = ProvisionOne(f);
   f.state.nodepools.at("default").taints = {{"dedicated", "web", TaintEffect::kNoSchedule}};
   f.Fold(LaunchedFor(out));
-  Node node;
-  node.name = "node-1";
-  node.provider_id = "aws:///us-east-1a/i-1";
-  node.created = kT0;
+  Node node = LaunchedNode(false);
   auto patches = CommandsOf<PatchNode>(f.Fold(NodeUpserted{node}));
   ASSERT_EQ(patches.size(), 1u);
   EXPECT_EQ(patches[0]->add_taints,
@@ -239,11 +246,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
     Output out = ProvisionOne(f);
     std::string claim = LaunchFor(out);
     f.Fold(LaunchedFor(out));
-    Node node;
-    node.name = "node-1";
-    node.provider_id = "aws:///us-east-1a/i-1";
-    node.ready = true;
-    node.created = kT0;
+    Node node = LaunchedNode(true);
     f.Fold(NodeUpserted{node});
     EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
     // Keep it busy so emptiness does not take it first.
@@ -293,11 +296,7 @@ TEST(Lifecycle, InitializedWaitsForExtendedResources) {
   std::string claim = LaunchFor(out);
   f.Fold(LaunchedFor(out));
   f.state.nodeclaims.at(claim).allocatable.extended["nvidia.com/gpu"] = 1;
-  Node node;
-  node.name = "node-1";
-  node.provider_id = "aws:///us-east-1a/i-1";
-  node.ready = true;
-  node.created = kT0;
+  Node node = LaunchedNode(true);
   f.Fold(NodeUpserted{node});
   EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
   node.allocatable.extended["nvidia.com/gpu"] = 1;
@@ -311,11 +310,7 @@ TEST(Termination, WaitsForVolumesToDetach) {
   Output out = ProvisionOne(f);
   std::string claim = LaunchFor(out);
   f.Fold(LaunchedFor(out));
-  Node node;
-  node.name = "node-1";
-  node.provider_id = "aws:///us-east-1a/i-1";
-  node.ready = true;
-  node.created = kT0;
+  Node node = LaunchedNode(true);
   node.taints = {{label::kDisruptedTaint, "", TaintEffect::kNoSchedule}};
   node.volumes_attached = {"vol-1"};
   f.Fold(NodeUpserted{node});
