@@ -20,13 +20,9 @@ namespace {
 
 constexpr const char* kReasonEmpty = "Empty";
 
-bool Active(const Pod& pod) {
-  return pod.phase != "Succeeded" && pod.phase != "Failed";
-}
-
 // Pods that would have to move if the node went: not DaemonSet or mirror pods.
 bool Reschedulable(const Pod& pod) {
-  return Active(pod) && pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
+  return IsActive(pod) && pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
 }
 
 std::string TwoDigits(std::int64_t n) {

@@ -11,6 +11,10 @@
 namespace tenon::core {
 
 bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
+// A pod that still holds its node's resources (not Succeeded or Failed).
+inline bool IsActive(const Pod& pod) {
+  return pod.phase != "Succeeded" && pod.phase != "Failed";
+}
 
 // Command and decision construction with the state's deterministic counters.
 Command& Issue(State& state, Seq cause, CommandBody body, Output& out);

@@ -29,10 +29,6 @@ bool SortsBefore(const Pod* a, const Pod* b) {
   return a->uid < b->uid;
 }
 
-bool Active(const Pod& pod) {
-  return pod.phase != "Succeeded" && pod.phase != "Failed";
-}
-
 // Taints on an existing node that say nothing about where pods belong once it is up.
 bool Ephemeral(const Taint& t) {
   return t.key == label::kUnregisteredTaint || t.key == "node.kubernetes.io/not-ready" ||
@@ -207,7 +203,7 @@ void Pass::BuildExistingBins() {
     existing_.push_back(std::move(bin));
   }
   for (const auto& [key, pod] : state_.pods) {
-    if (pod.node_name.empty() || !Active(pod)) continue;
+    if (pod.node_name.empty() || !IsActive(pod)) continue;
     auto it = by_name.find(pod.node_name);
     if (it == by_name.end()) continue;
     Bin& bin = existing_[it->second];

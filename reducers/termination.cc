@@ -16,10 +16,6 @@
 namespace tenon::core {
 namespace {
 
-bool Active(const Pod& pod) {
-  return pod.phase != "Succeeded" && pod.phase != "Failed";
-}
-
 bool IsCritical(const Pod& pod) {
   return pod.priority_class == "system-cluster-critical" ||
          pod.priority_class == "system-node-critical";
@@ -38,7 +34,7 @@ const Taint kDisrupted{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
 std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node) {
   std::vector<const Pod*> out;
   for (const auto& [key, pod] : state.pods) {
-    if (pod.node_name != node || !Active(pod) || pod.owner_kind == "Node") continue;
+    if (pod.node_name != node || !IsActive(pod) || pod.owner_kind == "Node") continue;
     if (Tolerates(pod.tolerations, kDisrupted)) continue;
     out.push_back(&pod);
   }
