@@ -145,6 +145,10 @@ void Put(s::StorageClass::Builder b, const StorageClass& v);
 StorageClass Get(s::StorageClass::Reader r);
 void Put(s::CsiNode::Builder b, const CsiNode& v);
 CsiNode Get(s::CsiNode::Reader r);
+void Put(s::PodDisruptionBudget::Builder b, const PodDisruptionBudget& v);
+PodDisruptionBudget Get(s::PodDisruptionBudget::Reader r);
+void Put(s::ReplacementWait::Builder b, const ReplacementWait& v);
+ReplacementWait Get(s::ReplacementWait::Reader r);
 void Put(s::Offering::Builder b, const Offering& v);
 Offering Get(s::Offering::Reader r);
 void Put(s::OfferingChoice::Builder b, const OfferingChoice& v);
@@ -291,6 +295,33 @@ CsiNode Get(s::CsiNode::Reader r) {
   return {S(r.getName()), GetInts(r.getAttachLimits())};
 }
 
+void Put(s::PodDisruptionBudget::Builder b, const PodDisruptionBudget& v) {
+  b.setNamespace(T(v.ns));
+  b.setName(T(v.name));
+  Put(b.initSelector(), v.selector);
+  b.setDisruptionsAllowed(v.disruptions_allowed);
+}
+PodDisruptionBudget Get(s::PodDisruptionBudget::Reader r) {
+  return {S(r.getNamespace()), S(r.getName()), Get(r.getSelector()), r.getDisruptionsAllowed()};
+}
+
+void Put(s::ReplacementWait::Builder b, const ReplacementWait& v) {
+  b.setMethod(T(v.method));
+  PutTexts(b.initCandidates(v.candidates.size()), v.candidates);
+  PutTexts(b.initReplacements(v.replacements.size()), v.replacements);
+  b.setStartedNs(v.started.value);
+  b.setReason(T(v.reason));
+  b.setDraining(v.draining);
+}
+ReplacementWait Get(s::ReplacementWait::Reader r) {
+  return {S(r.getMethod()),
+          GetTexts(r.getCandidates()),
+          GetTexts(r.getReplacements()),
+          Nanos{r.getStartedNs()},
+          S(r.getReason()),
+          r.getDraining()};
+}
+
 void Put(s::Pod::Builder b, const Pod& p) {
   b.setNamespace(T(p.ns));
   b.setName(T(p.name));
@@ -319,6 +350,7 @@ void Put(s::Pod::Builder b, const Pod& p) {
   b.setDoNotDisrupt(p.do_not_disrupt);
   b.setPriorityClass(T(p.priority_class));
   b.setTerminationGraceNs(p.termination_grace.value);
+  b.setDoNotDisruptForNs(p.do_not_disrupt_for.value);
 }
 Pod Get(s::Pod::Reader r) {
   Pod p;
@@ -347,6 +379,7 @@ Pod Get(s::Pod::Reader r) {
   p.do_not_disrupt = r.getDoNotDisrupt();
   p.priority_class = S(r.getPriorityClass());
   p.termination_grace = Nanos{r.getTerminationGraceNs()};
+  p.do_not_disrupt_for = Nanos{r.getDoNotDisruptForNs()};
   return p;
 }
 
@@ -590,10 +623,22 @@ void Put(s::Settings::Builder b, const Settings& v) {
   b.setVmMemoryOverheadPermille(v.vm_memory_overhead_permille);
   b.setIgnorePreferences(v.ignore_preferences);
   b.setMinValuesBestEffort(v.min_values_best_effort);
+  b.setSpotToSpotConsolidation(v.spot_to_spot_consolidation);
+  b.setConsolidationMinSavingsMicroUsdHour(v.consolidation_min_savings.value);
+  b.setConsolidationMinSavingsPercent(v.consolidation_min_savings_percent);
 }
 Settings Get(s::Settings::Reader r) {
-  return {S(r.getClusterName()),           Nanos{r.getBatchIdleNs()}, Nanos{r.getBatchMaxNs()},
-          r.getVmMemoryOverheadPermille(), r.getIgnorePreferences(),  r.getMinValuesBestEffort()};
+  Settings v;
+  v.cluster_name = S(r.getClusterName());
+  v.batch_idle = Nanos{r.getBatchIdleNs()};
+  v.batch_max = Nanos{r.getBatchMaxNs()};
+  v.vm_memory_overhead_permille = r.getVmMemoryOverheadPermille();
+  v.ignore_preferences = r.getIgnorePreferences();
+  v.min_values_best_effort = r.getMinValuesBestEffort();
+  v.spot_to_spot_consolidation = r.getSpotToSpotConsolidation();
+  v.consolidation_min_savings = MicroUsdPerHour{r.getConsolidationMinSavingsMicroUsdHour()};
+  v.consolidation_min_savings_percent = r.getConsolidationMinSavingsPercent();
+  return v;
 }
 
 void Put(s::FleetError::Builder b, const FleetError& e) {
@@ -758,6 +803,14 @@ void Put(s::Event::Builder b, const Event& event) {
                  [&](const CsiNodeUpserted& e) { Put(b.initCsiNodeUpserted(), e.csi_node); },
                  [&](const CsiNodeDeleted& e) { b.setCsiNodeDeleted(T(e.name)); },
                  [&](const NodeClaimDeleting& e) { b.setNodeClaimDeleting(T(e.name)); },
+                 [&](const PodDisruptionBudgetUpserted& e) {
+                   Put(b.initPodDisruptionBudgetUpserted(), e.pdb);
+                 },
+                 [&](const PodDisruptionBudgetDeleted& e) {
+                   auto g = b.initPodDisruptionBudgetDeleted();
+                   g.setNamespace(T(e.ns));
+                   g.setName(T(e.name));
+                 },
                  [&](const InterruptionReceived& e) {
                    auto g = b.initInterruptionReceived();
                    g.setMessageId(T(e.message_id));
@@ -858,6 +911,12 @@ Event Get(s::Event::Reader r) {
       return CsiNodeDeleted{S(r.getCsiNodeDeleted())};
     case s::Event::NODE_CLAIM_DELETING:
       return NodeClaimDeleting{S(r.getNodeClaimDeleting())};
+    case s::Event::POD_DISRUPTION_BUDGET_UPSERTED:
+      return PodDisruptionBudgetUpserted{Get(r.getPodDisruptionBudgetUpserted())};
+    case s::Event::POD_DISRUPTION_BUDGET_DELETED: {
+      auto g = r.getPodDisruptionBudgetDeleted();
+      return PodDisruptionBudgetDeleted{S(g.getNamespace()), S(g.getName())};
+    }
     case s::Event::INTERRUPTION_RECEIVED: {
       auto g = r.getInterruptionReceived();
       return InterruptionReceived{
@@ -1209,6 +1268,9 @@ std::string EncodeSnapshot(const State& state) {
   PutTexts(b.initPendingNodeClaims(state.pending_nodeclaims.size()), state.pending_nodeclaims);
   b.setPendingSinceNs(state.pending_since.value);
   b.setLastDisruptionDigest(state.last_disruption_digest);
+  PutList(b.initPodDisruptionBudgets(state.pdbs.size()), values(state.pdbs));
+  b.setPendingReplacements(state.pending_replacements);
+  PutList(b.initReplacing(state.replacing.size()), state.replacing);
   return ToBytes(message);
 }
 
@@ -1256,6 +1318,11 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     state.pending_nodeclaims = GetTexts(r.getPendingNodeClaims());
     state.pending_since = Nanos{r.getPendingSinceNs()};
     state.last_disruption_digest = r.getLastDisruptionDigest();
+    for (auto p : r.getPodDisruptionBudgets()) {
+      state.pdbs[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
+    }
+    state.pending_replacements = r.getPendingReplacements();
+    state.replacing = GetList<ReplacementWait>(r.getReplacing());
     return state;
   });
 }
@@ -1288,8 +1355,10 @@ std::string EventKind(const Event& event) {
                                     "CsiNodeUpserted",
                                     "CsiNodeDeleted",
                                     "NodeClaimDeleting",
+                                    "InstancesListed",
                                     "InterruptionReceived",
-                                    "InstancesListed"};
+                                    "PodDisruptionBudgetUpserted",
+                                    "PodDisruptionBudgetDeleted"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[event.index()];
 }

@@ -114,6 +114,23 @@ struct Pod {
   doNotDisrupt @22 :Bool;
   priorityClass @23 :Text;
   terminationGraceNs @24 :Int64;
+  doNotDisruptForNs @25 :Int64;
+}
+
+struct PodDisruptionBudget {
+  namespace @0 :Text;
+  name @1 :Text;
+  selector @2 :LabelSelector;
+  disruptionsAllowed @3 :Int32;
+}
+
+struct ReplacementWait {
+  method @0 :Text;
+  candidates @1 :List(Text);
+  replacements @2 :List(Text);
+  startedNs @3 :Int64;
+  reason @4 :Text;
+  draining @5 :Bool;
 }
 
 struct DaemonSet {
@@ -265,6 +282,9 @@ struct Settings {
   vmMemoryOverheadPermille @3 :Int32;
   ignorePreferences @4 :Bool;
   minValuesBestEffort @5 :Bool;
+  spotToSpotConsolidation @6 :Bool;
+  consolidationMinSavingsMicroUsdHour @7 :Int64;
+  consolidationMinSavingsPercent @8 :Int32;
 }
 
 struct FleetError {
@@ -352,6 +372,11 @@ struct Event {
       kind @48 :UInt8;
       instanceId @49 :Text;
       detail @50 :Text;
+    }
+    podDisruptionBudgetUpserted @51 :PodDisruptionBudget;
+    podDisruptionBudgetDeleted :group {
+      namespace @52 :Text;
+      name @53 :Text;
     }
   }
 }
@@ -560,4 +585,7 @@ struct Snapshot {
   pendingNodeClaims @32 :List(Text);
   pendingSinceNs @33 :Int64;
   lastDisruptionDigest @34 :UInt64;
+  podDisruptionBudgets @35 :List(PodDisruptionBudget);
+  pendingReplacements @36 :UInt64;
+  replacing @37 :List(ReplacementWait);
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -37,6 +38,17 @@ struct BatchWindow {
   friend bool operator==(const BatchWindow&, const BatchWindow&) = default;
 };
 
+// A disruption waiting for its replacements to initialise before its candidates go.
+struct ReplacementWait {
+  std::string method;
+  std::vector<std::string> candidates;    // Tainted karpenter.sh/disrupted, not yet deleted.
+  std::vector<std::string> replacements;  // NodeClaims launched for their pods.
+  Nanos started{0};
+  std::string reason;     // What the candidates' deletion will say.
+  bool draining = false;  // Replacements ready, candidates being deleted.
+  friend bool operator==(const ReplacementWait&, const ReplacementWait&) = default;
+};
+
 struct State {
   Seq last_seq{0};
   Nanos now{0};
@@ -56,6 +68,7 @@ struct State {
   std::map<std::string, PersistentVolume> pvs;
   std::map<std::string, StorageClass> storage_classes;
   std::map<std::string, CsiNode> csi_nodes;
+  std::map<std::string, PodDisruptionBudget> pdbs;  // Keyed by namespace/name.
   // Offerings that failed with a capacity error, keyed "type/zone/capacity-type", until when.
   std::map<std::string, Nanos> unavailable_offerings;
   // NodePool status as last published (PatchNodePoolStatus), by pool name.
@@ -69,6 +82,8 @@ struct State {
   std::string pending_method;  // Empty: nothing pending.
   std::vector<std::string> pending_nodeclaims;
   Nanos pending_since{0};
+  std::uint64_t pending_replacements = 0;  // New claims the proposal needed.
+  std::vector<ReplacementWait> replacing;
   std::uint64_t last_disruption_digest =
       0;  // Of the last "nothing to do" record, to not repeat it.
 
@@ -141,6 +156,30 @@ ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods)
 // disruption simulation asks.
 ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods,
                         const std::set<std::string>& excluded_nodeclaims);
+
+struct SimulationImpl;
+
+// Consolidation's what-if (KARPENTER.md, Disruption): the scheduling pass over the whole
+// cluster, built once, then asked many times where the pods of some NodeClaims would go if
+// those claims (and their nodes) were gone. Each answer is undone before the next, so an
+// answer does not depend on what was asked before. `state` must outlive it, unchanged.
+class Simulation {
+ public:
+  explicit Simulation(const State& state);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  // The pods that would have to move: active, bound to the claim's node, not DaemonSet or
+  // mirror pods.
+  std::vector<const Pod*> PodsOf(const std::string& nodeclaim) const;
+  // Reschedules the pods of `nodeclaims` onto the rest of the cluster and new claims.
+  ScheduleResult Without(const std::vector<std::string>& nodeclaims);
+
+ private:
+  const State& state_;
+  std::unique_ptr<SimulationImpl> impl_;
+};
 
 inline constexpr const char* kAllocationSpot = "price-capacity-optimized";
 inline constexpr const char* kAllocationOnDemand = "lowest-price";

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <set>
 
 #include "reducers/cron.h"
 #include "reducers/internal.h"
@@ -19,11 +20,6 @@ namespace tenon::core {
 namespace {
 
 constexpr const char* kReasonEmpty = "Empty";
-
-// Pods that would have to move if the node went: not DaemonSet or mirror pods.
-bool Reschedulable(const Pod& pod) {
-  return IsActive(pod) && pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
-}
 
 std::string TwoDigits(std::int64_t n) {
   return (n < 10 ? "0" : "") + std::to_string(n);
@@ -56,6 +52,16 @@ std::int64_t BudgetNodes(const std::string& nodes, std::int64_t total) {
   return percent ? (total * n + 99) / 100 : n;
 }
 
+// A claim tainted for a disruption that waits on its replacements, or a replacement whose
+// candidates are still draining onto it.
+bool InReplacement(const State& state, const std::string& claim) {
+  return std::any_of(state.replacing.begin(), state.replacing.end(), [&](const auto& w) {
+    return std::find(w.candidates.begin(), w.candidates.end(), claim) != w.candidates.end() ||
+           (w.draining &&
+            std::find(w.replacements.begin(), w.replacements.end(), claim) != w.replacements.end());
+  });
+}
+
 struct Allowance {
   std::int64_t allowed = 0;
   std::string detail;
@@ -70,7 +76,10 @@ Allowance Allowed(const State& state, const NodePool& pool, const std::string& r
     if (claim.nodepool != pool.name || claim.node_name.empty()) continue;
     ++total;
     auto node = state.nodes.find(claim.node_name);
-    if (claim.deleting || node == state.nodes.end() || !node->second.ready) ++disrupting;
+    if (claim.deleting || node == state.nodes.end() || !node->second.ready ||
+        InReplacement(state, name)) {
+      ++disrupting;
+    }
   }
   std::optional<std::int64_t> least;
   std::string why = "no budget is active";
@@ -104,54 +113,58 @@ Allowance Allowed(const State& state, const NodePool& pool, const std::string& r
   return a;
 }
 
+constexpr const char* kEmptiness = "Emptiness";
+constexpr const char* kDrift = "Drift";
+constexpr const char* kMultiNode = "MultiNodeConsolidation";
+constexpr const char* kSingleNode = "SingleNodeConsolidation";
+constexpr const char* kReasonDrifted = "Drifted";
+constexpr const char* kReasonUnderutilized = "Underutilized";
+
+// Karpenter's limits: multi-node consolidation looks at the cheapest 100 candidates to
+// disrupt; spot-to-spot replacement needs 15 cheaper instance types and launches from those.
+constexpr std::size_t kMultiNodeCandidatesMax = 100;
+constexpr std::size_t kSpotToSpotTypesMin = 15;
+
+bool IsConsolidation(const std::string& method) {
+  return method == kMultiNode || method == kSingleNode;
+}
+
+std::string BudgetReason(const std::string& method) {
+  if (method == kDrift) return kReasonDrifted;
+  if (IsConsolidation(method)) return kReasonUnderutilized;
+  return kReasonEmpty;
+}
+
+std::string PriceText(MicroUsdPerHour p) {
+  std::string frac = std::to_string((p.value % 1'000'000) / 100);
+  return "$" + std::to_string(p.value / 1'000'000) + "." + std::string(4 - frac.size(), '0') +
+         frac + "/h";
+}
+
+// A node the method could disrupt: its claim, node, pool and the pods that would move.
+struct Candidate {
+  const NodeClaim* claim = nullptr;
+  const Node* node = nullptr;
+  const NodePool* pool = nullptr;
+  std::vector<const Pod*> pods;
+  double cost = 0;         // Karpenter's disruption cost: cheaper to disrupt goes first.
+  std::size_t record = 0;  // Its entry in Pass::candidates.
+  std::string drift;       // Drift only: why.
+};
+
+// What disrupting some candidates would take: nothing, or new claims launched first.
+struct Plan {
+  std::string blocker;  // Empty when it can go.
+  std::vector<PlannedClaim> replacements;
+  std::string text;  // "delete, saving ...; its pods move: ...", or "replace with ...".
+};
+
 struct Pass {
   std::vector<DisruptionCandidate> candidates;
   std::vector<BudgetState> budgets;
   std::vector<std::string> selected;
+  std::vector<Plan> plans;  // Per selected claim (Emptiness, Drift) or one for the group.
 };
-
-constexpr const char* kEmptiness = "Emptiness";
-constexpr const char* kDrift = "Drift";
-constexpr const char* kReasonDrifted = "Drifted";
-constexpr const char* kConsolidation = "SingleNodeConsolidation";
-constexpr const char* kReasonUnderutilized = "Underutilized";
-
-std::string BudgetReason(const std::string& method) {
-  if (method == kDrift) return kReasonDrifted;
-  if (method == kConsolidation) return kReasonUnderutilized;
-  return kReasonEmpty;
-}
-
-// Re-simulates scheduling without `claim`: empty when every pod on it fits on the other
-// nodes and in-flight claims with no new NodeClaim, else why not. `moves` gets where each pod
-// would go.
-std::string WithoutIt(const State& state, const NodeClaim& claim, std::vector<std::string>* moves) {
-  std::vector<Pod> moving;
-  for (const auto& [key, pod] : state.pods) {
-    if (pod.node_name != claim.node_name || !Reschedulable(pod)) continue;
-    moving.push_back(pod);
-    moving.back().node_name.clear();
-    moving.back().phase = "Pending";
-    moving.back().unschedulable = true;
-  }
-  std::vector<const Pod*> pods;
-  for (const Pod& pod : moving) pods.push_back(&pod);
-  ScheduleResult result = Schedule(state, pods, {claim.name});
-  for (const auto& outcome : result.pods) {
-    if (outcome.target.empty()) {
-      return "pod " + outcome.pod + " would not reschedule: " + outcome.reason;
-    }
-  }
-  if (!result.claims.empty()) {
-    return "its pods need a new node (" + result.claims.front().offerings.front().instance_type +
-           " from " + std::to_string(result.claims.front().offerings.front().price.value) +
-           " micro-USD/h); replacing a node is not implemented yet, only removing one";
-  }
-  if (moves != nullptr) {
-    for (const auto& outcome : result.pods) moves->push_back(outcome.pod + " -> " + outcome.target);
-  }
-  return {};
-}
 
 // The labels a claim's node carries as far as its NodePool's requirements are concerned: the
 // instance type's, its zone and capacity type, the pool's, and whatever the node shows.
@@ -198,144 +211,368 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
   return {};
 }
 
-// Candidates for `method` (Emptiness or Drift), what blocks each, and which the budgets let go
-// now. Every method needs an initialized claim that is not already being deleted.
-Pass Evaluate(const State& state, const std::string& method) {
-  Pass pass;
-  std::map<std::string, std::vector<const NodeClaim*>> eligible;  // By pool.
-  std::map<std::string, std::string> why;                         // Drift: claim -> reason.
+// The pod's do-not-disrupt, including the duration form (protected for that long after the
+// pod was created).
+bool Protected(const State& state, const Pod& pod, std::string* until) {
+  if (!pod.do_not_disrupt) return false;
+  if (pod.do_not_disrupt_for.value <= 0) return true;
+  Nanos end = pod.created + pod.do_not_disrupt_for;
+  if (state.now >= end) return false;
+  *until = " until " + ClockText(end);
+  return true;
+}
+
+// Why the candidate may not be disrupted gracefully now, or empty: do-not-disrupt on its node
+// or a pod, or a PodDisruptionBudget that would refuse an eviction.
+std::string GracefulBlocker(const State& state, const Candidate& c) {
+  if (c.node->do_not_disrupt) return "node " + c.node->name + " has karpenter.sh/do-not-disrupt";
+  for (const Pod* pod : c.pods) {
+    std::string until;
+    if (Protected(state, *pod, &until)) {
+      return "pod " + PodKey(pod->ns, pod->name) + " has karpenter.sh/do-not-disrupt" + until;
+    }
+  }
+  for (const Pod* pod : c.pods) {
+    std::vector<const PodDisruptionBudget*> matching;
+    for (const auto& [key, pdb] : state.pdbs) {
+      if (pdb.ns == pod->ns && SelectorMatches(pdb.selector, pod->labels)) matching.push_back(&pdb);
+    }
+    std::string name = PodKey(pod->ns, pod->name);
+    if (matching.size() > 1) {
+      return "pod " + name + " is matched by several PodDisruptionBudgets (" + matching[0]->name +
+             ", " + matching[1]->name + "); the Eviction API refuses it";
+    }
+    if (matching.size() == 1 && matching[0]->disruptions_allowed <= 0) {
+      return "pod " + name + ": PDB " + matching[0]->name + " allows 0 disruptions";
+    }
+  }
+  return {};
+}
+
+// Karpenter's disruption cost: each pod's eviction cost (1 per pod here: tenon does not read
+// pod-deletion-cost or priority yet), scaled by the share of the claim's lifetime left.
+double DisruptionCost(const State& state, const Candidate& c) {
+  double lifetime = 1.0;
+  if (c.pool->expire_after.value > 0) {
+    double age = static_cast<double>((state.now - c.claim->created).value);
+    lifetime = std::clamp(1.0 - age / static_cast<double>(c.pool->expire_after.value), 0.0, 1.0);
+  }
+  return static_cast<double>(c.pods.size()) * lifetime;
+}
+
+std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
+  Nanos since = std::max(c.claim->initialized, c.claim->last_pod_change);
+  if (c.pool->consolidate_after.value < 0) return "consolidateAfter is Never";
+  if (state.now - since < c.pool->consolidate_after) {
+    return "not consolidatable until " + ClockText(since + c.pool->consolidate_after) +
+           " (consolidateAfter " + DurationText(c.pool->consolidate_after) + ")";
+  }
+  return {};
+}
+
+// The method's own test of one claim: empty when it is a candidate, "-" when the method does
+// not look at it at all, else why it is not one.
+std::string MethodBlocker(const State& state, const std::string& method, Candidate& c) {
+  if (method == kEmptiness) return c.pods.empty() ? ConsolidatableBlocker(state, c) : "-";
+  if (method == kDrift) {
+    c.drift = Drifted(state, *c.claim, *c.pool, c.node);
+    return c.drift.empty() ? "-" : "";
+  }
+  if (c.pods.empty()) return "-";  // Emptiness's.
+  if (c.pool->consolidation_policy == ConsolidationPolicy::kWhenEmpty) {
+    return "consolidationPolicy is WhenEmpty";
+  }
+  return ConsolidatableBlocker(state, c);
+}
+
+std::string MovesText(const ScheduleResult& result) {
+  std::string where;
+  for (const auto& outcome : result.pods) {
+    where += (where.empty() ? "" : ", ") + outcome.pod + " -> " + outcome.target;
+  }
+  return where;
+}
+
+// Re-simulates scheduling without `group`. Consolidation: every pod must fit on the rest of
+// the cluster, or on one new claim strictly cheaper than the group (pinned to spot when it may
+// be spot; spot replacing spot only behind the SpotToSpotConsolidation gate). Drift: every pod
+// must fit somewhere; replacements are launched whatever they cost.
+Plan Consult(const State& state, Simulation& sim, const std::string& method,
+             const std::vector<const Candidate*>& group) {
+  std::vector<std::string> names;
+  MicroUsdPerHour total{0};
+  bool all_spot = true;
+  for (const Candidate* c : group) {
+    names.push_back(c->claim->name);
+    total += c->claim->price;
+    all_spot = all_spot && c->claim->capacity_type == kCapacitySpot;
+  }
+  ScheduleResult result = sim.Without(names);
+  Plan plan;
+  for (const auto& outcome : result.pods) {
+    if (outcome.target.empty()) {
+      plan.blocker = "pod " + outcome.pod + " would not reschedule: " + outcome.reason;
+      return plan;
+    }
+  }
+  std::string moves = MovesText(result);
+  if (result.claims.empty()) {
+    plan.text =
+        "delete, saving " + PriceText(total) + (moves.empty() ? "" : "; its pods move: ") + moves;
+    return plan;
+  }
+  if (method == kDrift) {
+    plan.replacements = std::move(result.claims);
+    plan.text = "replace with " + std::to_string(plan.replacements.size()) +
+                " new node(s) first; its pods move: " + moves;
+    return plan;
+  }
+  if (result.claims.size() > 1) {
+    plan.blocker = "its pods need " + std::to_string(result.claims.size()) + " new nodes";
+    return plan;
+  }
+  PlannedClaim replacement = std::move(result.claims.front());
+  assert(!replacement.offerings.empty());
+  const OfferingChoice cheapest = replacement.offerings.front();
+  bool spot_to_spot = all_spot && replacement.capacity_type == kCapacitySpot;
+  if (spot_to_spot && !state.settings.spot_to_spot_consolidation) {
+    plan.blocker =
+        "spot-to-spot consolidation is off (feature gate SpotToSpotConsolidation): "
+        "a spot node is not replaced by another spot node";
+    return plan;
+  }
+  // Strictly cheaper, and by at least the configured saving (off by default).
+  const Settings& s = state.settings;
+  std::int64_t margin = std::max<std::int64_t>(
+      s.consolidation_min_savings.value, total.value * s.consolidation_min_savings_percent / 100);
+  MicroUsdPerHour ceiling{total.value - std::max<std::int64_t>(margin, 1)};
+  std::erase_if(replacement.offerings, [&](const OfferingChoice& o) { return o.price > ceiling; });
+  if (replacement.offerings.empty()) {
+    plan.blocker = "no cheaper replacement: cheapest fit " + cheapest.instance_type + " costs " +
+                   PriceText(cheapest.price) + ", the node" +
+                   (group.size() > 1 ? "s cost " : " costs ") + PriceText(total) +
+                   (margin > 0 ? " and savings under the minimum do not count" : "");
+    return plan;
+  }
+  if (spot_to_spot && group.size() == 1) {
+    std::vector<std::string> types;
+    for (const auto& o : replacement.offerings) {
+      if (std::find(types.begin(), types.end(), o.instance_type) == types.end()) {
+        types.push_back(o.instance_type);
+      }
+    }
+    if (types.size() < kSpotToSpotTypesMin) {
+      plan.blocker = "spot-to-spot replacement needs " + std::to_string(kSpotToSpotTypesMin) +
+                     " cheaper instance types, " + std::to_string(types.size()) + " found";
+      return plan;
+    }
+    types.resize(kSpotToSpotTypesMin);
+    std::erase_if(replacement.offerings, [&](const OfferingChoice& o) {
+      return std::find(types.begin(), types.end(), o.instance_type) == types.end();
+    });
+  }
+  MicroUsdPerHour dearest = replacement.offerings.front().price;
+  for (const auto& o : replacement.offerings) dearest = std::max(dearest, o.price);
+  std::set<std::string> types;
+  for (const auto& o : replacement.offerings) types.insert(o.instance_type);
+  plan.text = "replace with one " + replacement.capacity_type + " node (" +
+              replacement.offerings.front().instance_type + " from " +
+              PriceText(replacement.offerings.front().price) + ", " + std::to_string(types.size()) +
+              " types), saving at least " + PriceText(total - dearest) +
+              "; its pods move: " + moves;
+  plan.replacements.push_back(std::move(replacement));
+  return plan;
+}
+
+// Every claim the method could look at, in disruption-cost order, each with its record.
+std::vector<Candidate> Gather(const State& state, const std::string& method, Pass& pass,
+                              const std::vector<std::string>* only) {
+  std::vector<Candidate> out;
   for (const auto& [name, claim] : state.nodeclaims) {
+    if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
     auto pool = state.nodepools.find(claim.nodepool);
     if (pool == state.nodepools.end() || claim.deleting) continue;
-    if (claim.phase != ClaimPhase::kInitialized) continue;
+    if (claim.phase != ClaimPhase::kInitialized || InReplacement(state, name)) continue;
     auto node = state.nodes.find(claim.node_name);
     if (node == state.nodes.end()) continue;
-    const NodePool& p = pool->second;
-    std::vector<const Pod*> pods;
+    Candidate c;
+    c.claim = &claim;
+    c.node = &node->second;
+    c.pool = &pool->second;
     for (const auto& [key, pod] : state.pods) {
-      if (pod.node_name == claim.node_name && Reschedulable(pod)) pods.push_back(&pod);
+      if (pod.node_name == claim.node_name && IsReschedulable(pod)) c.pods.push_back(&pod);
     }
-    DisruptionCandidate c{name, claim.nodepool, "selected"};
-    if (method == kConsolidation) {
-      if (pods.empty()) continue;  // Emptiness's.
-      Nanos since = std::max(claim.initialized, claim.last_pod_change);
-      auto blocking = std::find_if(pods.begin(), pods.end(),
-                                   [](const Pod* pod) { return pod->do_not_disrupt; });
-      if (p.consolidation_policy == ConsolidationPolicy::kWhenEmpty) {
-        c.outcome = "consolidationPolicy is WhenEmpty";
-      } else if (p.consolidate_after.value < 0) {
-        c.outcome = "consolidateAfter is Never";
-      } else if (state.now - since < p.consolidate_after) {
-        c.outcome = "not consolidatable until " + ClockText(since + p.consolidate_after) +
-                    " (consolidateAfter " + DurationText(p.consolidate_after) + ")";
-      } else if (blocking != pods.end()) {
-        c.outcome = "pod " + PodKey((*blocking)->ns, (*blocking)->name) +
-                    " has karpenter.sh/do-not-disrupt";
-      }
-    } else if (method == kEmptiness) {
-      if (!pods.empty()) continue;
-      Nanos since = std::max(claim.initialized, claim.last_pod_change);
-      if (p.consolidate_after.value < 0) {
-        c.outcome = "consolidateAfter is Never";
-      } else if (state.now - since < p.consolidate_after) {
-        c.outcome = "not consolidatable until " + ClockText(since + p.consolidate_after) +
-                    " (consolidateAfter " + DurationText(p.consolidate_after) + ")";
-      }
-    } else {
-      std::string drift = Drifted(state, claim, p, &node->second);
-      if (drift.empty()) continue;
-      why[name] = drift;
-      auto blocking = std::find_if(pods.begin(), pods.end(),
-                                   [](const Pod* pod) { return pod->do_not_disrupt; });
-      if (blocking != pods.end()) {
-        c.outcome = "drifted (" + drift + "), but pod " +
-                    PodKey((*blocking)->ns, (*blocking)->name) + " has karpenter.sh/do-not-disrupt";
-      }
-    }
-    if (c.outcome == "selected" && node->second.do_not_disrupt) {
-      c.outcome = "node " + node->first + " has karpenter.sh/do-not-disrupt";
-    }
-    if (c.outcome == "selected") {
-      eligible[claim.nodepool].push_back(&claim);
-      if (method == kDrift) c.outcome = "selected: drifted (" + why[name] + ")";
-    }
-    pass.candidates.push_back(std::move(c));
+    std::string blocker = MethodBlocker(state, method, c);
+    if (blocker == "-") continue;
+    if (blocker.empty()) blocker = GracefulBlocker(state, c);
+    if (!blocker.empty() && method == kDrift) blocker = "drifted (" + c.drift + "), but " + blocker;
+    c.cost = DisruptionCost(state, c);
+    c.record = pass.candidates.size();
+    pass.candidates.push_back({name, claim.nodepool, blocker.empty() ? "selected" : blocker});
+    if (blocker.empty()) out.push_back(std::move(c));
   }
-  std::string reason = BudgetReason(method);
-  if (method == kConsolidation) {
-    // Consolidation moves pods onto capacity that must really be there: it waits while pods are
-    // pending or nodes are still coming up, whose plans would compete for the same room.
-    std::size_t pending = std::count_if(state.pods.begin(), state.pods.end(),
-                                        [](const auto& e) { return IsProvisionable(e.second); });
-    std::size_t launching =
-        std::count_if(state.nodeclaims.begin(), state.nodeclaims.end(), [](const auto& e) {
-          return !e.second.deleting && e.second.phase != ClaimPhase::kInitialized;
-        });
-    if (pending > 0 || launching > 0) {
-      for (auto& c : pass.candidates) {
-        if (c.outcome != "selected") continue;
-        c.outcome = "cluster not settled: " + std::to_string(pending) + " pods pending, " +
-                    std::to_string(launching) + " nodes launching";
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.cost < b.cost; });
+  return out;
+}
+
+// The budget allowance of each pool, computed once per pass and recorded.
+class Budgets {
+ public:
+  Budgets(const State& state, std::string reason, Pass& pass)
+      : state_(state), reason_(std::move(reason)), pass_(pass) {}
+  // What the pool's budgets still allow in this pass.
+  std::int64_t& Left(const std::string& pool) { return Of(pool).left; }
+  std::string Over(const std::string& pool) {
+    const Entry& e = Of(pool);
+    return "over budget: " + reason_ + " allows " + std::to_string(e.allowed.allowed) + " now (" +
+           e.allowed.detail + ")";
+  }
+
+ private:
+  struct Entry {
+    Allowance allowed;
+    std::int64_t left = 0;
+  };
+  Entry& Of(const std::string& pool) {
+    auto [it, fresh] = pools_.try_emplace(pool);
+    if (fresh) {
+      it->second.allowed = Allowed(state_, state_.nodepools.at(pool), reason_);
+      it->second.left = it->second.allowed.allowed;
+      pass_.budgets.push_back(
+          {pool, reason_, it->second.allowed.allowed, it->second.allowed.detail});
+    }
+    return it->second;
+  }
+  const State& state_;
+  std::string reason_;
+  Pass& pass_;
+  std::map<std::string, Entry> pools_;
+};
+
+// Consolidation moves pods onto capacity that must really be there: it waits while pods are
+// pending or nodes are still coming up, whose plans would compete for the same room.
+std::string Unsettled(const State& state) {
+  std::size_t pending = std::count_if(state.pods.begin(), state.pods.end(),
+                                      [](const auto& e) { return IsProvisionable(e.second); });
+  std::size_t launching =
+      std::count_if(state.nodeclaims.begin(), state.nodeclaims.end(), [](const auto& e) {
+        return !e.second.deleting && e.second.phase != ClaimPhase::kInitialized;
+      });
+  if (pending == 0 && launching == 0) return {};
+  return "cluster not settled: " + std::to_string(pending) + " pods pending, " +
+         std::to_string(launching) + " nodes launching";
+}
+
+// Multi-node: the longest prefix (at least two) of the cheapest-to-disrupt candidates within
+// budget that can go together, by binary search as Karpenter does.
+void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
+                       Pass& pass, bool validating) {
+  Budgets budgets(state, kReasonUnderutilized, pass);
+  std::vector<const Candidate*> within;
+  for (const Candidate& c : cands) {
+    std::int64_t& left = budgets.Left(c.claim->nodepool);
+    if (left <= 0 || within.size() >= kMultiNodeCandidatesMax) {
+      pass.candidates[c.record].outcome =
+          left <= 0 ? budgets.Over(c.claim->nodepool) : "beyond the 100 cheapest to disrupt";
+      continue;
+    }
+    --left;
+    within.push_back(&c);
+  }
+  std::size_t best = 0;
+  Plan chosen;
+  if (validating) {
+    Plan plan = Consult(state, sim, kMultiNode, within);
+    if (plan.blocker.empty() && within.size() >= 2) best = within.size(), chosen = std::move(plan);
+  } else if (within.size() >= 2) {
+    std::size_t lo = 2, hi = within.size();
+    while (lo <= hi) {
+      std::size_t mid = (lo + hi) / 2;
+      std::vector<const Candidate*> prefix(within.begin(), within.begin() + mid);
+      Plan plan = Consult(state, sim, kMultiNode, prefix);
+      if (plan.blocker.empty()) {
+        best = mid;
+        chosen = std::move(plan);
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
       }
+    }
+  }
+  for (std::size_t i = 0; i < within.size(); ++i) {
+    auto& outcome = pass.candidates[within[i]->record].outcome;
+    if (i < best) {
+      outcome = "selected: " + std::to_string(best) + " nodes together: " + chosen.text;
+      pass.selected.push_back(within[i]->claim->name);
+    } else {
+      outcome = best == 0 ? "no group of two or more can go together"
+                          : "not in the largest group that can go together";
+    }
+  }
+  if (best > 0) pass.plans.push_back(std::move(chosen));
+}
+
+// Single-node: every candidate simulated on its own (no timeout: it is fast enough); the
+// cheapest to disrupt that can go is selected.
+void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
+                        Pass& pass) {
+  Budgets budgets(state, kReasonUnderutilized, pass);
+  for (const Candidate& c : cands) {
+    auto& outcome = pass.candidates[c.record].outcome;
+    if (budgets.Left(c.claim->nodepool) <= 0) {
+      outcome = budgets.Over(c.claim->nodepool);
+      continue;
+    }
+    Plan plan = Consult(state, sim, kSingleNode, {&c});
+    if (!plan.blocker.empty()) {
+      outcome = plan.blocker;
+    } else if (!pass.selected.empty()) {
+      outcome = "could go (" + plan.text + "), but one node per pass";
+    } else {
+      outcome = "selected: " + plan.text;
+      pass.selected.push_back(c.claim->name);
+      pass.plans.push_back(std::move(plan));
+    }
+  }
+}
+
+// Candidates for `method`, what blocks each, and which the budgets let go now. `only`
+// (validation) restricts it to the claims proposed 15 s earlier, taken as one group.
+Pass Evaluate(const State& state, const std::string& method, Simulation& sim,
+              const std::vector<std::string>* only = nullptr) {
+  Pass pass;
+  std::vector<Candidate> cands = Gather(state, method, pass, only);
+  if (cands.empty()) return pass;
+  if (IsConsolidation(method)) {
+    if (std::string why = Unsettled(state); !why.empty()) {
+      for (const Candidate& c : cands) pass.candidates[c.record].outcome = why;
       return pass;
     }
-    // One node per pass: the first (fewest pods, then name) whose pods all fit elsewhere.
-    std::vector<const NodeClaim*> order;
-    for (const auto& [pool_name, claims] : eligible)
-      order.insert(order.end(), claims.begin(), claims.end());
-    auto pods_on = [&](const NodeClaim* claim) {
-      return std::count_if(state.pods.begin(), state.pods.end(), [&](const auto& entry) {
-        return entry.second.node_name == claim->node_name && Reschedulable(entry.second);
-      });
-    };
-    std::stable_sort(order.begin(), order.end(), [&](const NodeClaim* a, const NodeClaim* b) {
-      return pods_on(a) < pods_on(b);
-    });
-    std::map<std::string, Allowance> allowances;
-    for (const NodeClaim* claim : order) {
-      auto& c = *std::find_if(pass.candidates.begin(), pass.candidates.end(),
-                              [&](const auto& x) { return x.nodeclaim == claim->name; });
-      if (!pass.selected.empty()) {
-        c.outcome = "not evaluated: one node per pass";
-        continue;
-      }
-      auto [it, fresh] = allowances.try_emplace(claim->nodepool);
-      if (fresh) {
-        it->second = Allowed(state, state.nodepools.at(claim->nodepool), reason);
-        pass.budgets.push_back({claim->nodepool, reason, it->second.allowed, it->second.detail});
-      }
-      if (it->second.allowed <= 0) {
-        c.outcome = "over budget: " + reason + " allows 0 now (" + it->second.detail + ")";
-        continue;
-      }
-      std::vector<std::string> moves;
-      if (auto blocker = WithoutIt(state, *claim, &moves); !blocker.empty()) {
-        c.outcome = blocker;
-        continue;
-      }
-      std::string where;
-      for (const auto& m : moves) where += (where.empty() ? "" : ", ") + m;
-      c.outcome = "selected: delete, saving " + std::to_string(claim->price.value) +
-                  " micro-USD/h; its pods move: " + where;
-      pass.selected.push_back(claim->name);
-    }
+    if (method == kMultiNode) EvaluateMultiNode(state, sim, cands, pass, only != nullptr);
+    if (method == kSingleNode) EvaluateSingleNode(state, sim, cands, pass);
     return pass;
   }
-  for (const auto& [pool_name, claims] : eligible) {
-    Allowance a = Allowed(state, state.nodepools.at(pool_name), reason);
-    pass.budgets.push_back({pool_name, reason, a.allowed, a.detail});
-    for (std::size_t i = 0; i < claims.size(); ++i) {
-      if (static_cast<std::int64_t>(i) < a.allowed) {
-        pass.selected.push_back(claims[i]->name);
+  Budgets budgets(state, BudgetReason(method), pass);
+  for (const Candidate& c : cands) {
+    auto& outcome = pass.candidates[c.record].outcome;
+    std::int64_t& left = budgets.Left(c.claim->nodepool);
+    if (left <= 0) {
+      outcome = budgets.Over(c.claim->nodepool);
+      continue;
+    }
+    Plan plan;
+    if (method == kDrift) {
+      plan = Consult(state, sim, kDrift, {&c});
+      if (!plan.blocker.empty()) {
+        outcome = "drifted (" + c.drift + "), but " + plan.blocker;
         continue;
       }
-      for (auto& c : pass.candidates) {
-        if (c.nodeclaim == claims[i]->name) {
-          c.outcome = "over budget: " + reason + " allows " + std::to_string(a.allowed) + " now (" +
-                      a.detail + ")";
-        }
-      }
+      outcome = "selected: drifted (" + c.drift + "); " + plan.text;
     }
+    --left;
+    pass.selected.push_back(c.claim->name);
+    pass.plans.push_back(std::move(plan));
   }
   return pass;
 }
@@ -345,6 +582,38 @@ std::string Summary(const Pass& pass) {
   for (const auto& c : pass.candidates) text += c.nodeclaim + "|" + c.outcome + "\n";
   for (const auto& b : pass.budgets) text += b.nodepool + "|" + std::to_string(b.allowed) + "\n";
   return text;
+}
+
+const Taint kDisruptedTaint{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
+
+std::string DeletionReason(const std::string& method, const std::string& outcome) {
+  if (method == kEmptiness) return "empty: no workload pods";
+  if (method == kDrift) return outcome.substr(std::string("selected: ").size());
+  return "underutilized: " + outcome.substr(std::string("selected: ").size());
+}
+
+// Carries out a validated plan: with nothing to launch, the candidates are deleted now;
+// otherwise they are tainted, the replacements launched, and the deletion waits for them.
+void Execute(State& state, Seq seq, const std::string& method,
+             const std::vector<std::string>& claims, const Plan& plan, const std::string& reason,
+             Output& out) {
+  if (plan.replacements.empty()) {
+    for (const auto& name : claims) {
+      BeginDeletion(state, seq, state.nodeclaims.at(name), reason, true, out);
+    }
+    return;
+  }
+  ReplacementWait wait{method, claims, {}, state.now, reason};
+  for (const auto& name : claims) {
+    const NodeClaim& claim = state.nodeclaims.at(name);
+    Issue(state, seq, PatchNode{claim.node_name, {}, {}, {kDisruptedTaint}}, out);
+    RecordTransition(state, seq, claim, "Tainted", "disrupted taint before replacement: " + reason,
+                     out);
+  }
+  for (const PlannedClaim& replacement : plan.replacements) {
+    wait.replacements.push_back(LaunchClaim(state, seq, replacement, out).nodeclaim);
+  }
+  state.replacing.push_back(std::move(wait));
 }
 
 void Expire(State& state, Seq seq, Output& out) {
@@ -369,50 +638,130 @@ void Expire(State& state, Seq seq, Output& out) {
 }
 
 void Validate(State& state, Seq seq, Output& out) {
-  Pass now = Evaluate(state, state.pending_method);
-  std::string changed;
-  for (const auto& name : state.pending_nodeclaims) {
-    if (std::find(now.selected.begin(), now.selected.end(), name) != now.selected.end()) continue;
-    changed = name + ": ";
-    auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
-                           [&](const auto& c) { return c.nodeclaim == name; });
-    changed += it != now.candidates.end()
-                   ? it->outcome
-                   : (state.pending_method == kEmptiness ? "no longer empty or no longer exists"
-                                                         : "no longer drifted or no longer exists");
-    break;
-  }
-  if (!changed.empty()) {
-    Decide(state, seq,
-           DisruptionDecision{state.pending_method, "invalidated", state.pending_nodeclaims,
-                              now.candidates, now.budgets, "after 15 s: " + changed},
-           out);
-  } else {
-    Decide(state, seq,
-           DisruptionDecision{state.pending_method, "executed", state.pending_nodeclaims,
-                              now.candidates, now.budgets, "unchanged after 15 s"},
-           out);
-    for (const auto& name : state.pending_nodeclaims) {
-      std::string reason = "empty: no workload pods";
-      if (state.pending_method == kConsolidation) {
-        reason = "underutilized: its pods fit on the other nodes";
-      } else if (state.pending_method == kDrift) {
-        auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
-                               [&](const auto& c) { return c.nodeclaim == name; });
-        reason = it != now.candidates.end() ? it->outcome.substr(10) : "drifted";  // "selected: "
-      }
-      BeginDeletion(state, seq, state.nodeclaims.at(name), reason, true, out);
-    }
-  }
+  std::string method = state.pending_method;
+  std::vector<std::string> claims = state.pending_nodeclaims;
   state.pending_method.clear();
   state.pending_nodeclaims.clear();
   state.last_disruption_digest = 0;
+  Simulation sim(state);
+  Pass now = Evaluate(state, method, sim, &claims);
+  std::string changed;
+  for (const auto& name : claims) {
+    if (std::find(now.selected.begin(), now.selected.end(), name) != now.selected.end()) continue;
+    auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
+                           [&](const auto& c) { return c.nodeclaim == name; });
+    std::string gone = method == kEmptiness ? "no longer empty or no longer exists"
+                       : method == kDrift   ? "no longer drifted or no longer exists"
+                                            : "no longer a candidate or no longer exists";
+    changed = name + ": " + (it != now.candidates.end() ? it->outcome : gone);
+    break;
+  }
+  std::size_t replacements = 0;
+  for (const Plan& plan : now.plans) replacements += plan.replacements.size();
+  if (changed.empty() && replacements != state.pending_replacements) {
+    changed = "the simulation now needs " + std::to_string(replacements) + " replacement(s), not " +
+              std::to_string(state.pending_replacements);
+  }
+  if (!changed.empty()) {
+    Decide(state, seq,
+           DisruptionDecision{method, "invalidated", claims, now.candidates, now.budgets,
+                              "after 15 s: " + changed},
+           out);
+    return;
+  }
+  Decide(state, seq,
+         DisruptionDecision{method, replacements > 0 ? "replacing" : "executed", claims,
+                            now.candidates, now.budgets,
+                            replacements > 0 ? "unchanged after 15 s; tainting and launching " +
+                                                   std::to_string(replacements) + " replacement(s)"
+                                             : "unchanged after 15 s"},
+         out);
+  auto outcome_of = [&](const std::string& name) {
+    auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
+                           [&](const auto& c) { return c.nodeclaim == name; });
+    return DeletionReason(method, it->outcome);
+  };
+  if (IsConsolidation(method)) {
+    Execute(state, seq, method, claims, now.plans.front(), outcome_of(claims.front()), out);
+    return;
+  }
+  for (std::size_t i = 0; i < now.selected.size(); ++i) {
+    const std::string& name = now.selected[i];
+    Execute(state, seq, method, {name}, now.plans[i], outcome_of(name), out);
+  }
+}
+
+// Disruptions waiting on replacements: once every replacement is initialized the candidates
+// are deleted (and the wait stays, keeping the replacements out of disruption, until they are
+// gone); if one fails, the disrupted taint comes off and the candidates stay.
+void AdvanceReplacements(State& state, Seq seq, Output& out) {
+  for (std::size_t i = 0; i < state.replacing.size();) {
+    ReplacementWait& w = state.replacing[i];
+    if (w.draining) {
+      bool gone = std::none_of(w.candidates.begin(), w.candidates.end(),
+                               [&](const auto& name) { return state.nodeclaims.contains(name); });
+      if (gone) {
+        state.replacing.erase(state.replacing.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+      continue;
+    }
+    std::string failed;
+    bool ready = true;
+    for (const auto& name : w.replacements) {
+      auto claim = state.nodeclaims.find(name);
+      if (claim == state.nodeclaims.end() || claim->second.deleting ||
+          claim->second.phase == ClaimPhase::kFailed) {
+        failed =
+            name + (claim == state.nodeclaims.end() ? " is gone"
+                                                    : " failed: " + claim->second.deleting_reason);
+        break;
+      }
+      ready = ready && claim->second.phase == ClaimPhase::kInitialized;
+    }
+    if (failed.empty() && !ready) {
+      ++i;
+      continue;
+    }
+    std::vector<DisruptionCandidate> candidates;
+    for (const auto& name : w.candidates) {
+      auto claim = state.nodeclaims.find(name);
+      if (claim == state.nodeclaims.end() || claim->second.deleting) continue;
+      candidates.push_back({name, claim->second.nodepool, failed.empty() ? w.reason : "kept"});
+      if (failed.empty()) {
+        BeginDeletion(state, seq, claim->second, w.reason, true, out);
+      } else {
+        Issue(state, seq, PatchNode{claim->second.node_name, {}, {label::kDisruptedTaint}, {}},
+              out);
+        RecordTransition(state, seq, claim->second, "Untainted",
+                         "replacement " + failed + "; disruption rolled back", out);
+      }
+    }
+    Decide(state, seq,
+           DisruptionDecision{w.method,
+                              failed.empty() ? "replaced" : "rolled back",
+                              w.candidates,
+                              std::move(candidates),
+                              {},
+                              failed.empty()
+                                  ? "replacements initialized: " + Join(w.replacements)
+                                  : "replacement " + failed + "; the disrupted taint is removed"},
+           out);
+    if (failed.empty()) {
+      w.draining = true;
+      ++i;
+    } else {
+      state.replacing.erase(state.replacing.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
 }
 
 }  // namespace
 
 void AdvanceDisruption(State& state, Seq seq, Output& out) {
   Expire(state, seq, out);
+  AdvanceReplacements(state, seq, out);
   if (state.last_disruption_pass.value != 0 &&
       state.now - state.last_disruption_pass < kDisruptionPassInterval) {
     return;
@@ -423,20 +772,26 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
   // Karpenter's order: the first method with something to do acts; the others wait.
+  Simulation sim(state);
   std::vector<std::pair<std::string, Pass>> passes;
-  for (const char* method : {kEmptiness, kDrift, kConsolidation}) {
-    Pass pass = Evaluate(state, method);
+  for (const char* method : {kEmptiness, kDrift, kMultiNode, kSingleNode}) {
+    Pass pass = Evaluate(state, method, sim);
     if (!pass.selected.empty()) {
       state.pending_method = method;
       state.pending_nodeclaims = pass.selected;
       state.pending_since = state.now;
+      state.pending_replacements = 0;
+      for (const Plan& plan : pass.plans) state.pending_replacements += plan.replacements.size();
       Decide(state, seq,
              DisruptionDecision{method, "proposed", pass.selected, pass.candidates, pass.budgets,
                                 "validating for 15 s"},
              out);
       return;
     }
-    if (!pass.candidates.empty()) passes.emplace_back(method, std::move(pass));
+    // Multi-node's candidates are single-node's too; their blockers are recorded there.
+    if (!pass.candidates.empty() && method != std::string(kMultiNode)) {
+      passes.emplace_back(method, std::move(pass));
+    }
   }
   // Blocked candidates are recorded when what blocks them changes, not every 10 s.
   std::string text;

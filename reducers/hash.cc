@@ -100,6 +100,8 @@ void H(Hasher& h, const Toleration& t) {
 void H(Hasher& h, const Settings& s) {
   All(h, s.cluster_name, s.batch_idle, s.batch_max, s.vm_memory_overhead_permille,
       s.ignore_preferences, s.min_values_best_effort);
+  All(h, s.spot_to_spot_consolidation, s.consolidation_min_savings,
+      s.consolidation_min_savings_percent);
 }
 void H(Hasher& h, const LabelSelector& s) {
   All(h, s.match_labels, s.match_expressions);
@@ -123,7 +125,13 @@ void H(Hasher& h, const Pod& p) {
   All(h, p.node_affinity_required, p.node_affinity_preferred, p.pod_affinity_required,
       p.pod_affinity_preferred, p.pod_anti_affinity_required, p.pod_anti_affinity_preferred,
       p.topology_spread, p.volume_claims, p.host_ports, p.nominated_node);
-  All(h, p.do_not_disrupt, p.priority_class, p.termination_grace);
+  All(h, p.do_not_disrupt, p.do_not_disrupt_for, p.priority_class, p.termination_grace);
+}
+void H(Hasher& h, const PodDisruptionBudget& b) {
+  All(h, b.ns, b.name, b.selector, b.disruptions_allowed);
+}
+void H(Hasher& h, const ReplacementWait& w) {
+  All(h, w.method, w.candidates, w.replacements, w.started, w.reason, w.draining);
 }
 void H(Hasher& h, const DaemonSet& d) {
   All(h, d.ns, d.name, d.pod);
@@ -248,6 +256,7 @@ std::uint64_t StateHash(const State& s) {
   All(h, s.nodepool_status, s.last_instance_listing, s.registration_healthy);
   All(h, s.last_disruption_pass, s.pending_method, s.pending_nodeclaims, s.pending_since,
       s.last_disruption_digest);
+  All(h, s.pdbs, s.pending_replacements, s.replacing);
   return h.Digest();
 }
 

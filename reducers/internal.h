@@ -16,14 +16,28 @@ inline bool IsActive(const Pod& pod) {
   return pod.phase != "Succeeded" && pod.phase != "Failed";
 }
 
+// A pod that would have to move if its node went: active, not a DaemonSet or mirror pod.
+inline bool IsReschedulable(const Pod& pod) {
+  return IsActive(pod) && pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
+}
+
 // Command and decision construction with the state's deterministic counters.
 Command& Issue(State& state, Seq cause, CommandBody body, Output& out);
 Decision& Decide(State& state, Seq cause, DecisionBody body, Output& out);
+
+inline std::string Join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
 
 // Provisioning: runs one scheduling pass over the pending pods when the batch window closes.
 void MaybeProvision(State& state, Seq seq, Output& out);
 void NotePodForBatch(State& state, const Pod& pod);
 bool IsProvisionable(const Pod& pod);
+// Names a planned claim and issues its CreateNodeClaim + LaunchInstances (provisioning and
+// disruption replacements alike); returns its record.
+ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& out);
 
 // Lifecycle: results of launches and the nodes that register for them.
 void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& out);

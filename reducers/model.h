@@ -228,7 +228,8 @@ struct Pod {
   std::vector<std::string> volume_claims;  // PersistentVolumeClaim names in the pod's namespace.
   std::vector<HostPort> host_ports;
   std::string nominated_node;   // status.nominatedNodeName: a preemption is in progress.
-  bool do_not_disrupt = false;  // Annotation karpenter.sh/do-not-disrupt: "true".
+  bool do_not_disrupt = false;  // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
+  Nanos do_not_disrupt_for{0};  // The duration form: protected that long after creation.
   std::string priority_class;   // system-cluster-critical / system-node-critical are critical.
   Nanos termination_grace{30 * kSecond.value};  // spec.terminationGracePeriodSeconds
   friend bool operator==(const Pod&, const Pod&) = default;
@@ -240,6 +241,15 @@ struct DaemonSet {
   std::string name;
   Pod pod;  // requests, tolerations, nodeSelector and node affinity of the template.
   friend bool operator==(const DaemonSet&, const DaemonSet&) = default;
+};
+
+// policy/v1 PodDisruptionBudget: its selector (in its namespace) and what its status allows.
+struct PodDisruptionBudget {
+  std::string ns;
+  std::string name;
+  LabelSelector selector;
+  std::int32_t disruptions_allowed = 0;  // status.disruptionsAllowed
+  friend bool operator==(const PodDisruptionBudget&, const PodDisruptionBudget&) = default;
 };
 
 struct PersistentVolumeClaim {
@@ -406,6 +416,11 @@ struct Settings {
   std::int32_t vm_memory_overhead_permille = 75;  // VM_MEMORY_OVERHEAD_PERCENT 0.075
   bool ignore_preferences = false;                // PREFERENCE_POLICY=Ignore
   bool min_values_best_effort = false;            // MIN_VALUES_POLICY=BestEffort
+  bool spot_to_spot_consolidation = false;        // FEATURE_GATES SpotToSpotConsolidation
+  // Beyond Karpenter, off by default: a replacement must save at least this much, absolute
+  // and as a percent of the price of the nodes it replaces (the larger applies).
+  MicroUsdPerHour consolidation_min_savings{0};
+  std::int32_t consolidation_min_savings_percent = 0;
   friend bool operator==(const Settings&, const Settings&) = default;
 };
 
@@ -582,6 +597,18 @@ struct InterruptionReceived {
   friend bool operator==(const InterruptionReceived&, const InterruptionReceived&) = default;
 };
 
+struct PodDisruptionBudgetUpserted {
+  PodDisruptionBudget pdb;
+  friend bool operator==(const PodDisruptionBudgetUpserted&,
+                         const PodDisruptionBudgetUpserted&) = default;
+};
+struct PodDisruptionBudgetDeleted {
+  std::string ns;
+  std::string name;
+  friend bool operator==(const PodDisruptionBudgetDeleted&,
+                         const PodDisruptionBudgetDeleted&) = default;
+};
+
 // New kinds go at the end: the variant index is part of the state hash and the codec.
 using Event =
     std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted,
@@ -590,7 +617,8 @@ using Event =
                  InputRejected, DaemonSetUpserted, DaemonSetDeleted, PersistentVolumeClaimUpserted,
                  PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
                  StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted,
-                 NodeClaimDeleting, InstancesListed, InterruptionReceived>;
+                 NodeClaimDeleting, InstancesListed, InterruptionReceived,
+                 PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted>;
 
 // ---- Commands: imperative, effects as data. ----
 
@@ -757,8 +785,9 @@ struct BudgetState {
   friend bool operator==(const BudgetState&, const BudgetState&) = default;
 };
 struct DisruptionDecision {
-  std::string method;                   // Emptiness, Expiration, Interruption, ...
-  std::string phase;                    // proposed | executed | invalidated
+  std::string method;  // Emptiness, Expiration, Interruption, ...
+  // proposed | invalidated | replacing | executed | rolled back | blocked
+  std::string phase;
   std::vector<std::string> nodeclaims;  // Acted on (or to be, once validated).
   std::vector<DisruptionCandidate> candidates;
   std::vector<BudgetState> budgets;

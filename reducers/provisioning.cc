@@ -41,8 +41,9 @@ Labels LaunchTags(const State& state, const NodeClaim& claim) {
           {"kubernetes.io/cluster/" + state.settings.cluster_name, "owned"}};
 }
 
-// Turns one planned claim into CreateNodeClaim + LaunchInstances; returns its record.
-ClaimPlan Commit(State& state, Seq seq, const PlannedClaim& plan, Output& out) {
+}  // namespace
+
+ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& out) {
   assert(!plan.offerings.empty());
   NodeClaim claim;
   claim.name = NextClaimName(state, plan.nodepool);
@@ -76,12 +77,14 @@ ClaimPlan Commit(State& state, Seq seq, const PlannedClaim& plan, Output& out) {
   return ClaimPlan{claim.name, claim.nodepool, plan.pods, plan.requests, plan.offerings};
 }
 
+namespace {
+
 void Provision(State& state, Seq seq, Nanos opened, Output& out) {
   ScheduleResult result = Schedule(state);
   ProvisioningDecision decision{opened, {}, std::move(result.pods)};
   std::vector<std::string> names;
   for (const PlannedClaim& plan : result.claims) {
-    decision.new_claims.push_back(Commit(state, seq, plan, out));
+    decision.new_claims.push_back(LaunchClaim(state, seq, plan, out));
     names.push_back(decision.new_claims.back().nodeclaim);
   }
   for (PodOutcome& outcome : decision.pods) {

@@ -44,12 +44,6 @@ std::vector<std::string> SetOp(const std::vector<std::string>& a, const std::vec
   return out;
 }
 
-std::string Join(const std::vector<std::string>& values) {
-  std::string out;
-  for (const auto& v : values) out += (out.empty() ? "" : ",") + v;
-  return out;
-}
-
 template <class T>
 std::optional<T> Tighter(std::optional<T> a, std::optional<T> b, bool larger) {
   if (!a) return b;
@@ -136,9 +130,10 @@ ValueSet ValueSet::Intersect(const ValueSet& o) const {
 
 std::string ValueSet::Describe(std::string_view key) const {
   std::string k(key);
-  if (!complement) return values.empty() ? k + " DoesNotExist" : k + " In [" + Join(values) + "]";
+  if (!complement)
+    return values.empty() ? k + " DoesNotExist" : k + " In [" + Join(values, ",") + "]";
   std::string text = values.empty() ? (absent_ok ? k + " (any)" : k + " Exists")
-                                    : k + " NotIn [" + Join(values) + "]";
+                                    : k + " NotIn [" + Join(values, ",") + "]";
   if (gt) text += " Gt " + std::to_string(*gt);
   if (lt) text += " Lt " + std::to_string(*lt);
   return text;

@@ -82,6 +82,11 @@ class Pass {
 
   ScheduleResult Run(const std::vector<const Pod*>& pods);
 
+  // Trials (consolidation's what-if): `nodes` and the pods bound there are taken away, Run
+  // places `pods`, and EndTrial undoes all of it. Needs a pass that has planned nothing.
+  void BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods);
+  void EndTrial();
+
  private:
   void BuildExistingBins();
   void AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const;
@@ -120,7 +125,22 @@ class Pass {
   std::map<std::string, std::vector<CatalogEntry>> catalogs_;
   Topology topology_;
   std::vector<Bin> existing_;
+  std::map<std::string, std::size_t, std::less<>> existing_by_name_;
   std::vector<Bin> planned_;
+  // An existing bin as it was before a trial changed it.
+  struct SavedBin {
+    std::size_t index = 0;
+    Resources remaining;
+    std::size_t pods = 0;
+    std::size_t host_ports = 0;
+    std::map<std::string, std::set<std::string>> volumes;
+  };
+  bool trial_ = false;
+  std::vector<SavedBin> saved_bins_;
+  std::vector<bool> bin_saved_;
+  std::vector<std::size_t> gone_;
+  std::vector<std::pair<Resources, std::int64_t>> saved_reserved_;  // Per template.
+  void Save(const Bin& bin);
   ClaimOrder order_;
   std::map<std::string, std::size_t> shapes_;  // shape signature -> id
   // [shape][planned claim]: refused for good (kRefusedForever), or while the shape's
@@ -153,6 +173,13 @@ void Pass::BuildExistingBins() {
   std::set<std::string> leaving = excluded_nodes_;
   for (const auto& [name, claim] : state_.nodeclaims) {
     if (claim.deleting && !claim.node_name.empty()) leaving.insert(claim.node_name);
+  }
+  // So is capacity tainted for a disruption that waits on its replacements.
+  for (const auto& wait : state_.replacing) {
+    for (const auto& name : wait.candidates) {
+      auto claim = state_.nodeclaims.find(name);
+      if (claim != state_.nodeclaims.end()) leaving.insert(claim->second.node_name);
+    }
   }
   for (const auto& [name, node] : state_.nodes) {
     if (leaving.contains(name)) continue;
@@ -202,6 +229,7 @@ void Pass::BuildExistingBins() {
     by_name[name] = existing_.size();
     existing_.push_back(std::move(bin));
   }
+  existing_by_name_.insert(by_name.begin(), by_name.end());
   for (const auto& [key, pod] : state_.pods) {
     if (pod.node_name.empty() || !IsActive(pod)) continue;
     auto it = by_name.find(pod.node_name);
@@ -427,6 +455,7 @@ bool Pass::TryExisting(PodView& v, Bin& bin) {
   });
   if (!match || !PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;
   if (!topology_.Check(v, bin.name, &bin.labels, nullptr, nullptr)) return false;
+  Save(bin);
   bin.remaining = bin.remaining - v.need;
   topology_.Record(v, bin.name, &bin.labels, nullptr, nullptr);
   Commit(v, bin);
@@ -540,7 +569,7 @@ void Pass::Prepare(PodView& v) {
 bool Pass::TryPlace(PodView& v) {
   Prepare(v);
   for (Bin& bin : existing_) {
-    if (TryExisting(v, bin)) return true;
+    if (!bin.gone && TryExisting(v, bin)) return true;
   }
   std::uint64_t epoch = topology_.Epoch(v);
   if (refused_forever_[v.shape] < planned_.size()) {
@@ -650,6 +679,63 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
   return result;
 }
 
+void Pass::Save(const Bin& bin) {
+  if (!trial_) return;
+  std::size_t index = static_cast<std::size_t>(&bin - existing_.data());
+  assert(index < existing_.size());
+  if (bin_saved_[index]) return;
+  bin_saved_[index] = true;
+  saved_bins_.push_back(
+      {index, bin.remaining, bin.pods.size(), bin.host_ports.size(), bin.volumes});
+}
+
+void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods) {
+  assert(!trial_ && planned_.empty());
+  trial_ = true;
+  bin_saved_.assign(existing_.size(), false);
+  saved_reserved_.clear();
+  for (const PoolTemplate& t : templates_)
+    saved_reserved_.emplace_back(t.reserved, t.nodes_reserved);
+  topology_.BeginTrial();
+  for (const Node* node : nodes) {
+    auto it = existing_by_name_.find(node->name);
+    if (it == existing_by_name_.end()) continue;
+    existing_[it->second].gone = true;
+    gone_.push_back(it->second);
+  }
+  std::size_t unbound = 0;
+  for (const Pod* pod : pods) {
+    auto node = state_.nodes.find(pod->node_name);
+    if (node == state_.nodes.end()) continue;
+    topology_.Unbind(*pod, node->second);
+    ++unbound;
+  }
+  assert(unbound <= pods.size());
+}
+
+void Pass::EndTrial() {
+  assert(trial_);
+  for (SavedBin& saved : saved_bins_) {
+    Bin& bin = existing_[saved.index];
+    bin.remaining = saved.remaining;
+    bin.pods.resize(saved.pods);
+    bin.host_ports.resize(saved.host_ports);
+    bin.volumes = std::move(saved.volumes);
+  }
+  saved_bins_.clear();
+  for (std::size_t index : gone_) existing_[index].gone = false;
+  gone_.clear();
+  for (std::size_t i = 0; i < templates_.size(); ++i) {
+    std::tie(templates_[i].reserved, templates_[i].nodes_reserved) = saved_reserved_[i];
+  }
+  planned_.clear();
+  order_ = ClaimOrder();
+  for (auto& refused : refused_) refused.clear();
+  std::fill(refused_forever_.begin(), refused_forever_.end(), 0);
+  topology_.Undo();
+  trial_ = false;
+}
+
 }  // namespace
 
 void ClaimOrder::Swap(std::size_t a, std::size_t b) {
@@ -706,6 +792,50 @@ ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods,
 
 ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods) {
   return Schedule(state, pods, {});
+}
+
+struct SimulationImpl {
+  explicit SimulationImpl(const State& state) : pass(state, none) {}
+  std::set<std::string> none;  // Declared first: the pass keeps a reference to it.
+  core::Pass pass;
+  std::map<std::string, std::vector<const Pod*>, std::less<>> pods_by_node;
+};
+
+Simulation::Simulation(const State& state) : state_(state) {
+  impl_ = std::make_unique<SimulationImpl>(state);
+  for (const auto& [key, pod] : state.pods) {
+    if (!pod.node_name.empty() && core::IsReschedulable(pod)) {
+      impl_->pods_by_node[pod.node_name].push_back(&pod);
+    }
+  }
+}
+
+Simulation::~Simulation() = default;
+
+std::vector<const Pod*> Simulation::PodsOf(const std::string& nodeclaim) const {
+  auto claim = state_.nodeclaims.find(nodeclaim);
+  if (claim == state_.nodeclaims.end() || claim->second.node_name.empty()) return {};
+  auto it = impl_->pods_by_node.find(claim->second.node_name);
+  return it == impl_->pods_by_node.end() ? std::vector<const Pod*>{} : it->second;
+}
+
+ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
+  std::vector<const Node*> nodes;
+  std::vector<const Pod*> pods;
+  for (const auto& name : nodeclaims) {
+    auto claim = state_.nodeclaims.find(name);
+    if (claim == state_.nodeclaims.end()) continue;
+    if (auto node = state_.nodes.find(claim->second.node_name); node != state_.nodes.end()) {
+      nodes.push_back(&node->second);
+    }
+    std::vector<const Pod*> mine = PodsOf(name);
+    pods.insert(pods.end(), mine.begin(), mine.end());
+  }
+  std::sort(pods.begin(), pods.end(), core::SortsBefore);
+  impl_->pass.BeginTrial(nodes, pods);
+  ScheduleResult result = impl_->pass.Run(pods);
+  impl_->pass.EndTrial();
+  return result;
 }
 
 ScheduleResult Schedule(const State& state) {

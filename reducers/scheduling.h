@@ -146,6 +146,7 @@ class ClaimOrder {
 struct Bin {
   std::string name;  // Node name, NodeClaim name, or "#<index>" for a planned claim.
   bool planned = false;
+  bool gone = false;     // Existing bins: taken away for a consolidation trial.
   std::size_t pool = 0;  // Planned claims: index into the pool templates.
   Labels labels;         // Existing bins only.
   std::vector<Taint> taints;

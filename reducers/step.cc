@@ -130,6 +130,10 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const NodeClaimDeleting& e) { OnNodeClaimDeleting(state, seq, e, out); },
           [&](const InstancesListed& e) { OnInstancesListed(state, seq, e, out); },
           [&](const InterruptionReceived& e) { OnInterruption(state, seq, e, out); },
+          [&](const PodDisruptionBudgetUpserted& e) {
+            state.pdbs[PodKey(e.pdb.ns, e.pdb.name)] = e.pdb;
+          },
+          [&](const PodDisruptionBudgetDeleted& e) { state.pdbs.erase(PodKey(e.ns, e.name)); },
       },
       event);
   return out;

@@ -150,8 +150,10 @@ std::size_t Topology::Intern(TopologyGroup g) {
   Register(g);
   CountExisting(g);
   groups_.push_back(std::move(g));
-  index_[signature] = groups_.size() - 1;
-  return groups_.size() - 1;
+  std::size_t index = groups_.size() - 1;
+  index_[signature] = index;
+  for (const auto& [pod, node] : unbound_) Uncount(index, *pod, *node);
+  return index;
 }
 
 std::size_t Topology::ForSpread(const Pod& pod, const TopologySpreadConstraint& c) {
@@ -369,12 +371,14 @@ void Topology::Record(const PodView& view, const std::string& bin_name, const La
     if (selected && (g.kind == GroupKind::kAntiAffinity || domains.size() == 1)) {
       // Spread and affinity count a pod only where its domain is known; anti-affinity blocks
       // every domain the pod might end up in.
+      Touch(index);
       for (std::string_view d : domains) {
         auto [it, fresh] = g.counts.try_emplace(std::string(d), 0);
         if (it->second++ == 0 || g.kind == GroupKind::kSpread) g.version++;
       }
     }
     if (owned && g.kind == GroupKind::kAntiAffinity) {
+      Touch(index);
       for (std::string_view d : domains) {
         auto [it, fresh] = g.owners.try_emplace(std::string(d), 0);
         if (it->second++ == 0) g.owners_version++;
@@ -398,6 +402,69 @@ void Topology::Selecting(const Pod& pod, std::vector<std::size_t>& cache,
   for (; scanned < groups_.size(); ++scanned) {
     if (Selects(groups_[scanned], pod)) cache.push_back(scanned);
   }
+}
+
+void Topology::BeginTrial() {
+  assert(!trial_ && saved_.empty() && unbound_.empty());
+  trial_ = true;
+}
+
+void Topology::Touch(std::size_t index) {
+  if (!trial_) return;
+  if (touched_.size() <= index) touched_.resize(groups_.size(), false);
+  if (touched_[index]) return;
+  touched_[index] = true;
+  const TopologyGroup& g = groups_[index];
+  saved_.push_back({index, g.counts, g.owners, g.version, g.owners_version});
+}
+
+namespace {
+void Decrement(DomainCounts& counts, const std::string& domain) {
+  auto it = counts.find(domain);
+  assert(it != counts.end() && it->second > 0);
+  if (it == counts.end()) return;
+  if (--it->second == 0) counts.erase(it);
+}
+}  // namespace
+
+// Takes a bound pod out of one group's counts, as CountExisting would not have counted it.
+void Topology::Uncount(std::size_t index, const Pod& pod, const Node& node) {
+  const TopologyGroup& g = groups_[index];
+  if (!Selects(g, pod) || !NodeCounts(g, node.labels, node.taints)) return;
+  auto domain =
+      IsHostname(g.key) ? std::optional<std::string>(node.name) : Label(node.labels, g.key);
+  if (!domain) return;
+  Touch(index);
+  Decrement(groups_[index].counts, *domain);
+}
+
+void Topology::Unbind(const Pod& pod, const Node& node) {
+  assert(trial_);
+  for (const auto& term : pod.pod_anti_affinity_required) {
+    std::size_t index = ForAffinity(pod, term, true);
+    auto domain = IsHostname(term.topology_key) ? std::optional<std::string>(node.name)
+                                                : Label(node.labels, term.topology_key);
+    if (!domain) continue;
+    Touch(index);
+    Decrement(groups_[index].owners, *domain);
+  }
+  for (std::size_t index = 0; index < groups_.size(); ++index) Uncount(index, pod, node);
+  unbound_.emplace_back(&pod, &node);
+}
+
+void Topology::Undo() {
+  assert(trial_);
+  for (Saved& s : saved_) {
+    TopologyGroup& g = groups_[s.index];
+    g.counts = std::move(s.counts);
+    g.owners = std::move(s.owners);
+    g.version = s.version;
+    g.owners_version = s.owners_version;
+    touched_[s.index] = false;
+  }
+  saved_.clear();
+  unbound_.clear();
+  trial_ = false;
 }
 
 std::uint64_t Topology::Epoch(const PodView& view) const {

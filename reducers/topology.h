@@ -50,7 +50,16 @@ class Topology {
 
   const std::vector<TopologyGroup>& groups() const { return groups_; }
 
+  // Trials (consolidation's what-if): from BeginTrial, pods can be taken off their nodes and
+  // every count that changes is saved first; Undo puts the counts back as they were. Groups
+  // made during a trial stay, counted as if no pod had been taken off.
+  void BeginTrial();
+  void Unbind(const Pod& pod, const Node& node);
+  void Undo();
+
  private:
+  void Touch(std::size_t index);
+  void Uncount(std::size_t index, const Pod& pod, const Node& node);
   std::size_t Intern(TopologyGroup g);
   void Register(TopologyGroup& g);
   void CountExisting(TopologyGroup& g);
@@ -67,6 +76,17 @@ class Topology {
   const std::set<std::string>* excluded_nodes_;
   std::vector<TopologyGroup> groups_;
   std::map<std::string, std::size_t> index_;
+  struct Saved {
+    std::size_t index = 0;
+    DomainCounts counts;
+    DomainCounts owners;
+    std::uint64_t version = 0;
+    std::uint64_t owners_version = 0;
+  };
+  bool trial_ = false;
+  std::vector<Saved> saved_;
+  std::vector<bool> touched_;                                // [group]
+  std::vector<std::pair<const Pod*, const Node*>> unbound_;  // Taken off in this trial.
 };
 
 }  // namespace tenon::core

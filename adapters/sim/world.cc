@@ -292,6 +292,11 @@ std::vector<Event> World::ScaleWorkloads() {
   while (next_workload_ < scenario_.workloads.size() &&
          scenario_.start + scenario_.workloads[next_workload_].at <= now_) {
     const WorkloadStep& step = scenario_.workloads[next_workload_++];
+    // A step that only scales (no requests given) keeps the deployment's pod template.
+    std::string key = step.ns + "/" + step.name;
+    auto known = deployments_.find(key);
+    bool scale_only = known != deployments_.end() && step.requests == Resources{};
+    const WorkloadStep& pod_template = scale_only ? scenario_.workloads[known->second] : step;
     std::string prefix = step.name + "-";
     std::vector<std::string> existing;
     for (const auto& [key, pod] : pods_) {
@@ -299,7 +304,7 @@ std::vector<Event> World::ScaleWorkloads() {
     }
     std::int64_t have = static_cast<std::int64_t>(existing.size());
     for (std::int64_t i = have; i < step.replicas; ++i) {
-      Pod pod = NewPod(step);
+      Pod pod = NewPod(pod_template);
       pods_[PodKey(pod.ns, pod.name)] = pod;
       events.push_back(PodUpserted{pod});
     }
@@ -314,8 +319,8 @@ std::vector<Event> World::ScaleWorkloads() {
       events.push_back(PodDeleted{pod.ns, pod.name});
       pods_.erase(existing[i]);
     }
-    replicas_[step.ns + "/" + step.name] = step.replicas;
-    deployments_[step.ns + "/" + step.name] = next_workload_ - 1;
+    replicas_[key] = step.replicas;
+    if (!scale_only) deployments_[key] = next_workload_ - 1;
   }
   return events;
 }

@@ -226,8 +226,11 @@ actions:
 )",
                                 "", "      disruption: {budgets: [{nodes: \"1\"}]}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto executed = Phase(o, "Drift", "executed");
+  // Each drifted node is tainted while its replacement launches, and deleted once the
+  // replacement is initialized.
+  auto executed = Phase(o, "Drift", "replacing");
   ASSERT_GE(executed.size(), 2u) << Outcomes(o);
+  EXPECT_EQ(Phase(o, "Drift", "replaced").size(), executed.size()) << Outcomes(o);
   for (const auto* d : executed) {
     ASSERT_EQ(d->nodeclaims.size(), 1u);
     bool named = false;
@@ -265,11 +268,12 @@ workloads:
   EXPECT_TRUE(moves) << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 2u);
-  EXPECT_EQ(o.CommandsOf<LaunchInstances>().size(), 2u);  // No new node for the moved pod.
+  EXPECT_EQ(o.CommandsOf<LaunchInstances>().size(), 2u)
+      << Outcomes(o);  // No new node for the moved pod.
 }
 
 // consolidationPolicy WhenEmpty keeps an underutilized node, and a node whose pods would need
-// a new node is kept with that reason.
+// a new node that is not cheaper is kept with that reason.
 TEST(Disruption, ConsolidationBlockers) {
   const std::string scaled = R"(
 duration: 8m
@@ -292,11 +296,13 @@ workloads:
   named = false;
   for (const auto* d : Phase(full, "SingleNodeConsolidation", "blocked")) {
     for (const auto& c : d->candidates) {
-      named |= c.outcome.find("its pods need a new node") != std::string::npos;
+      named |= c.outcome.find(
+                   "no cheaper replacement: cheapest fit m5.xlarge costs $0.1920/h, "
+                   "the node costs $0.1920/h") != std::string::npos;
     }
   }
   EXPECT_TRUE(named) << Outcomes(full);
-  EXPECT_EQ(full.instances.size(), 2u);
+  EXPECT_EQ(full.instances.size(), 2u) << Outcomes(full);
 }
 
 // expireAfter: the node is replaced when it expires, whatever the budgets say.

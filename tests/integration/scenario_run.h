@@ -113,8 +113,13 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
   log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
     Decision d = log::DecodeDecision(record.payload);
     const auto* x = std::get_if<DisruptionDecision>(&d.body);
-    if (x == nullptr || x->phase != "executed") return true;
-    if (x->method != "Emptiness" && x->method != "Drift") return true;
+    // A disruption starts when it is executed, or when its candidates are tainted while
+    // replacements launch; the budgets recorded then must have allowed it.
+    if (x == nullptr || (x->phase != "executed" && x->phase != "replacing")) return true;
+    if (x->method != "Emptiness" && x->method != "Drift" &&
+        x->method.find("Consolidation") == std::string::npos) {
+      return true;
+    }
     State before = replay::FoldTo(log, d.cause.value - 1, true);
     std::map<std::string, std::int64_t> taken;
     for (const auto& name : x->nodeclaims) {
@@ -122,7 +127,10 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
       if (claim == before.nodeclaims.end()) continue;
       taken[claim->second.nodepool]++;
       for (const auto& [key, pod] : before.pods) {
-        if (pod.node_name == claim->second.node_name && pod.do_not_disrupt) {
+        bool protected_now =
+            pod.do_not_disrupt && (pod.do_not_disrupt_for.value <= 0 ||
+                                   before.now < pod.created + pod.do_not_disrupt_for);
+        if (pod.node_name == claim->second.node_name && protected_now) {
           out.push_back(x->method + " took " + name + " with do-not-disrupt pod " + key);
         }
       }

@@ -39,12 +39,13 @@ std::vector<std::string> AllPayloads(const log::EventLog& log) {
   return payloads;
 }
 
-// The demo scales out (three launches), binds every pod, scales in (emptiness removes the two
-// nodes left empty), and its log replays identically (from zero and from the newest snapshot).
+// The demo scales out (three launches), binds every pod, scales in (emptiness removes the
+// nodes left empty, consolidation replaces two underused nodes with cheaper ones: two more
+// launches), and its log replays identically (from zero and from the newest snapshot).
 TEST(Simulate, DemoReplaysIdentically) {
   TempDir dir;
   auto report = RunDemo(dir.path());
-  EXPECT_EQ(report.world.launch_calls, 3u);
+  EXPECT_EQ(report.world.launch_calls, 5u);
   EXPECT_EQ(report.world.instances, 1u);
   EXPECT_EQ(report.world.pods_pending, 0u);
   EXPECT_EQ(report.world.pods_bound, 10u);  // web scaled back to 10, crunch to 0.

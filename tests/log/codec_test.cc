@@ -119,7 +119,9 @@ std::vector<Event> EveryEvent() {
       CsiNodeDeleted{"n1"},
       NodeClaimDeleting{"c1"},
       InstancesListed{{{"i-1", "c1", kT0, "running"}, {"i-2", "", kT0, "terminated"}}},
-      InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "stopping"}};
+      InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "stopping"},
+      PodDisruptionBudgetUpserted{PodDisruptionBudget{"shop", "cart", {{{"app", "cart"}}, {}}, 1}},
+      PodDisruptionBudgetDeleted{"shop", "cart"}};
 }
 
 // Every event kind survives encode -> decode unchanged.
