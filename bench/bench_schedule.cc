@@ -21,11 +21,14 @@
 #include <vector>
 
 #include "adapters/sim/scenario.h"
+#include "bench/workload.h"
 #include "reducers/core.h"
 
 namespace {
 
 using namespace tenon;
+using tenon::bench::DiversePods;
+using tenon::bench::PreferencePods;
 
 constexpr std::size_t kTypesInBenchmark = 400;
 constexpr double kKarpenter20kSeconds = 20.2;
@@ -52,105 +55,6 @@ std::vector<InstanceType> PickTypes(const std::vector<InstanceType>& all) {
     out.push_back(all[i * all.size() / kTypesInBenchmark]);
   }
   return out;
-}
-
-struct PodFactory {
-  std::mt19937_64 rng{42};
-  std::size_t next = 0;
-
-  std::string Value() {
-    static constexpr const char* kValues[] = {"a", "b", "c", "d", "e", "f", "g"};
-    return kValues[rng() % 7];
-  }
-
-  Pod Make() {
-    static constexpr std::int64_t kCpu[] = {100, 250, 500, 1000, 1500};
-    static constexpr std::int64_t kMemMib[] = {100, 256, 512, 1024, 2048, 4096};
-    Pod pod;
-    pod.ns = "default";
-    pod.name = "pod-" + std::to_string(next);
-    pod.uid = "uid-" + std::to_string(next++);
-    pod.unschedulable = true;
-    pod.requests.cpu = Millicores{kCpu[rng() % 5]};
-    pod.requests.memory = Bytes{kMemMib[rng() % 6] * kMebibyte.value};
-    return pod;
-  }
-
-  Pod Plain() {
-    Pod pod = Make();
-    pod.labels["my-label"] = Value();
-    return pod;
-  }
-
-  Pod Spread(const char* key) {
-    Pod pod = Plain();
-    TopologySpreadConstraint c;
-    c.max_skew = 1;
-    c.topology_key = key;
-    c.selector.match_labels["my-label"] = Value();
-    pod.topology_spread.push_back(c);
-    return pod;
-  }
-
-  Pod SelfAffinity(const char* key) {
-    Pod pod = Make();
-    std::string v = Value();
-    pod.labels["my-affinity"] = v;
-    PodAffinityTerm term;
-    term.selector.match_labels["my-affinity"] = v;
-    term.topology_key = key;
-    pod.pod_affinity_required.push_back(term);
-    return pod;
-  }
-
-  Pod AntiAffinity(const char* key) {
-    Pod pod = Make();
-    pod.labels["app"] = "nginx";
-    PodAffinityTerm term;
-    term.selector.match_labels["app"] = "nginx";
-    term.topology_key = key;
-    pod.pod_anti_affinity_required.push_back(term);
-    return pod;
-  }
-
-  Pod Preferring() {
-    Pod pod = Plain();
-    NodeSelectorTerm nowhere;
-    nowhere.weight = 10;
-    nowhere.requirements.push_back({label::kZone, RequirementOp::kIn, {"us-east-1-nowhere"}, 0});
-    pod.node_affinity_preferred.push_back(nowhere);
-    PodAffinityTerm apart;
-    apart.weight = 5;
-    apart.selector.match_labels["my-label"] = pod.labels["my-label"];
-    apart.topology_key = label::kHostname;
-    pod.pod_anti_affinity_preferred.push_back(apart);
-    TopologySpreadConstraint soft;
-    soft.topology_key = label::kZone;
-    soft.do_not_schedule = false;
-    soft.selector.match_labels["my-label"] = pod.labels["my-label"];
-    pod.topology_spread.push_back(soft);
-    return pod;
-  }
-};
-
-std::vector<Pod> DiversePods(std::size_t count) {
-  PodFactory f;
-  std::vector<Pod> pods;
-  std::size_t fifth = count / 5;
-  for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.Plain());
-  for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.Spread(label::kZone));
-  for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.Spread(label::kHostname));
-  for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.SelfAffinity(label::kZone));
-  for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.AntiAffinity(label::kHostname));
-  while (pods.size() < count) pods.push_back(f.Plain());
-  return pods;
-}
-
-std::vector<Pod> PreferencePods(std::size_t count) {
-  PodFactory f;
-  std::vector<Pod> pods;
-  for (std::size_t i = 0; i < count; ++i) pods.push_back(f.Preferring());
-  return pods;
 }
 
 // The baseline: first-fit-decreasing of the same requests into bins the size of the largest

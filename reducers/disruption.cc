@@ -385,8 +385,8 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
 }
 
 // Every claim the method could look at, in disruption-cost order, each with its record.
-std::vector<Candidate> Gather(const State& state, const std::string& method, Pass& pass,
-                              const std::vector<std::string>* only) {
+std::vector<Candidate> Gather(const State& state, const Simulation& sim, const std::string& method,
+                              Pass& pass, const std::vector<std::string>* only) {
   std::vector<Candidate> out;
   for (const auto& [name, claim] : state.nodeclaims) {
     if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
@@ -399,9 +399,7 @@ std::vector<Candidate> Gather(const State& state, const std::string& method, Pas
     c.claim = &claim;
     c.node = &node->second;
     c.pool = &pool->second;
-    for (const auto& [key, pod] : state.pods) {
-      if (pod.node_name == claim.node_name && IsReschedulable(pod)) c.pods.push_back(&pod);
-    }
+    c.pods = sim.PodsOf(name);
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;
     if (blocker.empty()) blocker = GracefulBlocker(state, c);
@@ -542,7 +540,7 @@ void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candida
 Pass Evaluate(const State& state, const std::string& method, Simulation& sim,
               const std::vector<std::string>* only = nullptr) {
   Pass pass;
-  std::vector<Candidate> cands = Gather(state, method, pass, only);
+  std::vector<Candidate> cands = Gather(state, sim, method, pass, only);
   if (cands.empty()) return pass;
   if (IsConsolidation(method)) {
     if (std::string why = Unsettled(state); !why.empty()) {

@@ -139,10 +139,14 @@ class Pass {
   std::vector<SavedBin> saved_bins_;
   std::vector<bool> bin_saved_;
   std::vector<std::size_t> gone_;
+  // CPU, memory and pods: the most any existing bin still holds (recomputed after a change).
+  Resources existing_room_;
+  bool existing_room_dirty_ = true;
   std::vector<std::pair<Resources, std::int64_t>> saved_reserved_;  // Per template.
   void Save(const Bin& bin);
   ClaimOrder order_;
   std::map<std::string, std::size_t> shapes_;  // shape signature -> id
+  std::uint64_t stamps_ = 0;                   // PodView::stamp, never reused in a pass.
   // [shape][planned claim]: refused for good (kRefusedForever), or while the shape's
   // topology epoch + 1 equals the value; 0 when never refused.
   std::vector<std::vector<std::uint64_t>> refused_;
@@ -299,6 +303,7 @@ PodView Pass::MakeView(const Pod& pod) {
 
 void Pass::Refresh(PodView& v) {
   const Pod& pod = *v.pod;
+  v.stamp = ++stamps_;
   v.requirements = Requirements();
   for (const auto& [key, value] : pod.node_selector)
     v.requirements.Add(key, ValueSet::Exactly(value));
@@ -457,6 +462,7 @@ bool Pass::TryExisting(PodView& v, Bin& bin) {
   if (!topology_.Check(v, bin.name, &bin.labels, nullptr, nullptr)) return false;
   Save(bin);
   bin.remaining = bin.remaining - v.need;
+  existing_room_dirty_ = true;
   topology_.Record(v, bin.name, &bin.labels, nullptr, nullptr);
   Commit(v, bin);
   return true;
@@ -568,8 +574,23 @@ void Pass::Prepare(PodView& v) {
 
 bool Pass::TryPlace(PodView& v) {
   Prepare(v);
-  for (Bin& bin : existing_) {
-    if (!bin.gone && TryExisting(v, bin)) return true;
+  // Most bins are full for a large pod: when not even the roomiest holds it, skip the scan.
+  // (CPU, memory and pods only: the cheap dimensions.)
+  if (existing_room_dirty_) {
+    existing_room_ = Resources{};
+    for (const Bin& bin : existing_) {
+      if (bin.gone) continue;
+      existing_room_.cpu = std::max(existing_room_.cpu, bin.remaining.cpu);
+      existing_room_.memory = std::max(existing_room_.memory, bin.remaining.memory);
+      existing_room_.pods = std::max(existing_room_.pods, bin.remaining.pods);
+    }
+    existing_room_dirty_ = false;
+  }
+  if (v.need.cpu <= existing_room_.cpu && v.need.memory <= existing_room_.memory &&
+      v.need.pods <= existing_room_.pods) {
+    for (Bin& bin : existing_) {
+      if (!bin.gone && TryExisting(v, bin)) return true;
+    }
   }
   std::uint64_t epoch = topology_.Epoch(v);
   if (refused_forever_[v.shape] < planned_.size()) {
@@ -692,6 +713,7 @@ void Pass::Save(const Bin& bin) {
 void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods) {
   assert(!trial_ && planned_.empty());
   trial_ = true;
+  existing_room_dirty_ = true;
   bin_saved_.assign(existing_.size(), false);
   saved_reserved_.clear();
   for (const PoolTemplate& t : templates_)
@@ -723,6 +745,7 @@ void Pass::EndTrial() {
     bin.volumes = std::move(saved.volumes);
   }
   saved_bins_.clear();
+  existing_room_dirty_ = true;
   for (std::size_t index : gone_) existing_[index].gone = false;
   gone_.clear();
   for (std::size_t i = 0; i < templates_.size(); ++i) {

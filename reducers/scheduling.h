@@ -121,6 +121,11 @@ struct TopologyGroup {
   // group, a domain of an affinity or anti-affinity group going from empty to occupied.
   std::uint64_t version = 0;
   std::uint64_t owners_version = 0;  // Bumped when an owner takes a domain it had not held.
+  // Spread: the least-loaded usable domain's count, as last computed for a pod view (stamp)
+  // at a version; a pod tried on many nodes asks for it once.
+  mutable std::uint64_t min_stamp = 0;
+  mutable std::uint64_t min_version = 0;
+  mutable std::int32_t min_count = 0;
 };
 
 // Planned claims, fewest pods first. One array holds them bucketed by pod count, so a claim
@@ -183,6 +188,7 @@ struct PodView {
   std::vector<std::string> relaxed;
   std::string target;  // The bin it was placed on, once placed.
   // Derived from the above by Refresh().
+  std::uint64_t stamp = 0;  // Unique per Refresh in a pass: a key for per-view caches.
   Requirements requirements;
   std::vector<std::size_t> groups;  // Topology groups the pod owns.
   // Pods with equal constraints share a class; a claim that refuses a class is skipped by

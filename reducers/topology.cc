@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <tuple>
 
 #include "reducers/templates.h"
 
@@ -228,7 +229,9 @@ bool Topology::Narrow(const PodView& view, const TopologyGroup& g, bool owned,
   switch (g.kind) {
     case GroupKind::kSpread: {
       std::int32_t min = 0;
-      if (!IsHostname(g.key)) {
+      if (!IsHostname(g.key) && g.min_stamp == view.stamp && g.min_version == g.version) {
+        min = g.min_count;
+      } else if (!IsHostname(g.key)) {
         // The least-loaded domain among those the pod itself may use.
         const ValueSet* mine = view.requirements.Get(g.key);
         std::int32_t usable = 0;
@@ -239,6 +242,9 @@ bool Topology::Narrow(const PodView& view, const TopologyGroup& g, bool owned,
           min = std::min(min, Count(g, d));
         }
         if (usable == 0 || (g.min_domains > 0 && usable < g.min_domains)) min = 0;
+        if (view.stamp != 0)
+          std::tie(g.min_stamp, g.min_version, g.min_count) =
+              std::tuple(view.stamp, g.version, min);
       }
       std::string_view best;
       std::int32_t best_count = std::numeric_limits<std::int32_t>::max();
@@ -373,15 +379,13 @@ void Topology::Record(const PodView& view, const std::string& bin_name, const La
       // every domain the pod might end up in.
       Touch(index);
       for (std::string_view d : domains) {
-        auto [it, fresh] = g.counts.try_emplace(std::string(d), 0);
-        if (it->second++ == 0 || g.kind == GroupKind::kSpread) g.version++;
+        if (Add(index, false, d, 1) == 1 || g.kind == GroupKind::kSpread) g.version++;
       }
     }
     if (owned && g.kind == GroupKind::kAntiAffinity) {
       Touch(index);
       for (std::string_view d : domains) {
-        auto [it, fresh] = g.owners.try_emplace(std::string(d), 0);
-        if (it->second++ == 0) g.owners_version++;
+        if (Add(index, true, d, 1) == 1) g.owners_version++;
       }
     }
   };
@@ -409,23 +413,35 @@ void Topology::BeginTrial() {
   trial_ = true;
 }
 
+// Saves the group's versions the first time a trial changes it.
 void Topology::Touch(std::size_t index) {
   if (!trial_) return;
   if (touched_.size() <= index) touched_.resize(groups_.size(), false);
   if (touched_[index]) return;
   touched_[index] = true;
   const TopologyGroup& g = groups_[index];
-  saved_.push_back({index, g.counts, g.owners, g.version, g.owners_version});
+  saved_.push_back({index, g.version, g.owners_version});
 }
 
-namespace {
-void Decrement(DomainCounts& counts, const std::string& domain) {
+// Adds `delta` to a domain's count (or owners), dropping the entry at zero as a fresh pass
+// would not have it; in a trial the old value is journaled first. Returns the new value.
+std::int32_t Topology::Add(std::size_t index, bool owners, std::string_view domain,
+                           std::int32_t delta) {
+  DomainCounts& counts = owners ? groups_[index].owners : groups_[index].counts;
   auto it = counts.find(domain);
-  assert(it != counts.end() && it->second > 0);
-  if (it == counts.end()) return;
-  if (--it->second == 0) counts.erase(it);
+  std::int32_t before = it == counts.end() ? 0 : it->second;
+  if (trial_) changes_.push_back({index, owners, std::string(domain), before});
+  std::int32_t after = before + delta;
+  assert(after >= 0);
+  if (after <= 0) {
+    if (it != counts.end()) counts.erase(it);
+  } else if (it != counts.end()) {
+    it->second = after;
+  } else {
+    counts.emplace(std::string(domain), after);
+  }
+  return after;
 }
-}  // namespace
 
 // Takes a bound pod out of one group's counts, as CountExisting would not have counted it.
 void Topology::Uncount(std::size_t index, const Pod& pod, const Node& node) {
@@ -435,7 +451,7 @@ void Topology::Uncount(std::size_t index, const Pod& pod, const Node& node) {
       IsHostname(g.key) ? std::optional<std::string>(node.name) : Label(node.labels, g.key);
   if (!domain) return;
   Touch(index);
-  Decrement(groups_[index].counts, *domain);
+  Add(index, false, *domain, -1);
 }
 
 void Topology::Unbind(const Pod& pod, const Node& node) {
@@ -446,7 +462,7 @@ void Topology::Unbind(const Pod& pod, const Node& node) {
                                                 : Label(node.labels, term.topology_key);
     if (!domain) continue;
     Touch(index);
-    Decrement(groups_[index].owners, *domain);
+    Add(index, true, *domain, -1);
   }
   for (std::size_t index = 0; index < groups_.size(); ++index) Uncount(index, pod, node);
   unbound_.emplace_back(&pod, &node);
@@ -454,12 +470,19 @@ void Topology::Unbind(const Pod& pod, const Node& node) {
 
 void Topology::Undo() {
   assert(trial_);
-  for (Saved& s : saved_) {
-    TopologyGroup& g = groups_[s.index];
-    g.counts = std::move(s.counts);
-    g.owners = std::move(s.owners);
-    g.version = s.version;
-    g.owners_version = s.owners_version;
+  for (auto change = changes_.rbegin(); change != changes_.rend(); ++change) {
+    TopologyGroup& g = groups_[change->index];
+    DomainCounts& counts = change->owners ? g.owners : g.counts;
+    if (change->before == 0) {
+      counts.erase(change->domain);
+    } else {
+      counts[change->domain] = change->before;
+    }
+  }
+  changes_.clear();
+  for (const Saved& s : saved_) {
+    groups_[s.index].version = s.version;
+    groups_[s.index].owners_version = s.owners_version;
     touched_[s.index] = false;
   }
   saved_.clear();

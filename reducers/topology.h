@@ -59,6 +59,7 @@ class Topology {
 
  private:
   void Touch(std::size_t index);
+  std::int32_t Add(std::size_t index, bool owners, std::string_view domain, std::int32_t delta);
   void Uncount(std::size_t index, const Pod& pod, const Node& node);
   std::size_t Intern(TopologyGroup g);
   void Register(TopologyGroup& g);
@@ -78,13 +79,18 @@ class Topology {
   std::map<std::string, std::size_t> index_;
   struct Saved {
     std::size_t index = 0;
-    DomainCounts counts;
-    DomainCounts owners;
     std::uint64_t version = 0;
     std::uint64_t owners_version = 0;
   };
+  struct Change {  // A domain's count before a trial changed it (0: absent).
+    std::size_t index = 0;
+    bool owners = false;
+    std::string domain;
+    std::int32_t before = 0;
+  };
   bool trial_ = false;
   std::vector<Saved> saved_;
+  std::vector<Change> changes_;
   std::vector<bool> touched_;                                // [group]
   std::vector<std::pair<const Pod*, const Node*>> unbound_;  // Taken off in this trial.
 };

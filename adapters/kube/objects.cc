@@ -388,8 +388,20 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
   pod.owner_kind = OwnerKind(meta);
   pod.created = Created(meta);
   if (const auto& notes = meta["annotations"]; notes && notes[label::kDoNotDisrupt]) {
-    pod.do_not_disrupt = Str(notes[label::kDoNotDisrupt],
-                             "metadata.annotations.karpenter.sh/do-not-disrupt") == "true";
+    std::string value =
+        Str(notes[label::kDoNotDisrupt], "metadata.annotations.karpenter.sh/do-not-disrupt");
+    // "true", or the duration form ("30m"): protected for that long after creation.
+    if (value == "true") {
+      pod.do_not_disrupt = true;
+    } else if (!value.empty() && value != "false") {
+      try {
+        pod.do_not_disrupt_for = ParseDuration(value);
+      } catch (const ObjectError& e) {
+        throw ObjectError("metadata.annotations.karpenter.sh/do-not-disrupt: " +
+                          std::string(e.what()));
+      }
+      pod.do_not_disrupt = pod.do_not_disrupt_for.value > 0;
+    }
   }
   const auto& spec = object["spec"];
   if (!spec) throw ObjectError("no spec");
@@ -756,6 +768,24 @@ CsiNode ParseCsiNode(const YAML::Node& object) {
       }
     }
     return csi;
+  });
+}
+
+PodDisruptionBudget ParsePodDisruptionBudget(const YAML::Node& object) {
+  PodDisruptionBudget pdb;
+  pdb.name = Name(object, "PodDisruptionBudget");
+  return Named("PodDisruptionBudget " + pdb.name, [&] {
+    const auto& meta = object["metadata"];
+    if (meta["namespace"]) pdb.ns = Str(meta["namespace"], "metadata.namespace");
+    if (pdb.ns.empty()) pdb.ns = "default";
+    if (object["spec"] && object["spec"]["selector"]) {
+      pdb.selector = ParseSelector(object["spec"]["selector"]);
+    }
+    // Without a status (not yet reconciled by the disruption controller) nothing is allowed.
+    if (const auto& status = object["status"]; status && status["disruptionsAllowed"]) {
+      pdb.disruptions_allowed = status["disruptionsAllowed"].as<std::int32_t>();
+    }
+    return pdb;
   });
 }
 

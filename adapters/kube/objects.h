@@ -40,6 +40,7 @@ PersistentVolumeClaim ParsePersistentVolumeClaim(const YAML::Node& object);  // 
 PersistentVolume ParsePersistentVolume(const YAML::Node& object);            // v1
 StorageClass ParseStorageClass(const YAML::Node& object);                    // storage.k8s.io/v1
 CsiNode ParseCsiNode(const YAML::Node& object);                              // storage.k8s.io/v1
+PodDisruptionBudget ParsePodDisruptionBudget(const YAML::Node& object);      // policy/v1
 Taint ParseTaint(const YAML::Node& node);
 
 }  // namespace tenon::kube

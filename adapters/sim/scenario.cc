@@ -51,7 +51,16 @@ WorkloadStep ParseWorkload(const YAML::Node& w) {
   if (w["tolerations"]) {
     for (const auto& t : w["tolerations"]) step.tolerations.push_back(kube::ParseToleration(t));
   }
-  if (w["doNotDisrupt"]) step.do_not_disrupt = w["doNotDisrupt"].as<bool>();
+  if (w["doNotDisrupt"]) {
+    // true, or the annotation's duration form ("30m").
+    std::string value = w["doNotDisrupt"].as<std::string>();
+    if (value == "true" || value == "false") {
+      step.do_not_disrupt = value == "true";
+    } else {
+      step.do_not_disrupt_for = kube::ParseDuration(value);
+      step.do_not_disrupt = step.do_not_disrupt_for.value > 0;
+    }
+  }
   if (w["terminationGracePeriod"]) {
     step.termination_grace = kube::ParseDuration(w["terminationGracePeriod"].as<std::string>());
   }
@@ -148,6 +157,29 @@ void ParseObjects(const YAML::Node& objects, Scenario& s) {
   }
 }
 
+// Controller settings a scenario may change: Karpenter's feature gate and tenon's own
+// consolidation threshold (both off by default).
+void ParseSettings(const YAML::Node& node, Settings& settings) {
+  if (!node) return;
+  if (node["featureGates"]) {
+    std::string gates = node["featureGates"].as<std::string>();
+    settings.spot_to_spot_consolidation =
+        gates.find("SpotToSpotConsolidation=true") != std::string::npos;
+  }
+  if (node["consolidationMinSavingsPerHour"]) {
+    double usd = node["consolidationMinSavingsPerHour"].as<double>();
+    if (usd < 0) throw ScenarioError("settings.consolidationMinSavingsPerHour must be >= 0");
+    settings.consolidation_min_savings = MicroUsdPerHour{static_cast<std::int64_t>(usd * 1e6)};
+  }
+  if (node["consolidationMinSavingsPercent"]) {
+    auto percent = node["consolidationMinSavingsPercent"].as<std::int32_t>();
+    if (percent < 0 || percent > 100) {
+      throw ScenarioError("settings.consolidationMinSavingsPercent must be 0..100");
+    }
+    settings.consolidation_min_savings_percent = percent;
+  }
+}
+
 Scenario Parse(const YAML::Node& doc, const std::filesystem::path& folder) {
   Scenario s;
   s.name = doc["name"] ? doc["name"].as<std::string>() : "scenario";
@@ -158,6 +190,7 @@ Scenario Parse(const YAML::Node& doc, const std::filesystem::path& folder) {
   if (s.tick.value <= 0 || s.duration.value <= 0)
     throw ScenarioError("tick and duration must be > 0");
   if (doc["clusterName"]) s.settings.cluster_name = doc["clusterName"].as<std::string>();
+  ParseSettings(doc["settings"], s.settings);
   if (!doc["catalog"]) throw ScenarioError("catalog: a path to a catalog file is required");
   auto catalog = std::filesystem::path(doc["catalog"].as<std::string>());
   s.catalog = LoadCatalogJson(catalog.is_absolute() ? catalog : folder / catalog, s.seed);

@@ -28,6 +28,7 @@ struct WorkloadStep {
   Labels node_selector;
   std::vector<Toleration> tolerations;
   bool do_not_disrupt = false;                  // karpenter.sh/do-not-disrupt on its pods.
+  Nanos do_not_disrupt_for{0};                  // Its duration form ("30m"), else 0.
   Nanos termination_grace{30 * kSecond.value};  // terminationGracePeriodSeconds.
   std::string priority_class;
 };

@@ -79,6 +79,7 @@ json PodJson(const Pod& p) {
           {"selector", p.node_selector},
           {"tolerations", TolerationsJson(p.tolerations)},
           {"doNotDisrupt", p.do_not_disrupt},
+          {"doNotDisruptFor", p.do_not_disrupt_for.value},
           {"grace", p.termination_grace.value},
           {"priority", p.priority_class}};
 }
@@ -97,6 +98,7 @@ Pod PodFrom(const json& j) {
   p.node_selector = j.at("selector").get<Labels>();
   p.tolerations = TolerationsFrom(j.at("tolerations"));
   p.do_not_disrupt = j.at("doNotDisrupt");
+  p.do_not_disrupt_for = Nanos{j.value("doNotDisruptFor", std::int64_t{0})};
   p.termination_grace = Nanos{j.at("grace").get<std::int64_t>()};
   p.priority_class = j.at("priority");
   return p;
@@ -282,6 +284,7 @@ std::vector<Event> World::Advance(Nanos now) {
   for (auto& e : FireTimers()) events.push_back(std::move(e));
   for (auto& e : TopUp()) events.push_back(std::move(e));
   for (auto& e : Schedule()) events.push_back(std::move(e));
+  for (auto& e : PublishBudgets()) events.push_back(std::move(e));
   for (auto& e : ListInstances()) events.push_back(std::move(e));
   events.push_back(Tick{now_});
   return events;
@@ -337,6 +340,7 @@ Pod World::NewPod(const WorkloadStep& step) {
   pod.node_selector = step.node_selector;
   pod.tolerations = step.tolerations;
   pod.do_not_disrupt = step.do_not_disrupt;
+  pod.do_not_disrupt_for = step.do_not_disrupt_for;
   pod.termination_grace = step.termination_grace;
   pod.priority_class = step.priority_class;
   return pod;
@@ -653,6 +657,36 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
   return {CommandSucceeded{command.id}, NodeUpserted{node}};
 }
 
+// What the PDB controller would publish as status.disruptionsAllowed.
+std::int64_t World::DisruptionsAllowed(const Budget& budget) const {
+  std::int64_t healthy = 0;
+  for (const auto& [key, pod] : pods_) {
+    auto a = pod.labels.find("app");
+    if (pod.ns != budget.ns || a == pod.labels.end() || a->second != budget.app) continue;
+    auto node = nodes_.find(pod.node_name);
+    if (pod.phase == "Running" && node != nodes_.end() && node->second.ready) ++healthy;
+  }
+  auto desired = replicas_.find(budget.ns + "/" + budget.app);
+  std::int64_t want = desired == replicas_.end() ? 0 : desired->second;
+  return budget.min_available ? healthy - *budget.min_available
+                              : *budget.max_unavailable - (want - healthy);
+}
+
+// The PDB controller: each budget's status, published when it changes.
+std::vector<Event> World::PublishBudgets() {
+  std::vector<Event> events;
+  for (const Budget& budget : scenario_.budgets) {
+    auto allowed = static_cast<std::int32_t>(std::max<std::int64_t>(0, DisruptionsAllowed(budget)));
+    auto [it, fresh] = published_budgets_.try_emplace(budget.ns + "/" + budget.name, allowed);
+    if (!fresh && it->second == allowed) continue;
+    it->second = allowed;
+    LabelSelector selector;
+    selector.match_labels["app"] = budget.app;
+    events.push_back(PodDisruptionBudgetUpserted{{budget.ns, budget.name, selector, allowed}});
+  }
+  return events;
+}
+
 // The Eviction API: 429 while the pod's PodDisruptionBudget allows no disruption.
 std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
   auto it = pods_.find(PodKey(evict.ns, evict.name));
@@ -664,17 +698,7 @@ std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
     if (budget.ns != evict.ns || app == it->second.labels.end() || app->second != budget.app) {
       continue;
     }
-    std::int64_t healthy = 0;
-    for (const auto& [key, pod] : pods_) {
-      auto a = pod.labels.find("app");
-      if (pod.ns != budget.ns || a == pod.labels.end() || a->second != budget.app) continue;
-      auto node = nodes_.find(pod.node_name);
-      if (pod.phase == "Running" && node != nodes_.end() && node->second.ready) ++healthy;
-    }
-    std::int64_t desired = replicas_[budget.ns + "/" + budget.app];
-    std::int64_t allowed = budget.min_available ? healthy - *budget.min_available
-                                                : *budget.max_unavailable - (desired - healthy);
-    if (allowed <= 0) {
+    if (DisruptionsAllowed(budget) <= 0) {
       return {CommandFailed{
           command.id, ErrorCode::kDisruptionBudget,
           "Cannot evict pod as it would violate the pod's disruption budget " + budget.name}};

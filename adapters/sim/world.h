@@ -81,6 +81,8 @@ class World : public runtime::Executor {
   std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
   std::vector<Event> Patch(const Command& command, const PatchNode& patch);
   std::vector<Event> Evict(const Command& command, const EvictPod& evict);
+  std::int64_t DisruptionsAllowed(const Budget& budget) const;
+  std::vector<Event> PublishBudgets();
   std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
                                   const std::string& name);
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
@@ -98,6 +100,7 @@ class World : public runtime::Executor {
 
   const Scenario& scenario_;
   std::filesystem::path state_file_;
+  std::map<std::string, std::int32_t> published_budgets_;  // PDB status last published.
 
   Nanos now_{0};
   bool started_ = false;

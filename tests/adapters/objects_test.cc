@@ -55,5 +55,44 @@ TEST(ParseNode, CreationTime) {
   EXPECT_EQ(node.created, ParseTimestamp("2026-01-01T00:00:00Z"));
 }
 
+TEST(ParsePod, DoNotDisruptTrueOrADuration) {
+  auto parse = [](const std::string& value) {
+    return ParsePod(YAML::Load("metadata: {name: p, annotations: {karpenter.sh/do-not-disrupt: \"" +
+                               value + "\"}}\nspec: {containers: []}"));
+  };
+  EXPECT_TRUE(parse("true").do_not_disrupt);
+  EXPECT_EQ(parse("true").do_not_disrupt_for, Nanos{0});
+  Pod timed = parse("30m");
+  EXPECT_TRUE(timed.do_not_disrupt);
+  EXPECT_EQ(timed.do_not_disrupt_for, Nanos{30 * kMinute.value});
+  EXPECT_FALSE(parse("false").do_not_disrupt);
+  try {
+    parse("soon");
+    ADD_FAILURE() << "no ObjectError";
+  } catch (const ObjectError& e) {
+    EXPECT_NE(std::string(e.what()).find("do-not-disrupt"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ParsePodDisruptionBudget, SelectorAndAllowedDisruptions) {
+  PodDisruptionBudget pdb = ParsePodDisruptionBudget(YAML::Load(R"(
+metadata: {name: cart, namespace: shop}
+spec:
+  minAvailable: 2
+  selector:
+    matchLabels: {app: cart}
+    matchExpressions: [{key: tier, operator: In, values: [web]}]
+status: {disruptionsAllowed: 1, currentHealthy: 3}
+)"));
+  EXPECT_EQ(pdb.ns, "shop");
+  EXPECT_EQ(pdb.name, "cart");
+  EXPECT_EQ(pdb.selector.match_labels.at("app"), "cart");
+  ASSERT_EQ(pdb.selector.match_expressions.size(), 1u);
+  EXPECT_EQ(pdb.disruptions_allowed, 1);
+  // Not yet reconciled: no status, nothing allowed.
+  EXPECT_EQ(
+      ParsePodDisruptionBudget(YAML::Load("metadata: {name: x}\nspec: {}")).disruptions_allowed, 0);
+}
+
 }  // namespace
 }  // namespace tenon::kube

@@ -23,17 +23,6 @@ workloads:
   - {at: 2m, name: web, replicas: 0}
 )";
 
-// The scenario starts at 2026-01-01T00:00:00Z, a Thursday.
-constexpr std::int64_t kMinuteNs = 60 * kSecond.value;
-Nanos Start() {
-  using namespace std::chrono;
-  return Nanos{
-      duration_cast<nanoseconds>(sys_days{year{2026} / January / 1}.time_since_epoch()).count()};
-}
-Nanos Minutes(std::int64_t m) {
-  return Nanos{Start().value + m * kMinuteNs};
-}
-
 // The same scenario on Monday 2026-01-05 at 10:00 UTC, inside business hours.
 std::string OnMonday(std::string yaml) {
   auto at = yaml.find("start: \"2026-01-01T00:00:00Z\"");
@@ -41,31 +30,11 @@ std::string OnMonday(std::string yaml) {
                       "start: \"2026-01-05T10:00:00Z\"");
 }
 
-std::vector<const DisruptionDecision*> Phase(const Outcome& o, const std::string& method,
-                                             const std::string& phase) {
-  std::vector<const DisruptionDecision*> out;
-  for (const auto& [at, d] : o.disruptions) {
-    if (d.method == method && d.phase == phase) out.push_back(&d);
-  }
-  return out;
-}
-
 Nanos FirstAt(const Outcome& o, const std::string& method, const std::string& phase) {
   for (const auto& [at, d] : o.disruptions) {
     if (d.method == method && d.phase == phase) return at;
   }
   return Nanos{0};
-}
-
-std::string Outcomes(const Outcome& o) {
-  std::string text;
-  for (const auto& [at, d] : o.disruptions) {
-    text += std::to_string((at.value - Start().value) / kSecond.value) + "s " + d.method + " " +
-            d.phase + " [" + d.reason + "]";
-    for (const auto& c : d.candidates) text += " {" + c.nodeclaim + ": " + c.outcome + "}";
-    text += "\n";
-  }
-  return text;
 }
 
 // Three nodes' worth of pods scale to zero at 4 min: after consolidateAfter the empty nodes

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <string>
@@ -203,6 +204,53 @@ inline void ExpectReplaced(const Outcome& o, const std::string& claim, std::size
   EXPECT_FALSE(o.nodeclaims.contains(claim));
   EXPECT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.Bound(), pods);
+}
+
+// ---- Reading disruption decisions back, for the disruption and consolidation tests. ----
+
+// The scenario starts at 2026-01-01T00:00:00Z, a Thursday.
+inline constexpr std::int64_t kMinuteNs = 60 * kSecond.value;
+inline Nanos Start() {
+  using namespace std::chrono;
+  return Nanos{
+      duration_cast<nanoseconds>(sys_days{year{2026} / January / 1}.time_since_epoch()).count()};
+}
+inline Nanos Minutes(std::int64_t m) {
+  return Nanos{Start().value + m * kMinuteNs};
+}
+
+// The decisions of one method in one phase, in order.
+inline std::vector<const DisruptionDecision*> Phase(const Outcome& o, const std::string& method,
+                                                    const std::string& phase) {
+  std::vector<const DisruptionDecision*> out;
+  for (const auto& [at, d] : o.disruptions) {
+    if (d.method == method && d.phase == phase) out.push_back(&d);
+  }
+  return out;
+}
+
+// Every disruption decision as a line: seconds since the start, method, phase, reason and
+// each candidate's outcome (what a failing test prints).
+inline std::string Outcomes(const Outcome& o) {
+  std::string text;
+  for (const auto& [at, d] : o.disruptions) {
+    text += std::to_string((at.value - Start().value) / kSecond.value) + "s " + d.method + " " +
+            d.phase + " [" + d.reason + "]";
+    for (const auto& c : d.candidates) text += " {" + c.nodeclaim + ": " + c.outcome + "}";
+    text += "\n";
+  }
+  return text;
+}
+
+// Whether any candidate of any decision of `method` was recorded with `text` in its outcome.
+inline bool Recorded(const Outcome& o, const std::string& method, const std::string& text) {
+  for (const auto& [at, d] : o.disruptions) {
+    if (d.method != method) continue;
+    for (const auto& c : d.candidates) {
+      if (c.outcome.find(text) != std::string::npos) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace tenon::testing

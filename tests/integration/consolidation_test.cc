@@ -1,0 +1,194 @@
+// Consolidation end to end, through the simulator: a replacement strictly cheaper than the
+// node it replaces (tainted, launched, initialised, then the old node deleted), the rollback
+// when the replacement never comes up, multi-node consolidation, the spot-to-spot gate, the
+// minimum-savings setting, PodDisruptionBudgets and the do-not-disrupt duration form as
+// blockers. Every run also passes the invariant checks in scenario_run.h.
+#include "tests/integration/scenario_run.h"
+
+namespace tenon::testing {
+namespace {
+
+// One m5.xlarge left with a single 1200m pod: an m5.large at half the price holds it.
+const std::string kOneSmallPod = R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 1}
+)";
+
+// A scenario whose NodePool takes m5.large and m5.xlarge of `capacity`, with `settings` and
+// `disruption` (the NodePool's spec.disruption) as given.
+std::string PoolScenario(const std::string& body, const std::string& capacity = "on-demand",
+                         const std::string& disruption = "", const std::string& settings = "") {
+  std::string yaml = Scenario(body, "", disruption);
+  if (capacity != "on-demand") {
+    std::string from = "values: [on-demand]";
+    yaml.replace(yaml.find(from), from.size(), "values: [" + capacity + "]");
+  }
+  return yaml + settings;
+}
+
+TEST(Consolidation, ReplacesANodeWithACheaperOne) {
+  Outcome o = Simulate(PoolScenario(kOneSmallPod));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto replacing = Phase(o, "SingleNodeConsolidation", "replacing");
+  ASSERT_EQ(replacing.size(), 1u) << Outcomes(o);
+  ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation",
+                       "replace with one on-demand node (m5.large from $0.0960/h, 1 types), "
+                       "saving at least $0.0960/h"))
+      << Outcomes(o);
+  // The old node was tainted before its replacement launched and deleted after it was up.
+  std::string old = replacing[0]->nodeclaims.at(0);
+  auto mine = o.Transitions(old);
+  auto tainted = std::find(mine.begin(), mine.end(), "Tainted");
+  auto deleting = std::find(mine.begin(), mine.end(), "Deleting");
+  ASSERT_NE(tainted, mine.end()) << o.Describe();
+  ASSERT_NE(deleting, mine.end()) << o.Describe();
+  EXPECT_LT(tainted, deleting);
+  // One m5.large runs the one pod; nothing is pending.
+  ASSERT_EQ(o.instances.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.instances.begin()->second.instance_type, "m5.large");
+  EXPECT_EQ(o.Bound(), 1u);
+  EXPECT_EQ(o.pods.size(), 1u);
+}
+
+// The replacement never registers: after the registration TTL it is deleted, the disrupted
+// taint comes off the old node, and the old node keeps running its pod.
+TEST(Consolidation, FailedReplacementRollsTheTaintBack) {
+  Outcome o = Simulate(PoolScenario(R"(
+duration: 22m
+cloud: {neverRegister: [m5.large]}
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 1}
+)"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto rolled = Phase(o, "SingleNodeConsolidation", "rolled back");
+  ASSERT_EQ(rolled.size(), 1u) << Outcomes(o);
+  EXPECT_NE(rolled[0]->reason.find("the disrupted taint is removed"), std::string::npos);
+  std::string old = rolled[0]->nodeclaims.at(0);
+  EXPECT_EQ(o.Count("Untainted"), 1u) << o.Describe();
+  EXPECT_TRUE(Phase(o, "SingleNodeConsolidation", "replaced").empty());
+  // The old node is still there, the taint was taken off it, and its pod kept running. (The
+  // next pass tries again, so the scenario may end with it tainted anew.)
+  ASSERT_TRUE(o.nodeclaims.contains(old));
+  std::size_t untaint = 0;
+  for (const auto* patch : o.CommandsOf<PatchNode>()) {
+    if (std::find(patch->remove_taints.begin(), patch->remove_taints.end(),
+                  label::kDisruptedTaint) != patch->remove_taints.end()) {
+      ++untaint;
+    }
+  }
+  EXPECT_EQ(untaint, 1u);
+  EXPECT_EQ(Phase(o, "SingleNodeConsolidation", "replacing").size(), 2u) << Outcomes(o);
+  EXPECT_EQ(o.Bound(), 1u);
+}
+
+// Three m5.xlarge nodes with one 800m pod each: multi-node consolidation replaces all three
+// with one node (the longest prefix that can go), and every pod keeps running.
+TEST(Consolidation, MultiNodeTakesTheLongestGroup) {
+  Outcome o = Simulate(PoolScenario(R"(
+duration: 10m
+workloads:
+  - {name: a, replicas: 3, cpu: 3000m, memory: 512Mi}
+  - {at: 2m, name: b, replicas: 3, cpu: 800m, memory: 256Mi}
+  - {at: 4m, name: a, replicas: 0}
+)",
+                                    "on-demand", "      disruption: {budgets: [{nodes: \"100%\"}]}\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  auto multi = Phase(o, "MultiNodeConsolidation", "replacing");
+  auto deleted = Phase(o, "MultiNodeConsolidation", "executed");
+  ASSERT_EQ(multi.size() + deleted.size(), 1u) << Outcomes(o);
+  const DisruptionDecision* d = multi.empty() ? deleted[0] : multi[0];
+  EXPECT_EQ(d->nodeclaims.size(), 3u) << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, "MultiNodeConsolidation", "selected: 3 nodes together"))
+      << Outcomes(o);
+  EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.Bound(), 3u);
+  EXPECT_EQ(o.pods.size(), 3u);
+}
+
+// A spot node is not replaced by another spot node unless the feature gate is on, and then
+// only with 15 cheaper types to choose from.
+TEST(Consolidation, SpotToSpotNeedsTheGateAndFifteenTypes) {
+  Outcome off = Simulate(PoolScenario(kOneSmallPod, "spot"));
+  EXPECT_TRUE(Recorded(off, "SingleNodeConsolidation", "spot-to-spot consolidation is off"))
+      << Outcomes(off);
+  EXPECT_TRUE(Phase(off, "SingleNodeConsolidation", "replacing").empty());
+
+  Outcome on = Simulate(PoolScenario(kOneSmallPod, "spot", "",
+                                     "settings: {featureGates: SpotToSpotConsolidation=true}\n"));
+  EXPECT_TRUE(Recorded(on, "SingleNodeConsolidation",
+                       "spot-to-spot replacement needs 15 cheaper instance types, 1 found"))
+      << Outcomes(on);
+  EXPECT_TRUE(Phase(on, "SingleNodeConsolidation", "replacing").empty());
+}
+
+// tenon's minimum-savings setting: halving the price is not enough when 60% is asked for.
+TEST(Consolidation, MinimumSavingsStopsSmallReplacements) {
+  Outcome strict = Simulate(
+      PoolScenario(kOneSmallPod, "on-demand", "", "settings: {consolidationMinSavingsPercent: 60}\n"));
+  EXPECT_TRUE(Recorded(strict, "SingleNodeConsolidation", "savings under the minimum"))
+      << Outcomes(strict);
+  EXPECT_TRUE(Phase(strict, "SingleNodeConsolidation", "replacing").empty());
+
+  Outcome loose = Simulate(
+      PoolScenario(kOneSmallPod, "on-demand", "", "settings: {consolidationMinSavingsPercent: 40}\n"));
+  EXPECT_EQ(Phase(loose, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(loose);
+}
+
+// A PodDisruptionBudget that allows no disruption blocks its pod's node (named in the
+// record); the other underutilized node is consolidated onto it.
+TEST(Consolidation, PodDisruptionBudgetBlocks) {
+  const std::string two_nodes = R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 2m, name: b, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 1}
+  - {at: 4m, name: b, replicas: 1}
+)";
+  Outcome o = Simulate(PoolScenario(two_nodes + R"(budgets:
+  - {name: a-pdb, app: a, minAvailable: 1}
+)"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", ": PDB a-pdb allows 0 disruptions"))
+      << Outcomes(o);
+  auto executed = Phase(o, "SingleNodeConsolidation", "executed");
+  ASSERT_EQ(executed.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.instances.size(), 1u);
+  EXPECT_EQ(o.Bound(), 2u);
+
+  Outcome twice = Simulate(PoolScenario(two_nodes + R"(budgets:
+  - {name: a-pdb, app: a, maxUnavailable: 1}
+  - {name: a-pdb-2, app: a, maxUnavailable: 1}
+  - {name: b-pdb, app: b, minAvailable: 1}
+)"));
+  EXPECT_TRUE(Recorded(twice, "SingleNodeConsolidation",
+                       "is matched by several PodDisruptionBudgets (a-pdb, a-pdb-2)"))
+      << Outcomes(twice);
+  EXPECT_TRUE(Phase(twice, "SingleNodeConsolidation", "executed").empty()) << Outcomes(twice);
+  EXPECT_EQ(twice.instances.size(), 2u);
+}
+
+// karpenter.sh/do-not-disrupt: "6m" protects the pod for six minutes from its creation; the
+// node is consolidated once that has passed.
+TEST(Consolidation, DoNotDisruptDurationExpires) {
+  Outcome o = Simulate(PoolScenario(R"(
+duration: 10m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi, doNotDisrupt: 6m}
+  - {at: 4m, name: a, replicas: 1}
+)"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation",
+                       "has karpenter.sh/do-not-disrupt until 00:06:00 UTC"))
+      << Outcomes(o);
+  auto replacing = Phase(o, "SingleNodeConsolidation", "replacing");
+  ASSERT_EQ(replacing.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.Bound(), 1u);
+}
+
+}  // namespace
+}  // namespace tenon::testing
