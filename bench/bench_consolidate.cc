@@ -49,7 +49,8 @@ std::vector<InstanceType> PickTypes(const std::vector<InstanceType>& all) {
 // One disruption pass, as the controller runs it on a tick; returns its seconds and decision.
 double Pass(State state, DisruptionDecision* decision) {
   auto start = Clock::now();
-  Output out = Step(state, Seq{state.last_seq.value + 1}, Tick{Nanos{state.now.value + kSecond.value}});
+  Output out =
+      Step(state, Seq{state.last_seq.value + 1}, Tick{Nanos{state.now.value + kSecond.value}});
   double seconds = Since(start);
   for (const auto& d : out.decisions) {
     if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) *decision = *x;
@@ -105,7 +106,8 @@ bool SingleNode(const std::vector<InstanceType>& types, std::size_t pods) {
   DisruptionDecision decision;
   double pass = Pass(state, &decision);
   std::size_t evaluated = 0;
-  for (const auto& c : decision.candidates) evaluated += c.outcome.rfind("not consolidatable", 0) == 0 ? 0 : 1;
+  for (const auto& c : decision.candidates)
+    evaluated += c.outcome.rfind("not consolidatable", 0) == 0 ? 0 : 1;
   std::printf(
       "single-node: %zu nodes, %zu pods, %zu candidates (%zu could be deleted, %zu replaced by "
       "one node)\n",
@@ -127,21 +129,26 @@ bool MultiNode(const std::vector<InstanceType>& types, std::size_t pods) {
   Simulation sim(state);
   std::vector<std::string> claims;
   WithPods(state, sim, &claims);
-  std::vector<std::string> hundred(claims.begin(), claims.begin() + std::min<std::size_t>(100, claims.size()));
+  std::vector<std::string> hundred(claims.begin(),
+                                   claims.begin() + std::min<std::size_t>(100, claims.size()));
   auto start = Clock::now();
-  Schedule(state, [&] {
-    std::vector<const Pod*> all;
-    for (const auto& c : hundred) {
-      auto mine = sim.PodsOf(c);
-      all.insert(all.end(), mine.begin(), mine.end());
-    }
-    return all;
-  }(), std::set<std::string>(hundred.begin(), hundred.end()));
+  Schedule(
+      state,
+      [&] {
+        std::vector<const Pod*> all;
+        for (const auto& c : hundred) {
+          auto mine = sim.PodsOf(c);
+          all.insert(all.end(), mine.begin(), mine.end());
+        }
+        return all;
+      }(),
+      std::set<std::string>(hundred.begin(), hundred.end()));
   double fresh = Since(start);
-  std::printf("multi-node: %zu nodes, %zu pods; one disruption pass: %.4f s (%s %s, %zu nodes) | "
-              "fresh-pass baseline for the 100-node group alone: %.4f s\n",
-              state.nodeclaims.size(), state.pods.size(), pass, decision.method.c_str(),
-              decision.phase.c_str(), decision.nodeclaims.size(), fresh);
+  std::printf(
+      "multi-node: %zu nodes, %zu pods; one disruption pass: %.4f s (%s %s, %zu nodes) | "
+      "fresh-pass baseline for the 100-node group alone: %.4f s\n",
+      state.nodeclaims.size(), state.pods.size(), pass, decision.method.c_str(),
+      decision.phase.c_str(), decision.nodeclaims.size(), fresh);
   return decision.method == "MultiNodeConsolidation" && decision.nodeclaims.size() >= 2;
 }
 
@@ -156,8 +163,10 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--simulations-only") == 0) simulations_only = true;
     if (std::strcmp(argv[i], "--catalog") == 0 && i + 1 < argc) catalog = argv[++i];
-    if (std::strcmp(argv[i], "--single-pods") == 0 && i + 1 < argc) single_pods = std::stoul(argv[++i]);
-    if (std::strcmp(argv[i], "--multi-pods") == 0 && i + 1 < argc) multi_pods = std::stoul(argv[++i]);
+    if (std::strcmp(argv[i], "--single-pods") == 0 && i + 1 < argc)
+      single_pods = std::stoul(argv[++i]);
+    if (std::strcmp(argv[i], "--multi-pods") == 0 && i + 1 < argc)
+      multi_pods = std::stoul(argv[++i]);
   }
   if (quick) single_pods = 1200, multi_pods = 6000;
   std::vector<InstanceType> all;

@@ -103,7 +103,8 @@ inline std::vector<Pod> DiversePods(std::size_t count, bool anti_per_value = fal
   for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.Spread(label::kZone));
   for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.Spread(label::kHostname));
   for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.SelfAffinity(label::kZone));
-  for (std::size_t i = 0; i < fifth; ++i) pods.push_back(f.AntiAffinity(label::kHostname, anti_per_value));
+  for (std::size_t i = 0; i < fifth; ++i)
+    pods.push_back(f.AntiAffinity(label::kHostname, anti_per_value));
   while (pods.size() < count) pods.push_back(f.Plain());
   return pods;
 }

@@ -626,6 +626,7 @@ void Put(s::Settings::Builder b, const Settings& v) {
   b.setSpotToSpotConsolidation(v.spot_to_spot_consolidation);
   b.setConsolidationMinSavingsMicroUsdHour(v.consolidation_min_savings.value);
   b.setConsolidationMinSavingsPercent(v.consolidation_min_savings_percent);
+  b.setSoftExpiration(v.soft_expiration);
 }
 Settings Get(s::Settings::Reader r) {
   Settings v;
@@ -638,6 +639,7 @@ Settings Get(s::Settings::Reader r) {
   v.spot_to_spot_consolidation = r.getSpotToSpotConsolidation();
   v.consolidation_min_savings = MicroUsdPerHour{r.getConsolidationMinSavingsMicroUsdHour()};
   v.consolidation_min_savings_percent = r.getConsolidationMinSavingsPercent();
+  v.soft_expiration = r.getSoftExpiration();
   return v;
 }
 

@@ -285,6 +285,7 @@ struct Settings {
   spotToSpotConsolidation @6 :Bool;
   consolidationMinSavingsMicroUsdHour @7 :Int64;
   consolidationMinSavingsPercent @8 :Int32;
+  softExpiration @9 :Bool;
 }
 
 struct FleetError {

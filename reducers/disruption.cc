@@ -115,6 +115,9 @@ Allowance Allowed(const State& state, const NodePool& pool, const std::string& r
 
 constexpr const char* kEmptiness = "Emptiness";
 constexpr const char* kDrift = "Drift";
+// Beyond Karpenter (Settings::soft_expiration): expiration as a graceful, budgeted method.
+constexpr const char* kSoftExpiration = "SoftExpiration";
+constexpr const char* kReasonExpired = "Expired";
 constexpr const char* kMultiNode = "MultiNodeConsolidation";
 constexpr const char* kSingleNode = "SingleNodeConsolidation";
 constexpr const char* kReasonDrifted = "Drifted";
@@ -131,6 +134,7 @@ bool IsConsolidation(const std::string& method) {
 
 std::string BudgetReason(const std::string& method) {
   if (method == kDrift) return kReasonDrifted;
+  if (method == kSoftExpiration) return kReasonExpired;
   if (IsConsolidation(method)) return kReasonUnderutilized;
   return kReasonEmpty;
 }
@@ -149,7 +153,7 @@ struct Candidate {
   std::vector<const Pod*> pods;
   double cost = 0;         // Karpenter's disruption cost: cheaper to disrupt goes first.
   std::size_t record = 0;  // Its entry in Pass::candidates.
-  std::string drift;       // Drift only: why.
+  std::string why;         // Drift and soft expiration: why it qualifies.
 };
 
 // What disrupting some candidates would take: nothing, or new claims launched first.
@@ -275,8 +279,15 @@ std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
 std::string MethodBlocker(const State& state, const std::string& method, Candidate& c) {
   if (method == kEmptiness) return c.pods.empty() ? ConsolidatableBlocker(state, c) : "-";
   if (method == kDrift) {
-    c.drift = Drifted(state, *c.claim, *c.pool, c.node);
-    return c.drift.empty() ? "-" : "";
+    c.why = "drifted (" + Drifted(state, *c.claim, *c.pool, c.node) + ")";
+    return c.why == "drifted ()" ? "-" : "";
+  }
+  if (method == kSoftExpiration) {
+    Nanos after = c.pool->expire_after;
+    if (after.value < 0 || state.now - c.claim->created < after) return "-";
+    c.why = "expired (created " + DurationText(state.now - c.claim->created) +
+            " ago, expireAfter " + DurationText(after) + ")";
+    return "";
   }
   if (c.pods.empty()) return "-";  // Emptiness's.
   if (c.pool->consolidation_policy == ConsolidationPolicy::kWhenEmpty) {
@@ -321,7 +332,7 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
         "delete, saving " + PriceText(total) + (moves.empty() ? "" : "; its pods move: ") + moves;
     return plan;
   }
-  if (method == kDrift) {
+  if (method == kDrift || method == kSoftExpiration) {
     plan.replacements = std::move(result.claims);
     plan.text = "replace with " + std::to_string(plan.replacements.size()) +
                 " new node(s) first; its pods move: " + moves;
@@ -403,7 +414,7 @@ std::vector<Candidate> Gather(const State& state, const Simulation& sim, const s
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;
     if (blocker.empty()) blocker = GracefulBlocker(state, c);
-    if (!blocker.empty() && method == kDrift) blocker = "drifted (" + c.drift + "), but " + blocker;
+    if (!blocker.empty() && !c.why.empty()) blocker = c.why + ", but " + blocker;
     c.cost = DisruptionCost(state, c);
     c.record = pass.candidates.size();
     pass.candidates.push_back({name, claim.nodepool, blocker.empty() ? "selected" : blocker});
@@ -560,13 +571,13 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim,
       continue;
     }
     Plan plan;
-    if (method == kDrift) {
-      plan = Consult(state, sim, kDrift, {&c});
+    if (method == kDrift || method == kSoftExpiration) {
+      plan = Consult(state, sim, method, {&c});
       if (!plan.blocker.empty()) {
-        outcome = "drifted (" + c.drift + "), but " + plan.blocker;
+        outcome = c.why + ", but " + plan.blocker;
         continue;
       }
-      outcome = "selected: drifted (" + c.drift + "); " + plan.text;
+      outcome = "selected: " + c.why + "; " + plan.text;
     }
     --left;
     pass.selected.push_back(c.claim->name);
@@ -586,7 +597,9 @@ const Taint kDisruptedTaint{label::kDisruptedTaint, "", TaintEffect::kNoSchedule
 
 std::string DeletionReason(const std::string& method, const std::string& outcome) {
   if (method == kEmptiness) return "empty: no workload pods";
-  if (method == kDrift) return outcome.substr(std::string("selected: ").size());
+  if (method == kDrift || method == kSoftExpiration) {
+    return outcome.substr(std::string("selected: ").size());
+  }
   return "underutilized: " + outcome.substr(std::string("selected: ").size());
 }
 
@@ -614,7 +627,9 @@ void Execute(State& state, Seq seq, const std::string& method,
   state.replacing.push_back(std::move(wait));
 }
 
+// Karpenter v1's expiration: forceful and unbudgeted, unless soft expiration is asked for.
 void Expire(State& state, Seq seq, Output& out) {
+  if (state.settings.soft_expiration) return;
   for (auto& [name, claim] : state.nodeclaims) {
     auto pool = state.nodepools.find(claim.nodepool);
     if (pool == state.nodepools.end() || claim.deleting) continue;
@@ -648,9 +663,10 @@ void Validate(State& state, Seq seq, Output& out) {
     if (std::find(now.selected.begin(), now.selected.end(), name) != now.selected.end()) continue;
     auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
                            [&](const auto& c) { return c.nodeclaim == name; });
-    std::string gone = method == kEmptiness ? "no longer empty or no longer exists"
-                       : method == kDrift   ? "no longer drifted or no longer exists"
-                                            : "no longer a candidate or no longer exists";
+    std::string gone = method == kEmptiness        ? "no longer empty or no longer exists"
+                       : method == kDrift          ? "no longer drifted or no longer exists"
+                       : method == kSoftExpiration ? "no longer expired or no longer exists"
+                                                   : "no longer a candidate or no longer exists";
     changed = name + ": " + (it != now.candidates.end() ? it->outcome : gone);
     break;
   }
@@ -772,7 +788,8 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
   // Karpenter's order: the first method with something to do acts; the others wait.
   Simulation sim(state);
   std::vector<std::pair<std::string, Pass>> passes;
-  for (const char* method : {kEmptiness, kDrift, kMultiNode, kSingleNode}) {
+  for (const char* method : {kEmptiness, kSoftExpiration, kDrift, kMultiNode, kSingleNode}) {
+    if (method == std::string(kSoftExpiration) && !state.settings.soft_expiration) continue;
     Pass pass = Evaluate(state, method, sim);
     if (!pass.selected.empty()) {
       state.pending_method = method;

@@ -421,6 +421,9 @@ struct Settings {
   // and as a percent of the price of the nodes it replaces (the larger applies).
   MicroUsdPerHour consolidation_min_savings{0};
   std::int32_t consolidation_min_savings_percent = 0;
+  // Beyond Karpenter, off by default: expired nodes go through the budgets and are replaced
+  // before they are drained, like drifted ones, instead of being deleted at once.
+  bool soft_expiration = false;
   friend bool operator==(const Settings&, const Settings&) = default;
 };
 

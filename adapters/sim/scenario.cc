@@ -166,6 +166,7 @@ void ParseSettings(const YAML::Node& node, Settings& settings) {
     settings.spot_to_spot_consolidation =
         gates.find("SpotToSpotConsolidation=true") != std::string::npos;
   }
+  if (node["softExpiration"]) settings.soft_expiration = node["softExpiration"].as<bool>();
   if (node["consolidationMinSavingsPerHour"]) {
     double usd = node["consolidationMinSavingsPerHour"].as<double>();
     if (usd < 0) throw ScenarioError("settings.consolidationMinSavingsPerHour must be >= 0");

@@ -88,22 +88,22 @@ workloads:
 // Three m5.xlarge nodes with one 800m pod each: multi-node consolidation replaces all three
 // with one node (the longest prefix that can go), and every pod keeps running.
 TEST(Consolidation, MultiNodeTakesTheLongestGroup) {
-  Outcome o = Simulate(PoolScenario(R"(
+  Outcome o =
+      Simulate(PoolScenario(R"(
 duration: 10m
 workloads:
   - {name: a, replicas: 3, cpu: 3000m, memory: 512Mi}
   - {at: 2m, name: b, replicas: 3, cpu: 800m, memory: 256Mi}
   - {at: 4m, name: a, replicas: 0}
 )",
-                                    "on-demand", "      disruption: {budgets: [{nodes: \"100%\"}]}\n"));
+                            "on-demand", "      disruption: {budgets: [{nodes: \"100%\"}]}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   auto multi = Phase(o, "MultiNodeConsolidation", "replacing");
   auto deleted = Phase(o, "MultiNodeConsolidation", "executed");
   ASSERT_EQ(multi.size() + deleted.size(), 1u) << Outcomes(o);
   const DisruptionDecision* d = multi.empty() ? deleted[0] : multi[0];
   EXPECT_EQ(d->nodeclaims.size(), 3u) << Outcomes(o);
-  EXPECT_TRUE(Recorded(o, "MultiNodeConsolidation", "selected: 3 nodes together"))
-      << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, "MultiNodeConsolidation", "selected: 3 nodes together")) << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 3u);
   EXPECT_EQ(o.pods.size(), 3u);
@@ -127,14 +127,14 @@ TEST(Consolidation, SpotToSpotNeedsTheGateAndFifteenTypes) {
 
 // tenon's minimum-savings setting: halving the price is not enough when 60% is asked for.
 TEST(Consolidation, MinimumSavingsStopsSmallReplacements) {
-  Outcome strict = Simulate(
-      PoolScenario(kOneSmallPod, "on-demand", "", "settings: {consolidationMinSavingsPercent: 60}\n"));
+  Outcome strict = Simulate(PoolScenario(kOneSmallPod, "on-demand", "",
+                                         "settings: {consolidationMinSavingsPercent: 60}\n"));
   EXPECT_TRUE(Recorded(strict, "SingleNodeConsolidation", "savings under the minimum"))
       << Outcomes(strict);
   EXPECT_TRUE(Phase(strict, "SingleNodeConsolidation", "replacing").empty());
 
-  Outcome loose = Simulate(
-      PoolScenario(kOneSmallPod, "on-demand", "", "settings: {consolidationMinSavingsPercent: 40}\n"));
+  Outcome loose = Simulate(PoolScenario(kOneSmallPod, "on-demand", "",
+                                        "settings: {consolidationMinSavingsPercent: 40}\n"));
   EXPECT_EQ(Phase(loose, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(loose);
 }
 
@@ -182,12 +182,73 @@ workloads:
   - {at: 4m, name: a, replicas: 1}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation",
-                       "has karpenter.sh/do-not-disrupt until 00:06:00 UTC"))
+  EXPECT_TRUE(
+      Recorded(o, "SingleNodeConsolidation", "has karpenter.sh/do-not-disrupt until 00:06:00 UTC"))
       << Outcomes(o);
   auto replacing = Phase(o, "SingleNodeConsolidation", "replacing");
   ASSERT_EQ(replacing.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 1u);
+}
+
+}  // namespace
+}  // namespace tenon::testing
+
+namespace tenon::testing {
+namespace {
+
+// Soft expiration (beyond Karpenter, off by default): an expired node waits for its budget,
+// gets its replacement first, and only then is drained; with the budget at 0 it stays.
+TEST(Consolidation, SoftExpirationIsBudgetedAndReplacesFirst) {
+  const std::string workload = R"(
+duration: 9m
+workloads:
+  - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
+)";
+  const std::string expire = "          expireAfter: 5m\n";
+  Outcome o = Simulate(Scenario(workload, expire) + "settings: {softExpiration: true}\n");
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  EXPECT_TRUE(Phase(o, "Expiration", "executed").empty()) << Outcomes(o);
+  ASSERT_EQ(Phase(o, "SoftExpiration", "replacing").size(), 1u) << Outcomes(o);
+  ASSERT_EQ(Phase(o, "SoftExpiration", "replaced").size(), 1u) << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, "SoftExpiration", "selected: expired (created 309s ago, expireAfter 5m)"))
+      << Outcomes(o);
+  EXPECT_EQ(o.instances.size(), 1u);
+  EXPECT_EQ(o.Bound(), 2u);
+
+  Outcome held =
+      Simulate(Scenario(workload, expire, "      disruption: {budgets: [{nodes: \"0\"}]}\n") +
+               "settings: {softExpiration: true}\n");
+  EXPECT_TRUE(Phase(held, "SoftExpiration", "replacing").empty()) << Outcomes(held);
+  EXPECT_TRUE(Recorded(held, "SoftExpiration", "over budget: Expired allows 0 now"))
+      << Outcomes(held);
+}
+
+// The independent check behind the consolidation invariant says no when the pods of the
+// deleted node have nowhere to go, and yes when they do.
+TEST(Consolidation, InvariantCheckerCatchesAPodWithNowhereToGo) {
+  State state;
+  for (const char* name : {"a", "b"}) {
+    NodeClaim claim;
+    claim.name = std::string("claim-") + name;
+    claim.node_name = std::string("node-") + name;
+    state.nodeclaims[claim.name] = claim;
+    Node node;
+    node.name = claim.node_name;
+    node.ready = true;
+    node.allocatable = {Millicores{2000}, Bytes{4 * 1024 * kMebibyte.value}, 10, {}};
+    state.nodes[node.name] = node;
+    Pod pod;
+    pod.ns = "default";
+    pod.name = std::string("pod-") + name;
+    pod.node_name = node.name;
+    pod.phase = "Running";
+    pod.owner_kind = "ReplicaSet";
+    pod.requests.cpu = Millicores{1500};
+    state.pods[PodKey(pod.ns, pod.name)] = pod;
+  }
+  EXPECT_EQ(Unplaceable(state, {"claim-a"}), "default/pod-a");
+  state.pods.at("default/pod-b").requests.cpu = Millicores{400};
+  EXPECT_EQ(Unplaceable(state, {"claim-a"}), "");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,19 +106,73 @@ struct Outcome {
   }
 };
 
+// Whether the workload pods of `claims` still fit, by CPU, memory and pod count (first fit,
+// largest first), into what the other ready nodes have free: a check of consolidation that
+// does not use the scheduler it checks. Empty when they fit, else the pod that does not.
+inline std::string Unplaceable(const State& state, const std::vector<std::string>& claims) {
+  std::set<std::string> leaving;
+  for (const auto& [name, claim] : state.nodeclaims) {
+    bool candidate = std::find(claims.begin(), claims.end(), name) != claims.end();
+    if (candidate || claim.deleting) leaving.insert(claim.node_name);
+  }
+  std::map<std::string, Resources> room;
+  for (const auto& [name, node] : state.nodes) {
+    if (node.ready && !leaving.contains(name)) room[name] = node.allocatable;
+  }
+  std::vector<const Pod*> moving;
+  for (const auto& [key, pod] : state.pods) {
+    if (pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    Resources need = pod.requests;
+    need.pods = 1;
+    if (auto it = room.find(pod.node_name); it != room.end()) it->second = it->second - need;
+    bool workload = pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
+    if (workload && leaving.contains(pod.node_name) &&
+        std::any_of(claims.begin(), claims.end(), [&](const auto& c) {
+          auto claim = state.nodeclaims.find(c);
+          return claim != state.nodeclaims.end() && claim->second.node_name == pod.node_name;
+        })) {
+      moving.push_back(&pod);
+    }
+  }
+  std::sort(moving.begin(), moving.end(),
+            [](const Pod* a, const Pod* b) { return a->requests.cpu > b->requests.cpu; });
+  for (const Pod* pod : moving) {
+    Resources need = pod->requests;
+    need.pods = 1;
+    auto fit = std::find_if(room.begin(), room.end(), [&](const auto& r) {
+      return need.cpu <= r.second.cpu && need.memory <= r.second.memory &&
+             need.pods <= r.second.pods;
+    });
+    if (fit == room.end()) return pod->ns + "/" + pod->name;
+    fit->second = fit->second - need;
+  }
+  return {};
+}
+
 // Runs the scenario with its log in `dir` (a fresh temporary folder when null).
 // Invariants every run must keep (the simulation tests lean on them): a graceful disruption
-// (emptiness, drift) never takes more nodes of a pool than the budget it recorded allowed, and
-// never a node running a do-not-disrupt pod. Returns the violations found.
+// (emptiness, drift, consolidation) never takes more nodes of a pool than the budget it
+// recorded allowed, and never a node running a do-not-disrupt pod; a consolidation never
+// deletes nodes whose pods have nowhere to go (checked when the nodes are deleted: at once,
+// or once their replacements are up). Returns the violations found.
 inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
   std::vector<std::string> out;
   log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
     Decision d = log::DecodeDecision(record.payload);
     const auto* x = std::get_if<DisruptionDecision>(&d.body);
+    bool consolidation = x != nullptr && x->method.find("Consolidation") != std::string::npos;
+    if (consolidation && (x->phase == "executed" || x->phase == "replaced")) {
+      // Replacements are up when "replaced" is decided: the state after its event has them.
+      State at = replay::FoldTo(log, d.cause.value - (x->phase == "executed" ? 1 : 0), true);
+      if (std::string pod = Unplaceable(at, x->nodeclaims); !pod.empty()) {
+        out.push_back(x->method + " deleted " + x->nodeclaims.front() + " but pod " + pod +
+                      " fits on no other node");
+      }
+    }
     // A disruption starts when it is executed, or when its candidates are tainted while
     // replacements launch; the budgets recorded then must have allowed it.
     if (x == nullptr || (x->phase != "executed" && x->phase != "replacing")) return true;
-    if (x->method != "Emptiness" && x->method != "Drift" &&
+    if (x->method != "Emptiness" && x->method != "Drift" && x->method != "SoftExpiration" &&
         x->method.find("Consolidation") == std::string::npos) {
       return true;
     }
