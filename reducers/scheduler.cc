@@ -97,7 +97,7 @@ class Pass {
   void Refuse(const PodView& v, std::size_t index, std::uint64_t until);
   bool Relax(PodView& v);
   bool TryPlace(PodView& v);
-  bool TryExisting(PodView& v, Bin& bin);
+  bool TryExisting(PodView& v, Bin& bin, std::size_t index);
   bool TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch);
   bool TolerantOf(const PodView& v, const std::vector<Taint>& taints, std::string* why) const;
   bool VolumesFit(const PodView& v, const Bin& bin) const;
@@ -151,6 +151,10 @@ class Pass {
   // topology epoch + 1 equals the value; 0 when never refused.
   std::vector<std::vector<std::uint64_t>> refused_;
   std::vector<std::size_t> refused_forever_;  // [shape]
+  // [shape][existing bin]: refused by taints, requirements or a hostname spread or
+  // anti-affinity count, which no later placement or trial can undo.
+  std::vector<std::vector<bool>> refused_existing_;
+  Topology::Memo memo_;
   // [shape]: the topology groups selecting the shape's pods, and how many groups were seen.
   std::deque<std::pair<std::vector<std::size_t>, std::size_t>> selecting_;
 };
@@ -361,6 +365,7 @@ std::size_t Pass::ShapeOf(const PodView& v) {
   auto [it, inserted] = shapes_.try_emplace(s, shapes_.size());
   if (inserted) {
     refused_.emplace_back();
+    refused_existing_.emplace_back();
     refused_forever_.push_back(0);
     selecting_.emplace_back();
   }
@@ -450,16 +455,25 @@ bool Pass::VolumesFit(const PodView& v, const Bin& bin) const {
   return true;
 }
 
-bool Pass::TryExisting(PodView& v, Bin& bin) {
+bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   if (!Fits(v.need, bin.remaining)) return false;
-  if (!TolerantOf(v, bin.taints, nullptr)) return false;
+  auto never = [&] {  // Refused for the rest of the pass and every trial of it.
+    auto& refused = refused_existing_[v.shape];
+    if (refused.size() < existing_.size()) refused.resize(existing_.size(), false);
+    refused[index] = true;
+    return false;
+  };
+  if (!TolerantOf(v, bin.taints, nullptr)) return never();
   bool match = v.requirements.Matches([&](const std::string& key) {
     auto it = bin.labels.find(key);
     return it == bin.labels.end() ? std::optional<std::string_view>()
                                   : std::optional<std::string_view>(it->second);
   });
-  if (!match || !PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;
-  if (!topology_.Check(v, bin.name, &bin.labels, nullptr, nullptr)) return false;
+  if (!match) return never();
+  if (!PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;
+  if (!topology_.Check(v, bin.name, &bin.labels, nullptr, nullptr, nullptr, nullptr, &memo_)) {
+    return topology_.RefusalOutlivesTrial(v, bin.name) ? never() : false;
+  }
   Save(bin);
   bin.remaining = bin.remaining - v.need;
   existing_room_dirty_ = true;
@@ -588,8 +602,11 @@ bool Pass::TryPlace(PodView& v) {
   }
   if (v.need.cpu <= existing_room_.cpu && v.need.memory <= existing_room_.memory &&
       v.need.pods <= existing_room_.pods) {
-    for (Bin& bin : existing_) {
-      if (!bin.gone && TryExisting(v, bin)) return true;
+    const auto& refused = refused_existing_[v.shape];
+    memo_.verdicts.clear();  // Nothing is placed during the scan, so verdicts hold across it.
+    for (std::size_t i = 0; i < existing_.size(); ++i) {
+      if (i < refused.size() && refused[i]) continue;
+      if (!existing_[i].gone && TryExisting(v, existing_[i], i)) return true;
     }
   }
   std::uint64_t epoch = topology_.Epoch(v);

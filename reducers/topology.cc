@@ -130,17 +130,20 @@ void Topology::Register(TopologyGroup& g) {
 
 // Counts the pods already bound to nodes into a new group.
 void Topology::CountExisting(TopologyGroup& g) {
-  for (const auto& [key, pod] : state_->pods) {
-    if (pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
-    if (excluded_nodes_->contains(pod.node_name)) continue;
-    auto node = state_->nodes.find(pod.node_name);
-    if (node == state_->nodes.end()) continue;
-    auto domain = IsHostname(g.key) ? std::optional<std::string>(node->first)
-                                    : Label(node->second.labels, g.key);
-    if (!domain) continue;
-    if (Selects(g, pod) && NodeCounts(g, node->second.labels, node->second.taints)) {
-      g.counts[*domain]++;
+  if (!bound_ready_) {
+    for (const auto& [key, pod] : state_->pods) {
+      if (pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+      if (excluded_nodes_->contains(pod.node_name)) continue;
+      auto node = state_->nodes.find(pod.node_name);
+      if (node != state_->nodes.end()) bound_.emplace_back(&pod, &node->second);
     }
+    bound_ready_ = true;
+  }
+  for (const auto& [pod, node] : bound_) {
+    auto domain =
+        IsHostname(g.key) ? std::optional<std::string>(node->name) : Label(node->labels, g.key);
+    if (!domain) continue;
+    if (Selects(g, *pod) && NodeCounts(g, node->labels, node->taints)) g.counts[*domain]++;
   }
 }
 
@@ -284,8 +287,8 @@ bool Topology::Narrow(const PodView& view, const TopologyGroup& g, bool owned,
 }
 
 bool Topology::Check(const PodView& view, const std::string& bin_name, const Labels* labels,
-                     const Requirements* claim, Choices* chosen, bool* permanent,
-                     std::string* why) const {
+                     const Requirements* claim, Choices* chosen, bool* permanent, std::string* why,
+                     Memo* memo) const {
   std::vector<std::string_view> node_domains;
   auto check = [&](std::size_t index, bool owned) -> bool {
     const TopologyGroup& g = groups_[index];
@@ -297,6 +300,16 @@ bool Topology::Check(const PodView& view, const std::string& bin_name, const Lab
       if (it == labels->end()) {
         if (owned && why != nullptr) *why = "node has no " + g.key + " label";
         return !owned;
+      }
+      if (memo != nullptr && !IsHostname(g.key)) {
+        std::string_view domain = it->second;
+        for (const auto& [i, o, d, ok] : memo->verdicts) {
+          if (i == index && o == owned && d == domain) return ok;
+        }
+        node_domains.push_back(domain);
+        bool ok = Narrow(view, g, owned, node_domains, why);
+        memo->verdicts.emplace_back(index, owned, domain, ok);
+        return ok;
       }
       node_domains.push_back(it->second);
     } else {
@@ -331,6 +344,29 @@ bool Topology::Check(const PodView& view, const std::string& bin_name, const Lab
     }
   }
   return true;
+}
+
+bool Topology::RefusalOutlivesTrial(const PodView& view, const std::string& bin_name) const {
+  auto refuses = [&](std::size_t index, bool owned) {
+    const TopologyGroup& g = groups_[index];
+    if (!IsHostname(g.key) || g.kind == GroupKind::kAffinity) return false;
+    bool changed = std::any_of(changes_.begin(), changes_.end(), [&](const Change& c) {
+      return c.index == index && c.domain == bin_name;
+    });
+    if (changed) return false;
+    std::vector<std::string_view> domains{bin_name};
+    return !Narrow(view, g, owned, domains, nullptr);
+  };
+  for (std::size_t i : view.groups) {
+    if (refuses(i, true)) return true;
+  }
+  if (view.selecting != nullptr) {
+    for (std::size_t i : *view.selecting) {
+      const TopologyGroup& g = groups_[i];
+      if (g.kind == GroupKind::kAntiAffinity && !g.owners.empty() && refuses(i, false)) return true;
+    }
+  }
+  return false;
 }
 
 bool Topology::Narrows(const Choices& chosen, const Requirements& claim) const {

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,9 +33,19 @@ class Topology {
   // Checks the pod against a bin. Existing bins pass their labels; planned claims pass their
   // requirements instead and get the domains they must narrow to in `chosen`. On a refusal,
   // `permanent` (optional) says whether it holds for the whole pass and `why` (optional) why.
+  // Verdicts per (group, domain) for one pod while nothing is placed: a scan over existing
+  // nodes asks about the same few zones again and again.
+  struct Memo {
+    // (group, owned by the pod, domain) -> allowed.
+    std::vector<std::tuple<std::size_t, bool, std::string_view, bool>> verdicts;
+  };
   bool Check(const PodView& view, const std::string& bin_name, const Labels* labels,
              const Requirements* claim, Choices* chosen, bool* permanent = nullptr,
-             std::string* why = nullptr) const;
+             std::string* why = nullptr, Memo* memo = nullptr) const;
+  // For an existing node that Check refused: whether the refusal holds for the whole pass and
+  // for every trial of it, because it comes from a hostname spread or anti-affinity count (those
+  // only grow) that the current trial has not changed.
+  bool RefusalOutlivesTrial(const PodView& view, const std::string& bin_name) const;
   // Whether applying a check's choices would narrow `claim`, and applying them.
   bool Narrows(const Choices& chosen, const Requirements& claim) const;
   void Apply(const Choices& chosen, Requirements& claim) const;
@@ -93,6 +104,9 @@ class Topology {
   std::vector<Change> changes_;
   std::vector<bool> touched_;                                // [group]
   std::vector<std::pair<const Pod*, const Node*>> unbound_;  // Taken off in this trial.
+  // Active pods bound to a known node (not excluded), for counting new groups.
+  std::vector<std::pair<const Pod*, const Node*>> bound_;
+  bool bound_ready_ = false;
 };
 
 }  // namespace tenon::core
