@@ -238,6 +238,10 @@ void Pass::BuildExistingBins() {
     existing_.push_back(std::move(bin));
   }
   existing_by_name_.insert(by_name.begin(), by_name.end());
+  for (Bin& bin : existing_) {
+    if (auto zone = bin.labels.find(label::kZone); zone != bin.labels.end())
+      bin.zone = zone->second;
+  }
   for (const auto& [key, pod] : state_.pods) {
     if (pod.node_name.empty() || !IsActive(pod)) continue;
     auto it = by_name.find(pod.node_name);
@@ -604,8 +608,14 @@ bool Pass::TryPlace(PodView& v) {
       v.need.pods <= existing_room_.pods) {
     const auto& refused = refused_existing_[v.shape];
     memo_.verdicts.clear();  // Nothing is placed during the scan, so verdicts hold across it.
+    memo_.refused_zones.clear();
     for (std::size_t i = 0; i < existing_.size(); ++i) {
       if (i < refused.size() && refused[i]) continue;
+      if (!memo_.refused_zones.empty() &&
+          std::find(memo_.refused_zones.begin(), memo_.refused_zones.end(), existing_[i].zone) !=
+              memo_.refused_zones.end()) {
+        continue;
+      }
       if (!existing_[i].gone && TryExisting(v, existing_[i], i)) return true;
     }
   }

@@ -154,6 +154,7 @@ struct Bin {
   bool gone = false;     // Existing bins: taken away for a consolidation trial.
   std::size_t pool = 0;  // Planned claims: index into the pool templates.
   Labels labels;         // Existing bins only.
+  std::string zone;      // Existing bins: their zone label, if any.
   std::vector<Taint> taints;
   Resources remaining;        // Existing bins only.
   Requirements requirements;  // Planned claims only.

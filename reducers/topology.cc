@@ -128,23 +128,32 @@ void Topology::Register(TopologyGroup& g) {
   }
 }
 
-// Counts the pods already bound to nodes into a new group.
+// Counts the pods already bound to nodes into a new group. A selector with matchLabels
+// looks only at the pods carrying its first label.
 void Topology::CountExisting(TopologyGroup& g) {
   if (!bound_ready_) {
     for (const auto& [key, pod] : state_->pods) {
       if (pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
       if (excluded_nodes_->contains(pod.node_name)) continue;
       auto node = state_->nodes.find(pod.node_name);
-      if (node != state_->nodes.end()) bound_.emplace_back(&pod, &node->second);
+      if (node == state_->nodes.end()) continue;
+      for (const auto& label : pod.labels) bound_by_label_[label].push_back(bound_.size());
+      bound_.emplace_back(&pod, &node->second);
     }
     bound_ready_ = true;
   }
-  for (const auto& [pod, node] : bound_) {
+  auto count = [&](const Pod& pod, const Node& node) {
     auto domain =
-        IsHostname(g.key) ? std::optional<std::string>(node->name) : Label(node->labels, g.key);
-    if (!domain) continue;
-    if (Selects(g, *pod) && NodeCounts(g, node->labels, node->taints)) g.counts[*domain]++;
+        IsHostname(g.key) ? std::optional<std::string>(node.name) : Label(node.labels, g.key);
+    if (domain && Selects(g, pod) && NodeCounts(g, node.labels, node.taints)) g.counts[*domain]++;
+  };
+  if (g.selector.match_labels.empty()) {
+    for (const auto& [pod, node] : bound_) count(*pod, *node);
+    return;
   }
+  auto carrying = bound_by_label_.find(*g.selector.match_labels.begin());
+  if (carrying == bound_by_label_.end()) return;
+  for (std::size_t i : carrying->second) count(*bound_[i].first, *bound_[i].second);
 }
 
 std::size_t Topology::Intern(TopologyGroup g) {
@@ -309,6 +318,7 @@ bool Topology::Check(const PodView& view, const std::string& bin_name, const Lab
         node_domains.push_back(domain);
         bool ok = Narrow(view, g, owned, node_domains, why);
         memo->verdicts.emplace_back(index, owned, domain, ok);
+        if (!ok && g.key == label::kZone) memo->refused_zones.push_back(domain);
         return ok;
       }
       node_domains.push_back(it->second);

@@ -38,6 +38,7 @@ class Topology {
   struct Memo {
     // (group, owned by the pod, domain) -> allowed.
     std::vector<std::tuple<std::size_t, bool, std::string_view, bool>> verdicts;
+    std::vector<std::string_view> refused_zones;  // Zones some zone group refused.
   };
   bool Check(const PodView& view, const std::string& bin_name, const Labels* labels,
              const Requirements* claim, Choices* chosen, bool* permanent = nullptr,
@@ -107,6 +108,8 @@ class Topology {
   // Active pods bound to a known node (not excluded), for counting new groups.
   std::vector<std::pair<const Pod*, const Node*>> bound_;
   bool bound_ready_ = false;
+  // (label key, value) -> indexes into bound_ of the pods carrying it.
+  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> bound_by_label_;
 };
 
 }  // namespace tenon::core
