@@ -485,6 +485,9 @@ void Put(s::NodeClass::Builder b, const NodeClass& c) {
   };
   PutOpt(b.initMaxPods(), widen(c.max_pods));
   PutOpt(b.initPodsPerCore(), widen(c.pods_per_core));
+  PutTexts(b.initAmis(c.amis.size()), c.amis);
+  PutTexts(b.initSubnets(c.subnets.size()), c.subnets);
+  PutTexts(b.initSecurityGroups(c.security_groups.size()), c.security_groups);
 }
 NodeClass Get(s::NodeClass::Reader r) {
   auto narrow = [](std::optional<std::int64_t> v) -> std::optional<std::int32_t> {
@@ -495,7 +498,10 @@ NodeClass Get(s::NodeClass::Reader r) {
           S(r.getRole()),
           r.getReady(),
           narrow(GetOpt<std::int64_t>(r.getMaxPods())),
-          narrow(GetOpt<std::int64_t>(r.getPodsPerCore()))};
+          narrow(GetOpt<std::int64_t>(r.getPodsPerCore())),
+          GetTexts(r.getAmis()),
+          GetTexts(r.getSubnets()),
+          GetTexts(r.getSecurityGroups())};
 }
 
 void Put(s::Offering::Builder b, const Offering& o) {
@@ -580,6 +586,9 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   b.setLastPodChangeNs(c.last_pod_change.value);
   b.setNodePoolHash(c.nodepool_hash);
   b.setNodeClassHash(c.nodeclass_hash);
+  b.setImageId(T(c.image_id));
+  b.setSubnetId(T(c.subnet_id));
+  PutTexts(b.initSecurityGroups(c.security_groups.size()), c.security_groups);
 }
 NodeClaim Get(s::NodeClaim::Reader r) {
   NodeClaim c;
@@ -613,6 +622,9 @@ NodeClaim Get(s::NodeClaim::Reader r) {
   c.last_pod_change = Nanos{r.getLastPodChangeNs()};
   c.nodepool_hash = r.getNodePoolHash();
   c.nodeclass_hash = r.getNodeClassHash();
+  c.image_id = S(r.getImageId());
+  c.subnet_id = S(r.getSubnetId());
+  c.security_groups = GetTexts(r.getSecurityGroups());
   return c;
 }
 
@@ -759,6 +771,9 @@ void Put(s::Event::Builder b, const Event& event) {
                    g.setCapacityType(T(e.capacity_type));
                    g.setPriceMicroUsdHour(e.price.value);
                    PutList(g.initErrors(e.errors.size()), e.errors);
+                   g.setImageId(T(e.image_id));
+                   g.setSubnetId(T(e.subnet_id));
+                   PutTexts(g.initSecurityGroups(e.security_groups.size()), e.security_groups);
                  },
                  [&](const FleetFailed& e) {
                    auto g = b.initFleetFailed();
@@ -869,7 +884,10 @@ Event Get(s::Event::Reader r) {
                            S(g.getZone()),
                            S(g.getCapacityType()),
                            MicroUsdPerHour{g.getPriceMicroUsdHour()},
-                           GetList<FleetError>(g.getErrors())};
+                           GetList<FleetError>(g.getErrors()),
+                           S(g.getImageId()),
+                           S(g.getSubnetId()),
+                           GetTexts(g.getSecurityGroups())};
     }
     case s::Event::FLEET_FAILED: {
       auto g = r.getFleetFailed();

@@ -214,6 +214,9 @@ struct NodeClass {
   ready @3 :Bool;
   maxPods @4 :OptionalInt64;
   podsPerCore @5 :OptionalInt64;
+  amis @6 :List(Text);
+  subnets @7 :List(Text);
+  securityGroups @8 :List(Text);
 }
 
 struct Offering {
@@ -273,6 +276,9 @@ struct NodeClaim {
   lastPodChangeNs @25 :Int64;
   nodePoolHash @26 :UInt64;
   nodeClassHash @27 :UInt64;
+  imageId @28 :Text;
+  subnetId @29 :Text;
+  securityGroups @30 :List(Text);
 }
 
 struct Settings {
@@ -333,6 +339,9 @@ struct Event {
       capacityType @20 :Text;
       priceMicroUsdHour @21 :Int64;
       errors @44 :List(FleetError);
+      imageId @54 :Text;
+      subnetId @55 :Text;
+      securityGroups @56 :List(Text);
     }
     fleetFailed :group {
       command @22 :UInt64;

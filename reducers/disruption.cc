@@ -198,6 +198,26 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
       claim.nodeclass_hash != NodeClassHash(nc->second)) {
     return "EC2NodeClass " + claim.nodeclass + " changed";
   }
+  if (auto nc = state.nodeclasses.find(claim.nodeclass); nc != state.nodeclasses.end()) {
+    const NodeClass& c = nc->second;
+    auto has = [](const std::vector<std::string>& ids, const std::string& id) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
+    if (!c.amis.empty() && !claim.image_id.empty() && !has(c.amis, claim.image_id)) {
+      return "AMI " + claim.image_id + " is no longer selected by EC2NodeClass " + c.name;
+    }
+    if (!c.subnets.empty() && !claim.subnet_id.empty() && !has(c.subnets, claim.subnet_id)) {
+      return "subnet " + claim.subnet_id + " is no longer selected by EC2NodeClass " + c.name;
+    }
+    std::vector<std::string> mine = claim.security_groups;
+    std::vector<std::string> now = c.security_groups;
+    std::sort(mine.begin(), mine.end());
+    std::sort(now.begin(), now.end());
+    if (!now.empty() && !mine.empty() && mine != now) {
+      return "security groups [" + Join(mine) + "] differ from EC2NodeClass " + c.name + "'s [" +
+             Join(now) + "]";
+    }
+  }
   if (!claim.instance_type.empty() && !state.catalog.contains(claim.instance_type)) {
     return "instance type " + claim.instance_type + " is no longer offered";
   }

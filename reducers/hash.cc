@@ -164,7 +164,8 @@ void H(Hasher& h, const NodePool& p) {
   All(h, p.consolidation_policy, p.consolidate_after, p.budgets);
 }
 void H(Hasher& h, const NodeClass& c) {
-  All(h, c.name, c.ami_family, c.role, c.ready, c.max_pods, c.pods_per_core);
+  All(h, c.name, c.ami_family, c.role, c.ready, c.max_pods, c.pods_per_core, c.amis, c.subnets,
+      c.security_groups);
 }
 void H(Hasher& h, const Offering& o) {
   All(h, o.zone, o.capacity_type, o.price, o.available);
@@ -184,6 +185,7 @@ void H(Hasher& h, const NodeClaim& c) {
       c.allocatable, c.created, c.launched, c.registered, c.initialized);
   All(h, c.deleting, c.deleting_since, c.deleting_reason, c.instance_gone, c.evictions_refused,
       c.evict_after, c.last_pod_change, c.nodepool_hash, c.nodeclass_hash);
+  All(h, c.image_id, c.subnet_id, c.security_groups);
 }
 void H(Hasher& h, const BatchWindow& b) {
   All(h, b.open, b.opened, b.last_pod);

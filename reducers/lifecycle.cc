@@ -144,6 +144,9 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
   claim->zone = event.zone;
   claim->capacity_type = event.capacity_type;
   claim->price = event.price;
+  claim->image_id = event.image_id;
+  claim->subnet_id = event.subnet_id;
+  claim->security_groups = event.security_groups;
   claim->launched = state.now;
   auto entry = state.catalog.find(event.instance_type);
   if (entry != state.catalog.end()) claim->allocatable = entry->second.allocatable;

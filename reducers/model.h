@@ -340,6 +340,11 @@ struct NodeClass {
   bool ready = true;
   std::optional<std::int32_t> max_pods;       // kubelet.maxPods
   std::optional<std::int32_t> pods_per_core;  // kubelet.podsPerCore
+  // Status: what the selector terms resolve to now (ids). Empty: not resolved yet, so not
+  // used for drift.
+  std::vector<std::string> amis;
+  std::vector<std::string> subnets;
+  std::vector<std::string> security_groups;
   friend bool operator==(const NodeClass&, const NodeClass&) = default;
 };
 
@@ -406,6 +411,10 @@ struct NodeClaim {
   Nanos last_pod_change{0};  // Last pod bound to or removed from its node (consolidateAfter).
   std::uint64_t nodepool_hash = 0;   // TemplateHash of its NodePool at creation.
   std::uint64_t nodeclass_hash = 0;  // NodeClassHash of its EC2NodeClass at creation.
+  // What the instance was launched with (drift when its EC2NodeClass no longer resolves to it).
+  std::string image_id;
+  std::string subnet_id;
+  std::vector<std::string> security_groups;
   friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
 };
 
@@ -494,6 +503,9 @@ struct FleetLaunched {
   std::string capacity_type;
   MicroUsdPerHour price{0};
   std::vector<FleetError> errors;  // Overrides that failed before one succeeded.
+  std::string image_id;            // The AMI, subnet and security groups it runs with.
+  std::string subnet_id;
+  std::vector<std::string> security_groups;
   friend bool operator==(const FleetLaunched&, const FleetLaunched&) = default;
 };
 struct FleetFailed {

@@ -812,6 +812,18 @@ NodeClass ParseNodeClass(const YAML::Node& object) {
     if (kubelet["maxPods"]) nodeclass.max_pods = kubelet["maxPods"].as<std::int32_t>();
     if (kubelet["podsPerCore"]) nodeclass.pods_per_core = kubelet["podsPerCore"].as<std::int32_t>();
   }
+  // Status, as the EC2NodeClass controller resolved the selector terms: the ids drift compares
+  // a NodeClaim's instance against.
+  if (const auto& status = object["status"]) {
+    auto ids = [&](const char* field, std::vector<std::string>& out) {
+      for (const auto& item : status[field]) {
+        if (item["id"]) out.push_back(Str(item["id"], std::string("status.") + field + "[].id"));
+      }
+    };
+    ids("amis", nodeclass.amis);
+    ids("subnets", nodeclass.subnets);
+    ids("securityGroups", nodeclass.security_groups);
+  }
   return nodeclass;
 }
 

@@ -109,6 +109,8 @@ Action ParseAction(const YAML::Node& a) {
     action.kind = Action::Kind::kMalformedMessage;
   } else if (kind == "protectNode") {
     action.kind = Action::Kind::kProtectNode;
+  } else if (kind == "releaseAmi") {
+    action.kind = Action::Kind::kReleaseAmi;
   } else if (kind == "labelNodePool") {
     action.kind = Action::Kind::kLabelNodePool;
     action.label = a["label"] ? a["label"].as<std::string>() : "";
@@ -119,7 +121,7 @@ Action ParseAction(const YAML::Node& a) {
     throw ScenarioError("action: unknown 'do: " + kind +
                         "' (deleteNodeClaim, terminateInstance, strayInstance, spotInterruption, "
                         "rebalanceRecommendation, scheduledChange, instanceStopping, "
-                        "malformedMessage, protectNode, labelNodePool)");
+                        "malformedMessage, protectNode, labelNodePool, releaseAmi)");
   }
   return action;
 }

@@ -57,6 +57,7 @@ struct Action {
     kMalformedMessage,  // a queue message no one can read
     kProtectNode,       // karpenter.sh/do-not-disrupt on the oldest node
     kLabelNodePool,     // the user adds `label` (key=value) to the first NodePool's template
+    kReleaseAmi,        // a new AMI is released: every EC2NodeClass now resolves to it
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;

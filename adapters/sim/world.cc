@@ -135,7 +135,8 @@ json InstanceJson(const SimInstance& i) {
           {"capacity", i.capacity_type},
           {"price", i.price.value},
           {"launched", i.launched.value},
-          {"node", i.node_name}};
+          {"node", i.node_name},
+          {"image", i.image_id}};
 }
 SimInstance InstanceFrom(const json& j) {
   return {j.at("id"),
@@ -146,7 +147,8 @@ SimInstance InstanceFrom(const json& j) {
           j.at("capacity"),
           MicroUsdPerHour{j.at("price").get<std::int64_t>()},
           Nanos{j.at("launched").get<std::int64_t>()},
-          j.at("node")};
+          j.at("node"),
+          j.value("image", std::string())};
 }
 
 bool Tolerated(const std::vector<Toleration>& tolerations, const Taint& taint) {
@@ -190,6 +192,7 @@ bool World::Load() {
   next_instance_ = j.at("next_instance");
   next_timer_ = j.at("next_timer");
   next_pod_ = j.at("next_pod");
+  ami_release_ = j.value("ami_release", std::int64_t{1});
   launch_calls_ = j.at("launch_calls");
   for (const auto& i : j.at("instances")) instances_[i.at("id")] = InstanceFrom(i);
   client_tokens_ = j.at("tokens").get<std::map<std::string, std::string>>();
@@ -229,6 +232,7 @@ void World::Save() const {
   j["next_timer"] = next_timer_;
   j["next_pod"] = next_pod_;
   j["launch_calls"] = launch_calls_;
+  j["ami_release"] = ami_release_;
   j["instances"] = json::array();
   for (const auto& [id, i] : instances_) j["instances"].push_back(InstanceJson(i));
   j["tokens"] = client_tokens_;
@@ -268,7 +272,7 @@ std::vector<Event> World::StartupEvents() const {
   events.push_back(Tick{now_});
   events.push_back(ControllerStarted{kVersion, scenario_.seed, scenario_.settings});
   events.push_back(CatalogRefreshed{scenario_.catalog});
-  for (const auto& c : scenario_.nodeclasses) events.push_back(NodeClassUpserted{c});
+  for (const auto& c : scenario_.nodeclasses) events.push_back(NodeClassUpserted{Resolved(c)});
   for (const auto& p : scenario_.nodepools) events.push_back(NodePoolUpserted{Pool(p)});
   for (const auto& [name, node] : nodes_) events.push_back(NodeUpserted{node});
   for (const auto& [key, pod] : pods_) events.push_back(PodUpserted{pod});
@@ -451,6 +455,12 @@ std::vector<Event> World::RunActions() {
         events.push_back(NodeUpserted{node});
         break;
       }
+      case Action::Kind::kReleaseAmi: {
+        ++ami_release_;
+        for (const auto& c : scenario_.nodeclasses)
+          events.push_back(NodeClassUpserted{Resolved(c)});
+        break;
+      }
       case Action::Kind::kLabelNodePool: {
         const NodePool& pool = scenario_.nodepools.front();
         auto eq = action.label.find('=');
@@ -470,6 +480,7 @@ std::vector<Event> World::RunActions() {
                                      kCapacityOnDemand,
                                      MicroUsdPerHour{0},
                                      now_,
+                                     "",
                                      ""};
         break;
       }
@@ -594,6 +605,25 @@ std::vector<Event> World::Schedule() {
   return events;
 }
 
+std::string World::CurrentAmi(const NodeClass& nodeclass) const {
+  std::string family = nodeclass.ami_family.empty() ? "al2023" : nodeclass.ami_family;
+  std::transform(family.begin(), family.end(), family.begin(), ::tolower);
+  return "ami-" + family + "-r" + std::to_string(ami_release_);
+}
+
+NodeClass World::Resolved(const NodeClass& nodeclass) const {
+  NodeClass out = nodeclass;
+  out.amis = {CurrentAmi(nodeclass)};
+  std::set<std::string> zones;
+  for (const auto& type : scenario_.catalog) {
+    for (const auto& o : type.offerings) zones.insert(o.zone);
+  }
+  out.subnets.clear();
+  for (const auto& zone : zones) out.subnets.push_back("subnet-" + zone);
+  out.security_groups = {"sg-" + scenario_.settings.cluster_name + "-nodes"};
+  return out;
+}
+
 std::vector<Event> World::Launch(const Command& command, const LaunchInstances& launch) {
   ++launch_calls_;
   if (auto token = client_tokens_.find(launch.client_token); token != client_tokens_.end()) {
@@ -606,7 +636,10 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
                           i.zone,
                           i.capacity_type,
                           i.price,
-                          {}}};
+                          {},
+                          i.image_id,
+                          "subnet-" + i.zone,
+                          {"sg-" + scenario_.settings.cluster_name + "-nodes"}}};
   }
   std::vector<FleetError> errors;
   for (const auto& o : launch.overrides) {
@@ -619,9 +652,20 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
     char id[32];
     std::snprintf(id, sizeof id, "i-%017llx",
                   static_cast<unsigned long long>(Mix(scenario_.seed ^ next_instance_++) >> 4));
-    SimInstance instance{id,     launch.nodeclaim, launch.nodepool, o.instance_type,
-                         o.zone, o.capacity_type,  o.price,         now_,
-                         ""};
+    std::string image;
+    for (const auto& c : scenario_.nodeclasses) {
+      if (c.name == launch.nodeclass) image = CurrentAmi(c);
+    }
+    SimInstance instance{id,
+                         launch.nodeclaim,
+                         launch.nodepool,
+                         o.instance_type,
+                         o.zone,
+                         o.capacity_type,
+                         o.price,
+                         now_,
+                         "",
+                         image};
     instances_[instance.id] = instance;
     client_tokens_[launch.client_token] = instance.id;
     if (!scenario_.cloud.never_register.contains(o.instance_type)) {
@@ -630,9 +674,18 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
     }
     // CreateFleet (instant) answers with the instance and the errors of the overrides it
     // tried before it.
-    return {FleetLaunched{command.id, instance.nodeclaim, instance.id,
-                          "aws:///" + instance.zone + "/" + instance.id, instance.instance_type,
-                          instance.zone, instance.capacity_type, instance.price, errors}};
+    return {FleetLaunched{command.id,
+                          instance.nodeclaim,
+                          instance.id,
+                          "aws:///" + instance.zone + "/" + instance.id,
+                          instance.instance_type,
+                          instance.zone,
+                          instance.capacity_type,
+                          instance.price,
+                          errors,
+                          instance.image_id,
+                          "subnet-" + instance.zone,
+                          {"sg-" + scenario_.settings.cluster_name + "-nodes"}}};
   }
   return {FleetFailed{command.id, launch.nodeclaim, errors}};
 }

@@ -28,6 +28,7 @@ struct SimInstance {
   MicroUsdPerHour price{0};
   Nanos launched{0};
   std::string node_name;  // Set once the kubelet registers.
+  std::string image_id;   // The AMI it was launched from.
 };
 
 // Something the world will do at a given virtual time.
@@ -83,6 +84,10 @@ class World : public runtime::Executor {
   std::vector<Event> Evict(const Command& command, const EvictPod& evict);
   std::int64_t DisruptionsAllowed(const Budget& budget) const;
   std::vector<Event> PublishBudgets();
+  // EC2NodeClass status: the AMI of the current release, a subnet per zone, one security
+  // group; `releaseAmi` publishes a new AMI.
+  NodeClass Resolved(const NodeClass& nodeclass) const;
+  std::string CurrentAmi(const NodeClass& nodeclass) const;
   std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
                                   const std::string& name);
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
@@ -101,6 +106,7 @@ class World : public runtime::Executor {
   const Scenario& scenario_;
   std::filesystem::path state_file_;
   std::map<std::string, std::int32_t> published_budgets_;  // PDB status last published.
+  std::int64_t ami_release_ = 1;                           // Bumped by releaseAmi.
 
   Nanos now_{0};
   bool started_ = false;

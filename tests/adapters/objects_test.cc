@@ -74,6 +74,20 @@ TEST(ParsePod, DoNotDisruptTrueOrADuration) {
   }
 }
 
+TEST(ParseNodeClass, ResolvedStatusIds) {
+  NodeClass nc = ParseNodeClass(YAML::Load(R"(
+metadata: {name: default}
+spec: {role: r, amiSelectorTerms: [{alias: al2023@latest}]}
+status:
+  amis: [{id: ami-1, name: al2023, requirements: []}, {id: ami-2}]
+  subnets: [{id: subnet-a, zone: us-east-1a}]
+  securityGroups: [{id: sg-1, name: nodes}]
+)"));
+  EXPECT_EQ(nc.amis, (std::vector<std::string>{"ami-1", "ami-2"}));
+  EXPECT_EQ(nc.subnets, (std::vector<std::string>{"subnet-a"}));
+  EXPECT_EQ(nc.security_groups, (std::vector<std::string>{"sg-1"}));
+}
+
 TEST(ParsePodDisruptionBudget, SelectorAndAllowedDisruptions) {
   PodDisruptionBudget pdb = ParsePodDisruptionBudget(YAML::Load(R"(
 metadata: {name: cart, namespace: shop}

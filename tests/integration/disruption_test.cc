@@ -215,6 +215,26 @@ actions:
   EXPECT_EQ(o.Bound(), 4u);
 }
 
+// A new AMI is released: every node launched from the old one drifts (its AMI is no longer
+// what the EC2NodeClass resolves to) and is replaced by one launched from the new AMI.
+TEST(Disruption, NewAmiDriftsNodes) {
+  Outcome o = Simulate(Scenario(R"(
+duration: 8m
+workloads:
+  - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
+actions:
+  - {at: 3m, do: releaseAmi}
+)"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  EXPECT_TRUE(Recorded(o, "Drift",
+                       "drifted (AMI ami-al2023-r1 is no longer selected by EC2NodeClass default)"))
+      << Outcomes(o);
+  ASSERT_EQ(Phase(o, "Drift", "replaced").size(), 1u) << Outcomes(o);
+  ASSERT_EQ(o.instances.size(), 1u);
+  EXPECT_EQ(o.instances.begin()->second.image_id, "ami-al2023-r2");
+  EXPECT_EQ(o.Bound(), 2u);
+}
+
 // Two m5.xlarge nodes scale down to one pod each: one node is removed and its pod moves to
 // the other (single-node consolidation, budget reason Underutilized); no pod is left pending.
 TEST(Disruption, UnderutilizedNodeIsRemoved) {

@@ -80,7 +80,8 @@ std::vector<Event> EveryEvent() {
       CatalogRefreshed{CatalogWithGpu()},
       NodePoolUpserted{FullPool()},
       NodePoolDeleted{"gpu"},
-      NodeClassUpserted{NodeClass{"default", "AL2023", "role", false, 58, 10}},
+      NodeClassUpserted{NodeClass{
+          "default", "AL2023", "role", false, 58, 10, {"ami-1"}, {"subnet-a"}, {"sg-1", "sg-2"}}},
       NodeClassDeleted{"default"},
       PodUpserted{FullPod()},
       PodDeleted{"default", "web-1"},
@@ -94,7 +95,10 @@ std::vector<Event> EveryEvent() {
                     "z",
                     "spot",
                     MicroUsdPerHour{38'400},
-                    {{"m5.large", "y", "spot", ErrorCode::kInsufficientCapacity, "ICE"}}},
+                    {{"m5.large", "y", "spot", ErrorCode::kInsufficientCapacity, "ICE"}},
+                    "ami-1",
+                    "subnet-z",
+                    {"sg-1"}},
       FleetFailed{
           CommandId{5}, "c2", {{"m5.large", "z", "spot", ErrorCode::kInsufficientCapacity, "ICE"}}},
       CommandSucceeded{CommandId{6}},

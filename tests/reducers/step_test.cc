@@ -182,7 +182,10 @@ FleetLaunched LaunchedFor(const Output& out) {
                        "us-east-1a",
                        kCapacitySpot,
                        MicroUsdPerHour{30'800},
-                       {}};
+                       {},
+                       "ami-1",
+                       "subnet-a",
+                       {"sg-1"}};
 }
 
 // Launched -> Registered (labels synced, unregistered taint removed) -> Initialized.
@@ -403,7 +406,7 @@ TEST(Determinism, StateHashIsPinned) {
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   f.Fold(Tick{kT0 + kSecond});
-  EXPECT_EQ(StateHash(f.state), 392422051123640532ull) << std::hex << StateHash(f.state);
+  EXPECT_EQ(StateHash(f.state), 17922133742291492549ull) << std::hex << StateHash(f.state);
 }
 
 // AWS allocatable for m5.large: 29 pods (3 ENIs x 9 + 2), 1930m CPU, memory after the VM
