@@ -322,6 +322,25 @@ ReplacementWait Get(s::ReplacementWait::Reader r) {
           r.getDraining()};
 }
 
+template <class V>
+void PutOpt(s::OptionalInt64::Builder b, const std::optional<V>& v) {
+  b.setSet(v.has_value());
+  if constexpr (std::is_same_v<V, std::int64_t>) {
+    if (v) b.setValue(*v);
+  } else {
+    if (v) b.setValue(v->value);
+  }
+}
+template <class V>
+std::optional<V> GetOpt(s::OptionalInt64::Reader r) {
+  if (!r.getSet()) return std::nullopt;
+  if constexpr (std::is_same_v<V, std::int64_t>) {
+    return r.getValue();
+  } else {
+    return V{r.getValue()};
+  }
+}
+
 void Put(s::Pod::Builder b, const Pod& p) {
   b.setNamespace(T(p.ns));
   b.setName(T(p.name));
@@ -351,6 +370,9 @@ void Put(s::Pod::Builder b, const Pod& p) {
   b.setPriorityClass(T(p.priority_class));
   b.setTerminationGraceNs(p.termination_grace.value);
   b.setDoNotDisruptForNs(p.do_not_disrupt_for.value);
+  PutOpt(b.initPriority(),
+         p.priority ? std::optional<std::int64_t>(*p.priority) : std::optional<std::int64_t>());
+  b.setDeletionCost(p.deletion_cost);
 }
 Pod Get(s::Pod::Reader r) {
   Pod p;
@@ -380,6 +402,10 @@ Pod Get(s::Pod::Reader r) {
   p.priority_class = S(r.getPriorityClass());
   p.termination_grace = Nanos{r.getTerminationGraceNs()};
   p.do_not_disrupt_for = Nanos{r.getDoNotDisruptForNs()};
+  if (auto priority = GetOpt<std::int64_t>(r.getPriority())) {
+    p.priority = static_cast<std::int32_t>(*priority);
+  }
+  p.deletion_cost = r.getDeletionCost();
   return p;
 }
 
@@ -404,25 +430,6 @@ Node Get(s::Node::Reader r) {
           Nanos{r.getCreatedNs()},
           GetTexts(r.getVolumesAttached()),
           r.getDoNotDisrupt()};
-}
-
-template <class V>
-void PutOpt(s::OptionalInt64::Builder b, const std::optional<V>& v) {
-  b.setSet(v.has_value());
-  if constexpr (std::is_same_v<V, std::int64_t>) {
-    if (v) b.setValue(*v);
-  } else {
-    if (v) b.setValue(v->value);
-  }
-}
-template <class V>
-std::optional<V> GetOpt(s::OptionalInt64::Reader r) {
-  if (!r.getSet()) return std::nullopt;
-  if constexpr (std::is_same_v<V, std::int64_t>) {
-    return r.getValue();
-  } else {
-    return V{r.getValue()};
-  }
 }
 
 void Put(s::NodePool::Builder b, const NodePool& p) {

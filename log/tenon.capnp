@@ -115,6 +115,8 @@ struct Pod {
   priorityClass @23 :Text;
   terminationGraceNs @24 :Int64;
   doNotDisruptForNs @25 :Int64;
+  priority @26 :OptionalInt64;
+  deletionCost @27 :Int32;
 }
 
 struct PodDisruptionBudget {

@@ -273,15 +273,25 @@ std::string GracefulBlocker(const State& state, const Candidate& c) {
   return {};
 }
 
-// Karpenter's disruption cost: each pod's eviction cost (1 per pod here: tenon does not read
-// pod-deletion-cost or priority yet), scaled by the share of the claim's lifetime left.
+// Karpenter's eviction cost of a pod: 1, plus its pod-deletion-cost / 2^27, plus its priority /
+// 2^25, clamped to [-10, 10].
+double EvictionCost(const Pod& pod) {
+  double cost = 1.0 + static_cast<double>(pod.deletion_cost) / static_cast<double>(1 << 27);
+  if (pod.priority) cost += static_cast<double>(*pod.priority) / static_cast<double>(1 << 25);
+  return std::clamp(cost, -10.0, 10.0);
+}
+
+// Karpenter's disruption cost: the pods' eviction costs, scaled by the share of the claim's
+// lifetime left.
 double DisruptionCost(const State& state, const Candidate& c) {
   double lifetime = 1.0;
   if (c.pool->expire_after.value > 0) {
     double age = static_cast<double>((state.now - c.claim->created).value);
     lifetime = std::clamp(1.0 - age / static_cast<double>(c.pool->expire_after.value), 0.0, 1.0);
   }
-  return static_cast<double>(c.pods.size()) * lifetime;
+  double pods = 0;
+  for (const Pod* pod : c.pods) pods += EvictionCost(*pod);
+  return pods * lifetime;
 }
 
 std::string ConsolidatableBlocker(const State& state, const Candidate& c) {

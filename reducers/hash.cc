@@ -125,7 +125,8 @@ void H(Hasher& h, const Pod& p) {
   All(h, p.node_affinity_required, p.node_affinity_preferred, p.pod_affinity_required,
       p.pod_affinity_preferred, p.pod_anti_affinity_required, p.pod_anti_affinity_preferred,
       p.topology_spread, p.volume_claims, p.host_ports, p.nominated_node);
-  All(h, p.do_not_disrupt, p.do_not_disrupt_for, p.priority_class, p.termination_grace);
+  All(h, p.do_not_disrupt, p.do_not_disrupt_for, p.priority_class, p.termination_grace, p.priority,
+      p.deletion_cost);
 }
 void H(Hasher& h, const PodDisruptionBudget& b) {
   All(h, b.ns, b.name, b.selector, b.disruptions_allowed);

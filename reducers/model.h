@@ -231,6 +231,8 @@ struct Pod {
   bool do_not_disrupt = false;  // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
   Nanos do_not_disrupt_for{0};  // The duration form: protected that long after creation.
   std::string priority_class;   // system-cluster-critical / system-node-critical are critical.
+  std::optional<std::int32_t> priority;  // spec.priority (resolved from the class by admission).
+  std::int32_t deletion_cost = 0;        // Annotation controller.kubernetes.io/pod-deletion-cost.
   Nanos termination_grace{30 * kSecond.value};  // spec.terminationGracePeriodSeconds
   friend bool operator==(const Pod&, const Pod&) = default;
 };

@@ -379,6 +379,8 @@ Nanos Created(const YAML::Node& meta) {
   }
 }
 
+constexpr const char* kPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost";
+
 // Parses a v1 Pod; errors carry the field, the caller adds the pod's name.
 Pod ParsePodInner(const YAML::Node& object, Pod pod) {
   const auto& meta = object["metadata"];
@@ -387,6 +389,21 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
   pod.labels = ParseLabels(meta["labels"], "metadata.labels");
   pod.owner_kind = OwnerKind(meta);
   pod.created = Created(meta);
+  if (const auto& notes = meta["annotations"]; notes && notes[kPodDeletionCost]) {
+    // Kubernetes accepts an int32; anything else is the object's error.
+    std::string text =
+        Str(notes[kPodDeletionCost], "metadata.annotations." + std::string(kPodDeletionCost));
+    try {
+      std::size_t used = 0;
+      long long cost = std::stoll(text, &used);
+      if (used != text.size() || cost < INT32_MIN || cost > INT32_MAX)
+        throw std::out_of_range(text);
+      pod.deletion_cost = static_cast<std::int32_t>(cost);
+    } catch (const std::exception&) {
+      throw ObjectError("metadata.annotations." + std::string(kPodDeletionCost) +
+                        ": not a 32-bit integer: " + text);
+    }
+  }
   if (const auto& notes = meta["annotations"]; notes && notes[label::kDoNotDisrupt]) {
     std::string value =
         Str(notes[label::kDoNotDisrupt], "metadata.annotations.karpenter.sh/do-not-disrupt");
@@ -408,6 +425,13 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
   if (spec["nodeName"]) pod.node_name = Str(spec["nodeName"], "spec.nodeName");
   if (spec["priorityClassName"]) {
     pod.priority_class = Str(spec["priorityClassName"], "spec.priorityClassName");
+  }
+  if (spec["priority"]) {
+    try {
+      pod.priority = spec["priority"].as<std::int32_t>();
+    } catch (const YAML::Exception&) {
+      throw ObjectError("spec.priority: not a 32-bit integer");
+    }
   }
   if (const auto& grace = spec["terminationGracePeriodSeconds"]; grace) {
     std::string text = Str(grace, "spec.terminationGracePeriodSeconds");

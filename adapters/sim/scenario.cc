@@ -65,6 +65,7 @@ WorkloadStep ParseWorkload(const YAML::Node& w) {
     step.termination_grace = kube::ParseDuration(w["terminationGracePeriod"].as<std::string>());
   }
   if (w["priorityClassName"]) step.priority_class = w["priorityClassName"].as<std::string>();
+  if (w["priority"]) step.priority = w["priority"].as<std::int32_t>();
   return step;
 }
 

@@ -31,6 +31,7 @@ struct WorkloadStep {
   Nanos do_not_disrupt_for{0};                  // Its duration form ("30m"), else 0.
   Nanos termination_grace{30 * kSecond.value};  // terminationGracePeriodSeconds.
   std::string priority_class;
+  std::optional<std::int32_t> priority;  // spec.priority of its pods.
 };
 
 // A PodDisruptionBudget over one workload's pods (label app=<workload>).

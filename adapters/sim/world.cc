@@ -80,6 +80,7 @@ json PodJson(const Pod& p) {
           {"tolerations", TolerationsJson(p.tolerations)},
           {"doNotDisrupt", p.do_not_disrupt},
           {"doNotDisruptFor", p.do_not_disrupt_for.value},
+          {"priorityValue", p.priority ? json(*p.priority) : json()},
           {"grace", p.termination_grace.value},
           {"priority", p.priority_class}};
 }
@@ -99,6 +100,9 @@ Pod PodFrom(const json& j) {
   p.tolerations = TolerationsFrom(j.at("tolerations"));
   p.do_not_disrupt = j.at("doNotDisrupt");
   p.do_not_disrupt_for = Nanos{j.value("doNotDisruptFor", std::int64_t{0})};
+  if (j.contains("priorityValue") && !j.at("priorityValue").is_null()) {
+    p.priority = j.at("priorityValue").get<std::int32_t>();
+  }
   p.termination_grace = Nanos{j.at("grace").get<std::int64_t>()};
   p.priority_class = j.at("priority");
   return p;
@@ -347,6 +351,7 @@ Pod World::NewPod(const WorkloadStep& step) {
   pod.do_not_disrupt_for = step.do_not_disrupt_for;
   pod.termination_grace = step.termination_grace;
   pod.priority_class = step.priority_class;
+  pod.priority = step.priority;
   return pod;
 }
 

@@ -88,6 +88,21 @@ status:
   EXPECT_EQ(nc.security_groups, (std::vector<std::string>{"sg-1"}));
 }
 
+TEST(ParsePod, PriorityAndDeletionCost) {
+  Pod pod = ParsePod(YAML::Load(R"(
+metadata:
+  name: p
+  annotations: {controller.kubernetes.io/pod-deletion-cost: "-100"}
+spec: {priority: 1000, containers: []}
+)"));
+  EXPECT_EQ(pod.priority, 1000);
+  EXPECT_EQ(pod.deletion_cost, -100);
+  EXPECT_THROW(ParsePod(YAML::Load("metadata: {name: p, annotations: "
+                                   "{controller.kubernetes.io/pod-deletion-cost: lots}}\n"
+                                   "spec: {containers: []}")),
+               ObjectError);
+}
+
 TEST(ParsePodDisruptionBudget, SelectorAndAllowedDisruptions) {
   PodDisruptionBudget pdb = ParsePodDisruptionBudget(YAML::Load(R"(
 metadata: {name: cart, namespace: shop}

@@ -172,6 +172,42 @@ workloads:
   EXPECT_EQ(twice.instances.size(), 2u);
 }
 
+// Candidates go cheapest to disrupt first (Karpenter's disruption cost): of two nodes that
+// could each go, the one whose pod has the higher priority stays.
+TEST(Consolidation, HigherPriorityPodsAreDisruptedLast) {
+  auto gone_when_high = [](const std::string& high) {
+    std::string yaml = R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi, PRIORITY_A}
+  - {at: 2m, name: b, replicas: 3, cpu: 1200m, memory: 512Mi, PRIORITY_B}
+  - {at: 4m, name: a, replicas: 1}
+  - {at: 4m, name: b, replicas: 1}
+)";
+    auto put = [&](const std::string& mark, bool on) {
+      yaml.replace(yaml.find(mark), mark.size(), on ? "priority: 1000000" : "priority: 0");
+    };
+    put("PRIORITY_A", high == "a");
+    put("PRIORITY_B", high == "b");
+    Outcome o = Simulate(PoolScenario(yaml));
+    auto executed = Phase(o, "SingleNodeConsolidation", "executed");
+    EXPECT_EQ(executed.size(), 1u) << Outcomes(o);
+    // The pods left: the kept node's own, and the one that moved onto it.
+    std::set<std::string> apps;
+    for (const auto& [key, pod] : o.pods) apps.insert(pod.labels.at("app"));
+    EXPECT_EQ(apps.size(), 2u);
+    std::string moved;
+    for (const auto& c :
+         executed.empty() ? std::vector<DisruptionCandidate>{} : executed[0]->candidates) {
+      if (c.outcome.find("default/a-") != std::string::npos) moved = "a";
+      if (c.outcome.find("default/b-") != std::string::npos) moved = "b";
+    }
+    return moved;
+  };
+  EXPECT_EQ(gone_when_high("a"), "b");  // a's pod has the high priority: b's node goes.
+  EXPECT_EQ(gone_when_high("b"), "a");
+}
+
 // karpenter.sh/do-not-disrupt: "6m" protects the pod for six minutes from its creation; the
 // node is consolidated once that has passed.
 TEST(Consolidation, DoNotDisruptDurationExpires) {

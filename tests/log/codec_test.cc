@@ -14,6 +14,10 @@ Pod FullPod() {
   Pod pod = PendingPod("web-1", 500, 512);
   pod.labels = {{"app", "web"}};
   pod.node_selector = {{label::kZone, "us-east-1a"}};
+  pod.priority = -5;
+  pod.deletion_cost = 42;
+  pod.do_not_disrupt = true;
+  pod.do_not_disrupt_for = Nanos{300 * kSecond.value};
   pod.tolerations = {{"gpu", false, "true", TaintEffect::kNoSchedule},
                      {"", true, "", std::nullopt}};
   pod.owner_kind = "ReplicaSet";
