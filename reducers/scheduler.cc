@@ -139,6 +139,18 @@ class Pass {
   std::vector<SavedBin> saved_bins_;
   std::vector<bool> bin_saved_;
   std::vector<std::size_t> gone_;
+  // Per existing bin, what the scan over them reads first, packed for the cache: its CPU,
+  // memory and pod room and whether a trial took it away.
+  struct BinRoom {
+    Millicores cpu{0};
+    Bytes memory{0};
+    std::int64_t pods = 0;
+    bool gone = false;
+  };
+  static BinRoom RoomOf(const Bin& bin) {
+    return {bin.remaining.cpu, bin.remaining.memory, bin.remaining.pods, bin.gone};
+  }
+  std::vector<BinRoom> rooms_;
   // CPU, memory and pods: the most any existing bin still holds (recomputed after a change).
   Resources existing_room_;
   bool existing_room_dirty_ = true;
@@ -253,6 +265,8 @@ void Pass::BuildExistingBins() {
     for (const auto& p : pod.host_ports) bin.host_ports.push_back(p);
     AddVolumes(pod, bin.volumes);
   }
+  rooms_.clear();
+  for (const Bin& bin : existing_) rooms_.push_back(RoomOf(bin));
 }
 
 PodView Pass::MakeView(const Pod& pod) {
@@ -480,6 +494,7 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   }
   Save(bin);
   bin.remaining = bin.remaining - v.need;
+  rooms_[index] = RoomOf(bin);
   existing_room_dirty_ = true;
   topology_.Record(v, bin.name, &bin.labels, nullptr, nullptr);
   Commit(v, bin);
@@ -610,6 +625,11 @@ bool Pass::TryPlace(PodView& v) {
     memo_.verdicts.clear();  // Nothing is placed during the scan, so verdicts hold across it.
     memo_.refused_zones.clear();
     for (std::size_t i = 0; i < existing_.size(); ++i) {
+      const BinRoom& room = rooms_[i];
+      if (room.gone || v.need.cpu > room.cpu || v.need.memory > room.memory ||
+          v.need.pods > room.pods) {
+        continue;
+      }
       if (i < refused.size() && refused[i]) continue;
       if (!memo_.refused_zones.empty() &&
           std::find(memo_.refused_zones.begin(), memo_.refused_zones.end(), existing_[i].zone) !=
@@ -750,6 +770,7 @@ void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<c
     auto it = existing_by_name_.find(node->name);
     if (it == existing_by_name_.end()) continue;
     existing_[it->second].gone = true;
+    rooms_[it->second].gone = true;
     gone_.push_back(it->second);
   }
   std::size_t unbound = 0;
@@ -771,9 +792,13 @@ void Pass::EndTrial() {
     bin.host_ports.resize(saved.host_ports);
     bin.volumes = std::move(saved.volumes);
   }
+  for (const SavedBin& saved : saved_bins_) rooms_[saved.index] = RoomOf(existing_[saved.index]);
   saved_bins_.clear();
   existing_room_dirty_ = true;
-  for (std::size_t index : gone_) existing_[index].gone = false;
+  for (std::size_t index : gone_) {
+    existing_[index].gone = false;
+    rooms_[index].gone = false;
+  }
   gone_.clear();
   for (std::size_t i = 0; i < templates_.size(); ++i) {
     std::tie(templates_[i].reserved, templates_[i].nodes_reserved) = saved_reserved_[i];
