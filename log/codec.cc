@@ -596,6 +596,8 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   b.setImageId(T(c.image_id));
   b.setSubnetId(T(c.subnet_id));
   PutTexts(b.initSecurityGroups(c.security_groups.size()), c.security_groups);
+  b.setNominatedUntilNs(c.nominated_until.value);
+  Put(b.initDisruptionConditions(c.disruption_conditions.size()), c.disruption_conditions);
 }
 NodeClaim Get(s::NodeClaim::Reader r) {
   NodeClaim c;
@@ -632,6 +634,8 @@ NodeClaim Get(s::NodeClaim::Reader r) {
   c.image_id = S(r.getImageId());
   c.subnet_id = S(r.getSubnetId());
   c.security_groups = GetTexts(r.getSecurityGroups());
+  c.nominated_until = Nanos{r.getNominatedUntilNs()};
+  c.disruption_conditions = GetInts(r.getDisruptionConditions());
   return c;
 }
 

@@ -281,6 +281,8 @@ struct NodeClaim {
   imageId @28 :Text;
   subnetId @29 :Text;
   securityGroups @30 :List(Text);
+  nominatedUntilNs @31 :Int64;
+  disruptionConditions @32 :List(KeyInt);
 }
 
 struct Settings {

@@ -443,6 +443,9 @@ std::vector<Candidate> Gather(const State& state, const Simulation& sim, const s
     c.pods = sim.PodsOf(name);
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;
+    if (blocker.empty() && claim.nominated_until > state.now) {
+      blocker = "nominated for pending pods until " + ClockText(claim.nominated_until);
+    }
     if (blocker.empty()) blocker = GracefulBlocker(state, c);
     if (!blocker.empty() && !c.why.empty()) blocker = c.why + ", but " + blocker;
     c.cost = DisruptionCost(state, c);
@@ -801,6 +804,35 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
   }
 }
 
+// NodeClaim conditions Consolidatable (consolidateAfter has passed since the last pod change)
+// and Drifted, published when they change, as Karpenter's status controllers do.
+void PublishConditions(State& state, Seq seq, Output& out) {
+  for (auto& [name, claim] : state.nodeclaims) {
+    auto pool = state.nodepools.find(claim.nodepool);
+    auto node = state.nodes.find(claim.node_name);
+    if (pool == state.nodepools.end() || node == state.nodes.end() || claim.deleting) continue;
+    if (claim.phase != ClaimPhase::kInitialized) continue;
+    Candidate c;
+    c.claim = &claim;
+    c.node = &node->second;
+    c.pool = &pool->second;
+    std::string waiting = ConsolidatableBlocker(state, c);
+    std::string drift = Drifted(state, claim, pool->second, &node->second);
+    std::pair<const char*, std::pair<bool, std::string>> conditions[] = {
+        {"Consolidatable", {waiting.empty(), waiting.empty() ? "Consolidatable" : waiting}},
+        {"Drifted", {!drift.empty(), drift.empty() ? "NotDrifted" : drift}}};
+    for (const auto& [type, value] : conditions) {
+      auto [it, fresh] = claim.disruption_conditions.try_emplace(type, value.first ? 1 : 0);
+      if (!fresh && it->second == (value.first ? 1 : 0)) continue;
+      it->second = value.first ? 1 : 0;
+      Issue(state, seq,
+            PatchNodeClaimStatus{name, type, value.first, value.second, claim.provider_id,
+                                 claim.node_name},
+            out);
+    }
+  }
+}
+
 }  // namespace
 
 void AdvanceDisruption(State& state, Seq seq, Output& out) {
@@ -811,6 +843,7 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
     return;
   }
   state.last_disruption_pass = state.now;
+  PublishConditions(state, seq, out);
   if (!state.pending_method.empty()) {
     if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, seq, out);
     return;  // One method per pass; a pending one holds the pass until it is validated.

@@ -186,7 +186,7 @@ void H(Hasher& h, const NodeClaim& c) {
       c.allocatable, c.created, c.launched, c.registered, c.initialized);
   All(h, c.deleting, c.deleting_since, c.deleting_reason, c.instance_gone, c.evictions_refused,
       c.evict_after, c.last_pod_change, c.nodepool_hash, c.nodeclass_hash);
-  All(h, c.image_id, c.subnet_id, c.security_groups);
+  All(h, c.image_id, c.subnet_id, c.security_groups, c.nominated_until, c.disruption_conditions);
 }
 void H(Hasher& h, const BatchWindow& b) {
   All(h, b.open, b.opened, b.last_pod);

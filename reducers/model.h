@@ -417,6 +417,10 @@ struct NodeClaim {
   std::string image_id;
   std::string subnet_id;
   std::vector<std::string> security_groups;
+  // Provisioning placed pending pods on it: disruption leaves it alone until then.
+  Nanos nominated_until{0};
+  // The disruption conditions (Consolidatable, Drifted) as last published: 1 true, 0 false.
+  std::map<std::string, std::int64_t> disruption_conditions;
   friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
 };
 

@@ -87,6 +87,16 @@ void Provision(State& state, Seq seq, Nanos opened, Output& out) {
     decision.new_claims.push_back(LaunchClaim(state, seq, plan, out));
     names.push_back(decision.new_claims.back().nodeclaim);
   }
+  // Karpenter's nomination: capacity chosen for pending pods is not disrupted while they are
+  // on their way to it (twice the longest batch).
+  for (const PodOutcome& outcome : decision.pods) {
+    if (outcome.target.empty() || outcome.target[0] == '#') continue;
+    for (auto& [name, claim] : state.nodeclaims) {
+      if (name == outcome.target || claim.node_name == outcome.target) {
+        claim.nominated_until = state.now + state.settings.batch_max + state.settings.batch_max;
+      }
+    }
+  }
   for (PodOutcome& outcome : decision.pods) {
     if (outcome.target.empty() || outcome.target[0] != '#') continue;
     std::size_t index = std::stoul(outcome.target.substr(1));

@@ -291,6 +291,45 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
       << d[0].candidates[0].outcome;
 }
 
+// Provisioning places a pending pod on an existing empty node: the node is nominated for it
+// and emptiness leaves it alone until the nomination ends. Each pass publishes the
+// Consolidatable and Drifted conditions when they change.
+TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  std::string claim = LaunchFor(out);
+  f.Fold(LaunchedFor(out));
+  Node node = LaunchedNode(true);
+  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
+  f.Fold(NodeUpserted{node});
+  f.Fold(PodDeleted{"default", "web-1"});  // Its pod went elsewhere; the node is empty.
+  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
+  Output placed = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
+  ASSERT_EQ(CommandsOf<LaunchInstances>(placed).size(), 0u);  // It fits on node-1.
+  Nanos until = f.state.nodeclaims.at(claim).nominated_until;
+  EXPECT_EQ(until, kT0 + Nanos{23 * kSecond.value});  // Twice BATCH_MAX_DURATION.
+
+  Output pass = f.Fold(Tick{kT0 + Nanos{10 * kSecond.value}});
+  const DisruptionDecision* emptiness = nullptr;
+  for (const auto& d : pass.decisions) {
+    const auto* x = std::get_if<DisruptionDecision>(&d.body);
+    if (x != nullptr && x->method == "Emptiness") emptiness = x;
+  }
+  ASSERT_NE(emptiness, nullptr);
+  EXPECT_EQ(emptiness->phase, "blocked");
+  EXPECT_EQ(emptiness->candidates.at(0).outcome, "nominated for pending pods until 00:00:23 UTC");
+  auto conditions = CommandsOf<PatchNodeClaimStatus>(pass);
+  ASSERT_EQ(conditions.size(), 2u);
+  EXPECT_EQ(conditions[0]->condition, "Consolidatable");
+  EXPECT_TRUE(conditions[0]->status);
+  EXPECT_EQ(conditions[1]->condition, "Drifted");
+  EXPECT_FALSE(conditions[1]->status);
+  // Unchanged conditions are not published again.
+  EXPECT_TRUE(
+      CommandsOf<PatchNodeClaimStatus>(f.Fold(Tick{kT0 + Nanos{20 * kSecond.value}})).empty());
+}
+
 // A node registered without the GPUs its type brings is not Initialized until the device
 // plugin advertises them.
 TEST(Lifecycle, InitializedWaitsForExtendedResources) {
@@ -406,7 +445,7 @@ TEST(Determinism, StateHashIsPinned) {
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   f.Fold(Tick{kT0 + kSecond});
-  EXPECT_EQ(StateHash(f.state), 10640746787107590720ull) << std::hex << StateHash(f.state);
+  EXPECT_EQ(StateHash(f.state), 12426790199921829803ull) << std::hex << StateHash(f.state);
 }
 
 // AWS allocatable for m5.large: 29 pods (3 ENIs x 9 + 2), 1930m CPU, memory after the VM
