@@ -1,0 +1,38 @@
+// The interruption queue over SQS's JSON protocol: long-poll ReceiveMessage, classify each
+// message (eventbridge.h), and DeleteMessage once the runtime says the event is durable.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "adapters/aws/http.h"
+#include "reducers/model.h"
+
+namespace tenon::aws {
+
+inline constexpr std::int32_t kReceiveMessagesMax = 10;  // SQS's own limit per call.
+inline constexpr std::int32_t kWaitSecondsMax = 20;
+inline constexpr std::size_t kReceiptsMax = 10'000;
+
+class InterruptionQueue {
+ public:
+  InterruptionQueue(AwsClient& client, std::string queue_url)
+      : client_(client), queue_url_(std::move(queue_url)) {}
+
+  // One long poll: the events of every message received (possibly none).
+  Result<std::vector<Event>> Receive(std::int32_t messages_max, std::int32_t wait_seconds);
+  // Deletes a message received earlier. A message this process never received (after a
+  // restart) is left to come back after its visibility timeout: NotFound.
+  Result<Unit> Acknowledge(const std::string& message_id);
+
+ private:
+  AwsClient& client_;
+  std::string queue_url_;
+  std::map<std::string, std::string> receipts_;  // message id -> receipt handle.
+};
+
+// SQS JSON-protocol helpers (also used by tests to create queues and send messages).
+Result<std::string> SqsCall(AwsClient& client, const std::string& operation, const std::string& json_body);
+
+}  // namespace tenon::aws
