@@ -62,7 +62,7 @@ Result<Credentials> FetchJson(Transport& transport, HttpRequest request,
   if (response.status != 200) {
     AwsError error = ParseError(response);
     error.code = response.status == 0 || response.status >= 500 ? ErrorCode::kTransient
-                                                                 : ErrorCode::kUnauthorized;
+                                                                : ErrorCode::kUnauthorized;
     return Result<Credentials>::Fail(error);
   }
   return ParseJsonCredentials(response.body, source);
@@ -97,7 +97,8 @@ Result<Credentials> ParseJsonCredentials(const std::string& body, const std::str
   };
   Credentials out{field("AccessKeyId"), field("SecretAccessKey"), field("Token"), Nanos{0}, source};
   if (out.access_key_id.empty() || out.secret_access_key.empty()) {
-    return Result<Credentials>::Fail(Missing(source + ": answer without AccessKeyId/SecretAccessKey"));
+    return Result<Credentials>::Fail(
+        Missing(source + ": answer without AccessKeyId/SecretAccessKey"));
   }
   if (const auto expires = ParseIsoTime(field("Expiration"))) out.expires = *expires;
   return Result<Credentials>::Ok(out);
@@ -141,8 +142,8 @@ Result<Credentials> ProfileProvider::Get(Nanos) {
       EnvOr(env_, "AWS_SHARED_CREDENTIALS_FILE", home + "/.aws/credentials");
   const std::string config_file = EnvOr(env_, "AWS_CONFIG_FILE", home + "/.aws/config");
   // The credentials file wins over the config file, as in the AWS SDKs.
-  for (const auto& [path, label] : {std::pair{credentials_file, "credentials file"},
-                                    std::pair{config_file, "config file"}}) {
+  for (const auto& [path, label] :
+       {std::pair{credentials_file, "credentials file"}, std::pair{config_file, "config file"}}) {
     const auto text = ReadSmallFile(path);
     if (!text) continue;
     if (auto found = FromSection(ParseIni(*text), profile,
@@ -162,15 +163,14 @@ Result<Credentials> WebIdentityProvider::Get(Nanos) {
   const auto token = ReadSmallFile(*token_file);
   if (!token) return Result<Credentials>::Fail(Missing("web identity: token file unreadable"));
   const std::string session = EnvOr(env_, "AWS_ROLE_SESSION_NAME", "tenon");
-  auto body = sts_.Query("sts", "AssumeRoleWithWebIdentity", "2011-06-15",
-                         {{"RoleArn", *role},
-                          {"RoleSessionName", session},
-                          {"WebIdentityToken", Trim(*token)}});
+  auto body = sts_.Query(
+      "sts", "AssumeRoleWithWebIdentity", "2011-06-15",
+      {{"RoleArn", *role}, {"RoleSessionName", session}, {"WebIdentityToken", Trim(*token)}});
   if (!body.ok()) return Result<Credentials>::Fail(body.error);
   pugi::xml_document doc;
   if (!doc.load_buffer(body.value->data(), body.value->size())) {
-    return Result<Credentials>::Fail(AwsError{ErrorCode::kInvalid, "MalformedResponse",
-                                              "STS answer is not XML", 200});
+    return Result<Credentials>::Fail(
+        AwsError{ErrorCode::kInvalid, "MalformedResponse", "STS answer is not XML", 200});
   }
   const pugi::xml_node c = doc.select_node("//Credentials").node();
   Credentials out{c.child_value("AccessKeyId"), c.child_value("SecretAccessKey"),
@@ -185,7 +185,8 @@ Result<Credentials> WebIdentityProvider::Get(Nanos) {
 Result<Credentials> ContainerProvider::Get(Nanos) {
   const auto uri = env_("AWS_CONTAINER_CREDENTIALS_FULL_URI");
   if (!uri || uri->empty()) {
-    return Result<Credentials>::Fail(Missing("container: AWS_CONTAINER_CREDENTIALS_FULL_URI not set"));
+    return Result<Credentials>::Fail(
+        Missing("container: AWS_CONTAINER_CREDENTIALS_FULL_URI not set"));
   }
   HttpRequest request;
   request.method = "GET";
@@ -210,8 +211,8 @@ Result<Credentials> ImdsProvider::Get(Nanos) {
   token_request.headers.emplace_back("X-aws-ec2-metadata-token-ttl-seconds", "21600");
   const HttpResponse token = transport_.Send(token_request);
   if (token.status != 200) {
-    return Result<Credentials>::Fail(Missing("imds: no session token (HTTP " +
-                                             std::to_string(token.status) + ")"));
+    return Result<Credentials>::Fail(
+        Missing("imds: no session token (HTTP " + std::to_string(token.status) + ")"));
   }
   HttpRequest role_request = token_request;
   role_request.method = "GET";
@@ -233,8 +234,8 @@ ChainProvider::ChainProvider(std::vector<std::unique_ptr<CredentialsProvider>> l
 }
 
 Result<Credentials> ChainProvider::Get(Nanos now) {
-  const bool fresh = cached_ && (cached_->expires.value == 0 ||
-                                 now + refresh_before_ < cached_->expires);
+  const bool fresh =
+      cached_ && (cached_->expires.value == 0 || now + refresh_before_ < cached_->expires);
   if (fresh) return Result<Credentials>::Ok(*cached_);
   ++fetches_;
   std::string tried;
@@ -242,13 +243,15 @@ Result<Credentials> ChainProvider::Get(Nanos now) {
     Result<Credentials> got = link->Get(now);
     if (got.ok()) {
       spdlog::info("aws credentials from {} (key id ending {})", got.value->source,
-                   got.value->access_key_id.substr(got.value->access_key_id.size() -
-                                                   std::min<std::size_t>(4, got.value->access_key_id.size())));
+                   got.value->access_key_id.substr(
+                       got.value->access_key_id.size() -
+                       std::min<std::size_t>(4, got.value->access_key_id.size())));
       cached_ = got.value;
       return got;
     }
     // A link that is configured but failing (STS down) keeps the old credentials, if any.
-    if (got.error.code == ErrorCode::kTransient && cached_) return Result<Credentials>::Ok(*cached_);
+    if (got.error.code == ErrorCode::kTransient && cached_)
+      return Result<Credentials>::Ok(*cached_);
     tried += (tried.empty() ? "" : "; ") + got.error.message;
   }
   return Result<Credentials>::Fail(Missing("no credentials: " + tried));

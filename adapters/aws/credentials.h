@@ -73,7 +73,8 @@ class WebIdentityProvider : public CredentialsProvider {
 // (EKS Pod Identity), answered in JSON.
 class ContainerProvider : public CredentialsProvider {
  public:
-  ContainerProvider(EnvLookup env, Transport& transport) : env_(std::move(env)), transport_(transport) {}
+  ContainerProvider(EnvLookup env, Transport& transport)
+      : env_(std::move(env)), transport_(transport) {}
   Result<Credentials> Get(Nanos now) override;
 
  private:

@@ -59,8 +59,7 @@ std::string Base64(std::string_view data) {
 }
 
 template <class T, class Parser>
-Result<std::vector<T>> Ec2::Paginate(const std::string& action, const Pairs& params,
-                                     Parser parse) {
+Result<std::vector<T>> Ec2::Paginate(const std::string& action, const Pairs& params, Parser parse) {
   std::vector<T> all;
   std::string token;
   for (std::int32_t page = 0; page < kPagesMax; ++page) {
@@ -104,7 +103,8 @@ Result<std::vector<T>> Ec2::BySelectors(const std::string& action,
   return Result<std::vector<T>>::Ok(std::move(out));
 }
 
-Result<std::vector<InstanceType>> Ec2::DescribeInstanceTypes(const std::vector<std::string>& names) {
+Result<std::vector<InstanceType>> Ec2::DescribeInstanceTypes(
+    const std::vector<std::string>& names) {
   Pairs params;
   for (std::size_t i = 0; i < names.size(); ++i) {
     params.emplace_back("InstanceType." + std::to_string(i + 1), names[i]);
@@ -123,7 +123,8 @@ Result<std::vector<Zone>> Ec2::DescribeAvailabilityZones() {
   return Paginate<Zone>("DescribeAvailabilityZones", {}, ParseAvailabilityZones);
 }
 
-Result<std::vector<SpotPrice>> Ec2::DescribeSpotPriceHistory(const std::vector<std::string>& types) {
+Result<std::vector<SpotPrice>> Ec2::DescribeSpotPriceHistory(
+    const std::vector<std::string>& types) {
   Pairs params{{"ProductDescription.1", "Linux/UNIX"}, {"MaxResults", "1000"}};
   for (std::size_t i = 0; i < types.size(); ++i) {
     params.emplace_back("InstanceType." + std::to_string(i + 1), types[i]);
@@ -135,7 +136,8 @@ Result<std::vector<Subnet>> Ec2::DescribeSubnets(const std::vector<SelectorTerm>
   return BySelectors<Subnet>("DescribeSubnets", terms, "SubnetId", "tag:Name", ParseSubnets);
 }
 
-Result<std::vector<SecurityGroup>> Ec2::DescribeSecurityGroups(const std::vector<SelectorTerm>& terms) {
+Result<std::vector<SecurityGroup>> Ec2::DescribeSecurityGroups(
+    const std::vector<SelectorTerm>& terms) {
   return BySelectors<SecurityGroup>("DescribeSecurityGroups", terms, "GroupId", "group-name",
                                     ParseSecurityGroups);
 }
@@ -156,7 +158,8 @@ Result<LaunchTemplate> Ec2::CreateLaunchTemplate(const LaunchTemplateSpec& spec)
   if (!spec.instance_profile.empty()) {
     p.emplace_back("LaunchTemplateData.IamInstanceProfile.Name", spec.instance_profile);
   }
-  if (!spec.user_data.empty()) p.emplace_back("LaunchTemplateData.UserData", Base64(spec.user_data));
+  if (!spec.user_data.empty())
+    p.emplace_back("LaunchTemplateData.UserData", Base64(spec.user_data));
   for (std::size_t i = 0; i < spec.security_group_ids.size(); ++i) {
     p.emplace_back("LaunchTemplateData.SecurityGroupId." + std::to_string(i + 1),
                    spec.security_group_ids[i]);
@@ -182,7 +185,8 @@ Result<LaunchTemplate> Ec2::CreateLaunchTemplate(const LaunchTemplateSpec& spec)
   return Result<LaunchTemplate>::Ok(parsed.items.front());
 }
 
-Result<std::vector<LaunchTemplate>> Ec2::DescribeLaunchTemplates(const std::vector<std::string>& names) {
+Result<std::vector<LaunchTemplate>> Ec2::DescribeLaunchTemplates(
+    const std::vector<std::string>& names) {
   Pairs params;
   for (std::size_t i = 0; i < names.size(); ++i) {
     params.emplace_back("LaunchTemplateName." + std::to_string(i + 1), names[i]);
@@ -215,8 +219,10 @@ Result<FleetResult> Ec2::CreateFleet(const FleetRequest& r) {
   for (std::size_t i = 0; i < r.overrides.size(); ++i) {
     const std::string prefix = "LaunchTemplateConfigs.1.Overrides." + std::to_string(i + 1);
     p.emplace_back(prefix + ".InstanceType", r.overrides[i].instance_type);
-    if (!r.overrides[i].subnet_id.empty()) p.emplace_back(prefix + ".SubnetId", r.overrides[i].subnet_id);
-    if (!r.overrides[i].zone.empty()) p.emplace_back(prefix + ".AvailabilityZone", r.overrides[i].zone);
+    if (!r.overrides[i].subnet_id.empty())
+      p.emplace_back(prefix + ".SubnetId", r.overrides[i].subnet_id);
+    if (!r.overrides[i].zone.empty())
+      p.emplace_back(prefix + ".AvailabilityZone", r.overrides[i].zone);
   }
   // The wire name is singular (TagSpecification.N), unlike the SDK field TagSpecifications.
   std::int32_t spec = 1;
@@ -271,7 +277,8 @@ Result<TerminateResult> Ec2::TerminateInstances(std::vector<std::string> ids) {
       result.terminated = std::move(parsed.items);
       return Result<TerminateResult>::Ok(std::move(result));
     }
-    if (body.error.aws_code != "InvalidInstanceID.NotFound") return Failed<TerminateResult>(body.error);
+    if (body.error.aws_code != "InvalidInstanceID.NotFound")
+      return Failed<TerminateResult>(body.error);
     const std::vector<std::string> missing = IdsInNotFoundMessage(body.error.message);
     const std::set<std::string> gone(missing.begin(), missing.end());
     const auto before = ids.size();
@@ -299,7 +306,8 @@ Result<Unit> Ec2::CreateTags(const std::vector<std::string>& ids, const Labels& 
 }
 
 Result<std::vector<InstanceType>> Ec2::Catalog(
-    const std::vector<std::string>& names, const std::map<std::string, MicroUsdPerHour>& on_demand_prices) {
+    const std::vector<std::string>& names,
+    const std::map<std::string, MicroUsdPerHour>& on_demand_prices) {
   auto types = DescribeInstanceTypes(names);
   if (!types.ok()) return types;
   auto offerings = DescribeInstanceTypeOfferings();
@@ -310,10 +318,10 @@ Result<std::vector<InstanceType>> Ec2::Catalog(
       BuildCatalog(std::move(*types.value), *offerings.value, *spot.value, on_demand_prices));
 }
 
-std::vector<InstanceType> BuildCatalog(std::vector<InstanceType> types,
-                                       const std::vector<TypeOffering>& offerings,
-                                       const std::vector<SpotPrice>& spot_prices,
-                                       const std::map<std::string, MicroUsdPerHour>& on_demand_prices) {
+std::vector<InstanceType> BuildCatalog(
+    std::vector<InstanceType> types, const std::vector<TypeOffering>& offerings,
+    const std::vector<SpotPrice>& spot_prices,
+    const std::map<std::string, MicroUsdPerHour>& on_demand_prices) {
   std::map<std::string, std::set<std::string>> zones;
   for (const TypeOffering& o : offerings) zones[o.instance_type].insert(o.zone);
   std::map<std::pair<std::string, std::string>, const SpotPrice*> newest;
@@ -329,7 +337,8 @@ std::vector<InstanceType> BuildCatalog(std::vector<InstanceType> types,
       for (const std::string& capacity : capacity_types) {
         MicroUsdPerHour price{0};
         if (capacity == "spot") {
-          if (const auto it = newest.find({type.name, zone}); it != newest.end()) price = it->second->price;
+          if (const auto it = newest.find({type.name, zone}); it != newest.end())
+            price = it->second->price;
         } else if (const auto it = on_demand_prices.find(type.name); it != on_demand_prices.end()) {
           price = it->second;
         }
@@ -337,7 +346,8 @@ std::vector<InstanceType> BuildCatalog(std::vector<InstanceType> types,
       }
     }
   }
-  std::sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(types.begin(), types.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   return types;
 }
 
@@ -346,7 +356,8 @@ std::vector<Image> NewestPerArch(std::vector<Image> images) {
   for (Image& image : images) {
     auto it = newest.find(image.arch);
     // Newest creation date wins; ties break on id so the choice is deterministic.
-    if (it == newest.end() || std::tie(it->second.created, it->second.id) < std::tie(image.created, image.id)) {
+    if (it == newest.end() ||
+        std::tie(it->second.created, it->second.id) < std::tie(image.created, image.id)) {
       newest[image.arch] = std::move(image);
     }
   }

@@ -77,7 +77,8 @@ class Ec2 {
   Result<std::vector<SecurityGroup>> DescribeSecurityGroups(const std::vector<SelectorTerm>& terms);
   Result<std::vector<Image>> DescribeImages(const std::vector<SelectorTerm>& terms);
   Result<LaunchTemplate> CreateLaunchTemplate(const LaunchTemplateSpec& spec);
-  Result<std::vector<LaunchTemplate>> DescribeLaunchTemplates(const std::vector<std::string>& names);
+  Result<std::vector<LaunchTemplate>> DescribeLaunchTemplates(
+      const std::vector<std::string>& names);
   Result<Unit> DeleteLaunchTemplate(const std::string& name);
   Result<FleetResult> CreateFleet(const FleetRequest& request);
   Result<std::vector<InstanceSummary>> DescribeInstancesByTag(const std::string& key,
@@ -87,24 +88,26 @@ class Ec2 {
 
   // Types with their offerings (zone x capacity type) and prices: spot from the newest
   // DescribeSpotPriceHistory entry per type and zone, on-demand from `on_demand_prices`.
-  Result<std::vector<InstanceType>> Catalog(const std::vector<std::string>& names,
-                                            const std::map<std::string, MicroUsdPerHour>& on_demand_prices);
+  Result<std::vector<InstanceType>> Catalog(
+      const std::vector<std::string>& names,
+      const std::map<std::string, MicroUsdPerHour>& on_demand_prices);
 
  private:
   template <class T, class Parser>
   Result<std::vector<T>> Paginate(const std::string& action, const Pairs& params, Parser parse);
   template <class T, class Parser>
-  Result<std::vector<T>> BySelectors(const std::string& action, const std::vector<SelectorTerm>& terms,
-                                     const char* id_param, const char* name_filter, Parser parse);
+  Result<std::vector<T>> BySelectors(const std::string& action,
+                                     const std::vector<SelectorTerm>& terms, const char* id_param,
+                                     const char* name_filter, Parser parse);
 
   AwsClient& client_;
 };
 
 // Joins the catalog's pieces; pure, so the simulator and tests can use it.
-std::vector<InstanceType> BuildCatalog(std::vector<InstanceType> types,
-                                       const std::vector<TypeOffering>& offerings,
-                                       const std::vector<SpotPrice>& spot_prices,
-                                       const std::map<std::string, MicroUsdPerHour>& on_demand_prices);
+std::vector<InstanceType> BuildCatalog(
+    std::vector<InstanceType> types, const std::vector<TypeOffering>& offerings,
+    const std::vector<SpotPrice>& spot_prices,
+    const std::map<std::string, MicroUsdPerHour>& on_demand_prices);
 // The newest image per architecture, as amiSelectorTerms resolve.
 std::vector<Image> NewestPerArch(std::vector<Image> images);
 // The ids an InvalidInstanceID.NotFound message names.

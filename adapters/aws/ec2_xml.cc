@@ -97,7 +97,8 @@ std::optional<InstanceType> ParseInstanceType(pugi::xml_node item) {
   out.cpu_manufacturer = Text(item, "processorInfo/manufacturer");
   out.cpu = Millicores{ToInt(Text(item, "vCpuInfo/defaultVCpus")) * 1000};
   out.memory = Bytes{ToInt(Text(item, "memoryInfo/sizeInMiB")) * kMebibyte.value};
-  out.max_enis = static_cast<std::int32_t>(ToInt(Text(item, "networkInfo/maximumNetworkInterfaces")));
+  out.max_enis =
+      static_cast<std::int32_t>(ToInt(Text(item, "networkInfo/maximumNetworkInterfaces")));
   out.ipv4_per_eni =
       static_cast<std::int32_t>(ToInt(Text(item, "networkInfo/ipv4AddressesPerInterface")));
   out.hypervisor = item.child_value("hypervisor");
@@ -130,24 +131,22 @@ Page<InstanceType> ParseInstanceTypes(const std::string& xml) {
 }
 
 Page<TypeOffering> ParseInstanceTypeOfferings(const std::string& xml) {
-  return Items<TypeOffering>(xml, "instanceTypeOfferingSet",
-                             [](pugi::xml_node item) -> std::optional<TypeOffering> {
-                               TypeOffering out{item.child_value("instanceType"),
-                                                item.child_value("location")};
-                               if (out.instance_type.empty() || out.zone.empty()) return {};
-                               return out;
-                             });
+  return Items<TypeOffering>(
+      xml, "instanceTypeOfferingSet", [](pugi::xml_node item) -> std::optional<TypeOffering> {
+        TypeOffering out{item.child_value("instanceType"), item.child_value("location")};
+        if (out.instance_type.empty() || out.zone.empty()) return {};
+        return out;
+      });
 }
 
 Page<SpotPrice> ParseSpotPriceHistory(const std::string& xml) {
-  return Items<SpotPrice>(xml, "spotPriceHistorySet",
-                          [](pugi::xml_node item) -> std::optional<SpotPrice> {
-                            const auto price = ParsePrice(item.child_value("spotPrice"));
-                            if (!price) return {};
-                            return SpotPrice{item.child_value("instanceType"),
-                                             item.child_value("availabilityZone"), *price,
-                                             item.child_value("timestamp")};
-                          });
+  return Items<SpotPrice>(
+      xml, "spotPriceHistorySet", [](pugi::xml_node item) -> std::optional<SpotPrice> {
+        const auto price = ParsePrice(item.child_value("spotPrice"));
+        if (!price) return {};
+        return SpotPrice{item.child_value("instanceType"), item.child_value("availabilityZone"),
+                         *price, item.child_value("timestamp")};
+      });
 }
 
 Page<Zone> ParseAvailabilityZones(const std::string& xml) {
@@ -174,9 +173,12 @@ Page<SecurityGroup> ParseSecurityGroups(const std::string& xml) {
 
 Page<Image> ParseImages(const std::string& xml) {
   return Items<Image>(xml, "imagesSet", [](pugi::xml_node item) -> std::optional<Image> {
-    return Image{item.child_value("imageId"),      item.child_value("name"),
-                 Arch(item.child_value("architecture")), item.child_value("creationDate"),
-                 item.child_value("imageOwnerId"), Tags(item)};
+    return Image{item.child_value("imageId"),
+                 item.child_value("name"),
+                 Arch(item.child_value("architecture")),
+                 item.child_value("creationDate"),
+                 item.child_value("imageOwnerId"),
+                 Tags(item)};
   });
 }
 
@@ -187,7 +189,8 @@ Page<LaunchTemplate> ParseLaunchTemplates(const std::string& xml) {
   if (!root) return page;
   // CreateLaunchTemplate answers one <launchTemplate>; Describe answers a set of them.
   if (pugi::xml_node one = root.child("launchTemplate")) {
-    page.items.push_back({one.child_value("launchTemplateId"), one.child_value("launchTemplateName")});
+    page.items.push_back(
+        {one.child_value("launchTemplateId"), one.child_value("launchTemplateName")});
     return page;
   }
   return Items<LaunchTemplate>(xml, "launchTemplates",
@@ -239,18 +242,18 @@ std::optional<FleetResult> ParseCreateFleet(const std::string& xml, std::string*
       if (++n > kItemsMax) break;
       std::string type = item.child_value("instanceType");
       if (type.empty()) type = o.child_value("instanceType");
-      out.instances.push_back(FleetInstance{id.child_value(), type,
-                                            o.child_value("availabilityZone"),
-                                            o.child_value("subnetId"), item.child_value("lifecycle")});
+      out.instances.push_back(
+          FleetInstance{id.child_value(), type, o.child_value("availabilityZone"),
+                        o.child_value("subnetId"), item.child_value("lifecycle")});
     }
   }
   for (pugi::xml_node item : root.child("errorSet").children("item")) {
     if (++n > kItemsMax) break;
     const pugi::xml_node o = item.first_element_by_path("launchTemplateAndOverrides/overrides");
-    out.errors.push_back(FleetErrorEntry{o.child_value("instanceType"), o.child_value("availabilityZone"),
-                                         o.child_value("subnetId"), item.child_value("lifecycle"),
-                                         item.child_value("errorCode"),
-                                         item.child_value("errorMessage")});
+    out.errors.push_back(
+        FleetErrorEntry{o.child_value("instanceType"), o.child_value("availabilityZone"),
+                        o.child_value("subnetId"), item.child_value("lifecycle"),
+                        item.child_value("errorCode"), item.child_value("errorMessage")});
   }
   return out;
 }

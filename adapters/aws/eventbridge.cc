@@ -17,7 +17,9 @@ std::string StringAt(const json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-bool IsInstanceId(const std::string& id) { return id.size() > 2 && id.rfind("i-", 0) == 0; }
+bool IsInstanceId(const std::string& id) {
+  return id.size() > 2 && id.rfind("i-", 0) == 0;
+}
 
 std::vector<Event> FromHealth(const std::string& message_id, const json& detail,
                               const std::string& body) {
@@ -26,7 +28,8 @@ std::vector<Event> FromHealth(const std::string& message_id, const json& detail,
     return {Rejected("health event that is not an EC2 scheduled change", body)};
   }
   std::string description;
-  if (const auto d = detail.find("eventDescription"); d != detail.end() && d->is_array() && !d->empty()) {
+  if (const auto d = detail.find("eventDescription");
+      d != detail.end() && d->is_array() && !d->empty()) {
     description = StringAt((*d)[0], "latestDescription");
   }
   std::vector<Event> out;
@@ -38,7 +41,8 @@ std::vector<Event> FromHealth(const std::string& message_id, const json& detail,
     if (out.size() >= kAffectedEntitiesMax) break;
     const std::string id = StringAt(entity, "entityValue");
     if (IsInstanceId(id)) {
-      out.push_back(InterruptionReceived{message_id, InterruptionKind::kScheduledChange, id, description});
+      out.push_back(
+          InterruptionReceived{message_id, InterruptionKind::kScheduledChange, id, description});
     }
   }
   if (out.empty()) return {Rejected("health event naming no instance", body)};
@@ -68,7 +72,8 @@ std::vector<Event> FromInstanceEvent(const std::string& message_id, Interruption
 }  // namespace
 
 std::vector<Event> ParseEventBridge(const std::string& message_id, const std::string& body) {
-  if (body.size() > kMessageBytesMax) return {Rejected("message larger than 256 KiB", body.substr(0, kMessageBytesMax))};
+  if (body.size() > kMessageBytesMax)
+    return {Rejected("message larger than 256 KiB", body.substr(0, kMessageBytesMax))};
   const json message = json::parse(body, nullptr, false);
   if (message.is_discarded()) return {Rejected("not JSON", body)};
   if (!message.is_object()) return {Rejected("not a JSON object", body)};

@@ -15,7 +15,8 @@ std::string ZoneOfSubnet(const LaunchContext& context, const std::string& subnet
 FleetError ToFleetError(const FleetErrorEntry& e, const LaunchContext& context,
                         const std::string& capacity_type) {
   const std::string zone = e.zone.empty() ? ZoneOfSubnet(context, e.subnet_id) : e.zone;
-  return FleetError{e.instance_type, zone, e.capacity_type.empty() ? capacity_type : e.capacity_type,
+  return FleetError{e.instance_type, zone,
+                    e.capacity_type.empty() ? capacity_type : e.capacity_type,
                     MapErrorCode(e.error_code, 400), e.error_code + ": " + e.message};
 }
 
@@ -36,18 +37,21 @@ bool AwsExecutor::Owns(const Command& command) {
 }
 
 std::vector<Event> AwsExecutor::Execute(const Command& command) {
-  if (const auto* launch = std::get_if<LaunchInstances>(&command.body)) return Launch(command, *launch);
+  if (const auto* launch = std::get_if<LaunchInstances>(&command.body))
+    return Launch(command, *launch);
   if (const auto* terminate = std::get_if<TerminateInstance>(&command.body)) {
     return Terminate(command, *terminate);
   }
-  if (const auto* ack = std::get_if<AcknowledgeMessage>(&command.body)) return Acknowledge(command, *ack);
+  if (const auto* ack = std::get_if<AcknowledgeMessage>(&command.body))
+    return Acknowledge(command, *ack);
   return {};
 }
 
-Event FleetOutcome(const Command& command, const LaunchInstances& launch, const LaunchContext& context,
-                   const Result<FleetResult>& result) {
+Event FleetOutcome(const Command& command, const LaunchInstances& launch,
+                   const LaunchContext& context, const Result<FleetResult>& result) {
   if (!result.ok()) {
-    return FleetFailed{command.id, launch.nodeclaim,
+    return FleetFailed{command.id,
+                       launch.nodeclaim,
                        {FleetError{"", "", launch.capacity_type, result.error.code,
                                    result.error.aws_code + ": " + result.error.message}}};
   }
@@ -63,8 +67,10 @@ Event FleetOutcome(const Command& command, const LaunchInstances& launch, const 
     return FleetFailed{command.id, launch.nodeclaim, std::move(errors)};
   }
   const FleetInstance& instance = result.value->instances.front();
-  const std::string zone = instance.zone.empty() ? ZoneOfSubnet(context, instance.subnet_id) : instance.zone;
-  const std::string capacity = instance.capacity_type.empty() ? launch.capacity_type : instance.capacity_type;
+  const std::string zone =
+      instance.zone.empty() ? ZoneOfSubnet(context, instance.subnet_id) : instance.zone;
+  const std::string capacity =
+      instance.capacity_type.empty() ? launch.capacity_type : instance.capacity_type;
   return FleetLaunched{command.id,
                        launch.nodeclaim,
                        instance.instance_id,
@@ -79,12 +85,17 @@ Event FleetOutcome(const Command& command, const LaunchInstances& launch, const 
 std::vector<Event> AwsExecutor::Launch(const Command& command, const LaunchInstances& launch) {
   const std::optional<LaunchContext> context = resolve_(launch);
   if (!context) {
-    return {FleetFailed{command.id, launch.nodeclaim,
+    return {FleetFailed{command.id,
+                        launch.nodeclaim,
                         {FleetError{"", "", launch.capacity_type, ErrorCode::kInvalid,
                                     "NodeClass " + launch.nodeclass + " is not resolved"}}}};
   }
-  FleetRequest request{context->launch_template_name, launch.capacity_type,
-                       launch.allocation_strategy, {}, launch.tags, launch.client_token};
+  FleetRequest request{context->launch_template_name,
+                       launch.capacity_type,
+                       launch.allocation_strategy,
+                       {},
+                       launch.tags,
+                       launch.client_token};
   std::vector<FleetError> skipped;
   for (const LaunchOverride& o : launch.overrides) {
     const auto subnet = context->subnet_by_zone.find(o.zone);
@@ -97,14 +108,16 @@ std::vector<Event> AwsExecutor::Launch(const Command& command, const LaunchInsta
       request.overrides.push_back(FleetOverride{o.instance_type, subnet->second, o.zone});
     }
   }
-  if (request.overrides.empty()) return {FleetFailed{command.id, launch.nodeclaim, std::move(skipped)}};
+  if (request.overrides.empty())
+    return {FleetFailed{command.id, launch.nodeclaim, std::move(skipped)}};
   Event outcome = FleetOutcome(command, launch, *context, ec2_.CreateFleet(request));
   spdlog::info("aws: CreateFleet for {}: {}", launch.nodeclaim,
                std::holds_alternative<FleetLaunched>(outcome) ? "launched" : "failed");
   return {std::move(outcome)};
 }
 
-std::vector<Event> AwsExecutor::Terminate(const Command& command, const TerminateInstance& terminate) {
+std::vector<Event> AwsExecutor::Terminate(const Command& command,
+                                          const TerminateInstance& terminate) {
   Result<TerminateResult> result = ec2_.TerminateInstances({terminate.instance_id});
   if (!result.ok()) return {CommandFailed{command.id, result.error.code, result.error.message}};
   // An instance EC2 no longer knows counts as terminated.

@@ -56,7 +56,7 @@ class RoutingExecutor : public runtime::Executor {
 };
 
 // The FleetLaunched / FleetFailed for a CreateFleet answer; pure.
-Event FleetOutcome(const Command& command, const LaunchInstances& launch, const LaunchContext& context,
-                   const Result<FleetResult>& result);
+Event FleetOutcome(const Command& command, const LaunchInstances& launch,
+                   const LaunchContext& context, const Result<FleetResult>& result);
 
 }  // namespace tenon::aws

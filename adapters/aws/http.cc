@@ -103,7 +103,9 @@ CurlTransport::CurlTransport(TransportOptions options) : options_(options) {
   assert(curl_ != nullptr);
 }
 
-CurlTransport::~CurlTransport() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+CurlTransport::~CurlTransport() {
+  curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
 
 HttpResponse CurlTransport::Send(const HttpRequest& request) {
   CURL* curl = static_cast<CURL*>(curl_);
@@ -121,7 +123,8 @@ HttpResponse CurlTransport::Send(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   if (request.method != "GET") {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body.size()));
   }
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.total_timeout_ms));
@@ -142,19 +145,30 @@ HttpResponse CurlTransport::Send(const HttpRequest& request) {
 }
 
 ErrorCode MapErrorCode(std::string_view aws_code, long http_status) {
-  static constexpr std::string_view kCapacity[] = {
-      "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientReservedInstanceCapacity",
-      "InsufficientCapacity",         "UnfulfillableCapacity",    "MaxSpotInstanceCountExceeded",
-      "VcpuLimitExceeded",            "InsufficientFreeAddressesInSubnet"};
+  static constexpr std::string_view kCapacity[] = {"InsufficientInstanceCapacity",
+                                                   "InsufficientHostCapacity",
+                                                   "InsufficientReservedInstanceCapacity",
+                                                   "InsufficientCapacity",
+                                                   "UnfulfillableCapacity",
+                                                   "MaxSpotInstanceCountExceeded",
+                                                   "VcpuLimitExceeded",
+                                                   "InsufficientFreeAddressesInSubnet"};
   static constexpr std::string_view kThrottle[] = {
-      "RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException",
+      "RequestLimitExceeded", "Throttling", "ThrottlingException",      "TooManyRequestsException",
       "RequestThrottled",     "SlowDown",   "RequestThrottledException"};
-  static constexpr std::string_view kAuth[] = {
-      "AuthFailure",          "UnauthorizedOperation",      "SignatureDoesNotMatch",
-      "InvalidClientTokenId", "AccessDenied",               "AccessDeniedException",
-      "ExpiredToken",         "ExpiredTokenException",      "UnrecognizedClientException",
-      "IncompleteSignature",  "MissingAuthenticationToken", "InvalidAccessKeyId",
-      "OptInRequired"};
+  static constexpr std::string_view kAuth[] = {"AuthFailure",
+                                               "UnauthorizedOperation",
+                                               "SignatureDoesNotMatch",
+                                               "InvalidClientTokenId",
+                                               "AccessDenied",
+                                               "AccessDeniedException",
+                                               "ExpiredToken",
+                                               "ExpiredTokenException",
+                                               "UnrecognizedClientException",
+                                               "IncompleteSignature",
+                                               "MissingAuthenticationToken",
+                                               "InvalidAccessKeyId",
+                                               "OptInRequired"};
   const auto in = [&](const auto& set) {
     return std::find(std::begin(set), std::end(set), aws_code) != std::end(set);
   };
@@ -225,8 +239,8 @@ std::string FormEncode(const Pairs& params) {
   return out;
 }
 
-AwsClient::AwsClient(Transport& transport, CredentialsProvider* credentials,
-                     ClientOptions options, ClientHooks hooks)
+AwsClient::AwsClient(Transport& transport, CredentialsProvider* credentials, ClientOptions options,
+                     ClientHooks hooks)
     : transport_(transport),
       credentials_(credentials),
       options_(std::move(options)),
@@ -267,9 +281,9 @@ Result<std::string> AwsClient::Json(const std::string& service, const std::strin
 
 Nanos AwsClient::Backoff(std::int32_t attempt) const {
   // Full jitter: uniform in [0, min(max, base * 2^attempt)).
-  const double ceiling = std::min<double>(static_cast<double>(options_.backoff_max.value),
-                                          static_cast<double>(options_.backoff_base.value) *
-                                              std::ldexp(1.0, std::min(attempt, 30)));
+  const double ceiling = std::min<double>(
+      static_cast<double>(options_.backoff_max.value),
+      static_cast<double>(options_.backoff_base.value) * std::ldexp(1.0, std::min(attempt, 30)));
   const double jitter = std::clamp(hooks_.jitter(), 0.0, 1.0);
   return Nanos{static_cast<std::int64_t>(ceiling * jitter)};
 }

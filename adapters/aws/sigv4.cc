@@ -132,8 +132,8 @@ std::string CanonicalRequest(const HttpRequest& request, std::string* signed_hea
     *signed_headers += name;
   }
   return request.method + "\n" + CanonicalPath(request.path) + "\n" +
-         CanonicalQuery(request.query) + "\n" + canonical_headers + "\n" + *signed_headers +
-         "\n" + Sha256Hex(request.body);
+         CanonicalQuery(request.query) + "\n" + canonical_headers + "\n" + *signed_headers + "\n" +
+         Sha256Hex(request.body);
 }
 
 std::string FullUrl(const HttpRequest& request) {
@@ -152,7 +152,8 @@ void Sign(HttpRequest& request, const Credentials& credentials, const SigningSco
   for (const auto& [name, value] : request.headers) {
     if (Lower(name) == "x-amz-date") amz_date = value;
   }
-  if (!HasHeader(request.headers, "x-amz-date")) request.headers.emplace_back("X-Amz-Date", amz_date);
+  if (!HasHeader(request.headers, "x-amz-date"))
+    request.headers.emplace_back("X-Amz-Date", amz_date);
   if (!credentials.session_token.empty() && !HasHeader(request.headers, "x-amz-security-token")) {
     request.headers.emplace_back("X-Amz-Security-Token", credentials.session_token);
   }
@@ -168,8 +169,7 @@ void Sign(HttpRequest& request, const Credentials& credentials, const SigningSco
   key = Hmac(key, scope.service);
   key = Hmac(key, "aws4_request");
   const std::string mac = Hmac(key, string_to_sign);
-  const std::string signature =
-      Hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+  const std::string signature = Hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
   request.headers.emplace_back(
       "Authorization", std::string(kAlgorithm) + " Credential=" + credentials.access_key_id + "/" +
                            credential_scope + ", SignedHeaders=" + signed_headers +

@@ -25,7 +25,8 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
   const auto answer = nlohmann::json::parse(*body.value, nullptr, false);
   std::vector<Event> events;
   if (answer.is_discarded() || !answer.is_object()) {
-    events.push_back(InputRejected{"sqs-receive", "ReceiveMessage answer is not a JSON object", *body.value});
+    events.push_back(
+        InputRejected{"sqs-receive", "ReceiveMessage answer is not a JSON object", *body.value});
     return Result<std::vector<Event>>::Ok(std::move(events));
   }
   const auto messages = answer.find("Messages");
@@ -34,11 +35,13 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
     const std::string id = m.is_object() ? m.value("MessageId", "") : "";
     const std::string receipt = m.is_object() ? m.value("ReceiptHandle", "") : "";
     if (id.empty() || receipt.empty()) {
-      events.push_back(InputRejected{"sqs-receive", "message without MessageId/ReceiptHandle", m.dump()});
+      events.push_back(
+          InputRejected{"sqs-receive", "message without MessageId/ReceiptHandle", m.dump()});
       continue;
     }
     if (receipts_.size() < kReceiptsMax || receipts_.contains(id)) receipts_[id] = receipt;
-    const std::string text = m.contains("Body") && m["Body"].is_string() ? m["Body"].get<std::string>() : "";
+    const std::string text =
+        m.contains("Body") && m["Body"].is_string() ? m["Body"].get<std::string>() : "";
     std::vector<Event> parsed = ParseEventBridge(id, text);
     std::move(parsed.begin(), parsed.end(), std::back_inserter(events));
   }

@@ -33,6 +33,7 @@ class InterruptionQueue {
 };
 
 // SQS JSON-protocol helpers (also used by tests to create queues and send messages).
-Result<std::string> SqsCall(AwsClient& client, const std::string& operation, const std::string& json_body);
+Result<std::string> SqsCall(AwsClient& client, const std::string& operation,
+                            const std::string& json_body);
 
 }  // namespace tenon::aws

@@ -19,7 +19,8 @@ EnvLookup Env(std::map<std::string, std::string> vars) {
 }
 
 std::string TempFile(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tenon-aws-" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tenon-aws-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::ofstream(path) << text;
@@ -27,7 +28,9 @@ std::string TempFile(const std::string& name, const std::string& text) {
 }
 
 TEST(AwsCredentials, EnvironmentWithSessionToken) {
-  EnvProvider env(Env({{"AWS_ACCESS_KEY_ID", "AKIAENV"}, {"AWS_SECRET_ACCESS_KEY", "s"}, {"AWS_SESSION_TOKEN", "t"}}));
+  EnvProvider env(Env({{"AWS_ACCESS_KEY_ID", "AKIAENV"},
+                       {"AWS_SECRET_ACCESS_KEY", "s"},
+                       {"AWS_SESSION_TOKEN", "t"}}));
   const Result<Credentials> c = env.Get(Nanos{0});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c.value->access_key_id, "AKIAENV");
@@ -36,14 +39,17 @@ TEST(AwsCredentials, EnvironmentWithSessionToken) {
 }
 
 TEST(AwsCredentials, ProfilesFromCredentialsAndConfigFiles) {
-  const std::string credentials = TempFile("credentials",
-                                           "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = d\n"
-                                           "# comment\n[work]\naws_access_key_id=AKIAWORK\naws_secret_access_key=w\n");
-  const std::string config = TempFile("config",
-                                      "[default]\nregion = us-east-1\n[profile other]\n"
-                                      "aws_access_key_id = AKIAOTHER\naws_secret_access_key = o\naws_session_token = ot\n");
+  const std::string credentials =
+      TempFile("credentials",
+               "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = d\n"
+               "# comment\n[work]\naws_access_key_id=AKIAWORK\naws_secret_access_key=w\n");
+  const std::string config = TempFile(
+      "config",
+      "[default]\nregion = us-east-1\n[profile other]\n"
+      "aws_access_key_id = AKIAOTHER\naws_secret_access_key = o\naws_session_token = ot\n");
   const auto get = [&](const std::string& profile) {
-    std::map<std::string, std::string> vars{{"AWS_SHARED_CREDENTIALS_FILE", credentials}, {"AWS_CONFIG_FILE", config}};
+    std::map<std::string, std::string> vars{{"AWS_SHARED_CREDENTIALS_FILE", credentials},
+                                            {"AWS_CONFIG_FILE", config}};
     if (!profile.empty()) vars["AWS_PROFILE"] = profile;
     return ProfileProvider(Env(vars)).Get(Nanos{0});
   };
@@ -60,7 +66,8 @@ class CountingProvider : public CredentialsProvider {
   int calls = 0;
   Result<Credentials> Get(Nanos now) override {
     ++calls;
-    return Result<Credentials>::Ok(Credentials{"AKIA" + std::to_string(calls), "s", "t", now + lifetime, "counting"});
+    return Result<Credentials>::Ok(
+        Credentials{"AKIA" + std::to_string(calls), "s", "t", now + lifetime, "counting"});
   }
 };
 
@@ -73,13 +80,15 @@ TEST(AwsCredentials, ChainCachesAndRefreshesBeforeExpiry) {
   ChainProvider chain(std::move(links), Nanos{5 * kMinute.value});
   EXPECT_EQ(chain.Get(Nanos{0}).value->access_key_id, "AKIA1");
   EXPECT_EQ(chain.Get(Nanos{4 * kMinute.value}).value->access_key_id, "AKIA1");  // 6 min left.
-  EXPECT_EQ(chain.Get(Nanos{5 * kMinute.value + 1}).value->access_key_id, "AKIA2");  // < 5 min left.
+  EXPECT_EQ(chain.Get(Nanos{5 * kMinute.value + 1}).value->access_key_id,
+            "AKIA2");  // < 5 min left.
   EXPECT_EQ(raw->calls, 2);
 }
 
 TEST(AwsCredentials, JsonAnswersAndTimes) {
   const Result<Credentials> c = ParseJsonCredentials(
-      R"({"AccessKeyId":"ASIA1","SecretAccessKey":"s","Token":"t","Expiration":"2026-11-23T06:00:00Z"})", "container");
+      R"({"AccessKeyId":"ASIA1","SecretAccessKey":"s","Token":"t","Expiration":"2026-11-23T06:00:00Z"})",
+      "container");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c.value->expires, Nanos{1795413600LL * kSecond.value});
   EXPECT_FALSE(ParseJsonCredentials("<html>", "container").ok());

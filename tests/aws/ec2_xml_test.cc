@@ -46,11 +46,17 @@ TEST(AwsEc2Xml, CreateFleetInstancesAndErrorSet) {
 
 TEST(AwsEc2Xml, FleetOutcomeFillsZonesFromSubnetsAndPricesFromOverrides) {
   std::string error;
-  const Result<FleetResult> r = Result<FleetResult>::Ok(*ParseCreateFleet(kFleetWithErrors, &error));
-  const LaunchInstances launch{"claim-1", "pool", "class", "claim-1", "spot",
+  const Result<FleetResult> r =
+      Result<FleetResult>::Ok(*ParseCreateFleet(kFleetWithErrors, &error));
+  const LaunchInstances launch{"claim-1",
+                               "pool",
+                               "class",
+                               "claim-1",
+                               "spot",
                                {{"m5.large", "us-east-1a", "spot", MicroUsdPerHour{40000}},
                                 {"c5.large", "us-east-1b", "spot", MicroUsdPerHour{35000}}},
-                               {}, "price-capacity-optimized"};
+                               {},
+                               "price-capacity-optimized"};
   const LaunchContext context{"lt", {{"us-east-1a", "subnet-a"}, {"us-east-1b", "subnet-b"}}};
   const Event e = FleetOutcome(Command{CommandId{7}, Seq{1}, launch}, launch, context, r);
   const auto* launched = std::get_if<FleetLaunched>(&e);
@@ -60,8 +66,9 @@ TEST(AwsEc2Xml, FleetOutcomeFillsZonesFromSubnetsAndPricesFromOverrides) {
   ASSERT_EQ(launched->errors.size(), 1u);
   EXPECT_EQ(launched->errors[0].zone, "us-east-1a");
   EXPECT_EQ(launched->errors[0].code, ErrorCode::kInsufficientCapacity);
-  const Event failed = FleetOutcome(Command{CommandId{8}, Seq{1}, launch}, launch, context,
-                                    Result<FleetResult>::Fail(AwsError{ErrorCode::kThrottled, "RequestLimitExceeded", "", 503}));
+  const Event failed = FleetOutcome(
+      Command{CommandId{8}, Seq{1}, launch}, launch, context,
+      Result<FleetResult>::Fail(AwsError{ErrorCode::kThrottled, "RequestLimitExceeded", "", 503}));
   ASSERT_TRUE(std::holds_alternative<FleetFailed>(failed));
   EXPECT_EQ(std::get<FleetFailed>(failed).errors.at(0).code, ErrorCode::kThrottled);
 }
@@ -69,7 +76,8 @@ TEST(AwsEc2Xml, FleetOutcomeFillsZonesFromSubnetsAndPricesFromOverrides) {
 TEST(AwsEc2Xml, BrokenBodiesAreErrorsNotCrashes) {
   EXPECT_FALSE(ParseInstanceTypes("<html>oops").error.empty());
   EXPECT_FALSE(ParseSubnets("").error.empty());
-  EXPECT_FALSE(ParseInstances("<Response><Errors><Error><Code>X</Code></Error></Errors></Response>").error.empty());
+  EXPECT_FALSE(ParseInstances("<Response><Errors><Error><Code>X</Code></Error></Errors></Response>")
+                   .error.empty());
   std::string error;
   EXPECT_FALSE(ParseCreateFleet("not xml at all", &error));
   EXPECT_FALSE(error.empty());
@@ -87,7 +95,8 @@ TEST(AwsEc2Xml, PricesAndNotFoundIds) {
 TEST(AwsEc2Xml, CatalogJoinsOfferingsAndTheNewestSpotPrice) {
   InstanceType m5;
   m5.name = "m5.large";
-  m5.offerings = {Offering{"", "on-demand", MicroUsdPerHour{0}, true}, Offering{"", "spot", MicroUsdPerHour{0}, true}};
+  m5.offerings = {Offering{"", "on-demand", MicroUsdPerHour{0}, true},
+                  Offering{"", "spot", MicroUsdPerHour{0}, true}};
   const std::vector<InstanceType> catalog =
       BuildCatalog({m5}, {{"m5.large", "us-east-1a"}, {"m5.large", "us-east-1b"}},
                    {{"m5.large", "us-east-1a", MicroUsdPerHour{30000}, "2026-11-22T00:00:00Z"},
@@ -95,8 +104,10 @@ TEST(AwsEc2Xml, CatalogJoinsOfferingsAndTheNewestSpotPrice) {
                    {{"m5.large", MicroUsdPerHour{96000}}});
   ASSERT_EQ(catalog.size(), 1u);
   ASSERT_EQ(catalog[0].offerings.size(), 4u);
-  EXPECT_EQ(catalog[0].offerings[0], (Offering{"us-east-1a", "on-demand", MicroUsdPerHour{96000}, true}));
-  EXPECT_EQ(catalog[0].offerings[1], (Offering{"us-east-1a", "spot", MicroUsdPerHour{31000}, true}));
+  EXPECT_EQ(catalog[0].offerings[0],
+            (Offering{"us-east-1a", "on-demand", MicroUsdPerHour{96000}, true}));
+  EXPECT_EQ(catalog[0].offerings[1],
+            (Offering{"us-east-1a", "spot", MicroUsdPerHour{31000}, true}));
   EXPECT_EQ(catalog[0].offerings[3], (Offering{"us-east-1b", "spot", MicroUsdPerHour{0}, true}));
 }
 

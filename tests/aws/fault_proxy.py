@@ -27,6 +27,7 @@ UPSTREAM = "http://127.0.0.1:%d" % int(sys.argv[1])
 LOCK = threading.Lock()
 FAULTS = {}  # action -> {"kind":..., "count": n (-1 forever), ...}
 LAST = {}  # action -> raw form body
+CACHE = {}  # "paginate" -> the upstream answer being paged through
 CREDS = {
     "AccessKeyId": "ASIAPODIDENTITY00001",
     "SecretAccessKey": "pod-identity-secret-do-not-log",
@@ -85,6 +86,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+        return True
 
     def forward(self, body):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length", "expect")}
@@ -115,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 FAULTS[spec["action"]] = spec
             return self.reply(200, b"{}", "application/json")
+        if path.path == "/__ping":
+            return self.reply(200, b"{}", "application/json")
         if path.path == "/__reset":
             with LOCK:
                 FAULTS.clear()
@@ -138,8 +142,10 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
     def handle_any(self, body):
-        if self.handle_local(body) is not None or self.path.startswith(("/__", "/pod-identity", "/latest/")):
+        if self.handle_local(body) is not None:
             return
+        if self.path.startswith(("/__", "/pod-identity", "/latest/")):
+            return self.reply(404, b"unknown local path", "text/plain")
         form = urllib.parse.parse_qs(body.decode("utf-8", "replace")) if body else {}
         action = form.get("Action", [self.headers.get("X-Amz-Target", "")])[0]
         with LOCK:
@@ -183,9 +189,14 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(status, data, content_type)
 
     def paginate(self, form, body, fault):
-        status, data, content_type = self.forward(body)
-        if status != 200:
-            return self.reply(status, data, content_type)
+        # The first page asks moto; later pages reuse that answer, as a real paginated call
+        # walks one consistent listing.
+        if "NextToken" not in form or "paginate" not in CACHE:
+            status, data, content_type = self.forward(body)
+            if status != 200:
+                return self.reply(status, data, content_type)
+            CACHE["paginate"] = (data, content_type)
+        data, content_type = CACHE["paginate"]
         text = data.decode()
         items = re.findall(r"<item>.*?</item>", text, re.S)
         start = int(form.get("NextToken", ["0"])[0])

@@ -25,11 +25,12 @@ class ScriptedTransport : public Transport {
 };
 
 HttpResponse Ec2Error(long status, const std::string& code) {
-  return HttpResponse{status,
-                      "<?xml version=\"1.0\"?><Response><Errors><Error><Code>" + code +
-                          "</Code><Message>m</Message></Error></Errors><RequestID>r</RequestID></Response>",
-                      {},
-                      ""};
+  return HttpResponse{
+      status,
+      "<?xml version=\"1.0\"?><Response><Errors><Error><Code>" + code +
+          "</Code><Message>m</Message></Error></Errors><RequestID>r</RequestID></Response>",
+      {},
+      ""};
 }
 
 struct Fixture {
@@ -70,7 +71,8 @@ TEST(AwsHttp, GivesUpAfterTheAttemptLimitWithThrottled) {
 
 TEST(AwsHttp, Html500IsTransientAndRetried) {
   Fixture f;
-  f.transport.answers = {HttpResponse{500, "<html><body><h1>Internal Server Error</h1></body></html>", {}, ""}};
+  f.transport.answers = {
+      HttpResponse{500, "<html><body><h1>Internal Server Error</h1></body></html>", {}, ""}};
   ASSERT_TRUE(f.client.Query("ec2", "DescribeRegions", "2016-11-15", {}).ok());
   AwsError e = ParseError(HttpResponse{502, "<html><body>Bad Gateway</body></html>", {}, ""});
   EXPECT_EQ(e.code, ErrorCode::kTransient);
@@ -99,8 +101,11 @@ TEST(AwsHttp, JsonErrorsAndTheQueryErrorHeader) {
       400, R"({"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"gone"})", {}, ""});
   EXPECT_EQ(e.aws_code, "QueueDoesNotExist");
   EXPECT_EQ(e.code, ErrorCode::kNotFound);
-  e = ParseError(HttpResponse{400, R"({"__type":"x#y"})",
-                              {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}}, ""});
+  e = ParseError(
+      HttpResponse{400,
+                   R"({"__type":"x#y"})",
+                   {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}},
+                   ""});
   EXPECT_EQ(e.code, ErrorCode::kNotFound);
 }
 
@@ -119,14 +124,16 @@ TEST(AwsHttp, ErrorCodesMapIntoTheClosedSet) {
 
 TEST(AwsHttp, QueryIsASignedFormPostToTheOverriddenEndpoint) {
   Fixture f;
-  ASSERT_TRUE(f.client.Query("ec2", "DescribeRegions", "2016-11-15", {{"Filter.1.Name", "a b"}}).ok());
+  ASSERT_TRUE(
+      f.client.Query("ec2", "DescribeRegions", "2016-11-15", {{"Filter.1.Name", "a b"}}).ok());
   const HttpRequest& sent = f.transport.sent.at(0);
   EXPECT_EQ(sent.method, "POST");
   EXPECT_EQ(sent.host, "127.0.0.1:1");
   EXPECT_EQ(sent.body, "Action=DescribeRegions&Version=2016-11-15&Filter.1.Name=a%20b");
   bool signed_for_ec2 = false;
   for (const auto& [name, value] : sent.headers) {
-    signed_for_ec2 |= name == "Authorization" && value.find("/us-east-1/ec2/aws4_request") != std::string::npos;
+    signed_for_ec2 |=
+        name == "Authorization" && value.find("/us-east-1/ec2/aws4_request") != std::string::npos;
   }
   EXPECT_TRUE(signed_for_ec2);
   EXPECT_EQ(f.client.Endpoint("sqs"), "https://sqs.us-east-1.amazonaws.com");

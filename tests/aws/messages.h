@@ -35,6 +35,7 @@ inline constexpr char kStateChange[] = R"({
   "resources": ["arn:aws:ec2:us-east-1:123456789012:instance/i-0123456789abcdef4"],
   "detail": {"instance-id": "i-0123456789abcdef4", "state": "stopping"}})";
 
-inline constexpr char kMalformed[] = R"({"detail-type": "EC2 Spot Instance Interruption Warning", "detail": {)";
+inline constexpr char kMalformed[] =
+    R"({"detail-type": "EC2 Spot Instance Interruption Warning", "detail": {)";
 
 }  // namespace tenon::aws::testing

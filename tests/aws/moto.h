@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,7 +31,8 @@ inline int FreePort() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw std::runtime_error("bind");
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    throw std::runtime_error("bind");
   socklen_t len = sizeof addr;
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
@@ -46,6 +48,7 @@ class Child {
     pid_ = fork();
     if (pid_ == 0) {
       setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGTERM);  // A test killed by a timeout takes its servers along.
       dup2(fds[1], STDOUT_FILENO);
       close(fds[0]);
       if (!port_from_stdout) freopen("/dev/null", "w", stdout);
@@ -61,7 +64,8 @@ class Child {
     if (port_from_stdout) {
       char line[32] = {};
       FILE* out = fdopen(fds[0], "r");
-      if (out == nullptr || fgets(line, sizeof line, out) == nullptr) throw std::runtime_error("no port");
+      if (out == nullptr || fgets(line, sizeof line, out) == nullptr)
+        throw std::runtime_error("no port");
       port_ = std::atoi(line);
       fclose(out);
     } else {
@@ -104,7 +108,9 @@ inline void WaitUntilAnswering(int port, const std::string& path) {
 // moto_server on 127.0.0.1 and a free port.
 class Moto {
  public:
-  Moto() : port_(FreePort()), child_({kMotoServer, "-p", std::to_string(port_), "-H", "127.0.0.1"}, {}, false) {
+  Moto()
+      : port_(FreePort()),
+        child_({kMotoServer, "-p", std::to_string(port_), "-H", "127.0.0.1"}, {}, false) {
     WaitUntilAnswering(port_, "/moto-api/");
   }
   int port() const { return port_; }
@@ -119,8 +125,9 @@ class Moto {
 class FaultProxy {
  public:
   explicit FaultProxy(const Moto& moto)
-      : child_({"/usr/bin/env", "python3", TENON_FAULT_PROXY, std::to_string(moto.port())}, {}, true) {
-    WaitUntilAnswering(child_.port(), "/__last?action=none");
+      : child_({"/usr/bin/env", "python3", TENON_FAULT_PROXY, std::to_string(moto.port())}, {},
+               true) {
+    WaitUntilAnswering(child_.port(), "/__ping");
   }
   int port() const { return child_.port(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
@@ -140,7 +147,8 @@ inline ClientHooks FastHooks(std::vector<Nanos>* sleeps = nullptr) {
 }
 
 inline Credentials DummyCredentials() {
-  return Credentials{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "", Nanos{0}, "test"};
+  return Credentials{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "",
+                     Nanos{0}, "test"};
 }
 
 }  // namespace tenon::aws::testing
