@@ -88,17 +88,20 @@ std::string Between(const std::string& text, const std::string& open, const std:
 
 // A VPC with one tagged subnet per zone and a tagged security group; returns zone -> subnet.
 std::map<std::string, std::string> MakeNetwork(Client& c, const std::string& cluster) {
-  const std::string vpc = Between(Must(c.client.Query("ec2", "CreateVpc", kEc2Version, {{"CidrBlock", "10.0.0.0/16"}})),
-                                  "<vpcId>", "</vpcId>");
+  const std::string vpc =
+      Between(Must(c.client.Query("ec2", "CreateVpc", kEc2Version, {{"CidrBlock", "10.0.0.0/16"}})),
+              "<vpcId>", "</vpcId>");
   std::map<std::string, std::string> subnets;
   int n = 0;
   for (const std::string zone : {"us-east-1a", "us-east-1b"}) {
-    const std::string body = Must(c.client.Query(
-        "ec2", "CreateSubnet", kEc2Version,
-        {{"VpcId", vpc}, {"CidrBlock", "10.0." + std::to_string(n++) + ".0/24"}, {"AvailabilityZone", zone},
-         {"TagSpecification.1.ResourceType", "subnet"},
-         {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
-         {"TagSpecification.1.Tag.1.Value", cluster}}));
+    const std::string body =
+        Must(c.client.Query("ec2", "CreateSubnet", kEc2Version,
+                            {{"VpcId", vpc},
+                             {"CidrBlock", "10.0." + std::to_string(n++) + ".0/24"},
+                             {"AvailabilityZone", zone},
+                             {"TagSpecification.1.ResourceType", "subnet"},
+                             {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
+                             {"TagSpecification.1.Tag.1.Value", cluster}}));
     subnets[zone] = Between(body, "<subnetId>", "</subnetId>");
   }
   return subnets;
@@ -137,7 +140,10 @@ TEST(AwsMoto, OfferingsFollowNextTokenThroughEveryPage) {
   Client direct(servers->moto.url());
   const auto all = direct.ec2.DescribeInstanceTypeOfferings();
   ASSERT_TRUE(all.ok());
-  Fault({{"action", "DescribeInstanceTypeOfferings"}, {"kind", "paginate"}, {"page_size", 500}, {"count", 1000}});
+  Fault({{"action", "DescribeInstanceTypeOfferings"},
+         {"kind", "paginate"},
+         {"page_size", 500},
+         {"count", 1000}});
   Client proxied(servers->proxy.url());
   const std::int64_t before = proxied.client.attempts_made();
   const auto paged = proxied.ec2.DescribeInstanceTypeOfferings();
@@ -152,7 +158,8 @@ TEST(AwsMoto, OfferingsFollowNextTokenThroughEveryPage) {
 TEST(AwsMoto, SubnetsSecurityGroupsAndImagesBySelectorTerms) {
   Client c(servers->moto.url());
   const auto subnets = MakeNetwork(c, "selectors");
-  const auto by_tag = c.ec2.DescribeSubnets({SelectorTerm{{{"karpenter.sh/discovery", "selectors"}}, "", "", ""}});
+  const auto by_tag =
+      c.ec2.DescribeSubnets({SelectorTerm{{{"karpenter.sh/discovery", "selectors"}}, "", "", ""}});
   ASSERT_TRUE(by_tag.ok());
   ASSERT_EQ(by_tag.value->size(), 2u);
   EXPECT_EQ(by_tag.value->at(0).tags.at("karpenter.sh/discovery"), "selectors");
@@ -160,17 +167,20 @@ TEST(AwsMoto, SubnetsSecurityGroupsAndImagesBySelectorTerms) {
   ASSERT_TRUE(by_id.ok());
   ASSERT_EQ(by_id.value->size(), 1u);
   EXPECT_EQ(by_id.value->at(0).zone, "us-east-1b");
-  const std::string vpc = Must(c.client.Query("ec2", "DescribeSubnets", kEc2Version, {{"SubnetId.1", subnets.at("us-east-1a")}}));
-  const std::string group = Between(
-      Must(c.client.Query("ec2", "CreateSecurityGroup", kEc2Version,
-                          {{"GroupName", "nodes-selectors"}, {"GroupDescription", "nodes"},
-                           {"VpcId", Between(vpc, "<vpcId>", "</vpcId>")},
-                           {"TagSpecification.1.ResourceType", "security-group"},
-                           {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
-                           {"TagSpecification.1.Tag.1.Value", "selectors"}})),
-      "<groupId>", "</groupId>");
-  for (const SelectorTerm& term : {SelectorTerm{{{"karpenter.sh/discovery", "selectors"}}, "", "", ""},
-                                   SelectorTerm{{}, group, "", ""}, SelectorTerm{{}, "", "nodes-selectors", ""}}) {
+  const std::string vpc = Must(c.client.Query("ec2", "DescribeSubnets", kEc2Version,
+                                              {{"SubnetId.1", subnets.at("us-east-1a")}}));
+  const std::string group =
+      Between(Must(c.client.Query("ec2", "CreateSecurityGroup", kEc2Version,
+                                  {{"GroupName", "nodes-selectors"},
+                                   {"GroupDescription", "nodes"},
+                                   {"VpcId", Between(vpc, "<vpcId>", "</vpcId>")},
+                                   {"TagSpecification.1.ResourceType", "security-group"},
+                                   {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
+                                   {"TagSpecification.1.Tag.1.Value", "selectors"}})),
+              "<groupId>", "</groupId>");
+  for (const SelectorTerm& term :
+       {SelectorTerm{{{"karpenter.sh/discovery", "selectors"}}, "", "", ""},
+        SelectorTerm{{}, group, "", ""}, SelectorTerm{{}, "", "nodes-selectors", ""}}) {
     const auto groups = c.ec2.DescribeSecurityGroups({term});
     ASSERT_TRUE(groups.ok()) << groups.error.message;
     ASSERT_EQ(groups.value->size(), 1u);
@@ -215,9 +225,10 @@ struct Fleet {
     spec.name = "lt-" + cluster;
     spec.image_id = "ami-12c6146b";
     EXPECT_TRUE(client.ec2.CreateLaunchTemplate(spec).ok());
-    executor = std::make_unique<AwsExecutor>(client.ec2, nullptr, [this, spec](const LaunchInstances&) {
-      return std::optional<LaunchContext>(LaunchContext{spec.name, subnets});
-    });
+    executor =
+        std::make_unique<AwsExecutor>(client.ec2, nullptr, [this, spec](const LaunchInstances&) {
+          return std::optional<LaunchContext>(LaunchContext{spec.name, subnets});
+        });
   }
   Client client;
   std::map<std::string, std::string> subnets;
@@ -225,16 +236,22 @@ struct Fleet {
 };
 
 LaunchInstances Launch(const std::string& claim, const std::string& cluster) {
-  return LaunchInstances{claim, "default", "default", claim, "on-demand",
-                         {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000}},
-                          {"c5.large", "us-east-1b", "on-demand", MicroUsdPerHour{85000}}},
-                         {{"karpenter.sh/nodeclaim", claim}, {"kubernetes.io/cluster/" + cluster, "owned"}},
-                         "lowest-price"};
+  return LaunchInstances{
+      claim,
+      "default",
+      "default",
+      claim,
+      "on-demand",
+      {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000}},
+       {"c5.large", "us-east-1b", "on-demand", MicroUsdPerHour{85000}}},
+      {{"karpenter.sh/nodeclaim", claim}, {"kubernetes.io/cluster/" + cluster, "owned"}},
+      "lowest-price"};
 }
 
 TEST(AwsMoto, CreateFleetLaunchesListsTagsAndTerminates) {
   Fleet f(servers->proxy.url(), "fleet");
-  const std::vector<Event> events = f.executor->Execute(Command{CommandId{1}, Seq{1}, Launch("claim-a", "fleet")});
+  const std::vector<Event> events =
+      f.executor->Execute(Command{CommandId{1}, Seq{1}, Launch("claim-a", "fleet")});
   ASSERT_EQ(events.size(), 1u);
   const auto* launched = std::get_if<FleetLaunched>(&events[0]);
   ASSERT_NE(launched, nullptr);
@@ -255,18 +272,21 @@ TEST(AwsMoto, CreateFleetLaunchesListsTagsAndTerminates) {
   ASSERT_TRUE(f.client.ec2.CreateTags({launched->instance_id}, {{"Name", "claim-a"}}).ok());
   EXPECT_EQ(f.client.ec2.DescribeInstancesByTag("Name", "claim-a").value->size(), 1u);
   // An unknown id fails the whole call; the adapter drops it and terminates the rest.
-  const auto terminated = f.client.ec2.TerminateInstances({launched->instance_id, "i-0123456789abcdef0"});
+  const auto terminated =
+      f.client.ec2.TerminateInstances({launched->instance_id, "i-0123456789abcdef0"});
   ASSERT_TRUE(terminated.ok()) << terminated.error.message;
   EXPECT_EQ(terminated.value->terminated, std::vector<std::string>{launched->instance_id});
   EXPECT_EQ(terminated.value->missing, std::vector<std::string>{"i-0123456789abcdef0"});
-  const auto after = f.executor->Execute(Command{CommandId{2}, Seq{2}, TerminateInstance{"i-0fedcba987654321f", ""}});
+  const auto after = f.executor->Execute(
+      Command{CommandId{2}, Seq{2}, TerminateInstance{"i-0fedcba987654321f", ""}});
   EXPECT_EQ(after, (std::vector<Event>{CommandSucceeded{CommandId{2}}}));
 }
 
 TEST(AwsMoto, InsufficientCapacityErrorSetThroughTheProxy) {
   Fleet f(servers->proxy.url(), "ice");
   Fault({{"action", "CreateFleet"}, {"kind", "ice"}, {"types", {"m5.large"}}, {"count", 1}});
-  std::vector<Event> events = f.executor->Execute(Command{CommandId{3}, Seq{1}, Launch("claim-ice", "ice")});
+  std::vector<Event> events =
+      f.executor->Execute(Command{CommandId{3}, Seq{1}, Launch("claim-ice", "ice")});
   ASSERT_EQ(events.size(), 1u);
   const auto* launched = std::get_if<FleetLaunched>(&events[0]);
   ASSERT_NE(launched, nullptr);
@@ -277,7 +297,10 @@ TEST(AwsMoto, InsufficientCapacityErrorSetThroughTheProxy) {
   EXPECT_EQ(launched->errors[0].zone, "us-east-1a");
   EXPECT_EQ(launched->errors[0].code, ErrorCode::kInsufficientCapacity);
 
-  Fault({{"action", "CreateFleet"}, {"kind", "ice"}, {"types", {"m5.large", "c5.large"}}, {"count", 1}});
+  Fault({{"action", "CreateFleet"},
+         {"kind", "ice"},
+         {"types", {"m5.large", "c5.large"}},
+         {"count", 1}});
   events = f.executor->Execute(Command{CommandId{4}, Seq{2}, Launch("claim-ice-2", "ice")});
   ASSERT_EQ(events.size(), 1u);
   const auto* failed = std::get_if<FleetFailed>(&events[0]);
@@ -318,11 +341,13 @@ TEST(AwsMoto, Html500IsTransientAndRetried) {
 
 TEST(AwsMoto, SqsRoundTripOfEveryEventBridgeKindAndAMalformedOne) {
   Client c(servers->moto.url());
-  const auto created = nlohmann::json::parse(Must(SqsCall(c.client, "CreateQueue", R"({"QueueName":"interruptions"})")));
+  const auto created = nlohmann::json::parse(
+      Must(SqsCall(c.client, "CreateQueue", R"({"QueueName":"interruptions"})")));
   const std::string url = created.at("QueueUrl");
-  for (const char* body : {testing::kSpotInterruption, testing::kRebalance, testing::kScheduledChange,
-                           testing::kStateChange, testing::kMalformed}) {
-    Must(SqsCall(c.client, "SendMessage", nlohmann::json{{"QueueUrl", url}, {"MessageBody", body}}.dump()));
+  for (const char* body : {testing::kSpotInterruption, testing::kRebalance,
+                           testing::kScheduledChange, testing::kStateChange, testing::kMalformed}) {
+    Must(SqsCall(c.client, "SendMessage",
+                 nlohmann::json{{"QueueUrl", url}, {"MessageBody", body}}.dump()));
   }
   InterruptionQueue queue(c.client, url);
   std::vector<Event> events;
@@ -358,22 +383,29 @@ TEST(AwsMoto, SqsRoundTripOfEveryEventBridgeKindAndAMalformedOne) {
     EXPECT_EQ(executor.Execute(Command{id, Seq{1}, AcknowledgeMessage{ids[i]}}),
               (std::vector<Event>{CommandSucceeded{id}}));
   }
-  const auto unknown = executor.Execute(Command{CommandId{99}, Seq{1}, AcknowledgeMessage{"never-received"}});
+  const auto unknown =
+      executor.Execute(Command{CommandId{99}, Seq{1}, AcknowledgeMessage{"never-received"}});
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_EQ(std::get<CommandFailed>(unknown[0]).code, ErrorCode::kNotFound);
   const auto attributes = nlohmann::json::parse(Must(SqsCall(
       c.client, "GetQueueAttributes",
-      nlohmann::json{{"QueueUrl", url}, {"AttributeNames", {"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"}}}.dump())));
+      nlohmann::json{{"QueueUrl", url},
+                     {"AttributeNames",
+                      {"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"}}}
+          .dump())));
   EXPECT_EQ(attributes["Attributes"]["ApproximateNumberOfMessagesNotVisible"], "1");
   EXPECT_EQ(attributes["Attributes"]["ApproximateNumberOfMessages"], "0");
 }
 
 TEST(AwsMoto, WebIdentityThroughMotoSts) {
-  const std::string token = (std::filesystem::temp_directory_path() / ("tenon-wi-" + std::to_string(getpid()))).string();
-  std::ofstream(token) << "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a2FycGVudGVyIn0.sig\n";
+  const std::string token =
+      (std::filesystem::temp_directory_path() / ("tenon-wi-" + std::to_string(getpid()))).string();
+  std::ofstream(token)
+      << "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a2FycGVudGVyIn0.sig\n";
   CurlTransport transport;
   AwsClient sts(transport, nullptr,
-                ClientOptions{.region = "us-east-1", .endpoints = {{"sts", servers->moto.url()}}}, FastHooks());
+                ClientOptions{.region = "us-east-1", .endpoints = {{"sts", servers->moto.url()}}},
+                FastHooks());
   WebIdentityProvider provider(
       [&](const std::string& name) -> std::optional<std::string> {
         if (name == "AWS_ROLE_ARN") return "arn:aws:iam::123456789012:role/karpenter";
@@ -388,18 +420,22 @@ TEST(AwsMoto, WebIdentityThroughMotoSts) {
   EXPECT_GT(c.value->expires, Nanos{0});
   // The temporary credentials sign EC2 calls.
   StaticProvider temporary(*c.value);
-  AwsClient ec2_client(transport, &temporary,
-                       ClientOptions{.region = "us-east-1", .endpoints = {{"ec2", servers->moto.url()}}}, FastHooks());
+  AwsClient ec2_client(
+      transport, &temporary,
+      ClientOptions{.region = "us-east-1", .endpoints = {{"ec2", servers->moto.url()}}},
+      FastHooks());
   EXPECT_TRUE(Ec2(ec2_client).DescribeAvailabilityZones().ok());
 }
 
 TEST(AwsMoto, PodIdentityAndImdsV2) {
-  const std::string token = (std::filesystem::temp_directory_path() / ("tenon-pod-" + std::to_string(getpid()))).string();
+  const std::string token =
+      (std::filesystem::temp_directory_path() / ("tenon-pod-" + std::to_string(getpid()))).string();
   std::ofstream(token) << "pod-identity-authorization-token";
   CurlTransport transport;
   ContainerProvider pod(
       [&](const std::string& name) -> std::optional<std::string> {
-        if (name == "AWS_CONTAINER_CREDENTIALS_FULL_URI") return servers->proxy.url() + "/pod-identity";
+        if (name == "AWS_CONTAINER_CREDENTIALS_FULL_URI")
+          return servers->proxy.url() + "/pod-identity";
         if (name == "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") return token;
         return std::nullopt;
       },
@@ -412,11 +448,14 @@ TEST(AwsMoto, PodIdentityAndImdsV2) {
   const Result<Credentials> i = imds.Get(Nanos{0});
   ASSERT_TRUE(i.ok()) << i.error.aws_code << ": " << i.error.message;
   EXPECT_EQ(i.value->access_key_id, "ASIAPODIDENTITY00001");
-  ContainerProvider wrong([&](const std::string& name) -> std::optional<std::string> {
-    if (name == "AWS_CONTAINER_CREDENTIALS_FULL_URI") return servers->proxy.url() + "/pod-identity";
-    if (name == "AWS_CONTAINER_AUTHORIZATION_TOKEN") return "wrong";
-    return std::nullopt;
-  }, transport);
+  ContainerProvider wrong(
+      [&](const std::string& name) -> std::optional<std::string> {
+        if (name == "AWS_CONTAINER_CREDENTIALS_FULL_URI")
+          return servers->proxy.url() + "/pod-identity";
+        if (name == "AWS_CONTAINER_AUTHORIZATION_TOKEN") return "wrong";
+        return std::nullopt;
+      },
+      transport);
   EXPECT_EQ(wrong.Get(Nanos{0}).error.code, ErrorCode::kUnauthorized);
 }
 
