@@ -20,7 +20,8 @@ namespace {
 
 using testing::FastHooks;
 
-constexpr char kAllowAll[] = R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]})";
+constexpr char kAllowAll[] =
+    R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]})";
 
 // Remembers every Authorization and token header it sends; optionally corrupts the signature.
 class RecordingTransport : public Transport {
@@ -32,7 +33,8 @@ class RecordingTransport : public Transport {
     for (auto& [name, value] : copy.headers) {
       if (name == "Authorization" || name == "X-Amz-Security-Token") {
         if (tamper && name == "Authorization") value.back() = value.back() == '0' ? '1' : '0';
-        secrets_sent.push_back(name == "Authorization" ? value.substr(value.find("Signature=")) : value);
+        secrets_sent.push_back(name == "Authorization" ? value.substr(value.find("Signature="))
+                                                       : value);
       }
     }
     return inner.Send(copy);
@@ -45,7 +47,8 @@ struct StrictMoto {
     Credentials bootstrap = testing::DummyCredentials();
     StaticProvider provider(bootstrap);
     CurlTransport transport;
-    AwsClient iam(transport, &provider, ClientOptions{.region = "us-east-1", .endpoints = {{"iam", moto.url()}}},
+    AwsClient iam(transport, &provider,
+                  ClientOptions{.region = "us-east-1", .endpoints = {{"iam", moto.url()}}},
                   FastHooks());
     const auto Q = [&](const std::string& action, const Pairs& params) {
       Result<std::string> r = iam.Query("iam", action, "2010-05-08", params);
@@ -53,14 +56,18 @@ struct StrictMoto {
       return r.ok() ? *r.value : std::string();
     };
     Q("CreateUser", {{"UserName", "tenon"}});
-    Q("PutUserPolicy", {{"UserName", "tenon"}, {"PolicyName", "all"}, {"PolicyDocument", kAllowAll}});
+    Q("PutUserPolicy",
+      {{"UserName", "tenon"}, {"PolicyName", "all"}, {"PolicyDocument", kAllowAll}});
     const std::string key = Q("CreateAccessKey", {{"UserName", "tenon"}});
     user = Credentials{Between(key, "<AccessKeyId>", "</AccessKeyId>"),
-                       Between(key, "<SecretAccessKey>", "</SecretAccessKey>"), "", Nanos{0}, "iam user"};
-    Q("CreateRole", {{"RoleName", "karpenter"},
-                     {"AssumeRolePolicyDocument",
-                      R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"oidc"},"Action":"sts:AssumeRoleWithWebIdentity"}]})"}});
-    Q("PutRolePolicy", {{"RoleName", "karpenter"}, {"PolicyName", "all"}, {"PolicyDocument", kAllowAll}});
+                       Between(key, "<SecretAccessKey>", "</SecretAccessKey>"), "", Nanos{0},
+                       "iam user"};
+    Q("CreateRole",
+      {{"RoleName", "karpenter"},
+       {"AssumeRolePolicyDocument",
+        R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":"oidc"},"Action":"sts:AssumeRoleWithWebIdentity"}]})"}});
+    Q("PutRolePolicy",
+      {{"RoleName", "karpenter"}, {"PolicyName", "all"}, {"PolicyDocument", kAllowAll}});
     // moto 5.2.1 answers an unsigned AssumeRoleWithWebIdentity with a 500 once auth is on, so
     // the web identity exchange happens before.
     FetchFederated();
@@ -77,7 +84,8 @@ struct StrictMoto {
   void FetchFederated() {
     std::ofstream(token_file) << "eyJhbGciOiJSUzI1NiJ9.web-identity-token-secret.sig";
     CurlTransport transport;
-    AwsClient sts(transport, nullptr, ClientOptions{.region = "us-east-1", .endpoints = {{"sts", moto.url()}}},
+    AwsClient sts(transport, nullptr,
+                  ClientOptions{.region = "us-east-1", .endpoints = {{"sts", moto.url()}}},
                   FastHooks());
     std::vector<std::unique_ptr<CredentialsProvider>> links;
     links.push_back(std::make_unique<WebIdentityProvider>(
@@ -99,7 +107,8 @@ struct StrictMoto {
   }
   testing::Moto moto;
   std::string token_file =
-      (std::filesystem::temp_directory_path() / ("tenon-strict-wi-" + std::to_string(getpid()))).string();
+      (std::filesystem::temp_directory_path() / ("tenon-strict-wi-" + std::to_string(getpid())))
+          .string();
   Credentials user;
   Credentials federated;
 };
@@ -127,7 +136,9 @@ class StrictEnvironment : public ::testing::Environment {
 
 ClientOptions Options() {
   return ClientOptions{.region = "us-east-1",
-                       .endpoints = {{"ec2", strict->moto.url()}, {"sqs", strict->moto.url()}, {"sts", strict->moto.url()}},
+                       .endpoints = {{"ec2", strict->moto.url()},
+                                     {"sqs", strict->moto.url()},
+                                     {"sts", strict->moto.url()}},
                        .attempts_max = 2};
 }
 
