@@ -257,4 +257,15 @@ Result<Credentials> ChainProvider::Get(Nanos now) {
   return Result<Credentials>::Fail(Missing("no credentials: " + tried));
 }
 
+std::unique_ptr<ChainProvider> DefaultChain(EnvLookup env, Transport& transport, AwsClient& sts,
+                                            std::string imds_endpoint) {
+  std::vector<std::unique_ptr<CredentialsProvider>> links;
+  links.push_back(std::make_unique<EnvProvider>(env));
+  links.push_back(std::make_unique<WebIdentityProvider>(env, sts));
+  links.push_back(std::make_unique<ContainerProvider>(env, transport));
+  links.push_back(std::make_unique<ProfileProvider>(env));
+  links.push_back(std::make_unique<ImdsProvider>(std::move(imds_endpoint), transport));
+  return std::make_unique<ChainProvider>(std::move(links));
+}
+
 }  // namespace tenon::aws

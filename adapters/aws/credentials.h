@@ -110,6 +110,11 @@ class ChainProvider : public CredentialsProvider {
   std::int64_t fetches_ = 0;
 };
 
+// The standard order: environment, web identity, Pod Identity, profile files, then IMDSv2
+// (at `imds_endpoint`). `sts` signs nothing (AssumeRoleWithWebIdentity is unsigned).
+std::unique_ptr<ChainProvider> DefaultChain(EnvLookup env, Transport& transport, AwsClient& sts,
+                                            std::string imds_endpoint = "http://169.254.169.254");
+
 // Parses an ISO 8601 UTC time (2026-11-23T06:00:00Z, fractions allowed) into Unix nanos.
 std::optional<Nanos> ParseIsoTime(const std::string& text);
 // Parses the JSON answer of the container endpoint or IMDS.

@@ -1,5 +1,7 @@
 #include "adapters/aws/ec2.h"
 
+#include "adapters/aws/credentials.h"
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -240,8 +242,9 @@ Result<FleetResult> Ec2::CreateFleet(const FleetRequest& r) {
 }
 
 Result<std::vector<InstanceSummary>> Ec2::DescribeInstancesByTag(const std::string& key,
-                                                                 const std::string& value) {
-  Pairs params{{"MaxResults", "500"}};
+                                                                 const std::string& value,
+                                                                 std::int32_t page_size) {
+  Pairs params{{"MaxResults", std::to_string(std::clamp(page_size, 5, 1000))}};
   std::int32_t filter = 1;
   AddTagFilters(Labels{{key, value}}, params, filter);
   const std::string prefix = "Filter." + std::to_string(filter);
@@ -349,6 +352,18 @@ std::vector<InstanceType> BuildCatalog(
   std::sort(types.begin(), types.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   return types;
+}
+
+InstancesListed ToInstancesListed(const std::vector<InstanceSummary>& instances) {
+  InstancesListed out;
+  for (const InstanceSummary& i : instances) {
+    const auto claim = i.tags.find("karpenter.sh/nodeclaim");
+    out.instances.push_back(CloudInstance{i.id, claim == i.tags.end() ? "" : claim->second,
+                                          ParseIsoTime(i.launch_time).value_or(Nanos{0}), i.state});
+  }
+  std::sort(out.instances.begin(), out.instances.end(),
+            [](const CloudInstance& a, const CloudInstance& b) { return a.id < b.id; });
+  return out;
 }
 
 std::vector<Image> NewestPerArch(std::vector<Image> images) {

@@ -81,8 +81,10 @@ class Ec2 {
       const std::vector<std::string>& names);
   Result<Unit> DeleteLaunchTemplate(const std::string& name);
   Result<FleetResult> CreateFleet(const FleetRequest& request);
+  // Live instances (not terminated) carrying the tag; `page_size` bounds each answer.
   Result<std::vector<InstanceSummary>> DescribeInstancesByTag(const std::string& key,
-                                                              const std::string& value);
+                                                              const std::string& value,
+                                                              std::int32_t page_size = 500);
   Result<TerminateResult> TerminateInstances(std::vector<std::string> ids);
   Result<Unit> CreateTags(const std::vector<std::string>& ids, const Labels& tags);
 
@@ -108,6 +110,8 @@ std::vector<InstanceType> BuildCatalog(
     std::vector<InstanceType> types, const std::vector<TypeOffering>& offerings,
     const std::vector<SpotPrice>& spot_prices,
     const std::map<std::string, MicroUsdPerHour>& on_demand_prices);
+// The core's view of the cluster's instances, for garbage collection and recovery.
+InstancesListed ToInstancesListed(const std::vector<InstanceSummary>& instances);
 // The newest image per architecture, as amiSelectorTerms resolve.
 std::vector<Image> NewestPerArch(std::vector<Image> images);
 // The ids an InvalidInstanceID.NotFound message names.

@@ -13,7 +13,9 @@
 #include "adapters/aws/credentials.h"
 #include "adapters/aws/ec2.h"
 #include "adapters/aws/executor.h"
+#include "adapters/aws/iam.h"
 #include "adapters/aws/sqs.h"
+#include "adapters/aws/ssm.h"
 #include "tests/aws/messages.h"
 #include "tests/aws/moto.h"
 
@@ -41,11 +43,13 @@ class ServersEnvironment : public ::testing::Environment {
 // A client for every service at one base URL, with dummy credentials and no real sleeping.
 struct Client {
   explicit Client(const std::string& url, std::int32_t attempts_max = 4)
-      : client(transport, &credentials,
-               ClientOptions{.region = "us-east-1",
-                             .endpoints = {{"ec2", url}, {"sqs", url}, {"sts", url}, {"iam", url}},
-                             .attempts_max = attempts_max},
-               FastHooks(&sleeps)) {}
+      : client(
+            transport, &credentials,
+            ClientOptions{
+                .region = "us-east-1",
+                .endpoints = {{"ec2", url}, {"sqs", url}, {"sts", url}, {"iam", url}, {"ssm", url}},
+                .attempts_max = attempts_max},
+            FastHooks(&sleeps)) {}
   CurlTransport transport;
   StaticProvider credentials{DummyCredentials()};
   std::vector<Nanos> sleeps;
@@ -457,6 +461,99 @@ TEST(AwsMoto, PodIdentityAndImdsV2) {
       },
       transport);
   EXPECT_EQ(wrong.Get(Nanos{0}).error.code, ErrorCode::kUnauthorized);
+}
+
+TEST(AwsMoto, InstancesListedFollowsDescribeInstancesPages) {
+  Client c(servers->moto.url());
+  // moto pages by reservation, so each instance gets its own.
+  for (int i = 0; i < 7; ++i) {
+    Must(c.client.Query("ec2", "RunInstances", kEc2Version,
+                        {{"ImageId", "ami-12c6146b"},
+                         {"InstanceType", "m5.large"},
+                         {"MinCount", "1"},
+                         {"MaxCount", "1"},
+                         {"TagSpecification.1.ResourceType", "instance"},
+                         {"TagSpecification.1.Tag.1.Key", "kubernetes.io/cluster/paged"},
+                         {"TagSpecification.1.Tag.1.Value", "owned"},
+                         {"TagSpecification.1.Tag.2.Key", "karpenter.sh/nodeclaim"},
+                         {"TagSpecification.1.Tag.2.Value", "claim-paged"}}));
+  }
+  const std::int64_t before = c.client.attempts_made();
+  const auto instances = c.ec2.DescribeInstancesByTag("kubernetes.io/cluster/paged", "owned", 5);
+  ASSERT_TRUE(instances.ok()) << instances.error.message;
+  EXPECT_EQ(c.client.attempts_made() - before, 2);  // 5 + 2, following NextToken.
+  const InstancesListed listed = ToInstancesListed(*instances.value);
+  ASSERT_EQ(listed.instances.size(), 7u);
+  for (const CloudInstance& i : listed.instances) {
+    EXPECT_EQ(i.nodeclaim, "claim-paged");
+    EXPECT_EQ(i.state, "running");
+    EXPECT_GT(i.launched, Nanos{0});
+  }
+}
+
+TEST(AwsMoto, SsmParametersUnderAConfigurablePrefix) {
+  Client c(servers->moto.url());
+  Must(c.client.Json(
+      "ssm", "AmazonSSM.PutParameter", "application/x-amz-json-1.1",
+      R"({"Name":"/tenon-test/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/image_id","Value":"ami-0123456789abcdef0","Type":"String"})"));
+  Ssm ssm(c.client, "/tenon-test");
+  const std::string path = ssm.AliasPath("al2023@latest", "amd64", "1.31");
+  const Result<std::string> value = ssm.GetParameter(path);
+  ASSERT_TRUE(value.ok()) << value.error.message;
+  EXPECT_EQ(*value.value, "ami-0123456789abcdef0");
+  EXPECT_EQ(ssm.AliasPath("bottlerocket@v1.20.0", "arm64", "1.31"),
+            "/tenon-test/bottlerocket/aws-k8s-1.31/arm64/v1.20.0/image_id");
+  const Result<std::string> missing = ssm.GetParameter("eks/none");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error.code, ErrorCode::kNotFound);
+}
+
+TEST(AwsMoto, InstanceProfileCreatedOnceWithItsRole) {
+  Client c(servers->moto.url());
+  const std::string trust =
+      R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]})";
+  for (const char* role : {"KarpenterNodeRole", "OtherRole"}) {
+    Must(c.client.Query("iam", "CreateRole", kIamVersion,
+                        {{"RoleName", role}, {"AssumeRolePolicyDocument", trust}}));
+  }
+  Iam iam(c.client);
+  EXPECT_EQ(iam.GetInstanceProfile("tenon-default").error.code, ErrorCode::kNotFound);
+  const auto created = iam.EnsureInstanceProfile("tenon-default", "KarpenterNodeRole",
+                                                 {{"karpenter.sh/managed-by", "test"}});
+  ASSERT_TRUE(created.ok()) << created.error.message;
+  EXPECT_EQ(created.value->roles, std::vector<std::string>{"KarpenterNodeRole"});
+  EXPECT_NE(created.value->arn.find("instance-profile/tenon-default"), std::string::npos);
+  const std::int64_t before = c.client.attempts_made();
+  ASSERT_TRUE(iam.EnsureInstanceProfile("tenon-default", "KarpenterNodeRole", {}).ok());
+  EXPECT_EQ(c.client.attempts_made() - before, 1);  // Already right: one Get, nothing else.
+  const auto switched = iam.EnsureInstanceProfile("tenon-default", "OtherRole", {});
+  ASSERT_TRUE(switched.ok()) << switched.error.message;
+  EXPECT_EQ(switched.value->roles, std::vector<std::string>{"OtherRole"});
+}
+
+TEST(AwsMoto, DefaultChainPicksTheFirstConfiguredSource) {
+  CurlTransport transport;
+  AwsClient sts(transport, nullptr,
+                ClientOptions{.region = "us-east-1", .endpoints = {{"sts", servers->moto.url()}}},
+                FastHooks());
+  std::map<std::string, std::string> vars{
+      {"AWS_CONTAINER_CREDENTIALS_FULL_URI", servers->proxy.url() + "/pod-identity"},
+      {"AWS_CONTAINER_AUTHORIZATION_TOKEN", "pod-identity-authorization-token"},
+      {"HOME", "/nonexistent"}};
+  const auto env = [&vars](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  auto chain = DefaultChain(env, transport, sts, servers->proxy.url());
+  EXPECT_EQ(chain->Get(Nanos{0}).value->source, "container");
+  vars["AWS_ACCESS_KEY_ID"] = "AKIAENVIRONMENT";
+  vars["AWS_SECRET_ACCESS_KEY"] = "secret";
+  auto env_first = DefaultChain(env, transport, sts, servers->proxy.url());
+  EXPECT_EQ(env_first->Get(Nanos{0}).value->source, "environment");
+  vars.clear();
+  vars["HOME"] = "/nonexistent";
+  auto imds_last = DefaultChain(env, transport, sts, servers->proxy.url());
+  EXPECT_EQ(imds_last->Get(Nanos{0}).value->source, "imds");
 }
 
 }  // namespace
