@@ -11,8 +11,9 @@ Result<InstanceProfile> Parsed(const Result<std::string>& body, const char* acti
   if (!body.ok()) return Result<InstanceProfile>::Fail(body.error);
   std::optional<InstanceProfile> profile = ParseInstanceProfile(*body.value);
   if (!profile) {
-    return Result<InstanceProfile>::Fail(
-        AwsError{ErrorCode::kTransient, "MalformedResponse", std::string(action) + ": no InstanceProfile", 200});
+    return Result<InstanceProfile>::Fail(AwsError{ErrorCode::kTransient, "MalformedResponse",
+                                                  std::string(action) + ": no InstanceProfile",
+                                                  200});
   }
   return Result<InstanceProfile>::Ok(std::move(*profile));
 }
@@ -33,8 +34,9 @@ std::optional<InstanceProfile> ParseInstanceProfile(const std::string& xml) {
 }
 
 Result<InstanceProfile> Iam::GetInstanceProfile(const std::string& name) {
-  return Parsed(client_.Query("iam", "GetInstanceProfile", kIamVersion, {{"InstanceProfileName", name}}),
-                "GetInstanceProfile");
+  return Parsed(
+      client_.Query("iam", "GetInstanceProfile", kIamVersion, {{"InstanceProfileName", name}}),
+      "GetInstanceProfile");
 }
 
 Result<InstanceProfile> Iam::EnsureInstanceProfile(const std::string& name, const std::string& role,
@@ -47,13 +49,15 @@ Result<InstanceProfile> Iam::EnsureInstanceProfile(const std::string& name, cons
       params.emplace_back("Tags.member." + std::to_string(n) + ".Key", key);
       params.emplace_back("Tags.member." + std::to_string(n++) + ".Value", value);
     }
-    profile = Parsed(client_.Query("iam", "CreateInstanceProfile", kIamVersion, params), "CreateInstanceProfile");
+    profile = Parsed(client_.Query("iam", "CreateInstanceProfile", kIamVersion, params),
+                     "CreateInstanceProfile");
   }
   if (!profile.ok()) return profile;
   if (profile.value->roles.size() == 1 && profile.value->roles.front() == role) return profile;
   for (const std::string& other : profile.value->roles) {
-    Result<std::string> removed = client_.Query("iam", "RemoveRoleFromInstanceProfile", kIamVersion,
-                                                {{"InstanceProfileName", name}, {"RoleName", other}});
+    Result<std::string> removed =
+        client_.Query("iam", "RemoveRoleFromInstanceProfile", kIamVersion,
+                      {{"InstanceProfileName", name}, {"RoleName", other}});
     if (!removed.ok()) return Result<InstanceProfile>::Fail(removed.error);
   }
   Result<std::string> added = client_.Query("iam", "AddRoleToInstanceProfile", kIamVersion,
