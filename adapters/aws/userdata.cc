@@ -25,12 +25,14 @@ std::string Joined(const Labels& labels) {
 
 std::string JoinedTaints(const std::vector<Taint>& taints) {
   std::string out;
-  for (const Taint& t : taints) out += (out.empty() ? "" : ",") + t.key + "=" + t.value + ":" + EffectName(t.effect);
+  for (const Taint& t : taints)
+    out += (out.empty() ? "" : ",") + t.key + "=" + t.value + ":" + EffectName(t.effect);
   return out;
 }
 
 std::string Mime(const std::vector<std::pair<std::string, std::string>>& parts) {
-  std::string out = std::string("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"") + kMimeBoundary + "\"\n\n";
+  std::string out = std::string("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"") +
+                    kMimeBoundary + "\"\n\n";
   for (const auto& [type, body] : parts) {
     out += std::string("--") + kMimeBoundary + "\nContent-Type: " + type + "\n\n" + body + "\n";
   }
@@ -49,15 +51,17 @@ std::string Toml(const std::string& s) {
 
 std::string NodeConfig(const ClusterInfo& cluster, const NodeBootstrap& node) {
   YAML::Emitter out;
-  out << YAML::BeginMap << YAML::Key << "apiVersion" << YAML::Value << "node.eks.aws/v1alpha1" << YAML::Key
-      << "kind" << YAML::Value << "NodeConfig" << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value
-      << cluster.name << YAML::Key << "apiServerEndpoint" << YAML::Value << cluster.endpoint << YAML::Key
-      << "certificateAuthority" << YAML::Value << cluster.ca_bundle_base64 << YAML::Key << "cidr" << YAML::Value
-      << cluster.service_cidr << YAML::EndMap;
-  out << YAML::Key << "kubelet" << YAML::Value << YAML::BeginMap << YAML::Key << "config" << YAML::Value
-      << YAML::BeginMap << YAML::Key << "clusterDNS" << YAML::Value << YAML::BeginSeq << cluster.dns_ip
-      << YAML::EndSeq;
+  out << YAML::BeginMap << YAML::Key << "apiVersion" << YAML::Value << "node.eks.aws/v1alpha1"
+      << YAML::Key << "kind" << YAML::Value << "NodeConfig" << YAML::Key << "spec" << YAML::Value
+      << YAML::BeginMap;
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "name"
+      << YAML::Value << cluster.name << YAML::Key << "apiServerEndpoint" << YAML::Value
+      << cluster.endpoint << YAML::Key << "certificateAuthority" << YAML::Value
+      << cluster.ca_bundle_base64 << YAML::Key << "cidr" << YAML::Value << cluster.service_cidr
+      << YAML::EndMap;
+  out << YAML::Key << "kubelet" << YAML::Value << YAML::BeginMap << YAML::Key << "config"
+      << YAML::Value << YAML::BeginMap << YAML::Key << "clusterDNS" << YAML::Value << YAML::BeginSeq
+      << cluster.dns_ip << YAML::EndSeq;
   if (node.max_pods) out << YAML::Key << "maxPods" << YAML::Value << *node.max_pods;
   out << YAML::EndMap << YAML::Key << "flags" << YAML::Value << YAML::BeginSeq;
   if (!node.labels.empty()) out << "--node-labels=" + Joined(node.labels);
@@ -68,14 +72,16 @@ std::string NodeConfig(const ClusterInfo& cluster, const NodeBootstrap& node) {
 
 std::string Bottlerocket(const ClusterInfo& cluster, const NodeBootstrap& node) {
   std::string out = node.custom.empty() ? "" : node.custom + "\n";
-  out += "[settings.kubernetes]\ncluster-name = " + Toml(cluster.name) + "\napi-server = " + Toml(cluster.endpoint) +
-         "\ncluster-certificate = " + Toml(cluster.ca_bundle_base64) + "\ncluster-dns-ip = " + Toml(cluster.dns_ip) +
-         "\n";
+  out += "[settings.kubernetes]\ncluster-name = " + Toml(cluster.name) +
+         "\napi-server = " + Toml(cluster.endpoint) +
+         "\ncluster-certificate = " + Toml(cluster.ca_bundle_base64) +
+         "\ncluster-dns-ip = " + Toml(cluster.dns_ip) + "\n";
   if (node.max_pods) out += "max-pods = " + std::to_string(*node.max_pods) + "\n";
   out += "\n[settings.kubernetes.node-labels]\n";
   for (const auto& [k, v] : node.labels) out += Toml(k) + " = " + Toml(v) + "\n";
   out += "\n[settings.kubernetes.node-taints]\n";
-  for (const Taint& t : node.taints) out += Toml(t.key) + " = [" + Toml(t.value + ":" + EffectName(t.effect)) + "]\n";
+  for (const Taint& t : node.taints)
+    out += Toml(t.key) + " = [" + Toml(t.value + ":" + EffectName(t.effect)) + "]\n";
   return out;
 }
 
@@ -90,11 +96,13 @@ std::string Al2(const ClusterInfo& cluster, const NodeBootstrap& node) {
   if (!node.labels.empty()) kubelet_args += "--node-labels=" + Joined(node.labels);
   if (!node.taints.empty()) kubelet_args += " --register-with-taints=" + JoinedTaints(node.taints);
   if (node.max_pods) kubelet_args += " --max-pods=" + std::to_string(*node.max_pods);
-  return "#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n"
+  return "#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log|logger -t user-data -s "
+         "2>/dev/console) 2>&1\n"
          "/etc/eks/bootstrap.sh " +
-         Quoted(cluster.name) + " --apiserver-endpoint " + Quoted(cluster.endpoint) + " --b64-cluster-ca " +
-         Quoted(cluster.ca_bundle_base64) + " --dns-cluster-ip " + Quoted(cluster.dns_ip) +
-         (node.max_pods ? " --use-max-pods false" : "") + " --kubelet-extra-args " + Quoted(kubelet_args) + "\n";
+         Quoted(cluster.name) + " --apiserver-endpoint " + Quoted(cluster.endpoint) +
+         " --b64-cluster-ca " + Quoted(cluster.ca_bundle_base64) + " --dns-cluster-ip " +
+         Quoted(cluster.dns_ip) + (node.max_pods ? " --use-max-pods false" : "") +
+         " --kubelet-extra-args " + Quoted(kubelet_args) + "\n";
 }
 
 }  // namespace
@@ -104,7 +112,8 @@ std::optional<std::string> UserData(const std::string& ami_family, const Cluster
   if (ami_family == "Custom") return node.custom;
   if (ami_family == "Bottlerocket") return Bottlerocket(cluster, node);
   std::vector<std::pair<std::string, std::string>> parts;
-  if (!node.custom.empty()) parts.emplace_back("text/x-shellscript; charset=\"us-ascii\"", node.custom);
+  if (!node.custom.empty())
+    parts.emplace_back("text/x-shellscript; charset=\"us-ascii\"", node.custom);
   if (ami_family == "AL2023") {
     parts.emplace_back("application/node.eks.aws", NodeConfig(cluster, node));
     return Mime(parts);

@@ -8,8 +8,8 @@
 namespace tenon::aws {
 namespace {
 
-const ClusterInfo kCluster{"prod", "https://ABC.gr7.us-east-1.eks.amazonaws.com", "Q0FCVU5ETEU=", "10.100.0.0/16",
-                           "10.100.0.10"};
+const ClusterInfo kCluster{"prod", "https://ABC.gr7.us-east-1.eks.amazonaws.com",
+                           "Q0FCVU5ETEU=", "10.100.0.0/16", "10.100.0.10"};
 const NodeBootstrap kNode{{{"karpenter.sh/nodepool", "default"}, {"team", "a"}},
                           {Taint{"dedicated", "gpu", TaintEffect::kNoSchedule}},
                           110,
@@ -21,14 +21,17 @@ TEST(AwsUserData, Al2023NodeConfigInMime) {
   const std::string marker = "Content-Type: application/node.eks.aws\n\n";
   const auto at = data.find(marker);
   ASSERT_NE(at, std::string::npos);
-  const std::string yaml = data.substr(at + marker.size(), data.find("\n--//--") - at - marker.size());
+  const std::string yaml =
+      data.substr(at + marker.size(), data.find("\n--//--") - at - marker.size());
   const YAML::Node config = YAML::Load(yaml);
   EXPECT_EQ(config["kind"].as<std::string>(), "NodeConfig");
   EXPECT_EQ(config["spec"]["cluster"]["name"].as<std::string>(), "prod");
   EXPECT_EQ(config["spec"]["cluster"]["apiServerEndpoint"].as<std::string>(), kCluster.endpoint);
   EXPECT_EQ(config["spec"]["kubelet"]["config"]["maxPods"].as<int>(), 110);
-  EXPECT_EQ(config["spec"]["kubelet"]["flags"][0].as<std::string>(), "--node-labels=karpenter.sh/nodepool=default,team=a");
-  EXPECT_EQ(config["spec"]["kubelet"]["flags"][1].as<std::string>(), "--register-with-taints=dedicated=gpu:NoSchedule");
+  EXPECT_EQ(config["spec"]["kubelet"]["flags"][0].as<std::string>(),
+            "--node-labels=karpenter.sh/nodepool=default,team=a");
+  EXPECT_EQ(config["spec"]["kubelet"]["flags"][1].as<std::string>(),
+            "--register-with-taints=dedicated=gpu:NoSchedule");
 }
 
 TEST(AwsUserData, BottlerocketToml) {
@@ -46,7 +49,9 @@ TEST(AwsUserData, Al2BootstrapAndCustomAndUnknown) {
   NodeBootstrap node = kNode;
   node.custom = "#!/bin/bash\necho it's mine";
   const std::string al2 = *UserData("AL2", kCluster, node);
-  EXPECT_NE(al2.find("/etc/eks/bootstrap.sh 'prod' --apiserver-endpoint '" + kCluster.endpoint + "'"), std::string::npos);
+  EXPECT_NE(
+      al2.find("/etc/eks/bootstrap.sh 'prod' --apiserver-endpoint '" + kCluster.endpoint + "'"),
+      std::string::npos);
   EXPECT_NE(al2.find("--max-pods=110'"), std::string::npos);
   EXPECT_LT(al2.find("echo it's mine"), al2.find("bootstrap.sh"));  // The user's part runs first.
   EXPECT_EQ(*UserData("Custom", kCluster, node), node.custom);
