@@ -10,12 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "adapters/aws/catalog_export.h"
 #include "adapters/aws/credentials.h"
 #include "adapters/aws/ec2.h"
 #include "adapters/aws/executor.h"
 #include "adapters/aws/iam.h"
 #include "adapters/aws/sqs.h"
 #include "adapters/aws/ssm.h"
+#include "adapters/sim/scenario.h"
 #include "tests/aws/messages.h"
 #include "tests/aws/moto.h"
 
@@ -554,6 +556,31 @@ TEST(AwsMoto, DefaultChainPicksTheFirstConfiguredSource) {
   vars["HOME"] = "/nonexistent";
   auto imds_last = DefaultChain(env, transport, sts, servers->proxy.url());
   EXPECT_EQ(imds_last->Get(Nanos{0}).value->source, "imds");
+}
+
+TEST(AwsMoto, CatalogExportIsReadBackBySimulate) {
+  Client c(servers->moto.url());
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tenon-export-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "prices.json") << R"({"m5.large": 0.096, "g4dn.xlarge": 0.526})";
+  const auto prices = LoadPriceFile(dir / "prices.json");
+  ASSERT_TRUE(prices.ok()) << prices.error.message;
+  const auto written = ExportCatalog(c.ec2, "us-east-1", *prices.value, dir / "catalog.json");
+  ASSERT_TRUE(written.ok()) << written.error.message;
+  EXPECT_GT(*written.value, 500);
+  // Types without an on-demand price are skipped by the reader: exactly the two priced ones.
+  const std::vector<InstanceType> read = sim::LoadCatalogJson(dir / "catalog.json", 1);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].name, "g4dn.xlarge");
+  EXPECT_EQ(read[0].gpu_count, 1);
+  EXPECT_EQ(read[0].gpu_memory, Bytes{16384 * kMebibyte.value});
+  EXPECT_EQ(read[1].name, "m5.large");
+  EXPECT_EQ(read[1].cpu, Millicores{2000});
+  ASSERT_FALSE(read[1].offerings.empty());
+  EXPECT_EQ(read[1].offerings[0].price, MicroUsdPerHour{96000});
+  EXPECT_FALSE(LoadPriceFile(dir / "missing.json").ok());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
