@@ -354,6 +354,19 @@ std::vector<InstanceType> BuildCatalog(
   return types;
 }
 
+std::string LaunchTemplateName(const std::string& cluster, const std::string& nodeclass_hash,
+                               const std::string& image_id) {
+  return "tenon/" + cluster + "/" + Sha256Hex(nodeclass_hash + "/" + image_id).substr(0, 16);
+}
+
+Result<LaunchTemplate> EnsureLaunchTemplate(Ec2& ec2, const LaunchTemplateSpec& spec) {
+  Result<std::vector<LaunchTemplate>> found = ec2.DescribeLaunchTemplates({spec.name});
+  if (found.ok() && !found.value->empty()) return Result<LaunchTemplate>::Ok(found.value->front());
+  if (!found.ok() && found.error.code != ErrorCode::kNotFound)
+    return Result<LaunchTemplate>::Fail(found.error);
+  return ec2.CreateLaunchTemplate(spec);
+}
+
 InstancesListed ToInstancesListed(const std::vector<InstanceSummary>& instances) {
   InstancesListed out;
   for (const InstanceSummary& i : instances) {

@@ -110,6 +110,13 @@ std::vector<InstanceType> BuildCatalog(
     std::vector<InstanceType> types, const std::vector<TypeOffering>& offerings,
     const std::vector<SpotPrice>& spot_prices,
     const std::map<std::string, MicroUsdPerHour>& on_demand_prices);
+// One launch template per AMI x NodeClass hash: the name changes whenever either does, so a
+// drifted NodeClass never launches from a stale template.
+std::string LaunchTemplateName(const std::string& cluster, const std::string& nodeclass_hash,
+                               const std::string& image_id);
+// Describes the template by name and creates it only when EC2 does not know it.
+Result<LaunchTemplate> EnsureLaunchTemplate(Ec2& ec2, const LaunchTemplateSpec& spec);
+
 // The core's view of the cluster's instances, for garbage collection and recovery.
 InstancesListed ToInstancesListed(const std::vector<InstanceSummary>& instances);
 // The newest image per architecture, as amiSelectorTerms resolve.

@@ -39,7 +39,14 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
           InputRejected{"sqs-receive", "message without MessageId/ReceiptHandle", m.dump()});
       continue;
     }
-    if (receipts_.size() < kReceiptsMax || receipts_.contains(id)) receipts_[id] = receipt;
+    // A message delivered again before it was acknowledged (its visibility timeout ran out)
+    // already produced its events: only its newest receipt handle matters now.
+    const bool again = receipts_.contains(id);
+    if (receipts_.size() < kReceiptsMax || again) receipts_[id] = receipt;
+    if (again) {
+      ++redeliveries_;
+      continue;
+    }
     const std::string text =
         m.contains("Body") && m["Body"].is_string() ? m["Body"].get<std::string>() : "";
     std::vector<Event> parsed = ParseEventBridge(id, text);

@@ -20,16 +20,20 @@ class InterruptionQueue {
   InterruptionQueue(AwsClient& client, std::string queue_url)
       : client_(client), queue_url_(std::move(queue_url)) {}
 
-  // One long poll: the events of every message received (possibly none).
+  // One long poll: the events of every message received (possibly none). A message received
+  // again before it was acknowledged yields no second set of events (at-least-once delivery,
+  // duplicates recognised by message id); after a restart the core recognises them instead.
   Result<std::vector<Event>> Receive(std::int32_t messages_max, std::int32_t wait_seconds);
   // Deletes a message received earlier. A message this process never received (after a
   // restart) is left to come back after its visibility timeout: NotFound.
   Result<Unit> Acknowledge(const std::string& message_id);
+  std::int64_t redeliveries() const { return redeliveries_; }
 
  private:
   AwsClient& client_;
   std::string queue_url_;
   std::map<std::string, std::string> receipts_;  // message id -> receipt handle.
+  std::int64_t redeliveries_ = 0;
 };
 
 // SQS JSON-protocol helpers (also used by tests to create queues and send messages).

@@ -583,6 +583,51 @@ TEST(AwsMoto, CatalogExportIsReadBackBySimulate) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(AwsMoto, RedeliveredMessagesYieldNoSecondEventsAndAckWithTheNewestReceipt) {
+  Client c(servers->moto.url());
+  const auto created = nlohmann::json::parse(
+      Must(SqsCall(c.client, "CreateQueue",
+                   R"({"QueueName":"redelivered","Attributes":{"VisibilityTimeout":"0"}})")));
+  const std::string url = created.at("QueueUrl");
+  Must(SqsCall(c.client, "SendMessage",
+               nlohmann::json{{"QueueUrl", url}, {"MessageBody", testing::kRebalance}}.dump()));
+  InterruptionQueue queue(c.client, url);
+  std::vector<Event> first;
+  for (int poll = 0; poll < 5 && first.empty(); ++poll) first = *queue.Receive(10, 1).value;
+  ASSERT_EQ(first.size(), 1u);
+  const std::string id = std::get<InterruptionReceived>(first[0]).message_id;
+  std::vector<Event> again;
+  for (int poll = 0; poll < 5 && queue.redeliveries() == 0; ++poll) {
+    auto got = queue.Receive(10, 1);
+    ASSERT_TRUE(got.ok());
+    again.insert(again.end(), got.value->begin(), got.value->end());
+  }
+  EXPECT_EQ(queue.redeliveries(), 1);
+  EXPECT_TRUE(again.empty());
+  ASSERT_TRUE(queue.Acknowledge(id).ok());
+  const auto attributes = nlohmann::json::parse(
+      Must(SqsCall(c.client, "GetQueueAttributes",
+                   nlohmann::json{{"QueueUrl", url}, {"AttributeNames", {"All"}}}.dump())));
+  EXPECT_EQ(attributes["Attributes"]["ApproximateNumberOfMessages"], "0");
+}
+
+TEST(AwsMoto, LaunchTemplatePerAmiAndNodeClassHashIsCreatedOnce) {
+  Client c(servers->moto.url());
+  LaunchTemplateSpec spec;
+  spec.name = LaunchTemplateName("prod", "nodeclass-hash-1", "ami-12c6146b");
+  spec.image_id = "ami-12c6146b";
+  EXPECT_EQ(spec.name.rfind("tenon/prod/", 0), 0u);
+  EXPECT_NE(spec.name, LaunchTemplateName("prod", "nodeclass-hash-2", "ami-12c6146b"));
+  EXPECT_NE(spec.name, LaunchTemplateName("prod", "nodeclass-hash-1", "ami-0000000000000000f"));
+  const auto first = EnsureLaunchTemplate(c.ec2, spec);
+  ASSERT_TRUE(first.ok()) << first.error.message;
+  const std::int64_t before = c.client.attempts_made();
+  const auto second = EnsureLaunchTemplate(c.ec2, spec);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second.value->id, first.value->id);
+  EXPECT_EQ(c.client.attempts_made() - before, 1);  // Found: no second create.
+}
+
 }  // namespace
 }  // namespace tenon::aws
 
