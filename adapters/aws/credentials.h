@@ -17,6 +17,8 @@ class CredentialsProvider {
  public:
   virtual ~CredentialsProvider() = default;
   virtual Result<Credentials> Get(Nanos now) = 0;
+  // The service said the credentials expired: the next Get must fetch fresh ones.
+  virtual void Invalidate() {}
 };
 
 // Reads an environment variable; injected so tests never touch the process environment.
@@ -101,6 +103,7 @@ class ChainProvider : public CredentialsProvider {
   explicit ChainProvider(std::vector<std::unique_ptr<CredentialsProvider>> links,
                          Nanos refresh_before = Nanos{5 * kMinute.value});
   Result<Credentials> Get(Nanos now) override;
+  void Invalidate() override { cached_.reset(); }
   std::int64_t fetches() const { return fetches_; }
 
  private:

@@ -291,6 +291,7 @@ Nanos AwsClient::Backoff(std::int32_t attempt) const {
 Result<std::string> AwsClient::Perform(const std::string& service, const std::string& operation,
                                        HttpRequest request) {
   AwsError last;
+  bool refreshed = false;
   for (std::int32_t attempt = 0; attempt < options_.attempts_max; ++attempt) {
     const Nanos now = hooks_.now();
     HttpRequest signed_request = request;
@@ -307,6 +308,15 @@ Result<std::string> AwsClient::Perform(const std::string& service, const std::st
       return Result<std::string>::Ok(response.body);
     }
     last = ParseError(response);
+    // Expired temporary credentials are fetched again once; that attempt counts like any other.
+    const bool expired = last.aws_code == "ExpiredToken" ||
+                         last.aws_code == "ExpiredTokenException" ||
+                         last.aws_code == "RequestExpired";
+    if (expired && !refreshed && credentials_ != nullptr && attempt + 1 < options_.attempts_max) {
+      credentials_->Invalidate();
+      refreshed = true;
+      continue;
+    }
     spdlog::debug("aws {} {}: HTTP {} {} ({}), attempt {}", service, operation, last.http_status,
                   last.aws_code, Excerpt(last.message), attempt + 1);
     if (!Retryable(last) || attempt + 1 == options_.attempts_max) break;

@@ -50,6 +50,10 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
     const std::string text =
         m.contains("Body") && m["Body"].is_string() ? m["Body"].get<std::string>() : "";
     std::vector<Event> parsed = ParseEventBridge(id, text);
+    const bool only_rejected = std::all_of(parsed.begin(), parsed.end(), [](const Event& e) {
+      return std::holds_alternative<InputRejected>(e);
+    });
+    if (only_rejected && rejected_.size() < kReceiptsMax) rejected_.push_back(id);
     std::move(parsed.begin(), parsed.end(), std::back_inserter(events));
   }
   spdlog::debug("sqs: {} messages, {} events", messages->size(), events.size());
@@ -67,6 +71,21 @@ Result<Unit> InterruptionQueue::Acknowledge(const std::string& message_id) {
   if (!body.ok()) return Result<Unit>::Fail(body.error);
   receipts_.erase(it);
   return Result<Unit>::Ok(Unit{});
+}
+
+Result<std::int64_t> InterruptionQueue::DeleteRejected() {
+  std::int64_t deleted = 0;
+  std::vector<std::string> pending;
+  pending.swap(rejected_);
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    Result<Unit> done = Acknowledge(pending[i]);
+    if (!done.ok() && done.error.code != ErrorCode::kNotFound) {
+      rejected_.assign(pending.begin() + static_cast<std::ptrdiff_t>(i), pending.end());
+      return Result<std::int64_t>::Fail(done.error);
+    }
+    deleted += done.ok() ? 1 : 0;
+  }
+  return Result<std::int64_t>::Ok(deleted);
 }
 
 }  // namespace tenon::aws

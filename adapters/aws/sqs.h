@@ -28,12 +28,16 @@ class InterruptionQueue {
   // restart) is left to come back after its visibility timeout: NotFound.
   Result<Unit> Acknowledge(const std::string& message_id);
   std::int64_t redeliveries() const { return redeliveries_; }
+  // Deletes the messages that yielded only InputRejected (no command will ever acknowledge
+  // them). Call after the runtime has logged the events Receive returned; returns how many.
+  Result<std::int64_t> DeleteRejected();
 
  private:
   AwsClient& client_;
   std::string queue_url_;
   std::map<std::string, std::string> receipts_;  // message id -> receipt handle.
   std::int64_t redeliveries_ = 0;
+  std::vector<std::string> rejected_;  // Message ids whose events were all InputRejected.
 };
 
 // SQS JSON-protocol helpers (also used by tests to create queues and send messages).

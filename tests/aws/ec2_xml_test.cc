@@ -120,5 +120,30 @@ TEST(AwsEc2Xml, NewestImagePerArchitecture) {
   EXPECT_EQ(newest[1].id, "ami-3");
 }
 
+class CountingExecutor : public runtime::Executor {
+ public:
+  std::vector<Command> seen;
+  std::vector<Event> Execute(const Command& command) override {
+    seen.push_back(command);
+    return {};
+  }
+};
+
+TEST(AwsEc2Xml, RoutingSendsLaunchTerminateAndAckToAwsAndTheRestElsewhere) {
+  CountingExecutor aws;
+  CountingExecutor kube;
+  RoutingExecutor routing(aws, kube);
+  routing.Execute(Command{CommandId{1}, Seq{1}, LaunchInstances{}});
+  routing.Execute(Command{CommandId{2}, Seq{1}, TerminateInstance{"i-1", "c"}});
+  routing.Execute(Command{CommandId{3}, Seq{1}, AcknowledgeMessage{"m"}});
+  routing.Execute(Command{CommandId{4}, Seq{1}, PatchNode{}});
+  routing.Execute(Command{CommandId{5}, Seq{1}, EvictPod{}});
+  routing.Execute(Command{CommandId{6}, Seq{1}, CreateNodeClaim{}});
+  ASSERT_EQ(aws.seen.size(), 3u);
+  ASSERT_EQ(kube.seen.size(), 3u);
+  EXPECT_EQ(aws.seen[2].id, CommandId{3});
+  EXPECT_EQ(kube.seen[0].id, CommandId{4});
+}
+
 }  // namespace
 }  // namespace tenon::aws

@@ -139,5 +139,36 @@ TEST(AwsHttp, QueryIsASignedFormPostToTheOverriddenEndpoint) {
   EXPECT_EQ(f.client.Endpoint("sqs"), "https://sqs.us-east-1.amazonaws.com");
 }
 
+class RotatingProvider : public CredentialsProvider {
+ public:
+  int fetches = 0;
+  int invalidations = 0;
+  Result<Credentials> Get(Nanos) override {
+    ++fetches;
+    return Result<Credentials>::Ok(
+        Credentials{"ASIA" + std::to_string(invalidations), "s", "t", Nanos{0}, "rotating"});
+  }
+  void Invalidate() override { ++invalidations; }
+};
+
+TEST(AwsHttp, ExpiredTokenFetchesCredentialsAgainOnce) {
+  ScriptedTransport transport;
+  RotatingProvider credentials;
+  AwsClient client(
+      transport, &credentials,
+      ClientOptions{.region = "us-east-1", .endpoints = {{"sts", "http://127.0.0.1:1"}}},
+      ClientHooks{
+          .now = [] { return Nanos{0}; }, .sleep = [](Nanos) {}, .jitter = [] { return 0.0; }});
+  transport.answers = {Ec2Error(400, "ExpiredToken")};
+  ASSERT_TRUE(client.Query("sts", "GetCallerIdentity", "2011-06-15", {}).ok());
+  EXPECT_EQ(credentials.invalidations, 1);
+  EXPECT_EQ(transport.sent.size(), 2u);
+  transport.answers = {Ec2Error(400, "ExpiredToken"), Ec2Error(400, "ExpiredToken")};
+  const auto twice = client.Query("sts", "GetCallerIdentity", "2011-06-15", {});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error.code, ErrorCode::kUnauthorized);
+  EXPECT_EQ(credentials.invalidations, 2);  // Once per call, never in a loop.
+}
+
 }  // namespace
 }  // namespace tenon::aws

@@ -401,6 +401,16 @@ TEST(AwsMoto, SqsRoundTripOfEveryEventBridgeKindAndAMalformedOne) {
           .dump())));
   EXPECT_EQ(attributes["Attributes"]["ApproximateNumberOfMessagesNotVisible"], "1");
   EXPECT_EQ(attributes["Attributes"]["ApproximateNumberOfMessages"], "0");
+  // The malformed message is deleted once its InputRejected is logged.
+  const auto deleted = queue.DeleteRejected();
+  ASSERT_TRUE(deleted.ok()) << deleted.error.message;
+  EXPECT_EQ(*deleted.value, 1);
+  const auto empty = nlohmann::json::parse(
+      Must(SqsCall(c.client, "GetQueueAttributes",
+                   nlohmann::json{{"QueueUrl", url},
+                                  {"AttributeNames", {"ApproximateNumberOfMessagesNotVisible"}}}
+                       .dump())));
+  EXPECT_EQ(empty["Attributes"]["ApproximateNumberOfMessagesNotVisible"], "0");
 }
 
 TEST(AwsMoto, WebIdentityThroughMotoSts) {
