@@ -9,6 +9,7 @@
 
 #include "adapters/aws/catalog_export.h"
 #include "adapters/aws/credentials.h"
+#include "adapters/aws/pricing.h"
 #include "adapters/sim/simulator.h"
 #include "log/codec.h"
 #include "log/event_log.h"
@@ -182,6 +183,14 @@ int RunCatalogExport(const CatalogExportArgs& args) {
   auto credentials = aws::DefaultChain(aws::ProcessEnv(), transport, sts);
   aws::AwsClient client(transport, credentials.get(), options, aws::RealHooks());
   aws::Ec2 ec2(client);
+  // The Price List API answers from us-east-1 for every region; the file is the fallback.
+  aws::ClientOptions pricing_options = options;
+  pricing_options.region = "us-east-1";
+  if (!args.endpoint.empty()) pricing_options.endpoints["pricing"] = args.endpoint;
+  aws::AwsClient pricing_client(transport, credentials.get(), pricing_options, aws::RealHooks());
+  aws::Pricing pricing(pricing_client);
+  bool used_file = false;
+  prices = aws::OnDemandPricesOrFallback(pricing, args.region, prices, &used_file);
   auto exported = aws::ExportCatalog(ec2, args.region, prices, args.out);
   if (!exported.ok()) {
     std::fprintf(stderr, "tenon: catalog export failed: %s: %s\n", exported.error.aws_code.c_str(),

@@ -161,8 +161,21 @@ class Handler(BaseHTTPRequestHandler):
             return self.create_fleet_ice(form, fault)
         if kind == "paginate":
             return self.paginate(form, body, fault)
+        if action == "AWSPriceListService.GetProducts":
+            return self.get_products(json.loads(body or b"{}"))
         status, data, content_type = self.forward(body)
         self.reply(status, data, content_type)
+
+    def get_products(self, request):
+        # moto has no Price List API: two pages in the real shape (entries are JSON strings).
+        def entry(instance_type, usd):
+            return json.dumps({"product": {"attributes": {"instanceType": instance_type, "location": "US East (N. Virginia)"}},
+                               "terms": {"OnDemand": {"T1": {"priceDimensions": {"D1": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}}})
+        if request.get("NextToken") == "page-2":
+            answer = {"PriceList": [entry("c5.large", "0.0850000000"), "{not json"], "FormatVersion": "aws_v1"}
+        else:
+            answer = {"PriceList": [entry("m5.large", "0.0960000000")], "NextToken": "page-2", "FormatVersion": "aws_v1"}
+        return self.reply(200, json.dumps(answer).encode(), "application/x-amz-json-1.1")
 
     def create_fleet_ice(self, form, fault):
         overrides = overrides_of(form)

@@ -15,6 +15,7 @@
 #include "adapters/aws/ec2.h"
 #include "adapters/aws/executor.h"
 #include "adapters/aws/iam.h"
+#include "adapters/aws/pricing.h"
 #include "adapters/aws/sqs.h"
 #include "adapters/aws/ssm.h"
 #include "adapters/sim/scenario.h"
@@ -45,13 +46,16 @@ class ServersEnvironment : public ::testing::Environment {
 // A client for every service at one base URL, with dummy credentials and no real sleeping.
 struct Client {
   explicit Client(const std::string& url, std::int32_t attempts_max = 4)
-      : client(
-            transport, &credentials,
-            ClientOptions{
-                .region = "us-east-1",
-                .endpoints = {{"ec2", url}, {"sqs", url}, {"sts", url}, {"iam", url}, {"ssm", url}},
-                .attempts_max = attempts_max},
-            FastHooks(&sleeps)) {}
+      : client(transport, &credentials,
+               ClientOptions{.region = "us-east-1",
+                             .endpoints = {{"ec2", url},
+                                           {"sqs", url},
+                                           {"sts", url},
+                                           {"iam", url},
+                                           {"ssm", url},
+                                           {"pricing", url}},
+                             .attempts_max = attempts_max},
+               FastHooks(&sleeps)) {}
   CurlTransport transport;
   StaticProvider credentials{DummyCredentials()};
   std::vector<Nanos> sleeps;
@@ -636,6 +640,22 @@ TEST(AwsMoto, LaunchTemplatePerAmiAndNodeClassHashIsCreatedOnce) {
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second.value->id, first.value->id);
   EXPECT_EQ(c.client.attempts_made() - before, 1);  // Found: no second create.
+}
+
+TEST(AwsMoto, OnDemandPricesFromThePriceListOrTheOperatorsFile) {
+  Client c(servers->proxy.url());
+  Pricing pricing(c.client);
+  const auto prices = pricing.OnDemandPrices("us-east-1");
+  ASSERT_TRUE(prices.ok()) << prices.error.message;
+  EXPECT_EQ(*prices.value,
+            (PriceMap{{"c5.large", MicroUsdPerHour{85000}}, {"m5.large", MicroUsdPerHour{96000}}}));
+  EXPECT_NE(LastBody("AWSPriceListService.GetProducts").find("page-2"), std::string::npos);
+  EXPECT_FALSE(pricing.OnDemandPrices("mars-north-1").ok());
+  Fault({{"action", "AWSPriceListService.GetProducts"}, {"kind", "throttle"}, {"count", 4}});
+  bool used_fallback = false;
+  const PriceMap fallback{{"m5.large", MicroUsdPerHour{1}}};
+  EXPECT_EQ(OnDemandPricesOrFallback(pricing, "us-east-1", fallback, &used_fallback), fallback);
+  EXPECT_TRUE(used_fallback);
 }
 
 }  // namespace
