@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "adapters/aws/catalog_export.h"
+#include "adapters/aws/credentials.h"
+#include "adapters/aws/pricing.h"
 #include "adapters/sim/simulator.h"
 #include "log/codec.h"
 #include "log/event_log.h"
@@ -155,6 +158,50 @@ int RunReplay(const std::string& dir, bool verify, std::uint64_t to, const std::
   return report.verdict == replay::Verdict::kIncomplete ? 2 : 1;
 }
 
+struct CatalogExportArgs {
+  std::string region;
+  std::string out;
+  std::string endpoint;  // Overrides EC2's and STS's endpoint (moto, VPC endpoints).
+  std::string prices;
+};
+
+int RunCatalogExport(const CatalogExportArgs& args) {
+  std::map<std::string, MicroUsdPerHour> prices;
+  if (!args.prices.empty()) {
+    auto loaded = aws::LoadPriceFile(args.prices);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "tenon: %s\n", loaded.error.message.c_str());
+      return 1;
+    }
+    prices = std::move(*loaded.value);
+  }
+  aws::ClientOptions options;
+  options.region = args.region;
+  if (!args.endpoint.empty()) options.endpoints = {{"ec2", args.endpoint}, {"sts", args.endpoint}};
+  aws::CurlTransport transport;
+  aws::AwsClient sts(transport, nullptr, options, aws::RealHooks());
+  auto credentials = aws::DefaultChain(aws::ProcessEnv(), transport, sts);
+  aws::AwsClient client(transport, credentials.get(), options, aws::RealHooks());
+  aws::Ec2 ec2(client);
+  // The Price List API answers from us-east-1 for every region; the file is the fallback.
+  aws::ClientOptions pricing_options = options;
+  pricing_options.region = "us-east-1";
+  if (!args.endpoint.empty()) pricing_options.endpoints["pricing"] = args.endpoint;
+  aws::AwsClient pricing_client(transport, credentials.get(), pricing_options, aws::RealHooks());
+  aws::Pricing pricing(pricing_client);
+  bool used_file = false;
+  prices = aws::OnDemandPricesOrFallback(pricing, args.region, prices, &used_file);
+  auto exported = aws::ExportCatalog(ec2, args.region, prices, args.out);
+  if (!exported.ok()) {
+    std::fprintf(stderr, "tenon: catalog export failed: %s: %s\n", exported.error.aws_code.c_str(),
+                 exported.error.message.c_str());
+    return 1;
+  }
+  std::printf("catalog: %" PRId64 " instance types written to %s\n", *exported.value,
+              args.out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -191,10 +238,24 @@ int main(int argc, char** argv) {
   std::string history_claim;
   replay_cmd->add_option("--nodeclaim", history_claim, "show only this NodeClaim's history");
 
+  CatalogExportArgs export_args;
+  auto* catalog_cmd = app.add_subcommand("catalog", "the EC2 catalog of a real account");
+  catalog_cmd->require_subcommand(1);
+  auto* export_cmd =
+      catalog_cmd->add_subcommand("export", "write types, offerings and prices for tenon simulate");
+  export_cmd->add_option("--region", export_args.region, "AWS region")->required();
+  export_cmd->add_option("-o,--output", export_args.out, "catalog file to write")->required();
+  export_cmd->add_option("--endpoint", export_args.endpoint, "EC2/STS endpoint override");
+  export_cmd
+      ->add_option("--prices", export_args.prices,
+                   "on-demand prices: {type: usd} or a catalog file")
+      ->check(CLI::ExistingFile);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (simulate->parsed()) return RunSimulate(sim_args);
     if (replay_cmd->parsed()) return RunReplay(replay_dir, verify, to, history_claim);
+    if (export_cmd->parsed()) return RunCatalogExport(export_args);
   } catch (const log::LogError& e) {
     std::fprintf(stderr, "tenon: log error: %s\n", e.what());
     return 1;

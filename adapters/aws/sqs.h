@@ -1,0 +1,47 @@
+// The interruption queue over SQS's JSON protocol: long-poll ReceiveMessage, classify each
+// message (eventbridge.h), and DeleteMessage once the runtime says the event is durable.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "adapters/aws/http.h"
+#include "reducers/model.h"
+
+namespace tenon::aws {
+
+inline constexpr std::int32_t kReceiveMessagesMax = 10;  // SQS's own limit per call.
+inline constexpr std::int32_t kWaitSecondsMax = 20;
+inline constexpr std::size_t kReceiptsMax = 10'000;
+
+class InterruptionQueue {
+ public:
+  InterruptionQueue(AwsClient& client, std::string queue_url)
+      : client_(client), queue_url_(std::move(queue_url)) {}
+
+  // One long poll: the events of every message received (possibly none). A message received
+  // again before it was acknowledged yields no second set of events (at-least-once delivery,
+  // duplicates recognised by message id); after a restart the core recognises them instead.
+  Result<std::vector<Event>> Receive(std::int32_t messages_max, std::int32_t wait_seconds);
+  // Deletes a message received earlier. A message this process never received (after a
+  // restart) is left to come back after its visibility timeout: NotFound.
+  Result<Unit> Acknowledge(const std::string& message_id);
+  std::int64_t redeliveries() const { return redeliveries_; }
+  // Deletes the messages that yielded only InputRejected (no command will ever acknowledge
+  // them). Call after the runtime has logged the events Receive returned; returns how many.
+  Result<std::int64_t> DeleteRejected();
+
+ private:
+  AwsClient& client_;
+  std::string queue_url_;
+  std::map<std::string, std::string> receipts_;  // message id -> receipt handle.
+  std::int64_t redeliveries_ = 0;
+  std::vector<std::string> rejected_;  // Message ids whose events were all InputRejected.
+};
+
+// SQS JSON-protocol helpers (also used by tests to create queues and send messages).
+Result<std::string> SqsCall(AwsClient& client, const std::string& operation,
+                            const std::string& json_body);
+
+}  // namespace tenon::aws

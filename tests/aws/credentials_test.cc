@@ -1,0 +1,99 @@
+// The credentials chain: environment first, then profiles from the shared files; cached
+// credentials are fetched again before they expire.
+#include "adapters/aws/credentials.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace tenon::aws {
+namespace {
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string TempFile(const std::string& name, const std::string& text) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tenon-aws-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(AwsCredentials, EnvironmentWithSessionToken) {
+  EnvProvider env(Env({{"AWS_ACCESS_KEY_ID", "AKIAENV"},
+                       {"AWS_SECRET_ACCESS_KEY", "s"},
+                       {"AWS_SESSION_TOKEN", "t"}}));
+  const Result<Credentials> c = env.Get(Nanos{0});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value->access_key_id, "AKIAENV");
+  EXPECT_EQ(c.value->session_token, "t");
+  EXPECT_FALSE(EnvProvider(Env({})).Get(Nanos{0}).ok());
+}
+
+TEST(AwsCredentials, ProfilesFromCredentialsAndConfigFiles) {
+  const std::string credentials =
+      TempFile("credentials",
+               "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = d\n"
+               "# comment\n[work]\naws_access_key_id=AKIAWORK\naws_secret_access_key=w\n");
+  const std::string config = TempFile(
+      "config",
+      "[default]\nregion = us-east-1\n[profile other]\n"
+      "aws_access_key_id = AKIAOTHER\naws_secret_access_key = o\naws_session_token = ot\n");
+  const auto get = [&](const std::string& profile) {
+    std::map<std::string, std::string> vars{{"AWS_SHARED_CREDENTIALS_FILE", credentials},
+                                            {"AWS_CONFIG_FILE", config}};
+    if (!profile.empty()) vars["AWS_PROFILE"] = profile;
+    return ProfileProvider(Env(vars)).Get(Nanos{0});
+  };
+  EXPECT_EQ(get("").value->access_key_id, "AKIADEFAULT");
+  EXPECT_EQ(get("work").value->access_key_id, "AKIAWORK");
+  EXPECT_EQ(get("other").value->session_token, "ot");
+  EXPECT_FALSE(get("missing").ok());
+  EXPECT_EQ(ParseIni("[profile x]\n a = b \n")["x"]["a"], "b");
+}
+
+class CountingProvider : public CredentialsProvider {
+ public:
+  Nanos lifetime{10 * kMinute.value};
+  int calls = 0;
+  Result<Credentials> Get(Nanos now) override {
+    ++calls;
+    return Result<Credentials>::Ok(
+        Credentials{"AKIA" + std::to_string(calls), "s", "t", now + lifetime, "counting"});
+  }
+};
+
+TEST(AwsCredentials, ChainCachesAndRefreshesBeforeExpiry) {
+  std::vector<std::unique_ptr<CredentialsProvider>> links;
+  links.push_back(std::make_unique<EnvProvider>(Env({})));
+  auto counting = std::make_unique<CountingProvider>();
+  CountingProvider* raw = counting.get();
+  links.push_back(std::move(counting));
+  ChainProvider chain(std::move(links), Nanos{5 * kMinute.value});
+  EXPECT_EQ(chain.Get(Nanos{0}).value->access_key_id, "AKIA1");
+  EXPECT_EQ(chain.Get(Nanos{4 * kMinute.value}).value->access_key_id, "AKIA1");  // 6 min left.
+  EXPECT_EQ(chain.Get(Nanos{5 * kMinute.value + 1}).value->access_key_id,
+            "AKIA2");  // < 5 min left.
+  EXPECT_EQ(raw->calls, 2);
+}
+
+TEST(AwsCredentials, JsonAnswersAndTimes) {
+  const Result<Credentials> c = ParseJsonCredentials(
+      R"({"AccessKeyId":"ASIA1","SecretAccessKey":"s","Token":"t","Expiration":"2026-11-23T06:00:00Z"})",
+      "container");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value->expires, Nanos{1795413600LL * kSecond.value});
+  EXPECT_FALSE(ParseJsonCredentials("<html>", "container").ok());
+  EXPECT_FALSE(ParseIsoTime("yesterday"));
+}
+
+}  // namespace
+}  // namespace tenon::aws

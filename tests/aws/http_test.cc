@@ -1,0 +1,174 @@
+// The client retries throttling and 5xx with bounded jittered backoff, never retries client
+// errors, and maps every failure (XML, JSON, HTML or no answer) into the closed ErrorCode set.
+#include "adapters/aws/http.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "adapters/aws/credentials.h"
+
+namespace tenon::aws {
+namespace {
+
+class ScriptedTransport : public Transport {
+ public:
+  std::deque<HttpResponse> answers;
+  std::vector<HttpRequest> sent;
+  HttpResponse Send(const HttpRequest& request) override {
+    sent.push_back(request);
+    if (answers.empty()) return HttpResponse{200, "<ok/>", {}, ""};
+    HttpResponse next = answers.front();
+    answers.pop_front();
+    return next;
+  }
+};
+
+HttpResponse Ec2Error(long status, const std::string& code) {
+  return HttpResponse{
+      status,
+      "<?xml version=\"1.0\"?><Response><Errors><Error><Code>" + code +
+          "</Code><Message>m</Message></Error></Errors><RequestID>r</RequestID></Response>",
+      {},
+      ""};
+}
+
+struct Fixture {
+  ScriptedTransport transport;
+  StaticProvider credentials{Credentials{"AKID", "SECRET", "", Nanos{0}, "test"}};
+  std::vector<Nanos> sleeps;
+  AwsClient client{transport, &credentials,
+                   ClientOptions{.region = "us-east-1",
+                                 .endpoints = {{"ec2", "http://127.0.0.1:1"}},
+                                 .attempts_max = 4,
+                                 .backoff_base = Nanos{100},
+                                 .backoff_max = Nanos{250}},
+                   ClientHooks{.now = [] { return Nanos{0}; },
+                               .sleep = [this](Nanos d) { sleeps.push_back(d); },
+                               .jitter = [] { return 0.5; }}};
+};
+
+TEST(AwsHttp, RetriesThrottlingWithJitteredCappedBackoff) {
+  Fixture f;
+  f.transport.answers = {Ec2Error(503, "RequestLimitExceeded"), Ec2Error(400, "Throttling"),
+                         Ec2Error(400, "ThrottlingException")};
+  Result<std::string> r = f.client.Query("ec2", "DescribeRegions", "2016-11-15", {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(f.transport.sent.size(), 4u);
+  // base 100 * 2^attempt, capped at 250, times jitter 0.5.
+  EXPECT_EQ(f.sleeps, (std::vector<Nanos>{Nanos{50}, Nanos{100}, Nanos{125}}));
+}
+
+TEST(AwsHttp, GivesUpAfterTheAttemptLimitWithThrottled) {
+  Fixture f;
+  for (int i = 0; i < 10; ++i) f.transport.answers.push_back(Ec2Error(503, "RequestLimitExceeded"));
+  Result<std::string> r = f.client.Query("ec2", "DescribeRegions", "2016-11-15", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error.code, ErrorCode::kThrottled);
+  EXPECT_EQ(f.transport.sent.size(), 4u);
+  EXPECT_EQ(f.sleeps.size(), 3u);
+}
+
+TEST(AwsHttp, Html500IsTransientAndRetried) {
+  Fixture f;
+  f.transport.answers = {
+      HttpResponse{500, "<html><body><h1>Internal Server Error</h1></body></html>", {}, ""}};
+  ASSERT_TRUE(f.client.Query("ec2", "DescribeRegions", "2016-11-15", {}).ok());
+  AwsError e = ParseError(HttpResponse{502, "<html><body>Bad Gateway</body></html>", {}, ""});
+  EXPECT_EQ(e.code, ErrorCode::kTransient);
+  EXPECT_EQ(e.aws_code, "HTTP502");
+  EXPECT_NE(e.message.find("Bad Gateway"), std::string::npos);
+}
+
+TEST(AwsHttp, ClientErrorsAreNotRetried) {
+  Fixture f;
+  f.transport.answers = {Ec2Error(400, "InvalidParameterValue")};
+  Result<std::string> r = f.client.Query("ec2", "DescribeRegions", "2016-11-15", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error.code, ErrorCode::kInvalid);
+  EXPECT_EQ(r.error.aws_code, "InvalidParameterValue");
+  EXPECT_EQ(f.transport.sent.size(), 1u);
+}
+
+TEST(AwsHttp, NoAnswerIsTransient) {
+  AwsError e = ParseError(HttpResponse{0, "", {}, "Couldn't connect to server"});
+  EXPECT_EQ(e.code, ErrorCode::kTransient);
+  EXPECT_TRUE(Retryable(e));
+}
+
+TEST(AwsHttp, JsonErrorsAndTheQueryErrorHeader) {
+  AwsError e = ParseError(HttpResponse{
+      400, R"({"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"gone"})", {}, ""});
+  EXPECT_EQ(e.aws_code, "QueueDoesNotExist");
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  e = ParseError(
+      HttpResponse{400,
+                   R"({"__type":"x#y"})",
+                   {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}},
+                   ""});
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+}
+
+TEST(AwsHttp, ErrorCodesMapIntoTheClosedSet) {
+  EXPECT_EQ(MapErrorCode("InsufficientInstanceCapacity", 400), ErrorCode::kInsufficientCapacity);
+  EXPECT_EQ(MapErrorCode("UnfulfillableCapacity", 400), ErrorCode::kInsufficientCapacity);
+  EXPECT_EQ(MapErrorCode("RequestLimitExceeded", 503), ErrorCode::kThrottled);
+  EXPECT_EQ(MapErrorCode("SignatureDoesNotMatch", 403), ErrorCode::kUnauthorized);
+  EXPECT_EQ(MapErrorCode("UnauthorizedOperation", 403), ErrorCode::kUnauthorized);
+  EXPECT_EQ(MapErrorCode("InvalidInstanceID.NotFound", 400), ErrorCode::kNotFound);
+  EXPECT_EQ(MapErrorCode("InvalidLaunchTemplateName.NotFoundException", 400), ErrorCode::kNotFound);
+  EXPECT_EQ(MapErrorCode("InternalError", 500), ErrorCode::kTransient);
+  EXPECT_EQ(MapErrorCode("Whatever", 429), ErrorCode::kThrottled);
+  EXPECT_EQ(MapErrorCode("InvalidParameterCombination", 400), ErrorCode::kInvalid);
+}
+
+TEST(AwsHttp, QueryIsASignedFormPostToTheOverriddenEndpoint) {
+  Fixture f;
+  ASSERT_TRUE(
+      f.client.Query("ec2", "DescribeRegions", "2016-11-15", {{"Filter.1.Name", "a b"}}).ok());
+  const HttpRequest& sent = f.transport.sent.at(0);
+  EXPECT_EQ(sent.method, "POST");
+  EXPECT_EQ(sent.host, "127.0.0.1:1");
+  EXPECT_EQ(sent.body, "Action=DescribeRegions&Version=2016-11-15&Filter.1.Name=a%20b");
+  bool signed_for_ec2 = false;
+  for (const auto& [name, value] : sent.headers) {
+    signed_for_ec2 |=
+        name == "Authorization" && value.find("/us-east-1/ec2/aws4_request") != std::string::npos;
+  }
+  EXPECT_TRUE(signed_for_ec2);
+  EXPECT_EQ(f.client.Endpoint("sqs"), "https://sqs.us-east-1.amazonaws.com");
+}
+
+class RotatingProvider : public CredentialsProvider {
+ public:
+  int fetches = 0;
+  int invalidations = 0;
+  Result<Credentials> Get(Nanos) override {
+    ++fetches;
+    return Result<Credentials>::Ok(
+        Credentials{"ASIA" + std::to_string(invalidations), "s", "t", Nanos{0}, "rotating"});
+  }
+  void Invalidate() override { ++invalidations; }
+};
+
+TEST(AwsHttp, ExpiredTokenFetchesCredentialsAgainOnce) {
+  ScriptedTransport transport;
+  RotatingProvider credentials;
+  AwsClient client(
+      transport, &credentials,
+      ClientOptions{.region = "us-east-1", .endpoints = {{"sts", "http://127.0.0.1:1"}}},
+      ClientHooks{
+          .now = [] { return Nanos{0}; }, .sleep = [](Nanos) {}, .jitter = [] { return 0.0; }});
+  transport.answers = {Ec2Error(400, "ExpiredToken")};
+  ASSERT_TRUE(client.Query("sts", "GetCallerIdentity", "2011-06-15", {}).ok());
+  EXPECT_EQ(credentials.invalidations, 1);
+  EXPECT_EQ(transport.sent.size(), 2u);
+  transport.answers = {Ec2Error(400, "ExpiredToken"), Ec2Error(400, "ExpiredToken")};
+  const auto twice = client.Query("sts", "GetCallerIdentity", "2011-06-15", {});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error.code, ErrorCode::kUnauthorized);
+  EXPECT_EQ(credentials.invalidations, 2);  // Once per call, never in a loop.
+}
+
+}  // namespace
+}  // namespace tenon::aws
