@@ -151,7 +151,7 @@ struct Candidate {
   const Node* node = nullptr;
   const NodePool* pool = nullptr;
   std::vector<const Pod*> pods;
-  double cost = 0;         // Karpenter's disruption cost: cheaper to disrupt goes first.
+  std::int64_t cost = 0;   // Karpenter's disruption cost: cheaper to disrupt goes first.
   std::size_t record = 0;  // Its entry in Pass::candidates.
   std::string why;         // Drift and soft expiration: why it qualifies.
 };
@@ -273,25 +273,24 @@ std::string GracefulBlocker(const State& state, const Candidate& c) {
   return {};
 }
 
-// Karpenter's eviction cost of a pod: 1, plus its pod-deletion-cost / 2^27, plus its priority /
-// 2^25, clamped to [-10, 10].
-double EvictionCost(const Pod& pod) {
-  double cost = 1.0 + static_cast<double>(pod.deletion_cost) / static_cast<double>(1 << 27);
-  if (pod.priority) cost += static_cast<double>(*pod.priority) / static_cast<double>(1 << 25);
-  return std::clamp(cost, -10.0, 10.0);
+// Karpenter's eviction cost of a pod, 1 + pod-deletion-cost / 2^27 + priority / 2^25 clamped
+// to [-10, 10], in integer units of 2^-27 (no floating point on a decision path).
+constexpr std::int64_t kCostUnit = std::int64_t{1} << 27;
+std::int64_t EvictionCost(const Pod& pod) {
+  std::int64_t cost = kCostUnit + pod.deletion_cost;
+  if (pod.priority) cost += std::int64_t{*pod.priority} * 4;  // 2^27 / 2^25
+  return std::clamp(cost, -10 * kCostUnit, 10 * kCostUnit);
 }
 
 // Karpenter's disruption cost: the pods' eviction costs, scaled by the share of the claim's
 // lifetime left.
-double DisruptionCost(const State& state, const Candidate& c) {
-  double lifetime = 1.0;
-  if (c.pool->expire_after.value > 0) {
-    double age = static_cast<double>((state.now - c.claim->created).value);
-    lifetime = std::clamp(1.0 - age / static_cast<double>(c.pool->expire_after.value), 0.0, 1.0);
-  }
-  double pods = 0;
+std::int64_t DisruptionCost(const State& state, const Candidate& c) {
+  std::int64_t pods = 0;
   for (const Pod* pod : c.pods) pods += EvictionCost(*pod);
-  return pods * lifetime;
+  Nanos lifetime = c.pool->expire_after;
+  if (lifetime.value <= 0) return pods;
+  Nanos left = std::clamp(lifetime - (state.now - c.claim->created), Nanos{0}, lifetime);
+  return static_cast<std::int64_t>(static_cast<__int128>(pods) * left.value / lifetime.value);
 }
 
 std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
