@@ -15,6 +15,7 @@
 #include "adapters/aws/ec2.h"
 #include "adapters/aws/executor.h"
 #include "adapters/aws/iam.h"
+#include "adapters/aws/nodeclass.h"
 #include "adapters/aws/pricing.h"
 #include "adapters/aws/sqs.h"
 #include "adapters/aws/ssm.h"
@@ -526,6 +527,52 @@ TEST(AwsMoto, SsmParametersUnderAConfigurablePrefix) {
   const Result<std::string> missing = ssm.GetParameter("eks/none");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error.code, ErrorCode::kNotFound);
+}
+
+// An EC2NodeClass's selector terms resolve to the ids its status carries: the alias through
+// SSM (only the architecture with a parameter), subnets and security groups by tag.
+TEST(AwsMoto, NodeClassResolvesItsSelectorTerms) {
+  Client c(servers->moto.url());
+  const auto subnets = MakeNetwork(c, "resolve");
+  const std::string vpc = Between(Must(c.client.Query("ec2", "DescribeSubnets", kEc2Version,
+                                                      {{"SubnetId.1", subnets.at("us-east-1a")}})),
+                                  "<vpcId>", "</vpcId>");
+  const std::string group =
+      Between(Must(c.client.Query("ec2", "CreateSecurityGroup", kEc2Version,
+                                  {{"GroupName", "nodes-resolve"},
+                                   {"GroupDescription", "nodes"},
+                                   {"VpcId", vpc},
+                                   {"TagSpecification.1.ResourceType", "security-group"},
+                                   {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
+                                   {"TagSpecification.1.Tag.1.Value", "resolve"}})),
+              "<groupId>", "</groupId>");
+  Must(c.client.Json(
+      "ssm", "AmazonSSM.PutParameter", "application/x-amz-json-1.1",
+      R"({"Name":"/tenon-resolve/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/image_id","Value":"ami-0aaaaaaaaaaaaaaa1","Type":"String"})"));
+  Ssm ssm(c.client, "/tenon-resolve");
+  NodeClassTerms terms = ParseNodeClassTerms(YAML::Load(R"(
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: resolve}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: resolve}}]
+)"));
+  NodeClass nodeclass;
+  nodeclass.name = "default";
+  const Result<NodeClass> resolved = ResolveNodeClass(c.ec2, ssm, nodeclass, terms, "1.31");
+  ASSERT_TRUE(resolved.ok()) << resolved.error.message;
+  EXPECT_EQ(resolved.value->amis, std::vector<std::string>{"ami-0aaaaaaaaaaaaaaa1"});
+  std::vector<std::string> want = {subnets.at("us-east-1a"), subnets.at("us-east-1b")};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(resolved.value->subnets, want);
+  EXPECT_EQ(resolved.value->security_groups, std::vector<std::string>{group});
+  // A term that matches nothing is a clear error, not an empty status.
+  terms.subnets = {SelectorTerm{{{"karpenter.sh/discovery", "nowhere"}}, "", "", ""}};
+  const Result<NodeClass> none = ResolveNodeClass(c.ec2, ssm, nodeclass, terms, "1.31");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error.code, ErrorCode::kNotFound);
+  EXPECT_NE(none.error.message.find("no subnet matches"), std::string::npos);
+  EXPECT_THROW(ParseNodeClassTerms(YAML::Load("spec: {subnetSelectorTerms: [{}]}")),
+               std::invalid_argument);
 }
 
 TEST(AwsMoto, InstanceProfileCreatedOnceWithItsRole) {

@@ -1,0 +1,41 @@
+// EC2NodeClass resolution, as Karpenter's nodeclass status controller does it: the selector
+// terms of spec.amiSelectorTerms, subnetSelectorTerms and securityGroupSelectorTerms become the
+// ids in the NodeClass status (NodeClass::amis, subnets, security_groups), which launches use
+// and drift compares running instances against.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "adapters/aws/ec2.h"
+#include "adapters/aws/ssm.h"
+
+namespace tenon::aws {
+
+// An amiSelectorTerms entry: an alias (al2023@latest, bottlerocket@v1.20.0, ...) or a selector.
+struct AmiTerm {
+  std::string alias;
+  SelectorTerm term;
+};
+
+struct NodeClassTerms {
+  std::vector<AmiTerm> amis;
+  std::vector<SelectorTerm> subnets;
+  std::vector<SelectorTerm> security_groups;
+};
+
+// Reads the three selector-term lists of a karpenter.k8s.aws/v1 EC2NodeClass object. Throws
+// std::invalid_argument naming the field on a term that is not a map or sets nothing.
+NodeClassTerms ParseNodeClassTerms(const YAML::Node& object);
+
+// Resolves `terms` for `nodeclass`: aliases through SSM for both architectures (an
+// architecture the alias has no parameter for is skipped), other AMI terms through
+// DescribeImages keeping the newest image per architecture; subnets and security groups
+// through their Describe calls. Fails when any of the three resolves to nothing.
+Result<NodeClass> ResolveNodeClass(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
+                                   const NodeClassTerms& terms,
+                                   const std::string& kubernetes_version);
+
+}  // namespace tenon::aws
