@@ -1302,6 +1302,9 @@ std::string EncodeSnapshot(const State& state) {
   PutList(b.initPodDisruptionBudgets(state.pdbs.size()), values(state.pdbs));
   b.setPendingReplacements(state.pending_replacements);
   PutList(b.initReplacing(state.replacing.size()), state.replacing);
+  std::map<std::string, std::int64_t> handled;
+  for (const auto& [id, at] : state.handled_messages) handled[id] = at.value;
+  Put(b.initHandledMessages(handled.size()), handled);
   return ToBytes(message);
 }
 
@@ -1354,6 +1357,9 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     }
     state.pending_replacements = r.getPendingReplacements();
     state.replacing = GetList<ReplacementWait>(r.getReplacing());
+    for (const auto& [id, at] : GetInts(r.getHandledMessages())) {
+      state.handled_messages[id] = Nanos{at};
+    }
     return state;
   });
 }

@@ -602,4 +602,5 @@ struct Snapshot {
   podDisruptionBudgets @35 :List(PodDisruptionBudget);
   pendingReplacements @36 :UInt64;
   replacing @37 :List(ReplacementWait);
+  handledMessages @38 :List(KeyInt);
 }

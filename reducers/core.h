@@ -84,6 +84,9 @@ struct State {
   Nanos pending_since{0};
   std::uint64_t pending_replacements = 0;  // New claims the proposal needed.
   std::vector<ReplacementWait> replacing;
+  // Interruption messages handled, by message id, and when: SQS delivers at least once, so a
+  // message seen again (say after a restart) is only acknowledged again. Kept for a day.
+  std::map<std::string, Nanos> handled_messages;
   std::uint64_t last_disruption_digest =
       0;  // Of the last "nothing to do" record, to not repeat it.
 
@@ -196,5 +199,6 @@ inline constexpr Nanos kEvictionBackoffMax{10 * kSecond.value};  // Retries back
 inline constexpr Nanos kDisruptionPassInterval{10 * kSecond.value};
 inline constexpr Nanos kDisruptionValidation{15 * kSecond.value};
 inline constexpr Nanos kBudgetScheduleHorizonMax{7 * 24 * 60 * kMinute.value};
+inline constexpr Nanos kHandledMessagesKept{24 * 60 * kMinute.value};
 
 }  // namespace tenon

@@ -890,6 +890,10 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
 
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out) {
   Issue(state, seq, AcknowledgeMessage{event.message_id}, out);
+  std::erase_if(state.handled_messages,
+                [&](const auto& entry) { return state.now - entry.second > kHandledMessagesKept; });
+  // At-least-once delivery: a message handled before is acknowledged again, nothing more.
+  if (!state.handled_messages.try_emplace(event.message_id, state.now).second) return;
   NodeClaim* claim = nullptr;
   for (auto& [name, c] : state.nodeclaims) {
     if (!event.instance_id.empty() && c.instance_id == event.instance_id) claim = &c;

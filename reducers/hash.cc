@@ -259,7 +259,7 @@ std::uint64_t StateHash(const State& s) {
   All(h, s.nodepool_status, s.last_instance_listing, s.registration_healthy);
   All(h, s.last_disruption_pass, s.pending_method, s.pending_nodeclaims, s.pending_since,
       s.last_disruption_digest);
-  All(h, s.pdbs, s.pending_replacements, s.replacing);
+  All(h, s.pdbs, s.pending_replacements, s.replacing, s.handled_messages);
   return h.Digest();
 }
 
