@@ -125,6 +125,27 @@ TEST(Consolidation, SpotToSpotNeedsTheGateAndFifteenTypes) {
   EXPECT_TRUE(Phase(on, "SingleNodeConsolidation", "replacing").empty());
 }
 
+// With the gate on and the full us-east-1 catalog, a spot node is replaced by a cheaper spot
+// node chosen from the 15 cheapest types that fit.
+TEST(Consolidation, SpotToSpotReplacesFromTheFifteenCheapest) {
+  const std::string catalog =
+      (std::filesystem::path(TENON_SOURCE_DIR) / "../shared/data/ec2-us-east-1.json").string();
+  std::string yaml = PoolScenario(kOneSmallPod, "spot", "",
+                                  "settings: {featureGates: SpotToSpotConsolidation=true}\n");
+  yaml.replace(yaml.find(kCatalog), kCatalog.size(), catalog);
+  std::string types = "values: [m5.large, m5.xlarge]";
+  yaml.replace(yaml.find(types), types.size(),
+               "values: [m5.large, m5.xlarge, c5.large, m6i.large, "
+               "c6i.large, r5.large, m5a.large, c5a.large, m6a.large, c6a.large, r6i.large, "
+               "m7i.large, c7i.large, m5d.large, c5d.large, r5a.large, m6g.large, c6g.large]");
+  Outcome o = Simulate(yaml);
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", "replace with one spot node")) << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", ", 15 types)")) << Outcomes(o);
+  EXPECT_EQ(o.Bound(), 1u);
+}
+
 // tenon's minimum-savings setting: halving the price is not enough when 60% is asked for.
 TEST(Consolidation, MinimumSavingsStopsSmallReplacements) {
   Outcome strict = Simulate(PoolScenario(kOneSmallPod, "on-demand", "",
