@@ -57,7 +57,8 @@ class Client {
                 const std::string& content_type = "application/json") {
     Response response;
     curl_slist* headers = nullptr;
-    if (!token_.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token_).c_str());
+    if (!token_.empty())
+      headers = curl_slist_append(headers, ("Authorization: Bearer " + token_).c_str());
     headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
     headers = curl_slist_append(headers, "Accept: application/json");
     curl_easy_reset(curl_);
@@ -101,7 +102,8 @@ class Watch {
   Watch(int port, const std::string& path) {
     curl_ = curl_easy_init();
     headers_ = curl_slist_append(nullptr, (std::string("Authorization: Bearer ") + kToken).c_str());
-    curl_easy_setopt(curl_, CURLOPT_URL, ("http://127.0.0.1:" + std::to_string(port) + path).c_str());
+    curl_easy_setopt(curl_, CURLOPT_URL,
+                     ("http://127.0.0.1:" + std::to_string(port) + path).c_str());
     curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
     curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, OnData);
     curl_easy_setopt(curl_, CURLOPT_WRITEDATA, this);
@@ -200,10 +202,12 @@ class Watch {
 // own process group and killed (SIGTERM, then SIGKILL) at destruction.
 class ApiServer {
  public:
-  explicit ApiServer(int bookmark_ms = 200) {
+  // `history`: the events kept for watches; older resourceVersions answer 410.
+  explicit ApiServer(int bookmark_ms = 200, int history = 100000) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
     const std::string bookmark = std::to_string(bookmark_ms);
+    const std::string history_max = std::to_string(history);
     pid_ = fork();
     if (pid_ == 0) {
       setpgid(0, 0);
@@ -211,7 +215,8 @@ class ApiServer {
       dup2(fds[1], STDOUT_FILENO);
       close(fds[0]);
       execl("/usr/bin/env", "env", "python3", TENON_KUBE_APISERVER, "--token", kToken,
-            "--bookmark-ms", bookmark.c_str(), static_cast<char*>(nullptr));
+            "--bookmark-ms", bookmark.c_str(), "--history", history_max.c_str(),
+            static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);

@@ -25,8 +25,10 @@ It keeps the semantics a production controller relies on, as the real kube-apise
     minAvailable/maxUnavailable over the matching Running pods); otherwise the pod is deleted
     (finalizers respected), 201, and a PDB status that was set is decremented;
   - bearer-token authentication (401 Unauthorized otherwise), HTTP/1.1 keep-alive.
+  - a watch with a selector sees an object entering the selection as ADDED and leaving it as
+    DELETED; a watch without a resourceVersion starts with ADDED events for what exists.
 Not modelled: strategic-merge and JSON patch (415), graceful pod deletion (pods go at once),
-watch events for objects that leave a label selector, namespaces as objects, admission, schemas.
+namespaces as objects, admission, schemas, resourceVersionMatch, sendInitialEvents.
 
 Test hooks, without authentication, under /_test/ only:
   POST /_test/compact          forget the history up to the current resourceVersion; open
@@ -39,6 +41,7 @@ Prints the loopback port it listens on, then serves.
 """
 import argparse
 import base64
+import bisect
 import copy
 import json
 import re
@@ -62,6 +65,7 @@ RESOURCES = {
 }
 PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
+SNAPSHOTS_MAX = 64  # Paged lists in progress; an older continue token answers 410 Expired.
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
@@ -176,6 +180,25 @@ def fields_match(reqs, obj):
     return all((get(obj) == value) == equal for get, equal, value in reqs)
 
 
+def selected_type(event_type, obj, prev, labels, fields):
+    """The event a selector watch sees: an object entering the selection is ADDED, one leaving
+    it DELETED, as the real watch cache reports them; None when it is outside before and after."""
+
+    def selected(o):
+        return o is not None and labels_match(labels, o["metadata"].get("labels") or {}) \
+            and fields_match(fields, o)
+
+    now = selected(obj)
+    if event_type != "MODIFIED":
+        return event_type if now else None
+    before = selected(prev)
+    if now and before:
+        return "MODIFIED"
+    if now:
+        return "ADDED"
+    return "DELETED" if before else None
+
+
 def pdb_selects(pdb, pod):
     selector = (pdb.get("spec") or {}).get("selector")
     if selector is None:
@@ -241,9 +264,10 @@ class Store:
             self.objects[gvr] = {}
 
     # All methods below run with self.cond held.
-    def record(self, gvr, event_type, obj):
+    def record(self, gvr, event_type, obj, prev=None):
+        """Appends an event; `prev` is the object before a MODIFIED, for selector watches."""
         self.history.append((int(obj["metadata"]["resourceVersion"]), gvr, event_type,
-                             copy.deepcopy(obj)))
+                             copy.deepcopy(obj), prev))
         if len(self.history) > self.history_max:
             dropped = self.history[: len(self.history) - self.history_max]
             self.history = self.history[len(dropped):]
@@ -367,7 +391,7 @@ class Store:
             self.record(gvr, "DELETED", new)
             return new
         self.objects[gvr][(ns, name)] = new
-        self.record(gvr, "MODIFIED", new)
+        self.record(gvr, "MODIFIED", new, old)
         return new
 
     def delete(self, gvr, ns, name, options):
@@ -386,7 +410,7 @@ class Store:
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             new["metadata"]["resourceVersion"] = self.next_rv()
             self.objects[gvr][(ns, name)] = new
-            self.record(gvr, "MODIFIED", new)
+            self.record(gvr, "MODIFIED", new, old)
             return new
         gone_obj = copy.deepcopy(old)
         gone_obj["metadata"]["resourceVersion"] = self.next_rv()
@@ -441,7 +465,7 @@ class Store:
             new["metadata"]["resourceVersion"] = self.next_rv()
             key = (pdb["metadata"]["namespace"], pdb["metadata"]["name"])
             self.objects[PDBS][key] = new
-            self.record(PDBS, "MODIFIED", new)
+            self.record(PDBS, "MODIFIED", new, pdb)
 
     def compute_disruptions(self, pdb):
         ns = pdb["metadata"]["namespace"]
@@ -661,6 +685,8 @@ class Handler(BaseHTTPRequestHandler):
                 page = page[:limit]
                 snap_id = uuid.uuid4().hex
                 store.snapshots[snap_id] = (rv, items)
+                while len(store.snapshots) > SNAPSHOTS_MAX:  # Oldest first; its token gets 410.
+                    del store.snapshots[next(iter(store.snapshots))]
                 meta["continue"] = base64.urlsafe_b64encode(json.dumps(
                     {"id": snap_id, "rv": rv, "offset": offset + limit}).encode()).decode()
                 meta["remainingItemCount"] = len(items) - offset - limit
@@ -745,20 +771,18 @@ class Handler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                if store.watch_epoch != watch_epoch:
+                if store.watch_epoch != watch_epoch or since < store.compacted_rv:
                     error = status_body(410, "Expired", "too old resource version: %d (%d)"
                                         % (since, store.compacted_rv))
                     pending = [{"type": "ERROR", "object": error}]
                     deadline = 0
                     continue
-                for rv, egvr, etype, obj in store.history:
-                    if rv <= since or egvr != gvr:
-                        continue
-                    if ns and obj["metadata"].get("namespace") != ns:
-                        continue
-                    if labels_match(labels, obj["metadata"].get("labels") or {}) and \
-                            fields_match(fields, obj):
-                        pending.append({"type": etype, "object": obj})
+                first = bisect.bisect_right(store.history, since, key=lambda e: e[0])
+                for _, egvr, etype, obj, prev in store.history[first:]:
+                    if egvr == gvr and (not ns or obj["metadata"].get("namespace") == ns):
+                        etype = selected_type(etype, obj, prev, labels, fields)
+                        if etype:
+                            pending.append({"type": etype, "object": obj})
                 since = store.rv
                 if bookmarks and time.monotonic() >= next_bookmark:
                     pending.append({"type": "BOOKMARK", "object": {

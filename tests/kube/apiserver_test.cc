@@ -19,7 +19,9 @@ constexpr char kNodeClaims[] = "/apis/karpenter.sh/v1/nodeclaims";
 constexpr char kPdbs[] = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
 constexpr char kLeases[] = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
 
-long Rv(const json& object) { return std::stol(object["metadata"]["resourceVersion"].get<std::string>()); }
+long Rv(const json& object) {
+  return std::stol(object["metadata"]["resourceVersion"].get<std::string>());
+}
 
 json Pod(const std::string& name, const std::string& phase = "Running",
          const std::string& node = "node-a") {
@@ -34,8 +36,9 @@ json NodeClaim(const std::string& name) {
   return {{"apiVersion", "karpenter.sh/v1"},
           {"kind", "NodeClaim"},
           {"metadata", {{"name", name}}},
-          {"spec", {{"nodeClassRef", {{"group", "karpenter.k8s.aws"}, {"kind", "EC2NodeClass"},
-                                      {"name", "default"}}}}}};
+          {"spec",
+           {{"nodeClassRef",
+             {{"group", "karpenter.k8s.aws"}, {"kind", "EC2NodeClass"}, {"name", "default"}}}}}};
 }
 
 class KubeApiServer : public ::testing::Test {
@@ -55,9 +58,9 @@ class KubeApiServer : public ::testing::Test {
   Response CreatePod(const json& pod) {
     const Response created = client_.Post(kPods, pod);
     if (created.status != 201) return created;
-    return client_.MergePatch(std::string(kPods) + "/" + pod["metadata"]["name"].get<std::string>() +
-                                  "/status",
-                              {{"status", pod["status"]}});
+    return client_.MergePatch(
+        std::string(kPods) + "/" + pod["metadata"]["name"].get<std::string>() + "/status",
+        {{"status", pod["status"]}});
   }
   long CurrentRv() {
     return std::stol(client_.Get("/_test/stats").Json()["resourceVersion"].get<std::string>());
@@ -96,7 +99,8 @@ TEST_F(KubeApiServer, CreateSetsMetadataAndResourceVersionsIncrease) {
 }
 
 TEST_F(KubeApiServer, ListPagesWithContinueFromOneSnapshot) {
-  for (int i = 0; i < 5; ++i) ASSERT_EQ(client_.Post(kPods, Pod("p" + std::to_string(i))).status, 201);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(client_.Post(kPods, Pod("p" + std::to_string(i))).status, 201);
   const json first = client_.Get(std::string(kPods) + "?limit=2").Json();
   ASSERT_EQ(first["items"].size(), 2u);
   const std::string list_rv = first["metadata"]["resourceVersion"];
@@ -134,7 +138,8 @@ TEST_F(KubeApiServer, ListFiltersByLabelAndFieldSelectors) {
   EXPECT_EQ(on_b["items"][0]["metadata"]["name"], "on-b");
   const json web = client_.Get(std::string(kPods) + "?labelSelector=app%3Dweb").Json();
   EXPECT_EQ(web["items"].size(), 2u);
-  const json not_web = client_.Get(std::string(kPods) + "?labelSelector=app%20notin%20(web)").Json();
+  const json not_web =
+      client_.Get(std::string(kPods) + "?labelSelector=app%20notin%20(web)").Json();
   ASSERT_EQ(not_web["items"].size(), 1u);
   EXPECT_EQ(not_web["items"][0]["metadata"]["name"], "other");
 
@@ -168,6 +173,41 @@ TEST_F(KubeApiServer, WatchFromResourceVersionDeliversLaterChangesInOrder) {
   (void)before;
 }
 
+TEST_F(KubeApiServer, WatchWithoutResourceVersionStartsWithWhatExists) {
+  ASSERT_EQ(client_.Post(kPods, Pod("a")).status, 201);
+  ASSERT_EQ(client_.Post(kPods, Pod("b")).status, 201);
+  Watch watch(server_.port(), std::string(kPods) + "?watch=1");
+  for (const char* name : {"a", "b"}) {
+    const std::optional<json> event = watch.NextChange();
+    ASSERT_TRUE(event.has_value());
+    EXPECT_EQ((*event)["type"], "ADDED");
+    EXPECT_EQ((*event)["object"]["metadata"]["name"], name);
+  }
+  ASSERT_EQ(client_.Delete(std::string(kPods) + "/a").status, 200);
+  const std::optional<json> deleted = watch.NextChange();
+  ASSERT_TRUE(deleted.has_value());
+  EXPECT_EQ((*deleted)["type"], "DELETED");
+}
+
+TEST_F(KubeApiServer, SelectorWatchSeesObjectsEnterAndLeaveTheSelection) {
+  const json a = client_.Post(kPods, Pod("a")).Json();
+  Watch watch(server_.port(), WatchPath(kPods, Rv(a), "&labelSelector=tier%3Dfront"));
+  const std::string path = std::string(kPods) + "/a";
+  ASSERT_EQ(client_.MergePatch(path, {{"metadata", {{"labels", {{"tier", "front"}}}}}}).status,
+            200);
+  ASSERT_EQ(client_.MergePatch(path, {{"metadata", {{"annotations", {{"x", "y"}}}}}}).status, 200);
+  ASSERT_EQ(client_.MergePatch(path, {{"metadata", {{"labels", {{"tier", nullptr}}}}}}).status,
+            200);
+  ASSERT_EQ(client_.MergePatch(path, {{"metadata", {{"annotations", {{"x", "z"}}}}}}).status, 200);
+  ASSERT_EQ(client_.Delete(path).status, 200);
+  for (const char* type : {"ADDED", "MODIFIED", "DELETED"}) {
+    const std::optional<json> event = watch.NextChange();
+    ASSERT_TRUE(event.has_value()) << "missing " << type;
+    EXPECT_EQ((*event)["type"], type);
+  }
+  EXPECT_FALSE(watch.Next(milliseconds(500)).has_value());  // Changes outside it are not seen.
+}
+
 TEST_F(KubeApiServer, WatchSendsBookmarksAndEndsAtTimeout) {
   const json a = client_.Post(kPods, Pod("a")).Json();
   Watch watch(server_.port(),
@@ -196,18 +236,41 @@ TEST_F(KubeApiServer, CompactionExpiresOldResourceVersionsWith410) {
   EXPECT_EQ(old_watch.status, 410);
   EXPECT_EQ(old_watch.Json()["code"], 410);
   EXPECT_EQ(old_watch.Json()["reason"], "Expired");
-  const Response old_page =
-      client_.Get(std::string(kPods) + "?limit=1&continue=" + page["metadata"]["continue"].get<std::string>());
+  const Response old_page = client_.Get(
+      std::string(kPods) + "?limit=1&continue=" + page["metadata"]["continue"].get<std::string>());
   EXPECT_EQ(old_page.status, 410);
 
   // A relist gives a resourceVersion to watch from again.
   const json relist = client_.Get(kPods).Json();
   EXPECT_EQ(relist["items"].size(), 3u);
-  Watch watch(server_.port(), WatchPath(kPods, std::stol(relist["metadata"]["resourceVersion"].get<std::string>())));
+  Watch watch(
+      server_.port(),
+      WatchPath(kPods, std::stol(relist["metadata"]["resourceVersion"].get<std::string>())));
   ASSERT_EQ(client_.Post(kPods, Pod("d")).status, 201);
   const std::optional<json> event = watch.NextChange();
   ASSERT_TRUE(event.has_value());
   EXPECT_EQ((*event)["object"]["metadata"]["name"], "d");
+}
+
+TEST(KubeApiServerHistory, ResourceVersionsOutsideTheWindowAre410) {
+  ApiServer server(200, 3);  // Keeps the last three events.
+  Client client(server.port());
+  std::vector<long> rvs;
+  for (int i = 0; i < 5; ++i) {
+    const Response created = client.Post(kPods, Pod("p" + std::to_string(i)));
+    ASSERT_EQ(created.status, 201);
+    rvs.push_back(Rv(created.Json()));
+  }
+  EXPECT_EQ(
+      client.Get(std::string(kPods) + "?watch=1&resourceVersion=" + std::to_string(rvs[0])).status,
+      410);
+  Watch watch(server.port(),
+              std::string(kPods) + "?watch=1&resourceVersion=" + std::to_string(rvs[1]));
+  for (int i = 2; i < 5; ++i) {
+    const std::optional<json> event = watch.NextChange();
+    ASSERT_TRUE(event.has_value());
+    EXPECT_EQ(Rv((*event)["object"]), rvs[i]);
+  }
 }
 
 TEST_F(KubeApiServer, OpenWatchGetsErrorEvent410OnCompaction) {
@@ -260,18 +323,19 @@ TEST_F(KubeApiServer, StaleUpdateConflictsAndPatchesBumpGenerationOnSpecOnly) {
   update["metadata"].erase("resourceVersion");  // Custom resources need the precondition.
   EXPECT_EQ(client_.Put(std::string(kNodePools) + "/default", update).status, 422);
 
-  const Response stale_patch = client_.MergePatch(
-      std::string(kNodePools) + "/default",
-      {{"metadata", {{"resourceVersion", pool["metadata"]["resourceVersion"]}}}, {"spec", {{"weight", 5}}}});
+  const Response stale_patch =
+      client_.MergePatch(std::string(kNodePools) + "/default",
+                         {{"metadata", {{"resourceVersion", pool["metadata"]["resourceVersion"]}}},
+                          {"spec", {{"weight", 5}}}});
   EXPECT_EQ(stale_patch.status, 409);
-  const Response labelled =
-      client_.MergePatch(std::string(kNodePools) + "/default", {{"metadata", {{"labels", {{"team", "a"}}}}}});
+  const Response labelled = client_.MergePatch(std::string(kNodePools) + "/default",
+                                               {{"metadata", {{"labels", {{"team", "a"}}}}}});
   ASSERT_EQ(labelled.status, 200) << labelled.body;
   EXPECT_EQ(labelled.Json()["metadata"]["generation"], 2);  // Metadata is not spec.
   EXPECT_EQ(labelled.Json()["spec"]["weight"], 20);
   // Writing what is already there changes nothing, not even the resourceVersion.
-  const Response same =
-      client_.MergePatch(std::string(kNodePools) + "/default", {{"metadata", {{"labels", {{"team", "a"}}}}}});
+  const Response same = client_.MergePatch(std::string(kNodePools) + "/default",
+                                           {{"metadata", {{"labels", {{"team", "a"}}}}}});
   EXPECT_EQ(Rv(same.Json()), Rv(labelled.Json()));
 }
 
@@ -321,11 +385,12 @@ TEST_F(KubeApiServer, StatusSubresourceIsolatesStatusFromTheMainResource) {
   const Response status = client_.Put(path + "/status", status_write);
   ASSERT_EQ(status.status, 200) << status.body;
   EXPECT_EQ(status.Json()["status"]["providerID"], "aws:///us-east-1a/i-1");
-  EXPECT_EQ(status.Json()["spec"]["nodeClassRef"]["name"], "default");  // Status writes only status.
+  EXPECT_EQ(status.Json()["spec"]["nodeClassRef"]["name"],
+            "default");  // Status writes only status.
   EXPECT_EQ(status.Json()["metadata"]["generation"], 1);
 
-  const Response patched =
-      client_.MergePatch(path + "/status", {{"status", {{"nodeName", "node-a"}}}, {"spec", nullptr}});
+  const Response patched = client_.MergePatch(
+      path + "/status", {{"status", {{"nodeName", "node-a"}}}, {"spec", nullptr}});
   ASSERT_EQ(patched.status, 200);
   EXPECT_EQ(patched.Json()["status"]["nodeName"], "node-a");
   EXPECT_EQ(patched.Json()["status"]["providerID"], "aws:///us-east-1a/i-1");
@@ -337,13 +402,15 @@ TEST_F(KubeApiServer, StatusSubresourceIsolatesStatusFromTheMainResource) {
 TEST_F(KubeApiServer, EvictionIsRefusedWhileThePdbAllowsNoDisruption) {
   ASSERT_EQ(CreatePod(Pod("web-1")).status, 200);
   ASSERT_EQ(CreatePod(Pod("web-2")).status, 200);
-  ASSERT_EQ(client_.Post(kPdbs, {{"apiVersion", "policy/v1"},
-                                 {"kind", "PodDisruptionBudget"},
-                                 {"metadata", {{"name", "web"}}},
-                                 {"spec", {{"minAvailable", 2},
-                                           {"selector", {{"matchLabels", {{"app", "web"}}}}}}}})
-                .status,
-            201);
+  ASSERT_EQ(
+      client_
+          .Post(kPdbs, {{"apiVersion", "policy/v1"},
+                        {"kind", "PodDisruptionBudget"},
+                        {"metadata", {{"name", "web"}}},
+                        {"spec",
+                         {{"minAvailable", 2}, {"selector", {{"matchLabels", {{"app", "web"}}}}}}}})
+          .status,
+      201);
   const json eviction = {{"apiVersion", "policy/v1"},
                          {"kind", "Eviction"},
                          {"metadata", {{"name", "web-1"}, {"namespace", "default"}}}};
@@ -358,25 +425,29 @@ TEST_F(KubeApiServer, EvictionIsRefusedWhileThePdbAllowsNoDisruption) {
   EXPECT_EQ(allowed.status, 201) << allowed.body;
   EXPECT_EQ(client_.Get(std::string(kPods) + "/web-1").status, 404);
   EXPECT_EQ(client_.Post(std::string(kPods) + "/web-2/eviction", eviction).status, 400);  // Name.
-  EXPECT_EQ(client_.Post(std::string(kPods) + "/gone/eviction",
-                         {{"metadata", {{"name", "gone"}}}}).status, 404);
+  EXPECT_EQ(client_.Post(std::string(kPods) + "/gone/eviction", {{"metadata", {{"name", "gone"}}}})
+                .status,
+            404);
 }
 
 TEST_F(KubeApiServer, EvictionHonoursAPdbStatusSetByTheTest) {
   ASSERT_EQ(CreatePod(Pod("web-1")).status, 200);
   ASSERT_EQ(CreatePod(Pod("web-2")).status, 200);
   ASSERT_EQ(client_.Post(kPods, Pod("web-pending", "Pending")).status, 201);
-  json pdb = client_
-                 .Post(kPdbs, {{"metadata", {{"name", "web"}}},
-                               {"spec", {{"maxUnavailable", 0},
-                                         {"selector", {{"matchLabels", {{"app", "web"}}}}}}}})
-                 .Json();
+  json pdb =
+      client_
+          .Post(kPdbs,
+                {{"metadata", {{"name", "web"}}},
+                 {"spec",
+                  {{"maxUnavailable", 0}, {"selector", {{"matchLabels", {{"app", "web"}}}}}}}})
+          .Json();
   pdb["status"] = {{"disruptionsAllowed", 1}, {"currentHealthy", 2}, {"desiredHealthy", 1}};
   ASSERT_EQ(client_.Put(std::string(kPdbs) + "/web/status", pdb).status, 200);
 
   auto evict = [&](const std::string& name) {
-    return client_.Post(std::string(kPods) + "/" + name + "/eviction",
-                        {{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", name}}}})
+    return client_
+        .Post(std::string(kPods) + "/" + name + "/eviction",
+              {{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", name}}}})
         .status;
   };
   EXPECT_EQ(evict("web-1"), 201);
@@ -389,16 +460,18 @@ TEST_F(KubeApiServer, EvictionHonoursAPdbStatusSetByTheTest) {
   held["metadata"]["finalizers"] = {"example.com/hold"};
   ASSERT_EQ(client_.Post(kPods, held).status, 201);
   EXPECT_EQ(evict("held"), 201);
-  EXPECT_TRUE(client_.Get(std::string(kPods) + "/held").Json()["metadata"].contains("deletionTimestamp"));
+  EXPECT_TRUE(
+      client_.Get(std::string(kPods) + "/held").Json()["metadata"].contains("deletionTimestamp"));
 }
 
 TEST_F(KubeApiServer, LeaseUpdatesAreOptimisticallyConcurrent) {
-  const json lease = client_
-                         .Post(kLeases, {{"apiVersion", "coordination.k8s.io/v1"},
-                                         {"kind", "Lease"},
-                                         {"metadata", {{"name", "tenon"}}},
-                                         {"spec", {{"holderIdentity", "a"}, {"leaseDurationSeconds", 15}}}})
-                         .Json();
+  const json lease =
+      client_
+          .Post(kLeases, {{"apiVersion", "coordination.k8s.io/v1"},
+                          {"kind", "Lease"},
+                          {"metadata", {{"name", "tenon"}}},
+                          {"spec", {{"holderIdentity", "a"}, {"leaseDurationSeconds", 15}}}})
+          .Json();
   EXPECT_EQ(lease["metadata"]["namespace"], "kube-system");
   json by_b = lease;
   by_b["spec"]["holderIdentity"] = "b";
@@ -445,8 +518,9 @@ TEST_F(KubeApiServer, BadInputIsAnswered400WithAStatus) {
   EXPECT_EQ(client_.Get(std::string(kPods) + "?limit=x").status, 400);
   EXPECT_EQ(client_.Get(std::string(kPods) + "?continue=garbage").status, 400);
   ASSERT_EQ(client_.Post(kPods, Pod("x")).status, 201);
-  EXPECT_EQ(client_.Send("PATCH", std::string(kPods) + "/x", "[]", "application/json-patch+json").status,
-            415);
+  EXPECT_EQ(
+      client_.Send("PATCH", std::string(kPods) + "/x", "[]", "application/json-patch+json").status,
+      415);
   EXPECT_EQ(client_.Get("/apis/example.com/v1/widgets").status, 404);
 }
 
