@@ -10,9 +10,10 @@ It keeps the semantics a production controller relies on, as the real kube-apise
     compaction point answers 410 Expired;
   - WATCH from a resourceVersion: every change after it, in order, as chunked JSON lines, with
     BOOKMARK events when allowWatchBookmarks=true; a resourceVersion older than the compaction
-    point answers HTTP 410 Gone; a watch that is open when the history is compacted receives an
-    ERROR event carrying a Status with code 410 and then ends (as when the watch cache is
-    re-initialised);
+    point gets HTTP 200 and an ERROR event carrying a Status with code 410, then the stream
+    ends, as the real server's watch cache answers (POST /_test/config {"expiredWatch":"http"}
+    makes it answer HTTP 410 Gone with a Status body instead); a watch that is open when the
+    history is compacted gets the same ERROR event (as when the watch cache is re-initialised);
   - CREATE (409 AlreadyExists), GET (404 NotFound), PUT with a metadata.resourceVersion
     precondition (409 Conflict when stale; required for custom resources), PATCH with
     application/merge-patch+json (a resourceVersion in the patch is a precondition), DELETE with
@@ -33,6 +34,7 @@ namespaces as objects, admission, schemas, resourceVersionMatch, sendInitialEven
 Test hooks, without authentication, under /_test/ only:
   POST /_test/compact          forget the history up to the current resourceVersion; open
                                watches get an ERROR 410 event and end
+  POST /_test/config           {"expiredWatch": "event" | "http"}: how a too-old watch is told
   POST /_test/drop-watches     close every open watch connection abruptly (no final chunk)
   GET  /_test/stats            {"resourceVersion", "compactedResourceVersion", "openWatches"}
 
@@ -604,10 +606,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def test_hook(self, method, path):
         store = self.server.store
-        self.read_body_quietly()
+        body = self.read_body_quietly()
         with store.cond:
             if method == "POST" and path == "/_test/compact":
                 store.compact()
+            elif method == "POST" and path == "/_test/config":
+                mode = (body or {}).get("expiredWatch") if isinstance(body, dict) else None
+                if mode not in ("event", "http"):
+                    raise ApiError(400, "BadRequest", 'expiredWatch must be "event" or "http"')
+                self.server.expired_watch = mode
             elif method == "POST" and path == "/_test/drop-watches":
                 store.drop_epoch += 1
                 store.cond.notify_all()
@@ -619,9 +626,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(200, stats)
 
     def serve_api(self, method, path, query):
+        body = self.read_body()  # First, so that an error answer leaves the connection usable.
         gvr, ns, name, sub = parse_path(path)
         store = self.server.store
-        body = self.read_body()
         if method == "GET" and name is None:
             if query.get("watch") in ("1", "true"):
                 return self.watch(gvr, ns, query)
@@ -705,13 +712,13 @@ class Handler(BaseHTTPRequestHandler):
                        "list result. You can start a new list without the continue parameter.")
         return rv, store.snapshots[snap_id][1], offset
 
-    def check_rv(self, asked):
+    def check_rv(self, asked, expired_is_error=True):
         store = self.server.store
         try:
             rv = int(asked)
         except ValueError:
             raise ApiError(400, "BadRequest", "invalid resourceVersion %r" % asked)
-        if rv < store.compacted_rv:
+        if rv < store.compacted_rv and expired_is_error:
             raise gone("too old resource version: %d (%d)" % (rv, store.compacted_rv))
         return rv
 
@@ -731,7 +738,7 @@ class Handler(BaseHTTPRequestHandler):
                 since, items = store.list_snapshot(gvr, ns, labels, fields)
                 pending = [{"type": "ADDED", "object": o} for o in items]
             else:
-                since = self.check_rv(asked)
+                since = self.check_rv(asked, self.server.expired_watch == "http")
             watch_epoch, drop_epoch = store.watch_epoch, store.drop_epoch
             store.open_watches += 1
         self.send_response(200)
@@ -766,7 +773,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_chunk(b"")
                 return
             with store.cond:
-                store.cond.wait(max(0.0, min(deadline, next_bookmark) - now))
+                store.cond.wait_for(
+                    lambda: store.drop_epoch != drop_epoch or store.watch_epoch != watch_epoch
+                    or since < store.compacted_rv or store.rv > since,
+                    max(0.0, min(deadline, next_bookmark) - now))
                 if store.drop_epoch != drop_epoch:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -802,6 +812,7 @@ def main():
     server.daemon_threads = True
     server.token = args.token
     server.bookmark_ms = args.bookmark_ms
+    server.expired_watch = "event"
     server.store = Store(args.history)
     print(server.server_address[1], flush=True)
     server.serve_forever()

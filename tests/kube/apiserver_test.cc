@@ -232,10 +232,19 @@ TEST_F(KubeApiServer, CompactionExpiresOldResourceVersionsWith410) {
   ASSERT_EQ(client_.Post("/_test/compact", json::object()).status, 200);
   ASSERT_EQ(client_.Post(kPods, Pod("c")).status, 201);
 
+  // As the real server's watch cache answers: 200, one ERROR event with a 410 Status, the end.
   const Response old_watch = client_.Get(WatchPath(kPods, Rv(a)));
-  EXPECT_EQ(old_watch.status, 410);
-  EXPECT_EQ(old_watch.Json()["code"], 410);
-  EXPECT_EQ(old_watch.Json()["reason"], "Expired");
+  EXPECT_EQ(old_watch.status, 200);
+  const json error = old_watch.Json();
+  EXPECT_EQ(error["type"], "ERROR");
+  EXPECT_EQ(error["object"]["code"], 410);
+  EXPECT_EQ(error["object"]["reason"], "Expired");
+  // Told to, it answers HTTP 410 instead, which a client must handle the same way.
+  ASSERT_EQ(client_.Post("/_test/config", {{"expiredWatch", "http"}}).status, 200);
+  const Response old_watch_http = client_.Get(WatchPath(kPods, Rv(a)));
+  EXPECT_EQ(old_watch_http.status, 410);
+  EXPECT_EQ(old_watch_http.Json()["code"], 410);
+  EXPECT_EQ(client_.Post("/_test/config", {{"expiredWatch", "sometimes"}}).status, 400);
   const Response old_page = client_.Get(
       std::string(kPods) + "?limit=1&continue=" + page["metadata"]["continue"].get<std::string>());
   EXPECT_EQ(old_page.status, 410);
@@ -261,9 +270,10 @@ TEST(KubeApiServerHistory, ResourceVersionsOutsideTheWindowAre410) {
     ASSERT_EQ(created.status, 201);
     rvs.push_back(Rv(created.Json()));
   }
-  EXPECT_EQ(
-      client.Get(std::string(kPods) + "?watch=1&resourceVersion=" + std::to_string(rvs[0])).status,
-      410);
+  const Response expired =
+      client.Get(std::string(kPods) + "?watch=1&resourceVersion=" + std::to_string(rvs[0]));
+  EXPECT_EQ(expired.Json()["type"], "ERROR");
+  EXPECT_EQ(expired.Json()["object"]["code"], 410);
   Watch watch(server.port(),
               std::string(kPods) + "?watch=1&resourceVersion=" + std::to_string(rvs[1]));
   for (int i = 2; i < 5; ++i) {
@@ -522,6 +532,10 @@ TEST_F(KubeApiServer, BadInputIsAnswered400WithAStatus) {
       client_.Send("PATCH", std::string(kPods) + "/x", "[]", "application/json-patch+json").status,
       415);
   EXPECT_EQ(client_.Get("/apis/example.com/v1/widgets").status, 404);
+  EXPECT_EQ(client_.Post("/apis/example.com/v1/widgets", Pod("w")).status, 404);
+  const Response after = client_.Get(kPods);  // The error left the connection usable.
+  EXPECT_EQ(after.status, 200);
+  EXPECT_EQ(after.connects, 0);
 }
 
 }  // namespace
