@@ -238,11 +238,10 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
 // The pod's do-not-disrupt, including the duration form (protected for that long after the
 // pod was created).
 bool Protected(const State& state, const Pod& pod, std::string* until) {
-  if (!pod.do_not_disrupt) return false;
-  if (pod.do_not_disrupt_for.value <= 0) return true;
-  Nanos end = pod.created + pod.do_not_disrupt_for;
-  if (state.now >= end) return false;
-  *until = " until " + ClockText(end);
+  if (!DoNotDisrupt(pod, state.now)) return false;
+  if (pod.do_not_disrupt_for.value > 0) {
+    *until = " until " + ClockText(pod.created + pod.do_not_disrupt_for);
+  }
   return true;
 }
 

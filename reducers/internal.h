@@ -21,6 +21,13 @@ inline bool IsReschedulable(const Pod& pod) {
   return IsActive(pod) && pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
 }
 
+// The pod's karpenter.sh/do-not-disrupt at `now`: "true" always, the duration form until that
+// long after the pod's creation.
+inline bool DoNotDisrupt(const Pod& pod, Nanos now) {
+  if (!pod.do_not_disrupt) return false;
+  return pod.do_not_disrupt_for.value <= 0 || now < pod.created + pod.do_not_disrupt_for;
+}
+
 // Command and decision construction with the state's deterministic counters.
 Command& Issue(State& state, Seq cause, CommandBody body, Output& out);
 Decision& Decide(State& state, Seq cause, DecisionBody body, Output& out);

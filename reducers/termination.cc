@@ -98,7 +98,7 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
       Tier(**std::min_element(waiting.begin(), waiting.end(),
                               [](const Pod* a, const Pod* b) { return Tier(*a) < Tier(*b); }));
   for (const Pod* pod : waiting) {
-    if (Tier(*pod) != tier || pod->do_not_disrupt || evicting(*pod)) continue;
+    if (Tier(*pod) != tier || DoNotDisrupt(*pod, state.now) || evicting(*pod)) continue;
     std::string key = PodKey(pod->ns, pod->name);
     if (auto it = claim.evict_after.find(key);
         it != claim.evict_after.end() && state.now < it->second) {

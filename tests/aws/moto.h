@@ -19,78 +19,15 @@
 
 #include "adapters/aws/credentials.h"
 #include "adapters/aws/http.h"
+#include "tests/support/child_process.h"
 
 namespace tenon::aws::testing {
 
+using tenon::testing::Child;
+using tenon::testing::FreePort;
+
 inline constexpr char kMotoServer[] = "/root/.pyenv/shims/moto_server";
 inline constexpr int kStartupPollsMax = 300;  // x 50 ms = 15 s.
-
-inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    throw std::runtime_error("bind");
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// A child process in its own process group; `port_from_stdout` reads the port it prints.
-class Child {
- public:
-  Child(std::vector<std::string> argv, std::vector<std::string> env, bool port_from_stdout) {
-    int fds[2];
-    if (pipe(fds) != 0) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGTERM);  // A test killed by a timeout takes its servers along.
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      if (!port_from_stdout) freopen("/dev/null", "w", stdout);
-      freopen("/dev/null", "w", stderr);
-      for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
-      std::vector<char*> args;
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    if (port_from_stdout) {
-      char line[32] = {};
-      FILE* out = fdopen(fds[0], "r");
-      if (out == nullptr || fgets(line, sizeof line, out) == nullptr)
-        throw std::runtime_error("no port");
-      port_ = std::atoi(line);
-      fclose(out);
-    } else {
-      close(fds[0]);
-    }
-  }
-  ~Child() {
-    if (pid_ <= 0) return;
-    kill(-pid_, SIGTERM);
-    for (int i = 0; i < 40; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(-pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  int port() const { return port_; }
-  void set_port(int port) { port_ = port; }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
 
 inline void WaitUntilAnswering(int port, const std::string& path) {
   CurlTransport transport(TransportOptions{.connect_timeout_ms = 200, .total_timeout_ms = 1000});

@@ -230,7 +230,7 @@ workloads:
 }
 
 // karpenter.sh/do-not-disrupt: "6m" protects the pod for six minutes from its creation; the
-// node is consolidated once that has passed.
+// node is consolidated, and drained, once that has passed.
 TEST(Consolidation, DoNotDisruptDurationExpires) {
   Outcome o = Simulate(PoolScenario(R"(
 duration: 10m
@@ -244,6 +244,10 @@ workloads:
       << Outcomes(o);
   auto replacing = Phase(o, "SingleNodeConsolidation", "replacing");
   ASSERT_EQ(replacing.size(), 1u) << Outcomes(o);
+  // Past its six minutes the pod no longer holds the drain either: the old node is evicted,
+  // terminated and finalized, and the pod runs on the replacement.
+  EXPECT_EQ(o.Count("Finalized"), 1u) << o.Describe();
+  EXPECT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.Bound(), 1u);
 }
 

@@ -4,10 +4,6 @@
 #pragma once
 
 #include <curl/curl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/support/child_process.h"
 
 namespace tenon::kube::testing {
 
@@ -203,53 +201,21 @@ class Watch {
 class ApiServer {
  public:
   // `history`: the events kept for watches; older resourceVersions answer 410.
-  explicit ApiServer(int bookmark_ms = 200, int history = 100000) {
-    int fds[2];
-    if (pipe(fds) != 0) throw std::runtime_error("pipe");
-    const std::string bookmark = std::to_string(bookmark_ms);
-    const std::string history_max = std::to_string(history);
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGTERM);  // A test killed by a timeout takes its server along.
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      execl("/usr/bin/env", "env", "python3", TENON_KUBE_APISERVER, "--token", kToken,
-            "--bookmark-ms", bookmark.c_str(), "--history", history_max.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(fds[1]);
-    char line[32] = {};
-    FILE* out = fdopen(fds[0], "r");
-    if (out == nullptr || fgets(line, sizeof line, out) == nullptr)
-      throw std::runtime_error("the test API server printed no port");
-    port_ = std::atoi(line);
-    fclose(out);
-    Client probe(port_);
+  explicit ApiServer(int bookmark_ms = 200, int history = 100000)
+      : child_({"/usr/bin/env", "python3", TENON_KUBE_APISERVER, "--token", kToken, "--bookmark-ms",
+                std::to_string(bookmark_ms), "--history", std::to_string(history)},
+               {}, true, false) {
+    Client probe(child_.port());
     for (int i = 0; i < kStartupPollsMax; ++i) {
       if (probe.Get("/readyz").status == 200) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     throw std::runtime_error("the test API server never answered");
   }
-  ~ApiServer() {
-    if (pid_ <= 0) return;
-    kill(-pid_, SIGTERM);
-    for (int i = 0; i < 40; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(-pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  ApiServer(const ApiServer&) = delete;
-  ApiServer& operator=(const ApiServer&) = delete;
-  int port() const { return port_; }
+  int port() const { return child_.port(); }
 
  private:
-  pid_t pid_ = -1;
-  int port_ = 0;
+  tenon::testing::Child child_;
 };
 
 }  // namespace tenon::kube::testing
