@@ -839,6 +839,7 @@ void Put(s::Event::Builder b, const Event& event) {
                    g.setNamespace(T(e.ns));
                    g.setName(T(e.name));
                  },
+                 [&](const WatchesSynced& e) { b.setWatchesSynced(e.synced); },
                  [&](const InterruptionReceived& e) {
                    auto g = b.initInterruptionReceived();
                    g.setMessageId(T(e.message_id));
@@ -948,6 +949,8 @@ Event Get(s::Event::Reader r) {
       auto g = r.getPodDisruptionBudgetDeleted();
       return PodDisruptionBudgetDeleted{S(g.getNamespace()), S(g.getName())};
     }
+    case s::Event::WATCHES_SYNCED:
+      return WatchesSynced{r.getWatchesSynced()};
     case s::Event::INTERRUPTION_RECEIVED: {
       auto g = r.getInterruptionReceived();
       return InterruptionReceived{
@@ -1278,6 +1281,7 @@ std::string EncodeSnapshot(const State& state) {
   b.setNextDecision(state.next_decision.value);
   b.setNextNodeClaim(state.next_nodeclaim);
   b.setRejectedInputs(state.rejected_inputs);
+  b.setWatchesUnsynced(!state.watches_synced);
   PutList(b.initDaemonSets(state.daemonsets.size()), values(state.daemonsets));
   PutList(b.initPersistentVolumeClaims(state.pvcs.size()), values(state.pvcs));
   PutList(b.initPersistentVolumes(state.pvs.size()), values(state.pvs));
@@ -1333,6 +1337,7 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     state.next_decision = DecisionId{r.getNextDecision()};
     state.next_nodeclaim = r.getNextNodeClaim();
     state.rejected_inputs = r.getRejectedInputs();
+    state.watches_synced = !r.getWatchesUnsynced();
     for (auto d : r.getDaemonSets()) {
       state.daemonsets[PodKey(S(d.getNamespace()), S(d.getName()))] = Get(d);
     }
@@ -1395,7 +1400,8 @@ std::string EventKind(const Event& event) {
                                     "InstancesListed",
                                     "InterruptionReceived",
                                     "PodDisruptionBudgetUpserted",
-                                    "PodDisruptionBudgetDeleted"};
+                                    "PodDisruptionBudgetDeleted",
+                                    "WatchesSynced"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[event.index()];
 }

@@ -392,6 +392,7 @@ struct Event {
       namespace @52 :Text;
       name @53 :Text;
     }
+    watchesSynced @57 :Bool;
   }
 }
 
@@ -603,4 +604,5 @@ struct Snapshot {
   pendingReplacements @36 :UInt64;
   replacing @37 :List(ReplacementWait);
   handledMessages @38 :List(KeyInt);
+  watchesUnsynced @39 :Bool;  # Inverted so that older snapshots read as in sync.
 }

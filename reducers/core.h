@@ -97,6 +97,8 @@ struct State {
   DecisionId next_decision{1};
   std::uint64_t next_nodeclaim = 1;
   std::uint64_t rejected_inputs = 0;
+  // WatchesSynced: a simulated world is always in sync; the kube adapter says when it is not.
+  bool watches_synced = true;
 
   friend bool operator==(const State&, const State&) = default;
 };

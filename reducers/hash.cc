@@ -260,6 +260,7 @@ std::uint64_t StateHash(const State& s) {
   All(h, s.last_disruption_pass, s.pending_method, s.pending_nodeclaims, s.pending_since,
       s.last_disruption_digest);
   All(h, s.pdbs, s.pending_replacements, s.replacing, s.handled_messages);
+  All(h, s.watches_synced);
   return h.Digest();
 }
 

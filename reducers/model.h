@@ -630,6 +630,14 @@ struct PodDisruptionBudgetDeleted {
                          const PodDisruptionBudgetDeleted&) = default;
 };
 
+// The Kubernetes informers: false when they start listing, true once every watched resource
+// has been listed and handed over. Provisioning and disruption wait for true, as Karpenter waits
+// for its cluster state to sync, so no decision is taken on a half-read cluster.
+struct WatchesSynced {
+  bool synced = true;
+  friend bool operator==(const WatchesSynced&, const WatchesSynced&) = default;
+};
+
 // New kinds go at the end: the variant index is part of the state hash and the codec.
 using Event =
     std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted,
@@ -639,7 +647,7 @@ using Event =
                  PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
                  StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted,
                  NodeClaimDeleting, InstancesListed, InterruptionReceived,
-                 PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted>;
+                 PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesSynced>;
 
 // ---- Commands: imperative, effects as data. ----
 

@@ -20,9 +20,11 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   // Time never runs backwards in the core: a late or duplicated tick is folded as a no-op.
   if (tick.now > state.now) state.now = tick.now;
   ExpireUnavailableOfferings(state);
-  MaybeProvision(state, seq, out);
+  // Lifecycle (registration, termination) goes on regardless; choosing what to launch or
+  // remove waits until the cluster has been read whole.
+  if (state.watches_synced) MaybeProvision(state, seq, out);
   AdvanceLifecycle(state, seq, out);
-  AdvanceDisruption(state, seq, out);
+  if (state.watches_synced) AdvanceDisruption(state, seq, out);
 }
 
 void OnStarted(State& state, const ControllerStarted& started) {
@@ -134,6 +136,7 @@ Output Step(State& state, Seq seq, const Event& event) {
             state.pdbs[PodKey(e.pdb.ns, e.pdb.name)] = e.pdb;
           },
           [&](const PodDisruptionBudgetDeleted& e) { state.pdbs.erase(PodKey(e.ns, e.name)); },
+          [&](const WatchesSynced& e) { state.watches_synced = e.synced; },
       },
       event);
   return out;

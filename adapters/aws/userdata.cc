@@ -2,20 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "adapters/kube/objects.h"
+
 namespace tenon::aws {
 namespace {
-
-std::string EffectName(TaintEffect effect) {
-  switch (effect) {
-    case TaintEffect::kNoSchedule:
-      return "NoSchedule";
-    case TaintEffect::kPreferNoSchedule:
-      return "PreferNoSchedule";
-    case TaintEffect::kNoExecute:
-      return "NoExecute";
-  }
-  return "NoSchedule";
-}
 
 std::string Joined(const Labels& labels) {
   std::string out;
@@ -26,7 +16,7 @@ std::string Joined(const Labels& labels) {
 std::string JoinedTaints(const std::vector<Taint>& taints) {
   std::string out;
   for (const Taint& t : taints)
-    out += (out.empty() ? "" : ",") + t.key + "=" + t.value + ":" + EffectName(t.effect);
+    out += (out.empty() ? "" : ",") + t.key + "=" + t.value + ":" + kube::EffectName(t.effect);
   return out;
 }
 
@@ -81,7 +71,7 @@ std::string Bottlerocket(const ClusterInfo& cluster, const NodeBootstrap& node) 
   for (const auto& [k, v] : node.labels) out += Toml(k) + " = " + Toml(v) + "\n";
   out += "\n[settings.kubernetes.node-taints]\n";
   for (const Taint& t : node.taints)
-    out += Toml(t.key) + " = [" + Toml(t.value + ":" + EffectName(t.effect)) + "]\n";
+    out += Toml(t.key) + " = [" + Toml(t.value + ":" + kube::EffectName(t.effect)) + "]\n";
   return out;
 }
 

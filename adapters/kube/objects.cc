@@ -851,4 +851,14 @@ NodeClass ParseNodeClass(const YAML::Node& object) {
   return nodeclass;
 }
 
+const char* EffectName(TaintEffect effect) {
+  static constexpr const char* kNames[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+  return kNames[static_cast<std::size_t>(effect)];
+}
+
+const char* OperatorName(RequirementOp op) {
+  static constexpr const char* kNames[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+  return kNames[static_cast<std::size_t>(op)];
+}
+
 }  // namespace tenon::kube

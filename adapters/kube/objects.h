@@ -43,4 +43,8 @@ CsiNode ParseCsiNode(const YAML::Node& object);                              // 
 PodDisruptionBudget ParsePodDisruptionBudget(const YAML::Node& object);      // policy/v1
 Taint ParseTaint(const YAML::Node& node);
 
+// The API's spelling of the model's enums: "NoSchedule", "In", ...
+const char* EffectName(TaintEffect effect);
+const char* OperatorName(RequirementOp op);
+
 }  // namespace tenon::kube

@@ -64,6 +64,12 @@ RESOURCES = {
     ("karpenter.k8s.aws", "v1", "ec2nodeclasses"): ("EC2NodeClass", False, True, True),
     ("policy", "v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True, True, False),
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True, False, False),
+    ("", "v1", "events"): ("Event", True, False, False),
+    ("apps", "v1", "daemonsets"): ("DaemonSet", True, True, False),
+    ("", "v1", "persistentvolumeclaims"): ("PersistentVolumeClaim", True, True, False),
+    ("", "v1", "persistentvolumes"): ("PersistentVolume", False, True, False),
+    ("storage.k8s.io", "v1", "storageclasses"): ("StorageClass", False, False, False),
+    ("storage.k8s.io", "v1", "csinodes"): ("CSINode", False, False, False),
 }
 PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")

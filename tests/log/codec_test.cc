@@ -129,7 +129,8 @@ std::vector<Event> EveryEvent() {
       InstancesListed{{{"i-1", "c1", kT0, "running"}, {"i-2", "", kT0, "terminated"}}},
       InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "stopping"},
       PodDisruptionBudgetUpserted{PodDisruptionBudget{"shop", "cart", {{{"app", "cart"}}, {}}, 1}},
-      PodDisruptionBudgetDeleted{"shop", "cart"}};
+      PodDisruptionBudgetDeleted{"shop", "cart"},
+      WatchesSynced{false}};
 }
 
 // Every event kind survives encode -> decode unchanged.

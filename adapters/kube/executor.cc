@@ -1,0 +1,389 @@
+#include "adapters/kube/executor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include "adapters/kube/informer.h"
+#include "adapters/kube/objects.h"
+
+namespace tenon::kube {
+namespace {
+
+using nlohmann::json;
+
+constexpr long kConflict = 409;
+constexpr long kNotFound = 404;
+constexpr char kMergePatch[] = "application/merge-patch+json";
+
+json ResourceList(const Resources& r) {
+  json out = json::object();
+  if (r.cpu.value > 0) out["cpu"] = CpuQuantity(r.cpu);
+  if (r.memory.value > 0) out["memory"] = MemoryQuantity(r.memory);
+  if (r.pods > 0) out["pods"] = std::to_string(r.pods);
+  for (const auto& [name, value] : r.extended) out[name] = std::to_string(value);
+  return out;
+}
+
+std::string Now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+// Conditions merged by type, as the API's list-map semantics have them; the transition time
+// moves only when the status does.
+json MergeCondition(json conditions, const std::string& type, bool status,
+                    const std::string& reason, const std::string& message) {
+  if (!conditions.is_array()) conditions = json::array();
+  const std::string value = status ? "True" : "False";
+  for (auto& c : conditions) {
+    if (c.value("type", "") != type) continue;
+    if (c.value("status", "") != value) c["lastTransitionTime"] = Now();
+    c["status"] = value;
+    c["reason"] = reason;
+    c["message"] = message;
+    return conditions;
+  }
+  conditions.push_back({{"type", type},
+                        {"status", value},
+                        {"reason", reason},
+                        {"message", message},
+                        {"lastTransitionTime", Now()}});
+  return conditions;
+}
+
+std::string Reason(const std::string& reason, const std::string& fallback) {
+  return reason.empty() ? fallback : reason;
+}
+
+json WithoutFinalizer(const json& object, const std::string& finalizer) {
+  json kept = json::array();
+  for (const auto& f : object["metadata"].value("finalizers", json::array())) {
+    if (f != finalizer) kept.push_back(f);
+  }
+  return kept;
+}
+
+bool HasFinalizer(const json& object, const std::string& finalizer) {
+  const auto finalizers = object["metadata"].value("finalizers", json::array());
+  return std::find(finalizers.begin(), finalizers.end(), finalizer) != finalizers.end();
+}
+
+}  // namespace
+
+std::string CpuQuantity(Millicores cpu) {
+  if (cpu.value % 1000 == 0) return std::to_string(cpu.value / 1000);
+  return std::to_string(cpu.value) + "m";
+}
+
+std::string MemoryQuantity(Bytes memory) {
+  constexpr std::int64_t kKi = 1024;
+  const std::int64_t b = memory.value;
+  if (b % (kKi * kKi * kKi) == 0) return std::to_string(b / (kKi * kKi * kKi)) + "Gi";
+  if (b % (kKi * kKi) == 0) return std::to_string(b / (kKi * kKi)) + "Mi";
+  if (b % kKi == 0) return std::to_string(b / kKi) + "Ki";
+  return std::to_string(b);
+}
+
+json NodeClaimObject(const NodeClaim& claim) {
+  json requirements = json::array();
+  for (const auto& r : claim.requirements) {
+    json req = {{"key", r.key}, {"operator", OperatorName(r.op)}};
+    if (!r.values.empty()) req["values"] = r.values;
+    if (r.min_values > 0) req["minValues"] = r.min_values;
+    requirements.push_back(req);
+  }
+  return {{"apiVersion", "karpenter.sh/v1"},
+          {"kind", "NodeClaim"},
+          {"metadata",
+           {{"name", claim.name},
+            {"labels", {{label::kNodePool, claim.nodepool}}},
+            {"annotations",
+             {{"karpenter.sh/nodepool-hash", std::to_string(claim.nodepool_hash)},
+              {"karpenter.k8s.aws/ec2nodeclass-hash", std::to_string(claim.nodeclass_hash)}}},
+            {"finalizers", {label::kTerminationFinalizer}}}},
+          {"spec",
+           {{"nodeClassRef",
+             {{"group", "karpenter.k8s.aws"}, {"kind", "EC2NodeClass"}, {"name", claim.nodeclass}}},
+            {"requirements", requirements},
+            {"resources", {{"requests", ResourceList(claim.requests)}}}}}};
+}
+
+ErrorCode MapStatus(const Response& response) {
+  switch (response.status) {
+    case 401:
+    case 403:
+      return ErrorCode::kUnauthorized;
+    case 404:
+      return ErrorCode::kNotFound;
+    case 400:
+    case 409:
+    case 422:
+      return ErrorCode::kInvalid;
+    case 429:
+      return ErrorCode::kThrottled;
+    default:
+      return ErrorCode::kTransient;  // 0 (no answer), 5xx.
+  }
+}
+
+KubeExecutor::KubeExecutor(Client& client, ExecutorOptions options, std::function<bool()> may_act)
+    : client_(client), options_(std::move(options)), may_act_(std::move(may_act)) {}
+
+bool KubeExecutor::Owns(const Command& command) {
+  return std::holds_alternative<CreateNodeClaim>(command.body) ||
+         std::holds_alternative<DeleteNodeClaim>(command.body) ||
+         std::holds_alternative<PatchNode>(command.body) ||
+         std::holds_alternative<EvictPod>(command.body) ||
+         std::holds_alternative<DeletePod>(command.body) ||
+         std::holds_alternative<RemoveFinalizer>(command.body) ||
+         std::holds_alternative<PatchNodePoolStatus>(command.body) ||
+         std::holds_alternative<PatchNodeClaimStatus>(command.body);
+}
+
+void KubeExecutor::CheckLeader(const Command* command) const {
+  if (may_act_ && !may_act_()) {
+    throw LeadershipLost(command == nullptr
+                             ? std::string("leadership lost")
+                             : "leadership lost before command " +
+                                   std::to_string(command->id.value) + " ran");
+  }
+}
+
+Response KubeExecutor::Send(const std::string& method, const std::string& path, const json& body,
+                            const std::string& content_type) {
+  CheckLeader(nullptr);
+  return client_.Request(method, path, body.is_null() ? "" : body.dump(), content_type);
+}
+
+std::vector<Event> KubeExecutor::Result(const Command& command, const Response& response,
+                                        bool not_found_ok) {
+  if (response.ok() || (not_found_ok && response.status == kNotFound)) {
+    return {CommandSucceeded{command.id}};
+  }
+  return {CommandFailed{command.id, MapStatus(response), Describe(response)}};
+}
+
+Response KubeExecutor::Update(
+    const std::string& path, const std::string& subresource,
+    const std::function<std::optional<json>(const json&)>& mutate) {
+  Response response;
+  for (int attempt = 0; attempt < options_.conflict_attempts_max; ++attempt) {
+    CheckLeader(nullptr);
+    response = client_.Request("GET", path);
+    if (!response.ok()) return response;
+    const json current = json::parse(response.body, nullptr, false);
+    if (!current.is_object()) return Response{500, response.body, "the object is not JSON"};
+    std::optional<json> patch = mutate(current);
+    if (!patch) return response;  // Already as wanted.
+    (*patch)["metadata"]["resourceVersion"] = current["metadata"].value("resourceVersion", "");
+    response = Send("PATCH", path + (subresource.empty() ? "" : "/" + subresource), *patch,
+                    kMergePatch);
+    if (response.status != kConflict) return response;
+    ++conflicts_;
+    spdlog::debug("409 on {}; reading it again", path);
+  }
+  return response;
+}
+
+std::vector<Event> KubeExecutor::Execute(const Command& command) {
+  CheckLeader(&command);
+  return std::visit(
+      [&](const auto& body) -> std::vector<Event> {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, CreateNodeClaim>) {
+          return CreateClaim(command, body);
+        } else if constexpr (std::is_same_v<T, DeleteNodeClaim>) {
+          // The finalizer holds the object until termination removes it.
+          const auto path = ResourceNamed("nodeclaims").ObjectPath("", body.name);
+          return Result(command, Send("DELETE", path, nullptr), true);
+        } else if constexpr (std::is_same_v<T, PatchNode>) {
+          return Patch(command, body);
+        } else if constexpr (std::is_same_v<T, EvictPod>) {
+          return Evict(command, body);
+        } else if constexpr (std::is_same_v<T, DeletePod>) {
+          const json options = {
+              {"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"gracePeriodSeconds", 0}};
+          const auto path = ResourceNamed("pods").ObjectPath(body.ns, body.name);
+          auto response = Send("DELETE", path, options);
+          if (response.status == kNotFound) {
+            return {CommandFailed{command.id, ErrorCode::kNotFound, Describe(response)}};
+          }
+          return Result(command, response, false);
+        } else if constexpr (std::is_same_v<T, RemoveFinalizer>) {
+          return Finalize(command, body);
+        } else if constexpr (std::is_same_v<T, PatchNodePoolStatus>) {
+          return PoolStatus(command, body);
+        } else if constexpr (std::is_same_v<T, PatchNodeClaimStatus>) {
+          return ClaimStatus(command, body);
+        } else {
+          return {CommandFailed{command.id, ErrorCode::kInvalid,
+                                "not a Kubernetes command (routed to the wrong executor)"}};
+        }
+      },
+      command.body);
+}
+
+std::vector<Event> KubeExecutor::CreateClaim(const Command& command,
+                                             const CreateNodeClaim& create) {
+  const auto& nodeclaims = ResourceNamed("nodeclaims");
+  const auto response = Send("POST", nodeclaims.CollectionPath(), NodeClaimObject(create.claim));
+  // The name is the idempotency key: a re-driven create finds its own object.
+  if (response.status == kConflict) {
+    const auto json_body = json::parse(response.body, nullptr, false);
+    if (json_body.is_object() && json_body.value("reason", "") == "AlreadyExists") {
+      return {CommandSucceeded{command.id}};
+    }
+  }
+  return Result(command, response, false);
+}
+
+std::vector<Event> KubeExecutor::Patch(const Command& command, const PatchNode& patch) {
+  const auto path = ResourceNamed("nodes").ObjectPath("", patch.node_name);
+  const auto response = Update(path, "", [&](const json& node) -> std::optional<json> {
+    json taints = json::array();
+    bool changed = false;
+    for (const auto& t : node["spec"].value("taints", json::array())) {
+      const std::string key = t.value("key", "");
+      if (std::find(patch.remove_taints.begin(), patch.remove_taints.end(), key) !=
+          patch.remove_taints.end()) {
+        changed = true;
+        continue;
+      }
+      taints.push_back(t);
+    }
+    for (const auto& t : patch.add_taints) {
+      json taint = {{"key", t.key}, {"effect", EffectName(t.effect)}};
+      if (!t.value.empty()) taint["value"] = t.value;
+      const bool present = std::any_of(taints.begin(), taints.end(), [&](const json& have) {
+        return have.value("key", "") == t.key && have.value("effect", "") == EffectName(t.effect);
+      });
+      if (!present) {
+        taints.push_back(taint);
+        changed = true;
+      }
+    }
+    json patch_body = json::object();
+    const auto labels = node["metadata"].value("labels", json::object());
+    for (const auto& [k, v] : patch.add_labels) {
+      if (labels.value(k, std::string("\x01")) != v) patch_body["metadata"]["labels"][k] = v;
+    }
+    if (changed) patch_body["spec"]["taints"] = taints;
+    if (patch_body.empty()) return std::nullopt;
+    return patch_body;
+  });
+  if (response.status == kNotFound) {
+    return {CommandFailed{command.id, ErrorCode::kNotFound,
+                          "node " + patch.node_name + " not found"}};
+  }
+  return Result(command, response, false);
+}
+
+std::vector<Event> KubeExecutor::Evict(const Command& command, const EvictPod& evict) {
+  const json eviction = {{"apiVersion", "policy/v1"},
+                         {"kind", "Eviction"},
+                         {"metadata", {{"name", evict.name}, {"namespace", evict.ns}}}};
+  const auto path = ResourceNamed("pods").ObjectPath(evict.ns, evict.name, "eviction");
+  const auto response = Send("POST", path, eviction);
+  if (response.status == 429) {
+    // A PodDisruptionBudget allows no disruption now: the drain tries again later.
+    return {CommandFailed{command.id, ErrorCode::kDisruptionBudget, Describe(response)}};
+  }
+  return Result(command, response, false);
+}
+
+std::vector<Event> KubeExecutor::Finalize(const Command& command, const RemoveFinalizer& remove) {
+  const std::string finalizer = label::kTerminationFinalizer;
+  auto drop = [&](const json& object) -> std::optional<json> {
+    if (!HasFinalizer(object, finalizer)) return std::nullopt;
+    return json{{"metadata", {{"finalizers", WithoutFinalizer(object, finalizer)}}}};
+  };
+  if (!remove.node_name.empty()) {
+    const auto node_path = ResourceNamed("nodes").ObjectPath("", remove.node_name);
+    auto deleted = Send("DELETE", node_path, nullptr);
+    if (!deleted.ok() && deleted.status != kNotFound) return Result(command, deleted, false);
+    auto updated = Update(node_path, "", drop);
+    if (!updated.ok() && updated.status != kNotFound) return Result(command, updated, false);
+  }
+  const auto claim_path = ResourceNamed("nodeclaims").ObjectPath("", remove.nodeclaim);
+  return Result(command, Update(claim_path, "", drop), true);
+}
+
+std::vector<Event> KubeExecutor::ClaimStatus(const Command& command,
+                                             const PatchNodeClaimStatus& patch) {
+  const auto path = ResourceNamed("nodeclaims").ObjectPath("", patch.nodeclaim);
+  const auto response = Update(path, "status", [&](const json& claim) -> std::optional<json> {
+    const json status = claim.value("status", json::object());
+    json out = json::object();
+    out["conditions"] =
+        MergeCondition(status.value("conditions", json::array()), patch.condition, patch.status,
+                       Reason(patch.reason, patch.condition), "");
+    if (!patch.provider_id.empty()) out["providerID"] = patch.provider_id;
+    if (!patch.node_name.empty()) out["nodeName"] = patch.node_name;
+    bool same = true;
+    for (const auto& [k, v] : out.items()) {
+      if (!status.contains(k) || status[k] != v) same = false;
+    }
+    if (same) return std::nullopt;
+    return json{{"status", out}};
+  });
+  return Result(command, response, false);
+}
+
+std::vector<Event> KubeExecutor::PoolStatus(const Command& command,
+                                            const PatchNodePoolStatus& patch) {
+  const auto path = ResourceNamed("nodepools").ObjectPath("", patch.nodepool);
+  const auto response = Update(path, "status", [&](const json& pool) -> std::optional<json> {
+    const json status = pool.value("status", json::object());
+    json out = json::object();
+    json resources = ResourceList(patch.status.resources);
+    resources["nodes"] = std::to_string(patch.status.nodes);
+    out["resources"] = resources;
+    out["nodes"] = patch.status.nodes;
+    json conditions = status.value("conditions", json::array());
+    if (patch.status.registration_healthy) {
+      const bool healthy = *patch.status.registration_healthy;
+      conditions = MergeCondition(conditions, "NodeRegistrationHealthy", healthy,
+                                  healthy ? "NodeRegistrationHealthy" : "Unhealthy", "");
+    }
+    out["conditions"] = conditions;
+    bool same = true;
+    for (const auto& [k, v] : out.items()) {
+      if (!status.contains(k) || status[k] != v) same = false;
+    }
+    if (same) return std::nullopt;
+    return json{{"status", out}};
+  });
+  return Result(command, response, false);
+}
+
+bool KubeExecutor::RecordEvent(const ObjectRef& object, const std::string& type,
+                               const std::string& reason, const std::string& message) {
+  const std::string ns = object.ns.empty() ? options_.events_namespace : object.ns;
+  json involved = {{"apiVersion", object.api_version}, {"kind", object.kind}, {"name", object.name}};
+  if (!object.ns.empty()) involved["namespace"] = object.ns;
+  const std::string now = Now();
+  const json event = {{"apiVersion", "v1"},
+                      {"kind", "Event"},
+                      {"metadata", {{"generateName", object.name + "."}, {"namespace", ns}}},
+                      {"involvedObject", involved},
+                      {"reason", reason},
+                      {"message", message},
+                      {"type", type},
+                      {"source", {{"component", options_.component}}},
+                      {"reportingComponent", options_.component},
+                      {"firstTimestamp", now},
+                      {"lastTimestamp", now},
+                      {"count", 1}};
+  const auto response = Send("POST", "/api/v1/namespaces/" + ns + "/events", event);
+  if (!response.ok()) spdlog::warn("event {} on {}: {}", reason, object.name, Describe(response));
+  return response.ok();
+}
+
+}  // namespace tenon::kube

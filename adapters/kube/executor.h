@@ -1,0 +1,90 @@
+// The Kubernetes side of the runtime's Executor: NodeClaims created and deleted, status
+// subresources patched, Nodes labelled, tainted and deleted, finalizers removed, pods evicted
+// through policy/v1 Eviction (a 429 comes back as CommandFailed kDisruptionBudget, the core's
+// EvictionRefused) or deleted, and Kubernetes Events with Karpenter's reasons.
+//
+// Every read-modify-write sends a JSON merge patch carrying the resourceVersion it was computed
+// from, so the API server refuses it (409) if the object changed in between; the write is then
+// recomputed from a fresh read, a bounded number of times. Every write first asks `may_act`
+// (the leader elector): once leadership is lost, nothing more is written — the command stays in
+// flight in the log and the next leader re-drives it.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "adapters/kube/client.h"
+#include "adapters/runtime/runtime.h"
+
+namespace tenon::kube {
+
+class LeadershipLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ExecutorOptions {
+  int conflict_attempts_max = 5;
+  std::string events_namespace = "default";  // Events about cluster-scoped objects go here.
+  std::string component = "karpenter";       // Event source: dashboards filter on it.
+};
+
+// The closed error set from an API answer.
+ErrorCode MapStatus(const Response& response);
+
+// An object an Event is about.
+struct ObjectRef {
+  std::string api_version;
+  std::string kind;
+  std::string ns;
+  std::string name;
+};
+
+class KubeExecutor : public runtime::Executor {
+ public:
+  KubeExecutor(Client& client, ExecutorOptions options, std::function<bool()> may_act);
+
+  static bool Owns(const Command& command);
+  std::vector<Event> Execute(const Command& command) override;
+
+  // A core/v1 Event (type Normal or Warning). False when the API refused it; never fatal.
+  bool RecordEvent(const ObjectRef& object, const std::string& type, const std::string& reason,
+                   const std::string& message);
+
+  std::int64_t conflicts() const { return conflicts_; }  // 409s answered by a fresh read.
+
+  // GET `path`, build a merge patch from the current object (nullopt: nothing to change), PATCH
+  // it to `path` + `subresource` with the object's resourceVersion as precondition; a 409 reads
+  // again. Returns the last answer (the GET's when it failed or nothing needed changing).
+  Response Update(const std::string& path, const std::string& subresource,
+                  const std::function<std::optional<nlohmann::json>(const nlohmann::json&)>& mutate);
+
+ private:
+  void CheckLeader(const Command* command) const;
+  std::vector<Event> Result(const Command& command, const Response& response, bool not_found_ok);
+  Response Send(const std::string& method, const std::string& path, const nlohmann::json& body,
+                const std::string& content_type = "application/json");
+
+  std::vector<Event> CreateClaim(const Command& command, const CreateNodeClaim& create);
+  std::vector<Event> Patch(const Command& command, const PatchNode& patch);
+  std::vector<Event> Evict(const Command& command, const EvictPod& evict);
+  std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
+  std::vector<Event> ClaimStatus(const Command& command, const PatchNodeClaimStatus& patch);
+  std::vector<Event> PoolStatus(const Command& command, const PatchNodePoolStatus& patch);
+
+  Client& client_;
+  ExecutorOptions options_;
+  std::function<bool()> may_act_;
+  std::int64_t conflicts_ = 0;
+};
+
+// The NodeClaim object the core's CreateNodeClaim stands for.
+nlohmann::json NodeClaimObject(const NodeClaim& claim);
+// "1500m", "2Gi"-style quantities as the API server writes them back.
+std::string CpuQuantity(Millicores cpu);
+std::string MemoryQuantity(Bytes memory);
+
+}  // namespace tenon::kube

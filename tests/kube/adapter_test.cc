@@ -1,0 +1,584 @@
+// The kube adapter against the test API server (tests/kube/apiserver.py): configuration and
+// authentication, informers under churn with a forced 410 and dropped connections (nothing
+// lost, nothing twice in the log), writers with 409 retries, evictions refused then allowed,
+// and leader election.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "adapters/kube/client.h"
+#include "adapters/kube/decode.h"
+#include "adapters/kube/executor.h"
+#include "adapters/kube/leader.h"
+#include "adapters/kube/source.h"
+#include "adapters/runtime/runtime.h"
+#include "log/codec.h"
+#include "log/event_log.h"
+#include "tests/support/temp_dir.h"
+#include "tests/kube/apiserver.h"
+
+namespace tenon::kube {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using testing::ApiServer;
+using tenon::testing::TempDir;
+
+constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+constexpr char kNodes[] = "/api/v1/nodes";
+constexpr char kPdbs[] = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+
+ClusterConfig Loopback(int port) {
+  ClusterConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(port);
+  config.token = testing::kToken;
+  return config;
+}
+
+json PodJson(const std::string& name, int gen, const std::string& node = "",
+         const std::string& app = "web") {
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"labels", {{"app", app}, {"gen", std::to_string(gen)}}}}},
+              {"spec",
+               {{"containers",
+                 {{{"name", "c"},
+                   {"image", "nginx"},
+                   {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}}}}}}}};
+  if (!node.empty()) pod["spec"]["nodeName"] = node;
+  return pod;
+}
+
+json NodeJson(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
+          {"spec", {{"taints", {{{"key", "a"}, {"effect", "NoSchedule"}}}}}}};
+}
+
+// Runs until told to stop: drains the source into a real log through the runtime, as the
+// controller does. Its executor refuses everything (no NodePools, so no command is issued).
+class NoCommands : public runtime::Executor {
+ public:
+  std::vector<Event> Execute(const Command& command) override {
+    ADD_FAILURE() << "unexpected command " << command.id.value;
+    return {CommandFailed{command.id, ErrorCode::kInvalid, "test"}};
+  }
+};
+
+std::vector<Event> EventsIn(const log::EventLog& log) {
+  std::vector<Event> events;
+  log.Scan(1, log.LastSeq(), [&](const log::Record& record) {
+    auto entry = log::DecodeEntry(record.payload);
+    if (auto* event = std::get_if<Event>(&entry)) events.push_back(*event);
+    return true;
+  });
+  return events;
+}
+
+std::string Gen(const Pod& pod) {
+  auto it = pod.labels.find("gen");
+  return it == pod.labels.end() ? "" : it->second;
+}
+
+TEST(KubeConfig, KubeconfigWithTokenCaAndContexts) {
+  TempDir dir;
+  const auto path = dir.path() / "config";
+  std::ofstream(path) << R"(apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: prod
+  cluster: {server: "https://prod.example:6443", certificate-authority-data: "aGVsbG8gY2E="}
+- name: dev
+  cluster: {server: "https://dev.example:6443", certificate-authority: ca.pem}
+users:
+- name: alice
+  user: {token: "t0k3n"}
+- name: bob
+  user:
+    client-certificate-data: "Y2VydA=="
+    client-key-data: "a2V5"
+contexts:
+- name: dev
+  context: {cluster: dev, user: alice}
+- name: prod
+  context: {cluster: prod, user: bob}
+)";
+  const ClusterConfig dev = LoadKubeconfig(path.string());
+  EXPECT_EQ(dev.server, "https://dev.example:6443");
+  EXPECT_EQ(dev.ca_file, (dir.path() / "ca.pem").string());  // Relative to the kubeconfig.
+  EXPECT_EQ(dev.token, "t0k3n");
+  const ClusterConfig prod = LoadKubeconfig(path.string(), "prod");
+  EXPECT_EQ(prod.ca_data, "hello ca");
+  EXPECT_EQ(prod.client_cert_data, "cert");
+  EXPECT_EQ(prod.client_key_data, "key");
+  EXPECT_THROW(LoadKubeconfig(path.string(), "staging"), ConfigError);
+}
+
+TEST(KubeConfig, ExecPluginTokenAuthenticates) {
+  ApiServer server;
+  TempDir dir;
+  const auto plugin = dir.path() / "get-token";
+  // The plugin sees KUBERNETES_EXEC_INFO and its own env, as `aws eks get-token` would.
+  std::ofstream(plugin) << "#!/bin/sh\n"
+                           "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) exit 3;; esac\n"
+                           "echo \"$((COUNT=$(cat " +
+                               (dir.path() / "count").string() +
+                               " 2>/dev/null || echo 0)+1))\" > " +
+                               (dir.path() / "count").string() +
+                               "\n"
+                               "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+                               "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\","
+                               "\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}' \"$TOKEN\"\n";
+  ::chmod(plugin.c_str(), 0755);
+  const auto path = dir.path() / "config";
+  std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                         "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:" +
+                             std::to_string(server.port()) +
+                             "'}}]\n"
+                             "users:\n- name: u\n  user:\n    exec:\n"
+                             "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                             "      command: ./get-token\n"
+                             "      env: [{name: TOKEN, value: " +
+                             testing::kToken +
+                             "}]\n"
+                             "contexts: [{name: c, context: {cluster: k, user: u}}]\n";
+  Client client(LoadKubeconfig(path.string()));
+  EXPECT_EQ(client.Request("GET", kPods).status, 200);
+  EXPECT_EQ(client.Request("GET", kNodes).status, 200);
+  std::ifstream count(dir.path() / "count");
+  int runs = 0;
+  count >> runs;
+  EXPECT_EQ(runs, 1) << "the credential is cached until it expires";
+}
+
+TEST(KubeConfig, InClusterTokenIsReadAgainWhenRotated) {
+  ApiServer server;
+  TempDir dir;
+  std::ofstream(dir.path() / "token") << "stale-token\n";
+  std::ofstream(dir.path() / "ca.crt") << "";
+  ::setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+  ::setenv("KUBERNETES_SERVICE_PORT", std::to_string(server.port()).c_str(), 1);
+  ClusterConfig config = InClusterConfig(dir.path().string());
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  ::unsetenv("KUBERNETES_SERVICE_PORT");
+  EXPECT_EQ(config.server, "https://127.0.0.1:" + std::to_string(server.port()));
+  EXPECT_EQ(config.token_file, (dir.path() / "token").string());
+  config.server = "http://127.0.0.1:" + std::to_string(server.port());  // The test server is plain.
+  config.ca_file.clear();
+  Client client(config);
+  EXPECT_EQ(client.Request("GET", kPods).status, 401);
+  std::ofstream(dir.path() / "token") << testing::kToken << "\n";  // The kubelet rotates it.
+  EXPECT_EQ(client.Request("GET", kPods).status, 200) << "a 401 re-reads the token file";
+}
+
+TEST(KubeClient, TlsVerificationIsOnByDefault) {
+  ClusterConfig config;
+  config.server = "https://127.0.0.1:1";
+  Client client(config);
+  EXPECT_EQ(client.Request("GET", kPods).status, 0);  // Nothing listens; no crash, no throw.
+  EXPECT_FALSE(config.insecure_skip_tls_verify);
+}
+
+TEST(KubeClient, QpsAndBurstLimitRequests) {
+  ApiServer server;
+  ClusterConfig config = Loopback(server.port());
+  config.qps = 50;
+  config.burst = 5;
+  Client client(config);
+  for (int i = 0; i < 5; ++i) client.Request("GET", kPods);
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i) client.Request("GET", kPods);
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  // 10 requests past the burst at 50/s need at least ~0.2 s (the bucket refills meanwhile).
+  EXPECT_GE(elapsed, milliseconds(150));
+}
+
+TEST(KubeDecode, MalformedObjectsAreKeptAsRejectedInput) {
+  const auto& nodepools = ResourceNamed("nodepools");
+  const std::string bad =
+      R"({"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"x"},)"
+      R"("spec":{"weight":"heavy","template":{"spec":{"nodeClassRef":{"name":"d"}}}}})";
+  auto events = Decode({&nodepools, Change::Type::kUpsert, "x", bad});
+  ASSERT_EQ(events.size(), 1u);
+  const auto* rejected = std::get_if<InputRejected>(&events[0]);
+  ASSERT_NE(rejected, nullptr);
+  EXPECT_EQ(rejected->source, "kube/nodepools.karpenter.sh");
+  EXPECT_EQ(rejected->payload, bad);
+  EXPECT_NE(rejected->reason.find("NodePool x"), std::string::npos) << rejected->reason;
+
+  auto garbage = Decode({&nodepools, Change::Type::kUpsert, "y", "{not json"});
+  ASSERT_TRUE(std::holds_alternative<InputRejected>(garbage.at(0)));
+
+  const auto& pods = ResourceNamed("pods");
+  json pod = PodJson("p", 1, "node-a");
+  pod["metadata"]["namespace"] = "shop";
+  pod["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}}});
+  auto ok = Decode({&pods, Change::Type::kUpsert, "shop/p", pod.dump()});
+  ASSERT_TRUE(std::holds_alternative<PodUpserted>(ok.at(0)));
+  EXPECT_EQ(std::get<PodUpserted>(ok[0]).pod.ns, "shop");
+  EXPECT_EQ(std::get<PodUpserted>(ok[0]).pod.node_name, "node-a");
+  auto gone = Decode({&pods, Change::Type::kDelete, "shop/p", ""});
+  EXPECT_EQ(std::get<PodDeleted>(gone.at(0)), (PodDeleted{"shop", "p"}));
+}
+
+// The acceptance test: pods created, relabelled and deleted while the informers list in pages,
+// watch, lose their connections and are told 410 Gone. Every change reaches the log at most
+// once, in order per object, and the folded state ends equal to the server's.
+TEST(KubeInformers, ChurnWithForced410AndDroppedConnectionsLosesNothing) {
+  ApiServer server(/*bookmark_ms=*/100);
+  testing::Client admin(server.port());
+  constexpr int kInitial = 40;
+  for (int i = 0; i < kInitial; ++i) {
+    ASSERT_EQ(admin.Post(kPods, PodJson("p" + std::to_string(i), 0)).status, 201);
+  }
+  TempDir dir;
+  log::OpenOptions open;
+  auto log = log::EventLog::Open(dir.path() / "log", open);
+  NoCommands executor;
+  runtime::Runtime rt(*log, executor, {});
+  rt.Recover();
+
+  Client client(Loopback(server.port()));
+  InformerOptions options;
+  options.page_size = 7;  // Several pages per list.
+  options.watch_timeout = std::chrono::seconds(2);
+  options.backoff_base = milliseconds(20);
+  KubeSource source(client, options);
+  source.Seed(rt.state());
+  source.Start();
+
+  // The churn starts once the first lists are in, so the watches are what sees it.
+  const auto synced_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!source.synced() && std::chrono::steady_clock::now() < synced_by) {
+    rt.Ingest(source.Drain(milliseconds(50)));
+  }
+  ASSERT_TRUE(source.synced());
+  std::atomic<bool> churning{true};
+  std::map<std::string, int> gens;  // What the server holds at the end.
+  std::set<std::string> deleted;
+  for (int i = 0; i < kInitial; ++i) gens["default/p" + std::to_string(i)] = 0;
+  std::thread churn([&] {
+    testing::Client writer(server.port());
+    std::mt19937 rng(7);
+    int next = kInitial;
+    for (int round = 0; round < 300; ++round) {
+      const int op = static_cast<int>(rng() % 10);
+      if (op < 2) {
+        const std::string name = "p" + std::to_string(next++);
+        if (writer.Post(kPods, PodJson(name, 0)).status == 201) gens["default/" + name] = 0;
+      } else if (op < 3 && gens.size() > 5) {
+        auto it = std::next(gens.begin(), static_cast<long>(rng() % gens.size()));
+        const std::string name = it->first.substr(it->first.find('/') + 1);
+        if (writer.Delete(std::string(kPods) + "/" + name).status == 200) {
+          deleted.insert(it->first);
+          gens.erase(it);
+        }
+      } else if (!gens.empty()) {
+        auto it = std::next(gens.begin(), static_cast<long>(rng() % gens.size()));
+        const std::string name = it->first.substr(it->first.find('/') + 1);
+        const int gen = it->second + 1;
+        if (writer
+                .MergePatch(std::string(kPods) + "/" + name,
+                            {{"metadata", {{"labels", {{"gen", std::to_string(gen)}}}}}})
+                .status == 200) {
+          it->second = gen;
+        }
+      }
+      if (round == 100) writer.Post("/_test/drop-watches", json::object());
+      if (round == 200) writer.Post("/_test/compact", json::object());  // Watches get 410.
+      std::this_thread::sleep_for(milliseconds(round % 25 == 0 ? 60 : 4));
+    }
+    churning = false;
+  });
+  // The controller's loop: drain, fold, until the churn is over and the state has caught up.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  auto caught_up = [&] {
+    if (churning || !source.synced()) return false;
+    std::map<std::string, int> have;
+    for (const auto& [key, pod] : rt.state().pods) have[key] = std::stoi(Gen(pod));
+    return have == gens;
+  };
+  while (!caught_up() && std::chrono::steady_clock::now() < deadline) {
+    auto events = source.Drain(milliseconds(50));
+    if (!events.empty()) rt.Ingest(std::move(events));
+  }
+  churn.join();
+  source.Stop();
+  std::map<std::string, int> have;
+  for (const auto& [key, pod] : rt.state().pods) have[key] = std::stoi(Gen(pod));
+  EXPECT_EQ(have, gens) << "the folded state is the server's";
+  EXPECT_TRUE(rt.state().watches_synced);
+
+  // In the log: per pod, label generations strictly increase (never the same change twice),
+  // and every deleted pod has exactly one PodDeleted.
+  std::map<std::string, int> last_gen;
+  std::map<std::string, int> deletes;
+  std::int64_t upserts = 0;
+  for (const auto& event : EventsIn(*log)) {
+    if (const auto* up = std::get_if<PodUpserted>(&event)) {
+      const std::string key = up->pod.ns + "/" + up->pod.name;
+      const int gen = std::stoi(Gen(up->pod));
+      auto it = last_gen.find(key);
+      if (it != last_gen.end()) {
+        EXPECT_GT(gen, it->second) << key << " upserted twice with the same change";
+      }
+      last_gen[key] = gen;
+      ++upserts;
+    } else if (const auto* del = std::get_if<PodDeleted>(&event)) {
+      ++deletes[del->ns + "/" + del->name];
+    }
+  }
+  for (const auto& key : deleted) EXPECT_EQ(deletes[key], last_gen.contains(key) ? 1 : 0) << key;
+  for (const auto& [key, n] : deletes) EXPECT_TRUE(deleted.contains(key)) << key;
+  const auto stats = source.stats();
+  InformerStats pods{};
+  for (std::size_t i = 0; i < WatchedResources().size(); ++i) {
+    if (WatchedResources()[i].plural == "pods") pods = stats[i];
+  }
+  EXPECT_GE(pods.relists_gone, 1) << "the compaction forced a relist";
+  EXPECT_GE(pods.resumes, 1) << "the dropped connection was resumed";
+  EXPECT_GE(pods.lists, 2);
+  EXPECT_GT(upserts, kInitial);
+}
+
+// A restart: the core holds objects from its log that were deleted while nobody watched.
+TEST(KubeInformers, FirstListDeletesWhatVanishedWhileDown) {
+  ApiServer server;
+  testing::Client admin(server.port());
+  ASSERT_EQ(admin.Post(kPods, PodJson("kept", 0)).status, 201);
+  State state;
+  for (const char* name : {"kept", "vanished"}) {
+    tenon::Pod pod;
+    pod.name = name;
+    pod.ns = "default";
+    state.pods[PodKey(pod.ns, pod.name)] = pod;
+  }
+  Client client(Loopback(server.port()));
+  KubeSource source(client);
+  source.Seed(state);
+  source.Start();
+  std::vector<Event> events;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!source.synced() && std::chrono::steady_clock::now() < deadline) {
+    for (auto& e : source.Drain(milliseconds(50))) events.push_back(std::move(e));
+  }
+  for (auto& e : source.Drain(milliseconds(0))) events.push_back(std::move(e));
+  source.Stop();
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(std::get<WatchesSynced>(events.front()).synced, false);
+  EXPECT_EQ(std::get<WatchesSynced>(events.back()).synced, true);
+  int upserted = 0;
+  int deleted = 0;
+  for (const auto& e : events) {
+    if (const auto* up = std::get_if<PodUpserted>(&e)) upserted += up->pod.name == "kept";
+    if (const auto* del = std::get_if<PodDeleted>(&e)) deleted += del->name == "vanished";
+  }
+  EXPECT_EQ(upserted, 1);
+  EXPECT_EQ(deleted, 1);
+}
+
+class KubeWriters : public ::testing::Test {
+ protected:
+  KubeWriters()
+      : admin_(server_.port()),
+        client_(Loopback(server_.port())),
+        executor_(client_, {}, [this] { return leader_.load(); }) {}
+  ApiServer server_;
+  testing::Client admin_;
+  Client client_;
+  std::atomic<bool> leader_{true};
+  KubeExecutor executor_;
+  std::uint64_t next_id_ = 1;
+  std::vector<Event> Run(CommandBody body) {
+    return executor_.Execute(Command{CommandId{next_id_++}, Seq{1}, std::move(body)});
+  }
+};
+
+TEST_F(KubeWriters, ConflictingWriteIsRetriedFromAFreshRead) {
+  ASSERT_EQ(admin_.Post(kNodes, NodeJson("n1")).status, 201);
+  int calls = 0;
+  const auto response = executor_.Update(
+      std::string(kNodes) + "/n1", "", [&](const json& node) -> std::optional<json> {
+        if (++calls == 1) {
+          // Someone else writes between our read and our write.
+          EXPECT_EQ(admin_
+                        .MergePatch(std::string(kNodes) + "/n1",
+                                    {{"metadata", {{"labels", {{"other", "writer"}}}}}})
+                        .status,
+                    200);
+        }
+        json labels = node["metadata"]["labels"];
+        labels["mine"] = std::to_string(calls);
+        return json{{"metadata", {{"labels", labels}}}};
+      });
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(executor_.conflicts(), 1);
+  const json node = admin_.Get(std::string(kNodes) + "/n1").Json();
+  EXPECT_EQ(node["metadata"]["labels"]["other"], "writer") << "the other write was not lost";
+  EXPECT_EQ(node["metadata"]["labels"]["mine"], "2");
+}
+
+TEST_F(KubeWriters, TaintsAndLabelsKeepWhatOthersWrote) {
+  ASSERT_EQ(admin_.Post(kNodes, NodeJson("n1")).status, 201);
+  PatchNode patch{"n1", {{"karpenter.sh/registered", "true"}}, {"a"}, {{"karpenter.sh/disrupted", "", TaintEffect::kNoSchedule}}};
+  auto events = Run(patch);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(events[0]));
+  const json node = admin_.Get(std::string(kNodes) + "/n1").Json();
+  EXPECT_EQ(node["metadata"]["labels"]["karpenter.sh/registered"], "true");
+  EXPECT_EQ(node["metadata"]["labels"]["kubernetes.io/hostname"], "n1");
+  ASSERT_EQ(node["spec"]["taints"].size(), 1u);
+  EXPECT_EQ(node["spec"]["taints"][0]["key"], "karpenter.sh/disrupted");
+  auto missing = Run(PatchNode{"nope", {{"x", "y"}}, {}, {}});
+  EXPECT_EQ(std::get<CommandFailed>(missing.at(0)).code, ErrorCode::kNotFound);
+}
+
+TEST_F(KubeWriters, EvictionRefusedByABudgetThenAllowed) {
+  ASSERT_EQ(admin_.Post(kPods, PodJson("web-1", 0, "n1")).status, 201);
+  ASSERT_EQ(admin_
+                .MergePatch(std::string(kPods) + "/web-1/status",
+                            {{"status", {{"phase", "Running"}}}})
+                .status,
+            200);
+  ASSERT_EQ(admin_
+                .Post(kPdbs, {{"apiVersion", "policy/v1"},
+                              {"kind", "PodDisruptionBudget"},
+                              {"metadata", {{"name", "web"}}},
+                              {"spec",
+                               {{"minAvailable", 1},
+                                {"selector", {{"matchLabels", {{"app", "web"}}}}}}}})
+                .status,
+            201);
+  auto refused = Run(EvictPod{"default", "web-1", "c1"});
+  ASSERT_EQ(refused.size(), 1u);
+  const auto* failed = std::get_if<CommandFailed>(&refused[0]);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->code, ErrorCode::kDisruptionBudget);
+  EXPECT_NE(failed->message.find("429"), std::string::npos) << failed->message;
+  EXPECT_EQ(admin_.Get(std::string(kPods) + "/web-1").status, 200) << "the pod stays";
+
+  // A second replica becomes Running: the budget now allows one disruption.
+  ASSERT_EQ(admin_.Post(kPods, PodJson("web-2", 0, "n2")).status, 201);
+  ASSERT_EQ(admin_
+                .MergePatch(std::string(kPods) + "/web-2/status",
+                            {{"status", {{"phase", "Running"}}}})
+                .status,
+            200);
+  auto allowed = Run(EvictPod{"default", "web-1", "c1"});
+  EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(allowed.at(0)));
+  EXPECT_EQ(admin_.Get(std::string(kPods) + "/web-1").status, 404);
+}
+
+TEST_F(KubeWriters, NodeClaimCreateIsIdempotentAndFinalizerHoldsDeletion) {
+  NodeClaim claim;
+  claim.name = "default-abc12";
+  claim.nodepool = "default";
+  claim.nodeclass = "default";
+  claim.requirements = {{"karpenter.sh/capacity-type", RequirementOp::kIn, {"spot"}, 0}};
+  claim.requests.cpu = Millicores{1500};
+  claim.requests.memory = Bytes{2LL << 30};
+  EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(Run(CreateNodeClaim{claim}).at(0)));
+  EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(Run(CreateNodeClaim{claim}).at(0)))
+      << "a re-driven create finds its own object";
+  const std::string path = "/apis/karpenter.sh/v1/nodeclaims/default-abc12";
+  json object = admin_.Get(path).Json();
+  EXPECT_EQ(object["spec"]["resources"]["requests"]["cpu"], "1500m");
+  EXPECT_EQ(object["spec"]["resources"]["requests"]["memory"], "2Gi");
+  EXPECT_EQ(object["metadata"]["finalizers"][0], "karpenter.sh/termination");
+
+  auto status = Run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///us-east-1a/i-1", ""});
+  EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(status.at(0)));
+  Run(PatchNodeClaimStatus{claim.name, "Registered", true, "", "", "ip-10-0-0-1"});
+  object = admin_.Get(path).Json();
+  EXPECT_EQ(object["status"]["providerID"], "aws:///us-east-1a/i-1");
+  EXPECT_EQ(object["status"]["nodeName"], "ip-10-0-0-1");
+  EXPECT_EQ(object["status"]["conditions"].size(), 2u) << "conditions merge by type";
+
+  EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(Run(DeleteNodeClaim{claim.name}).at(0)));
+  object = admin_.Get(path).Json();
+  EXPECT_TRUE(object["metadata"].contains("deletionTimestamp")) << "held by the finalizer";
+  ASSERT_EQ(admin_.Post(kNodes, NodeJson("ip-10-0-0-1")).status, 201);
+  EXPECT_TRUE(
+      std::holds_alternative<CommandSucceeded>(Run(RemoveFinalizer{claim.name, "ip-10-0-0-1"}).at(0)));
+  EXPECT_EQ(admin_.Get(path).status, 404);
+  EXPECT_EQ(admin_.Get(std::string(kNodes) + "/ip-10-0-0-1").status, 404);
+  EXPECT_TRUE(
+      std::holds_alternative<CommandSucceeded>(Run(RemoveFinalizer{claim.name, "ip-10-0-0-1"}).at(0)))
+      << "removing it again is done already";
+}
+
+TEST_F(KubeWriters, EventsCarryKarpentersReasons) {
+  EXPECT_TRUE(executor_.RecordEvent({"karpenter.sh/v1", "NodeClaim", "", "default-abc12"}, "Normal",
+                                    "DisruptionLaunching", "Launching NodeClaim: Underutilized"));
+  const json events = admin_.Get("/api/v1/namespaces/default/events").Json();
+  ASSERT_EQ(events["items"].size(), 1u);
+  EXPECT_EQ(events["items"][0]["reason"], "DisruptionLaunching");
+  EXPECT_EQ(events["items"][0]["involvedObject"]["name"], "default-abc12");
+}
+
+TEST_F(KubeWriters, NothingIsWrittenOnceLeadershipIsLost) {
+  leader_ = false;
+  NodeClaim claim;
+  claim.name = "c";
+  EXPECT_THROW(Run(CreateNodeClaim{claim}), LeadershipLost);
+  EXPECT_EQ(admin_.Get("/apis/karpenter.sh/v1/nodeclaims/c").status, 404);
+}
+
+TEST(KubeLeader, OneLeaderAtATimeAndHandOverAfterTheLeaseExpires) {
+  ApiServer server;
+  Client client_a(Loopback(server.port()));
+  Client client_b(Loopback(server.port()));
+  LeaseOptions options;
+  options.lease_duration = milliseconds(1500);
+  options.renew_deadline = milliseconds(1000);
+  options.retry_period = milliseconds(200);
+  options.identity = "a";
+  LeaderElector a(client_a, options);
+  options.identity = "b";
+  LeaderElector b(client_b, options);
+  std::atomic<bool> stop{false};
+  ASSERT_TRUE(a.Acquire(stop));
+  EXPECT_TRUE(a.IsLeader());
+  std::atomic<bool> a_stop{false};
+  std::thread renew_a([&] { a.KeepRenewing(a_stop); });
+  // While a renews, b never gets it.
+  std::atomic<bool> b_stop{false};
+  std::atomic<bool> b_won{false};
+  std::thread try_b([&] { b_won = b.Acquire(b_stop); });
+  std::this_thread::sleep_for(milliseconds(2500));
+  EXPECT_FALSE(b_won.load());
+  EXPECT_TRUE(a.IsLeader());
+  // a pauses (stops renewing, as a process stopped by SIGSTOP): it must stop counting itself
+  // leader before b can take the lease.
+  a_stop = true;
+  renew_a.join();
+  const auto paused = std::chrono::steady_clock::now();
+  while (a.IsLeader()) std::this_thread::sleep_for(milliseconds(10));
+  const auto a_gave_up = std::chrono::steady_clock::now();
+  try_b.join();
+  const auto b_took = std::chrono::steady_clock::now();
+  EXPECT_TRUE(b_won.load());
+  EXPECT_TRUE(b.IsLeader());
+  EXPECT_LT(a_gave_up, b_took) << "no moment with two leaders";
+  EXPECT_LE(a_gave_up - paused, milliseconds(1100));
+  EXPECT_GE(b.transitions(), 1);
+  // b releases on shutdown: a takes over at once.
+  b.Release();
+  EXPECT_FALSE(b.IsLeader());
+  const auto release = std::chrono::steady_clock::now();
+  ASSERT_TRUE(a.Acquire(stop));
+  EXPECT_LT(std::chrono::steady_clock::now() - release, milliseconds(1400));
+}
+
+}  // namespace
+}  // namespace tenon::kube
