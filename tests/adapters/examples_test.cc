@@ -28,8 +28,8 @@ struct Parsed {
 Parsed ParseFolder(const std::string& folder) {
   Parsed parsed;
   std::vector<std::filesystem::path> paths;
-  for (const auto& entry : std::filesystem::directory_iterator(
-           std::filesystem::path(TENON_EXAMPLES_DIR) / folder)) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(TENON_EXAMPLES_DIR) / folder)) {
     if (entry.path().extension() == ".yaml") paths.push_back(entry.path());
   }
   std::sort(paths.begin(), paths.end());
@@ -86,8 +86,7 @@ TEST(Examples, NodePoolsParseWithTheirValues) {
 
   EXPECT_EQ(pools.at("savings-plan").weight, 50);  // weighted.yaml
   EXPECT_EQ(pools.at("savings-plan").limits.cpu, Millicores{64'000});
-  EXPECT_EQ(Find(pools.at("savings-plan"), label::kInstanceType, RequirementOp::kIn).min_values,
-            2);
+  EXPECT_EQ(Find(pools.at("savings-plan"), label::kInstanceType, RequirementOp::kIn).min_values, 2);
   EXPECT_EQ(pools.at("general").weight, 10);
 
   const NodePool& reserved = pools.at("reserved-first");  // reserved-first.yaml

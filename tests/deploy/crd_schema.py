@@ -106,6 +106,28 @@ def apply_defaults(schema, value):
             apply_defaults(schema["items"], item)
 
 
+def structural_problems(schema, path="<root>"):
+    """What would make the API server refuse the CRD itself: a node without a type (unless
+    int-or-string or preserve-unknown-fields), properties beside additionalProperties, or a
+    default its own schema rejects (defaults must validate, and are not pruned silently)."""
+    problems = []
+    if "type" not in schema and not (schema.get("x-kubernetes-int-or-string") or
+                                     schema.get("x-kubernetes-preserve-unknown-fields")):
+        problems.append("%s: no type" % path)
+    if "properties" in schema and "additionalProperties" in schema:
+        problems.append("%s: both properties and additionalProperties" % path)
+    if "default" in schema:
+        validator = jsonschema.Draft7Validator(to_json_schema(schema, top=False))
+        problems += ["%s: default: %s" % (path, e.message)
+                     for e in validator.iter_errors(schema["default"])]
+    for name, child in (schema.get("properties") or {}).items():
+        problems += structural_problems(child, "%s.%s" % (path, name))
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            problems += structural_problems(schema[key], "%s.%s" % (path, key))
+    return problems
+
+
 # ---- CEL rules in Python ------------------------------------------------------------------
 
 def domain(key):

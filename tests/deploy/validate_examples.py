@@ -219,6 +219,10 @@ class Examples(unittest.TestCase):
     def test_every_cel_rule_has_a_python_equivalent(self):
         self.assertEqual(crd_schema.unknown_rules(self.validator.crds), [])
 
+    def test_schemas_are_structural_and_defaults_valid(self):
+        for key, schema in self.validator.crds.items():
+            self.assertEqual(crd_schema.structural_problems(schema), [], key)
+
     def test_the_three_kinds_are_served(self):
         self.assertEqual(sorted(k for _, k in self.validator.crds),
                          ["EC2NodeClass", "NodeClaim", "NodePool"])
