@@ -63,6 +63,7 @@ class Client {
     curl_easy_setopt(curl_, CURLOPT_URL, (base_ + path).c_str());
     curl_easy_setopt(curl_, CURLOPT_CUSTOMREQUEST, method.c_str());
     curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers);
+    if (!user_agent_.empty()) curl_easy_setopt(curl_, CURLOPT_USERAGENT, user_agent_.c_str());
     if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
       curl_easy_setopt(curl_, CURLOPT_POSTFIELDS, body.c_str());
       curl_easy_setopt(curl_, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
@@ -78,6 +79,8 @@ class Client {
     curl_slist_free_all(headers);
     return response;
   }
+  // Sent as User-Agent from the next request on; empty sends none.
+  void set_user_agent(std::string user_agent) { user_agent_ = std::move(user_agent); }
   Response Get(const std::string& path) { return Send("GET", path); }
   Response Post(const std::string& path, const json& body) {
     return Send("POST", path, body.dump());
@@ -91,6 +94,7 @@ class Client {
  private:
   std::string base_;
   std::string token_;
+  std::string user_agent_;
   CURL* curl_ = nullptr;
 };
 

@@ -37,6 +37,15 @@ Test hooks, without authentication, under /_test/ only:
   POST /_test/config           {"expiredWatch": "event" | "http"}: how a too-old watch is told
   POST /_test/drop-watches     close every open watch connection abruptly (no final chunk)
   GET  /_test/stats            {"resourceVersion", "compactedResourceVersion", "openWatches"}
+  GET  /_test/requests         every authenticated API request so far, oldest first (the newest
+                               REQUESTS_MAX are kept), as a JSON list of {"verb", "group",
+                               "resource", "namespace", "name", "user_agent"}: verb is the
+                               Kubernetes authorization verb (get, list, watch, create, update,
+                               patch, delete, deletecollection; a GET with watch=true is watch, a
+                               GET on a collection is list), resource has "/subresource" appended
+                               when there is one ("pods/eviction", "nodes/status"), namespace and
+                               name are "" when absent. It is what tests/deploy/rbac_check.py
+                               compares with the RBAC roles in deploy/.
 
 Usage: apiserver.py --token TOKEN [--bookmark-ms 1000] [--history 100000]
 Prints the loopback port it listens on, then serves.
@@ -44,6 +53,7 @@ Prints the loopback port it listens on, then serves.
 import argparse
 import base64
 import bisect
+import collections
 import copy
 import json
 import re
@@ -74,6 +84,7 @@ RESOURCES = {
 PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 SNAPSHOTS_MAX = 64  # Paged lists in progress; an older continue token answers 410 Expired.
+REQUESTS_MAX = 100000  # Entries of the request log; the oldest go first.
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
@@ -507,18 +518,44 @@ def check_body(gvr, body):
         raise ApiError(400, "BadRequest", "metadata must be an object")
 
 
-def parse_path(path):
-    """-> (gvr, namespace or None, name or None, subresource or None)."""
+def split_path(path):
+    """-> (group, version, namespace or None, [resource, name, subresource...]) or None when
+    the path is not under /api/v1 or /apis/GROUP/VERSION."""
     parts = [p for p in path.split("/") if p]
     if parts[:2] == ["api", "v1"]:
         group, version, rest = "", "v1", parts[2:]
     elif len(parts) >= 3 and parts[0] == "apis":
         group, version, rest = parts[1], parts[2], parts[3:]
     else:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return None
     ns = None
     if len(rest) >= 3 and rest[0] == "namespaces":
         ns, rest = rest[1], rest[2:]
+    return group, version, ns, rest
+
+
+def request_record(method, path, query, user_agent):
+    """The request log entry of one API request: what an authorizer would be asked."""
+    split = split_path(path)
+    group, _, ns, rest = split if split else ("", "", None, [])
+    name = rest[1] if len(rest) >= 2 else ""
+    resource = "/".join([rest[0]] + rest[2:3]) if rest else ""
+    if method == "GET":
+        verb = "get" if name else ("watch" if query.get("watch") in ("1", "true") else "list")
+    elif method == "DELETE":
+        verb = "delete" if name else "deletecollection"
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
+    return {"verb": verb, "group": group, "resource": resource, "namespace": ns or "",
+            "name": name, "user_agent": user_agent}
+
+
+def parse_path(path):
+    """-> (gvr, namespace or None, name or None, subresource or None)."""
+    split = split_path(path)
+    if split is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    group, version, ns, rest = split
     if not rest or len(rest) > 3:
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
     gvr = (group, version, rest[0])
@@ -593,6 +630,9 @@ class Handler(BaseHTTPRequestHandler):
                 body = self.read_body_quietly()
                 del body
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            with self.server.store.cond:
+                self.server.requests.append(request_record(
+                    method, url.path, query, self.headers.get("User-Agent") or ""))
             self.serve_api(method, url.path, query)
         except ApiError as e:
             self.send_json(e.code, status_body(e.code, e.reason, e.message, e.details))
@@ -613,6 +653,10 @@ class Handler(BaseHTTPRequestHandler):
     def test_hook(self, method, path):
         store = self.server.store
         body = self.read_body_quietly()
+        if method == "GET" and path == "/_test/requests":
+            with store.cond:
+                requests = list(self.server.requests)
+            return self.send_json(200, requests)
         with store.cond:
             if method == "POST" and path == "/_test/compact":
                 store.compact()
@@ -820,6 +864,7 @@ def main():
     server.bookmark_ms = args.bookmark_ms
     server.expired_watch = "event"
     server.store = Store(args.history)
+    server.requests = collections.deque(maxlen=REQUESTS_MAX)
     print(server.server_address[1], flush=True)
     server.serve_forever()
 

@@ -538,5 +538,59 @@ TEST_F(KubeApiServer, BadInputIsAnswered400WithAStatus) {
   EXPECT_EQ(after.connects, 0);
 }
 
+// The request log records each authenticated API call as an authorizer sees it (verb, group,
+// resource with subresource, namespace, name) with the caller's User-Agent; test hooks and
+// refused (unauthenticated) calls are not API calls and are not recorded.
+TEST_F(KubeApiServer, RequestLogRecordsAuthorizationAttributesOfEachApiCall) {
+  client_.set_user_agent("tenon/test");
+  ASSERT_EQ(client_.Post(kNodes, {{"metadata", {{"name", "node-a"}}}}).status, 201);
+  ASSERT_EQ(client_.Get(std::string(kNodes) + "/node-a").status, 200);
+  ASSERT_EQ(client_.Get(kNodes).status, 200);
+  ASSERT_EQ(client_.Get(std::string(kNodes) + "?watch=true&timeoutSeconds=0.01").status, 200);
+  ASSERT_EQ(
+      client_
+          .MergePatch(std::string(kNodes) + "/node-a/status", {{"status", {{"phase", "Running"}}}})
+          .status,
+      200);
+  ASSERT_EQ(CreatePod(Pod("web-1")).status, 200);
+  const Response lease = client_.Post(kLeases, {{"metadata", {{"name", "tenon-leader-election"}}},
+                                                {"spec", {{"holderIdentity", "a"}}}});
+  ASSERT_EQ(lease.status, 201) << lease.body;
+  ASSERT_EQ(client_.Put(std::string(kLeases) + "/tenon-leader-election", lease.Json()).status, 200);
+  ASSERT_EQ(client_
+                .Post(std::string(kPods) + "/web-1/eviction",
+                      {{"metadata", {{"name", "web-1"}, {"namespace", "default"}}}})
+                .status,
+            201);
+  ASSERT_EQ(client_.Delete(std::string(kNodes) + "/node-a").status, 200);
+  EXPECT_EQ(client_.Delete(kNodes).status, 405);  // Not served, but still asked for.
+  ASSERT_EQ(client_.Get("/_test/stats").status, 200);
+  Client stranger(server_.port(), "wrong-token");
+  ASSERT_EQ(stranger.Get(kNodes).status, 401);
+
+  const Response log = client_.Get("/_test/requests");
+  ASSERT_EQ(log.status, 200);
+  std::vector<std::vector<std::string>> seen;
+  for (const json& r : log.Json()) {
+    EXPECT_EQ(r["user_agent"], "tenon/test");
+    seen.push_back({r["verb"], r["group"], r["resource"], r["namespace"], r["name"]});
+  }
+  const std::vector<std::vector<std::string>> expected = {
+      {"create", "", "nodes", "", ""},
+      {"get", "", "nodes", "", "node-a"},
+      {"list", "", "nodes", "", ""},
+      {"watch", "", "nodes", "", ""},
+      {"patch", "", "nodes/status", "", "node-a"},
+      {"create", "", "pods", "default", ""},
+      {"patch", "", "pods/status", "default", "web-1"},
+      {"create", "coordination.k8s.io", "leases", "kube-system", ""},
+      {"update", "coordination.k8s.io", "leases", "kube-system", "tenon-leader-election"},
+      {"create", "", "pods/eviction", "default", "web-1"},
+      {"delete", "", "nodes", "", "node-a"},
+      {"deletecollection", "", "nodes", "", ""},
+  };
+  EXPECT_EQ(seen, expected);
+}
+
 }  // namespace
 }  // namespace tenon::kube::testing
