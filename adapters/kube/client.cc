@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <yaml-cpp/yaml.h>
 #include <cassert>
 #include <cerrno>
 #include <cstdlib>
@@ -17,7 +18,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-#include <yaml-cpp/yaml.h>
 
 #include "adapters/kube/objects.h"
 
@@ -102,7 +102,8 @@ std::string RunPlugin(const ExecPlugin& plugin) {
   const auto deadline = Clock::now() + kExecTimeout;
   char buffer[4096];
   while (output.size() < kExecOutputMax) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
     pollfd pfd{out_pipe[0], POLLIN, 0};
     if (poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
@@ -176,8 +177,8 @@ ClusterConfig LoadKubeconfig(const std::string& path, const std::string& context
   if (config.server.empty()) throw ConfigError("kubeconfig: cluster has no server");
   config.ca_file = ResolvePath(Str(cluster, "certificate-authority"), base);
   if (cluster["certificate-authority-data"]) {
-    config.ca_data = Base64Decode(Str(cluster, "certificate-authority-data"),
-                                  "certificate-authority-data");
+    config.ca_data =
+        Base64Decode(Str(cluster, "certificate-authority-data"), "certificate-authority-data");
   }
   config.insecure_skip_tls_verify =
       cluster["insecure-skip-tls-verify"] && cluster["insecure-skip-tls-verify"].as<bool>();
@@ -407,8 +408,7 @@ void Client::Prepare(Handle& handle, const std::string& method, const std::strin
   handle.cancel = nullptr;
   const std::string authorization = credentials_.Header();
   if (!authorization.empty()) {
-    handle.headers =
-        curl_slist_append(handle.headers, ("Authorization: " + authorization).c_str());
+    handle.headers = curl_slist_append(handle.headers, ("Authorization: " + authorization).c_str());
   }
   handle.headers = curl_slist_append(handle.headers, "Accept: application/json");
   handle.headers = curl_slist_append(handle.headers, ("Content-Type: " + content_type).c_str());

@@ -116,8 +116,7 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // One request; never throws. A 401 reloads the credentials and tries once more.
-  Response Request(const std::string& method, const std::string& path,
-                   const std::string& body = "",
+  Response Request(const std::string& method, const std::string& path, const std::string& body = "",
                    const std::string& content_type = "application/json");
 
   // A watch (or any streamed GET): `on_line` gets each newline-terminated JSON object as it

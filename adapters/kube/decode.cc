@@ -109,7 +109,8 @@ std::vector<Event> Decode(const Change& change) {
     return {InputRejected{source, std::string("not JSON: ") + simdjson::error_message(error),
                           change.object}};
   }
-  if (change.key.empty()) return {InputRejected{source, "object without metadata.name", change.object}};
+  if (change.key.empty())
+    return {InputRejected{source, "object without metadata.name", change.object}};
   try {
     return Upserted(plural, ToYaml(root));
   } catch (const ObjectError& e) {

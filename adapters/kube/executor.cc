@@ -149,10 +149,9 @@ bool KubeExecutor::Owns(const Command& command) {
 
 void KubeExecutor::CheckLeader(const Command* command) const {
   if (may_act_ && !may_act_()) {
-    throw LeadershipLost(command == nullptr
-                             ? std::string("leadership lost")
-                             : "leadership lost before command " +
-                                   std::to_string(command->id.value) + " ran");
+    throw LeadershipLost(command == nullptr ? std::string("leadership lost")
+                                            : "leadership lost before command " +
+                                                  std::to_string(command->id.value) + " ran");
   }
 }
 
@@ -170,9 +169,8 @@ std::vector<Event> KubeExecutor::Result(const Command& command, const Response& 
   return {CommandFailed{command.id, MapStatus(response), Describe(response)}};
 }
 
-Response KubeExecutor::Update(
-    const std::string& path, const std::string& subresource,
-    const std::function<std::optional<json>(const json&)>& mutate) {
+Response KubeExecutor::Update(const std::string& path, const std::string& subresource,
+                              const std::function<std::optional<json>(const json&)>& mutate) {
   Response response;
   for (int attempt = 0; attempt < options_.conflict_attempts_max; ++attempt) {
     CheckLeader(nullptr);
@@ -183,8 +181,8 @@ Response KubeExecutor::Update(
     std::optional<json> patch = mutate(current);
     if (!patch) return response;  // Already as wanted.
     (*patch)["metadata"]["resourceVersion"] = current["metadata"].value("resourceVersion", "");
-    response = Send("PATCH", path + (subresource.empty() ? "" : "/" + subresource), *patch,
-                    kMergePatch);
+    response =
+        Send("PATCH", path + (subresource.empty() ? "" : "/" + subresource), *patch, kMergePatch);
     if (response.status != kConflict) return response;
     ++conflicts_;
     spdlog::debug("409 on {}; reading it again", path);
@@ -279,8 +277,8 @@ std::vector<Event> KubeExecutor::Patch(const Command& command, const PatchNode& 
     return patch_body;
   });
   if (response.status == kNotFound) {
-    return {CommandFailed{command.id, ErrorCode::kNotFound,
-                          "node " + patch.node_name + " not found"}};
+    return {
+        CommandFailed{command.id, ErrorCode::kNotFound, "node " + patch.node_name + " not found"}};
   }
   return Result(command, response, false);
 }
@@ -321,9 +319,8 @@ std::vector<Event> KubeExecutor::ClaimStatus(const Command& command,
   const auto response = Update(path, "status", [&](const json& claim) -> std::optional<json> {
     const json status = claim.value("status", json::object());
     json out = json::object();
-    out["conditions"] =
-        MergeCondition(status.value("conditions", json::array()), patch.condition, patch.status,
-                       Reason(patch.reason, patch.condition), "");
+    out["conditions"] = MergeCondition(status.value("conditions", json::array()), patch.condition,
+                                       patch.status, Reason(patch.reason, patch.condition), "");
     if (!patch.provider_id.empty()) out["providerID"] = patch.provider_id;
     if (!patch.node_name.empty()) out["nodeName"] = patch.node_name;
     bool same = true;
@@ -366,7 +363,8 @@ std::vector<Event> KubeExecutor::PoolStatus(const Command& command,
 bool KubeExecutor::RecordEvent(const ObjectRef& object, const std::string& type,
                                const std::string& reason, const std::string& message) {
   const std::string ns = object.ns.empty() ? options_.events_namespace : object.ns;
-  json involved = {{"apiVersion", object.api_version}, {"kind", object.kind}, {"name", object.name}};
+  json involved = {
+      {"apiVersion", object.api_version}, {"kind", object.kind}, {"name", object.name}};
   if (!object.ns.empty()) involved["namespace"] = object.ns;
   const std::string now = Now();
   const json event = {{"apiVersion", "v1"},

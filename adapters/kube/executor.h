@@ -59,8 +59,9 @@ class KubeExecutor : public runtime::Executor {
   // GET `path`, build a merge patch from the current object (nullopt: nothing to change), PATCH
   // it to `path` + `subresource` with the object's resourceVersion as precondition; a 409 reads
   // again. Returns the last answer (the GET's when it failed or nothing needed changing).
-  Response Update(const std::string& path, const std::string& subresource,
-                  const std::function<std::optional<nlohmann::json>(const nlohmann::json&)>& mutate);
+  Response Update(
+      const std::string& path, const std::string& subresource,
+      const std::function<std::optional<nlohmann::json>(const nlohmann::json&)>& mutate);
 
  private:
   void CheckLeader(const Command* command) const;

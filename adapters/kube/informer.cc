@@ -45,7 +45,9 @@ std::string Resource::ObjectPath(const std::string& ns, const std::string& name,
   return path;
 }
 
-std::string Resource::Name() const { return group.empty() ? plural : plural + "." + group; }
+std::string Resource::Name() const {
+  return group.empty() ? plural : plural + "." + group;
+}
 
 const std::vector<Resource>& WatchedResources() {
   // Configuration first, then what runs on it: a first sync hands the core its NodePools
@@ -167,7 +169,8 @@ bool Informer::List(const std::atomic<bool>& stop) {
     {
       std::lock_guard lock(stats_mu_);
       ++stats_.lists;
-      for (const auto& c : batch) (c.type == Change::Type::kUpsert ? stats_.upserts : stats_.deletes)++;
+      for (const auto& c : batch)
+        (c.type == Change::Type::kUpsert ? stats_.upserts : stats_.deletes)++;
     }
     sink_(std::move(batch));
     synced_.store(true);
@@ -181,10 +184,10 @@ Informer::WatchEnd Informer::Watch(const std::atomic<bool>& stop) {
   const auto base = options_.watch_timeout.count();
   std::uniform_int_distribution<std::int64_t> spread(base * 9 / 10, base * 11 / 10);
   const std::int64_t timeout_s = std::max<std::int64_t>(1, spread(rng));
-  const std::string path = resource_.CollectionPath() +
-                           "?watch=true&allowWatchBookmarks=true&resourceVersion=" +
-                           QueryEscape(resource_version_) +
-                           "&timeoutSeconds=" + std::to_string(timeout_s);
+  const std::string path =
+      resource_.CollectionPath() +
+      "?watch=true&allowWatchBookmarks=true&resourceVersion=" + QueryEscape(resource_version_) +
+      "&timeoutSeconds=" + std::to_string(timeout_s);
   {
     std::lock_guard lock(stats_mu_);
     ++stats_.watches;

@@ -43,7 +43,9 @@ KubeSource::KubeSource(Client& client, InformerOptions options) : client_(client
   queue_.push_back(WatchesSynced{false});
 }
 
-KubeSource::~KubeSource() { Stop(); }
+KubeSource::~KubeSource() {
+  Stop();
+}
 
 void KubeSource::Seed(const State& state) {
   for (auto& informer : informers_) informer->Seed(KnownKeys(state, informer->resource().plural));

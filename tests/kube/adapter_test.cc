@@ -20,16 +20,16 @@
 #include "adapters/runtime/runtime.h"
 #include "log/codec.h"
 #include "log/event_log.h"
-#include "tests/support/temp_dir.h"
 #include "tests/kube/apiserver.h"
+#include "tests/support/temp_dir.h"
 
 namespace tenon::kube {
 namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
-using testing::ApiServer;
 using tenon::testing::TempDir;
+using testing::ApiServer;
 
 constexpr char kPods[] = "/api/v1/namespaces/default/pods";
 constexpr char kNodes[] = "/api/v1/nodes";
@@ -43,15 +43,16 @@ ClusterConfig Loopback(int port) {
 }
 
 json PodJson(const std::string& name, int gen, const std::string& node = "",
-         const std::string& app = "web") {
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"labels", {{"app", app}, {"gen", std::to_string(gen)}}}}},
-              {"spec",
-               {{"containers",
-                 {{{"name", "c"},
-                   {"image", "nginx"},
-                   {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}}}}}}}};
+             const std::string& app = "web") {
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"labels", {{"app", app}, {"gen", std::to_string(gen)}}}}},
+      {"spec",
+       {{"containers",
+         {{{"name", "c"},
+           {"image", "nginx"},
+           {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}}}}}}}};
   if (!node.empty()) pod["spec"]["nodeName"] = node;
   return pod;
 }
@@ -128,16 +129,16 @@ TEST(KubeConfig, ExecPluginTokenAuthenticates) {
   TempDir dir;
   const auto plugin = dir.path() / "get-token";
   // The plugin sees KUBERNETES_EXEC_INFO and its own env, as `aws eks get-token` would.
-  std::ofstream(plugin) << "#!/bin/sh\n"
-                           "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) exit 3;; esac\n"
-                           "echo \"$((COUNT=$(cat " +
-                               (dir.path() / "count").string() +
-                               " 2>/dev/null || echo 0)+1))\" > " +
-                               (dir.path() / "count").string() +
-                               "\n"
-                               "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
-                               "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\","
-                               "\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}' \"$TOKEN\"\n";
+  std::ofstream(plugin)
+      << "#!/bin/sh\n"
+         "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) exit 3;; esac\n"
+         "echo \"$((COUNT=$(cat " +
+             (dir.path() / "count").string() + " 2>/dev/null || echo 0)+1))\" > " +
+             (dir.path() / "count").string() +
+             "\n"
+             "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+             "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\","
+             "\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}' \"$TOKEN\"\n";
   ::chmod(plugin.c_str(), 0755);
   const auto path = dir.path() / "config";
   std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
@@ -430,7 +431,10 @@ TEST_F(KubeWriters, ConflictingWriteIsRetriedFromAFreshRead) {
 
 TEST_F(KubeWriters, TaintsAndLabelsKeepWhatOthersWrote) {
   ASSERT_EQ(admin_.Post(kNodes, NodeJson("n1")).status, 201);
-  PatchNode patch{"n1", {{"karpenter.sh/registered", "true"}}, {"a"}, {{"karpenter.sh/disrupted", "", TaintEffect::kNoSchedule}}};
+  PatchNode patch{"n1",
+                  {{"karpenter.sh/registered", "true"}},
+                  {"a"},
+                  {{"karpenter.sh/disrupted", "", TaintEffect::kNoSchedule}}};
   auto events = Run(patch);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(events[0]));
@@ -445,20 +449,19 @@ TEST_F(KubeWriters, TaintsAndLabelsKeepWhatOthersWrote) {
 
 TEST_F(KubeWriters, EvictionRefusedByABudgetThenAllowed) {
   ASSERT_EQ(admin_.Post(kPods, PodJson("web-1", 0, "n1")).status, 201);
-  ASSERT_EQ(admin_
-                .MergePatch(std::string(kPods) + "/web-1/status",
-                            {{"status", {{"phase", "Running"}}}})
-                .status,
-            200);
-  ASSERT_EQ(admin_
-                .Post(kPdbs, {{"apiVersion", "policy/v1"},
-                              {"kind", "PodDisruptionBudget"},
-                              {"metadata", {{"name", "web"}}},
-                              {"spec",
-                               {{"minAvailable", 1},
-                                {"selector", {{"matchLabels", {{"app", "web"}}}}}}}})
-                .status,
-            201);
+  ASSERT_EQ(
+      admin_.MergePatch(std::string(kPods) + "/web-1/status", {{"status", {{"phase", "Running"}}}})
+          .status,
+      200);
+  ASSERT_EQ(
+      admin_
+          .Post(kPdbs, {{"apiVersion", "policy/v1"},
+                        {"kind", "PodDisruptionBudget"},
+                        {"metadata", {{"name", "web"}}},
+                        {"spec",
+                         {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "web"}}}}}}}})
+          .status,
+      201);
   auto refused = Run(EvictPod{"default", "web-1", "c1"});
   ASSERT_EQ(refused.size(), 1u);
   const auto* failed = std::get_if<CommandFailed>(&refused[0]);
@@ -469,11 +472,10 @@ TEST_F(KubeWriters, EvictionRefusedByABudgetThenAllowed) {
 
   // A second replica becomes Running: the budget now allows one disruption.
   ASSERT_EQ(admin_.Post(kPods, PodJson("web-2", 0, "n2")).status, 201);
-  ASSERT_EQ(admin_
-                .MergePatch(std::string(kPods) + "/web-2/status",
-                            {{"status", {{"phase", "Running"}}}})
-                .status,
-            200);
+  ASSERT_EQ(
+      admin_.MergePatch(std::string(kPods) + "/web-2/status", {{"status", {{"phase", "Running"}}}})
+          .status,
+      200);
   auto allowed = Run(EvictPod{"default", "web-1", "c1"});
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(allowed.at(0)));
   EXPECT_EQ(admin_.Get(std::string(kPods) + "/web-1").status, 404);
@@ -496,7 +498,8 @@ TEST_F(KubeWriters, NodeClaimCreateIsIdempotentAndFinalizerHoldsDeletion) {
   EXPECT_EQ(object["spec"]["resources"]["requests"]["memory"], "2Gi");
   EXPECT_EQ(object["metadata"]["finalizers"][0], "karpenter.sh/termination");
 
-  auto status = Run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///us-east-1a/i-1", ""});
+  auto status =
+      Run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///us-east-1a/i-1", ""});
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(status.at(0)));
   Run(PatchNodeClaimStatus{claim.name, "Registered", true, "", "", "ip-10-0-0-1"});
   object = admin_.Get(path).Json();
@@ -508,12 +511,12 @@ TEST_F(KubeWriters, NodeClaimCreateIsIdempotentAndFinalizerHoldsDeletion) {
   object = admin_.Get(path).Json();
   EXPECT_TRUE(object["metadata"].contains("deletionTimestamp")) << "held by the finalizer";
   ASSERT_EQ(admin_.Post(kNodes, NodeJson("ip-10-0-0-1")).status, 201);
-  EXPECT_TRUE(
-      std::holds_alternative<CommandSucceeded>(Run(RemoveFinalizer{claim.name, "ip-10-0-0-1"}).at(0)));
+  EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(
+      Run(RemoveFinalizer{claim.name, "ip-10-0-0-1"}).at(0)));
   EXPECT_EQ(admin_.Get(path).status, 404);
   EXPECT_EQ(admin_.Get(std::string(kNodes) + "/ip-10-0-0-1").status, 404);
-  EXPECT_TRUE(
-      std::holds_alternative<CommandSucceeded>(Run(RemoveFinalizer{claim.name, "ip-10-0-0-1"}).at(0)))
+  EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(
+      Run(RemoveFinalizer{claim.name, "ip-10-0-0-1"}).at(0)))
       << "removing it again is done already";
 }
 
