@@ -70,6 +70,14 @@ json WithoutFinalizer(const json& object, const std::string& finalizer) {
   return kept;
 }
 
+// {"status": wanted}, or nothing when the status already says all of it.
+std::optional<json> StatusPatch(const json& current, const json& wanted) {
+  for (const auto& [k, v] : wanted.items()) {
+    if (!current.contains(k) || current[k] != v) return json{{"status", wanted}};
+  }
+  return std::nullopt;
+}
+
 bool HasFinalizer(const json& object, const std::string& finalizer) {
   const auto finalizers = object["metadata"].value("finalizers", json::array());
   return std::find(finalizers.begin(), finalizers.end(), finalizer) != finalizers.end();
@@ -323,12 +331,7 @@ std::vector<Event> KubeExecutor::ClaimStatus(const Command& command,
                                        patch.status, Reason(patch.reason, patch.condition), "");
     if (!patch.provider_id.empty()) out["providerID"] = patch.provider_id;
     if (!patch.node_name.empty()) out["nodeName"] = patch.node_name;
-    bool same = true;
-    for (const auto& [k, v] : out.items()) {
-      if (!status.contains(k) || status[k] != v) same = false;
-    }
-    if (same) return std::nullopt;
-    return json{{"status", out}};
+    return StatusPatch(status, out);
   });
   return Result(command, response, false);
 }
@@ -350,14 +353,45 @@ std::vector<Event> KubeExecutor::PoolStatus(const Command& command,
                                   healthy ? "NodeRegistrationHealthy" : "Unhealthy", "");
     }
     out["conditions"] = conditions;
-    bool same = true;
-    for (const auto& [k, v] : out.items()) {
-      if (!status.contains(k) || status[k] != v) same = false;
-    }
-    if (same) return std::nullopt;
-    return json{{"status", out}};
+    return StatusPatch(status, out);
   });
   return Result(command, response, false);
+}
+
+bool KubeExecutor::PatchNodeClassStatus(const std::string& name, const NodeClassStatus& status) {
+  const auto path = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/" + name;
+  const auto response = Update(path, "status", [&](const json& nodeclass) -> std::optional<json> {
+    const json current = nodeclass.value("status", json::object());
+    json out = json::object();
+    json amis = json::array();
+    for (const auto& ami : status.amis) {
+      json requirements = json::array();
+      if (!ami.arch.empty()) {
+        requirements.push_back({{"key", label::kArch}, {"operator", "In"}, {"values", {ami.arch}}});
+      }
+      json item = {{"id", ami.id}, {"requirements", requirements}};
+      if (!ami.name.empty()) item["name"] = ami.name;
+      amis.push_back(item);
+    }
+    json subnets = json::array();
+    for (const auto& subnet : status.subnets) {
+      json item = {{"id", subnet.id}, {"zone", subnet.zone}};
+      if (!subnet.zone_id.empty()) item["zoneID"] = subnet.zone_id;
+      subnets.push_back(item);
+    }
+    json groups = json::array();
+    for (const auto& id : status.security_groups) groups.push_back({{"id", id}});
+    out["amis"] = amis;
+    out["subnets"] = subnets;
+    out["securityGroups"] = groups;
+    if (!status.instance_profile.empty()) out["instanceProfile"] = status.instance_profile;
+    out["conditions"] =
+        MergeCondition(current.value("conditions", json::array()), "Ready", status.ready,
+                       status.ready ? "Ready" : Reason(status.reason, "NotReady"), status.message);
+    return StatusPatch(current, out);
+  });
+  if (!response.ok()) spdlog::warn("EC2NodeClass {} status: {}", name, Describe(response));
+  return response.ok();
 }
 
 bool KubeExecutor::RecordEvent(const ObjectRef& object, const std::string& type,

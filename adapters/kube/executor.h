@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "adapters/kube/client.h"
 #include "adapters/runtime/runtime.h"
@@ -35,6 +36,27 @@ struct ExecutorOptions {
 // The closed error set from an API answer.
 ErrorCode MapStatus(const Response& response);
 
+// An EC2NodeClass status as its controller resolved it (karpenter.k8s.aws/v1 status fields).
+struct NodeClassStatus {
+  struct Ami {
+    std::string id;
+    std::string name;
+    std::string arch;  // amd64 | arm64: becomes the AMI's kubernetes.io/arch requirement.
+  };
+  struct Subnet {
+    std::string id;
+    std::string zone;
+    std::string zone_id;
+  };
+  std::vector<Ami> amis;
+  std::vector<Subnet> subnets;
+  std::vector<std::string> security_groups;
+  std::string instance_profile;
+  bool ready = false;
+  std::string reason;  // Why not ready (AMINotFound, SubnetsNotFound, ...); empty when ready.
+  std::string message;
+};
+
 // An object an Event is about.
 struct ObjectRef {
   std::string api_version;
@@ -53,6 +75,9 @@ class KubeExecutor : public runtime::Executor {
   // A core/v1 Event (type Normal or Warning). False when the API refused it; never fatal.
   bool RecordEvent(const ObjectRef& object, const std::string& type, const std::string& reason,
                    const std::string& message);
+
+  // The status subresource of an EC2NodeClass, with its Ready condition. False on failure.
+  bool PatchNodeClassStatus(const std::string& name, const NodeClassStatus& status);
 
   std::int64_t conflicts() const { return conflicts_; }  // 409s answered by a fresh read.
 

@@ -585,3 +585,97 @@ TEST(KubeLeader, OneLeaderAtATimeAndHandOverAfterTheLeaseExpires) {
 
 }  // namespace
 }  // namespace tenon::kube
+
+namespace tenon::kube {
+namespace {
+
+// Every call the adapter makes — every informer, every writer, the lease — against the test
+// server, whose request log is then compared with the rendered ClusterRole and Role
+// (tests/deploy/rbac_check.py): the roles grant exactly what the code uses, nothing more.
+TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
+  ApiServer server;
+  testing::Client admin(server.port());
+  ASSERT_EQ(admin.Post(kNodes, NodeJson("n1")).status, 201);
+  ASSERT_EQ(admin.Post(kPods, PodJson("web-1", 0, "n1")).status, 201);
+  ASSERT_EQ(admin.Post(kPods, PodJson("web-2", 0, "n1")).status, 201);
+  ASSERT_EQ(admin
+                .Post("/apis/karpenter.sh/v1/nodepools",
+                      {{"apiVersion", "karpenter.sh/v1"},
+                       {"kind", "NodePool"},
+                       {"metadata", {{"name", "default"}}},
+                       {"spec", {{"template", {{"spec", {{"nodeClassRef", {{"name", "d"}}}}}}}}}})
+                .status,
+            201);
+  ASSERT_EQ(admin
+                .Post("/apis/karpenter.k8s.aws/v1/ec2nodeclasses",
+                      {{"apiVersion", "karpenter.k8s.aws/v1"},
+                       {"kind", "EC2NodeClass"},
+                       {"metadata", {{"name", "d"}}},
+                       {"spec", {{"role", "r"}}}})
+                .status,
+            201);
+  const std::size_t before = admin.Get("/_test/requests").Json().size();
+
+  Client client(Loopback(server.port()));
+  KubeSource source(client);
+  source.Start();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!source.synced() && std::chrono::steady_clock::now() < deadline) {
+    source.Drain(milliseconds(50));
+  }
+  std::this_thread::sleep_for(milliseconds(300));  // Every informer is watching by now.
+  source.Stop();
+  ASSERT_TRUE(source.synced());
+
+  KubeExecutor executor(client, {}, [] { return true; });
+  std::uint64_t id = 1;
+  auto run = [&](CommandBody body) {
+    auto events = executor.Execute(Command{CommandId{id++}, Seq{1}, std::move(body)});
+    EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(events.at(0)))
+        << std::get<CommandFailed>(events.at(0)).message;
+  };
+  NodeClaim claim;
+  claim.name = "default-x";
+  claim.nodepool = "default";
+  claim.nodeclass = "d";
+  run(CreateNodeClaim{claim});
+  run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///z/i-1", ""});
+  run(PatchNodePoolStatus{"default", NodePoolStatus{true, 1, {}}});
+  run(PatchNode{"n1", {{"karpenter.sh/registered", "true"}}, {"a"}, {}});
+  run(EvictPod{"default", "web-1", claim.name});
+  run(DeletePod{"default", "web-2", claim.name});
+  run(DeleteNodeClaim{claim.name});
+  run(RemoveFinalizer{claim.name, "n1"});
+  NodeClassStatus status;
+  status.amis = {{"ami-1", "al2023", "amd64"}};
+  status.subnets = {{"subnet-1", "us-east-1a", ""}};
+  status.security_groups = {"sg-1"};
+  status.ready = true;
+  EXPECT_TRUE(executor.PatchNodeClassStatus("d", status));
+  EXPECT_TRUE(executor.RecordEvent({"karpenter.sh/v1", "NodeClaim", "", claim.name}, "Normal",
+                                   "Launched", "Status condition transitioned"));
+  LeaseOptions lease;
+  lease.identity = "rbac";
+  lease.retry_period = milliseconds(50);
+  LeaderElector elector(client, lease);
+  std::atomic<bool> stop{false};
+  ASSERT_TRUE(elector.Acquire(stop));  // get (404), create
+  std::thread renew([&] { elector.KeepRenewing(stop); });
+  std::this_thread::sleep_for(milliseconds(200));  // get, update
+  stop = true;
+  renew.join();
+  elector.Release();
+
+  const json all = admin.Get("/_test/requests").Json();
+  json used = json::array();
+  for (std::size_t i = before; i < all.size(); ++i) used.push_back(all[i]);
+  TempDir dir;
+  const auto file = dir.path() / "used.json";
+  std::ofstream(file) << used.dump();
+  const std::string command =
+      std::string("python3 ") + TENON_RBAC_CHECK + " " + file.string() + " " + TENON_DEPLOY_DIR;
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+}  // namespace
+}  // namespace tenon::kube
