@@ -1,15 +1,22 @@
 // tenon: one binary, subcommands. Thin: parse flags, call into adapters/ and replay/, print.
 #include <sys/stat.h>
 
+#include <unistd.h>
 #include <xxhash.h>
 #include <CLI/CLI.hpp>
+
+#include <atomic>
 #include <cinttypes>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <random>
 
 #include "adapters/aws/catalog_export.h"
 #include "adapters/aws/credentials.h"
 #include "adapters/aws/pricing.h"
+#include "adapters/controller/controller.h"
+#include "adapters/kube/objects.h"
 #include "adapters/sim/simulator.h"
 #include "log/codec.h"
 #include "log/event_log.h"
@@ -202,6 +209,48 @@ int RunCatalogExport(const CatalogExportArgs& args) {
   return 0;
 }
 
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) {
+  g_stop = true;
+}
+
+struct RunArgs {
+  controller::RunOptions options;
+  std::string lease_duration = "15s";
+  std::string renew_deadline = "10s";
+  std::string retry_period = "2s";
+  std::string tick = "1s";
+  bool disable_leader_election = false;
+};
+
+std::chrono::milliseconds Millis(const std::string& flag, const std::string& text) {
+  const Nanos d = kube::ParseDuration(text);
+  if (d.value <= 0) throw std::invalid_argument(flag + " must be a positive duration");
+  return std::chrono::milliseconds(d.value / 1'000'000);
+}
+
+int RunController(RunArgs& args) {
+  auto& options = args.options;
+  options.version = kVersion;
+  if (args.disable_leader_election) options.leader_election = false;
+  options.lease.lease_duration = Millis("--lease-duration", args.lease_duration);
+  options.lease.renew_deadline = Millis("--renew-deadline", args.renew_deadline);
+  options.lease.retry_period = Millis("--retry-period", args.retry_period);
+  options.tick = Millis("--tick", args.tick);
+  if (options.lease.renew_deadline >= options.lease.lease_duration) {
+    throw std::invalid_argument("--renew-deadline must be shorter than --lease-duration");
+  }
+  if (options.lease.identity.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    options.lease.identity = std::string(host) + "_" + std::to_string(std::random_device{}());
+  }
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  return controller::Run(options, g_stop);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -251,11 +300,38 @@ int main(int argc, char** argv) {
                    "on-demand prices: {type: usd} or a catalog file")
       ->check(CLI::ExistingFile);
 
+  RunArgs run_args;
+  auto* run_cmd = app.add_subcommand("run", "the controller, against a real cluster");
+  run_cmd->add_option("--kubeconfig", run_args.options.kubeconfig,
+                      "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  run_cmd->add_option("--context", run_args.options.context, "kubeconfig context");
+  run_cmd->add_option("--log-dir", run_args.options.log_dir, "log folder (on the PersistentVolume)")
+      ->required();
+  run_cmd
+      ->add_option("--catalog", run_args.options.catalog_file,
+                   "instance types from `tenon catalog export`")
+      ->check(CLI::ExistingFile);
+  run_cmd->add_option("--identity", run_args.options.lease.identity,
+                      "leader-election identity (default: hostname and a random suffix)");
+  if (const char* ns = std::getenv("POD_NAMESPACE")) run_args.options.lease.ns = ns;
+  run_cmd->add_option("--lease-namespace", run_args.options.lease.ns, "namespace of the Lease");
+  run_cmd->add_option("--lease-name", run_args.options.lease.name, "name of the Lease");
+  run_cmd->add_option("--lease-duration", run_args.lease_duration, "Lease duration (15s)");
+  run_cmd->add_option("--renew-deadline", run_args.renew_deadline, "renew deadline (10s)");
+  run_cmd->add_option("--retry-period", run_args.retry_period, "retry period (2s)");
+  run_cmd->add_option("--tick", run_args.tick, "clock tick folded into the log (1s)");
+  run_cmd->add_flag("--disable-leader-election", run_args.disable_leader_election,
+                    "act without a Lease (one replica only)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (simulate->parsed()) return RunSimulate(sim_args);
     if (replay_cmd->parsed()) return RunReplay(replay_dir, verify, to, history_claim);
     if (export_cmd->parsed()) return RunCatalogExport(export_args);
+    if (run_cmd->parsed()) {
+      controller::ApplyEnvironment(run_args.options);
+      return RunController(run_args);
+    }
   } catch (const log::LogError& e) {
     std::fprintf(stderr, "tenon: log error: %s\n", e.what());
     return 1;

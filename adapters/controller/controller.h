@@ -1,0 +1,42 @@
+// `tenon run`: the controller against a real cluster. A standby waits for the leader Lease;
+// the leader opens the log, recovers (snapshot, tail, re-driving commands in flight), starts
+// the informers seeded with what the log holds, and folds their events and clock ticks,
+// executing the commands the core issues. Losing the lease stops every effect at once and
+// ends the process (as controller-runtime does), so a restart begins again as a standby.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "adapters/kube/client.h"
+#include "adapters/kube/leader.h"
+#include "reducers/model.h"
+
+namespace tenon::controller {
+
+struct RunOptions {
+  std::string kubeconfig;  // Empty: $KUBECONFIG, in-cluster, ~/.kube/config.
+  std::string context;
+  std::string log_dir;
+  std::string catalog_file;  // A `tenon catalog export` file, folded at start.
+  Settings settings;
+  double kube_qps = 200;
+  int kube_burst = 300;
+  bool leader_election = true;
+  kube::LeaseOptions lease;
+  std::chrono::milliseconds tick{1000};
+  std::uint64_t snapshot_every_events = 1000;
+  std::string version;
+};
+
+// Exit codes: 0 stopped by `stop` (SIGTERM), 3 leadership lost.
+inline constexpr int kExitLeadershipLost = 3;
+
+// Reads Karpenter's environment names into `options` (flags given later override them).
+// Throws std::invalid_argument naming the variable on a bad value.
+void ApplyEnvironment(RunOptions& options);
+
+int Run(const RunOptions& options, const std::atomic<bool>& stop);
+
+}  // namespace tenon::controller
