@@ -679,3 +679,81 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
 
 }  // namespace
 }  // namespace tenon::kube
+
+namespace tenon::kube {
+namespace {
+
+// What the writers put into the API — a NodeClaim as created, and the NodeClaim, NodePool and
+// EC2NodeClass statuses they patch — is what the CRDs in deploy/ accept (a real API server
+// would refuse the write otherwise).
+TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
+  ApiServer server;
+  testing::Client admin(server.port());
+  ASSERT_EQ(admin
+                .Post("/apis/karpenter.sh/v1/nodepools", json::parse(R"({
+      "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+      "spec": {"template": {"spec": {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},
+        "requirements": []}}}})"))
+                .status,
+            201);
+  ASSERT_EQ(admin
+                .Post("/apis/karpenter.k8s.aws/v1/ec2nodeclasses", json::parse(R"({
+      "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "d"},
+      "spec": {"role": "KarpenterNodeRole", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+               "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+               "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}]}})"))
+                .status,
+            201);
+  Client client(Loopback(server.port()));
+  KubeExecutor executor(client, {}, [] { return true; });
+  NodeClaim claim;
+  claim.name = "default-x7k2p";
+  claim.nodepool = "default";
+  claim.nodeclass = "d";
+  claim.requirements = {{label::kCapacityType, RequirementOp::kIn, {"spot", "on-demand"}, 0},
+                        {label::kInstanceType, RequirementOp::kIn, {"m5.large", "m6i.large"}, 2},
+                        {label::kInstanceGeneration, RequirementOp::kGt, {"4"}, 0}};
+  claim.requests.cpu = Millicores{3500};
+  claim.requests.memory = Bytes{6LL << 30};
+  claim.requests.pods = 4;
+  std::uint64_t id = 1;
+  auto run = [&](CommandBody body) {
+    auto events = executor.Execute(Command{CommandId{id++}, Seq{1}, std::move(body)});
+    ASSERT_TRUE(std::holds_alternative<CommandSucceeded>(events.at(0)));
+  };
+  run(CreateNodeClaim{claim});
+  run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///us-east-1a/i-0abc", ""});
+  run(PatchNodeClaimStatus{claim.name, "Registered", false, "NodeNotFound", "", ""});
+  NodePoolStatus pool_status;
+  pool_status.registration_healthy = true;
+  pool_status.nodes = 1;
+  pool_status.resources.cpu = Millicores{4000};
+  pool_status.resources.memory = Bytes{8LL << 30};
+  run(PatchNodePoolStatus{"default", pool_status});
+  NodeClassStatus nodeclass_status;
+  nodeclass_status.amis = {{"ami-0123456789abcdef0", "al2023-ami", "amd64"}};
+  nodeclass_status.subnets = {{"subnet-1", "us-east-1a", "use1-az1"}};
+  nodeclass_status.security_groups = {"sg-1"};
+  nodeclass_status.instance_profile = "tenon_profile";
+  nodeclass_status.ready = true;
+  ASSERT_TRUE(executor.PatchNodeClassStatus("d", nodeclass_status));
+
+  json objects = json::array({NodeClaimObject(claim)});
+  for (const char* path :
+       {"/apis/karpenter.sh/v1/nodeclaims/default-x7k2p", "/apis/karpenter.sh/v1/nodepools/default",
+        "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/d"}) {
+    json object = admin.Get(path).Json();
+    ASSERT_TRUE(object.contains("status")) << path;
+    objects.push_back(object);
+  }
+  TempDir dir;
+  const auto file = dir.path() / "written.json";
+  std::ofstream(file) << objects.dump();
+  const std::string command =
+      std::string("python3 ") + TENON_VALIDATE_OBJECTS + " " + file.string();
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+}  // namespace
+}  // namespace tenon::kube
