@@ -25,19 +25,21 @@ using Clock = std::chrono::steady_clock;
 std::string PodJson(int i) {
   json env = json::array();
   for (int e = 0; e < 12; ++e) {
-    env.push_back({{"name", "SETTING_" + std::to_string(e)}, {"value", "value-" + std::to_string(e * i)}});
+    env.push_back(
+        {{"name", "SETTING_" + std::to_string(e)}, {"value", "value-" + std::to_string(e * i)}});
   }
   json managed = json::array();
   for (const char* manager : {"kube-controller-manager", "kubelet", "kubectl-client-side-apply"}) {
-    managed.push_back({{"manager", manager},
-                       {"operation", "Update"},
-                       {"apiVersion", "v1"},
-                       {"time", "2026-11-23T09:00:00Z"},
-                       {"fieldsType", "FieldsV1"},
-                       {"fieldsV1",
-                        {{"f:metadata", {{"f:labels", {{"f:app", json::object()}}}}},
-                         {"f:spec", {{"f:containers", {{"k:{\"name\":\"app\"}", json::object()}}}}},
-                         {"f:status", {{"f:conditions", json::object()}, {"f:phase", json::object()}}}}}});
+    managed.push_back(
+        {{"manager", manager},
+         {"operation", "Update"},
+         {"apiVersion", "v1"},
+         {"time", "2026-11-23T09:00:00Z"},
+         {"fieldsType", "FieldsV1"},
+         {"fieldsV1",
+          {{"f:metadata", {{"f:labels", {{"f:app", json::object()}}}}},
+           {"f:spec", {{"f:containers", {{"k:{\"name\":\"app\"}", json::object()}}}}},
+           {"f:status", {{"f:conditions", json::object()}, {"f:phase", json::object()}}}}}});
   }
   json pod = {
       {"apiVersion", "v1"},
@@ -52,8 +54,11 @@ std::string PodJson(int i) {
          {{"kubectl.kubernetes.io/last-applied-configuration", std::string(900, 'x')},
           {"prometheus.io/scrape", "true"}}},
         {"ownerReferences",
-         {{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "web-7d9f8c6b5"},
-           {"uid", "aaaa"}, {"controller", true}}}},
+         {{{"apiVersion", "apps/v1"},
+           {"kind", "ReplicaSet"},
+           {"name", "web-7d9f8c6b5"},
+           {"uid", "aaaa"},
+           {"controller", true}}}},
         {"managedFields", managed}}},
       {"spec",
        {{"containers",
@@ -68,20 +73,27 @@ std::string PodJson(int i) {
         {"volumes", {{{"name", "config"}, {"configMap", {{"name", "web-config"}}}}}},
         {"nodeSelector", {{"kubernetes.io/os", "linux"}}},
         {"tolerations",
-         {{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"},
+         {{{"key", "node.kubernetes.io/not-ready"},
+           {"operator", "Exists"},
+           {"effect", "NoExecute"},
            {"tolerationSeconds", 300}}}},
         {"topologySpreadConstraints",
-         {{{"maxSkew", 1}, {"topologyKey", "topology.kubernetes.io/zone"},
+         {{{"maxSkew", 1},
+           {"topologyKey", "topology.kubernetes.io/zone"},
            {"whenUnsatisfiable", "ScheduleAnyway"},
            {"labelSelector", {{"matchLabels", {{"app", "web"}}}}}}}},
         {"nodeName", "ip-10-0-" + std::to_string(i % 250) + "-1.ec2.internal"}}},
       {"status",
        {{"phase", "Running"},
         {"conditions",
-         {{{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-11-23T09:00:00Z"}},
+         {{{"type", "PodScheduled"},
+           {"status", "True"},
+           {"lastTransitionTime", "2026-11-23T09:00:00Z"}},
           {{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", "2026-11-23T09:00:05Z"}}}},
         {"containerStatuses",
-         {{{"name", "app"}, {"ready", true}, {"restartCount", 0},
+         {{{"name", "app"},
+           {"ready", true},
+           {"restartCount", 0},
            {"image", "registry.example/shop/web:1.42.0"},
            {"imageID", "registry.example/shop/web@sha256:" + std::string(64, 'a')},
            {"containerID", "containerd://" + std::string(64, 'b')},

@@ -121,9 +121,21 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     return code;
   };
 
+  // A previous leader that is paused or partitioned may still hold the log's LOCK (the log is
+  // on a shared volume): wait for it to let go, as long as the Lease is ours.
   log::OpenOptions open;
   log::OpenReport report;
-  auto log = log::EventLog::Open(options.log_dir, open, &report);
+  std::unique_ptr<log::EventLog> log;
+  while (log == nullptr) {
+    try {
+      log = log::EventLog::Open(options.log_dir, open, &report);
+    } catch (const log::LogError& e) {
+      if (stop.load()) return finish(0);
+      if (!may_act()) return finish(kExitLeadershipLost);
+      spdlog::warn("log {} cannot be opened yet: {}", options.log_dir, e.what());
+      std::this_thread::sleep_for(options.lease.retry_period);
+    }
+  }
   if (report.torn_tail_truncated) spdlog::warn("log: {}", report.message);
   kube::KubeExecutor kube_executor(client, {}, may_act);
   NoCloud cloud;

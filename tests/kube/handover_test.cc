@@ -124,13 +124,15 @@ TEST(KubeHandOver, PausedLeaderStopsBeforeTheStandbyStartsAndNeverWritesAgain) {
                             << server.port() << "'}}]\nusers: [{name: t, user: {token: " << kToken
                             << "}}]\ncontexts: [{name: t, context: {cluster: t, user: t}}]\n";
 
-  Tenon a("a", kubeconfig, dir.path() / "log-a");
+  // One log on a shared volume, as deploy/ mounts it: only the leader may open it.
+  const auto log_dir = dir.path() / "log";
+  Tenon a("a", kubeconfig, log_dir);
   ASSERT_TRUE(Eventually([&] { return Holder(admin) == "a"; }, milliseconds(10000)));
   ASSERT_TRUE(
       Eventually([&] { return !Writes(admin.Get("/_test/requests").Json(), "tenon/a").empty(); },
                  milliseconds(10000)))
       << "the leader acts: NodePool status, NodeClaims for the pending pods";
-  Tenon b("b", kubeconfig, dir.path() / "log-b");
+  Tenon b("b", kubeconfig, log_dir);
   std::this_thread::sleep_for(milliseconds(1500));
   EXPECT_EQ(Holder(admin), "a");
   EXPECT_TRUE(Writes(admin.Get("/_test/requests").Json(), "tenon/b").empty())
@@ -139,14 +141,17 @@ TEST(KubeHandOver, PausedLeaderStopsBeforeTheStandbyStartsAndNeverWritesAgain) {
   ASSERT_EQ(::kill(a.child().pid(), SIGSTOP), 0);
   const std::size_t paused_at = admin.Get("/_test/requests").Json().size();
   ASSERT_TRUE(Eventually([&] { return Holder(admin) == "b"; }, milliseconds(10000)));
-  ASSERT_TRUE(
-      Eventually([&] { return !Writes(admin.Get("/_test/requests").Json(), "tenon/b").empty(); },
-                 milliseconds(10000)))
-      << "the new leader acts";
+  // The paused a still holds the log's LOCK: b waits for it, writing nothing meanwhile.
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_TRUE(Writes(admin.Get("/_test/requests").Json(), "tenon/b").empty());
   ASSERT_EQ(::kill(a.child().pid(), SIGCONT), 0);
   const auto a_exit = a.child().WaitExit(milliseconds(10000));
   ASSERT_TRUE(a_exit.has_value()) << "the resumed old leader must stop";
   EXPECT_EQ(*a_exit, 3) << "it exits for lost leadership";
+  ASSERT_TRUE(
+      Eventually([&] { return !Writes(admin.Get("/_test/requests").Json(), "tenon/b").empty(); },
+                 milliseconds(10000)))
+      << "the new leader opens the log a let go of, and acts";
 
   const json requests = admin.Get("/_test/requests").Json();
   const auto writes_a = Writes(requests, "tenon/a");
@@ -167,6 +172,9 @@ TEST(KubeHandOver, PausedLeaderStopsBeforeTheStandbyStartsAndNeverWritesAgain) {
   ASSERT_TRUE(b_exit.has_value());
   EXPECT_EQ(*b_exit, 0);
   EXPECT_EQ(Holder(admin), "");
+  // One history, two writers one after the other: it replays exactly.
+  const std::string verify = std::string(TENON_BINARY) + " replay --verify " + log_dir.string();
+  EXPECT_EQ(std::system(verify.c_str()), 0) << verify;
 }
 
 }  // namespace
