@@ -313,7 +313,8 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   run_cmd->add_option("--identity", run_args.options.lease.identity,
                       "leader-election identity (default: hostname and a random suffix)");
-  if (const char* ns = std::getenv("POD_NAMESPACE")) run_args.options.lease.ns = ns;
+  // Karpenter's name for the namespace it runs in (the Deployment sets it from the downward API).
+  if (const char* ns = std::getenv("SYSTEM_NAMESPACE")) run_args.options.lease.ns = ns;
   run_cmd->add_option("--lease-namespace", run_args.options.lease.ns, "namespace of the Lease");
   run_cmd->add_option("--lease-name", run_args.options.lease.name, "name of the Lease");
   run_cmd->add_option("--lease-duration", run_args.lease_duration, "Lease duration (15s)");
