@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "adapters/kube/client.h"
@@ -623,7 +624,17 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   while (!source.synced() && std::chrono::steady_clock::now() < deadline) {
     source.Drain(milliseconds(50));
   }
-  std::this_thread::sleep_for(milliseconds(300));  // Every informer is watching by now.
+  // Every informer has listed; wait until each one's watch has reached the server too.
+  auto watching = [&] {
+    std::set<std::string> watched;
+    for (const auto& r : admin.Get("/_test/requests").Json()) {
+      if (r["verb"] == "watch") watched.insert(r["resource"].get<std::string>());
+    }
+    return watched.size() == WatchedResources().size();
+  };
+  while (!watching() && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
   source.Stop();
   ASSERT_TRUE(source.synced());
 
