@@ -331,6 +331,7 @@ struct Client::Handle {
   const std::function<bool(std::string_view)>* on_line = nullptr;
   const std::atomic<bool>* cancel = nullptr;
   std::string request_body;
+  char error[CURL_ERROR_SIZE] = {};  // libcurl's detail of a failure (TLS alerts, verification).
   Handle() : curl(curl_easy_init()) { assert(curl != nullptr); }
   ~Handle() {
     curl_slist_free_all(headers);
@@ -406,6 +407,8 @@ void Client::Prepare(Handle& handle, const std::string& method, const std::strin
   handle.line_buffer.clear();
   handle.on_line = nullptr;
   handle.cancel = nullptr;
+  handle.error[0] = '\0';
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, handle.error);
   const std::string authorization = credentials_.Header();
   if (!authorization.empty()) {
     handle.headers = curl_slist_append(handle.headers, ("Authorization: " + authorization).c_str());
@@ -461,6 +464,7 @@ Response Client::Perform(Handle& handle) {
   }
   if (code != CURLE_OK) {
     response.transport_error = curl_easy_strerror(code);
+    if (handle.error[0] != '\0') response.transport_error += std::string(": ") + handle.error;
     if (code != CURLE_WRITE_ERROR) response.status = 0;
   }
   response.body = std::move(handle.body);

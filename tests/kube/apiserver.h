@@ -200,15 +200,22 @@ class Watch {
   CURLcode result_ = CURLE_OK;
 };
 
+// apiserver.py's HTTPS flags: the server's PEM certificate (--tls-cert) and private key
+// (--tls-key) and, when set, the CA a client certificate must be signed by (--client-ca: the
+// handshake then requires one). All empty: plain HTTP.
+struct TlsFiles {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+};
+
 // tests/kube/apiserver.py on 127.0.0.1; it binds a free port itself and prints it. Started as its
 // own process group and killed (SIGTERM, then SIGKILL) at destruction.
 class ApiServer {
  public:
   // `history`: the events kept for watches; older resourceVersions answer 410.
   explicit ApiServer(int bookmark_ms = 200, int history = 100000)
-      : child_({"/usr/bin/env", "python3", TENON_KUBE_APISERVER, "--token", kToken, "--bookmark-ms",
-                std::to_string(bookmark_ms), "--history", std::to_string(history)},
-               {}, true, false) {
+      : child_(Argv(bookmark_ms, history, {}), {}, true, false) {
     Client probe(child_.port());
     for (int i = 0; i < kStartupPollsMax; ++i) {
       if (probe.Get("/readyz").status == 200) return;
@@ -216,9 +223,30 @@ class ApiServer {
     }
     throw std::runtime_error("the test API server never answered");
   }
+  // HTTPS. No plain /readyz probe: the server prints its port once it listens with its
+  // certificate loaded, so connections made from then on wait in the backlog until it serves.
+  explicit ApiServer(const TlsFiles& tls, int bookmark_ms = 200, int history = 100000)
+      : child_(Argv(bookmark_ms, history, tls), {}, true, false) {}
   int port() const { return child_.port(); }
 
  private:
+  static std::vector<std::string> Argv(int bookmark_ms, int history, const TlsFiles& tls) {
+    std::vector<std::string> argv{"/usr/bin/env",
+                                  "python3",
+                                  TENON_KUBE_APISERVER,
+                                  "--token",
+                                  kToken,
+                                  "--bookmark-ms",
+                                  std::to_string(bookmark_ms),
+                                  "--history",
+                                  std::to_string(history)};
+    if (!tls.cert_file.empty()) {
+      argv.insert(argv.end(), {"--tls-cert", tls.cert_file, "--tls-key", tls.key_file});
+    }
+    if (!tls.client_ca_file.empty()) argv.insert(argv.end(), {"--client-ca", tls.client_ca_file});
+    return argv;
+  }
+
   tenon::testing::Child child_;
 };
 

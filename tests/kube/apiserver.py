@@ -25,7 +25,13 @@ It keeps the semantics a production controller relies on, as the real kube-apise
     disruption (status.disruptionsAllowed when the test has set a status, else computed from
     minAvailable/maxUnavailable over the matching Running pods); otherwise the pod is deleted
     (finalizers respected), 201, and a PDB status that was set is decremented;
-  - bearer-token authentication (401 Unauthorized otherwise), HTTP/1.1 keep-alive.
+  - bearer-token authentication (401 Unauthorized otherwise), HTTP/1.1 keep-alive;
+  - optionally HTTPS (TLS 1.2 or newer, HTTP/1.1 by ALPN) with --tls-cert FILE --tls-key FILE
+    (PEM; the certificate chain and its private key), and with --client-ca FILE a client
+    certificate signed by that CA is required in the handshake (a connection without one is
+    refused there); a request on such a connection is authenticated by it, with or without a
+    bearer token, as the real server maps the certificate's CN to a user. Each connection's
+    handshake runs on that connection's own thread, so none holds up the others.
   - a watch with a selector sees an object entering the selection as ADDED and leaving it as
     DELETED; a watch without a resourceVersion starts with ADDED events for what exists.
 Not modelled: strategic-merge and JSON patch (415), graceful pod deletion (pods go at once),
@@ -48,6 +54,7 @@ Test hooks, without authentication, under /_test/ only:
                                compares with the RBAC roles in deploy/.
 
 Usage: apiserver.py --token TOKEN [--bookmark-ms 1000] [--history 100000]
+                    [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
 Prints the loopback port it listens on, then serves.
 """
 import argparse
@@ -58,6 +65,7 @@ import copy
 import json
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -85,6 +93,7 @@ PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 SNAPSHOTS_MAX = 64  # Paged lists in progress; an older continue token answers 410 Expired.
 REQUESTS_MAX = 100000  # Entries of the request log; the oldest go first.
+HANDSHAKE_TIMEOUT_S = 10  # A TLS client that stalls in the handshake is dropped after it.
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
@@ -626,7 +635,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.test_hook(method, url.path)
             if url.path in ("/readyz", "/healthz", "/livez"):
                 return self.send_ok()
-            if self.headers.get("Authorization") != "Bearer " + self.server.token:
+            if not self.authenticated():
                 body = self.read_body_quietly()
                 del body
                 raise ApiError(401, "Unauthorized", "Unauthorized")
@@ -636,6 +645,12 @@ class Handler(BaseHTTPRequestHandler):
             self.serve_api(method, url.path, query)
         except ApiError as e:
             self.send_json(e.code, status_body(e.code, e.reason, e.message, e.details))
+
+    def authenticated(self):
+        if self.headers.get("Authorization") == "Bearer " + self.server.token:
+            return True
+        # With --client-ca the handshake has required and verified a client certificate.
+        return isinstance(self.connection, ssl.SSLSocket) and bool(self.connection.getpeercert())
 
     def read_body_quietly(self):
         try:
@@ -852,13 +867,57 @@ class Handler(BaseHTTPRequestHandler):
                     next_bookmark = time.monotonic() + interval_s
 
 
+class TlsServer(ThreadingHTTPServer):
+    """HTTPS: an accepted connection is wrapped without a handshake, which then runs on the
+    connection's own thread (finish_request), so the accepting loop never waits on a client."""
+
+    def __init__(self, address, handler, context):
+        super().__init__(address, handler)
+        self.context = context
+
+    def get_request(self):
+        sock, address = super().get_request()
+        return self.context.wrap_socket(sock, server_side=True,
+                                        do_handshake_on_connect=False), address
+
+    def finish_request(self, request, client_address):
+        request.settimeout(HANDSHAKE_TIMEOUT_S)
+        try:
+            request.do_handshake()
+        except (OSError, ValueError):  # ssl.SSLError is an OSError: untrusted, no certificate.
+            return
+        request.settimeout(None)
+        super().finish_request(request, client_address)
+
+
+def tls_context(args):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(args.tls_cert, args.tls_key)
+    context.set_alpn_protocols(["http/1.1"])
+    if args.client_ca:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(cafile=args.client_ca)
+    return context
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--token", required=True)
     parser.add_argument("--bookmark-ms", type=int, default=1000)
     parser.add_argument("--history", type=int, default=100000)
+    parser.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (chain)")
+    parser.add_argument("--tls-key", help="the PEM private key of --tls-cert")
+    parser.add_argument("--client-ca", help="require a client certificate signed by this CA")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.client_ca and not args.tls_cert:
+        parser.error("--client-ca needs --tls-cert and --tls-key")
+    if args.tls_cert:
+        server = TlsServer(("127.0.0.1", 0), Handler, tls_context(args))
+    else:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     server.token = args.token
     server.bookmark_ms = args.bookmark_ms
