@@ -584,11 +584,30 @@ TEST(KubeLeader, OneLeaderAtATimeAndHandOverAfterTheLeaseExpires) {
   EXPECT_LT(std::chrono::steady_clock::now() - release, milliseconds(1400));
 }
 
-}  // namespace
-}  // namespace tenon::kube
+// Runs one of tests/deploy's Python checks on `input` (written to a JSON file).
+void ExpectCheckPasses(const std::string& script, const json& input, const std::string& more = "") {
+  TempDir dir;
+  const auto file = dir.path() / "input.json";
+  std::ofstream(file) << input.dump();
+  const std::string command = "python3 " + script + " " + file.string() + " " + more;
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
 
-namespace tenon::kube {
-namespace {
+// Runs commands through an executor, each expected to succeed.
+class Commands {
+ public:
+  explicit Commands(KubeExecutor& executor) : executor_(executor) {}
+  void operator()(CommandBody body) {
+    auto events = executor_.Execute(Command{CommandId{next_++}, Seq{1}, std::move(body)});
+    ASSERT_FALSE(events.empty());
+    const auto* failed = std::get_if<CommandFailed>(&events.front());
+    EXPECT_EQ(failed, nullptr) << failed->message;
+  }
+
+ private:
+  KubeExecutor& executor_;
+  std::uint64_t next_ = 1;
+};
 
 // Every call the adapter makes — every informer, every writer, the lease — against the test
 // server, whose request log is then compared with the rendered ClusterRole and Role
@@ -639,12 +658,7 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   ASSERT_TRUE(source.synced());
 
   KubeExecutor executor(client, {}, [] { return true; });
-  std::uint64_t id = 1;
-  auto run = [&](CommandBody body) {
-    auto events = executor.Execute(Command{CommandId{id++}, Seq{1}, std::move(body)});
-    EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(events.at(0)))
-        << std::get<CommandFailed>(events.at(0)).message;
-  };
+  Commands run(executor);
   NodeClaim claim;
   claim.name = "default-x";
   claim.nodepool = "default";
@@ -680,19 +694,8 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   const json all = admin.Get("/_test/requests").Json();
   json used = json::array();
   for (std::size_t i = before; i < all.size(); ++i) used.push_back(all[i]);
-  TempDir dir;
-  const auto file = dir.path() / "used.json";
-  std::ofstream(file) << used.dump();
-  const std::string command =
-      std::string("python3 ") + TENON_RBAC_CHECK + " " + file.string() + " " + TENON_DEPLOY_DIR;
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  ExpectCheckPasses(TENON_RBAC_CHECK, used, TENON_DEPLOY_DIR);
 }
-
-}  // namespace
-}  // namespace tenon::kube
-
-namespace tenon::kube {
-namespace {
 
 // What the writers put into the API — a NodeClaim as created, and the NodeClaim, NodePool and
 // EC2NodeClass statuses they patch — is what the CRDs in deploy/ accept (a real API server
@@ -728,11 +731,7 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
   claim.requests.cpu = Millicores{3500};
   claim.requests.memory = Bytes{6LL << 30};
   claim.requests.pods = 4;
-  std::uint64_t id = 1;
-  auto run = [&](CommandBody body) {
-    auto events = executor.Execute(Command{CommandId{id++}, Seq{1}, std::move(body)});
-    ASSERT_TRUE(std::holds_alternative<CommandSucceeded>(events.at(0)));
-  };
+  Commands run(executor);
   run(CreateNodeClaim{claim});
   run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///us-east-1a/i-0abc", ""});
   run(PatchNodeClaimStatus{claim.name, "Registered", false, "NodeNotFound", "", ""});
@@ -758,12 +757,7 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
     ASSERT_TRUE(object.contains("status")) << path;
     objects.push_back(object);
   }
-  TempDir dir;
-  const auto file = dir.path() / "written.json";
-  std::ofstream(file) << objects.dump();
-  const std::string command =
-      std::string("python3 ") + TENON_VALIDATE_OBJECTS + " " + file.string();
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  ExpectCheckPasses(TENON_VALIDATE_OBJECTS, objects);
 }
 
 }  // namespace
