@@ -28,7 +28,15 @@ Runtime::Runtime(log::EventLog& log, Executor& executor, Options options)
 std::vector<log::Seq> Runtime::AppendAcked(log::AppendBatch batch) {
   std::vector<std::string> copies;
   if (options_.on_ack) copies = batch.events;
+  std::size_t bytes = 0;
+  for (const auto& e : batch.events) bytes += e.size();
+  const std::size_t records = batch.events.size();
+  const auto start = std::chrono::steady_clock::now();
   auto seqs = log_.Append(std::move(batch), log::AppendOptions{options_.sync});
+  if (options_.observer != nullptr && !seqs.empty()) {
+    options_.observer->OnAppend(records, bytes, std::chrono::steady_clock::now() - start,
+                                seqs.back());
+  }
   if (options_.on_ack) {
     for (std::size_t i = 0; i < seqs.size(); ++i) options_.on_ack(seqs[i], copies[i]);
   }
@@ -39,6 +47,7 @@ void Runtime::AppendOutputs(const std::vector<std::pair<Seq, Output>>& outputs) 
   if (outputs.empty()) return;
   log::AppendBatch batch;
   for (const auto& [cause, output] : outputs) {
+    if (options_.observer != nullptr) options_.observer->OnOutput(cause, output);
     batch.events.push_back(log::EncodeOutput(cause, output));
     for (const auto& d : output.decisions) {
       batch.decisions.push_back({d.id.value, log::EncodeDecision(d)});
@@ -51,8 +60,10 @@ void Runtime::MaybeSnapshot() {
   if (options_.snapshot_every_events == 0) return;
   if (events_since_snapshot_ < options_.snapshot_every_events) return;
   // Keyed by the last record written, so every output of the folded events is below the key.
-  log_.PutSnapshot(log_.LastSeq(), log::EncodeSnapshot(state_));
+  const log::Seq at = log_.LastSeq();
+  log_.PutSnapshot(at, log::EncodeSnapshot(state_));
   events_since_snapshot_ = 0;
+  if (options_.observer != nullptr) options_.observer->OnSnapshot(at);
 }
 
 std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
@@ -64,6 +75,7 @@ std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
   std::vector<Command> to_run;
   for (std::size_t i = 0; i < events.size(); ++i) {
     Output out = Step(state_, Seq{seqs[i]}, events[i]);
+    if (options_.observer != nullptr) options_.observer->OnEvent(Seq{seqs[i]}, events[i]);
     ++events_folded_;
     ++events_since_snapshot_;
     if (out.empty()) continue;
@@ -76,6 +88,14 @@ std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
   return to_run;
 }
 
+std::vector<Event> Runtime::Execute(const Command& command) {
+  if (options_.observer == nullptr) return executor_.Execute(command);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Event> results = executor_.Execute(command);
+  options_.observer->OnExecuted(command, results, std::chrono::steady_clock::now() - start);
+  return results;
+}
+
 void Runtime::Ingest(std::vector<Event> events) {
   std::deque<Event> pending(std::make_move_iterator(events.begin()),
                             std::make_move_iterator(events.end()));
@@ -85,7 +105,7 @@ void Runtime::Ingest(std::vector<Event> events) {
                            std::make_move_iterator(pending.end()));
     pending.clear();
     for (const Command& command : AppendAndFold(now)) {
-      for (auto& result : executor_.Execute(command)) pending.push_back(std::move(result));
+      for (auto& result : Execute(command)) pending.push_back(std::move(result));
     }
   }
 }
@@ -108,6 +128,7 @@ RecoveryReport Runtime::Recover() {
     auto entry = log::DecodeEntry(record.payload);
     if (const auto* event = std::get_if<Event>(&entry)) {
       Output out = Step(state_, Seq{record.seq}, *event);
+      if (options_.observer != nullptr) options_.observer->OnEvent(Seq{record.seq}, *event);
       ++report.events_folded;
       if (!out.empty()) unrecorded.emplace(Seq{record.seq}, std::move(out));
       return true;
@@ -133,7 +154,7 @@ RecoveryReport Runtime::Recover() {
   report.commands_redriven = inflight.size();
   std::vector<Event> results;
   for (const auto& command : inflight) {
-    for (auto& e : executor_.Execute(command)) results.push_back(std::move(e));
+    for (auto& e : Execute(command)) results.push_back(std::move(e));
   }
   Ingest(std::move(results));
   return report;

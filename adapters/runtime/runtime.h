@@ -6,6 +6,7 @@
 // A command is always in the log before it runs, and its result always comes back as an event.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,11 +28,32 @@ class Executor {
   virtual std::vector<Event> Execute(const Command& command) = 0;
 };
 
+// Sees what the runtime does, for metrics and logs; called on the runtime's thread, after the
+// log has made each thing durable. Must not throw.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  // One append to the log: how many records, their bytes, how long the write took, and the
+  // highest sequence number written.
+  virtual void OnAppend(std::size_t /*records*/, std::size_t /*bytes*/,
+                        std::chrono::nanoseconds /*latency*/, log::Seq /*last*/) {}
+  // An event folded (also during recovery), with its sequence number.
+  virtual void OnEvent(Seq /*seq*/, const Event& /*event*/) {}
+  // What the core produced for the event at `cause` (not called for empty outputs, nor for
+  // outputs already recorded when recovery folds them).
+  virtual void OnOutput(Seq /*cause*/, const Output& /*output*/) {}
+  // A command executed, with the events it returned and how long it took.
+  virtual void OnExecuted(const Command& /*command*/, const std::vector<Event>& /*results*/,
+                          std::chrono::nanoseconds /*took*/) {}
+  virtual void OnSnapshot(log::Seq /*seq*/) {}
+};
+
 struct Options {
   std::uint64_t snapshot_every_events = 1000;
   bool sync = false;  // fsync the WAL on every append.
   // Called after every append with the sequence numbers and payloads the log acknowledged.
   std::function<void(log::Seq, const std::string&)> on_ack;
+  Observer* observer = nullptr;  // Not owned; may be null.
 };
 
 struct RecoveryReport {
@@ -66,6 +88,7 @@ class Runtime {
   std::vector<Command> AppendAndFold(const std::vector<Event>& events);
   void AppendOutputs(const std::vector<std::pair<Seq, Output>>& outputs);
   void MaybeSnapshot();
+  std::vector<Event> Execute(const Command& command);
   std::vector<log::Seq> AppendAcked(log::AppendBatch batch);
 
   log::EventLog& log_;
