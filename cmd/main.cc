@@ -9,10 +9,13 @@
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "adapters/aws/catalog_export.h"
+#include "adapters/aws/connection.h"
 #include "adapters/aws/credentials.h"
 #include "adapters/aws/pricing.h"
 #include "adapters/controller/controller.h"
@@ -182,20 +185,15 @@ int RunCatalogExport(const CatalogExportArgs& args) {
     }
     prices = std::move(*loaded.value);
   }
-  aws::ClientOptions options;
-  options.region = args.region;
-  if (!args.endpoint.empty()) options.endpoints = {{"ec2", args.endpoint}, {"sts", args.endpoint}};
-  aws::CurlTransport transport;
-  aws::AwsClient sts(transport, nullptr, options, aws::RealHooks());
-  auto credentials = aws::DefaultChain(aws::ProcessEnv(), transport, sts);
-  aws::AwsClient client(transport, credentials.get(), options, aws::RealHooks());
-  aws::Ec2 ec2(client);
-  // The Price List API answers from us-east-1 for every region; the file is the fallback.
-  aws::ClientOptions pricing_options = options;
-  pricing_options.region = "us-east-1";
-  if (!args.endpoint.empty()) pricing_options.endpoints["pricing"] = args.endpoint;
-  aws::AwsClient pricing_client(transport, credentials.get(), pricing_options, aws::RealHooks());
-  aws::Pricing pricing(pricing_client);
+  aws::AwsSettings settings = aws::AwsSettingsFromEnvironment(aws::ProcessEnv());
+  settings.region = args.region;
+  if (!args.endpoint.empty()) {
+    for (const char* service : {"ec2", "sts", "pricing"})
+      settings.endpoints[service] = args.endpoint;
+  }
+  aws::AwsConnection connection(settings, aws::ProcessEnv());
+  aws::Ec2 ec2(connection.client());
+  aws::Pricing pricing(connection.pricing());
   bool used_file = false;
   prices = aws::OnDemandPricesOrFallback(pricing, args.region, prices, &used_file);
   auto exported = aws::ExportCatalog(ec2, args.region, prices, args.out);
@@ -221,6 +219,10 @@ struct RunArgs {
   std::string renew_deadline = "10s";
   std::string retry_period = "2s";
   std::string tick = "1s";
+  std::string catalog_every = "5m";
+  std::string gc_every = "2m";
+  std::string nodeclass_every = "1m";
+  std::string cloud_provider = "aws";
   bool disable_leader_election = false;
 };
 
@@ -230,6 +232,20 @@ std::chrono::milliseconds Millis(const std::string& flag, const std::string& tex
   return std::chrono::milliseconds(d.value / 1'000'000);
 }
 
+// A private folder under $TMPDIR, removed with everything in it at the end of the scope.
+struct ScratchDir {
+  explicit ScratchDir(const std::string& prefix) {
+    path = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) +
+                                                     "-" + std::to_string(std::random_device{}()));
+    std::filesystem::create_directory(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::filesystem::path path;
+};
+
 int RunController(RunArgs& args) {
   auto& options = args.options;
   options.version = kVersion;
@@ -238,6 +254,20 @@ int RunController(RunArgs& args) {
   options.lease.renew_deadline = Millis("--renew-deadline", args.renew_deadline);
   options.lease.retry_period = Millis("--retry-period", args.retry_period);
   options.tick = Millis("--tick", args.tick);
+  options.cloud.catalog_every = Millis("--catalog-every", args.catalog_every);
+  options.cloud.gc_every = Millis("--gc-every", args.gc_every);
+  options.cloud.nodeclass_every = Millis("--nodeclass-every", args.nodeclass_every);
+  options.cloud_provider = args.cloud_provider == "none" ? controller::CloudProvider::kNone
+                                                         : controller::CloudProvider::kAws;
+  std::optional<ScratchDir> dry_run_log;
+  if (options.log_dir.empty()) {
+    if (!options.dry_run) throw std::invalid_argument("--log-dir is required (unless --dry-run)");
+    dry_run_log.emplace("tenon-dry-run");
+    options.log_dir = dry_run_log->path.string();
+  }
+  // A dry run writes nothing to the cluster, so it needs no Lease and may run beside the
+  // controller in charge.
+  if (options.dry_run) options.leader_election = false;
   if (options.lease.renew_deadline >= options.lease.lease_duration) {
     throw std::invalid_argument("--renew-deadline must be shorter than --lease-duration");
   }
@@ -305,8 +335,26 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--kubeconfig", run_args.options.kubeconfig,
                       "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   run_cmd->add_option("--context", run_args.options.context, "kubeconfig context");
-  run_cmd->add_option("--log-dir", run_args.options.log_dir, "log folder (on the PersistentVolume)")
-      ->required();
+  run_cmd->add_option("--log-dir", run_args.options.log_dir,
+                      "log folder (on the PersistentVolume); required unless --dry-run");
+  run_cmd->add_flag("--dry-run", run_args.options.dry_run,
+                    "fold the live cluster and log every decision, executing nothing");
+  run_cmd->add_option("--cloud-provider", run_args.cloud_provider, "aws (default) or none")
+      ->check(CLI::IsMember({"aws", "none"}));
+  run_cmd->add_option("--cluster-name", run_args.options.settings.cluster_name,
+                      "cluster name (CLUSTER_NAME)");
+  run_cmd->add_option("--interruption-queue", run_args.options.cloud.interruption_queue,
+                      "SQS queue name or URL (INTERRUPTION_QUEUE)");
+  run_cmd
+      ->add_option("--price-file", run_args.options.cloud.price_file,
+                   "on-demand prices when the Pricing API cannot answer")
+      ->check(CLI::ExistingFile);
+  run_cmd->add_option("--kubernetes-version", run_args.options.cloud.kubernetes_version,
+                      "for AMI aliases (default: the API server's)");
+  run_cmd->add_option("--catalog-every", run_args.catalog_every, "catalog refresh (5m)");
+  run_cmd->add_option("--gc-every", run_args.gc_every, "instance garbage collection (2m)");
+  run_cmd->add_option("--nodeclass-every", run_args.nodeclass_every,
+                      "EC2NodeClass resolution (1m)");
   run_cmd
       ->add_option("--catalog", run_args.options.catalog_file,
                    "instance types from `tenon catalog export`")

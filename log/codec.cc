@@ -650,6 +650,7 @@ void Put(s::Settings::Builder b, const Settings& v) {
   b.setConsolidationMinSavingsMicroUsdHour(v.consolidation_min_savings.value);
   b.setConsolidationMinSavingsPercent(v.consolidation_min_savings_percent);
   b.setSoftExpiration(v.soft_expiration);
+  b.setReservedEnis(v.reserved_enis);
 }
 Settings Get(s::Settings::Reader r) {
   Settings v;
@@ -663,6 +664,7 @@ Settings Get(s::Settings::Reader r) {
   v.consolidation_min_savings = MicroUsdPerHour{r.getConsolidationMinSavingsMicroUsdHour()};
   v.consolidation_min_savings_percent = r.getConsolidationMinSavingsPercent();
   v.soft_expiration = r.getSoftExpiration();
+  v.reserved_enis = r.getReservedEnis();
   return v;
 }
 

@@ -296,6 +296,7 @@ struct Settings {
   consolidationMinSavingsMicroUsdHour @7 :Int64;
   consolidationMinSavingsPercent @8 :Int32;
   softExpiration @9 :Bool;
+  reservedEnis @10 :Int32;
 }
 
 struct FleetError {

@@ -32,12 +32,14 @@ Millicores KubeReservedCpu(Millicores cpu) {
   return Millicores{reserved};
 }
 
-std::int64_t MaxPods(const InstanceType& type, const NodeClass* nodeclass) {
+std::int64_t MaxPods(const InstanceType& type, const Settings& settings,
+                     const NodeClass* nodeclass) {
   std::int64_t pods = kPodsDefault;
+  const std::int64_t enis = std::int64_t{type.max_enis} - settings.reserved_enis;
   if (nodeclass && nodeclass->max_pods) {
     pods = *nodeclass->max_pods;
-  } else if (type.max_enis > 0 && type.ipv4_per_eni > 1) {
-    pods = std::int64_t{type.max_enis} * (type.ipv4_per_eni - 1) + 2;
+  } else if (enis > 0 && type.ipv4_per_eni > 1) {
+    pods = enis * (type.ipv4_per_eni - 1) + 2;
   }
   if (nodeclass && nodeclass->pods_per_core && *nodeclass->pods_per_core > 0) {
     pods = std::min(pods, std::int64_t{*nodeclass->pods_per_core} * (type.cpu.value / 1000));
@@ -101,7 +103,7 @@ CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings
                               const NodeClass* nodeclass) {
   assert(type.cpu.value >= 0 && type.memory.value >= 0);
   CatalogEntry entry{type, {}, DeriveLabels(type)};
-  std::int64_t pods = MaxPods(type, nodeclass);
+  std::int64_t pods = MaxPods(type, settings, nodeclass);
   std::int64_t memory_mib = type.memory.value / kMebibyte.value;
   std::int64_t overhead_mib = (memory_mib * settings.vm_memory_overhead_permille + 999) / 1000;
   Bytes usable{(memory_mib - overhead_mib) * kMebibyte.value};

@@ -101,7 +101,7 @@ void H(Hasher& h, const Settings& s) {
   All(h, s.cluster_name, s.batch_idle, s.batch_max, s.vm_memory_overhead_permille,
       s.ignore_preferences, s.min_values_best_effort);
   All(h, s.spot_to_spot_consolidation, s.consolidation_min_savings,
-      s.consolidation_min_savings_percent, s.soft_expiration);
+      s.consolidation_min_savings_percent, s.soft_expiration, s.reserved_enis);
 }
 void H(Hasher& h, const LabelSelector& s) {
   All(h, s.match_labels, s.match_expressions);

@@ -439,6 +439,8 @@ struct Settings {
   // Beyond Karpenter, off by default: expired nodes go through the budgets and are replaced
   // before they are drained, like drifted ones, instead of being deleted at once.
   bool soft_expiration = false;
+  // RESERVED_ENIS: network interfaces kept from pods (the VPC CNI's max-pods formula).
+  std::int32_t reserved_enis = 0;
   friend bool operator==(const Settings&, const Settings&) = default;
 };
 

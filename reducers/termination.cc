@@ -308,6 +308,8 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
     if (claim.deleting || claim.phase == ClaimPhase::kPending || claim.instance_id.empty())
       continue;
     if (alive.contains(claim.instance_id)) continue;
+    // The listing may have been taken before this launch was recorded: judge it next time.
+    if (state.now - claim.launched < kLeakedInstanceAge) continue;
     claim.instance_gone = true;
     Record(state, seq, claim, "InstanceGone",
            "instance " + claim.instance_id + " no longer exists (garbage collection)", out);

@@ -88,13 +88,15 @@ Event FleetOutcome(const Command& command, const LaunchInstances& launch,
 }
 
 std::vector<Event> AwsExecutor::Launch(const Command& command, const LaunchInstances& launch) {
-  const std::optional<LaunchContext> context = resolve_(launch);
-  if (!context) {
-    return {FleetFailed{command.id,
-                        launch.nodeclaim,
-                        {FleetError{"", "", launch.capacity_type, ErrorCode::kInvalid,
-                                    "NodeClass " + launch.nodeclass + " is not resolved"}}}};
+  const Result<LaunchContext> resolved = resolve_(launch);
+  if (!resolved.ok()) {
+    return {
+        FleetFailed{command.id,
+                    launch.nodeclaim,
+                    {FleetError{"", "", launch.capacity_type, resolved.error.code,
+                                "NodeClass " + launch.nodeclass + ": " + resolved.error.message}}}};
   }
+  const std::optional<LaunchContext>& context = resolved.value;
   FleetRequest request{context->launch_template_name,
                        launch.capacity_type,
                        launch.allocation_strategy,
@@ -103,6 +105,11 @@ std::vector<Event> AwsExecutor::Launch(const Command& command, const LaunchInsta
                        launch.client_token};
   std::vector<FleetError> skipped;
   for (const LaunchOverride& o : launch.overrides) {
+    if (!context->instance_types.empty() && !context->instance_types.contains(o.instance_type)) {
+      skipped.push_back(FleetError{o.instance_type, o.zone, o.capacity_type, ErrorCode::kInvalid,
+                                   "no AMI for its architecture"});
+      continue;
+    }
     const auto subnet = context->subnet_by_zone.find(o.zone);
     if (subnet == context->subnet_by_zone.end()) {
       skipped.push_back(FleetError{o.instance_type, o.zone, o.capacity_type, ErrorCode::kInvalid,

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "adapters/aws/ec2.h"
@@ -23,8 +24,11 @@ struct LaunchContext {
   // What the launch template was made from, reported with the instance for drift.
   std::string image_id;
   std::vector<std::string> security_groups;
+  // When not empty, the only instance types the template can launch (its AMI's architecture).
+  std::set<std::string> instance_types;
 };
-using LaunchResolver = std::function<std::optional<LaunchContext>(const LaunchInstances&)>;
+// The context of a launch, or why there is none (the launch fails with that reason).
+using LaunchResolver = std::function<Result<LaunchContext>(const LaunchInstances&)>;
 
 class AwsExecutor : public runtime::Executor {
  public:

@@ -38,10 +38,6 @@ std::vector<SelectorTerm> ParseTerms(const YAML::Node& list, const std::string& 
   return out;
 }
 
-Result<NodeClass> Fail(ErrorCode code, const std::string& message) {
-  return Result<NodeClass>::Fail(AwsError{code, "", message, 0});
-}
-
 }  // namespace
 
 NodeClassTerms ParseNodeClassTerms(const YAML::Node& object) {
@@ -59,16 +55,20 @@ NodeClassTerms ParseNodeClassTerms(const YAML::Node& object) {
   return terms;
 }
 
-Result<NodeClass> ResolveNodeClass(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
-                                   const NodeClassTerms& terms,
-                                   const std::string& kubernetes_version) {
-  if (terms.amis.empty()) return Fail(ErrorCode::kInvalid, "spec.amiSelectorTerms is empty");
-  if (terms.subnets.empty()) return Fail(ErrorCode::kInvalid, "spec.subnetSelectorTerms is empty");
+Result<NodeClassResolution> ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
+                                                   const NodeClassTerms& terms,
+                                                   const std::string& kubernetes_version) {
+  using R = Result<NodeClassResolution>;
+  auto fail = [](ErrorCode code, std::string message) {
+    return R::Fail(AwsError{code, "", std::move(message), 0});
+  };
+  if (terms.amis.empty()) return fail(ErrorCode::kInvalid, "spec.amiSelectorTerms is empty");
+  if (terms.subnets.empty()) return fail(ErrorCode::kInvalid, "spec.subnetSelectorTerms is empty");
   if (terms.security_groups.empty()) {
-    return Fail(ErrorCode::kInvalid, "spec.securityGroupSelectorTerms is empty");
+    return fail(ErrorCode::kInvalid, "spec.securityGroupSelectorTerms is empty");
   }
-  NodeClass out = nodeclass;
-  out.amis.clear();
+  NodeClassResolution out;
+  out.nodeclass = nodeclass;
   std::vector<SelectorTerm> image_terms;
   for (const AmiTerm& t : terms.amis) {
     if (t.alias.empty()) {
@@ -77,38 +77,59 @@ Result<NodeClass> ResolveNodeClass(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclas
     }
     for (const char* arch : {"amd64", "arm64"}) {
       std::string path = ssm.AliasPath(t.alias, arch, kubernetes_version);
-      if (path.empty()) return Fail(ErrorCode::kInvalid, "unknown AMI alias " + t.alias);
+      if (path.empty()) return fail(ErrorCode::kInvalid, "unknown AMI alias " + t.alias);
       Result<std::string> id = ssm.GetParameter(path);
       if (!id.ok() && id.error.code == ErrorCode::kNotFound) continue;
-      if (!id.ok()) return Result<NodeClass>::Fail(id.error);
-      out.amis.push_back(*id.value);
+      if (!id.ok()) return R::Fail(id.error);
+      out.amis.push_back(Image{*id.value, t.alias, arch, "", "", {}});
     }
   }
   if (!image_terms.empty()) {
     Result<std::vector<Image>> images = ec2.DescribeImages(image_terms);
-    if (!images.ok()) return Result<NodeClass>::Fail(images.error);
-    for (const Image& image : NewestPerArch(*images.value)) out.amis.push_back(image.id);
+    if (!images.ok()) return R::Fail(images.error);
+    for (Image& image : NewestPerArch(*images.value)) out.amis.push_back(std::move(image));
   }
   Result<std::vector<Subnet>> subnets = ec2.DescribeSubnets(terms.subnets);
-  if (!subnets.ok()) return Result<NodeClass>::Fail(subnets.error);
-  out.subnets.clear();
-  for (const Subnet& s : *subnets.value) out.subnets.push_back(s.id);
+  if (!subnets.ok()) return R::Fail(subnets.error);
+  out.subnets = std::move(*subnets.value);
   Result<std::vector<SecurityGroup>> groups = ec2.DescribeSecurityGroups(terms.security_groups);
-  if (!groups.ok()) return Result<NodeClass>::Fail(groups.error);
-  out.security_groups.clear();
-  for (const SecurityGroup& g : *groups.value) out.security_groups.push_back(g.id);
-  for (auto* ids : {&out.amis, &out.subnets, &out.security_groups}) {
-    std::sort(ids->begin(), ids->end());
-    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
-  }
-  if (out.amis.empty()) return Fail(ErrorCode::kNotFound, "no AMI matches amiSelectorTerms");
+  if (!groups.ok()) return R::Fail(groups.error);
+  out.security_groups = std::move(*groups.value);
+  auto by_id = [](const auto& a, const auto& b) { return a.id < b.id; };
+  auto same_id = [](const auto& a, const auto& b) { return a.id == b.id; };
+  std::sort(out.amis.begin(), out.amis.end(), by_id);
+  out.amis.erase(std::unique(out.amis.begin(), out.amis.end(), same_id), out.amis.end());
+  std::sort(out.subnets.begin(), out.subnets.end(), by_id);
+  out.subnets.erase(std::unique(out.subnets.begin(), out.subnets.end(), same_id),
+                    out.subnets.end());
+  std::sort(out.security_groups.begin(), out.security_groups.end(), by_id);
+  out.security_groups.erase(
+      std::unique(out.security_groups.begin(), out.security_groups.end(), same_id),
+      out.security_groups.end());
+  if (out.amis.empty()) return fail(ErrorCode::kNotFound, "no AMI matches amiSelectorTerms");
   if (out.subnets.empty()) {
-    return Fail(ErrorCode::kNotFound, "no subnet matches subnetSelectorTerms");
+    return fail(ErrorCode::kNotFound, "no subnet matches subnetSelectorTerms");
   }
   if (out.security_groups.empty()) {
-    return Fail(ErrorCode::kNotFound, "no security group matches securityGroupSelectorTerms");
+    return fail(ErrorCode::kNotFound, "no security group matches securityGroupSelectorTerms");
   }
-  return Result<NodeClass>::Ok(std::move(out));
+  NodeClass& ids = out.nodeclass;
+  ids.amis.clear();
+  ids.subnets.clear();
+  ids.security_groups.clear();
+  for (const Image& i : out.amis) ids.amis.push_back(i.id);
+  for (const Subnet& s : out.subnets) ids.subnets.push_back(s.id);
+  for (const SecurityGroup& g : out.security_groups) ids.security_groups.push_back(g.id);
+  return R::Ok(std::move(out));
+}
+
+Result<NodeClass> ResolveNodeClass(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
+                                   const NodeClassTerms& terms,
+                                   const std::string& kubernetes_version) {
+  Result<NodeClassResolution> resolved =
+      ResolveNodeClassDetail(ec2, ssm, nodeclass, terms, kubernetes_version);
+  if (!resolved.ok()) return Result<NodeClass>::Fail(resolved.error);
+  return Result<NodeClass>::Ok(std::move(resolved.value->nodeclass));
 }
 
 }  // namespace tenon::aws

@@ -34,6 +34,19 @@ NodeClassTerms ParseNodeClassTerms(const YAML::Node& object);
 // architecture the alias has no parameter for is skipped), other AMI terms through
 // DescribeImages keeping the newest image per architecture; subnets and security groups
 // through their Describe calls. Fails when any of the three resolves to nothing.
+// What the selector terms resolved to, with what the status and launches need beyond the ids:
+// each AMI's architecture and each subnet's zone.
+struct NodeClassResolution {
+  NodeClass nodeclass;  // With amis, subnets and security_groups set (sorted ids).
+  std::vector<Image> amis;
+  std::vector<Subnet> subnets;
+  std::vector<SecurityGroup> security_groups;
+};
+
+Result<NodeClassResolution> ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
+                                                   const NodeClassTerms& terms,
+                                                   const std::string& kubernetes_version);
+// The ids only.
 Result<NodeClass> ResolveNodeClass(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
                                    const NodeClassTerms& terms,
                                    const std::string& kubernetes_version);

@@ -24,6 +24,7 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
   if (!body.ok()) return Result<std::vector<Event>>::Fail(body.error);
   const auto answer = nlohmann::json::parse(*body.value, nullptr, false);
   std::vector<Event> events;
+  std::lock_guard lock(mu_);
   if (answer.is_discarded() || !answer.is_object()) {
     events.push_back(
         InputRejected{"sqs-receive", "ReceiveMessage answer is not a JSON object", *body.value});
@@ -61,26 +62,40 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
 }
 
 Result<Unit> InterruptionQueue::Acknowledge(const std::string& message_id) {
-  const auto it = receipts_.find(message_id);
-  if (it == receipts_.end()) {
-    return Result<Unit>::Fail(AwsError{ErrorCode::kNotFound, "UnknownReceipt",
-                                       "no receipt handle for message " + message_id, 0});
+  std::string receipt;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = receipts_.find(message_id);
+    if (it == receipts_.end()) {
+      return Result<Unit>::Fail(AwsError{ErrorCode::kNotFound, "UnknownReceipt",
+                                         "no receipt handle for message " + message_id, 0});
+    }
+    receipt = it->second;
   }
-  const nlohmann::json request = {{"QueueUrl", queue_url_}, {"ReceiptHandle", it->second}};
-  Result<std::string> body = SqsCall(client_, "DeleteMessage", request.dump());
+  const nlohmann::json request = {{"QueueUrl", queue_url_}, {"ReceiptHandle", receipt}};
+  Result<std::string> body = SqsCall(ack_client_, "DeleteMessage", request.dump());
   if (!body.ok()) return Result<Unit>::Fail(body.error);
-  receipts_.erase(it);
+  std::lock_guard lock(mu_);
+  receipts_.erase(message_id);
   return Result<Unit>::Ok(Unit{});
+}
+
+std::vector<std::string> InterruptionQueue::TakeRejected() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> ids;
+  ids.swap(rejected_);
+  return ids;
 }
 
 Result<std::int64_t> InterruptionQueue::DeleteRejected() {
   std::int64_t deleted = 0;
-  std::vector<std::string> pending;
-  pending.swap(rejected_);
+  std::vector<std::string> pending = TakeRejected();
   for (std::size_t i = 0; i < pending.size(); ++i) {
     Result<Unit> done = Acknowledge(pending[i]);
     if (!done.ok() && done.error.code != ErrorCode::kNotFound) {
-      rejected_.assign(pending.begin() + static_cast<std::ptrdiff_t>(i), pending.end());
+      std::lock_guard lock(mu_);
+      rejected_.insert(rejected_.end(), pending.begin() + static_cast<std::ptrdiff_t>(i),
+                       pending.end());
       return Result<std::int64_t>::Fail(done.error);
     }
     deleted += done.ok() ? 1 : 0;

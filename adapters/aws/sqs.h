@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,11 @@ inline constexpr std::size_t kReceiptsMax = 10'000;
 class InterruptionQueue {
  public:
   InterruptionQueue(AwsClient& client, std::string queue_url)
-      : client_(client), queue_url_(std::move(queue_url)) {}
+      : client_(client), ack_client_(client), queue_url_(std::move(queue_url)) {}
+  // Receive on `client` (one thread, long polls) while Acknowledge and DeleteRejected run on
+  // another thread with `ack_client`: the receipts are shared under a lock.
+  InterruptionQueue(AwsClient& client, AwsClient& ack_client, std::string queue_url)
+      : client_(client), ack_client_(ack_client), queue_url_(std::move(queue_url)) {}
 
   // One long poll: the events of every message received (possibly none). A message received
   // again before it was acknowledged yields no second set of events (at-least-once delivery,
@@ -27,14 +32,22 @@ class InterruptionQueue {
   // Deletes a message received earlier. A message this process never received (after a
   // restart) is left to come back after its visibility timeout: NotFound.
   Result<Unit> Acknowledge(const std::string& message_id);
-  std::int64_t redeliveries() const { return redeliveries_; }
+  std::int64_t redeliveries() {
+    std::lock_guard lock(mu_);
+    return redeliveries_;
+  }
   // Deletes the messages that yielded only InputRejected (no command will ever acknowledge
   // them). Call after the runtime has logged the events Receive returned; returns how many.
   Result<std::int64_t> DeleteRejected();
+  // The ids DeleteRejected would delete, handed over (and forgotten here) so that another
+  // thread can acknowledge them once the events are logged.
+  std::vector<std::string> TakeRejected();
 
  private:
   AwsClient& client_;
+  AwsClient& ack_client_;
   std::string queue_url_;
+  std::mutex mu_;                                // Guards receipts_, redeliveries_ and rejected_.
   std::map<std::string, std::string> receipts_;  // message id -> receipt handle.
   std::int64_t redeliveries_ = 0;
   std::vector<std::string> rejected_;  // Message ids whose events were all InputRejected.

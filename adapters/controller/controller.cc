@@ -13,6 +13,7 @@
 #include "adapters/kube/source.h"
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/scenario.h"
+#include "log/codec.h"
 #include "log/event_log.h"
 
 namespace tenon::controller {
@@ -45,16 +46,60 @@ Nanos WallNow() {
                    .count()};
 }
 
-// The cloud side until the AWS adapters are wired into `tenon run` (issue 8): every cloud
-// command fails with a clear reason, which the core handles as it handles any failed launch.
+// --cloud-provider none: every cloud command fails with a clear reason, which the core
+// handles as it handles any failed launch.
 class NoCloud : public runtime::Executor {
  public:
   std::vector<Event> Execute(const Command& command) override {
-    spdlog::error("command {}: no cloud provider is configured for tenon run", command.id.value);
-    return {CommandFailed{command.id, ErrorCode::kUnauthorized,
-                          "no cloud provider configured for tenon run"}};
+    spdlog::error("command {}: no cloud provider is configured", command.id.value);
+    return {CommandFailed{command.id, ErrorCode::kUnauthorized, "no cloud provider configured"}};
   }
 };
+
+// --dry-run: says what it would do and does nothing; the commands stay in flight, so the core
+// does not repeat them.
+class DryRun : public runtime::Executor {
+ public:
+  std::vector<Event> Execute(const Command& command) override {
+    spdlog::info("dry run: would {} (command {}, caused by seq {})", log::CommandKind(command),
+                 command.id.value, command.cause.value);
+    return {};
+  }
+};
+
+std::int32_t ParsePermille(const char* name, const std::string& value) {
+  // VM_MEMORY_OVERHEAD_PERCENT is a fraction (0.075 = 7.5%), read here without floating point
+  // so the setting folded into the log is exact.
+  std::size_t dot = value.find('.');
+  std::string whole = value.substr(0, dot);
+  std::string frac = dot == std::string::npos ? "" : value.substr(dot + 1);
+  const bool digits = !value.empty() &&
+                      value.find_first_not_of("0123456789.") == std::string::npos &&
+                      value.find('.', dot == std::string::npos ? 0 : dot + 1) == std::string::npos;
+  if (!digits || (whole.empty() && frac.empty())) {
+    throw std::invalid_argument(std::string(name) + "=" + value + ": want a fraction like 0.075");
+  }
+  frac = (frac + "000").substr(0, 3);
+  const std::int64_t permille = (whole.empty() ? 0 : std::stoll(whole)) * 1000 + std::stoll(frac);
+  if (permille < 0 || permille >= 1000) {
+    throw std::invalid_argument(std::string(name) + "=" + value + ": must be in [0, 1)");
+  }
+  return static_cast<std::int32_t>(permille);
+}
+
+int ParsePort(const char* name, const std::string& value) {
+  int port = -1;
+  try {
+    std::size_t used = 0;
+    port = std::stoi(value, &used);
+    if (used != value.size()) port = -1;
+  } catch (const std::exception&) {
+  }
+  if (port < 0 || port > 65535) {
+    throw std::invalid_argument(std::string(name) + "=" + value + ": want a port number");
+  }
+  return port;
+}
 
 }  // namespace
 
@@ -91,6 +136,43 @@ void ApplyEnvironment(RunOptions& options) {
   if (const char* v = Env("DISABLE_LEADER_ELECTION")) {
     options.leader_election = !ParseBool("DISABLE_LEADER_ELECTION", v);
   }
+  if (const char* v = Env("PREFERENCE_POLICY")) {
+    const std::string policy = v;
+    if (policy != "Respect" && policy != "Ignore") {
+      throw std::invalid_argument("PREFERENCE_POLICY=" + policy + ": want Respect or Ignore");
+    }
+    s.ignore_preferences = policy == "Ignore";
+  }
+  if (const char* v = Env("MIN_VALUES_POLICY")) {
+    const std::string policy = v;
+    if (policy != "Strict" && policy != "BestEffort") {
+      throw std::invalid_argument("MIN_VALUES_POLICY=" + policy + ": want Strict or BestEffort");
+    }
+    s.min_values_best_effort = policy == "BestEffort";
+  }
+  if (const char* v = Env("VM_MEMORY_OVERHEAD_PERCENT")) {
+    s.vm_memory_overhead_permille = ParsePermille("VM_MEMORY_OVERHEAD_PERCENT", v);
+  }
+  if (const char* v = Env("RESERVED_ENIS")) {
+    const int enis = ParsePort("RESERVED_ENIS", v);
+    if (enis > 16) throw std::invalid_argument(std::string("RESERVED_ENIS=") + v + ": too many");
+    s.reserved_enis = enis;
+  }
+  if (const char* v = Env("LOG_LEVEL")) {
+    const std::string level = v;
+    if (level != "debug" && level != "info" && level != "warn" && level != "error") {
+      throw std::invalid_argument("LOG_LEVEL=" + level + ": want debug, info, warn or error");
+    }
+    options.log_level = level;
+  }
+  if (const char* v = Env("METRICS_PORT")) options.metrics_port = ParsePort("METRICS_PORT", v);
+  if (const char* v = Env("HEALTH_PROBE_PORT")) {
+    options.health_port = ParsePort("HEALTH_PROBE_PORT", v);
+  }
+  CloudOptions& cloud = options.cloud;
+  if (const char* v = Env("CLUSTER_ENDPOINT")) cloud.cluster_endpoint = v;
+  if (const char* v = Env("INTERRUPTION_QUEUE")) cloud.interruption_queue = v;
+  cloud.aws = aws::AwsSettingsFromEnvironment(aws::ProcessEnv());
 }
 
 int Run(const RunOptions& options, const std::atomic<bool>& stop) {
@@ -138,12 +220,33 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   }
   if (report.torn_tail_truncated) spdlog::warn("log: {}", report.message);
   kube::KubeExecutor kube_executor(client, {}, may_act);
-  NoCloud cloud;
-  aws::RoutingExecutor executor(cloud, kube_executor);
+  CloudOptions cloud_options = options.cloud;
+  cloud_options.cluster_name = options.settings.cluster_name;
+  cloud_options.refresh_catalog = options.catalog_file.empty();
+  cloud_options.read_only = options.dry_run;
+  if (cloud_options.cluster_endpoint.empty()) cloud_options.cluster_endpoint = config.server;
+  if (cloud_options.cluster_ca_base64.empty()) {
+    cloud_options.cluster_ca_base64 = aws::Base64(kube::CaBundle(config));
+  }
+  std::unique_ptr<CloudSource> cloud;
+  NoCloud no_cloud;
+  runtime::Executor* cloud_executor = &no_cloud;
+  if (options.cloud_provider == CloudProvider::kAws) {
+    cloud = std::make_unique<CloudSource>(cloud_options, client, may_act);
+    cloud_executor = cloud.get();
+  }
+  aws::RoutingExecutor routing(*cloud_executor, kube_executor);
+  DryRun dry_run;
+  runtime::Executor& executor = options.dry_run ? static_cast<runtime::Executor&>(dry_run)
+                                                : static_cast<runtime::Executor&>(routing);
   runtime::Options runtime_options;
   runtime_options.snapshot_every_events = options.snapshot_every_events;
   runtime::Runtime rt(*log, executor, runtime_options);
   kube::KubeSource source(client);
+  auto stop_sources = [&] {
+    source.Stop();
+    if (cloud != nullptr) cloud->Stop();
+  };
   try {
     const auto recovery = rt.Recover();
     spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
@@ -157,22 +260,37 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     rt.Ingest(std::move(start));
     source.Seed(rt.state());
     source.Start();
+    if (cloud != nullptr) {
+      cloud->SetState(&rt.state());
+      cloud->Start();
+    }
     auto next_tick = std::chrono::steady_clock::now() + options.tick;
     while (!stop.load()) {
       if (lost.load() || !may_act()) throw kube::LeadershipLost("the lease was lost");
       std::vector<Event> events = source.Drain(std::chrono::milliseconds(100));
+      bool nodeclass_changed = false;
+      for (const Event& e : events) {
+        nodeclass_changed |= std::holds_alternative<NodeClassUpserted>(e);
+      }
+      if (cloud != nullptr) {
+        for (Event& e : cloud->Drain()) events.push_back(std::move(e));
+      }
       if (std::chrono::steady_clock::now() >= next_tick) {
         events.push_back(Tick{WallNow()});
-        next_tick += options.tick;
+        next_tick = std::max(next_tick + options.tick, std::chrono::steady_clock::now());
       }
       if (!events.empty()) rt.Ingest(std::move(events));
+      if (cloud != nullptr) {
+        cloud->Ingested();
+        if (nodeclass_changed) cloud->PokeNodeClasses();
+      }
     }
   } catch (const kube::LeadershipLost& e) {
     spdlog::error("{}: stopping every effect and exiting", e.what());
-    source.Stop();
+    stop_sources();
     return finish(kExitLeadershipLost);
   }
-  source.Stop();
+  stop_sources();
   return finish(0);
 }
 

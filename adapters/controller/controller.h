@@ -9,11 +9,14 @@
 #include <chrono>
 #include <string>
 
+#include "adapters/controller/cloud.h"
 #include "adapters/kube/client.h"
 #include "adapters/kube/leader.h"
 #include "reducers/model.h"
 
 namespace tenon::controller {
+
+enum class CloudProvider { kAws, kNone };
 
 struct RunOptions {
   std::string kubeconfig;  // Empty: $KUBECONFIG, in-cluster, ~/.kube/config.
@@ -28,6 +31,15 @@ struct RunOptions {
   std::chrono::milliseconds tick{1000};
   std::uint64_t snapshot_every_events = 1000;
   std::string version;
+  // kNone: cloud commands fail and NodeClasses are left alone (tests of the Kubernetes side).
+  CloudProvider cloud_provider = CloudProvider::kAws;
+  CloudOptions cloud;
+  // Fold the live cluster and log every decision and command, executing nothing: no Lease,
+  // no writes to the cluster or the cloud, no messages taken off the interruption queue.
+  bool dry_run = false;
+  std::string log_level = "info";  // LOG_LEVEL
+  int metrics_port = 8080;         // METRICS_PORT
+  int health_port = 8081;          // HEALTH_PROBE_PORT
 };
 
 // Exit codes: 0 stopped by `stop` (SIGTERM), 3 leadership lost.

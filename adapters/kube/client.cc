@@ -142,6 +142,13 @@ YAML::Node Named(const YAML::Node& list, const std::string& name, const char* wh
 
 }  // namespace
 
+std::string CaBundle(const ClusterConfig& config) {
+  if (!config.ca_data.empty()) return config.ca_data;
+  if (config.ca_file.empty()) return "";
+  std::ifstream in(config.ca_file);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 ClusterConfig InClusterConfig(const std::string& account_dir) {
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
   const char* port = std::getenv("KUBERNETES_SERVICE_PORT");

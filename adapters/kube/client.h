@@ -59,6 +59,8 @@ ClusterConfig InClusterConfig(const std::string& account_dir = kServiceAccountDi
 // A kubeconfig file: the named context, or current-context. Relative file paths are taken
 // from the kubeconfig's directory, as kubectl does.
 ClusterConfig LoadKubeconfig(const std::string& path, const std::string& context = "");
+// The cluster's CA bundle (PEM) as the config names it; empty when it names none.
+std::string CaBundle(const ClusterConfig& config);
 // The first that applies: `kubeconfig` if given, $KUBECONFIG, in-cluster, ~/.kube/config.
 ClusterConfig ResolveConfig(const std::string& kubeconfig, const std::string& context = "");
 

@@ -100,7 +100,7 @@ std::vector<Event> Upserted(const std::string& plural, const YAML::Node& object)
   if (plural == "pods") return {PodUpserted{ParsePod(object)}};
   if (plural == "nodes") return {NodeUpserted{ParseNode(object)}};
   if (plural == "nodepools") return {NodePoolUpserted{ParseNodePool(object)}};
-  if (plural == "ec2nodeclasses") return {NodeClassUpserted{ParseNodeClass(object)}};
+  if (plural == "ec2nodeclasses") return {NodeClassUpserted{ParseNodeClass(object, true)}};
   if (plural == "daemonsets") return {DaemonSetUpserted{ParseDaemonSet(object)}};
   if (plural == "poddisruptionbudgets") {
     return {PodDisruptionBudgetUpserted{ParsePodDisruptionBudget(object)}};

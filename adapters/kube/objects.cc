@@ -813,7 +813,7 @@ PodDisruptionBudget ParsePodDisruptionBudget(const YAML::Node& object) {
   });
 }
 
-NodeClass ParseNodeClass(const YAML::Node& object) {
+NodeClass ParseNodeClass(const YAML::Node& object, bool needs_ready_condition) {
   NodeClass nodeclass;
   nodeclass.name = Name(object, "EC2NodeClass");
   const auto& spec = object["spec"];
@@ -848,6 +848,18 @@ NodeClass ParseNodeClass(const YAML::Node& object) {
     ids("subnets", nodeclass.subnets);
     ids("securityGroups", nodeclass.security_groups);
   }
+  // The Ready condition its controller writes; without one, ready only where no controller
+  // runs (scenario files, examples).
+  bool ready_known = false;
+  if (const auto& status = object["status"]; status && status["conditions"]) {
+    for (const auto& c : status["conditions"]) {
+      if (c["type"] && Str(c["type"], "type") == "Ready" && c["status"]) {
+        nodeclass.ready = Str(c["status"], "status.conditions[Ready].status") == "True";
+        ready_known = true;
+      }
+    }
+  }
+  if (!ready_known && needs_ready_condition) nodeclass.ready = false;
   return nodeclass;
 }
 

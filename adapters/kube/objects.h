@@ -27,8 +27,11 @@ Nanos ParseDuration(std::string_view duration);
 // RFC 3339: "2026-01-01T00:00:00Z", "2026-01-01T02:00:00.5+02:00" -> time since the epoch.
 Nanos ParseTimestamp(std::string_view timestamp);
 
-NodePool ParseNodePool(const YAML::Node& object);    // karpenter.sh/v1 NodePool
-NodeClass ParseNodeClass(const YAML::Node& object);  // karpenter.k8s.aws/v1 EC2NodeClass
+NodePool ParseNodePool(const YAML::Node& object);  // karpenter.sh/v1 NodePool
+// karpenter.k8s.aws/v1 EC2NodeClass. Ready follows status.conditions[Ready]; without that
+// condition it is ready unless `needs_ready_condition` (objects read from a cluster, where the
+// NodeClass controller has not resolved it yet).
+NodeClass ParseNodeClass(const YAML::Node& object, bool needs_ready_condition = false);
 Toleration ParseToleration(const YAML::Node& node);
 
 // Kubernetes objects the scheduler reads. A Pod without status counts as unschedulable and

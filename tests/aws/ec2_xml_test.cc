@@ -58,7 +58,7 @@ TEST(AwsEc2Xml, FleetOutcomeFillsZonesFromSubnetsAndPricesFromOverrides) {
                                {},
                                "price-capacity-optimized"};
   const LaunchContext context{
-      "lt", {{"us-east-1a", "subnet-a"}, {"us-east-1b", "subnet-b"}}, "ami-1", {"sg-1"}};
+      "lt", {{"us-east-1a", "subnet-a"}, {"us-east-1b", "subnet-b"}}, "ami-1", {"sg-1"}, {}};
   const Event e = FleetOutcome(Command{CommandId{7}, Seq{1}, launch}, launch, context, r);
   const auto* launched = std::get_if<FleetLaunched>(&e);
   ASSERT_NE(launched, nullptr);

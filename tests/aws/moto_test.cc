@@ -238,8 +238,8 @@ struct Fleet {
     EXPECT_TRUE(client.ec2.CreateLaunchTemplate(spec).ok());
     executor =
         std::make_unique<AwsExecutor>(client.ec2, nullptr, [this, spec](const LaunchInstances&) {
-          return std::optional<LaunchContext>(
-              LaunchContext{spec.name, subnets, spec.image_id, spec.security_group_ids});
+          return Result<LaunchContext>::Ok(
+              LaunchContext{spec.name, subnets, spec.image_id, spec.security_group_ids, {}});
         });
   }
   Client client;
@@ -389,7 +389,9 @@ TEST(AwsMoto, SqsRoundTripOfEveryEventBridgeKindAndAMalformedOne) {
   EXPECT_EQ(kinds[InterruptionKind::kStateChange], 1);
   EXPECT_EQ(rejected, 1);
   // Acknowledge the interruptions through the executor; the queue still holds the malformed one.
-  AwsExecutor executor(c.ec2, &queue, [](const LaunchInstances&) { return std::nullopt; });
+  AwsExecutor executor(c.ec2, &queue, [](const LaunchInstances&) {
+    return Result<LaunchContext>::Fail(AwsError{ErrorCode::kInvalid, "", "unused", 0});
+  });
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   ASSERT_EQ(ids.size(), 4u);

@@ -75,7 +75,9 @@ class Tenon {
                 "--tick",
                 "200ms",
                 "--catalog",
-                TENON_CATALOG},
+                TENON_CATALOG,
+                "--cloud-provider",
+                "none"},
                {}, false) {}
   tenon::testing::Child& child() { return child_; }
 
@@ -94,6 +96,11 @@ TEST(KubeHandOver, PausedLeaderStopsBeforeTheStandbyStartsAndNeverWritesAgain) {
                        {"spec", {{"role", "KarpenterNodeRole"}}}})
                 .status,
             201);
+  // Resolved and Ready, as its controller would leave it (this test runs without a cloud).
+  auto nodeclass = admin.Get("/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default").Json();
+  nodeclass["status"] = {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}};
+  ASSERT_EQ(admin.Put("/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default/status", nodeclass).status,
+            200);
   ASSERT_EQ(
       admin
           .Post("/apis/karpenter.sh/v1/nodepools",

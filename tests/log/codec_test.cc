@@ -80,7 +80,12 @@ std::vector<Event> EveryEvent() {
   node.do_not_disrupt = true;
   return {
       Tick{kT0},
-      ControllerStarted{"v1", 99, Settings{"prod", Nanos{2}, Nanos{3}, 80, true, true}},
+      ControllerStarted{"v1", 99,
+                        [] {
+                          Settings s{"prod", Nanos{2}, Nanos{3}, 80, true, true};
+                          s.reserved_enis = 2;
+                          return s;
+                        }()},
       CatalogRefreshed{CatalogWithGpu()},
       NodePoolUpserted{FullPool()},
       NodePoolDeleted{"gpu"},

@@ -462,7 +462,7 @@ TEST(Determinism, StateHashIsPinned) {
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   f.Fold(Tick{kT0 + kSecond});
-  EXPECT_EQ(StateHash(f.state), 13114701677904409976ull) << std::hex << StateHash(f.state);
+  EXPECT_EQ(StateHash(f.state), 11128530654753327084ull) << std::hex << StateHash(f.state);
 }
 
 // AWS allocatable for m5.large: 29 pods (3 ENIs x 9 + 2), 1930m CPU, memory after the VM
@@ -479,6 +479,10 @@ TEST(Catalog, AllocatableFollowsAwsFormulas) {
   EXPECT_EQ(e.labels.at(label::kInstanceCategory), "m");
   EXPECT_EQ(e.labels.at(label::kInstanceGeneration), "5");
   EXPECT_EQ(e.labels.at(label::kInstanceSize), "large");
+  // RESERVED_ENIS=1 keeps one interface from pods: 2 x 9 + 2.
+  Settings reserved;
+  reserved.reserved_enis = 1;
+  EXPECT_EQ(MakeCatalogEntry(t, reserved).allocatable.pods, 20);
 }
 
 }  // namespace

@@ -1,0 +1,139 @@
+// The AWS side of `tenon run`: adapters on threads of their own that feed the log, and the
+// executor for the cloud's commands.
+//
+//   catalog      DescribeInstanceTypes / offerings / spot prices every 5 min, on-demand prices
+//                every 12 h (Pricing API, else the operator's price file) -> CatalogRefreshed
+//                when anything changed
+//   interruption long polls of the SQS queue -> InterruptionReceived (or InputRejected)
+//   gc           DescribeInstances by the cluster's tag every 2 min -> InstancesListed
+//   nodeclass    every EC2NodeClass's selector terms resolved every minute (and when one
+//                changes): AMIs, subnets, security groups, the instance profile; written to its
+//                status with the Ready condition, which the informer brings back into the log
+//
+// Each thread owns its AWS connection (the HTTP pieces are not thread-safe). The executor runs
+// on the controller's thread with a connection of its own.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapters/aws/connection.h"
+#include "adapters/aws/ec2.h"
+#include "adapters/aws/executor.h"
+#include "adapters/aws/nodeclass.h"
+#include "adapters/aws/sqs.h"
+#include "adapters/kube/client.h"
+#include "adapters/kube/executor.h"
+#include "reducers/core.h"
+
+namespace tenon::controller {
+
+struct CloudOptions {
+  aws::AwsSettings aws;
+  std::string cluster_name;
+  std::string cluster_endpoint;    // CLUSTER_ENDPOINT, for the nodes' user data.
+  std::string cluster_ca_base64;   // The cluster's CA bundle, for the nodes' user data.
+  std::string interruption_queue;  // INTERRUPTION_QUEUE: a queue name or URL; empty: none.
+  std::string price_file;          // On-demand prices when the Pricing API cannot answer.
+  std::string kubernetes_version;  // "1.31"; empty: asked of the API server (/version).
+  bool refresh_catalog = true;     // False when the catalog comes from a file (--catalog).
+  // Dry run: read, resolve and list, but write no NodeClass status and take no message off
+  // the interruption queue (the controller in charge must still see it).
+  bool read_only = false;
+  std::chrono::milliseconds catalog_every{5 * 60 * 1000};
+  std::chrono::milliseconds prices_every{12 * 60 * 60 * 1000};
+  std::chrono::milliseconds gc_every{2 * 60 * 1000};
+  std::chrono::milliseconds nodeclass_every{60 * 1000};
+  std::chrono::milliseconds retry{5000};  // After a failed call.
+  std::int32_t poll_wait_seconds = 20;    // SQS long poll.
+};
+
+// What an EC2NodeClass resolved to, with the rest of its spec a launch template needs.
+struct ResolvedNodeClass {
+  aws::NodeClassResolution resolution;
+  std::string ami_family;  // AL2023 | AL2 | Bottlerocket | Custom
+  std::string instance_profile;
+  std::string user_data;  // spec.userData
+  Labels tags;            // spec.tags
+};
+
+// The NodeClass status for a resolution, or the reason it failed (pure).
+kube::NodeClassStatus StatusFor(const aws::Result<aws::NodeClassResolution>& resolved,
+                                const std::string& instance_profile);
+// "al2023@latest" / "AL2023" -> "AL2023"; the family names user data knows.
+std::string AmiFamily(const std::string& family_or_alias);
+// "v1.31.2-eks-1234" -> "1.31"; empty when it is not a version.
+std::string MinorVersion(const std::string& git_version);
+
+class CloudSource : public runtime::Executor {
+ public:
+  CloudSource(CloudOptions options, kube::Client& kube, std::function<bool()> may_act);
+  ~CloudSource();
+  CloudSource(const CloudSource&) = delete;
+  CloudSource& operator=(const CloudSource&) = delete;
+
+  // The folded state the launch resolver reads (instance types, NodePools); set before Start.
+  void SetState(const State* state) { state_ = state; }
+  void Start();
+  void Stop();
+  // Events the threads produced since the last call.
+  std::vector<Event> Drain();
+  // The events Drain returned are in the log: messages that were only rejected input can go.
+  void Ingested();
+  // Resolve the NodeClasses again now (one changed).
+  void PokeNodeClasses();
+  // The cloud's commands: launches, terminations (AwsExecutor) and acknowledgements.
+  std::vector<Event> Execute(const Command& command) override;
+
+  // For tests and metrics.
+  std::int64_t catalogs_published() const { return catalogs_published_.load(); }
+  std::int64_t nodeclasses_resolved() const { return nodeclasses_resolved_.load(); }
+
+ private:
+  void Push(std::vector<Event> events, std::vector<std::string> rejected = {});
+  bool Sleep(std::chrono::milliseconds duration);  // False when stopping.
+  void CatalogLoop();
+  void InterruptionLoop();
+  void GarbageLoop();
+  void NodeClassLoop();
+  void ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor& writer);
+  aws::Result<aws::LaunchContext> ResolveLaunch(const LaunchInstances& launch);
+  std::string KubernetesVersion();
+
+  CloudOptions options_;
+  kube::Client& kube_;
+  std::function<bool()> may_act_;
+  const State* state_ = nullptr;
+
+  // The controller thread's connection: launches, terminations, acknowledgements.
+  aws::AwsConnection main_;
+  aws::Ec2 ec2_;
+  std::unique_ptr<aws::AwsConnection> poller_;  // The queue's long polls.
+  std::unique_ptr<aws::InterruptionQueue> queue_;
+  std::atomic<aws::InterruptionQueue*> queue_ready_{nullptr};  // Set once the URL is known.
+  std::unique_ptr<aws::AwsExecutor> executor_;
+  std::set<std::string> templates_;  // Launch templates known to exist.
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Event> events_;
+  std::vector<std::string> rejected_pending_;  // Queued with their events, not yet drained.
+  std::vector<std::string> rejected_drained_;  // Drained: delete once Ingested says so.
+  std::map<std::string, ResolvedNodeClass> resolved_;
+  bool poke_ = false;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+  std::atomic<std::int64_t> catalogs_published_{0};
+  std::atomic<std::int64_t> nodeclasses_resolved_{0};
+};
+
+}  // namespace tenon::controller
