@@ -25,6 +25,9 @@ It keeps the semantics a production controller relies on, as the real kube-apise
     disruption (status.disruptionsAllowed when the test has set a status, else computed from
     minAvailable/maxUnavailable over the matching Running pods); otherwise the pod is deleted
     (finalizers respected), 201, and a PDB status that was set is decremented;
+  - the pods/binding subresource (a v1 Binding, as kube-scheduler posts it): sets spec.nodeName
+    and a PodScheduled=True status condition, 201; 409 Conflict when the pod is already bound or
+    is being deleted; 400 when the Binding names another pod or no node;
   - bearer-token authentication (401 Unauthorized otherwise), HTTP/1.1 keep-alive;
   - optionally HTTPS (TLS 1.2 or newer, HTTP/1.1 by ALPN) with --tls-cert FILE --tls-key FILE
     (PEM; the certificate chain and its private key), and with --client-ca FILE a client
@@ -34,6 +37,8 @@ It keeps the semantics a production controller relies on, as the real kube-apise
     handshake runs on that connection's own thread, so none holds up the others.
   - a watch with a selector sees an object entering the selection as ADDED and leaving it as
     DELETED; a watch without a resourceVersion starts with ADDED events for what exists.
+apps/v1 deployments are stored (with a status subresource) but nothing acts on them: the e2e
+stand-in (tests/e2e/standin.py) plays the ReplicaSet controller and the scheduler.
 Not modelled: strategic-merge and JSON patch (415), graceful pod deletion (pods go at once),
 namespaces as objects, admission, schemas, resourceVersionMatch, sendInitialEvents.
 
@@ -84,6 +89,7 @@ RESOURCES = {
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True, False, False),
     ("", "v1", "events"): ("Event", True, False, False),
     ("apps", "v1", "daemonsets"): ("DaemonSet", True, True, False),
+    ("apps", "v1", "deployments"): ("Deployment", True, True, False),
     ("", "v1", "persistentvolumeclaims"): ("PersistentVolumeClaim", True, True, False),
     ("", "v1", "persistentvolumes"): ("PersistentVolume", False, True, False),
     ("storage.k8s.io", "v1", "storageclasses"): ("StorageClass", False, False, False),
@@ -91,6 +97,8 @@ RESOURCES = {
 }
 PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
+# Subresources that only take a POST of an object of their own (an Eviction, a Binding).
+POST_SUBRESOURCES = ("eviction", "binding")
 SNAPSHOTS_MAX = 64  # Paged lists in progress; an older continue token answers 410 Expired.
 REQUESTS_MAX = 100000  # Entries of the request log; the oldest go first.
 HANDSHAKE_TIMEOUT_S = 10  # A TLS client that stalls in the handshake is dropped after it.
@@ -471,6 +479,40 @@ class Store:
                 self.consume_disruption(pdbs[0])
         return self.delete(PODS, ns, name, body.get("deleteOptions"))
 
+    def bind(self, ns, name, body):
+        """POST pods/NAME/binding: assigns the pod to the Binding's target node, as the real
+        server's binding storage does (spec.nodeName, and a PodScheduled=True condition)."""
+        if not isinstance(body, dict) or body.get("kind") not in (None, "Binding"):
+            raise ApiError(400, "BadRequest", "the body must be a v1 Binding")
+        if (body.get("metadata") or {}).get("name", name) != name:
+            raise ApiError(400, "BadRequest", "name in URL does not match name in Binding object")
+        target = body.get("target")
+        if not isinstance(target, dict) or target.get("kind") not in (None, "", "Node") \
+                or not isinstance(target.get("name"), str) or not target["name"]:
+            raise ApiError(400, "BadRequest", "the Binding's target must name a Node")
+        pod = self.get(PODS, ns, name)
+        conflict = None
+        if "deletionTimestamp" in pod["metadata"]:
+            conflict = "pod %s is being deleted, cannot be assigned to a host" % name
+        elif (pod.get("spec") or {}).get("nodeName"):
+            conflict = "pod %s is already assigned to node %r" % (name, pod["spec"]["nodeName"])
+        if conflict:
+            raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on pods/binding "%s": '
+                           "%s" % (name, conflict), {"name": name, "kind": "pods/binding"})
+        new = copy.deepcopy(pod)
+        new.setdefault("spec", {})["nodeName"] = target["name"]
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or []
+                      if not isinstance(c, dict) or c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True",
+                           "lastTransitionTime": now_rfc3339()})
+        status["conditions"] = conditions
+        new["metadata"]["generation"] = pod["metadata"].get("generation", 1) + 1
+        new["metadata"]["resourceVersion"] = self.next_rv()
+        self.objects[PODS][(ns, name)] = new
+        self.record(PODS, "MODIFIED", new, pod)
+        return new
+
     def consume_disruption(self, pdb):
         status = pdb.get("status") or {}
         if "disruptionsAllowed" in status:
@@ -579,8 +621,9 @@ def parse_path(path):
         raise ApiError(404, "NotFound", "%s is namespaced" % rest[0])
     if not namespaced:
         ns = ""
-    if sub not in (None, "status", "eviction") or (sub == "status" and not RESOURCES[gvr][2]) \
-            or (sub == "eviction" and gvr != PODS):
+    if sub not in (None, "status") + POST_SUBRESOURCES \
+            or (sub == "status" and not RESOURCES[gvr][2]) \
+            or (sub in POST_SUBRESOURCES and gvr != PODS):
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
     return gvr, ns, name, sub
 
@@ -699,16 +742,19 @@ class Handler(BaseHTTPRequestHandler):
                 return self.watch(gvr, ns, query)
             return self.list(gvr, ns, query)
         with store.cond:
-            if method == "GET" and name is not None and sub != "eviction":
+            if method == "GET" and name is not None and sub not in POST_SUBRESOURCES:
                 return self.send_json(200, store.get(gvr, ns, name))
             if method == "POST" and name is None:
                 return self.send_json(201, store.create(gvr, ns, body))
             if method == "POST" and sub == "eviction":
                 store.evict(ns, name, body)
                 return self.send_json(201, status_body(201, "", "evicted"))
-            if method == "PUT" and name is not None and sub != "eviction":
+            if method == "POST" and sub == "binding":
+                store.bind(ns, name, body)
+                return self.send_json(201, status_body(201, "", "bound"))
+            if method == "PUT" and name is not None and sub not in POST_SUBRESOURCES:
                 return self.send_json(200, store.update(gvr, ns, name, body, sub, True))
-            if method == "PATCH" and name is not None and sub != "eviction":
+            if method == "PATCH" and name is not None and sub not in POST_SUBRESOURCES:
                 return self.send_json(200, self.patch(gvr, ns, name, sub, body))
             if method == "DELETE" and name is not None and sub is None:
                 return self.send_json(200, store.delete(gvr, ns, name, body))

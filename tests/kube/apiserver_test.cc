@@ -474,6 +474,53 @@ TEST_F(KubeApiServer, EvictionHonoursAPdbStatusSetByTheTest) {
       client_.Get(std::string(kPods) + "/held").Json()["metadata"].contains("deletionTimestamp"));
 }
 
+// A Binding assigns a pending pod to a node once, as kube-scheduler's POST does; a second one,
+// or one for a pod being deleted, is a 409 Conflict.
+TEST_F(KubeApiServer, BindingAssignsAPodToANodeOnce) {
+  ASSERT_EQ(client_.Post(kPods, Pod("web-1", "Pending", "")).status, 201);
+  auto bind = [&](const std::string& pod, const std::string& node) {
+    return client_.Post(std::string(kPods) + "/" + pod + "/binding",
+                        {{"apiVersion", "v1"},
+                         {"kind", "Binding"},
+                         {"metadata", {{"name", pod}}},
+                         {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}});
+  };
+  const Response bound = bind("web-1", "node-a");
+  ASSERT_EQ(bound.status, 201) << bound.body;
+  const json pod = client_.Get(std::string(kPods) + "/web-1").Json();
+  EXPECT_EQ(pod["spec"]["nodeName"], "node-a");
+  EXPECT_EQ(pod["status"]["conditions"][0]["type"], "PodScheduled");
+  EXPECT_EQ(pod["status"]["conditions"][0]["status"], "True");
+  EXPECT_EQ(bind("web-1", "node-b").status, 409);
+  EXPECT_EQ(client_.Get(std::string(kPods) + "/web-1").Json()["spec"]["nodeName"], "node-a");
+  EXPECT_EQ(bind("gone", "node-a").status, 404);
+  EXPECT_EQ(
+      client_.Post(std::string(kPods) + "/web-1/binding", {{"metadata", {{"name", "x"}}}}).status,
+      400);
+  EXPECT_EQ(client_.Get(std::string(kPods) + "/web-1/binding").status, 405);
+
+  json held = Pod("held", "Pending", "");
+  held["metadata"]["finalizers"] = {"example.com/hold"};
+  ASSERT_EQ(client_.Post(kPods, held).status, 201);
+  ASSERT_EQ(client_.Delete(std::string(kPods) + "/held").status, 200);
+  EXPECT_EQ(bind("held", "node-a").status, 409);
+}
+
+// Deployments are stored, with a status subresource; the e2e stand-in acts on them.
+TEST_F(KubeApiServer, DeploymentsHaveAStatusSubresource) {
+  const std::string deployments = "/apis/apps/v1/namespaces/default/deployments";
+  ASSERT_EQ(client_
+                .Post(deployments, {{"apiVersion", "apps/v1"},
+                                    {"kind", "Deployment"},
+                                    {"metadata", {{"name", "web"}}},
+                                    {"spec", {{"replicas", 3}}}})
+                .status,
+            201);
+  EXPECT_EQ(client_.MergePatch(deployments + "/web/status", {{"status", {{"replicas", 3}}}}).status,
+            200);
+  EXPECT_EQ(client_.Get(deployments + "/web").Json()["status"]["replicas"], 3);
+}
+
 TEST_F(KubeApiServer, LeaseUpdatesAreOptimisticallyConcurrent) {
   const json lease =
       client_
