@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "adapters/runtime/runtime.h"
 
@@ -67,12 +68,18 @@ class Metrics : public runtime::Observer {
   void CountDisruption(const DisruptionDecision& disruption);
   void ObserveCloudProvider(const Command& command, const std::vector<Event>& results,
                             std::chrono::nanoseconds took);
+  void ObservePods(const State& state);
+  void ObserveNodes(const State& state);
+  void ObservePools(const State& state);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> f_;
   std::map<std::string, ClaimLabels> claims_;  // By NodeClaim name; bounded by the cluster.
-  Nanos now_{0};                               // The last Tick folded.
-  Nanos snapshot_at_{-1};                      // Cluster time of the newest snapshot, -1: none.
+  // Per node name: requests of the pods bound to it, and of its DaemonSet pods (kept between
+  // calls to reuse the allocation).
+  std::unordered_map<std::string, std::pair<Resources, Resources>> node_requests_;
+  Nanos now_{0};           // The last Tick folded.
+  Nanos snapshot_at_{-1};  // Cluster time of the newest snapshot, -1: none.
 };
 
 // Karpenter's label value for a disruption method ("Emptiness" -> "empty", ...).
