@@ -74,8 +74,15 @@ std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
   std::vector<std::pair<Seq, Output>> outputs;
   std::vector<Command> to_run;
   for (std::size_t i = 0; i < events.size(); ++i) {
+    // The clock is read only for an observer.
+    const auto start = options_.observer != nullptr ? std::chrono::steady_clock::now()
+                                                    : std::chrono::steady_clock::time_point{};
     Output out = Step(state_, Seq{seqs[i]}, events[i]);
-    if (options_.observer != nullptr) options_.observer->OnEvent(Seq{seqs[i]}, events[i]);
+    if (options_.observer != nullptr) {
+      const auto took = std::chrono::steady_clock::now() - start;
+      options_.observer->OnEvent(Seq{seqs[i]}, events[i]);
+      options_.observer->OnFolded(Seq{seqs[i]}, events[i], out, took);
+    }
     ++events_folded_;
     ++events_since_snapshot_;
     if (out.empty()) continue;

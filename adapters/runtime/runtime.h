@@ -46,6 +46,42 @@ class Observer {
   virtual void OnExecuted(const Command& /*command*/, const std::vector<Event>& /*results*/,
                           std::chrono::nanoseconds /*took*/) {}
   virtual void OnSnapshot(log::Seq /*seq*/) {}
+  // One live fold (not during recovery): the event, what the core produced (possibly empty)
+  // and how long Step took. Scheduling and disruption simulations run inside Step, so this is
+  // where their duration can be measured honestly.
+  virtual void OnFolded(Seq /*seq*/, const Event& /*event*/, const Output& /*output*/,
+                        std::chrono::nanoseconds /*took*/) {}
+};
+
+// Hands every callback to each of several observers, in the order they were added (metrics,
+// then logs, ...). Not owning.
+class ObserverList : public Observer {
+ public:
+  void Add(Observer* observer) { observers_.push_back(observer); }
+  void OnAppend(std::size_t records, std::size_t bytes, std::chrono::nanoseconds latency,
+                log::Seq last) override {
+    for (auto* o : observers_) o->OnAppend(records, bytes, latency, last);
+  }
+  void OnEvent(Seq seq, const Event& event) override {
+    for (auto* o : observers_) o->OnEvent(seq, event);
+  }
+  void OnOutput(Seq cause, const Output& output) override {
+    for (auto* o : observers_) o->OnOutput(cause, output);
+  }
+  void OnExecuted(const Command& command, const std::vector<Event>& results,
+                  std::chrono::nanoseconds took) override {
+    for (auto* o : observers_) o->OnExecuted(command, results, took);
+  }
+  void OnSnapshot(log::Seq seq) override {
+    for (auto* o : observers_) o->OnSnapshot(seq);
+  }
+  void OnFolded(Seq seq, const Event& event, const Output& output,
+                std::chrono::nanoseconds took) override {
+    for (auto* o : observers_) o->OnFolded(seq, event, output, took);
+  }
+
+ private:
+  std::vector<Observer*> observers_;
 };
 
 struct Options {

@@ -24,21 +24,25 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   runtime_options.snapshot_every_events = options.snapshot_every_events;
   runtime_options.sync = options.sync;
   runtime_options.on_ack = options.on_ack;
+  runtime_options.observer = options.observer;
   runtime::Runtime runtime(*log, world, runtime_options);
   auto recovery = runtime.Recover();
   report.recovered_snapshot = recovery.snapshot_seq;
   report.outputs_restored = recovery.outputs_restored;
   report.commands_redriven = recovery.commands_redriven;
   world.Save();
+  if (options.on_state) options.on_state(runtime.state());
 
   runtime.Ingest(world.StartupEvents());
   world.Save();
+  if (options.on_state) options.on_state(runtime.state());
   Nanos end = scenario.start + scenario.duration;
   // A fresh world starts at `start`; a resumed one continues from where it stood.
   Nanos next = world.started() ? world.now() + scenario.tick : world.now();
   for (; next <= end; next += scenario.tick) {
     runtime.Ingest(world.Advance(next));
     world.Save();
+    if (options.on_state) options.on_state(runtime.state());
     if (options.on_progress) options.on_progress(next, world.Summary());
   }
   report.events_folded = runtime.events_folded();

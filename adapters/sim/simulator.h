@@ -20,6 +20,11 @@ struct SimulateOptions {
   std::function<void(log::Seq, const std::string&)> on_ack;
   // Called once per virtual tick with the world's summary (progress display).
   std::function<void(Nanos, const WorldSummary&)> on_progress;
+  // Sees the runtime's appends, folds, outputs and commands (metrics, decision logs). Not owned.
+  runtime::Observer* observer = nullptr;
+  // Called with the core's state after recovery and after every ingest round, as the controller
+  // does for its gauges.
+  std::function<void(const State&)> on_state;
 };
 
 struct SimulateReport {

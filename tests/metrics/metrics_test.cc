@@ -1,0 +1,193 @@
+// Metrics: the counters agree with what the log recorded, the log metrics move, the gauges
+// match the state, and label sets of things gone are removed.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "adapters/metrics/metrics.h"
+#include "tests/metrics/demo_run.h"
+#include "tests/metrics/prom_text.h"
+
+namespace tenon {
+namespace {
+
+using testing::Demo;
+using testing::Sum;
+
+// What the demo's log holds, counted independently of the metrics.
+struct LogCounts {
+  std::uint64_t events = 0;
+  std::uint64_t commands = 0;
+  std::map<std::string, std::uint64_t> commands_by_kind;
+  std::map<std::string, std::uint64_t> created_by_pool;
+  std::uint64_t decisions = 0;
+  std::uint64_t registered = 0;
+  std::uint64_t finalized = 0;
+  std::uint64_t disrupted = 0;
+  std::uint64_t interruptions = 0;
+  std::uint64_t ticks = 0;
+};
+
+LogCounts CountLog(const log::EventLog& log) {
+  LogCounts c;
+  log.Scan(1, 0, [&](const log::Record& r) {
+    auto entry = log::DecodeEntry(r.payload);
+    if (const auto* e = std::get_if<Event>(&entry)) {
+      ++c.events;
+      c.interruptions += std::holds_alternative<InterruptionReceived>(*e) ? 1 : 0;
+      c.ticks += std::holds_alternative<Tick>(*e) ? 1 : 0;
+      return true;
+    }
+    for (const Command& command : std::get<log::OutputRecord>(entry).commands) {
+      ++c.commands;
+      ++c.commands_by_kind[log::CommandKind(command)];
+      if (const auto* create = std::get_if<CreateNodeClaim>(&command.body)) {
+        ++c.created_by_pool[create->claim.nodepool];
+      }
+    }
+    return true;
+  });
+  log.ScanDecisions(1, [&](const log::DecisionRecord& r) {
+    Decision d = log::DecodeDecision(r.payload);
+    ++c.decisions;
+    if (const auto* l = std::get_if<LifecycleDecision>(&d.body)) {
+      c.registered += l->transition == "Registered" ? 1 : 0;
+      c.finalized += l->transition == "Finalized" ? 1 : 0;
+    }
+    if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) {
+      if (x->phase == "executed" || x->phase == "replacing") c.disrupted += x->nodeclaims.size();
+    }
+    return true;
+  });
+  return c;
+}
+
+// The Karpenter counters equal the commands and decisions the log holds for the demo.
+TEST(Metrics, KarpenterCountersAgreeWithTheLog) {
+  const auto& run = Demo();
+  const std::string text = run.metrics.Serialize();
+  const LogCounts log = CountLog(*run.log);
+  ASSERT_GT(log.created_by_pool.size(), 0u);
+  std::uint64_t created = 0;
+  for (const auto& [pool, n] : log.created_by_pool) {
+    EXPECT_EQ(Sum(text, "karpenter_nodeclaims_created_total", {{"nodepool", pool}}), n) << pool;
+    created += n;
+  }
+  EXPECT_EQ(Sum(text, "karpenter_nodeclaims_created_total"), created);
+  EXPECT_GT(log.registered, 0u);
+  EXPECT_EQ(Sum(text, "karpenter_nodes_created_total"), log.registered);
+  EXPECT_GT(log.finalized, 0u);  // The demo shrinks: claims are terminated.
+  EXPECT_EQ(Sum(text, "karpenter_nodeclaims_terminated_total"), log.finalized);
+  EXPECT_GT(log.disrupted, 0u);
+  EXPECT_EQ(Sum(text, "karpenter_nodeclaims_disrupted_total"), log.disrupted);
+  EXPECT_GT(Sum(text, "karpenter_voluntary_disruption_decisions_total"), 0);
+  EXPECT_EQ(Sum(text, "karpenter_cloudprovider_duration_seconds_count", {{"method", "Create"}}),
+            log.commands_by_kind.at("LaunchInstances"));
+  EXPECT_GT(Sum(text, "karpenter_scheduler_scheduling_duration_seconds_count",
+                {{"controller", "provisioner"}}),
+            0);
+  EXPECT_EQ(Sum(text, "karpenter_interruption_received_messages_total"),
+            log.interruptions == 0 ? -1 : static_cast<double>(log.interruptions));
+}
+
+// tenon's own counters: every event folded, command executed and decision made is counted,
+// and the log metrics match the log.
+TEST(Metrics, TenonCountersAgreeWithTheLog) {
+  const auto& run = Demo();
+  const std::string text = run.metrics.Serialize();
+  const LogCounts log = CountLog(*run.log);
+  EXPECT_EQ(Sum(text, "tenon_events_total"), log.events);
+  EXPECT_GE(log.ticks, 20u * 60u);  // 20 minutes of 1 s ticks.
+  EXPECT_EQ(Sum(text, "tenon_events_total", {{"kind", "Tick"}}), log.ticks);
+  EXPECT_EQ(Sum(text, "tenon_commands_total"), log.commands);
+  for (const auto& [kind, n] : log.commands_by_kind) {
+    EXPECT_EQ(Sum(text, "tenon_commands_total", {{"kind", kind}}), n) << kind;
+  }
+  EXPECT_EQ(Sum(text, "tenon_decisions_total"), log.decisions);
+  const double last = static_cast<double>(run.log->LastSeq());
+  EXPECT_EQ(Sum(text, "tenon_log_sequence"), last);
+  EXPECT_EQ(Sum(text, "tenon_log_records_total"), last);  // Every record went through append.
+  EXPECT_GT(Sum(text, "tenon_log_bytes_total"), last);
+  EXPECT_GT(Sum(text, "tenon_log_append_duration_seconds_count"), 0);
+  EXPECT_GT(Sum(text, "tenon_log_snapshot_sequence"), 0);  // 500 events per snapshot.
+  EXPECT_GE(Sum(text, "tenon_log_snapshot_age_seconds"), 0);
+}
+
+// The gauges describe the final state.
+TEST(Metrics, GaugesMatchTheFinalState) {
+  const auto& run = Demo();
+  const std::string text = run.metrics.Serialize();
+  const State& state = run.final_state;
+  ASSERT_GT(run.state_rounds, 1000u);
+  EXPECT_EQ(Sum(text, "karpenter_cluster_state_node_count"), state.nodes.size());
+  EXPECT_EQ(Sum(text, "karpenter_cluster_state_synced"), 1);
+  double cpu = 0;
+  for (const auto& [name, node] : state.nodes) cpu += node.allocatable.cpu.value / 1000.0;
+  EXPECT_DOUBLE_EQ(Sum(text, "karpenter_nodes_allocatable", {{"resource_type", "cpu"}}),
+                   state.nodes.empty() ? -1 : cpu);
+  std::map<std::string, double> claims;
+  for (const auto& [name, claim] : state.nodeclaims) ++claims[claim.nodepool];
+  for (const auto& [pool, _] : state.nodepools) {
+    EXPECT_EQ(
+        Sum(text, "karpenter_nodepools_usage", {{"nodepool", pool}, {"resource_type", "nodes"}}),
+        claims[pool])
+        << pool;
+  }
+  EXPECT_EQ(
+      Sum(text, "karpenter_nodepools_limit", {{"nodepool", "general"}, {"resource_type", "cpu"}}),
+      200);
+  double pods = 0;
+  for (const auto& [key, pod] : state.pods)
+    pods += pod.phase == "Succeeded" || pod.phase == "Failed" ? 0 : 1;
+  EXPECT_EQ(Sum(text, "tenon_pods") - Sum(text, "tenon_pods", {{"state", "finished"}}), pods);
+}
+
+// A node gone from the state takes its series with it; one still there keeps them.
+TEST(Metrics, SeriesOfGoneNodesAreRemoved) {
+  metrics::Metrics m;
+  State state;
+  for (const char* name : {"a", "b"}) {
+    Node node;
+    node.name = name;
+    node.labels[label::kNodePool] = "pool";
+    node.allocatable.cpu = Millicores(2000);
+    node.allocatable.pods = 110;
+    state.nodes[name] = node;
+  }
+  Pod pod;
+  pod.ns = "default";
+  pod.name = "p";
+  pod.node_name = "a";
+  pod.phase = "Running";
+  pod.requests.cpu = Millicores(500);
+  state.pods["default/p"] = pod;
+  m.ObserveState(state);
+  std::string text = m.Serialize();
+  EXPECT_EQ(Sum(text, "karpenter_nodes_allocatable", {{"resource_type", "cpu"}}), 4);
+  EXPECT_EQ(Sum(text, "karpenter_nodes_total_pod_requests",
+                {{"node_name", "a"}, {"resource_type", "cpu"}}),
+            0.5);
+  EXPECT_EQ(Sum(text, "tenon_pods", {{"state", "bound"}}), 1);
+
+  state.nodes.erase("b");
+  state.pods.clear();
+  m.ObserveState(state);
+  text = m.Serialize();
+  EXPECT_EQ(Sum(text, "karpenter_nodes_allocatable", {{"node_name", "b"}}), -1);
+  EXPECT_EQ(Sum(text, "karpenter_nodes_allocatable", {{"resource_type", "cpu"}}), 2);
+  EXPECT_EQ(Sum(text, "karpenter_nodes_total_pod_requests",
+                {{"node_name", "a"}, {"resource_type", "cpu"}}),
+            0);
+}
+
+// Disruption method names map to Karpenter's reason label values.
+TEST(Metrics, DisruptionReasonLabels) {
+  EXPECT_EQ(metrics::DisruptionReasonLabel("Emptiness"), "empty");
+  EXPECT_EQ(metrics::DisruptionReasonLabel("SingleNodeConsolidation"), "underutilized");
+  EXPECT_EQ(metrics::DisruptionReasonLabel("MultiNodeConsolidation"), "underutilized");
+  EXPECT_EQ(metrics::DisruptionReasonLabel("Drift"), "drifted");
+  EXPECT_EQ(metrics::DisruptionReasonLabel("Expiration"), "expired");
+}
+
+}  // namespace
+}  // namespace tenon
