@@ -20,6 +20,7 @@
 #include "adapters/aws/pricing.h"
 #include "adapters/controller/controller.h"
 #include "adapters/kube/objects.h"
+#include "adapters/metrics/logging.h"
 #include "adapters/sim/simulator.h"
 #include "log/codec.h"
 #include "log/event_log.h"
@@ -223,6 +224,7 @@ struct RunArgs {
   std::string gc_every = "2m";
   std::string nodeclass_every = "1m";
   std::string cloud_provider = "aws";
+  std::string log_format = "json";
   bool disable_leader_election = false;
 };
 
@@ -268,6 +270,7 @@ int RunController(RunArgs& args) {
   // A dry run writes nothing to the cluster, so it needs no Lease and may run beside the
   // controller in charge.
   if (options.dry_run) options.leader_election = false;
+  metrics::ConfigureLogging(options.log_level, args.log_format == "json");
   if (options.lease.renew_deadline >= options.lease.lease_duration) {
     throw std::invalid_argument("--renew-deadline must be shorter than --lease-duration");
   }
@@ -351,6 +354,15 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   run_cmd->add_option("--kubernetes-version", run_args.options.cloud.kubernetes_version,
                       "for AMI aliases (default: the API server's)");
+  run_cmd->add_option("--metrics-port", run_args.options.metrics_port, "metrics (METRICS_PORT)");
+  run_cmd->add_option("--health-port", run_args.options.health_port,
+                      "/healthz and /readyz (HEALTH_PROBE_PORT)");
+  run_cmd->add_option("--bind-address", run_args.options.bind_address,
+                      "address of the probe and metrics servers (0.0.0.0)");
+  run_cmd->add_option("--log-level", run_args.options.log_level,
+                      "debug|info|warn|error (LOG_LEVEL)");
+  run_cmd->add_option("--log-format", run_args.log_format, "json (default) or text")
+      ->check(CLI::IsMember({"json", "text"}));
   run_cmd->add_option("--catalog-every", run_args.catalog_every, "catalog refresh (5m)");
   run_cmd->add_option("--gc-every", run_args.gc_every, "instance garbage collection (2m)");
   run_cmd->add_option("--nodeclass-every", run_args.nodeclass_every,
@@ -372,13 +384,24 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--disable-leader-election", run_args.disable_leader_election,
                     "act without a Lease (one replica only)");
 
+  // Karpenter's environment names give `tenon run` its defaults; flags override them. A bad
+  // value is an error only for `run`.
+  std::string environment_error;
+  try {
+    controller::ApplyEnvironment(run_args.options);
+  } catch (const std::exception& e) {
+    environment_error = e.what();
+  }
   CLI11_PARSE(app, argc, argv);
   try {
     if (simulate->parsed()) return RunSimulate(sim_args);
     if (replay_cmd->parsed()) return RunReplay(replay_dir, verify, to, history_claim);
     if (export_cmd->parsed()) return RunCatalogExport(export_args);
     if (run_cmd->parsed()) {
-      controller::ApplyEnvironment(run_args.options);
+      if (!environment_error.empty()) {
+        std::fprintf(stderr, "tenon: bad setting: %s\n", environment_error.c_str());
+        return 2;
+      }
       return RunController(run_args);
     }
   } catch (const log::LogError& e) {

@@ -338,14 +338,16 @@ std::vector<InstanceType> BuildCatalog(
     type.offerings.clear();
     for (const std::string& zone : zones[type.name]) {
       for (const std::string& capacity : capacity_types) {
-        MicroUsdPerHour price{0};
+        // An offering without a known price is left out: priced at zero it would always look
+        // cheapest (Karpenter drops unpriced offerings too).
+        std::optional<MicroUsdPerHour> price;
         if (capacity == "spot") {
           if (const auto it = newest.find({type.name, zone}); it != newest.end())
             price = it->second->price;
         } else if (const auto it = on_demand_prices.find(type.name); it != on_demand_prices.end()) {
           price = it->second;
         }
-        type.offerings.push_back(Offering{zone, capacity, price, true});
+        if (price) type.offerings.push_back(Offering{zone, capacity, *price, true});
       }
     }
   }

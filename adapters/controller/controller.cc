@@ -8,9 +8,13 @@
 #include <thread>
 
 #include "adapters/aws/executor.h"
+#include "adapters/http/health.h"
+#include "adapters/kube/events.h"
 #include "adapters/kube/executor.h"
 #include "adapters/kube/objects.h"
 #include "adapters/kube/source.h"
+#include "adapters/metrics/logging.h"
+#include "adapters/metrics/metrics.h"
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/scenario.h"
 #include "log/codec.h"
@@ -175,7 +179,25 @@ void ApplyEnvironment(RunOptions& options) {
   cloud.aws = aws::AwsSettingsFromEnvironment(aws::ProcessEnv());
 }
 
+// Collects the core's outputs during one Ingest, for the Kubernetes Events they become.
+class OutputCollector : public runtime::Observer {
+ public:
+  void OnOutput(Seq /*cause*/, const Output& output) override { outputs.push_back(output); }
+  std::vector<Output> outputs;
+};
+
 int Run(const RunOptions& options, const std::atomic<bool>& stop) {
+  // Probes and metrics answer from the start, standby included: a standby is healthy.
+  http::HealthServer health(
+      http::HealthOptions{options.bind_address + ":" + std::to_string(options.health_port),
+                          std::chrono::milliseconds(60'000),
+                          {}});
+  metrics::Metrics metrics;
+  http::MetricsServer metrics_server(
+      options.bind_address + ":" + std::to_string(options.metrics_port), metrics.registry());
+  health.SetReady(false, "starting");
+  spdlog::info("probes on :{}, metrics on :{}", health.port(), metrics_server.port());
+
   kube::ClusterConfig config = kube::ResolveConfig(options.kubeconfig, options.context);
   config.qps = options.kube_qps;
   config.burst = options.kube_burst;
@@ -189,7 +211,18 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   if (options.leader_election) {
     spdlog::info("standby: waiting for lease {}/{} as {}", options.lease.ns, options.lease.name,
                  options.lease.identity);
-    if (!elector.Acquire(stop)) return 0;
+    health.SetReady(true);  // Ready to take over; the Service has nothing else to route.
+    std::atomic<bool> acquired{false};
+    std::thread beats([&] {
+      while (!acquired.load() && !stop.load()) {
+        health.Beat();
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+    });
+    const bool leader = elector.Acquire(stop);
+    acquired = true;
+    beats.join();
+    if (!leader) return 0;
     renewer = std::thread([&] {
       elector.KeepRenewing(renewing_stop);
       if (!renewing_stop.load()) lost = true;
@@ -239,9 +272,35 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   DryRun dry_run;
   runtime::Executor& executor = options.dry_run ? static_cast<runtime::Executor&>(dry_run)
                                                 : static_cast<runtime::Executor&>(routing);
+  metrics::DecisionLogger decision_logger;
+  OutputCollector outputs;
+  runtime::ObserverList observers;
+  observers.Add(&metrics);
+  observers.Add(&decision_logger);
+  observers.Add(&outputs);
   runtime::Options runtime_options;
   runtime_options.snapshot_every_events = options.snapshot_every_events;
+  runtime_options.observer = &observers;
   runtime::Runtime rt(*log, executor, runtime_options);
+  // Karpenter's Events for what the core decided (not in a dry run: it writes nothing).
+  auto record_events = [&] {
+    if (!options.dry_run) {
+      for (const Output& output : outputs.outputs) {
+        for (const kube::KubeEvent& e : kube::EventsFor(output, rt.state())) {
+          kube_executor.RecordEvent(e.object, e.type, e.reason, e.message);
+        }
+      }
+    }
+    outputs.outputs.clear();
+  };
+  auto state_seen = std::chrono::steady_clock::time_point{};
+  auto observe_state = [&](bool now) {
+    // At most once a second: the gauges walk every node and pod.
+    const auto t = std::chrono::steady_clock::now();
+    if (!now && t - state_seen < std::chrono::seconds(1)) return;
+    state_seen = t;
+    metrics.ObserveState(rt.state());
+  };
   kube::KubeSource source(client);
   auto stop_sources = [&] {
     source.Stop();
@@ -251,6 +310,8 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     const auto recovery = rt.Recover();
     spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
                  recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
+    outputs.outputs.clear();  // Their Events were recorded before the restart.
+    observe_state(true);
     std::vector<Event> start{
         ControllerStarted{options.version, std::random_device{}(), options.settings},
         Tick{WallNow()}};
@@ -280,6 +341,14 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
         next_tick = std::max(next_tick + options.tick, std::chrono::steady_clock::now());
       }
       if (!events.empty()) rt.Ingest(std::move(events));
+      record_events();
+      observe_state(false);
+      health.Beat();
+      if (source.synced()) {
+        health.SetReady(true);
+      } else {
+        health.SetReady(false, "informers have not synced yet");
+      }
       if (cloud != nullptr) {
         cloud->Ingested();
         if (nodeclass_changed) cloud->PokeNodeClasses();

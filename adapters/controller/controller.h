@@ -37,9 +37,10 @@ struct RunOptions {
   // Fold the live cluster and log every decision and command, executing nothing: no Lease,
   // no writes to the cluster or the cloud, no messages taken off the interruption queue.
   bool dry_run = false;
-  std::string log_level = "info";  // LOG_LEVEL
-  int metrics_port = 8080;         // METRICS_PORT
-  int health_port = 8081;          // HEALTH_PROBE_PORT
+  std::string log_level = "info";        // LOG_LEVEL
+  int metrics_port = 8080;               // METRICS_PORT
+  int health_port = 8081;                // HEALTH_PROBE_PORT
+  std::string bind_address = "0.0.0.0";  // Of the probe and metrics servers.
 };
 
 // Exit codes: 0 stopped by `stop` (SIGTERM), 3 leadership lost.

@@ -106,12 +106,14 @@ TEST(AwsEc2Xml, CatalogJoinsOfferingsAndTheNewestSpotPrice) {
                     {"m5.large", "us-east-1a", MicroUsdPerHour{31000}, "2026-11-23T00:00:00Z"}},
                    {{"m5.large", MicroUsdPerHour{96000}}});
   ASSERT_EQ(catalog.size(), 1u);
-  ASSERT_EQ(catalog[0].offerings.size(), 4u);
+  // us-east-1b has no spot price: that offering is left out rather than priced at zero.
+  ASSERT_EQ(catalog[0].offerings.size(), 3u);
   EXPECT_EQ(catalog[0].offerings[0],
             (Offering{"us-east-1a", "on-demand", MicroUsdPerHour{96000}, true}));
   EXPECT_EQ(catalog[0].offerings[1],
             (Offering{"us-east-1a", "spot", MicroUsdPerHour{31000}, true}));
-  EXPECT_EQ(catalog[0].offerings[3], (Offering{"us-east-1b", "spot", MicroUsdPerHour{0}, true}));
+  EXPECT_EQ(catalog[0].offerings[2],
+            (Offering{"us-east-1b", "on-demand", MicroUsdPerHour{96000}, true}));
 }
 
 TEST(AwsEc2Xml, NewestImagePerArchitecture) {

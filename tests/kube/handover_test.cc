@@ -77,7 +77,13 @@ class Tenon {
                 "--catalog",
                 TENON_CATALOG,
                 "--cloud-provider",
-                "none"},
+                "none",
+                "--bind-address",
+                "127.0.0.1",
+                "--metrics-port",
+                "0",
+                "--health-port",
+                "0"},
                {}, false) {}
   tenon::testing::Child& child() { return child_; }
 
