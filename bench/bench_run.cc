@@ -171,13 +171,12 @@ void AddChurn(const Args& args, sim::Scenario& scenario) {
   std::mt19937_64 rng(scenario.seed);
   const std::int64_t from = args.build_seconds, to = args.build_seconds + args.churn_seconds;
   for (std::int64_t t = from + args.scale_every_seconds; t <= to; t += args.scale_every_seconds) {
-    sim::WorkloadStep step = Deployment(
-        static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(args.deployments)), 0,
-        Seconds(t));
+    sim::WorkloadStep step =
+        Deployment(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(args.deployments)),
+                   0, Seconds(t));
     step.requests = {};  // Scale only: the deployment keeps its pod template.
-    step.replicas =
-        args.replicas / 2 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(
-                                                                  args.replicas + 1));
+    step.replicas = args.replicas / 2 + static_cast<std::int64_t>(
+                                            rng() % static_cast<std::uint64_t>(args.replicas + 1));
     scenario.workloads.push_back(step);
   }
   using Kind = sim::Action::Kind;
@@ -217,13 +216,14 @@ sim::Scenario MakeScenario(const Args& args) {
       if (t.name == type) types.values.push_back(type);
     }
   }
-  pool.requirements = {types,
-                       {label::kCapacityType, RequirementOp::kIn, {kCapacitySpot, kCapacityOnDemand}, 0}};
+  pool.requirements = {
+      types, {label::kCapacityType, RequirementOp::kIn, {kCapacitySpot, kCapacityOnDemand}, 0}};
   pool.consolidate_after = Nanos{kMinute.value};
   scenario.nodepools.push_back(pool);
   const std::int64_t ramp = args.build_seconds / 2;
   for (std::int64_t i = 0; i < args.deployments; ++i) {
-    scenario.workloads.push_back(Deployment(i, args.replicas, Seconds(i * ramp / args.deployments)));
+    scenario.workloads.push_back(
+        Deployment(i, args.replicas, Seconds(i * ramp / args.deployments)));
   }
   AddChurn(args, scenario);
   std::stable_sort(scenario.workloads.begin(), scenario.workloads.end(),
@@ -241,7 +241,8 @@ struct Phase {
 
 void PrintWorld(const char* when, Nanos now, const sim::World& world, const State& state) {
   sim::WorldSummary w = world.Summary();
-  std::printf("  %-12s t=%5" PRId64 " s  nodes %5zu  nodeclaims %5zu  pods bound %6zu  pending %5zu"
+  std::printf("  %-12s t=%5" PRId64
+              " s  nodes %5zu  nodeclaims %5zu  pods bound %6zu  pending %5zu"
               "  RSS %6.1f MB\n",
               when, (now - kStart).value / kSecond.value, w.nodes, state.nodeclaims.size(),
               w.pods_bound, w.pods_pending, StatusMb("VmRSS:"));
@@ -304,7 +305,8 @@ CoreOnly FoldCoreOnly(const log::EventLog& log, log::Seq churn_from) {
     }
     return true;
   };
-  if (from < churn_from) log.Scan(from, churn_from - 1, [&](const auto& r) { return fold(r, false); });
+  if (from < churn_from)
+    log.Scan(from, churn_from - 1, [&](const auto& r) { return fold(r, false); });
   const double cpu0 = ThreadCpuSeconds();
   const auto wall0 = Clock::now();
   log.Scan(churn_from, 0, [&](const auto& r) { return fold(r, true); });
@@ -321,7 +323,8 @@ const char* Verdict(bool pass) {
 
 void Report(const Args& args, double rss_start, double rss_built, double rss_peak,
             double rss_peak_sampled, const Phase& hour, double world_heap_mb,
-            double scenario_heap_mb, double state_heap_mb, const CoreOnly& core, std::uintmax_t log_disk_bytes) {
+            double scenario_heap_mb, double state_heap_mb, const CoreOnly& core,
+            std::uintmax_t log_disk_bytes) {
   const double cores = hour.cpu_seconds / static_cast<double>(args.churn_seconds);
   const double controller_cpu = hour.cpu_seconds - hour.world_cpu_seconds;
   const double controller_cores = controller_cpu / static_cast<double>(args.churn_seconds);
@@ -346,13 +349,16 @@ void Report(const Args& args, double rss_start, double rss_built, double rss_pea
   std::printf("  of which the simulated World        %7.1f s\n", hour.world_cpu_seconds);
   std::printf("  controller (process minus World)    %7.1f s = %.3f cores on average\n",
               controller_cpu, controller_cores);
-  std::printf("  events folded %" PRIu64 " (%.0f/s wall, %.1f per virtual second); records "
+  std::printf("  events folded %" PRIu64
+              " (%.0f/s wall, %.0f per controller cpu second, %.1f per virtual second); records "
               "appended %" PRIu64 ", %.1f MB; snapshots %" PRIu64 "; log on disk %.1f MB\n",
               hour.events, static_cast<double>(hour.events) / hour.wall_seconds,
+              static_cast<double>(hour.events) / controller_cpu,
               static_cast<double>(hour.events) / static_cast<double>(args.churn_seconds),
               hour.records, static_cast<double>(hour.bytes) / 1e6, hour.snapshots,
               static_cast<double>(log_disk_bytes) / 1e6);
-  std::printf("\nbaseline, same run: the hour's %" PRIu64 " events folded by the core alone "
+  std::printf("\nbaseline, same run: the hour's %" PRIu64
+              " events folded by the core alone "
               "(Scan + decode + Step, no writes): %.1f s cpu (Step itself %.1f s) = %.3f cores; "
               "%.0f events/s\n",
               core.events, core.cpu_seconds, core.step_cpu_seconds,
@@ -360,9 +366,10 @@ void Report(const Args& args, double rss_start, double rss_built, double rss_pea
               static_cast<double>(core.events) / core.wall_seconds);
   std::printf("  the log and adapters cost %.1f s cpu over the core (%.2fx the core-only fold)\n",
               controller_cpu - core.cpu_seconds, controller_cpu / core.cpu_seconds);
-  std::printf("\ntarget: < %.0f MB resident, < %.1f cores   (Karpenter's SLO: %.0f MB, %.1f cores "
-              "for a 1,000-pod scale-out)\n",
-              kTargetRssMb, kTargetCores, kKarpenterRssMb, kKarpenterCores);
+  std::printf(
+      "\ntarget: < %.0f MB resident, < %.1f cores   (Karpenter's SLO: %.0f MB, %.1f cores "
+      "for a 1,000-pod scale-out)\n",
+      kTargetRssMb, kTargetCores, kKarpenterRssMb, kKarpenterCores);
   std::printf("  memory, process peak %.1f MB: %s (controller estimate %.1f MB: %s)\n", rss_peak,
               Verdict(rss_peak < kTargetRssMb), controller_peak,
               Verdict(controller_peak < kTargetRssMb));
@@ -377,8 +384,8 @@ int Run(const Args& args) {
   const double heap_start = HeapMb();
   const sim::Scenario scenario = MakeScenario(args);
   const double scenario_heap_mb = HeapMb() - heap_start;
-  auto dir = std::filesystem::temp_directory_path() /
-             ("tenon-bench-run-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tenon-bench-run-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   log::OpenOptions open;
   open.writer_version = "bench";
@@ -393,7 +400,8 @@ int Run(const Args& args) {
   auto runtime = std::make_unique<runtime::Runtime>(*log, timed, options);
   runtime->Recover();
   runtime->Ingest(world->StartupEvents());
-  std::printf("scenario: %" PRId64 " deployments x %" PRId64 " pods, %zu catalog types, "
+  std::printf("scenario: %" PRId64 " deployments x %" PRId64
+              " pods, %zu catalog types, "
               "%zu scaling steps and %zu actions in the hour\n",
               args.deployments, args.replicas, scenario.catalog.size(),
               scenario.workloads.size() - static_cast<std::size_t>(args.deployments),
@@ -412,7 +420,8 @@ int Run(const Args& args) {
   Phase hour = Drive(*runtime, timed, counter, built_at + kSecond,
                      built_at + Seconds(args.churn_seconds), true);
   PrintWorld("end", built_at + Seconds(args.churn_seconds), *world, runtime->state());
-  const double rss_peak = reset ? StatusMb("VmHWM:") : std::max(rss_peak_build, hour.rss_max_sampled_mb);
+  const double rss_peak =
+      reset ? StatusMb("VmHWM:") : std::max(rss_peak_build, hour.rss_max_sampled_mb);
   if (!reset) std::printf("  (could not reset VmHWM: the peak includes the build)\n");
   std::printf("  process peak before the hour (VmHWM, build included): %.1f MB\n", rss_peak_build);
   const std::uint64_t controller_hash = StateHash(runtime->state());
@@ -429,10 +438,11 @@ int Run(const Args& args) {
               core.state_hash == controller_hash ? "yes" : "NO");
   std::uintmax_t disk = DirBytes(dir);
   auto snapshot = log->SnapshotAtOrBelow(0);
-  std::printf("  newest snapshot %.1f MB; heap given back: World %.1f MB, runtime (its State) "
-              "%.1f MB, ",
-              snapshot ? static_cast<double>(snapshot->payload.size()) / 1e6 : 0.0,
-              world_heap_mb, runtime_heap_mb);
+  std::printf(
+      "  newest snapshot %.1f MB; heap given back: World %.1f MB, runtime (its State) "
+      "%.1f MB, ",
+      snapshot ? static_cast<double>(snapshot->payload.size()) / 1e6 : 0.0, world_heap_mb,
+      runtime_heap_mb);
   snapshot.reset();
   const double heap_with_log = HeapMb();
   log.reset();
