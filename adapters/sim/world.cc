@@ -180,12 +180,30 @@ bool NodeAccepts(const Node& node, const Pod& pod, const Resources& free) {
   return Fits(need, free);
 }
 
+// What kube-scheduler's filter looks at in a pod: pods with the same shape fit the same nodes.
+std::string Shape(const Pod& pod) {
+  std::string shape =
+      std::to_string(pod.requests.cpu.value) + " " + std::to_string(pod.requests.memory.value);
+  for (const auto& [name, count] : pod.requests.extended) {
+    shape += " " + name + "=" + std::to_string(count);
+  }
+  shape += " |";
+  for (const auto& [key, value] : pod.node_selector) shape += " " + key + "=" + value;
+  shape += " |";
+  for (const auto& t : pod.tolerations) {
+    shape += " " + t.key + (t.op_exists ? "?" : "=" + t.value) + ":" +
+             std::to_string(t.effect ? static_cast<int>(*t.effect) : -1);
+  }
+  return shape;
+}
+
 }  // namespace
 
 World::World(const Scenario& scenario, std::filesystem::path state_file)
     : scenario_(scenario), state_file_(std::move(state_file)), now_(scenario.start) {}
 
 bool World::Load() {
+  if (state_file_.empty()) return false;
   std::ifstream in(state_file_);
   if (!in) return false;
   json j = json::parse(in);
@@ -205,6 +223,7 @@ bool World::Load() {
   for (const auto& p : j.at("pods")) {
     Pod pod = PodFrom(p);
     pods_[PodKey(pod.ns, pod.name)] = pod;
+    if (pod.node_name.empty()) unbound_.insert(PodKey(pod.ns, pod.name));
   }
   replicas_ = j.at("replicas").get<std::map<std::string, std::int64_t>>();
   deleting_ = j.at("deleting").get<std::set<std::string>>();
@@ -227,6 +246,7 @@ bool World::Load() {
 }
 
 void World::Save() const {
+  if (state_file_.empty()) return;
   json j;
   j["version"] = kVersion;
   j["now"] = now_.value;
@@ -308,15 +328,12 @@ std::vector<Event> World::ScaleWorkloads() {
     auto known = deployments_.find(key);
     bool scale_only = known != deployments_.end() && step.requests == Resources{};
     const WorkloadStep& pod_template = scale_only ? scenario_.workloads[known->second] : step;
-    std::string prefix = step.name + "-";
-    std::vector<std::string> existing;
-    for (const auto& [key, pod] : pods_) {
-      if (pod.ns == step.ns && pod.name.rfind(prefix, 0) == 0) existing.push_back(key);
-    }
+    std::vector<std::string> existing = PodsOf(step.ns, step.name);
     std::int64_t have = static_cast<std::int64_t>(existing.size());
     for (std::int64_t i = have; i < step.replicas; ++i) {
       Pod pod = NewPod(pod_template);
       pods_[PodKey(pod.ns, pod.name)] = pod;
+      unbound_.insert(PodKey(pod.ns, pod.name));
       events.push_back(PodUpserted{pod});
     }
     // Scale down removes the newest pods first, as a ReplicaSet prefers.
@@ -329,6 +346,8 @@ std::vector<Event> World::ScaleWorkloads() {
       const Pod& pod = pods_.at(existing[i]);
       events.push_back(PodDeleted{pod.ns, pod.name});
       pods_.erase(existing[i]);
+      unbound_.erase(existing[i]);
+      room_may_have_changed_ = true;
     }
     replicas_[key] = step.replicas;
     if (!scale_only) deployments_[key] = next_workload_ - 1;
@@ -355,19 +374,29 @@ Pod World::NewPod(const WorkloadStep& step) {
   return pod;
 }
 
+std::vector<std::string> World::PodsOf(const std::string& ns, const std::string& name) const {
+  // Keys are "ns/name-<n>", so a deployment's pods are one range of the ordered map.
+  const std::string prefix = PodKey(ns, name + "-");
+  std::vector<std::string> keys;
+  for (auto it = pods_.lower_bound(prefix);
+       it != pods_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    keys.push_back(it->first);
+  }
+  return keys;
+}
+
 // The ReplicaSet controller: replaces pods that were evicted or deleted.
 std::vector<Event> World::TopUp() {
   std::vector<Event> events;
+  if (!pods_removed_) return events;  // Nothing went away since the last top-up.
+  pods_removed_ = false;
   for (const auto& [key, index] : deployments_) {
     const WorkloadStep& step = scenario_.workloads[index];
-    std::string prefix = step.name + "-";
-    std::int64_t have = 0;
-    for (const auto& [k, pod] : pods_) {
-      if (pod.ns == step.ns && pod.name.rfind(prefix, 0) == 0) ++have;
-    }
+    auto have = static_cast<std::int64_t>(PodsOf(step.ns, step.name).size());
     for (std::int64_t i = have; i < replicas_[key]; ++i) {
       Pod pod = NewPod(step);
       pods_[PodKey(pod.ns, pod.name)] = pod;
+      unbound_.insert(PodKey(pod.ns, pod.name));
       events.push_back(PodUpserted{pod});
     }
   }
@@ -396,6 +425,7 @@ std::vector<Event> World::RunActions() {
   while (next_action_ < scenario_.actions.size() &&
          scenario_.start + scenario_.actions[next_action_].at <= now_) {
     const Action& action = scenario_.actions[next_action_++];
+    room_may_have_changed_ = true;
     switch (action.kind) {
       case Action::Kind::kDeleteNodeClaim: {
         const SimInstance* i = Oldest([&](const SimInstance& x) {
@@ -542,6 +572,7 @@ std::vector<Event> World::FireTimers() {
   while (!timers_.empty() && timers_.begin()->first.first <= now_.value) {
     Timer timer = timers_.begin()->second;
     timers_.erase(timers_.begin());
+    room_may_have_changed_ = true;
     auto it = instances_.find(timer.instance_id);
     if (it == instances_.end()) continue;  // Terminated before the timer fired.
     SimInstance& instance = it->second;
@@ -576,30 +607,50 @@ std::vector<Event> World::FireTimers() {
 }
 
 std::vector<Event> World::Schedule() {
-  std::map<std::string, Resources> free;
-  for (const auto& [name, node] : nodes_) free[name] = node.allocatable;
-  for (const auto& [key, pod] : pods_) {
-    if (pod.node_name.empty()) continue;
-    Resources need = pod.requests;
-    need.pods = 1;
-    free[pod.node_name] = free[pod.node_name] - need;
-  }
+  // A pod already found unschedulable is retried only once room may have appeared; until then
+  // it would fail again, so leaving it out changes no binding.
+  const bool retry = room_may_have_changed_;
+  room_may_have_changed_ = false;
   std::vector<Pod*> pending;
-  for (auto& [key, pod] : pods_) {
-    if (pod.node_name.empty()) pending.push_back(&pod);
+  for (const auto& key : unbound_) {
+    Pod& pod = pods_.at(key);
+    assert(pod.node_name.empty());
+    if (retry || !pod.unschedulable) pending.push_back(&pod);
   }
+  if (pending.empty()) return {};
   std::sort(pending.begin(), pending.end(), [](const Pod* a, const Pod* b) {
     return a->created != b->created ? a->created < b->created : a->uid < b->uid;
   });
+  // Free room per node, in the nodes' (name) order.
+  std::vector<std::pair<const Node*, Resources>> free;
+  std::map<std::string, std::size_t> index;
+  for (const auto& [name, node] : nodes_) {
+    index.emplace_hint(index.end(), name, free.size());
+    free.emplace_back(&node, node.allocatable);
+  }
+  for (const auto& [key, pod] : pods_) {
+    if (pod.node_name.empty()) continue;
+    auto at = index.find(pod.node_name);
+    if (at == index.end()) continue;  // Bound to a node that is gone: no room to take.
+    Resources need = pod.requests;
+    need.pods = 1;
+    free[at->second].second = free[at->second].second - need;
+  }
+  // Within this pass room only shrinks, so a pod is not tried on the nodes that rejected an
+  // earlier pod of its shape: first fit, without walking every node for every pod.
+  std::map<std::string, std::size_t> first_try;  // Shape -> index into `free`.
   std::vector<Event> events;
   for (Pod* pod : pending) {
     bool bound = false;
-    for (auto& [name, node] : nodes_) {
-      if (!NodeAccepts(node, *pod, free[name])) continue;
-      pod->node_name = name;
+    std::size_t& i = first_try[Shape(*pod)];
+    for (; i < free.size(); ++i) {
+      auto& [node, room] = free[i];
+      if (!NodeAccepts(*node, *pod, room)) continue;
+      unbound_.erase(PodKey(pod->ns, pod->name));
+      pod->node_name = node->name;
       pod->phase = "Running";
       pod->unschedulable = false;
-      free[name] = free[name] - Resources{pod->requests.cpu, pod->requests.memory, 1, {}};
+      room = room - Resources{pod->requests.cpu, pod->requests.memory, 1, {}};
       bound = true;
       break;
     }
@@ -702,6 +753,7 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
         CommandFailed{command.id, ErrorCode::kNotFound, "node " + patch.node_name + " not found"}};
   }
   Node& node = it->second;
+  room_may_have_changed_ = true;
   for (const auto& [k, v] : patch.add_labels) node.labels[k] = v;
   std::erase_if(node.taints, [&](const Taint& t) {
     return std::find(patch.remove_taints.begin(), patch.remove_taints.end(), t.key) !=
@@ -767,9 +819,11 @@ std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
 
 std::vector<Event> World::DeletePodNow(const Command& command, const std::string& ns,
                                        const std::string& name) {
+  unbound_.erase(PodKey(ns, name));
   if (pods_.erase(PodKey(ns, name)) == 0) {
     return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + name + " not found"}};
   }
+  room_may_have_changed_ = pods_removed_ = true;
   return {CommandSucceeded{command.id}, PodDeleted{ns, name}};
 }
 
@@ -793,7 +847,9 @@ std::vector<Event> World::DeletePodsOn(const std::string& node) {
   for (auto it = pods_.begin(); it != pods_.end();) {
     if (it->second.node_name == node) {
       events.push_back(PodDeleted{it->second.ns, it->second.name});
+      unbound_.erase(it->first);
       it = pods_.erase(it);
+      room_may_have_changed_ = pods_removed_ = true;
     } else {
       ++it;
     }

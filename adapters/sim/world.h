@@ -49,6 +49,9 @@ struct WorldSummary {
 
 class World : public runtime::Executor {
  public:
+  // An empty `state_file` keeps the world in memory only (Load finds nothing, Save does
+  // nothing): for benchmarks, where rewriting a 50,000-pod world after every command would
+  // measure JSON, not the controller.
   World(const Scenario& scenario, std::filesystem::path state_file);
 
   // Restores the world from its file; false when there is none (a fresh world).
@@ -97,6 +100,8 @@ class World : public runtime::Executor {
   std::vector<Event> ListInstances();
   // Pods bound to `node` are deleted with it (the pod garbage collector's part).
   std::vector<Event> DeletePodsOn(const std::string& node);
+  // The keys of the pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
+  std::vector<std::string> PodsOf(const std::string& ns, const std::string& name) const;
   Pod NewPod(const WorkloadStep& step);
   // The instance launched first (earliest, then by id) among those `keep` accepts.
   const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
@@ -130,6 +135,13 @@ class World : public runtime::Executor {
   std::map<std::string, Pod> pods_;               // By namespace/name.
   std::map<std::string, std::int64_t> replicas_;  // Deployment -> desired.
   std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers_;
+  // Not persisted (a loaded world starts with both set): kube-scheduler retries a pod it found
+  // unschedulable only after the cluster changed in a way that could make room (a node added,
+  // readied or patched, a pod deleted), and the ReplicaSet controller tops up only after pods
+  // went away. Without them every tick would walk every pending pod over every node.
+  bool room_may_have_changed_ = true;
+  bool pods_removed_ = true;
+  std::set<std::string> unbound_;  // Keys of the pods bound to no node (not persisted: derived).
 };
 
 }  // namespace tenon::sim

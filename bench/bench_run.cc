@@ -1,0 +1,489 @@
+// What `tenon run` costs (issue 8): resident memory and CPU of the controller on a simulated
+// ~5,000-node / ~50,000-pod cluster over one virtual hour of churn.
+//
+// The controller is the one `tenon run` runs: runtime::Runtime over a RocksDB event log in a
+// temporary folder (snapshots every 1,000 events, no fsync, as `tenon run`'s defaults), folding
+// through the reducers' Step, ticked every virtual second. The simulated cluster and cloud
+// (sim::World, kept in memory) stand where the API server and EC2 stand. The scenario is
+// generated here: 100 deployments of 500 pods appear over ten minutes on a NodePool of 8-vCPU
+// types (spot and on-demand); after 20 virtual minutes the hour of churn begins, in which one
+// deployment scales to between half and one and a half times its size every 20 s, a spot
+// interruption arrives every 5 minutes, a rebalance recommendation every 15, an instance is
+// terminated behind the controller's back and a NodeClaim deleted by hand, and consolidation
+// runs as the controller schedules it.
+//
+// Printed: the process's resident memory before anything is loaded, once the cluster is built
+// and at its peak during the hour; CPU seconds (user + sys, every thread) spent on the hour and
+// "average cores" = CPU seconds / virtual seconds; events/s and log bytes. The simulated World
+// lives in this process too, so its CPU (timed around every call into it) and its heap
+// (measured by destroying it at the end) are reported beside the process figures and taken out
+// of the controller's. Baseline in the same run: the hour's recorded events folded by the pure
+// core alone (a log Scan, decode and Step; no RocksDB writes, no adapters).
+//
+//   bench_run [--catalog PATH] [--quick] [--deployments N] [--replicas N] [--churn-seconds N]
+#include <malloc.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "adapters/runtime/runtime.h"
+#include "adapters/sim/scenario.h"
+#include "adapters/sim/world.h"
+#include "log/codec.h"
+#include "log/event_log.h"
+#include "reducers/core.h"
+
+namespace {
+
+using namespace tenon;
+using Clock = std::chrono::steady_clock;
+
+constexpr Nanos kStart{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
+constexpr double kTargetRssMb = 100, kTargetCores = 0.2;
+constexpr double kKarpenterRssMb = 260, kKarpenterCores = 0.5;
+constexpr std::uint64_t kSnapshotEvery = 1000;  // `tenon run`'s default.
+constexpr const char* kTypes[] = {"m5.2xlarge",  "m5a.2xlarge", "m6i.2xlarge",
+                                  "m6a.2xlarge", "m5.xlarge",   "m6i.xlarge"};
+
+struct Args {
+  std::string catalog = "../shared/data/ec2-us-east-1.json";
+  std::int64_t deployments = 100;
+  std::int64_t replicas = 500;
+  std::int64_t build_seconds = 1200;  // Deployments appear over the first half of it.
+  std::int64_t churn_seconds = 3600;
+  std::int64_t scale_every_seconds = 20;
+};
+
+// ---- measuring the process ----
+
+double StatusMb(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(std::strlen(key) + 1)) / 1024.0;
+  }
+  return -1;
+}
+
+// Resets VmHWM to the current RSS (Linux 4.0+), so the next VmHWM is the peak from now on.
+bool ResetPeak() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+// Bytes the allocator has handed out and not had back, in every arena.
+double HeapMb() {
+  struct mallinfo2 info = mallinfo2();
+  return static_cast<double>(info.uordblks + info.hblkhd) / (1024.0 * 1024.0);
+}
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::uintmax_t DirBytes(const std::filesystem::path& dir) {
+  std::uintmax_t bytes = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  }
+  return bytes;
+}
+
+// ---- the controller's surroundings ----
+
+// Counts what the runtime appends to the log.
+struct AppendCounter : runtime::Observer {
+  void OnAppend(std::size_t records_in, std::size_t bytes_in, std::chrono::nanoseconds,
+                log::Seq) override {
+    records += records_in;
+    bytes += bytes_in;
+  }
+  void OnSnapshot(log::Seq) override { ++snapshots; }
+  std::uint64_t records = 0, bytes = 0, snapshots = 0;
+};
+
+// The World as the runtime's executor, with the CPU it takes kept apart from the controller's.
+struct TimedWorld : runtime::Executor {
+  explicit TimedWorld(sim::World& w) : world(w) {}
+  std::vector<Event> Execute(const Command& command) override {
+    double start = ThreadCpuSeconds();
+    auto events = world.Execute(command);
+    cpu_seconds += ThreadCpuSeconds() - start;
+    return events;
+  }
+  std::vector<Event> Advance(Nanos now) {
+    double start = ThreadCpuSeconds();
+    auto events = world.Advance(now);
+    cpu_seconds += ThreadCpuSeconds() - start;
+    return events;
+  }
+  sim::World& world;
+  double cpu_seconds = 0;
+};
+
+// ---- the scenario ----
+
+Nanos Seconds(std::int64_t s) {
+  return Nanos{s * kSecond.value};
+}
+
+sim::WorkloadStep Deployment(std::int64_t i, std::int64_t replicas, Nanos at) {
+  static constexpr std::int64_t kCpu[] = {500, 750, 1000};
+  static constexpr std::int64_t kMemMib[] = {512, 1024, 2048};
+  sim::WorkloadStep step;
+  char name[32];
+  std::snprintf(name, sizeof name, "app-%03" PRId64, i);  // Fixed width: no name prefixes another.
+  step.at = at;
+  step.name = name;
+  step.replicas = replicas;
+  step.requests = {Millicores{kCpu[i % 3]}, Bytes{kMemMib[(i / 3) % 3] * kMebibyte.value}, 0, {}};
+  return step;
+}
+
+void AddChurn(const Args& args, sim::Scenario& scenario) {
+  std::mt19937_64 rng(scenario.seed);
+  const std::int64_t from = args.build_seconds, to = args.build_seconds + args.churn_seconds;
+  for (std::int64_t t = from + args.scale_every_seconds; t <= to; t += args.scale_every_seconds) {
+    sim::WorkloadStep step =
+        Deployment(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(args.deployments)),
+                   0, Seconds(t));
+    step.requests = {};  // Scale only: the deployment keeps its pod template.
+    step.replicas = args.replicas / 2 + static_cast<std::int64_t>(
+                                            rng() % static_cast<std::uint64_t>(args.replicas + 1));
+    scenario.workloads.push_back(step);
+  }
+  using Kind = sim::Action::Kind;
+  auto add = [&](std::int64_t t, Kind kind) {
+    sim::Action action;
+    action.at = Seconds(t);
+    action.kind = kind;
+    scenario.actions.push_back(action);
+  };
+  for (std::int64_t t = from + 60; t <= to; t += 60) {
+    std::int64_t minute = (t - from) / 60;
+    if (minute % 5 == 0) add(t, Kind::kSpotInterruption);
+    if (minute % 15 == 7) add(t, Kind::kRebalanceRecommendation);
+    if (minute == 30) add(t, Kind::kTerminateInstance);
+    if (minute == 45) add(t, Kind::kDeleteNodeClaim);
+  }
+}
+
+sim::Scenario MakeScenario(const Args& args) {
+  sim::Scenario scenario;
+  scenario.name = "bench-run";
+  scenario.seed = 42;
+  scenario.start = kStart;
+  scenario.duration = Seconds(args.build_seconds + args.churn_seconds);
+  scenario.settings.cluster_name = "bench";
+  scenario.catalog = sim::LoadCatalogJson(args.catalog, scenario.seed);
+  NodeClass nodeclass;
+  nodeclass.name = "default";
+  nodeclass.role = "KarpenterNodeRole-bench";
+  scenario.nodeclasses.push_back(nodeclass);
+  NodePool pool;
+  pool.name = "default";
+  pool.nodeclass = "default";
+  Requirement types{label::kInstanceType, RequirementOp::kIn, {}, 0};
+  for (const char* type : kTypes) {
+    for (const auto& t : scenario.catalog) {
+      if (t.name == type) types.values.push_back(type);
+    }
+  }
+  pool.requirements = {
+      types, {label::kCapacityType, RequirementOp::kIn, {kCapacitySpot, kCapacityOnDemand}, 0}};
+  pool.consolidate_after = Nanos{kMinute.value};
+  scenario.nodepools.push_back(pool);
+  const std::int64_t ramp = args.build_seconds / 2;
+  for (std::int64_t i = 0; i < args.deployments; ++i) {
+    scenario.workloads.push_back(
+        Deployment(i, args.replicas, Seconds(i * ramp / args.deployments)));
+  }
+  AddChurn(args, scenario);
+  std::stable_sort(scenario.workloads.begin(), scenario.workloads.end(),
+                   [](const auto& a, const auto& b) { return a.at < b.at; });
+  return scenario;
+}
+
+// ---- the run ----
+
+struct Phase {
+  double cpu_seconds = 0, world_cpu_seconds = 0, wall_seconds = 0;
+  std::uint64_t events = 0, records = 0, bytes = 0, snapshots = 0;
+  double rss_max_sampled_mb = 0;
+};
+
+void PrintWorld(const char* when, Nanos now, const sim::World& world, const State& state) {
+  sim::WorldSummary w = world.Summary();
+  std::printf("  %-12s t=%5" PRId64
+              " s  nodes %5zu  nodeclaims %5zu  pods bound %6zu  pending %5zu"
+              "  RSS %6.1f MB\n",
+              when, (now - kStart).value / kSecond.value, w.nodes, state.nodeclaims.size(),
+              w.pods_bound, w.pods_pending, StatusMb("VmRSS:"));
+  std::fflush(stdout);
+}
+
+// Ticks the controller from `from` through `to` (virtual), once a second.
+Phase Drive(runtime::Runtime& runtime, TimedWorld& world, const AppendCounter& counter, Nanos from,
+            Nanos to, bool progress) {
+  Phase phase;
+  const double cpu0 = CpuSeconds(), world0 = world.cpu_seconds;
+  const auto wall0 = Clock::now();
+  const std::uint64_t events0 = runtime.events_folded(), records0 = counter.records,
+                      bytes0 = counter.bytes, snapshots0 = counter.snapshots;
+  for (Nanos t = from; t <= to; t += kSecond) {
+    runtime.Ingest(world.Advance(t));
+    if ((t - kStart).value % (60 * kSecond.value) == 0) {
+      phase.rss_max_sampled_mb = std::max(phase.rss_max_sampled_mb, StatusMb("VmRSS:"));
+    }
+    if (progress && (t - kStart).value % (600 * kSecond.value) == 0) {
+      PrintWorld("", t, world.world, runtime.state());
+    }
+  }
+  phase.cpu_seconds = CpuSeconds() - cpu0;
+  phase.world_cpu_seconds = world.cpu_seconds - world0;
+  phase.wall_seconds = Since(wall0);
+  phase.events = runtime.events_folded() - events0;
+  phase.records = counter.records - records0;
+  phase.bytes = counter.bytes - bytes0;
+  phase.snapshots = counter.snapshots - snapshots0;
+  return phase;
+}
+
+struct CoreOnly {
+  double cpu_seconds = 0, step_cpu_seconds = 0, wall_seconds = 0;
+  std::uint64_t events = 0;
+  std::uint64_t state_hash = 0;
+  double state_heap_mb = 0;
+};
+
+// The baseline: the same events folded by the pure core alone. The state at the start of the
+// hour comes from the newest snapshot below it plus the events after (untimed); the hour's
+// events are then read, decoded and folded, with Step's own CPU time summed apart.
+CoreOnly FoldCoreOnly(const log::EventLog& log, log::Seq churn_from) {
+  CoreOnly core;
+  const double heap0 = HeapMb();
+  State state;
+  log::Seq from = 1;
+  if (auto snapshot = log.SnapshotAtOrBelow(churn_from - 1)) {
+    std::uint64_t hash = 0;
+    state = log::DecodeSnapshot(snapshot->payload, &hash);
+    from = snapshot->seq + 1;
+  }
+  auto fold = [&](const log::Record& record, bool timed) {
+    auto entry = log::DecodeEntry(record.payload);
+    if (const auto* event = std::get_if<Event>(&entry)) {
+      double start = timed ? ThreadCpuSeconds() : 0;
+      Step(state, Seq{record.seq}, *event);
+      if (timed) core.step_cpu_seconds += ThreadCpuSeconds() - start, ++core.events;
+    }
+    return true;
+  };
+  if (from < churn_from)
+    log.Scan(from, churn_from - 1, [&](const auto& r) { return fold(r, false); });
+  const double cpu0 = ThreadCpuSeconds();
+  const auto wall0 = Clock::now();
+  log.Scan(churn_from, 0, [&](const auto& r) { return fold(r, true); });
+  core.cpu_seconds = ThreadCpuSeconds() - cpu0;
+  core.wall_seconds = Since(wall0);
+  core.state_hash = StateHash(state);
+  core.state_heap_mb = HeapMb() - heap0;
+  return core;
+}
+
+const char* Verdict(bool pass) {
+  return pass ? "PASS" : "MISS";
+}
+
+void Report(const Args& args, double rss_start, double rss_built, double rss_peak,
+            double rss_peak_sampled, const Phase& hour, double world_heap_mb,
+            double scenario_heap_mb, double state_heap_mb, const CoreOnly& core,
+            std::uintmax_t log_disk_bytes) {
+  const double cores = hour.cpu_seconds / static_cast<double>(args.churn_seconds);
+  const double controller_cpu = hour.cpu_seconds - hour.world_cpu_seconds;
+  const double controller_cores = controller_cpu / static_cast<double>(args.churn_seconds);
+  const double controller_peak = rss_peak - world_heap_mb - scenario_heap_mb;
+  std::printf("\nmemory (resident, MB)\n");
+  std::printf("  process before anything is loaded   %7.1f\n", rss_start);
+  std::printf("  cluster built                       %7.1f\n", rss_built);
+  std::printf("  peak during the hour (VmHWM)        %7.1f   (max of per-minute samples %.1f)\n",
+              rss_peak, rss_peak_sampled);
+  std::printf("  of which the simulated World's heap %7.1f   (freed when it was destroyed)\n",
+              world_heap_mb);
+  std::printf("  and the scenario it runs (heap)     %7.1f   (catalog, workload steps, actions)\n",
+              scenario_heap_mb);
+  std::printf("  the controller's State alone (heap) %7.1f   (a second copy, folded by replay)\n",
+              state_heap_mb);
+  std::printf("  peak minus World and scenario       %7.1f   (the controller's estimate)\n",
+              controller_peak);
+  std::printf("\ncpu over %" PRId64 " virtual seconds (%.1f s wall)\n", args.churn_seconds,
+              hour.wall_seconds);
+  std::printf("  process (user+sys, all threads)     %7.1f s = %.3f cores on average\n",
+              hour.cpu_seconds, cores);
+  std::printf("  of which the simulated World        %7.1f s\n", hour.world_cpu_seconds);
+  std::printf("  controller (process minus World)    %7.1f s = %.3f cores on average\n",
+              controller_cpu, controller_cores);
+  std::printf("  events folded %" PRIu64
+              " (%.0f/s wall, %.0f per controller cpu second, %.1f per virtual second); records "
+              "appended %" PRIu64 ", %.1f MB; snapshots %" PRIu64 "; log on disk %.1f MB\n",
+              hour.events, static_cast<double>(hour.events) / hour.wall_seconds,
+              static_cast<double>(hour.events) / controller_cpu,
+              static_cast<double>(hour.events) / static_cast<double>(args.churn_seconds),
+              hour.records, static_cast<double>(hour.bytes) / 1e6, hour.snapshots,
+              static_cast<double>(log_disk_bytes) / 1e6);
+  std::printf("\nbaseline, same run: the hour's %" PRIu64
+              " events folded by the core alone "
+              "(Scan + decode + Step, no writes): %.1f s cpu (Step itself %.1f s) = %.3f cores; "
+              "%.0f events/s\n",
+              core.events, core.cpu_seconds, core.step_cpu_seconds,
+              core.cpu_seconds / static_cast<double>(args.churn_seconds),
+              static_cast<double>(core.events) / core.wall_seconds);
+  std::printf("  the log and adapters cost %.1f s cpu over the core (%.2fx the core-only fold)\n",
+              controller_cpu - core.cpu_seconds, controller_cpu / core.cpu_seconds);
+  std::printf(
+      "\ntarget: < %.0f MB resident, < %.1f cores   (Karpenter's SLO: %.0f MB, %.1f cores "
+      "for a 1,000-pod scale-out)\n",
+      kTargetRssMb, kTargetCores, kKarpenterRssMb, kKarpenterCores);
+  std::printf("  memory, process peak %.1f MB: %s (controller estimate %.1f MB: %s)\n", rss_peak,
+              Verdict(rss_peak < kTargetRssMb), controller_peak,
+              Verdict(controller_peak < kTargetRssMb));
+  std::printf("  cpu, process %.3f cores: %s (controller %.3f cores: %s)\n", cores,
+              Verdict(cores < kTargetCores), controller_cores,
+              Verdict(controller_cores < kTargetCores));
+}
+
+int Run(const Args& args) {
+  const double rss_start = StatusMb("VmRSS:");
+  const auto wall_start = Clock::now();
+  const double heap_start = HeapMb();
+  const sim::Scenario scenario = MakeScenario(args);
+  const double scenario_heap_mb = HeapMb() - heap_start;
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tenon-bench-run-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  log::OpenOptions open;
+  open.writer_version = "bench";
+  open.cluster_id = scenario.settings.cluster_name;
+  auto log = log::EventLog::Open(dir, open);
+  auto world = std::make_unique<sim::World>(scenario, std::filesystem::path());
+  TimedWorld timed(*world);
+  AppendCounter counter;
+  runtime::Options options;
+  options.snapshot_every_events = kSnapshotEvery;
+  options.observer = &counter;
+  auto runtime = std::make_unique<runtime::Runtime>(*log, timed, options);
+  runtime->Recover();
+  runtime->Ingest(world->StartupEvents());
+  std::printf("scenario: %" PRId64 " deployments x %" PRId64
+              " pods, %zu catalog types, "
+              "%zu scaling steps and %zu actions in the hour\n",
+              args.deployments, args.replicas, scenario.catalog.size(),
+              scenario.workloads.size() - static_cast<std::size_t>(args.deployments),
+              scenario.actions.size());
+
+  const Nanos built_at = kStart + Seconds(args.build_seconds);
+  Phase build = Drive(*runtime, timed, counter, kStart + kSecond, built_at, true);
+  PrintWorld("built", built_at, *world, runtime->state());
+  const double rss_built = StatusMb("VmRSS:");
+  std::printf("  build: %.1f s wall, %.1f s cpu, %" PRIu64 " events\n", build.wall_seconds,
+              build.cpu_seconds, build.events);
+  const double rss_peak_build = StatusMb("VmHWM:");
+  const bool reset = ResetPeak();
+  const log::Seq churn_from = log->LastSeq() + 1;
+
+  Phase hour = Drive(*runtime, timed, counter, built_at + kSecond,
+                     built_at + Seconds(args.churn_seconds), true);
+  PrintWorld("end", built_at + Seconds(args.churn_seconds), *world, runtime->state());
+  const double rss_peak =
+      reset ? StatusMb("VmHWM:") : std::max(rss_peak_build, hour.rss_max_sampled_mb);
+  if (!reset) std::printf("  (could not reset VmHWM: the peak includes the build)\n");
+  std::printf("  process peak before the hour (VmHWM, build included): %.1f MB\n", rss_peak_build);
+  const std::uint64_t controller_hash = StateHash(runtime->state());
+
+  // The World's heap: what destroying it gives back.
+  const double heap_with_world = HeapMb();
+  world.reset();
+  const double world_heap_mb = heap_with_world - HeapMb();
+  const double heap_with_runtime = HeapMb();
+  runtime.reset();
+  const double runtime_heap_mb = heap_with_runtime - HeapMb();
+  CoreOnly core = FoldCoreOnly(*log, churn_from);
+  std::printf("  core-only fold ends in the controller's state: %s\n",
+              core.state_hash == controller_hash ? "yes" : "NO");
+  std::uintmax_t disk = DirBytes(dir);
+  auto snapshot = log->SnapshotAtOrBelow(0);
+  std::printf(
+      "  newest snapshot %.1f MB; heap given back: World %.1f MB, runtime (its State) "
+      "%.1f MB, ",
+      snapshot ? static_cast<double>(snapshot->payload.size()) / 1e6 : 0.0, world_heap_mb,
+      runtime_heap_mb);
+  snapshot.reset();
+  const double heap_with_log = HeapMb();
+  log.reset();
+  std::printf("RocksDB log (memtables, caches) %.1f MB\n", heap_with_log - HeapMb());
+  std::filesystem::remove_all(dir);
+  Report(args, rss_start, rss_built, rss_peak, hour.rss_max_sampled_mb, hour, world_heap_mb,
+         scenario_heap_mb, core.state_heap_mb, core, disk);
+  std::printf("\nbench wall time %.1f s\n", Since(wall_start));
+  return core.state_hash == controller_hash ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    auto next = [&] { return i + 1 < argc ? std::stoll(argv[++i]) : 0; };
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      args.deployments = 8, args.replicas = 25, args.build_seconds = 300, args.churn_seconds = 300;
+    } else if (std::strcmp(argv[i], "--catalog") == 0 && i + 1 < argc) {
+      args.catalog = argv[++i];
+    } else if (std::strcmp(argv[i], "--deployments") == 0) {
+      args.deployments = next();
+    } else if (std::strcmp(argv[i], "--replicas") == 0) {
+      args.replicas = next();
+    } else if (std::strcmp(argv[i], "--build-seconds") == 0) {
+      args.build_seconds = next();
+    } else if (std::strcmp(argv[i], "--churn-seconds") == 0) {
+      args.churn_seconds = next();
+    }
+  }
+  if (args.deployments <= 0 || args.replicas <= 0 || args.churn_seconds <= 0 ||
+      args.build_seconds <= 0) {
+    std::fprintf(stderr, "bench_run: sizes must be positive\n");
+    return 2;
+  }
+  try {
+    return Run(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_run: %s (run from the repository root or pass --catalog)\n",
+                 e.what());
+    return 2;
+  }
+}
