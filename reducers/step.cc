@@ -43,6 +43,16 @@ void OnCatalog(State& state, const CatalogRefreshed& refreshed) {
   }
 }
 
+// A NodePool, EC2NodeClass or the catalog changed: pods left pending (perhaps for want of
+// exactly this) are planned for again in the next batch.
+void ReconsiderPendingPods(State& state) {
+  for (const auto& [key, pod] : state.pods) {
+    if (!IsProvisionable(pod)) continue;
+    NotePodForBatch(state, pod);
+    return;
+  }
+}
+
 void OnPodUpserted(State& state, const Pod& pod) {
   Pod& slot = state.pods[PodKey(pod.ns, pod.name)];
   if (slot.node_name != pod.node_name) {
@@ -80,10 +90,23 @@ Output Step(State& state, Seq seq, const Event& event) {
       Overloaded{
           [&](const Tick& e) { OnTick(state, seq, e, out); },
           [&](const ControllerStarted& e) { OnStarted(state, e); },
-          [&](const CatalogRefreshed& e) { OnCatalog(state, e); },
-          [&](const NodePoolUpserted& e) { state.nodepools[e.nodepool.name] = e.nodepool; },
+          [&](const CatalogRefreshed& e) {
+            OnCatalog(state, e);
+            ReconsiderPendingPods(state);
+          },
+          [&](const NodePoolUpserted& e) {
+            NodePool& slot = state.nodepools[e.nodepool.name];
+            if (slot == e.nodepool) return;
+            slot = e.nodepool;
+            ReconsiderPendingPods(state);
+          },
           [&](const NodePoolDeleted& e) { state.nodepools.erase(e.name); },
-          [&](const NodeClassUpserted& e) { state.nodeclasses[e.nodeclass.name] = e.nodeclass; },
+          [&](const NodeClassUpserted& e) {
+            NodeClass& slot = state.nodeclasses[e.nodeclass.name];
+            if (slot == e.nodeclass) return;
+            slot = e.nodeclass;
+            ReconsiderPendingPods(state);
+          },
           [&](const NodeClassDeleted& e) { state.nodeclasses.erase(e.name); },
           [&](const PodUpserted& e) { OnPodUpserted(state, e.pod); },
           [&](const PodDeleted& e) {

@@ -312,9 +312,11 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
                  recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
     outputs.outputs.clear();  // Their Events were recorded before the restart.
     observe_state(true);
+    // Nothing is decided on the recovered state until the informers have listed the cluster
+    // again: it may have changed while no controller was watching.
     std::vector<Event> start{
         ControllerStarted{options.version, std::random_device{}(), options.settings},
-        Tick{WallNow()}};
+        WatchesSynced{false}, Tick{WallNow()}};
     if (!options.catalog_file.empty()) {
       start.push_back(CatalogRefreshed{sim::LoadCatalogJson(options.catalog_file, 0)});
     }

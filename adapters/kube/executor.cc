@@ -101,6 +101,12 @@ std::string MemoryQuantity(Bytes memory) {
 
 json NodeClaimObject(const NodeClaim& claim) {
   json requirements = json::array();
+  // As Karpenter labels a NodeClaim: its NodePool, and every requirement that allows exactly
+  // one value (the template's labels among them).
+  json labels = {{label::kNodePool, claim.nodepool}};
+  for (const auto& r : claim.requirements) {
+    if (r.op == RequirementOp::kIn && r.values.size() == 1) labels[r.key] = r.values.front();
+  }
   for (const auto& r : claim.requirements) {
     json req = {{"key", r.key}, {"operator", OperatorName(r.op)}};
     if (!r.values.empty()) req["values"] = r.values;
@@ -111,7 +117,7 @@ json NodeClaimObject(const NodeClaim& claim) {
           {"kind", "NodeClaim"},
           {"metadata",
            {{"name", claim.name},
-            {"labels", {{label::kNodePool, claim.nodepool}}},
+            {"labels", labels},
             {"annotations",
              {{"karpenter.sh/nodepool-hash", std::to_string(claim.nodepool_hash)},
               {"karpenter.k8s.aws/ec2nodeclass-hash", std::to_string(claim.nodeclass_hash)}}},

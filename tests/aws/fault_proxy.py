@@ -9,6 +9,9 @@ told to through POST /__fault, answers in the real EC2 formats instead:
   ice       CreateFleet: the named instance types fail with InsufficientInstanceCapacity in the
             errorSet; the remaining overrides go to moto
   paginate  DescribeInstanceTypeOfferings split into pages of `page_size` with nextToken
+CreateFleet is idempotent by ClientToken, as EC2 is (moto is not): a request repeating a token
+that already launched gets the first answer again, so a controller re-driving a launch after a
+crash never gets a second instance.
 It also serves fake credential endpoints (EKS Pod Identity and IMDSv2) and remembers the last
 form body per Action (GET /__last?action=X). Only the standard library; loopback only.
 
@@ -28,6 +31,7 @@ LOCK = threading.Lock()
 FAULTS = {}  # action -> {"kind":..., "count": n (-1 forever), ...}
 LAST = {}  # action -> raw form body
 CACHE = {}  # "paginate" -> the upstream answer being paged through
+FLEETS = {}  # CreateFleet ClientToken -> (status, body, content type) of its first success
 CREDS = {
     "AccessKeyId": "ASIAPODIDENTITY00001",
     "SecretAccessKey": "pod-identity-secret-do-not-log",
@@ -163,7 +167,15 @@ class Handler(BaseHTTPRequestHandler):
             return self.paginate(form, body, fault)
         if action == "AWSPriceListService.GetProducts":
             return self.get_products(json.loads(body or b"{}"))
+        token = form.get("ClientToken", [""])[0] if action == "CreateFleet" else ""
+        if token:
+            with LOCK:
+                if token in FLEETS:
+                    return self.reply(*FLEETS[token])
         status, data, content_type = self.forward(body)
+        if token and status == 200 and b"<instanceIds>" in data:
+            with LOCK:
+                FLEETS.setdefault(token, (status, data, content_type))
         self.reply(status, data, content_type)
 
     def get_products(self, request):
