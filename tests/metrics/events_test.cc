@@ -7,6 +7,7 @@
 
 #include "adapters/kube/events.h"
 #include "adapters/sim/simulator.h"
+#include "tests/integration/scenario_run.h"
 #include "tests/support/temp_dir.h"
 
 namespace tenon {
@@ -120,26 +121,8 @@ TEST(KubeEvents, ReplacingDisruption) {
 // as the controller does.
 std::vector<KubeEvent> ScenarioEvents(const std::string& body) {
   testing::TempDir dir;
-  const auto catalog = std::filesystem::path(TENON_SOURCE_DIR) / "examples/catalogs/small.json";
-  std::ofstream(dir.path() / "s.yaml") << R"(name: events
-seed: 7
-start: "2026-01-01T00:00:00Z"
-tick: 1s
-catalog: )" << catalog.string() << R"(
-objects:
-  - kind: EC2NodeClass
-    metadata: {name: default}
-    spec: {role: r}
-  - kind: NodePool
-    metadata: {name: default}
-    spec:
-      disruption: {consolidateAfter: 0s}
-      template:
-        spec:
-          nodeClassRef: {name: default}
-          requirements:
-            - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
-)" << body;
+  std::ofstream(dir.path() / "s.yaml")
+      << testing::Scenario(body, "", "      disruption: {consolidateAfter: 0s}\n");
   struct Collector : runtime::Observer {
     std::vector<Output> round;
     void OnOutput(Seq, const Output& output) override { round.push_back(output); }
