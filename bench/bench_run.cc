@@ -53,7 +53,8 @@ using Clock = std::chrono::steady_clock;
 constexpr Nanos kStart{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
 constexpr double kTargetRssMb = 100, kTargetCores = 0.2;
 constexpr double kKarpenterRssMb = 260, kKarpenterCores = 0.5;
-constexpr std::uint64_t kSnapshotEvery = 1000;  // `tenon run`'s default.
+constexpr std::uint64_t kSnapshotEvery = 1000;  // `tenon run`'s defaults.
+constexpr Nanos kSnapshotMinInterval{5 * 60 * kSecond.value};
 constexpr const char* kTypes[] = {"m5.2xlarge",  "m5a.2xlarge", "m6i.2xlarge",
                                   "m6a.2xlarge", "m5.xlarge",   "m6i.xlarge"};
 
@@ -396,6 +397,7 @@ int Run(const Args& args) {
   AppendCounter counter;
   runtime::Options options;
   options.snapshot_every_events = kSnapshotEvery;
+  options.snapshot_min_interval = kSnapshotMinInterval;
   options.observer = &counter;
   auto runtime = std::make_unique<runtime::Runtime>(*log, timed, options);
   runtime->Recover();

@@ -162,6 +162,10 @@ int RunReplay(const std::string& dir, bool verify, std::uint64_t to, const std::
     std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot,
                 report.final_hash_from_snapshot);
   }
+  if (report.first_seq > 1) {
+    std::printf("; the log begins at seq %" PRIu64 " (older records dropped by retention)",
+                report.first_seq);
+  }
   std::printf("\nverdict: %s\n", replay::VerdictName(report.verdict));
   if (report.verdict == replay::Verdict::kIdentical) return 0;
   std::printf("first bad sequence number: %" PRIu64 "\n%s\n", report.first_bad_seq,
@@ -225,6 +229,7 @@ struct RunArgs {
   std::string nodeclass_every = "1m";
   std::string cloud_provider = "aws";
   std::string log_format = "json";
+  std::string retain_age = "168h";
   bool disable_leader_election = false;
 };
 
@@ -257,6 +262,7 @@ int RunController(RunArgs& args) {
   options.lease.retry_period = Millis("--retry-period", args.retry_period);
   options.tick = Millis("--tick", args.tick);
   options.cloud.catalog_every = Millis("--catalog-every", args.catalog_every);
+  options.retain_age = args.retain_age == "0" ? Nanos{0} : kube::ParseDuration(args.retain_age);
   options.cloud.gc_every = Millis("--gc-every", args.gc_every);
   options.cloud.nodeclass_every = Millis("--nodeclass-every", args.nodeclass_every);
   options.cloud_provider = args.cloud_provider == "none" ? controller::CloudProvider::kNone
@@ -363,6 +369,12 @@ int main(int argc, char** argv) {
                       "debug|info|warn|error (LOG_LEVEL)");
   run_cmd->add_option("--log-format", run_args.log_format, "json (default) or text")
       ->check(CLI::IsMember({"json", "text"}));
+  run_cmd->add_option("--retain", run_args.retain_age,
+                      "drop log records older than this, at a snapshot (168h; 0: keep)");
+  run_cmd
+      ->add_option("--retain-bytes", run_args.options.retain_bytes,
+                   "drop the oldest log records beyond this size (8GiB; 0: keep)")
+      ->transform(CLI::AsSizeValue(false));
   run_cmd->add_option("--catalog-every", run_args.catalog_every, "catalog refresh (5m)");
   run_cmd->add_option("--gc-every", run_args.gc_every, "instance garbage collection (2m)");
   run_cmd->add_option("--nodeclass-every", run_args.nodeclass_every,

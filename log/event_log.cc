@@ -26,6 +26,7 @@ constexpr std::size_t kGroupCommitMax = 1024;  // Callers one group commit may c
 constexpr const char* kMetaSchemaVersion = "schema_version";
 constexpr const char* kMetaWriterVersion = "writer_version";
 constexpr const char* kMetaClusterId = "cluster_id";
+constexpr const char* kMetaFirstSeq = "first_seq";  // Absent: 1 (never truncated).
 
 enum Family : std::size_t { kDefault = 0, kEvents, kDecisions, kSnapshots, kMeta, kFamilies };
 constexpr const char* kFamilyNames[kFamilies] = {"default", "events", "decisions", "snapshots",
@@ -135,6 +136,9 @@ class RocksEventLog final : public EventLog {
   void PutSnapshot(Seq seq, std::string_view payload) override;
   std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const override;
   std::vector<Seq> SnapshotSeqs() const override;
+  void Truncate(Seq through) override;
+  Seq FirstSeq() const override;
+  std::uint64_t DiskBytes() const override;
   std::uint32_t SchemaVersion() const override { return schema_version_; }
   std::string WriterVersion() const override { return writer_version_; }
   std::string ClusterId() const override { return cluster_id_; }
@@ -362,10 +366,56 @@ std::vector<Seq> RocksEventLog::SnapshotSeqs() const {
   return seqs;
 }
 
+void RocksEventLog::Truncate(Seq through) {
+  RequireWritable();
+  auto snapshot = SnapshotAtOrBelow(through);
+  if (!snapshot || snapshot->seq != through) {
+    throw LogError(
+        ErrorKind::kInvalid, through,
+        "log: truncating through seq " + std::to_string(through) + " needs a snapshot there");
+  }
+  // The new first sequence number is written with the deletions, so a crash leaves either
+  // the old log or the truncated one.
+  const std::string first = Key(1), end = Key(through + 1);
+  rocksdb::WriteBatch batch;
+  Check(batch.DeleteRange(handles_[kEvents], first, end), "truncating events");
+  Check(batch.DeleteRange(handles_[kSnapshots], Key(0), Key(through)), "truncating snapshots");
+  Check(batch.Put(handles_[kMeta], kMetaFirstSeq, std::to_string(through + 1)), "first seq");
+  rocksdb::WriteOptions write;
+  write.sync = true;
+  Check(db_->Write(write, &batch), "truncating the log");
+  // Give the space back now rather than at some later compaction.
+  const rocksdb::Slice from(first), to(end);
+  Check(db_->CompactRange({}, handles_[kEvents], &from, &to), "compacting truncated events");
+  const std::string snapshots_end = Key(through);
+  const rocksdb::Slice snapshots_to(snapshots_end);
+  Check(db_->CompactRange({}, handles_[kSnapshots], nullptr, &snapshots_to),
+        "compacting truncated snapshots");
+}
+
+Seq RocksEventLog::FirstSeq() const {
+  auto first = GetMeta(kMetaFirstSeq);
+  return first ? std::stoull(*first) : 1;
+}
+
+std::uint64_t RocksEventLog::DiskBytes() const {
+  std::uint64_t total = 0;
+  for (auto* handle : handles_) {
+    for (const auto& property : {rocksdb::DB::Properties::kLiveSstFilesSize,
+                                 rocksdb::DB::Properties::kCurSizeAllMemTables}) {
+      std::uint64_t bytes = 0;
+      if (db_->GetIntProperty(handle, property, &bytes)) total += bytes;
+    }
+  }
+  return total;
+}
+
 void RocksEventLog::PutRawEventForTest(Seq seq, std::string_view raw_value) {
   RequireWritable();
   Check(db_->Put({}, handles_[kEvents], Key(seq), raw_value), "planting a raw event");
 }
+
+constexpr std::size_t kWriteBufferBytes = 8 << 20;
 
 rocksdb::Options BaseOptions(const OpenOptions& options) {
   rocksdb::Options db;
@@ -374,11 +424,17 @@ rocksdb::Options BaseOptions(const OpenOptions& options) {
   db.avoid_flush_during_shutdown = options.avoid_flush_during_shutdown;
   db.keep_log_file_num = 4;
   db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  // Every family's memtables together, flushed early past this.
+  db.db_write_buffer_size = 4 * kWriteBufferBytes;
   return db;
 }
 
 std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
   rocksdb::ColumnFamilyOptions cf;
+  // The log is append-mostly and read back in order: small memtables (RocksDB's default is
+  // 64 MB per family, five families) keep a long-running controller's memory bounded.
+  cf.write_buffer_size = kWriteBufferBytes;
+  cf.max_write_buffer_number = 2;
   auto supported = rocksdb::GetSupportedCompressions();
   if (std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) != supported.end()) {
     cf.compression = rocksdb::kLZ4Compression;

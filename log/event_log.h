@@ -131,6 +131,15 @@ class EventLog {
   virtual std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const = 0;
   virtual std::vector<Seq> SnapshotSeqs() const = 0;
 
+  // Retention: drops every record at or below `through` and every older snapshot. There must be
+  // a snapshot at `through` (it becomes where recovery and replay start). Decisions are kept:
+  // they are small and the audit trail. Throws LogError(kInvalid) without that snapshot.
+  virtual void Truncate(Seq through) = 0;
+  // The first record a Scan can return: 1, or one past the last Truncate.
+  virtual Seq FirstSeq() const = 0;
+  // Bytes the log holds: its live files and what is not flushed yet (retention by size).
+  virtual std::uint64_t DiskBytes() const = 0;
+
   virtual std::uint32_t SchemaVersion() const = 0;
   virtual std::string WriterVersion() const = 0;
   virtual std::string ClusterId() const = 0;

@@ -40,7 +40,24 @@ class Verifier {
 
   void Run(const std::function<void(log::Seq, log::Seq)>& progress) {
     log::Seq last = log_.LastSeq();
-    log_.Scan(1, 0, [&](const log::Record& record) {
+    // A log truncated by retention begins with the snapshot at the cut: its state, checked
+    // against its stored hash, is where the fold starts.
+    const log::Seq first = log_.FirstSeq();
+    if (first > 1) {
+      auto snapshot = log_.SnapshotAtOrBelow(first - 1);
+      if (!snapshot || snapshot->seq != first - 1) {
+        Fail(Verdict::kCorrupt, first, "the log was truncated but has no snapshot at the cut");
+        return;
+      }
+      std::uint64_t stored = 0;
+      state_ = log::DecodeSnapshot(snapshot->payload, &stored);
+      if (StateHash(state_) != stored) {
+        Fail(Verdict::kCorrupt, snapshot->seq, "the snapshot at the cut fails its state hash");
+        return;
+      }
+      report_.first_seq = first;
+    }
+    log_.Scan(first, 0, [&](const log::Record& record) {
       if (progress && record.seq % kProgressEvery == 0) progress(record.seq, last);
       Visit(record);
       if (snapshots_.contains(record.seq)) CheckSnapshot(record.seq);
@@ -191,7 +208,8 @@ VerifyReport Verify(const log::EventLog& log,
 State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot) {
   State state;
   log::Seq from = 1;
-  if (use_snapshot) {
+  // A truncated log starts at its oldest snapshot whatever the caller prefers.
+  if (use_snapshot || log.FirstSeq() > 1) {
     if (auto snapshot = log.SnapshotAtOrBelow(to)) {
       state = log::DecodeSnapshot(snapshot->payload, nullptr);
       from = snapshot->seq + 1;

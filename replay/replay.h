@@ -30,6 +30,7 @@ struct VerifyReport {
   std::uint64_t final_hash = 0;
   std::uint64_t final_hash_from_snapshot = 0;
   log::Seq newest_snapshot = 0;
+  log::Seq first_seq = 1;  // Where the log begins (above 1: truncated by retention).
 };
 
 const char* VerdictName(Verdict verdict);

@@ -280,6 +280,9 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   observers.Add(&outputs);
   runtime::Options runtime_options;
   runtime_options.snapshot_every_events = options.snapshot_every_events;
+  runtime_options.snapshot_min_interval = options.snapshot_min_interval;
+  runtime_options.retain_age = options.retain_age;
+  runtime_options.retain_bytes = options.retain_bytes;
   runtime_options.observer = &observers;
   runtime::Runtime rt(*log, executor, runtime_options);
   // Karpenter's Events for what the core decided (not in a dry run: it writes nothing).

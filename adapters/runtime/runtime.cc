@@ -1,5 +1,6 @@
 #include "adapters/runtime/runtime.h"
 
+#include <algorithm>
 #include <cassert>
 #include <deque>
 #include <map>
@@ -59,11 +60,15 @@ void Runtime::AppendOutputs(const std::vector<std::pair<Seq, Output>>& outputs) 
 void Runtime::MaybeSnapshot() {
   if (options_.snapshot_every_events == 0) return;
   if (events_since_snapshot_ < options_.snapshot_every_events) return;
+  if (state_.now - snapshot_taken_ < options_.snapshot_min_interval) return;
+  snapshot_taken_ = state_.now;
   // Keyed by the last record written, so every output of the folded events is below the key.
   const log::Seq at = log_.LastSeq();
   log_.PutSnapshot(at, log::EncodeSnapshot(state_));
   events_since_snapshot_ = 0;
   if (options_.observer != nullptr) options_.observer->OnSnapshot(at);
+  snapshot_times_[at] = state_.now;
+  ApplyRetention();
 }
 
 std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
@@ -93,6 +98,28 @@ std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
   AppendOutputs(outputs);
   MaybeSnapshot();
   return to_run;
+}
+
+void Runtime::ApplyRetention() {
+  if (options_.retain_age.value > 0) {
+    log::Seq cut = 0;
+    for (const auto& [seq, taken] : snapshot_times_) {
+      if (state_.now - taken >= options_.retain_age) cut = seq;
+    }
+    if (cut >= log_.FirstSeq()) log_.Truncate(cut);
+  }
+  if (options_.retain_bytes > 0) {
+    while (log_.DiskBytes() > options_.retain_bytes) {
+      const std::vector<log::Seq> snapshots = log_.SnapshotSeqs();
+      // The oldest snapshot above the current start, never the newest: recovery needs one.
+      auto next = std::find_if(snapshots.begin(), snapshots.end(),
+                               [&](log::Seq s) { return s >= log_.FirstSeq(); });
+      if (next == snapshots.end() || *next == snapshots.back()) break;
+      log_.Truncate(*next);
+    }
+  }
+  std::erase_if(snapshot_times_,
+                [&](const auto& entry) { return entry.first < log_.FirstSeq() - 1; });
 }
 
 std::vector<Event> Runtime::Execute(const Command& command) {
