@@ -287,6 +287,12 @@ struct CoreOnly {
 // The baseline: the same events folded by the pure core alone. The state at the start of the
 // hour comes from the newest snapshot below it plus the events after (untimed); the hour's
 // events are then read, decoded and folded, with Step's own CPU time summed apart.
+std::size_t SnapshotBytes(const log::Snapshot& snapshot) {
+  std::size_t bytes = 0;
+  for (const auto& part : snapshot.parts) bytes += part.size();
+  return bytes;
+}
+
 CoreOnly FoldCoreOnly(const log::EventLog& log, log::Seq churn_from) {
   CoreOnly core;
   const double heap0 = HeapMb();
@@ -294,7 +300,7 @@ CoreOnly FoldCoreOnly(const log::EventLog& log, log::Seq churn_from) {
   log::Seq from = 1;
   if (auto snapshot = log.SnapshotAtOrBelow(churn_from - 1)) {
     std::uint64_t hash = 0;
-    state = log::DecodeSnapshot(snapshot->payload, &hash);
+    state = log::DecodeSnapshot(snapshot->parts, &hash);
     from = snapshot->seq + 1;
   }
   auto fold = [&](const log::Record& record, bool timed) {
@@ -443,7 +449,7 @@ int Run(const Args& args) {
   std::printf(
       "  newest snapshot %.1f MB; heap given back: World %.1f MB, runtime (its State) "
       "%.1f MB, ",
-      snapshot ? static_cast<double>(snapshot->payload.size()) / 1e6 : 0.0, world_heap_mb,
+      snapshot ? static_cast<double>(SnapshotBytes(*snapshot)) / 1e6 : 0.0, world_heap_mb,
       runtime_heap_mb);
   snapshot.reset();
   const double heap_with_log = HeapMb();

@@ -1254,7 +1254,29 @@ Decision DecodeDecision(std::string_view bytes) {
   return WithReader<s::Decision>(bytes, [](s::Decision::Reader r) { return Get(r); });
 }
 
-std::string EncodeSnapshot(const State& state) {
+namespace {
+
+// The large collections of a snapshot follow its head in parts of at most this many items, so
+// that no buffer ever holds the whole state (tens of MB at 5,000 nodes).
+constexpr std::size_t kSnapshotPartItems = 1024;
+
+// Writes `map` as snapshot parts, each a Snapshot message with only the list `init` makes.
+template <class Map, class Init>
+void PutSlices(const Map& map, Init init, const std::function<void(std::string_view)>& sink) {
+  auto it = map.begin();
+  for (std::size_t left = map.size(); left > 0;) {
+    const std::size_t n = std::min(left, kSnapshotPartItems);
+    capnp::MallocMessageBuilder message;
+    auto list = init(message.initRoot<s::Snapshot>(), static_cast<unsigned>(n));
+    for (unsigned i = 0; i < n; ++i, ++it) Put(list[i], it->second);
+    sink(ToBytes(message));
+    left -= n;
+  }
+}
+
+}  // namespace
+
+void EncodeSnapshot(const State& state, const std::function<void(std::string_view)>& sink) {
   capnp::MallocMessageBuilder message;
   auto b = message.initRoot<s::Snapshot>();
   b.setStateHash(StateHash(state));
@@ -1266,10 +1288,6 @@ std::string EncodeSnapshot(const State& state) {
   Put(b.initSettings(), state.settings);
   PutValues(b.initNodePools(state.nodepools.size()), state.nodepools);
   PutValues(b.initNodeClasses(state.nodeclasses.size()), state.nodeclasses);
-  PutValues(b.initCatalog(state.catalog.size()), state.catalog);
-  PutValues(b.initPods(state.pods.size()), state.pods);
-  PutValues(b.initNodes(state.nodes.size()), state.nodes);
-  PutValues(b.initNodeClaims(state.nodeclaims.size()), state.nodeclaims);
   auto unavailable = b.initUnavailableOfferings(state.unavailable_offerings.size());
   unsigned i = 0;
   for (const auto& [key, until] : state.unavailable_offerings) {
@@ -1313,12 +1331,20 @@ std::string EncodeSnapshot(const State& state) {
   std::map<std::string, std::int64_t> handled;
   for (const auto& [id, at] : state.handled_messages) handled[id] = at.value;
   Put(b.initHandledMessages(handled.size()), handled);
-  return ToBytes(message);
+  sink(ToBytes(message));
+  PutSlices(state.catalog, [](s::Snapshot::Builder p, unsigned n) { return p.initCatalog(n); }, sink);
+  PutSlices(state.pods, [](s::Snapshot::Builder p, unsigned n) { return p.initPods(n); }, sink);
+  PutSlices(state.nodes, [](s::Snapshot::Builder p, unsigned n) { return p.initNodes(n); }, sink);
+  PutSlices(state.nodeclaims, [](s::Snapshot::Builder p, unsigned n) { return p.initNodeClaims(n); },
+            sink);
 }
 
-State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
-  return WithReader<s::Snapshot>(bytes, [&](s::Snapshot::Reader r) {
-    State state;
+namespace {
+
+// Reads one snapshot part into `state`: the head's scalars only from the first part, the
+// collections from every part (a snapshot of one part, as older logs have, holds them all).
+void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64_t* stored_hash) {
+  if (head) {
     if (stored_hash != nullptr) *stored_hash = r.getStateHash();
     state.last_seq = tenon::Seq{r.getLastSeq()};
     state.now = Nanos{r.getNowNs()};
@@ -1326,6 +1352,21 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     state.seed = r.getSeed();
     state.version = S(r.getVersion());
     state.settings = Get(r.getSettings());
+    state.next_command = CommandId{r.getNextCommand()};
+    state.next_decision = DecisionId{r.getNextDecision()};
+    state.next_nodeclaim = r.getNextNodeClaim();
+    state.rejected_inputs = r.getRejectedInputs();
+    state.watches_synced = !r.getWatchesUnsynced();
+    state.batch = {r.getBatchOpen(), Nanos{r.getBatchOpenedNs()}, Nanos{r.getBatchLastPodNs()}};
+    state.last_instance_listing = Nanos{r.getLastInstanceListingNs()};
+    state.last_disruption_pass = Nanos{r.getLastDisruptionPassNs()};
+    state.pending_method = S(r.getPendingMethod());
+    state.pending_nodeclaims = GetTexts(r.getPendingNodeClaims());
+    state.pending_since = Nanos{r.getPendingSinceNs()};
+    state.last_disruption_digest = r.getLastDisruptionDigest();
+    state.pending_replacements = r.getPendingReplacements();
+    state.replacing = GetList<ReplacementWait>(r.getReplacing());
+  }
     for (auto p : r.getNodePools()) state.nodepools[S(p.getName())] = Get(p);
     for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
     for (auto e : r.getCatalog()) state.catalog[S(e.getType().getName())] = Get(e);
@@ -1335,13 +1376,7 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     for (auto u : r.getUnavailableOfferings()) {
       state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};
     }
-    state.batch = {r.getBatchOpen(), Nanos{r.getBatchOpenedNs()}, Nanos{r.getBatchLastPodNs()}};
     for (auto c : r.getInflight()) state.inflight[CommandId{c.getId()}] = Get(c);
-    state.next_command = CommandId{r.getNextCommand()};
-    state.next_decision = DecisionId{r.getNextDecision()};
-    state.next_nodeclaim = r.getNextNodeClaim();
-    state.rejected_inputs = r.getRejectedInputs();
-    state.watches_synced = !r.getWatchesUnsynced();
     for (auto d : r.getDaemonSets()) {
       state.daemonsets[PodKey(S(d.getNamespace()), S(d.getName()))] = Get(d);
     }
@@ -1352,25 +1387,29 @@ State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash) {
     for (auto c : r.getStorageClasses()) state.storage_classes[S(c.getName())] = Get(c);
     for (auto c : r.getCsiNodes()) state.csi_nodes[S(c.getName())] = Get(c);
     for (auto p : r.getNodePoolStatus()) state.nodepool_status[S(p.getName())] = Get(p.getStatus());
-    state.last_instance_listing = Nanos{r.getLastInstanceListingNs()};
     for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
       state.registration_healthy[pool] = healthy != 0;
     }
-    state.last_disruption_pass = Nanos{r.getLastDisruptionPassNs()};
-    state.pending_method = S(r.getPendingMethod());
-    state.pending_nodeclaims = GetTexts(r.getPendingNodeClaims());
-    state.pending_since = Nanos{r.getPendingSinceNs()};
-    state.last_disruption_digest = r.getLastDisruptionDigest();
     for (auto p : r.getPodDisruptionBudgets()) {
       state.pdbs[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
     }
-    state.pending_replacements = r.getPendingReplacements();
-    state.replacing = GetList<ReplacementWait>(r.getReplacing());
     for (const auto& [id, at] : GetInts(r.getHandledMessages())) {
       state.handled_messages[id] = Nanos{at};
     }
-    return state;
-  });
+}
+
+}  // namespace
+
+State DecodeSnapshot(const std::vector<std::string>& parts, std::uint64_t* stored_hash) {
+  if (parts.empty()) throw CodecError("a snapshot without parts");
+  State state;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    WithReader<s::Snapshot>(parts[i], [&](s::Snapshot::Reader r) {
+      GetSnapshotPart(r, i == 0, state, stored_hash);
+      return 0;
+    });
+  }
+  return state;
 }
 
 std::string EventKind(const Event& event) {

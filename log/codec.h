@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -36,9 +37,12 @@ Entry DecodeEntry(std::string_view bytes);
 std::string EncodeDecision(const Decision& decision);
 Decision DecodeDecision(std::string_view bytes);
 
-// A snapshot carries the state and the hash it had when written.
-std::string EncodeSnapshot(const State& state);
-State DecodeSnapshot(std::string_view bytes, std::uint64_t* stored_hash);
+// A snapshot carries the state and the hash it had when written, in parts: a head with the
+// scalars and small collections, then slices of the large ones (catalog, pods, nodes,
+// NodeClaims). `sink` gets each part in order and may write it away before the next is made.
+void EncodeSnapshot(const State& state, const std::function<void(std::string_view)>& sink);
+// Reads the parts EncodeSnapshot made (or the single part an older log holds).
+State DecodeSnapshot(const std::vector<std::string>& parts, std::uint64_t* stored_hash);
 
 // A short human name for an event kind ("PodUpserted") and a command kind ("LaunchInstances").
 std::string EventKind(const Event& event);

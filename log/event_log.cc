@@ -4,6 +4,7 @@
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/write_batch.h>
 #include <sys/stat.h>
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack: no allocation per record.
@@ -38,6 +39,16 @@ std::string Key(std::uint64_t n) {
   return key;
 }
 
+// A snapshot's part i >= 1 is stored under its sequence number's key followed by big-endian i,
+// so the parts sort right after their head and before the next snapshot.
+constexpr std::size_t kPartKeyBytes = 8 + 4;
+
+std::string PartKey(std::uint64_t seq, std::uint32_t part) {
+  std::string key = Key(seq);
+  for (int shift = 24; shift >= 0; shift -= 8) key.push_back(static_cast<char>(part >> shift));
+  return key;
+}
+
 std::uint64_t FromKey(const rocksdb::Slice& key) {
   if (key.size() != 8) throw LogError(ErrorKind::kCorruption, 0, "log: a key is not 8 bytes");
   std::uint64_t n = 0;
@@ -51,6 +62,12 @@ std::uint64_t Checksum(std::string_view key, std::string_view payload) {
   XXH3_64bits_update(&state, key.data(), key.size());
   XXH3_64bits_update(&state, payload.data(), payload.size());
   return XXH3_64bits_digest(&state);
+}
+
+// The sequence number a snapshot head or part key belongs to.
+std::uint64_t SnapshotSeqOf(const rocksdb::Slice& key) {
+  if (key.size() == kPartKeyBytes) return FromKey(rocksdb::Slice(key.data(), 8));
+  return FromKey(key);
 }
 
 // The frame's header: its version and the checksum of key and payload.
@@ -106,6 +123,14 @@ void RestrictPermissions(const std::filesystem::path& dir) {
   }
 }
 
+// A snapshot file left by a crash before its Commit never became part of the log.
+void RemovePartialSnapshots(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".partial") std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 class UmaskGuard {
  public:
   UmaskGuard() : saved_(::umask(077)) {}
@@ -119,8 +144,9 @@ class UmaskGuard {
 
 class RocksEventLog final : public EventLog {
  public:
-  RocksEventLog(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles, bool read_only)
-      : db_(db), handles_(std::move(handles)), read_only_(read_only) {
+  RocksEventLog(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles, bool read_only,
+                std::filesystem::path dir)
+      : db_(db), handles_(std::move(handles)), read_only_(read_only), dir_(std::move(dir)) {
     last_seq_ = FindLastSeq();
   }
 
@@ -141,7 +167,7 @@ class RocksEventLog final : public EventLog {
   std::optional<DecisionRecord> ReadDecision(std::uint64_t id) const override;
   void ScanDecisions(std::uint64_t from_id,
                      const std::function<bool(const DecisionRecord&)>& fn) const override;
-  void PutSnapshot(Seq seq, std::string_view payload) override;
+  std::unique_ptr<SnapshotWriter> BeginSnapshot(Seq seq) override;
   std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const override;
   std::vector<Seq> SnapshotSeqs() const override;
   void Truncate(Seq through) override;
@@ -172,6 +198,7 @@ class RocksEventLog final : public EventLog {
   rocksdb::DB* db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   bool read_only_;
+  std::filesystem::path dir_;
   std::atomic<Seq> last_seq_{0};
   std::uint32_t schema_version_ = kSchemaVersion;
   std::string writer_version_;
@@ -350,24 +377,77 @@ void RocksEventLog::ScanDecisions(std::uint64_t from_id,
   Check(it->status(), "scanning decisions");
 }
 
-void RocksEventLog::PutSnapshot(Seq seq, std::string_view payload) {
+// Parts are framed into an SST file beside the log as they arrive and the file is ingested at
+// Commit: one atomic step, no memtable copy, no write-ahead log, and memory bounded by one part
+// (a whole-state value of tens of MB used to be held four times over while it was written).
+class RocksSnapshotWriter final : public SnapshotWriter {
+ public:
+  RocksSnapshotWriter(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
+                      const rocksdb::ColumnFamilyOptions& options, std::filesystem::path file,
+                      Seq seq)
+      : db_(db), family_(family), writer_({}, rocksdb::Options({}, options)),
+        file_(std::move(file)), seq_(seq) {
+    UmaskGuard umask;
+    Check(writer_.Open(file_.string()), "starting snapshot " + std::to_string(seq));
+  }
+
+  ~RocksSnapshotWriter() override {
+    if (committed_) return;
+    std::error_code ec;
+    std::filesystem::remove(file_, ec);
+  }
+
+  void Add(std::string_view part) override {
+    if (parts_ == kSnapshotPartsMax) {
+      throw LogError(ErrorKind::kInvalid, seq_, "log: a snapshot has more than kSnapshotPartsMax parts");
+    }
+    if (part.size() > kRecordBytesMax) {
+      throw LogError(ErrorKind::kInvalid, seq_, "log: snapshot part too large");
+    }
+    const std::string key = parts_ == 0 ? Key(seq_) : PartKey(seq_, parts_);
+    const std::string header = FrameHeader(key, part);
+    std::string value;
+    value.reserve(header.size() + part.size());
+    value.append(header).append(part);
+    Check(writer_.Put(key, value), "writing snapshot " + std::to_string(seq_));
+    ++parts_;
+  }
+
+  void Commit() override {
+    if (parts_ == 0) throw LogError(ErrorKind::kInvalid, seq_, "log: a snapshot without parts");
+    UmaskGuard umask;
+    Check(writer_.Finish(), "finishing snapshot " + std::to_string(seq_));
+    // A snapshot at this seq written before (a rerun) may have had more parts: drop it first.
+    std::string existing;
+    if (db_->Get({}, family_, Key(seq_), &existing).ok()) {
+      Check(db_->DeleteRange({}, family_, Key(seq_), Key(seq_ + 1)), "replacing a snapshot");
+    }
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;
+    Check(db_->IngestExternalFile(family_, {file_.string()}, ingest),
+          "storing snapshot " + std::to_string(seq_));
+    committed_ = true;
+    std::error_code ec;
+    std::filesystem::remove(file_, ec);  // Moved files may leave the name behind.
+  }
+
+ private:
+  rocksdb::DB* db_;
+  rocksdb::ColumnFamilyHandle* family_;
+  rocksdb::SstFileWriter writer_;
+  std::filesystem::path file_;
+  Seq seq_;
+  std::uint32_t parts_ = 0;
+  bool committed_ = false;
+};
+
+std::unique_ptr<SnapshotWriter> RocksEventLog::BeginSnapshot(Seq seq) {
   RequireWritable();
-  // A snapshot is the whole state (tens of MB on a large cluster): written in two parts without
-  // a framed copy, and past the write-ahead log (one copy fewer), then flushed to its own file
-  // before returning, so it is as durable as if the WAL had held it.
-  const std::string key = Key(seq);
-  const std::string header = FrameHeader(key, payload);
-  const rocksdb::Slice key_slice(key);
-  const rocksdb::Slice parts[] = {header, rocksdb::Slice(payload.data(), payload.size())};
-  rocksdb::WriteBatch batch;
-  Check(batch.Put(handles_[kSnapshots], rocksdb::SliceParts(&key_slice, 1),
-                  rocksdb::SliceParts(parts, 2)),
-        "writing a snapshot");
-  rocksdb::WriteOptions write;
-  write.disableWAL = true;
-  UmaskGuard umask;  // The flush creates a file: the owner's only, like the rest of the log.
-  Check(db_->Write(write, &batch), "writing a snapshot");
-  Check(db_->Flush(rocksdb::FlushOptions(), handles_[kSnapshots]), "flushing a snapshot");
+  rocksdb::ColumnFamilyDescriptor descriptor;
+  Check(handles_[kSnapshots]->GetDescriptor(&descriptor), "reading the snapshot options");
+  return std::make_unique<RocksSnapshotWriter>(
+      db_, handles_[kSnapshots], descriptor.options,
+      dir_ / ("snapshot-" + std::to_string(seq) + ".sst.partial"), seq);
 }
 
 std::optional<Snapshot> RocksEventLog::SnapshotAtOrBelow(Seq at) const {
@@ -375,15 +455,36 @@ std::optional<Snapshot> RocksEventLog::SnapshotAtOrBelow(Seq at) const {
   it->SeekForPrev(Key(at == 0 ? ~Seq{0} : at));
   Check(it->status(), "seeking a snapshot");
   if (!it->Valid()) return std::nullopt;
-  Seq seq = FromKey(it->key());
-  return Snapshot{seq,
-                  Unframe("snapshots", seq, it->key().ToStringView(), it->value().ToStringView())};
+  // Landing on a part of an older snapshot: its head sits before it.
+  const Seq seq = SnapshotSeqOf(it->key());
+  const std::string head = Key(seq);
+  if (it->key() != rocksdb::Slice(head)) it->SeekForPrev(head);
+  Check(it->status(), "seeking a snapshot");
+  if (!it->Valid() || it->key() != rocksdb::Slice(head)) {
+    throw LogError(ErrorKind::kCorruption, seq,
+                   "log: snapshot at sequence number " + std::to_string(seq) + " has no head");
+  }
+  Snapshot snapshot{seq, {}};
+  for (; it->Valid() && SnapshotSeqOf(it->key()) == seq; it->Next()) {
+    const std::uint32_t expected = static_cast<std::uint32_t>(snapshot.parts.size());
+    if (expected > 0 && it->key() != rocksdb::Slice(PartKey(seq, expected))) {
+      throw LogError(ErrorKind::kCorruption, seq,
+                     "log: snapshot at sequence number " + std::to_string(seq) + " lacks part " +
+                         std::to_string(expected));
+    }
+    snapshot.parts.push_back(
+        Unframe("snapshots", seq, it->key().ToStringView(), it->value().ToStringView()));
+  }
+  Check(it->status(), "reading a snapshot");
+  return snapshot;
 }
 
 std::vector<Seq> RocksEventLog::SnapshotSeqs() const {
   std::vector<Seq> seqs;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kSnapshots]));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) seqs.push_back(FromKey(it->key()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (it->key().size() != kPartKeyBytes) seqs.push_back(FromKey(it->key()));
+  }
   Check(it->status(), "listing snapshots");
   return seqs;
 }
@@ -469,6 +570,12 @@ std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
 
 }  // namespace
 
+void EventLog::PutSnapshot(Seq seq, std::string_view payload) {
+  auto writer = BeginSnapshot(seq);
+  writer->Add(payload);
+  writer->Commit();
+}
+
 std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
                                          const OpenOptions& options, OpenReport* report) {
   OpenReport local;
@@ -483,6 +590,7 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
   if (ec)
     throw LogError(ErrorKind::kIo, 0, "log: cannot create " + dir.string() + ": " + ec.message());
   RestrictPermissions(dir);
+  if (!options.read_only) RemovePartialSnapshots(dir);
 
   rocksdb::DBOptions db_options = BaseOptions(options);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -503,7 +611,7 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
     }
   }
   Check(status, "opening " + dir.string());
-  auto log = std::make_unique<RocksEventLog>(db, std::move(handles), options.read_only);
+  auto log = std::make_unique<RocksEventLog>(db, std::move(handles), options.read_only, dir);
   log->InitMeta(options, out);
   out.last_seq = log->LastSeq();
   if (out.torn_tail_truncated) {

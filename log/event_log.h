@@ -32,6 +32,8 @@ inline constexpr std::uint32_t kSchemaVersion = 1;
 inline constexpr std::size_t kAppendBatchMax = 65536;
 // Largest payload accepted for one record.
 inline constexpr std::size_t kRecordBytesMax = 64u << 20;
+// Most parts one snapshot may have.
+inline constexpr std::uint32_t kSnapshotPartsMax = 1u << 16;
 
 enum class ErrorKind {
   kIo,          // RocksDB or the filesystem failed.
@@ -92,9 +94,20 @@ struct Record {
   std::string payload;
 };
 
+// A snapshot is stored in parts (the codec's head first, then slices of the large collections),
+// so that neither writing nor reading one needs the whole state as a single buffer.
 struct Snapshot {
   Seq seq = 0;
-  std::string payload;
+  std::vector<std::string> parts;
+};
+
+// Writes one snapshot part by part; nothing is visible until Commit, and then all of it is.
+// Dropping a writer without Commit leaves the log as it was.
+class SnapshotWriter {
+ public:
+  virtual ~SnapshotWriter() = default;
+  virtual void Add(std::string_view part) = 0;
+  virtual void Commit() = 0;
 };
 
 class EventLog {
@@ -126,7 +139,11 @@ class EventLog {
   virtual void ScanDecisions(std::uint64_t from_id,
                              const std::function<bool(const DecisionRecord&)>& fn) const = 0;
 
-  virtual void PutSnapshot(Seq seq, std::string_view payload) = 0;
+  // Starts the snapshot of the state after folding `seq`. Parts go to a file of their own as they
+  // are added (memory stays at one part), which Commit moves into the log atomically.
+  virtual std::unique_ptr<SnapshotWriter> BeginSnapshot(Seq seq) = 0;
+  // A snapshot of one part.
+  void PutSnapshot(Seq seq, std::string_view payload);
   // The newest snapshot whose seq <= at (at = 0: the newest of all).
   virtual std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const = 0;
   virtual std::vector<Seq> SnapshotSeqs() const = 0;

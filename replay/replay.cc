@@ -50,7 +50,7 @@ class Verifier {
         return;
       }
       std::uint64_t stored = 0;
-      state_ = log::DecodeSnapshot(snapshot->payload, &stored);
+      state_ = log::DecodeSnapshot(snapshot->parts, &stored);
       if (StateHash(state_) != stored) {
         Fail(Verdict::kCorrupt, snapshot->seq, "the snapshot at the cut fails its state hash");
         return;
@@ -144,7 +144,7 @@ class Verifier {
     auto snapshot = log_.SnapshotAtOrBelow(seq);
     if (!snapshot || snapshot->seq != seq) return;
     std::uint64_t stored = 0;
-    State decoded = log::DecodeSnapshot(snapshot->payload, &stored);
+    State decoded = log::DecodeSnapshot(snapshot->parts, &stored);
     ++report_.snapshots_checked;
     std::uint64_t now = StateHash(state_);
     if (stored != now || StateHash(decoded) != now) {
@@ -211,7 +211,7 @@ State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot) {
   // A truncated log starts at its oldest snapshot whatever the caller prefers.
   if (use_snapshot || log.FirstSeq() > 1) {
     if (auto snapshot = log.SnapshotAtOrBelow(to)) {
-      state = log::DecodeSnapshot(snapshot->payload, nullptr);
+      state = log::DecodeSnapshot(snapshot->parts, nullptr);
       from = snapshot->seq + 1;
     }
   }

@@ -64,7 +64,9 @@ void Runtime::MaybeSnapshot() {
   snapshot_taken_ = state_.now;
   // Keyed by the last record written, so every output of the folded events is below the key.
   const log::Seq at = log_.LastSeq();
-  log_.PutSnapshot(at, log::EncodeSnapshot(state_));
+  auto writer = log_.BeginSnapshot(at);
+  log::EncodeSnapshot(state_, [&](std::string_view part) { writer->Add(part); });
+  writer->Commit();
   events_since_snapshot_ = 0;
   if (options_.observer != nullptr) options_.observer->OnSnapshot(at);
   snapshot_times_[at] = state_.now;
@@ -149,7 +151,7 @@ RecoveryReport Runtime::Recover() {
   log::Seq from = 1;
   if (auto snapshot = log_.SnapshotAtOrBelow(0)) {
     std::uint64_t stored_hash = 0;
-    state_ = log::DecodeSnapshot(snapshot->payload, &stored_hash);
+    state_ = log::DecodeSnapshot(snapshot->parts, &stored_hash);
     if (StateHash(state_) != stored_hash) {
       throw DivergenceError("snapshot at seq " + std::to_string(snapshot->seq) +
                             " does not match its stored state hash");

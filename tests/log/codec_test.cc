@@ -10,6 +10,12 @@
 namespace tenon::testing {
 namespace {
 
+std::vector<std::string> EncodeSnapshotParts(const State& state) {
+  std::vector<std::string> parts;
+  log::EncodeSnapshot(state, [&](std::string_view part) { parts.emplace_back(part); });
+  return parts;
+}
+
 Pod FullPod() {
   Pod pod = PendingPod("web-1", 500, 512);
   pod.labels = {{"app", "web"}};
@@ -204,12 +210,33 @@ TEST(Codec, SnapshotRestoresExactState) {
   f.Fold(FleetFailed{CommandId{999},
                      "none",
                      {{"c5.large", "us-east-1a", "spot", ErrorCode::kInsufficientCapacity, ""}}});
-  std::string bytes = log::EncodeSnapshot(f.state);
-  EXPECT_EQ(bytes, log::EncodeSnapshot(f.state));
+  std::vector<std::string> parts = EncodeSnapshotParts(f.state);
+  EXPECT_EQ(parts, EncodeSnapshotParts(f.state));
   std::uint64_t stored = 0;
-  State restored = log::DecodeSnapshot(bytes, &stored);
+  State restored = log::DecodeSnapshot(parts, &stored);
   EXPECT_EQ(restored, f.state);
   EXPECT_EQ(stored, StateHash(f.state));
+  EXPECT_EQ(StateHash(restored), stored);
+}
+
+// A state with thousands of pods is written as a head and slices of bounded size, and the
+// slices put it back exactly.
+TEST(Codec, LargeSnapshotIsSlicedAndRestored) {
+  Folder f;
+  f.Start({Pool("default"), FullPool()});
+  for (int i = 0; i < 2500; ++i) {
+    f.Fold(PodUpserted{PendingPod("p" + std::to_string(i), 100, 100)});
+  }
+  std::vector<std::string> parts = EncodeSnapshotParts(f.state);
+  ASSERT_GE(parts.size(), 4u);  // The head, then 2,500 pods in slices of at most 1,024.
+  std::size_t largest = 0;
+  for (const auto& part : parts) largest = std::max(largest, part.size());
+  std::size_t total = 0;
+  for (const auto& part : parts) total += part.size();
+  EXPECT_LT(largest, total / 2);
+  std::uint64_t stored = 0;
+  State restored = log::DecodeSnapshot(parts, &stored);
+  EXPECT_EQ(restored, f.state);
   EXPECT_EQ(StateHash(restored), stored);
 }
 
