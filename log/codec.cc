@@ -1332,11 +1332,15 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
   for (const auto& [id, at] : state.handled_messages) handled[id] = at.value;
   Put(b.initHandledMessages(handled.size()), handled);
   sink(ToBytes(message));
-  PutSlices(state.catalog, [](s::Snapshot::Builder p, unsigned n) { return p.initCatalog(n); }, sink);
-  PutSlices(state.pods, [](s::Snapshot::Builder p, unsigned n) { return p.initPods(n); }, sink);
-  PutSlices(state.nodes, [](s::Snapshot::Builder p, unsigned n) { return p.initNodes(n); }, sink);
-  PutSlices(state.nodeclaims, [](s::Snapshot::Builder p, unsigned n) { return p.initNodeClaims(n); },
-            sink);
+  PutSlices(
+      state.catalog, [](s::Snapshot::Builder p, unsigned n) { return p.initCatalog(n); }, sink);
+  PutSlices(
+      state.pods, [](s::Snapshot::Builder p, unsigned n) { return p.initPods(n); }, sink);
+  PutSlices(
+      state.nodes, [](s::Snapshot::Builder p, unsigned n) { return p.initNodes(n); }, sink);
+  PutSlices(
+      state.nodeclaims, [](s::Snapshot::Builder p, unsigned n) { return p.initNodeClaims(n); },
+      sink);
 }
 
 namespace {
@@ -1367,35 +1371,35 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
     state.pending_replacements = r.getPendingReplacements();
     state.replacing = GetList<ReplacementWait>(r.getReplacing());
   }
-    for (auto p : r.getNodePools()) state.nodepools[S(p.getName())] = Get(p);
-    for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
-    for (auto e : r.getCatalog()) state.catalog[S(e.getType().getName())] = Get(e);
-    for (auto p : r.getPods()) state.pods[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
-    for (auto n : r.getNodes()) state.nodes[S(n.getName())] = Get(n);
-    for (auto c : r.getNodeClaims()) state.nodeclaims[S(c.getName())] = Get(c);
-    for (auto u : r.getUnavailableOfferings()) {
-      state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};
-    }
-    for (auto c : r.getInflight()) state.inflight[CommandId{c.getId()}] = Get(c);
-    for (auto d : r.getDaemonSets()) {
-      state.daemonsets[PodKey(S(d.getNamespace()), S(d.getName()))] = Get(d);
-    }
-    for (auto c : r.getPersistentVolumeClaims()) {
-      state.pvcs[PodKey(S(c.getNamespace()), S(c.getName()))] = Get(c);
-    }
-    for (auto v : r.getPersistentVolumes()) state.pvs[S(v.getName())] = Get(v);
-    for (auto c : r.getStorageClasses()) state.storage_classes[S(c.getName())] = Get(c);
-    for (auto c : r.getCsiNodes()) state.csi_nodes[S(c.getName())] = Get(c);
-    for (auto p : r.getNodePoolStatus()) state.nodepool_status[S(p.getName())] = Get(p.getStatus());
-    for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
-      state.registration_healthy[pool] = healthy != 0;
-    }
-    for (auto p : r.getPodDisruptionBudgets()) {
-      state.pdbs[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
-    }
-    for (const auto& [id, at] : GetInts(r.getHandledMessages())) {
-      state.handled_messages[id] = Nanos{at};
-    }
+  for (auto p : r.getNodePools()) state.nodepools[S(p.getName())] = Get(p);
+  for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
+  for (auto e : r.getCatalog()) state.catalog[S(e.getType().getName())] = Get(e);
+  for (auto p : r.getPods()) state.pods[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
+  for (auto n : r.getNodes()) state.nodes[S(n.getName())] = Get(n);
+  for (auto c : r.getNodeClaims()) state.nodeclaims[S(c.getName())] = Get(c);
+  for (auto u : r.getUnavailableOfferings()) {
+    state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};
+  }
+  for (auto c : r.getInflight()) state.inflight[CommandId{c.getId()}] = Get(c);
+  for (auto d : r.getDaemonSets()) {
+    state.daemonsets[PodKey(S(d.getNamespace()), S(d.getName()))] = Get(d);
+  }
+  for (auto c : r.getPersistentVolumeClaims()) {
+    state.pvcs[PodKey(S(c.getNamespace()), S(c.getName()))] = Get(c);
+  }
+  for (auto v : r.getPersistentVolumes()) state.pvs[S(v.getName())] = Get(v);
+  for (auto c : r.getStorageClasses()) state.storage_classes[S(c.getName())] = Get(c);
+  for (auto c : r.getCsiNodes()) state.csi_nodes[S(c.getName())] = Get(c);
+  for (auto p : r.getNodePoolStatus()) state.nodepool_status[S(p.getName())] = Get(p.getStatus());
+  for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
+    state.registration_healthy[pool] = healthy != 0;
+  }
+  for (auto p : r.getPodDisruptionBudgets()) {
+    state.pdbs[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
+  }
+  for (const auto& [id, at] : GetInts(r.getHandledMessages())) {
+    state.handled_messages[id] = Nanos{at};
+  }
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // input (a record read back from disk) never trusts it: malformed bytes raise CodecError.
 #pragma once
 
-#include <stdexcept>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>

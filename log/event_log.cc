@@ -385,8 +385,11 @@ class RocksSnapshotWriter final : public SnapshotWriter {
   RocksSnapshotWriter(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
                       const rocksdb::ColumnFamilyOptions& options, std::filesystem::path file,
                       Seq seq)
-      : db_(db), family_(family), writer_({}, rocksdb::Options({}, options)),
-        file_(std::move(file)), seq_(seq) {
+      : db_(db),
+        family_(family),
+        writer_({}, rocksdb::Options({}, options)),
+        file_(std::move(file)),
+        seq_(seq) {
     UmaskGuard umask;
     Check(writer_.Open(file_.string()), "starting snapshot " + std::to_string(seq));
   }
@@ -399,7 +402,8 @@ class RocksSnapshotWriter final : public SnapshotWriter {
 
   void Add(std::string_view part) override {
     if (parts_ == kSnapshotPartsMax) {
-      throw LogError(ErrorKind::kInvalid, seq_, "log: a snapshot has more than kSnapshotPartsMax parts");
+      throw LogError(ErrorKind::kInvalid, seq_,
+                     "log: a snapshot has more than kSnapshotPartsMax parts");
     }
     if (part.size() > kRecordBytesMax) {
       throw LogError(ErrorKind::kInvalid, seq_, "log: snapshot part too large");
