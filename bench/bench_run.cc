@@ -465,6 +465,7 @@ int Run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tenon::runtime::TuneAllocatorForLongRun();  // As tenon run does.
   Args args;
   for (int i = 1; i < argc; ++i) {
     auto next = [&] { return i + 1 < argc ? std::stoll(argv[++i]) : 0; };

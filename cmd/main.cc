@@ -21,6 +21,7 @@
 #include "adapters/controller/controller.h"
 #include "adapters/kube/objects.h"
 #include "adapters/metrics/logging.h"
+#include "adapters/runtime/runtime.h"
 #include "adapters/sim/simulator.h"
 #include "log/codec.h"
 #include "log/event_log.h"
@@ -254,6 +255,7 @@ struct ScratchDir {
 };
 
 int RunController(RunArgs& args) {
+  runtime::TuneAllocatorForLongRun();
   auto& options = args.options;
   options.version = kVersion;
   if (args.disable_leader_election) options.leader_election = false;

@@ -849,6 +849,7 @@ void Put(s::Event::Builder b, const Event& event) {
                    g.setName(T(e.name));
                  },
                  [&](const WatchesSynced& e) { b.setWatchesSynced(e.synced); },
+                 [&](const NodeClaimObserved& e) { Put(b.initNodeClaimObserved(), e.claim); },
                  [&](const InterruptionReceived& e) {
                    auto g = b.initInterruptionReceived();
                    g.setMessageId(T(e.message_id));
@@ -960,6 +961,8 @@ Event Get(s::Event::Reader r) {
     }
     case s::Event::WATCHES_SYNCED:
       return WatchesSynced{r.getWatchesSynced()};
+    case s::Event::NODE_CLAIM_OBSERVED:
+      return NodeClaimObserved{Get(r.getNodeClaimObserved())};
     case s::Event::INTERRUPTION_RECEIVED: {
       auto g = r.getInterruptionReceived();
       return InterruptionReceived{
@@ -1331,6 +1334,9 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
   std::map<std::string, std::int64_t> handled;
   for (const auto& [id, at] : state.handled_messages) handled[id] = at.value;
   Put(b.initHandledMessages(handled.size()), handled);
+  std::map<std::string, std::int64_t> finished;
+  for (const auto& [name, at] : state.finished_nodeclaims) finished[name] = at.value;
+  Put(b.initFinishedNodeClaims(finished.size()), finished);
   sink(ToBytes(message));
   PutSlices(
       state.catalog, [](s::Snapshot::Builder p, unsigned n) { return p.initCatalog(n); }, sink);
@@ -1400,6 +1406,9 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
   for (const auto& [id, at] : GetInts(r.getHandledMessages())) {
     state.handled_messages[id] = Nanos{at};
   }
+  for (const auto& [name, at] : GetInts(r.getFinishedNodeClaims())) {
+    state.finished_nodeclaims[name] = Nanos{at};
+  }
 }
 
 }  // namespace
@@ -1448,7 +1457,8 @@ std::string EventKind(const Event& event) {
                                     "InterruptionReceived",
                                     "PodDisruptionBudgetUpserted",
                                     "PodDisruptionBudgetDeleted",
-                                    "WatchesSynced"};
+                                    "WatchesSynced",
+                                    "NodeClaimObserved"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[event.index()];
 }

@@ -394,6 +394,7 @@ struct Event {
       name @53 :Text;
     }
     watchesSynced @57 :Bool;
+    nodeClaimObserved @58 :NodeClaim;
   }
 }
 
@@ -606,4 +607,5 @@ struct Snapshot {
   replacing @37 :List(ReplacementWait);
   handledMessages @38 :List(KeyInt);
   watchesUnsynced @39 :Bool;  # Inverted so that older snapshots read as in sync.
+  finishedNodeClaims @40 :List(KeyInt);
 }

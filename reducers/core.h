@@ -87,6 +87,9 @@ struct State {
   // Interruption messages handled, by message id, and when: SQS delivers at least once, so a
   // message seen again (say after a restart) is only acknowledged again. Kept for a day.
   std::map<std::string, Nanos> handled_messages;
+  // NodeClaims the core finished (finalizer removed), by name, and when; kept an hour. A late
+  // watch event about one of them is not mistaken for a claim to adopt.
+  std::map<std::string, Nanos> finished_nodeclaims;
   std::uint64_t last_disruption_digest =
       0;  // Of the last "nothing to do" record, to not repeat it.
 
@@ -202,5 +205,6 @@ inline constexpr Nanos kDisruptionPassInterval{10 * kSecond.value};
 inline constexpr Nanos kDisruptionValidation{15 * kSecond.value};
 inline constexpr Nanos kBudgetScheduleHorizonMax{7 * 24 * 60 * kMinute.value};
 inline constexpr Nanos kHandledMessagesKept{24 * 60 * kMinute.value};
+inline constexpr Nanos kFinishedNodeClaimsKept{60 * kMinute.value};
 
 }  // namespace tenon

@@ -261,6 +261,9 @@ std::uint64_t StateHash(const State& s) {
       s.last_disruption_digest);
   All(h, s.pdbs, s.pending_replacements, s.replacing, s.handled_messages);
   All(h, s.watches_synced);
+  // Fields added later are hashed only when set, so snapshots written before them keep their
+  // stored hash and an upgraded controller recovers from them.
+  if (!s.finished_nodeclaims.empty()) All(h, s.finished_nodeclaims);
   return h.Digest();
 }
 

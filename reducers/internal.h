@@ -62,6 +62,8 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
 void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,
                       const std::string& reason, Output& out);
 void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out);
+// A NodeClaim seen in the API: adopted when the core does not know it (lifecycle.cc).
+void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Output& out);
 // On each tick: launch and registration timeouts, the next step of every termination, and
 // NodePool status.
 void AdvanceLifecycle(State& state, Seq seq, Output& out);

@@ -202,6 +202,54 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   if (synced && !claim->deleting) SyncNode(state, seq, *claim, node, registering, out);
 }
 
+// What the catalog says the adopted claim's offering costs, and the type's allocatable.
+void PriceFromCatalog(const State& state, NodeClaim& claim) {
+  auto entry = state.catalog.find(claim.instance_type);
+  if (entry == state.catalog.end()) return;
+  if (claim.allocatable == Resources{}) claim.allocatable = entry->second.allocatable;
+  for (const auto& o : entry->second.type.offerings) {
+    if (o.zone == claim.zone && o.capacity_type == claim.capacity_type) claim.price = o.price;
+  }
+}
+
+void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Output& out) {
+  if (state.nodeclaims.contains(observed.name)) return;  // Its own, or adopted before.
+  // One the core finished itself: a watch event that was on its way when the claim went.
+  if (state.finished_nodeclaims.contains(observed.name)) return;
+  NodeClaim claim = observed;
+  claim.deleting = false;
+  claim.nominated_until = Nanos{0};
+  claim.disruption_conditions.clear();
+  claim.launched = claim.registered = claim.initialized = Nanos{0};
+  if (claim.phase != ClaimPhase::kPending) claim.launched = claim.created;
+  PriceFromCatalog(state, claim);
+  auto [it, inserted] = state.nodeclaims.emplace(claim.name, std::move(claim));
+  assert(inserted);
+  NodeClaim& adopted = it->second;
+  // Its instance was launched by someone else; whether a Node registered is for the Nodes the
+  // core knows to say, as for its own claims.
+  const bool launched = adopted.phase != ClaimPhase::kPending;
+  adopted.phase = launched ? ClaimPhase::kLaunched : ClaimPhase::kPending;
+  RecordTransition(state, seq, adopted, "Adopted",
+                   launched ? "made by another controller; instance " + adopted.instance_id + " (" +
+                                  adopted.instance_type + " in " + adopted.zone + ", " +
+                                  adopted.capacity_type + ")"
+                            : "made by another controller, never launched",
+                   out);
+  if (!launched) {
+    // Its launch was another controller's to make; the pods it was for go to the next batch.
+    BeginDeletion(state, seq, adopted, "adopted without an instance", true, out);
+    return;
+  }
+  for (const auto& [name, node] : state.nodes) {
+    if (node.provider_id == adopted.provider_id) {
+      const Node copy = node;
+      OnNodeUpserted(state, seq, copy, out);
+      break;
+    }
+  }
+}
+
 void OnNodeDeleted(State& state, const std::string& name) {
   state.nodes.erase(name);
   for (auto& [claim_name, claim] : state.nodeclaims) {

@@ -640,16 +640,24 @@ struct WatchesSynced {
   friend bool operator==(const WatchesSynced&, const WatchesSynced&) = default;
 };
 
+// A NodeClaim as the API server shows it. Claims the core made itself are already known and
+// change nothing; one it does not know (made by Karpenter before a migration, or by tenon
+// before its log was lost) is adopted, so its node is managed, disrupted and finally
+// terminated like any other instead of being leaked or killed as an unknown instance.
+struct NodeClaimObserved {
+  NodeClaim claim;
+  friend bool operator==(const NodeClaimObserved&, const NodeClaimObserved&) = default;
+};
+
 // New kinds go at the end: the variant index is part of the state hash and the codec.
-using Event =
-    std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted,
-                 NodeClassUpserted, NodeClassDeleted, PodUpserted, PodDeleted, NodeUpserted,
-                 NodeDeleted, FleetLaunched, FleetFailed, CommandSucceeded, CommandFailed,
-                 InputRejected, DaemonSetUpserted, DaemonSetDeleted, PersistentVolumeClaimUpserted,
-                 PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
-                 StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted,
-                 NodeClaimDeleting, InstancesListed, InterruptionReceived,
-                 PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesSynced>;
+using Event = std::variant<
+    Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted, NodeClassUpserted,
+    NodeClassDeleted, PodUpserted, PodDeleted, NodeUpserted, NodeDeleted, FleetLaunched,
+    FleetFailed, CommandSucceeded, CommandFailed, InputRejected, DaemonSetUpserted,
+    DaemonSetDeleted, PersistentVolumeClaimUpserted, PersistentVolumeClaimDeleted,
+    PersistentVolumeUpserted, PersistentVolumeDeleted, StorageClassUpserted, StorageClassDeleted,
+    CsiNodeUpserted, CsiNodeDeleted, NodeClaimDeleting, InstancesListed, InterruptionReceived,
+    PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesSynced, NodeClaimObserved>;
 
 // ---- Commands: imperative, effects as data. ----
 

@@ -160,6 +160,7 @@ Output Step(State& state, Seq seq, const Event& event) {
           },
           [&](const PodDisruptionBudgetDeleted& e) { state.pdbs.erase(PodKey(e.ns, e.name)); },
           [&](const WatchesSynced& e) { state.watches_synced = e.synced; },
+          [&](const NodeClaimObserved& e) { OnNodeClaimObserved(state, seq, e.claim, out); },
       },
       event);
   return out;

@@ -217,8 +217,10 @@ void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, 
 }
 
 void AdvanceLifecycle(State& state, Seq seq, Output& out) {
+  // Timeouts judge what the cluster shows: not before it has been read whole (a Node that
+  // registered while tenon was down, a claim still to be adopted).
   for (auto& [name, claim] : state.nodeclaims) {
-    if (claim.deleting) continue;
+    if (claim.deleting || !state.watches_synced) continue;
     if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
       BeginDeletion(state, seq, claim, "not launched within 5m", true, out);
     } else if (claim.phase == ClaimPhase::kLaunched &&
@@ -286,6 +288,10 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
     if (claim != state.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
       Record(state, seq, claim->second, "Finalized", "finalizer removed; NodeClaim and Node gone",
              out);
+      std::erase_if(state.finished_nodeclaims, [&](const auto& entry) {
+        return state.now - entry.second > kFinishedNodeClaimsKept;
+      });
+      state.finished_nodeclaims[claim->first] = state.now;
       state.nodeclaims.erase(claim);
     }
     return true;
@@ -315,7 +321,9 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
            "instance " + claim.instance_id + " no longer exists (garbage collection)", out);
     BeginDeletion(state, seq, claim, "instance " + claim.instance_id + " is gone", true, out);
   }
-  // An instance no NodeClaim tracks, old enough not to be a launch still being recorded.
+  // An instance no NodeClaim tracks, old enough not to be a launch still being recorded. Not
+  // before the cluster's NodeClaims have been read: one may be about to be adopted.
+  if (!state.watches_synced) return;
   for (const auto& [id, instance] : alive) {
     bool owned = !instance->nodeclaim.empty() && state.nodeclaims.contains(instance->nodeclaim);
     if (owned || state.now - instance->launched < kLeakedInstanceAge) continue;

@@ -113,13 +113,14 @@ std::vector<Event> Upserted(const std::string& plural, const YAML::Node& object)
   }
   if (plural == "storageclasses") return {StorageClassUpserted{ParseStorageClass(object)}};
   if (plural == "csinodes") return {CsiNodeUpserted{ParseCsiNode(object)}};
-  // NodeClaims are the core's own: what it learns from the API is that one is being deleted.
+  // NodeClaims: the core adopts one it does not know, and learns that one is being deleted.
   if (plural == "nodeclaims") {
+    std::vector<Event> events{NodeClaimObserved{ParseNodeClaim(object)}};
     const auto& metadata = object["metadata"];
     if (metadata["deletionTimestamp"] && !metadata["deletionTimestamp"].IsNull()) {
-      return {NodeClaimDeleting{metadata["name"].as<std::string>()}};
+      events.push_back(NodeClaimDeleting{metadata["name"].as<std::string>()});
     }
-    return {};
+    return events;
   }
   throw ObjectError("no decoder for " + plural);
 }

@@ -736,6 +736,87 @@ Node ParseNode(const YAML::Node& object) {
   });
 }
 
+namespace {
+
+bool ConditionTrue(const YAML::Node& status, const char* type) {
+  if (!status || !status["conditions"]) return false;
+  for (const auto& c : status["conditions"]) {
+    if (Str(c["type"], "type") == type) return Str(c["status"], "status") == "True";
+  }
+  return false;
+}
+
+// The instance id at the end of an AWS providerID (aws:///us-east-1a/i-0123...).
+std::string InstanceIdOf(const std::string& provider_id) {
+  const auto slash = provider_id.rfind('/');
+  std::string id = slash == std::string::npos ? provider_id : provider_id.substr(slash + 1);
+  return id.rfind("i-", 0) == 0 ? id : "";
+}
+
+// The hash annotations tenon writes are its own TemplateHash; Karpenter's (which come with a
+// hash-version annotation) hash something else and would read as drift, so they are not kept.
+std::uint64_t OwnHash(const YAML::Node& notes, const char* hash_key, const char* version_key) {
+  if (!notes || !notes[hash_key] || notes[version_key]) return 0;
+  const std::string text = Str(notes[hash_key], hash_key);
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() ? value : 0;
+}
+
+}  // namespace
+
+NodeClaim ParseNodeClaim(const YAML::Node& object) {
+  NodeClaim claim;
+  claim.name = Name(object, "NodeClaim");
+  return Named("NodeClaim " + claim.name, [&] {
+    const auto& meta = object["metadata"];
+    const Labels labels = ParseLabels(meta["labels"], "metadata.labels");
+    auto value = [&](const char* key) {
+      auto it = labels.find(key);
+      return it == labels.end() ? std::string() : it->second;
+    };
+    claim.nodepool = value(label::kNodePool);
+    claim.instance_type = value(label::kInstanceType);
+    claim.zone = value(label::kZone);
+    claim.capacity_type = value(label::kCapacityType);
+    claim.created = Created(meta);
+    claim.nodepool_hash = OwnHash(meta["annotations"], "karpenter.sh/nodepool-hash",
+                                  "karpenter.sh/nodepool-hash-version");
+    claim.nodeclass_hash = OwnHash(meta["annotations"], "karpenter.k8s.aws/ec2nodeclass-hash",
+                                   "karpenter.k8s.aws/ec2nodeclass-hash-version");
+    const auto& spec = object["spec"];
+    if (!spec || !spec["nodeClassRef"] || !spec["nodeClassRef"]["name"]) {
+      throw ObjectError("spec.nodeClassRef.name is required");
+    }
+    claim.nodeclass = Str(spec["nodeClassRef"]["name"], "spec.nodeClassRef.name");
+    if (spec["requirements"]) {
+      for (const auto& r : spec["requirements"]) claim.requirements.push_back(ParseRequirement(r));
+    }
+    if (spec["resources"]) {
+      claim.requests = ParseResourceList(spec["resources"]["requests"], "spec.resources.requests");
+    }
+    const auto& status = object["status"];
+    if (status) {
+      if (status["providerID"]) claim.provider_id = Str(status["providerID"], "status.providerID");
+      if (status["nodeName"]) claim.node_name = Str(status["nodeName"], "status.nodeName");
+      if (status["imageID"]) claim.image_id = Str(status["imageID"], "status.imageID");
+      claim.allocatable = ParseResourceList(status["allocatable"], "status.allocatable");
+    }
+    claim.instance_id = InstanceIdOf(claim.provider_id);
+    if (ConditionTrue(status, "Initialized")) {
+      claim.phase = ClaimPhase::kInitialized;
+    } else if (ConditionTrue(status, "Registered")) {
+      claim.phase = ClaimPhase::kRegistered;
+    } else if (ConditionTrue(status, "Launched") || !claim.provider_id.empty()) {
+      claim.phase = ClaimPhase::kLaunched;
+    }
+    if (claim.phase != ClaimPhase::kPending && claim.instance_id.empty()) {
+      throw ObjectError("launched, but status.providerID names no EC2 instance");
+    }
+    return claim;
+  });
+}
+
 PersistentVolumeClaim ParsePersistentVolumeClaim(const YAML::Node& object) {
   PersistentVolumeClaim pvc;
   pvc.name = Name(object, "PersistentVolumeClaim");

@@ -36,9 +36,10 @@ Toleration ParseToleration(const YAML::Node& node);
 
 // Kubernetes objects the scheduler reads. A Pod without status counts as unschedulable and
 // pending (what a hand-written manifest means); one with conditions follows PodScheduled.
-Pod ParsePod(const YAML::Node& object);                                      // v1 Pod
-Node ParseNode(const YAML::Node& object);                                    // v1 Node
-DaemonSet ParseDaemonSet(const YAML::Node& object);                          // apps/v1
+Pod ParsePod(const YAML::Node& object);              // v1 Pod
+Node ParseNode(const YAML::Node& object);            // v1 Node
+NodeClaim ParseNodeClaim(const YAML::Node& object);  // karpenter.sh/v1 NodeClaim, as observed
+DaemonSet ParseDaemonSet(const YAML::Node& object);  // apps/v1
 PersistentVolumeClaim ParsePersistentVolumeClaim(const YAML::Node& object);  // v1
 PersistentVolume ParsePersistentVolume(const YAML::Node& object);            // v1
 StorageClass ParseStorageClass(const YAML::Node& object);                    // storage.k8s.io/v1

@@ -1,5 +1,7 @@
 #include "adapters/runtime/runtime.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cassert>
 #include <deque>
@@ -8,6 +10,15 @@
 #include "log/codec.h"
 
 namespace tenon::runtime {
+
+void TuneAllocatorForLongRun() {
+  constexpr int kArenasMax = 2;
+  constexpr int kMmapThresholdBytes = 128 << 10;
+  constexpr int kTrimThresholdBytes = 128 << 10;
+  ::mallopt(M_ARENA_MAX, kArenasMax);
+  ::mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes);
+  ::mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes);
+}
 namespace {
 
 // Command results feeding further commands must settle; a chain longer than this is a bug.

@@ -20,6 +20,12 @@
 
 namespace tenon::runtime {
 
+// Sets the C allocator up for a process that runs for weeks: at most two malloc arenas (one per
+// thread by default, each holding on to freed memory of its own) and a fixed mmap threshold, so
+// that large short-lived buffers go back to the system when freed instead of raising the
+// threshold and fragmenting the heap. Call once, first thing in main.
+void TuneAllocatorForLongRun();
+
 // Performs commands against the world. Results are returned as events (possibly none, when the
 // result arrives later through another adapter). Implementations must be idempotent per command
 // id: after a crash the runtime re-drives every command that has no result.

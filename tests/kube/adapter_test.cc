@@ -232,6 +232,66 @@ TEST(KubeDecode, MalformedObjectsAreKeptAsRejectedInput) {
   EXPECT_EQ(std::get<PodDeleted>(gone.at(0)), (PodDeleted{"shop", "p"}));
 }
 
+// A NodeClaim from the API becomes NodeClaimObserved (for adoption) with what Karpenter
+// records on it; Karpenter's hash annotations (with their version) are not taken for tenon's,
+// tenon's own object reads back with its hashes; a deleting one also yields NodeClaimDeleting.
+TEST(KubeDecode, NodeClaimsAreObservedForAdoption) {
+  const auto& nodeclaims = ResourceNamed("nodeclaims");
+  const std::string karpenter = R"({"apiVersion":"karpenter.sh/v1","kind":"NodeClaim",
+    "metadata":{"name":"default-x7k2p","creationTimestamp":"2026-01-01T00:00:00Z",
+      "labels":{"karpenter.sh/nodepool":"default","node.kubernetes.io/instance-type":"c5.large",
+        "topology.kubernetes.io/zone":"us-east-1b","karpenter.sh/capacity-type":"on-demand"},
+      "annotations":{"karpenter.sh/nodepool-hash":"6821555240504101244",
+        "karpenter.sh/nodepool-hash-version":"v3"},
+      "finalizers":["karpenter.sh/termination"]},
+    "spec":{"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},
+      "requirements":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["on-demand"]}],
+      "resources":{"requests":{"cpu":"1500m"}}},
+    "status":{"providerID":"aws:///us-east-1b/i-0abc","nodeName":"ip-10-0-1-7","imageID":"ami-1",
+      "allocatable":{"cpu":"1930m","memory":"3055Mi"},
+      "conditions":[{"type":"Launched","status":"True"},{"type":"Registered","status":"True"},
+        {"type":"Initialized","status":"True"}]}})";
+  auto events = Decode({&nodeclaims, Change::Type::kUpsert, "default-x7k2p", karpenter});
+  ASSERT_EQ(events.size(), 1u);
+  const auto* observed = std::get_if<NodeClaimObserved>(&events[0]);
+  ASSERT_NE(observed, nullptr) << log::EventKind(events[0]);
+  const NodeClaim& claim = observed->claim;
+  EXPECT_EQ(claim.nodepool, "default");
+  EXPECT_EQ(claim.nodeclass, "default");
+  EXPECT_EQ(claim.phase, ClaimPhase::kInitialized);
+  EXPECT_EQ(claim.instance_id, "i-0abc");
+  EXPECT_EQ(claim.instance_type, "c5.large");
+  EXPECT_EQ(claim.zone, "us-east-1b");
+  EXPECT_EQ(claim.capacity_type, "on-demand");
+  EXPECT_EQ(claim.node_name, "ip-10-0-1-7");
+  EXPECT_EQ(claim.requests.cpu, Millicores{1500});
+  EXPECT_EQ(claim.allocatable.cpu, Millicores{1930});
+  EXPECT_EQ(claim.requirements.size(), 1u);
+  EXPECT_EQ(claim.nodepool_hash, 0u) << "Karpenter's hash would read as drift";
+
+  NodeClaim own;
+  own.name = "default-1a2b3";
+  own.nodepool = "default";
+  own.nodeclass = "default";
+  own.nodepool_hash = 1234;
+  own.nodeclass_hash = 5678;
+  json object = NodeClaimObject(own);
+  object["metadata"]["deletionTimestamp"] = "2026-01-01T00:10:00Z";
+  auto deleting = Decode({&nodeclaims, Change::Type::kUpsert, own.name, object.dump()});
+  ASSERT_EQ(deleting.size(), 2u);
+  const NodeClaim& back = std::get<NodeClaimObserved>(deleting[0]).claim;
+  EXPECT_EQ(back.phase, ClaimPhase::kPending);
+  EXPECT_EQ(back.nodepool_hash, 1234u);
+  EXPECT_EQ(back.nodeclass_hash, 5678u);
+  EXPECT_EQ(std::get<NodeClaimDeleting>(deleting[1]).name, own.name);
+
+  json launched_without_instance = json::parse(karpenter);
+  launched_without_instance["status"]["providerID"] = "aws:///us-east-1b/";
+  auto rejected = Decode(
+      {&nodeclaims, Change::Type::kUpsert, "default-x7k2p", launched_without_instance.dump()});
+  ASSERT_TRUE(std::holds_alternative<InputRejected>(rejected.at(0)));
+}
+
 // The acceptance test: pods created, relabelled and deleted while the informers list in pages,
 // watch, lose their connections and are told 410 Gone. Every change reaches the log at most
 // once, in order per object, and the folded state ends equal to the server's.

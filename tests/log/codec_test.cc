@@ -10,6 +10,18 @@
 namespace tenon::testing {
 namespace {
 
+NodeClaim ObservedClaim() {
+  NodeClaim claim;
+  claim.name = "default-x7k2p";
+  claim.nodepool = "default";
+  claim.phase = ClaimPhase::kRegistered;
+  claim.provider_id = "aws:///us-east-1a/i-9";
+  claim.instance_id = "i-9";
+  claim.node_name = "ip-10-0-0-9";
+  claim.created = kT0;
+  return claim;
+}
+
 std::vector<std::string> EncodeSnapshotParts(const State& state) {
   std::vector<std::string> parts;
   log::EncodeSnapshot(state, [&](std::string_view part) { parts.emplace_back(part); });
@@ -141,7 +153,8 @@ std::vector<Event> EveryEvent() {
       InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "stopping"},
       PodDisruptionBudgetUpserted{PodDisruptionBudget{"shop", "cart", {{{"app", "cart"}}, {}}, 1}},
       PodDisruptionBudgetDeleted{"shop", "cart"},
-      WatchesSynced{false}};
+      WatchesSynced{false},
+      NodeClaimObserved{ObservedClaim()}};
 }
 
 // Every event kind survives encode -> decode unchanged.
