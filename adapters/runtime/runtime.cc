@@ -78,6 +78,9 @@ void Runtime::MaybeSnapshot() {
   auto writer = log_.BeginSnapshot(at);
   log::EncodeSnapshot(state_, [&](std::string_view part) { writer->Add(part); });
   writer->Commit();
+  // Encoding a snapshot frees as much as it allocated: hand those pages back to the system
+  // rather than keep them as a resident high-water mark between snapshots.
+  ::malloc_trim(0);
   events_since_snapshot_ = 0;
   if (options_.observer != nullptr) options_.observer->OnSnapshot(at);
   snapshot_times_[at] = state_.now;
