@@ -1,10 +1,10 @@
 // The RocksDB event store behind log/event_log.h.
 #include "log/event_log.h"
 
+#include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
-#include <rocksdb/cache.h>
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
