@@ -12,6 +12,13 @@ kubelet/scheduler/ReplicaSet/node lifecycle (standin.py), and tenon itself as a 
   test_killed_at_random_points
       The same scale-up while tenon is SIGKILLed at random points and restarted: no NodeClaim
       ever gets a second instance, nothing leaks, the replay is identical.
+  test_adopts_karpenter_nodeclaims
+      A cluster migrating from Karpenter: an instance, its NodeClaim (with Karpenter's labels,
+      hash annotations and finalizer) and its Node exist before tenon starts. tenon adopts the
+      claim: the instance outlives garbage collection (past the 30 s leak age), no second node
+      is launched for the pods already running on it; deleting the claim then drains it, gets
+      its pods a new node and terminates the old instance. The log replays identically and
+      names the adoption.
 
 Usage: e2e_test.py TENON_BINARY [unittest arguments]. The seed of the kill points is printed;
 E2E_SEED=N repeats one.
@@ -390,6 +397,71 @@ class KilledAndRestarted(Cluster):
         self.no_instance_twice()
         self.stop_tenon()
         self.assertIn("verdict: identical", self.replay_verdict())
+
+
+class Migration(Cluster):
+    CLAIM = "default-kp7x2"
+
+    def karpenter_instance(self):
+        subnet = self.ec2.describe_subnets(Filters=[
+            {"Name": "availability-zone", "Values": ["us-east-1a"]}])["Subnets"][0]["SubnetId"]
+        tags = [{"Key": "karpenter.sh/nodeclaim", "Value": self.CLAIM},
+                {"Key": "karpenter.sh/nodepool", "Value": "default"},
+                {"Key": "kubernetes.io/cluster/" + CLUSTER, "Value": "owned"}]
+        reservation = self.ec2.run_instances(
+            ImageId=self.ami, InstanceType="c5.large", MinCount=1, MaxCount=1, SubnetId=subnet,
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])
+        return reservation["Instances"][0]["InstanceId"]
+
+    def karpenter_claim(self, instance):
+        self.api.ok("POST", NODECLAIMS, {
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": self.CLAIM, "finalizers": ["karpenter.sh/termination"],
+                         "labels": {"karpenter.sh/nodepool": "default", "tier": "web",
+                                    "node.kubernetes.io/instance-type": "c5.large",
+                                    "topology.kubernetes.io/zone": "us-east-1a",
+                                    "karpenter.sh/capacity-type": "on-demand"},
+                         "annotations": {"karpenter.sh/nodepool-hash": "6821555240504101244",
+                                         "karpenter.sh/nodepool-hash-version": "v3"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                      "name": "default"},
+                     "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In",
+                                       "values": ["on-demand"]}]}})
+        self.api.patch(NODECLAIMS + "/" + self.CLAIM + "/status", {"status": {
+            "providerID": "aws:///us-east-1a/" + instance,
+            "conditions": [{"type": "Launched", "status": "True"}]}})
+
+    def test_adopts_karpenter_nodeclaims(self):
+        created = time.monotonic()
+        instance = self.karpenter_instance()
+        self.karpenter_claim(instance)
+        wait_for("the kubelet's Node", lambda: self.api.items("/api/v1/nodes"), 30)
+        # Karpenter registered it long ago: the unregistered taint is gone.
+        node = self.api.items("/api/v1/nodes")[0]["metadata"]["name"]
+        self.api.patch("/api/v1/nodes/" + node, {"spec": {"taints": []}})
+        self.scale(2)
+        self.converge("Karpenter's node running the pods before tenon starts")
+        self.start_tenon()
+        # Past the leak age, with garbage collection every 3 s: the instance is still there.
+        time.sleep(max(0.0, 40 - (time.monotonic() - created)))
+        self.converge("adopted, nothing launched or collected")
+        self.assertEqual(set(self.instances()), {instance})
+        self.assertEqual([c["metadata"]["name"] for c in self.claims()], [self.CLAIM])
+
+        self.api.ok("DELETE", NODECLAIMS + "/" + self.CLAIM)
+
+        def replaced():
+            names = [c["metadata"]["name"] for c in self.claims()]
+            return [] if self.CLAIM not in names else ["the adopted claim is still there"]
+        self.converge("the adopted claim deleted and its pods moved", replaced)
+        self.assertNotIn(instance, self.instances())
+        self.no_instance_twice()
+        self.stop_tenon()
+        self.assertIn("verdict: identical", self.replay_verdict())
+        history = subprocess.run([TENON, "replay", self.log_dir, "--nodeclaim", self.CLAIM],
+                                 capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("Adopted", history)
+        self.assertIn("InstanceTerminated", history)
 
 
 if __name__ == "__main__":
