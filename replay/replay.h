@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "log/event_log.h"
 #include "reducers/core.h"
@@ -44,5 +46,52 @@ VerifyReport Verify(const log::EventLog& log,
 // The state after folding every event with seq <= `to` (0: all), starting at the newest
 // snapshot at or below `to` when `use_snapshot` is set.
 State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot);
+
+// The last sequence number folded before the clock passes `until`: the record just before the
+// first Tick later than `until` (the last record when none is). 0 when the log's first Tick is
+// already later.
+log::Seq SeqAtTime(const log::EventLog& log, Nanos until);
+
+// ---- Formatting shared by the incident commands. ----
+
+// "02:14:09" (UTC time of day) and "2026-01-01T02:14:09Z".
+std::string ClockText(Nanos at);
+std::string TimestampText(Nanos at);
+// "$0.0981"
+std::string DollarsText(MicroUsdPerHour price);
+// Reads "2026-01-01T02:14:09Z" (or without the Z), or "02:14[:09]" on the UTC day of
+// `reference` (the log's first event). nullopt if it is neither.
+std::optional<Nanos> ParseTime(const std::string& text, Nanos reference);
+// The time of the first event in the log (the day "HH:MM" times refer to), 0 if empty.
+Nanos FirstEventTime(const log::EventLog& log);
+
+// ---- tenon audit: disruption decisions with their inputs, through the decision index. ----
+
+struct AuditQuery {
+  std::string node;      // A node's name; its NodeClaims are found through lifecycle decisions.
+  std::string nodepool;  // Decisions with a candidate or budget of this NodePool.
+  std::string method;    // Emptiness, Drift, SingleNodeConsolidation, ...
+  Nanos since{0};        // 0: from the first decision.
+  Nanos until{0};        // 0: through the last (inclusive).
+};
+
+struct AuditResult {
+  std::vector<Decision> decisions;      // Disruption decisions, in id order.
+  std::vector<std::string> nodeclaims;  // The node's NodeClaims, when the query named a node.
+  bool used_index = false;              // False: the log predates the index; scanned instead.
+  std::uint64_t decisions_read = 0;     // Records read and decoded to answer.
+};
+
+// Every disruption decision matching every criterion of `query`. With an index, reads only the
+// decisions of the most selective criterion; without one, scans every decision.
+AuditResult Audit(const log::EventLog& log, const AuditQuery& query);
+// The same answer by a full scan of the decisions (the baseline bench_audit measures against).
+AuditResult AuditByScan(const log::EventLog& log, const AuditQuery& query);
+// Plain text: per decision its time, id, cause, method, phase, reason (the simulation result,
+// replacement, price and saving), the NodeClaims acted on, each candidate's outcome or blocker
+// (only those of the queried node or NodePool when the query names one) and the budgets.
+std::string AuditText(const AuditResult& result, const AuditQuery& query);
+// The same as one JSON document: {"decisions": [...]}.
+std::string AuditJson(const AuditResult& result, const AuditQuery& query);
 
 }  // namespace tenon::replay

@@ -54,8 +54,8 @@ TEST(Store, RoundTripsAndPersists) {
     auto log = Open(dir.path(), &report);
     EXPECT_TRUE(report.created);
     EXPECT_EQ(log->Append(Events({"a", "b", "c"})), (std::vector<Seq>{1, 2, 3}));
-    EXPECT_EQ(log->Append(AppendBatch{{"d"}, {{7, "decision seven"}}}), (std::vector<Seq>{4}));
-    EXPECT_TRUE(log->Append(AppendBatch{{}, {{8, "eight"}}}).empty());
+    EXPECT_EQ(log->Append(AppendBatch{{"d"}, {{7, "decision seven", {}}}}), (std::vector<Seq>{4}));
+    EXPECT_TRUE(log->Append(AppendBatch{{}, {{8, "eight", {}}}}).empty());
     log->PutSnapshot(2, "state@2");
     log->PutSnapshot(4, "state@4");
   }
@@ -82,6 +82,40 @@ TEST(Store, RoundTripsAndPersists) {
 }
 
 // Limits and misuse are refused with kInvalid; another cluster's log is not opened.
+// Decision index entries are written with their decisions and read back by term range, a term
+// never matching a longer one it is a prefix of; read-only opens see them too.
+TEST(Store, DecisionIndexFindsDecisionsByTerm) {
+  TempDir dir;
+  {
+    auto log = Open(dir.path());
+    EXPECT_TRUE(log->HasDecisionIndex());
+    std::string web1 = std::string("cweb-1") + '\0', web10 = std::string("cweb-10") + '\0';
+    log->Append(AppendBatch{{"e"}, {{3, "three", {web1}}, {5, "five", {web10, web1}}}});
+    log->Append(AppendBatch{{}, {{9, "nine", {web10}}}});
+    EXPECT_EQ(KindOf([&] {
+                log->Append(AppendBatch{{}, {{10, "ten", {""}}}});
+              }),
+              ErrorKind::kInvalid);
+  }
+  OpenOptions options;
+  options.read_only = true;
+  options.create_if_missing = false;
+  auto log = EventLog::Open(dir.path(), options);
+  EXPECT_TRUE(log->HasDecisionIndex());
+  auto ids = [&](const std::string& term) {
+    std::vector<std::uint64_t> out;
+    log->ScanDecisionIndex(term, term + std::string(9, '\xff'), [&](std::uint64_t id) {
+      out.push_back(id);
+      return true;
+    });
+    return out;
+  };
+  EXPECT_EQ(ids(std::string("cweb-1") + '\0'), (std::vector<std::uint64_t>{3, 5}));
+  EXPECT_EQ(ids(std::string("cweb-10") + '\0'), (std::vector<std::uint64_t>{5, 9}));
+  EXPECT_TRUE(ids(std::string("cweb-2") + '\0').empty());
+  EXPECT_FALSE(log->ReadDecision(10).has_value());
+}
+
 TEST(Store, RefusesMisuse) {
   TempDir dir;
   Open(dir.path())->Append(Events({"x"}));
@@ -262,7 +296,7 @@ TEST(Store, RandomizedAgainstModel) {
           batch.events.push_back(std::string(pick(300), static_cast<char>('a' + pick(26))) +
                                  std::to_string(op));
         for (std::uint64_t i = pick(3); i > 0; --i)
-          batch.decisions.push_back({next_decision++, "d" + std::to_string(op)});
+          batch.decisions.push_back({next_decision++, "d" + std::to_string(op), {}});
         auto copy = batch;
         auto seqs = log->Append(std::move(batch), log::AppendOptions{pick(10) == 0});
         ASSERT_EQ(seqs.size(), copy.events.size());

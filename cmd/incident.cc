@@ -1,0 +1,237 @@
+// tenon's incident commands: thin flag parsing and printing over replay/.
+#include "cmd/incident.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+
+#include "log/codec.h"
+#include "log/event_log.h"
+#include "replay/replay.h"
+
+namespace tenon::cmd {
+
+struct IncidentCommands {
+  CLI::App* replay = nullptr;
+  std::string replay_dir;
+  bool verify = false;
+  std::uint64_t to = 0;
+  std::string until;
+  std::string history_claim;
+
+  CLI::App* audit = nullptr;
+  std::string audit_dir;
+  replay::AuditQuery query;
+  std::string since_text, until_text;
+  bool json = false;
+};
+
+namespace {
+
+std::unique_ptr<log::EventLog> OpenForReading(const std::string& dir) {
+  log::OpenOptions open;
+  open.create_if_missing = false;
+  open.read_only = true;
+  return log::EventLog::Open(dir, open);
+}
+
+Nanos TimeFlag(const std::string& flag, const std::string& text, const log::EventLog& log) {
+  if (text.empty()) return Nanos{0};
+  auto at = replay::ParseTime(text, replay::FirstEventTime(log));
+  if (!at)
+    throw std::invalid_argument(flag + ": '" + text + "' is not 2026-01-01T02:14:09Z or 02:14:09");
+  return *at;
+}
+
+std::string Cpu(Millicores m) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%" PRId64 ".%03" PRId64, m.value / 1000, m.value % 1000);
+  return text;
+}
+
+std::string Gib(Bytes b) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1fGi", static_cast<double>(b.value) / (1u << 30));
+  return text;
+}
+
+void PrintPools(const State& state) {
+  for (const auto& [name, pool] : state.nodepools) {
+    Resources used;
+    std::size_t claims = 0;
+    MicroUsdPerHour cost{0};
+    for (const auto& [n, c] : state.nodeclaims) {
+      if (c.nodepool != name) continue;
+      ++claims, cost += c.price;
+      used = used + c.allocatable;
+    }
+    std::string limits;
+    if (pool.limits.cpu) limits += " cpu " + Cpu(*pool.limits.cpu);
+    if (pool.limits.memory) limits += " memory " + Gib(*pool.limits.memory);
+    if (pool.limits.nodes) limits += " nodes " + std::to_string(*pool.limits.nodes);
+    std::printf("nodepool %-16s weight %3d  nodeclaims %4zu  cpu %s  memory %s  %s/h  limits:%s\n",
+                name.c_str(), pool.weight, claims, Cpu(used.cpu).c_str(), Gib(used.memory).c_str(),
+                replay::DollarsText(cost).c_str(), limits.empty() ? " none" : limits.c_str());
+  }
+}
+
+void PrintState(const State& state) {
+  std::printf("state at seq %" PRIu64 ", %s, hash %016" PRIx64 "\n", state.last_seq.value,
+              replay::TimestampText(state.now).c_str(), StateHash(state));
+  PrintPools(state);
+  std::map<std::string, std::vector<std::string>> pods_on;
+  std::vector<std::string> pending;
+  for (const auto& [key, pod] : state.pods) {
+    if (pod.node_name.empty()) {
+      if (pod.phase != "Succeeded" && pod.phase != "Failed") pending.push_back(key);
+    } else {
+      pods_on[pod.node_name].push_back(key);
+    }
+  }
+  for (const auto& [name, claim] : state.nodeclaims) {
+    const auto& pods = pods_on[claim.node_name];
+    std::printf("  %-22s %-12s %-11s %-10s %s/h  node %s (%zu pods)%s%s\n", name.c_str(),
+                claim.instance_type.c_str(), claim.zone.c_str(), claim.capacity_type.c_str(),
+                replay::DollarsText(claim.price).c_str(),
+                claim.node_name.empty() ? "-" : claim.node_name.c_str(),
+                claim.node_name.empty() ? 0 : pods.size(), claim.deleting ? "  deleting: " : "",
+                claim.deleting_reason.c_str());
+    if (claim.node_name.empty()) continue;
+    std::string line;
+    for (const auto& pod : pods) line += " " + pod;
+    if (!line.empty()) std::printf("      pods:%s\n", line.c_str());
+  }
+  std::printf("pods %zu, pending %zu, commands in flight %zu\n", state.pods.size(), pending.size(),
+              state.inflight.size());
+  std::string line;
+  for (const auto& pod : pending) line += " " + pod;
+  if (!line.empty()) std::printf("pending:%s\n", line.c_str());
+}
+
+// Every NodeClaim transition up to `to` (0: all), with its time, cause and the event that led
+// to it. `claim` (optional) keeps one NodeClaim's.
+void PrintHistory(const log::EventLog& log, std::uint64_t to, const std::string& claim) {
+  std::printf("nodeclaim history%s%s:\n", claim.empty() ? "" : " of ", claim.c_str());
+  log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
+    Decision d = log::DecodeDecision(record.payload);
+    if (to != 0 && d.cause.value > to) return false;
+    const auto* l = std::get_if<LifecycleDecision>(&d.body);
+    if (l == nullptr || (!claim.empty() && l->nodeclaim != claim)) return true;
+    std::printf("  %s  %-22s %-24s %s  (event %" PRIu64 ")\n", replay::ClockText(d.at).c_str(),
+                l->nodeclaim.empty() ? l->instance_id.c_str() : l->nodeclaim.c_str(),
+                l->transition.c_str(), l->reason.c_str(), d.cause.value);
+    return true;
+  });
+}
+
+// A progress bar on stderr, only when it is a terminal, at most once per percent.
+std::function<void(log::Seq, log::Seq)> ProgressBar() {
+  if (::isatty(STDERR_FILENO) == 0) return {};
+  return [last = -1](log::Seq at, log::Seq end) mutable {
+    const int percent = end == 0 ? 100 : static_cast<int>(at * 100 / end);
+    if (percent == last) return;
+    last = percent;
+    constexpr int kWidth = 40;
+    std::string bar(static_cast<std::size_t>(percent * kWidth / 100), '#');
+    bar.resize(kWidth, '.');
+    std::fprintf(stderr, "\rverify [%s] %3d%%  seq %" PRIu64 "/%" PRIu64, bar.c_str(), percent, at,
+                 end);
+    if (at >= end) std::fprintf(stderr, "\n");
+  };
+}
+
+int RunVerify(const log::EventLog& log) {
+  auto report = replay::Verify(log, ProgressBar());
+  if (::isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
+  std::printf("replay: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
+              " snapshots checked; final state %016" PRIx64,
+              report.events, report.outputs, report.decisions, report.snapshots_checked,
+              report.final_hash);
+  if (report.newest_snapshot != 0) {
+    std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot,
+                report.final_hash_from_snapshot);
+  }
+  if (report.first_seq > 1) {
+    std::printf("; the log begins at seq %" PRIu64 " (older records dropped by retention)",
+                report.first_seq);
+  }
+  std::printf("\nverdict: %s\n", replay::VerdictName(report.verdict));
+  if (report.verdict == replay::Verdict::kIdentical) return 0;
+  std::printf("first bad sequence number: %" PRIu64 "\n%s\n", report.first_bad_seq,
+              report.detail.c_str());
+  return report.verdict == replay::Verdict::kIncomplete ? 2 : 1;
+}
+
+int RunReplay(const IncidentCommands& c) {
+  auto log = OpenForReading(c.replay_dir);
+  if (c.verify) return RunVerify(*log);
+  log::Seq to = c.to;
+  if (!c.until.empty()) {
+    const Nanos until = TimeFlag("--until", c.until, *log);
+    const log::Seq at = replay::SeqAtTime(*log, until);
+    to = to == 0 ? at : std::min(to, at);
+    if (to == 0) {
+      std::printf("the log holds nothing at or before %s\n", replay::TimestampText(until).c_str());
+      return 1;
+    }
+  }
+  PrintState(replay::FoldTo(*log, to, true));
+  PrintHistory(*log, to, c.history_claim);
+  return 0;
+}
+
+int RunAudit(const IncidentCommands& c) {
+  auto log = OpenForReading(c.audit_dir);
+  replay::AuditQuery query = c.query;
+  query.since = TimeFlag("--since", c.since_text, *log);
+  query.until = TimeFlag("--until", c.until_text, *log);
+  auto result = replay::Audit(*log, query);
+  const std::string text =
+      c.json ? replay::AuditJson(result, query) : replay::AuditText(result, query);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+void AddReplay(CLI::App& app, IncidentCommands& c) {
+  c.replay = app.add_subcommand("replay", "fold a log and print the state, or verify it");
+  c.replay->add_option("log", c.replay_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  c.replay->add_flag("--verify", c.verify,
+                     "re-fold from zero and from the newest snapshot and compare");
+  c.replay->add_option("--to", c.to, "stop at this sequence number");
+  c.replay->add_option("--until", c.until,
+                       "stop at this time (2026-01-01T02:14:09Z, or 02:14:09 on the log's day)");
+  c.replay->add_option("--nodeclaim", c.history_claim, "show only this NodeClaim's history");
+}
+
+void AddAudit(CLI::App& app, IncidentCommands& c) {
+  c.audit = app.add_subcommand("audit", "every disruption decision with its inputs and blockers");
+  c.audit->add_option("log", c.audit_dir, "log folder")->required()->check(CLI::ExistingDirectory);
+  c.audit->add_option("--node", c.query.node, "decisions about this node (or NodeClaim)");
+  c.audit->add_option("--nodepool", c.query.nodepool, "decisions about this NodePool");
+  c.audit->add_option("--method", c.query.method,
+                      "Emptiness, Drift, MultiNodeConsolidation, SingleNodeConsolidation, ...");
+  c.audit->add_option("--since", c.since_text, "from this time");
+  c.audit->add_option("--until", c.until_text, "through this time");
+  c.audit->add_flag("--json", c.json, "one JSON document");
+}
+
+}  // namespace
+
+std::shared_ptr<IncidentCommands> AddIncidentCommands(CLI::App& app) {
+  auto commands = std::make_shared<IncidentCommands>();
+  AddReplay(app, *commands);
+  AddAudit(app, *commands);
+  return commands;
+}
+
+std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
+  if (commands.replay->parsed()) return RunReplay(commands);
+  if (commands.audit->parsed()) return RunAudit(commands);
+  return std::nullopt;
+}
+
+}  // namespace tenon::cmd
