@@ -26,6 +26,9 @@ struct IncidentCommands {
   replay::AuditQuery query;
   std::string since_text, until_text;
   bool json = false;
+
+  CLI::App* explain = nullptr;
+  std::string explain_dir, explain_kind, explain_name, explain_at;
 };
 
 namespace {
@@ -194,6 +197,23 @@ int RunAudit(const IncidentCommands& c) {
   return 0;
 }
 
+int RunExplain(const IncidentCommands& c) {
+  auto log = OpenForReading(c.explain_dir);
+  const Nanos at = TimeFlag("--at", c.explain_at, *log);
+  const replay::Subject subject = c.explain_kind == "pod"    ? replay::Subject::kPod
+                                  : c.explain_kind == "node" ? replay::Subject::kNode
+                                                             : replay::Subject::kNodeClaim;
+  auto lines = replay::Explain(*log, subject, c.explain_name, at);
+  if (lines.empty()) {
+    std::printf("the log records nothing about %s %s%s\n", c.explain_kind.c_str(),
+                c.explain_name.c_str(), at.value == 0 ? "" : " by then");
+    return 1;
+  }
+  const std::string text = replay::ExplainText(lines);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
 void AddReplay(CLI::App& app, IncidentCommands& c) {
   c.replay = app.add_subcommand("replay", "fold a log and print the state, or verify it");
   c.replay->add_option("log", c.replay_dir, "log folder")
@@ -219,18 +239,32 @@ void AddAudit(CLI::App& app, IncidentCommands& c) {
   c.audit->add_flag("--json", c.json, "one JSON document");
 }
 
+void AddExplain(CLI::App& app, IncidentCommands& c) {
+  c.explain = app.add_subcommand("explain", "the causal chain behind a pod, node or NodeClaim");
+  c.explain->add_option("log", c.explain_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  c.explain->add_option("kind", c.explain_kind, "pod | node | nodeclaim")
+      ->required()
+      ->check(CLI::IsMember({"pod", "node", "nodeclaim"}));
+  c.explain->add_option("name", c.explain_name, "NS/NAME for a pod, else the name")->required();
+  c.explain->add_option("--at", c.explain_at, "only what was known at this time");
+}
+
 }  // namespace
 
 std::shared_ptr<IncidentCommands> AddIncidentCommands(CLI::App& app) {
   auto commands = std::make_shared<IncidentCommands>();
   AddReplay(app, *commands);
   AddAudit(app, *commands);
+  AddExplain(app, *commands);
   return commands;
 }
 
 std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
   if (commands.replay->parsed()) return RunReplay(commands);
   if (commands.audit->parsed()) return RunAudit(commands);
+  if (commands.explain->parsed()) return RunExplain(commands);
   return std::nullopt;
 }
 

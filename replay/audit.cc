@@ -5,31 +5,18 @@
 #include <set>
 
 #include "log/codec.h"
+#include "replay/index.h"
 #include "replay/replay.h"
 
 namespace tenon::replay {
 namespace {
-
-// Upper bound of a term's index range: its entries are the term followed by 8 id bytes.
-std::string TermEnd(const std::string& term) {
-  return term + std::string(8, '\xff') + '\xff';
-}
-
-std::vector<std::uint64_t> IdsOf(const log::EventLog& log, const std::string& term) {
-  std::vector<std::uint64_t> ids;
-  log.ScanDecisionIndex(term, TermEnd(term), [&](std::uint64_t id) {
-    ids.push_back(id);
-    return true;
-  });
-  return ids;
-}
 
 // The NodeClaims a node belonged to: every lifecycle decision naming the node names its claim.
 // A name that is itself a NodeClaim's counts too (the simulator names nodes after claims).
 std::vector<std::string> ClaimsOfNode(const log::EventLog& log, const std::string& node,
                                       std::uint64_t& read) {
   std::set<std::string> claims;
-  for (std::uint64_t id : IdsOf(log, log::IndexTerm(log::IndexKind::kNode, node))) {
+  for (std::uint64_t id : IdsUnder(log, log::IndexTerm(log::IndexKind::kNode, node))) {
     auto record = log.ReadDecision(id);
     if (!record) continue;
     ++read;
@@ -75,14 +62,15 @@ std::vector<std::uint64_t> CandidateIds(const log::EventLog& log, const AuditQue
   std::set<std::uint64_t> ids;
   if (!query.node.empty()) {
     for (const auto& claim : claims) {
-      for (auto id : IdsOf(log, log::IndexTerm(log::IndexKind::kNodeClaim, claim))) ids.insert(id);
+      for (auto id : IdsUnder(log, log::IndexTerm(log::IndexKind::kNodeClaim, claim)))
+        ids.insert(id);
     }
     return {ids.begin(), ids.end()};
   }
   if (!query.nodepool.empty())
-    return IdsOf(log, log::IndexTerm(log::IndexKind::kNodePool, query.nodepool));
+    return IdsUnder(log, log::IndexTerm(log::IndexKind::kNodePool, query.nodepool));
   if (!query.method.empty())
-    return IdsOf(log, log::IndexTerm(log::IndexKind::kMethod, query.method));
+    return IdsUnder(log, log::IndexTerm(log::IndexKind::kMethod, query.method));
   if (query.since.value != 0 || query.until.value != 0) {
     std::vector<std::uint64_t> out;
     const std::string to = query.until.value != 0
@@ -95,7 +83,7 @@ std::vector<std::uint64_t> CandidateIds(const log::EventLog& log, const AuditQue
     std::sort(out.begin(), out.end());
     return out;
   }
-  return IdsOf(log, log::IndexTerm(log::IndexKind::kKind, "disruption"));
+  return IdsUnder(log, log::IndexTerm(log::IndexKind::kKind, "disruption"));
 }
 
 // A candidate line is shown when the query names no node or pool, or names its own.

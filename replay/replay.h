@@ -94,4 +94,25 @@ std::string AuditText(const AuditResult& result, const AuditQuery& query);
 // The same as one JSON document: {"decisions": [...]}.
 std::string AuditJson(const AuditResult& result, const AuditQuery& query);
 
+// ---- tenon explain: the causal chain behind a pod, a node or a NodeClaim. ----
+
+enum class Subject { kPod, kNode, kNodeClaim };
+
+struct ExplainLine {
+  Nanos at{0};
+  log::Seq seq = 0;  // The event the line cites: what was recorded, or what caused a decision.
+  std::string text;  // One plain sentence.
+  friend bool operator==(const ExplainLine&, const ExplainLine&) = default;
+};
+
+// The chain in log order, through `at` (0: the whole log). A pod ("ns/name"): when it was
+// pending, the batch that placed it, the NodePool's choice with its first choice and any
+// offering that had no capacity (and until when it is kept out), the launch, registration,
+// initialization and binding, and any disruption that moved it. A node: its NodeClaims' chains.
+// A NodeClaim: why it was created, each lifecycle step, every disruption decision naming it.
+std::vector<ExplainLine> Explain(const log::EventLog& log, Subject subject, const std::string& name,
+                                 Nanos at);
+// "02:14:09  pod default/web-7 pending  (seq 412)" per line.
+std::string ExplainText(const std::vector<ExplainLine>& lines);
+
 }  // namespace tenon::replay
