@@ -27,6 +27,10 @@ struct IncidentCommands {
   std::string since_text, until_text;
   bool json = false;
 
+  CLI::App* log_export = nullptr;
+  CLI::App* log_import = nullptr;
+  std::string archive_dir, archive_file;
+
   CLI::App* explain = nullptr;
   std::string explain_dir, explain_kind, explain_name, explain_at;
 };
@@ -214,6 +218,40 @@ int RunExplain(const IncidentCommands& c) {
   return 0;
 }
 
+void PrintArchive(const char* verb, const replay::ArchiveReport& r, const std::string& file) {
+  std::printf("%s %s: %" PRIu64 " events (through seq %" PRIu64 "), %" PRIu64 " decisions, %" PRIu64
+              " snapshots, %" PRIu64 " bytes, checksum %016" PRIx64 "\n",
+              verb, file.c_str(), r.events, r.last_seq, r.decisions, r.snapshots, r.bytes,
+              r.checksum);
+}
+
+int RunExport(const IncidentCommands& c) {
+  auto log = OpenForReading(c.archive_dir);
+  PrintArchive("exported", replay::ExportLog(*log, c.archive_file), c.archive_file);
+  return 0;
+}
+
+int RunImport(const IncidentCommands& c) {
+  PrintArchive("imported", replay::ImportLog(c.archive_file, c.archive_dir), c.archive_file);
+  return 0;
+}
+
+void AddArchive(CLI::App& app, IncidentCommands& c) {
+  auto* log_cmd = app.add_subcommand("log", "move a log between machines as one file");
+  log_cmd->require_subcommand(1);
+  c.log_export = log_cmd->add_subcommand("export", "write the whole log into one checksummed file");
+  c.log_export->add_option("log", c.archive_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  c.log_export->add_option("-o,--output", c.archive_file, "archive to write")->required();
+  c.log_import = log_cmd->add_subcommand("import", "make a new log from an archive");
+  c.log_import->add_option("archive", c.archive_file, "archive file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  c.log_import->add_option("-o,--output", c.archive_dir, "new log folder (absent or empty)")
+      ->required();
+}
+
 void AddReplay(CLI::App& app, IncidentCommands& c) {
   c.replay = app.add_subcommand("replay", "fold a log and print the state, or verify it");
   c.replay->add_option("log", c.replay_dir, "log folder")
@@ -258,6 +296,7 @@ std::shared_ptr<IncidentCommands> AddIncidentCommands(CLI::App& app) {
   AddReplay(app, *commands);
   AddAudit(app, *commands);
   AddExplain(app, *commands);
+  AddArchive(app, *commands);
   return commands;
 }
 
@@ -265,6 +304,8 @@ std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
   if (commands.replay->parsed()) return RunReplay(commands);
   if (commands.audit->parsed()) return RunAudit(commands);
   if (commands.explain->parsed()) return RunExplain(commands);
+  if (commands.log_export->parsed()) return RunExport(commands);
+  if (commands.log_import->parsed()) return RunImport(commands);
   return std::nullopt;
 }
 

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,29 @@ AuditResult AuditByScan(const log::EventLog& log, const AuditQuery& query);
 std::string AuditText(const AuditResult& result, const AuditQuery& query);
 // The same as one JSON document: {"decisions": [...]}.
 std::string AuditJson(const AuditResult& result, const AuditQuery& query);
+
+// ---- tenon log export / import: one portable, checksummed file. ----
+
+class ArchiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ArchiveReport {
+  std::uint64_t events = 0;
+  std::uint64_t decisions = 0;
+  std::uint64_t snapshots = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t checksum = 0;  // XXH3 of the archive's bytes before it.
+  log::Seq last_seq = 0;
+};
+
+// Writes every event, decision and snapshot of `log` into `file`.
+ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& file);
+// Makes a new log in `dir` (absent or empty) from `file`: events keep their sequence numbers,
+// decisions are indexed as this version indexes them, snapshots are restored. The checksum is
+// checked to the last byte; a damaged archive leaves no log behind.
+ArchiveReport ImportLog(const std::filesystem::path& file, const std::filesystem::path& dir);
 
 // ---- tenon explain: the causal chain behind a pod, a node or a NodeClaim. ----
 
