@@ -5,6 +5,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "log/codec.h"
@@ -30,6 +31,9 @@ struct IncidentCommands {
   CLI::App* log_export = nullptr;
   CLI::App* log_import = nullptr;
   std::string archive_dir, archive_file;
+
+  CLI::App* timeline = nullptr;
+  std::string timeline_dir, timeline_file;
 
   CLI::App* explain = nullptr;
   std::string explain_dir, explain_kind, explain_name, explain_at;
@@ -252,6 +256,26 @@ void AddArchive(CLI::App& app, IncidentCommands& c) {
       ->required();
 }
 
+int RunTimeline(const IncidentCommands& c) {
+  auto log = OpenForReading(c.timeline_dir);
+  std::ofstream out(c.timeline_file, std::ios::trunc);
+  if (!out) throw std::runtime_error("cannot write " + c.timeline_file);
+  auto report = replay::WriteTimeline(*log, out);
+  out.close();
+  if (!out) throw std::runtime_error("writing " + c.timeline_file + " failed");
+  std::printf("timeline %s: %zu samples, %zu series, %zu decisions\n", c.timeline_file.c_str(),
+              report.samples, report.series, report.markers);
+  return 0;
+}
+
+void AddTimeline(CLI::App& app, IncidentCommands& c) {
+  c.timeline = app.add_subcommand("timeline", "one self-contained HTML page of the log");
+  c.timeline->add_option("log", c.timeline_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  c.timeline->add_option("-o,--output", c.timeline_file, "HTML file to write")->required();
+}
+
 void AddReplay(CLI::App& app, IncidentCommands& c) {
   c.replay = app.add_subcommand("replay", "fold a log and print the state, or verify it");
   c.replay->add_option("log", c.replay_dir, "log folder")
@@ -297,6 +321,7 @@ std::shared_ptr<IncidentCommands> AddIncidentCommands(CLI::App& app) {
   AddAudit(app, *commands);
   AddExplain(app, *commands);
   AddArchive(app, *commands);
+  AddTimeline(app, *commands);
   return commands;
 }
 
@@ -304,6 +329,7 @@ std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
   if (commands.replay->parsed()) return RunReplay(commands);
   if (commands.audit->parsed()) return RunAudit(commands);
   if (commands.explain->parsed()) return RunExplain(commands);
+  if (commands.timeline->parsed()) return RunTimeline(commands);
   if (commands.log_export->parsed()) return RunExport(commands);
   if (commands.log_import->parsed()) return RunImport(commands);
   return std::nullopt;

@@ -27,7 +27,8 @@ constexpr std::size_t kImportBatchEvents = 4096;
 
 class Writer {
  public:
-  explicit Writer(const std::filesystem::path& file) : out_(file, std::ios::binary | std::ios::trunc) {
+  explicit Writer(const std::filesystem::path& file)
+      : out_(file, std::ios::binary | std::ios::trunc) {
     if (!out_) throw ArchiveError("cannot write " + file.string());
     XXH3_64bits_reset(&hash_);
   }
@@ -168,7 +169,8 @@ Header ReadHeader(Reader& in) {
                        " is newer than this tenon reads (" + std::to_string(kArchiveVersion) + ")");
   }
   const std::uint64_t schema = in.Int(4);
-  if (schema > log::kSchemaVersion) throw ArchiveError("the archive's schema is newer than this tenon");
+  if (schema > log::kSchemaVersion)
+    throw ArchiveError("the archive's schema is newer than this tenon");
   Header header;
   header.cluster_id = in.Str();
   header.writer_version = in.Str();
@@ -187,7 +189,8 @@ ArchiveReport ReadInto(Reader& in, log::EventLog& log) {
     if (length > log::kRecordBytesMax) throw ArchiveError("a record is larger than any log holds");
     std::string payload = in.Bytes(length);
     if (kind == "E") {
-      if (key != expected++) throw ArchiveError("events out of order at seq " + std::to_string(key));
+      if (key != expected++)
+        throw ArchiveError("events out of order at seq " + std::to_string(key));
       batch.events.push_back(std::move(payload));
       ++report.events;
       if (batch.events.size() == kImportBatchEvents) {
@@ -199,7 +202,8 @@ ArchiveReport ReadInto(Reader& in, log::EventLog& log) {
       batch_first = expected;
       // Decoded to rebuild its index terms as this version defines them (and so checked).
       Decision d = log::DecodeDecision(payload);
-      if (d.id.value != key) throw ArchiveError("decision " + std::to_string(key) + " has another id");
+      if (d.id.value != key)
+        throw ArchiveError("decision " + std::to_string(key) + " has another id");
       batch.decisions.push_back(log::DecisionRecordFor(d));
       ++report.decisions;
     } else if (kind == "S") {

@@ -119,6 +119,20 @@ ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& f
 // checked to the last byte; a damaged archive leaves no log behind.
 ArchiveReport ImportLog(const std::filesystem::path& file, const std::filesystem::path& dir);
 
+// ---- tenon timeline: one self-contained HTML page. ----
+
+struct TimelineReport {
+  std::size_t samples = 0;
+  std::size_t markers = 0;  // One per decision.
+  std::size_t series = 0;   // NodePool x capacity type pairs that ever had a node.
+};
+
+// Writes the page: node counts by NodePool and capacity type, pending pods and cost per hour
+// sampled over the log (at most 2,000 samples, 10 s apart at the finest), and every decision
+// as a marker with its text on hover; wheel zooms, drag pans, "#from=S&to=S" (seconds from the
+// start) opens a window. No network is needed to open it.
+TimelineReport WriteTimeline(const log::EventLog& log, std::ostream& out);
+
 // ---- tenon explain: the causal chain behind a pod, a node or a NodeClaim. ----
 
 enum class Subject { kPod, kNode, kNodeClaim };
