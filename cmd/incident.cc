@@ -32,6 +32,9 @@ struct IncidentCommands {
   CLI::App* log_import = nullptr;
   std::string archive_dir, archive_file;
 
+  CLI::App* cost = nullptr;
+  std::string cost_dir, cost_by = "namespace", cost_since, cost_until;
+
   CLI::App* timeline = nullptr;
   std::string timeline_dir, timeline_file;
 
@@ -256,6 +259,30 @@ void AddArchive(CLI::App& app, IncidentCommands& c) {
       ->required();
 }
 
+int RunCost(const IncidentCommands& c) {
+  auto log = OpenForReading(c.cost_dir);
+  replay::CostQuery query;
+  if (c.cost_by.rfind("label=", 0) == 0) {
+    query.label = c.cost_by.substr(6);
+    if (query.label.empty()) throw std::invalid_argument("--by label= needs a label key");
+  } else if (c.cost_by != "namespace") {
+    throw std::invalid_argument("--by is namespace or label=KEY, not '" + c.cost_by + "'");
+  }
+  query.since = TimeFlag("--since", c.cost_since, *log);
+  query.until = TimeFlag("--until", c.cost_until, *log);
+  const std::string text = replay::CostText(replay::Cost(*log, query), query);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+void AddCost(CLI::App& app, IncidentCommands& c) {
+  c.cost = app.add_subcommand("cost", "node cost over the log split by the pods' requests");
+  c.cost->add_option("log", c.cost_dir, "log folder")->required()->check(CLI::ExistingDirectory);
+  c.cost->add_option("--by", c.cost_by, "namespace (default) or label=KEY");
+  c.cost->add_option("--since", c.cost_since, "from this time");
+  c.cost->add_option("--until", c.cost_until, "through this time");
+}
+
 int RunTimeline(const IncidentCommands& c) {
   auto log = OpenForReading(c.timeline_dir);
   std::ofstream out(c.timeline_file, std::ios::trunc);
@@ -322,6 +349,7 @@ std::shared_ptr<IncidentCommands> AddIncidentCommands(CLI::App& app) {
   AddExplain(app, *commands);
   AddArchive(app, *commands);
   AddTimeline(app, *commands);
+  AddCost(app, *commands);
   return commands;
 }
 
@@ -330,6 +358,7 @@ std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
   if (commands.audit->parsed()) return RunAudit(commands);
   if (commands.explain->parsed()) return RunExplain(commands);
   if (commands.timeline->parsed()) return RunTimeline(commands);
+  if (commands.cost->parsed()) return RunCost(commands);
   if (commands.log_export->parsed()) return RunExport(commands);
   if (commands.log_import->parsed()) return RunImport(commands);
   return std::nullopt;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -118,6 +119,27 @@ ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& f
 // decisions are indexed as this version indexes them, snapshots are restored. The checksum is
 // checked to the last byte; a damaged archive leaves no log behind.
 ArchiveReport ImportLog(const std::filesystem::path& file, const std::filesystem::path& dir);
+
+// ---- tenon cost: node cost split over the pods by their requests. ----
+
+struct CostQuery {
+  std::string label;  // Group by this pod label; empty: by namespace.
+  Nanos since{0};     // 0: from the first Tick.
+  Nanos until{0};     // 0: through the last.
+};
+
+struct CostReport {
+  std::map<std::string, double> usd_by_group;  // Namespace or label value -> dollars.
+  double idle_usd = 0;                         // What no pod requested.
+  double total_usd = 0;                        // Every launched NodeClaim's price over the window.
+  double node_hours = 0;
+};
+
+// Each launched NodeClaim costs its price for every stretch of the window it is up; its pods
+// share that by requests (the mean of CPU and memory fractions of its allocatable), the rest
+// is idle. Groups, idle and total add up.
+CostReport Cost(const log::EventLog& log, const CostQuery& query);
+std::string CostText(const CostReport& report, const CostQuery& query);
 
 // ---- tenon timeline: one self-contained HTML page. ----
 

@@ -69,8 +69,9 @@ std::string MarkerText(const Decision& d) {
           for (const auto& c : body.new_claims) {
             text += "; new " + c.nodeclaim + " (" + c.nodepool + ", " +
                     std::to_string(c.pods.size()) + " pods" +
-                    (c.offerings.empty() ? "" : ", first choice " + c.offerings[0].instance_type +
-                                                    " " + DollarsText(c.offerings[0].price) + "/h") +
+                    (c.offerings.empty() ? ""
+                                         : ", first choice " + c.offerings[0].instance_type + " " +
+                                               DollarsText(c.offerings[0].price) + "/h") +
                     ")";
           }
           return text;
@@ -123,8 +124,12 @@ nlohmann::json Data(const log::EventLog& log) {
   for (const auto& d : decisions) {
     markers.push_back({seconds(d.at), log::DecisionKind(d), MarkerText(d), d.cause.value});
   }
-  return {{"start", TimestampText(first)}, {"start_ns", first.value}, {"end_s", seconds(last)},
-          {"series", series},           {"samples", rows},          {"markers", markers}};
+  return {{"start", TimestampText(first)},
+          {"start_ns", first.value},
+          {"end_s", seconds(last)},
+          {"series", series},
+          {"samples", rows},
+          {"markers", markers}};
 }
 
 // The page: data inline, drawn by the script into SVG; wheel zooms, drag pans, the URL hash

@@ -91,8 +91,8 @@ TEST(Timeline, RendersInHeadlessChromium) {
 
   // Zoomed to minutes 4 to 7: exactly the decisions in that window.
   const double from = 240, to = 420;
-  const long inside = std::count_if(seconds.begin(), seconds.end(),
-                                    [&](double s) { return s >= from && s <= to; });
+  const long inside =
+      std::count_if(seconds.begin(), seconds.end(), [&](double s) { return s >= from && s <= to; });
   ASSERT_GT(inside, 0);
   ASSERT_LT(inside, static_cast<long>(seconds.size()));
   const std::string zoomed = Chromium(dir, "--dump-dom '" + url + "#from=240&to=420'");
@@ -108,8 +108,8 @@ TEST(Timeline, RendersInHeadlessChromium) {
   FILE* pipe = ::popen(("python3 " + script + " " + shot.string() + " 2b8a3e c92a2a").c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   long width = 0, height = 0, nonwhite = 0, colors = 0, green = 0, red = 0;
-  const int read = std::fscanf(pipe, "%ld %ld %ld %ld %ld %ld", &width, &height, &nonwhite,
-                               &colors, &green, &red);
+  const int read = std::fscanf(pipe, "%ld %ld %ld %ld %ld %ld", &width, &height, &nonwhite, &colors,
+                               &green, &red);
   ::pclose(pipe);
   ASSERT_EQ(read, 6);
   EXPECT_EQ(width, 1200);
