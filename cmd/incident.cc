@@ -8,6 +8,8 @@
 #include <fstream>
 #include <map>
 
+#include "adapters/aws/connection.h"
+#include "adapters/aws/s3.h"
 #include "log/codec.h"
 #include "log/event_log.h"
 #include "replay/replay.h"
@@ -232,14 +234,55 @@ void PrintArchive(const char* verb, const replay::ArchiveReport& r, const std::s
               r.checksum);
 }
 
+// A file in $TMPDIR for an archive on its way to or from S3, removed at the end of the scope.
+struct StagedArchive {
+  StagedArchive()
+      : path(std::filesystem::temp_directory_path() /
+             ("tenon-archive-" + std::to_string(::getpid()) + ".tenonlog")) {}
+  ~StagedArchive() {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+  }
+  std::filesystem::path path;
+};
+
+[[noreturn]] void S3Failed(const char* what, const std::string& url, const aws::AwsError& e) {
+  throw std::runtime_error(std::string(what) + " " + url + " failed: " + e.aws_code + ": " +
+                           e.message);
+}
+
 int RunExport(const IncidentCommands& c) {
   auto log = OpenForReading(c.archive_dir);
-  PrintArchive("exported", replay::ExportLog(*log, c.archive_file), c.archive_file);
+  std::string bucket, key;
+  if (!aws::ParseS3Url(c.archive_file, &bucket, &key)) {
+    PrintArchive("exported", replay::ExportLog(*log, c.archive_file), c.archive_file);
+    return 0;
+  }
+  StagedArchive staged;
+  auto report = replay::ExportLog(*log, staged.path);
+  std::ifstream in(staged.path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  aws::AwsConnection connection(aws::AwsSettingsFromEnvironment(aws::ProcessEnv()),
+                                aws::ProcessEnv());
+  auto put = aws::S3(connection.client()).PutObject(bucket, key, std::move(bytes));
+  if (!put.ok()) S3Failed("uploading to", c.archive_file, put.error);
+  PrintArchive("exported", report, c.archive_file);
   return 0;
 }
 
 int RunImport(const IncidentCommands& c) {
-  PrintArchive("imported", replay::ImportLog(c.archive_file, c.archive_dir), c.archive_file);
+  std::string bucket, key;
+  if (!aws::ParseS3Url(c.archive_file, &bucket, &key)) {
+    PrintArchive("imported", replay::ImportLog(c.archive_file, c.archive_dir), c.archive_file);
+    return 0;
+  }
+  aws::AwsConnection connection(aws::AwsSettingsFromEnvironment(aws::ProcessEnv()),
+                                aws::ProcessEnv());
+  auto got = aws::S3(connection.client()).GetObject(bucket, key);
+  if (!got.ok()) S3Failed("downloading", c.archive_file, got.error);
+  StagedArchive staged;
+  std::ofstream(staged.path, std::ios::binary | std::ios::trunc) << *got.value;
+  PrintArchive("imported", replay::ImportLog(staged.path, c.archive_dir), c.archive_file);
   return 0;
 }
 
@@ -250,11 +293,12 @@ void AddArchive(CLI::App& app, IncidentCommands& c) {
   c.log_export->add_option("log", c.archive_dir, "log folder")
       ->required()
       ->check(CLI::ExistingDirectory);
-  c.log_export->add_option("-o,--output", c.archive_file, "archive to write")->required();
+  c.log_export
+      ->add_option("-o,--output", c.archive_file, "archive to write (a file or s3://BUCKET/KEY)")
+      ->required();
   c.log_import = log_cmd->add_subcommand("import", "make a new log from an archive");
-  c.log_import->add_option("archive", c.archive_file, "archive file")
-      ->required()
-      ->check(CLI::ExistingFile);
+  c.log_import->add_option("archive", c.archive_file, "archive (a file or s3://BUCKET/KEY)")
+      ->required();
   c.log_import->add_option("-o,--output", c.archive_dir, "new log folder (absent or empty)")
       ->required();
 }

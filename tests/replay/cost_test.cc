@@ -38,7 +38,8 @@ TEST(Cost, SplitsByRequestsWithIdleApart) {
   EXPECT_NEAR(by_ns.usd_by_group.at("default") + by_ns.idle_usd, by_ns.total_usd, 1e-12);
 
   // The command line prints the same split.
-  auto cli = Tenon("cost " + run->log().string() + " --by label=app --since 00:02:45 --until 00:03:45");
+  auto cli =
+      Tenon("cost " + run->log().string() + " --by label=app --since 00:02:45 --until 00:03:45");
   EXPECT_EQ(cli.exit_code, 0);
   EXPECT_NE(cli.out.find("total                                  0.006400  100.0%"),
             std::string::npos)
