@@ -44,7 +44,8 @@ class MotoServer {
               "127.0.0.1", static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    aws::CurlTransport probe(aws::TransportOptions{.connect_timeout_ms = 200, .total_timeout_ms = 1000});
+    aws::CurlTransport probe(
+        aws::TransportOptions{.connect_timeout_ms = 200, .total_timeout_ms = 1000});
     aws::HttpRequest request;
     request.scheme = "http";
     request.host = "127.0.0.1:" + std::to_string(port_);
@@ -98,7 +99,8 @@ TEST(ArchiveS3, ExportToS3ImportFromS3ReplaysIdentically) {
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(original.final_hash));
   EXPECT_NE(verify.out.find(std::string("final state ") + hash), std::string::npos) << verify.out;
 
-  auto missing = Tenon("log import s3://incidents/none.tenonlog -o " + (clean.path() / "x").string());
+  auto missing =
+      Tenon("log import s3://incidents/none.tenonlog -o " + (clean.path() / "x").string());
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(clean.path() / "x"));
 }
