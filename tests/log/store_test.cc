@@ -1,6 +1,7 @@
 // The RocksDB event store: round trips, group commit, torn-tail truncation, corruption that is
 // named and never skipped, owner-only files, and a randomized comparison with an in-memory model.
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 #include <sys/stat.h>
 
 #include <map>
@@ -114,6 +115,60 @@ TEST(Store, DecisionIndexFindsDecisionsByTerm) {
   EXPECT_EQ(ids(std::string("cweb-10") + '\0'), (std::vector<std::uint64_t>{5, 9}));
   EXPECT_TRUE(ids(std::string("cweb-2") + '\0').empty());
   EXPECT_FALSE(log->ReadDecision(10).has_value());
+}
+
+// A log written before the decision index existed (no decision_index family, no meta key)
+// still opens read-only, says it has no index and finds nothing in it; opened for writing, it
+// gains the family but still says so, because its older decisions were never indexed.
+TEST(Store, LogWithoutTheIndexStillOpens) {
+  TempDir dir;
+  {
+    auto log = Open(dir.path());
+    log->Append(AppendBatch{{"e"}, {{3, "three", {std::string("cweb-1") + '\0'}}}});
+  }
+  {
+    // Make it look like an old log: drop the family and the meta key.
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies({}, dir.path().string(), &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const auto& name : names) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open({}, dir.path().string(), families, &handles, &db).ok());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == "decision_index") {
+        ASSERT_TRUE(db->DropColumnFamily(handles[i]).ok());
+      }
+      if (names[i] == "meta") {
+        ASSERT_TRUE(db->Delete({}, handles[i], "decision_index").ok());
+      }
+    }
+    for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
+    ASSERT_TRUE(db->Close().ok());
+    delete db;
+  }
+  auto scan_all = [](const EventLog& log) {
+    std::size_t n = 0;
+    log.ScanDecisionIndex(std::string(1, '\0'), std::string(4, '\xff'), [&](std::uint64_t) {
+      ++n;
+      return true;
+    });
+    return n;
+  };
+  {
+    OpenOptions options;
+    options.read_only = true;
+    options.create_if_missing = false;
+    auto log = EventLog::Open(dir.path(), options);
+    EXPECT_FALSE(log->HasDecisionIndex());
+    EXPECT_EQ(scan_all(*log), 0u);
+    EXPECT_EQ(log->ReadDecision(3)->payload, "three");
+  }
+  auto log = Open(dir.path());
+  EXPECT_FALSE(log->HasDecisionIndex());
+  log->Append(AppendBatch{{"f"}, {{4, "four", {std::string("cweb-1") + '\0'}}}});
+  EXPECT_EQ(scan_all(*log), 0u);  // A partial index would answer wrongly: none is kept.
+  EXPECT_EQ(log->ReadDecision(4)->payload, "four");
 }
 
 TEST(Store, RefusesMisuse) {
