@@ -213,7 +213,8 @@ function draw() {
   line(panels[2], r => r[2], maxes[2], "#2b8a3e", "cost");
   for (let i = 0; i <= 6; i++) {
     const s = view.from + (view.to - view.from) * i / 6;
-    el("text", {x: x(s) - 22, y: 550, class: "label"}).textContent = clock(s);
+    const anchor = i == 0 ? "start" : i == 6 ? "end" : "middle";
+    el("text", {x: x(s), y: 550, class: "label", "text-anchor": anchor}).textContent = clock(s);
   }
   let shown = 0;
   const lanes = {provisioning: 0, lifecycle: 1, disruption: 2};
