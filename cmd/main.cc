@@ -23,6 +23,7 @@
 #include "adapters/metrics/logging.h"
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/simulator.h"
+#include "cmd/incident.h"
 #include "log/codec.h"
 #include "log/event_log.h"
 #include "replay/replay.h"
@@ -34,18 +35,11 @@ using namespace tenon;
 constexpr const char* kVersion = "tenon 0.1.0";
 
 std::string Dollars(MicroUsdPerHour price) {
-  char text[32];
-  std::snprintf(text, sizeof text, "$%" PRId64 ".%04" PRId64, price.value / 1'000'000,
-                (price.value % 1'000'000) / 100);
-  return text;
+  return replay::DollarsText(price);
 }
 
 std::string Clock(Nanos t) {
-  std::int64_t s = t.value / kSecond.value;
-  char text[32];
-  std::snprintf(text, sizeof text, "%02" PRId64 ":%02" PRId64 ":%02" PRId64, (s / 3600) % 24,
-                (s / 60) % 60, s % 60);
-  return text;
+  return replay::ClockText(t);
 }
 
 struct SimulateArgs {
@@ -96,82 +90,6 @@ int RunSimulate(const SimulateArgs& args) {
                 Dollars(report.world.cost).c_str(), report.state_hash);
   }
   return 0;
-}
-
-void PrintState(const State& state) {
-  std::printf("state at seq %" PRIu64 ", time %s, hash %016" PRIx64 "\n", state.last_seq.value,
-              Clock(state.now).c_str(), StateHash(state));
-  for (const auto& [name, pool] : state.nodepools) {
-    std::size_t claims = 0;
-    MicroUsdPerHour cost{0};
-    for (const auto& [n, c] : state.nodeclaims) {
-      if (c.nodepool == name) ++claims, cost += c.price;
-    }
-    std::printf("nodepool %-20s weight %3d  nodeclaims %4zu  %s/h\n", name.c_str(), pool.weight,
-                claims, Dollars(cost).c_str());
-  }
-  std::map<std::string, std::size_t> pods_on;
-  std::size_t pending = 0;
-  for (const auto& [key, pod] : state.pods) {
-    pod.node_name.empty() ? ++pending : ++pods_on[pod.node_name];
-  }
-  for (const auto& [name, claim] : state.nodeclaims) {
-    std::printf("  %-22s %-12s %-11s %-10s %s/h  node %s (%zu pods)%s%s\n", name.c_str(),
-                claim.instance_type.c_str(), claim.zone.c_str(), claim.capacity_type.c_str(),
-                Dollars(claim.price).c_str(),
-                claim.node_name.empty() ? "-" : claim.node_name.c_str(), pods_on[claim.node_name],
-                claim.deleting ? "  deleting: " : "", claim.deleting_reason.c_str());
-  }
-  std::printf("pods %zu, pending %zu, commands in flight %zu\n", state.pods.size(), pending,
-              state.inflight.size());
-}
-
-// Every NodeClaim transition up to `to` (0: all), with its time, cause and the event that led
-// to it. `claim` (optional) keeps one NodeClaim's.
-void PrintHistory(const log::EventLog& log, std::uint64_t to, const std::string& claim) {
-  std::printf("nodeclaim history%s%s:\n", claim.empty() ? "" : " of ", claim.c_str());
-  log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
-    Decision d = log::DecodeDecision(record.payload);
-    if (to != 0 && d.cause.value > to) return false;
-    const auto* l = std::get_if<LifecycleDecision>(&d.body);
-    if (l == nullptr || (!claim.empty() && l->nodeclaim != claim)) return true;
-    std::printf("  %s  %-22s %-24s %s  (event %" PRIu64 ")\n", Clock(d.at).c_str(),
-                l->nodeclaim.empty() ? l->instance_id.c_str() : l->nodeclaim.c_str(),
-                l->transition.c_str(), l->reason.c_str(), d.cause.value);
-    return true;
-  });
-}
-
-int RunReplay(const std::string& dir, bool verify, std::uint64_t to, const std::string& claim) {
-  log::OpenOptions open;
-  open.create_if_missing = false;
-  open.read_only = true;
-  auto log = log::EventLog::Open(dir, open);
-  if (!verify) {
-    PrintState(replay::FoldTo(*log, to, true));
-    PrintHistory(*log, to, claim);
-    return 0;
-  }
-  auto report = replay::Verify(*log, [](log::Seq at, log::Seq last) {
-    std::fprintf(stderr, "\rverify %" PRIu64 "/%" PRIu64, at, last);
-  });
-  std::printf("replay: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
-              " snapshots checked; final state %016" PRIx64,
-              report.events, report.outputs, report.decisions, report.snapshots_checked,
-              report.final_hash);
-  if (report.newest_snapshot != 0) {
-    std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot,
-                report.final_hash_from_snapshot);
-  }
-  if (report.first_seq > 1) {
-    std::printf("; the log begins at seq %" PRIu64 " (older records dropped by retention)",
-                report.first_seq);
-  }
-  std::printf("\nverdict: %s\n", replay::VerdictName(report.verdict));
-  if (report.verdict == replay::Verdict::kIdentical) return 0;
-  std::printf("first bad sequence number: %" PRIu64 "\n%s\n", report.first_bad_seq,
-              report.detail.c_str());
-  return report.verdict == replay::Verdict::kIncomplete ? 2 : 1;
 }
 
 struct CatalogExportArgs {
@@ -315,18 +233,7 @@ int main(int argc, char** argv) {
   simulate->add_flag("--trace-acks", sim_args.trace_acks,
                      "print 'ack SEQ HASH' for every record the log acknowledges");
 
-  std::string replay_dir;
-  bool verify = false;
-  std::uint64_t to = 0;
-  auto* replay_cmd = app.add_subcommand("replay", "fold a log and print the state, or verify it");
-  replay_cmd->add_option("log", replay_dir, "log folder")
-      ->required()
-      ->check(CLI::ExistingDirectory);
-  replay_cmd->add_flag("--verify", verify,
-                       "re-fold from zero and from the newest snapshot and compare");
-  replay_cmd->add_option("--to", to, "stop at this sequence number");
-  std::string history_claim;
-  replay_cmd->add_option("--nodeclaim", history_claim, "show only this NodeClaim's history");
+  auto incident = cmd::AddIncidentCommands(app);
 
   CatalogExportArgs export_args;
   auto* catalog_cmd = app.add_subcommand("catalog", "the EC2 catalog of a real account");
@@ -409,7 +316,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (simulate->parsed()) return RunSimulate(sim_args);
-    if (replay_cmd->parsed()) return RunReplay(replay_dir, verify, to, history_claim);
+    if (auto code = cmd::RunIncidentCommand(*incident)) return *code;
     if (export_cmd->parsed()) return RunCatalogExport(export_args);
     if (run_cmd->parsed()) {
       if (!environment_error.empty()) {

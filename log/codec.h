@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "log/event_log.h"
 #include "reducers/core.h"
 
 namespace tenon::log {
@@ -36,6 +37,27 @@ Entry DecodeEntry(std::string_view bytes);
 
 std::string EncodeDecision(const Decision& decision);
 Decision DecodeDecision(std::string_view bytes);
+
+// The decision index (the log's decision_index family): the terms a decision is found under.
+// A term is its kind's letter and a name ended by NUL (so "web-1" never matches "web-10"), or
+// for time the letter and the big-endian nanoseconds.
+enum class IndexKind : char {
+  kNodeClaim = 'c',  // Lifecycle steps, disruption candidates and targets, planned claims.
+  kNode = 'n',       // Lifecycle steps naming the node (how a node name leads to its claim).
+  kPod = 'p',        // Provisioning outcomes and the pods of planned claims.
+  kNodePool = 'P',   // Planned claims, disruption candidates and budgets.
+  kMethod = 'm',     // Disruption method: Emptiness, Drift, SingleNodeConsolidation, ...
+  kKind = 'k',       // provisioning | lifecycle | disruption
+  kTime = 'T',       // Every decision, by its time.
+};
+std::string IndexTerm(IndexKind kind, std::string_view name);
+std::string TimeTerm(Nanos at);
+// Every term of one decision, sorted, without repeats.
+std::vector<std::string> DecisionIndexTerms(const Decision& decision);
+// The record Append stores: the encoded decision with its index terms.
+DecisionRecord DecisionRecordFor(const Decision& decision);
+// "provisioning", "lifecycle" or "disruption".
+std::string DecisionKind(const Decision& decision);
 
 // A snapshot carries the state and the hash it had when written, in parts: a head with the
 // scalars and small collections, then slices of the large ones (catalog, pods, nodes,

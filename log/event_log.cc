@@ -12,6 +12,7 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack: no allocation per record.
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <condition_variable>
@@ -30,10 +31,22 @@ constexpr const char* kMetaSchemaVersion = "schema_version";
 constexpr const char* kMetaWriterVersion = "writer_version";
 constexpr const char* kMetaClusterId = "cluster_id";
 constexpr const char* kMetaFirstSeq = "first_seq";  // Absent: 1 (never truncated).
+// Present when the log was created with the decision index, so every decision is indexed.
+constexpr const char* kMetaDecisionIndex = "decision_index";
+// Longest index term accepted: terms are names and fixed-size keys, never whole records.
+constexpr std::size_t kIndexTermBytesMax = 1024;
 
-enum Family : std::size_t { kDefault = 0, kEvents, kDecisions, kSnapshots, kMeta, kFamilies };
-constexpr const char* kFamilyNames[kFamilies] = {"default", "events", "decisions", "snapshots",
-                                                 "meta"};
+enum Family : std::size_t {
+  kDefault = 0,
+  kEvents,
+  kDecisions,
+  kSnapshots,
+  kMeta,
+  kDecisionIndex,
+  kFamilies
+};
+constexpr const char* kFamilyNames[kFamilies] = {"default",   "events", "decisions",
+                                                 "snapshots", "meta",   "decision_index"};
 
 std::string Key(std::uint64_t n) {
   std::string key(8, '\0');
@@ -153,7 +166,9 @@ class RocksEventLog final : public EventLog {
   }
 
   ~RocksEventLog() override {
-    for (auto* handle : handles_) db_->DestroyColumnFamilyHandle(handle);
+    for (auto* handle : handles_) {
+      if (handle != nullptr) db_->DestroyColumnFamilyHandle(handle);
+    }
     UmaskGuard umask;  // Closing flushes what never went through the WAL (snapshots).
     db_->Close();
     delete db_;
@@ -170,6 +185,9 @@ class RocksEventLog final : public EventLog {
   void ScanDecisions(std::uint64_t from_id,
                      const std::function<bool(const DecisionRecord&)>& fn) const override;
   std::unique_ptr<SnapshotWriter> BeginSnapshot(Seq seq) override;
+  bool HasDecisionIndex() const override { return has_decision_index_; }
+  void ScanDecisionIndex(std::string_view from, std::string_view to,
+                         const std::function<bool(std::uint64_t id)>& fn) const override;
   std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const override;
   std::vector<Seq> SnapshotSeqs() const override;
   void Truncate(Seq through) override;
@@ -205,6 +223,7 @@ class RocksEventLog final : public EventLog {
   std::uint32_t schema_version_ = kSchemaVersion;
   std::string writer_version_;
   std::string cluster_id_;
+  bool has_decision_index_ = false;
 
   mutable std::mutex mu_;
   mutable std::condition_variable appended_;
@@ -236,6 +255,7 @@ void RocksEventLog::InitMeta(const OpenOptions& options, OpenReport& report) {
                          std::to_string(kSchemaVersion));
     }
     cluster_id_ = GetMeta(kMetaClusterId).value_or("");
+    has_decision_index_ = GetMeta(kMetaDecisionIndex).has_value();
     writer_version_ = GetMeta(kMetaWriterVersion).value_or("");
     if (!options.cluster_id.empty() && options.cluster_id != cluster_id_) {
       throw LogError(
@@ -250,6 +270,8 @@ void RocksEventLog::InitMeta(const OpenOptions& options, OpenReport& report) {
     cluster_id_ = options.cluster_id;
     batch.Put(handles_[kMeta], kMetaSchemaVersion, std::to_string(kSchemaVersion));
     batch.Put(handles_[kMeta], kMetaClusterId, cluster_id_);
+    batch.Put(handles_[kMeta], kMetaDecisionIndex, "1");
+    has_decision_index_ = true;
   }
   writer_version_ = options.writer_version;
   batch.Put(handles_[kMeta], kMetaWriterVersion, writer_version_);
@@ -269,6 +291,13 @@ std::vector<Seq> RocksEventLog::Append(AppendBatch batch, const AppendOptions& o
   }
   for (const auto& e : batch.events) {
     if (e.size() > kRecordBytesMax) throw LogError(ErrorKind::kInvalid, 0, "log: record too large");
+  }
+  for (const auto& d : batch.decisions) {
+    for (const auto& term : d.index_terms) {
+      if (term.empty() || term.size() > kIndexTermBytesMax) {
+        throw LogError(ErrorKind::kInvalid, d.id, "log: decision index term empty or too long");
+      }
+    }
   }
   Writer self;
   self.batch = &batch;
@@ -302,6 +331,9 @@ void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
     for (const auto& d : w->batch->decisions) {
       std::string key = Key(d.id);
       batch.Put(handles_[kDecisions], key, Frame(key, d.payload));
+      // An old log opened for writing has no index to keep up (HasDecisionIndex is false).
+      if (!has_decision_index_) continue;
+      for (const auto& term : d.index_terms) batch.Put(handles_[kDecisionIndex], term + key, "");
     }
   }
   lock.unlock();
@@ -364,7 +396,7 @@ Seq RocksEventLog::WaitForAppend(Seq after, std::chrono::milliseconds timeout) c
 std::optional<DecisionRecord> RocksEventLog::ReadDecision(std::uint64_t id) const {
   auto payload = Get(kDecisions, id);
   if (!payload) return std::nullopt;
-  return DecisionRecord{id, std::move(*payload)};
+  return DecisionRecord{id, std::move(*payload), {}};
 }
 
 void RocksEventLog::ScanDecisions(std::uint64_t from_id,
@@ -373,10 +405,27 @@ void RocksEventLog::ScanDecisions(std::uint64_t from_id,
   for (it->Seek(Key(from_id)); it->Valid(); it->Next()) {
     std::uint64_t id = FromKey(it->key());
     DecisionRecord record{
-        id, Unframe("decisions", id, it->key().ToStringView(), it->value().ToStringView())};
+        id, Unframe("decisions", id, it->key().ToStringView(), it->value().ToStringView()), {}};
     if (!fn(record)) return;
   }
   Check(it->status(), "scanning decisions");
+}
+
+void RocksEventLog::ScanDecisionIndex(std::string_view from, std::string_view to,
+                                      const std::function<bool(std::uint64_t id)>& fn) const {
+  if (handles_[kDecisionIndex] == nullptr) return;
+  const rocksdb::Slice upper(to.data(), to.size());
+  rocksdb::ReadOptions read;
+  read.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read, handles_[kDecisionIndex]));
+  for (it->Seek(rocksdb::Slice(from.data(), from.size())); it->Valid(); it->Next()) {
+    const rocksdb::Slice key = it->key();
+    if (key.size() <= 8) {
+      throw LogError(ErrorKind::kCorruption, 0, "log: a decision index key is too short");
+    }
+    if (!fn(FromKey(rocksdb::Slice(key.data() + key.size() - 8, 8)))) return;
+  }
+  Check(it->status(), "scanning the decision index");
 }
 
 // Parts are framed into an SST file beside the log as they arrive and the file is ingested at
@@ -531,6 +580,7 @@ Seq RocksEventLog::FirstSeq() const {
 std::uint64_t RocksEventLog::DiskBytes() const {
   std::uint64_t total = 0;
   for (auto* handle : handles_) {
+    if (handle == nullptr) continue;
     for (const auto& property : {rocksdb::DB::Properties::kLiveSstFilesSize,
                                  rocksdb::DB::Properties::kCurSizeAllMemTables}) {
       std::uint64_t bytes = 0;
@@ -563,7 +613,9 @@ rocksdb::Options BaseOptions(const OpenOptions& options) {
   return db;
 }
 
-std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
+// The families to open: all of them, except that a read-only open of a log written before a
+// family existed (which RocksDB cannot create read-only) leaves that one out.
+std::vector<rocksdb::ColumnFamilyDescriptor> Families(const std::vector<std::string>& present) {
   rocksdb::ColumnFamilyOptions cf;
   // The log is append-mostly and read back in order: small memtables (RocksDB's default is
   // 64 MB per family, five families) keep a long-running controller's memory bounded.
@@ -577,8 +629,31 @@ std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
     cf.compression = rocksdb::kLZ4Compression;
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const char* name : kFamilyNames) families.emplace_back(name, cf);
+  for (const char* name : kFamilyNames) {
+    bool found =
+        present.empty() || std::find(present.begin(), present.end(), name) != present.end();
+    if (found) families.emplace_back(name, cf);
+  }
   return families;
+}
+
+// Handles indexed by Family, nullptr for a family the log does not have.
+std::vector<rocksdb::ColumnFamilyHandle*> InAllFamilies(
+    const std::vector<rocksdb::ColumnFamilyDescriptor>& opened,
+    std::vector<rocksdb::ColumnFamilyHandle*> handles) {
+  assert(opened.size() == handles.size());
+  std::vector<rocksdb::ColumnFamilyHandle*> all(kFamilies, nullptr);
+  for (std::size_t i = 0, f = 0; i < opened.size(); ++i) {
+    while (opened[i].name != kFamilyNames[f]) ++f;
+    all[f] = handles[i];
+  }
+  for (std::size_t f = 0; f < kDecisionIndex; ++f) {
+    if (all[f] == nullptr) {
+      throw LogError(ErrorKind::kCorruption, 0,
+                     std::string("log: no column family '") + kFamilyNames[f] + "'");
+    }
+  }
+  return all;
 }
 
 }  // namespace
@@ -610,15 +685,20 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
   rocksdb::DB* db = nullptr;
   rocksdb::Status status;
   if (options.read_only) {
-    status = rocksdb::DB::OpenForReadOnly(db_options, dir.string(), Families(), &handles, &db);
+    std::vector<std::string> present;
+    Check(rocksdb::DB::ListColumnFamilies(db_options, dir.string(), &present),
+          "listing the families of " + dir.string());
+    auto families = Families(present);
+    status = rocksdb::DB::OpenForReadOnly(db_options, dir.string(), families, &handles, &db);
+    if (status.ok()) handles = InAllFamilies(families, std::move(handles));
   } else {
     // Strict first: any damage in the write-ahead log fails the open, so we can say so.
     db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
-    status = rocksdb::DB::Open(db_options, dir.string(), Families(), &handles, &db);
+    status = rocksdb::DB::Open(db_options, dir.string(), Families({}), &handles, &db);
     if (status.IsCorruption()) {
       std::string why = status.ToString();
       db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
-      status = rocksdb::DB::Open(db_options, dir.string(), Families(), &handles, &db);
+      status = rocksdb::DB::Open(db_options, dir.string(), Families({}), &handles, &db);
       out.torn_tail_truncated = status.ok();
       out.message = why;
     }

@@ -6,6 +6,7 @@
 //   decisions  big-endian u64 decision id     -> framed record
 //   snapshots  big-endian u64 sequence number -> framed record (state after folding that seq)
 //   meta       string key                     -> string value (schema/writer version, cluster id)
+//   decision_index  term ++ big-endian u64 decision id -> empty (audit's secondary index)
 //
 // Every stored value is framed as [u8 frame version][u64 XXH3 of (key bytes ++ payload)][payload],
 // verified on every read. A mismatch is never skipped: it raises LogError naming the key.
@@ -76,6 +77,10 @@ struct OpenReport {
 struct DecisionRecord {
   std::uint64_t id = 0;
   std::string payload;
+  // Index terms (built by the codec, e.g. a NodeClaim's or a node's name, a method, a time):
+  // Append writes one decision_index entry per term, in the same batch as the decision, so the
+  // index never lags the decisions it indexes. Read back, a record carries none.
+  std::vector<std::string> index_terms;
 };
 
 // One atomic unit: event records get consecutive sequence numbers; decisions are written in the
@@ -138,6 +143,14 @@ class EventLog {
   virtual std::optional<DecisionRecord> ReadDecision(std::uint64_t id) const = 0;
   virtual void ScanDecisions(std::uint64_t from_id,
                              const std::function<bool(const DecisionRecord&)>& fn) const = 0;
+
+  // Whether every decision in this log was indexed as it was written (logs created before the
+  // index existed were not: audit scans their decisions instead).
+  virtual bool HasDecisionIndex() const = 0;
+  // Calls `fn` with the decision id of each index entry whose key lies in [from, to), in key
+  // order (for one term: ascending ids), until `fn` returns false.
+  virtual void ScanDecisionIndex(std::string_view from, std::string_view to,
+                                 const std::function<bool(std::uint64_t id)>& fn) const = 0;
 
   // Starts the snapshot of the state after folding `seq`. Parts go to a file of their own as they
   // are added (memory stays at one part), which Commit moves into the log atomically.

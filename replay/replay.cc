@@ -223,4 +223,21 @@ State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot) {
   return state;
 }
 
+log::Seq SeqAtTime(const log::EventLog& log, Nanos until) {
+  log::Seq at = log.LastSeq();
+  log::Seq previous = log.FirstSeq() - 1;
+  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+    auto entry = log::DecodeEntry(record.payload);
+    const auto* event = std::get_if<Event>(&entry);
+    const auto* tick = event != nullptr ? std::get_if<Tick>(event) : nullptr;
+    if (tick != nullptr && tick->now > until) {
+      at = previous;
+      return false;
+    }
+    previous = record.seq;
+    return true;
+  });
+  return at;
+}
+
 }  // namespace tenon::replay

@@ -2,8 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "log/event_log.h"
 #include "reducers/core.h"
@@ -44,5 +49,131 @@ VerifyReport Verify(const log::EventLog& log,
 // The state after folding every event with seq <= `to` (0: all), starting at the newest
 // snapshot at or below `to` when `use_snapshot` is set.
 State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot);
+
+// The last sequence number folded before the clock passes `until`: the record just before the
+// first Tick later than `until` (the last record when none is). 0 when the log's first Tick is
+// already later.
+log::Seq SeqAtTime(const log::EventLog& log, Nanos until);
+
+// ---- Formatting shared by the incident commands. ----
+
+// "02:14:09" (UTC time of day) and "2026-01-01T02:14:09Z".
+std::string ClockText(Nanos at);
+std::string TimestampText(Nanos at);
+// "$0.0981"
+std::string DollarsText(MicroUsdPerHour price);
+// Reads "2026-01-01T02:14:09Z" (or without the Z), or "02:14[:09]" on the UTC day of
+// `reference` (the log's first event). nullopt if it is neither.
+std::optional<Nanos> ParseTime(const std::string& text, Nanos reference);
+// The time of the first event in the log (the day "HH:MM" times refer to), 0 if empty.
+Nanos FirstEventTime(const log::EventLog& log);
+
+// ---- tenon audit: disruption decisions with their inputs, through the decision index. ----
+
+struct AuditQuery {
+  std::string node;      // A node's name; its NodeClaims are found through lifecycle decisions.
+  std::string nodepool;  // Decisions with a candidate or budget of this NodePool.
+  std::string method;    // Emptiness, Drift, SingleNodeConsolidation, ...
+  Nanos since{0};        // 0: from the first decision.
+  Nanos until{0};        // 0: through the last (inclusive).
+};
+
+struct AuditResult {
+  std::vector<Decision> decisions;      // Disruption decisions, in id order.
+  std::vector<std::string> nodeclaims;  // The node's NodeClaims, when the query named a node.
+  bool used_index = false;              // False: the log predates the index; scanned instead.
+  std::uint64_t decisions_read = 0;     // Records read and decoded to answer.
+};
+
+// Every disruption decision matching every criterion of `query`. With an index, reads only the
+// decisions of the most selective criterion; without one, scans every decision.
+AuditResult Audit(const log::EventLog& log, const AuditQuery& query);
+// The same answer by a full scan of the decisions (the baseline bench_audit measures against).
+AuditResult AuditByScan(const log::EventLog& log, const AuditQuery& query);
+// Plain text: per decision its time, id, cause, method, phase, reason (the simulation result,
+// replacement, price and saving), the NodeClaims acted on, each candidate's outcome or blocker
+// (only those of the queried node or NodePool when the query names one) and the budgets.
+std::string AuditText(const AuditResult& result, const AuditQuery& query);
+// The same as one JSON document: {"decisions": [...]}.
+std::string AuditJson(const AuditResult& result, const AuditQuery& query);
+
+// ---- tenon log export / import: one portable, checksummed file. ----
+
+class ArchiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ArchiveReport {
+  std::uint64_t events = 0;
+  std::uint64_t decisions = 0;
+  std::uint64_t snapshots = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t checksum = 0;  // XXH3 of the archive's bytes before it.
+  log::Seq last_seq = 0;
+};
+
+// Writes every event, decision and snapshot of `log` into `file`.
+ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& file);
+// Makes a new log in `dir` (absent or empty) from `file`: events keep their sequence numbers,
+// decisions are indexed as this version indexes them, snapshots are restored. The checksum is
+// checked to the last byte; a damaged archive leaves no log behind.
+ArchiveReport ImportLog(const std::filesystem::path& file, const std::filesystem::path& dir);
+
+// ---- tenon cost: node cost split over the pods by their requests. ----
+
+struct CostQuery {
+  std::string label;  // Group by this pod label; empty: by namespace.
+  Nanos since{0};     // 0: from the first Tick.
+  Nanos until{0};     // 0: through the last.
+};
+
+struct CostReport {
+  std::map<std::string, double> usd_by_group;  // Namespace or label value -> dollars.
+  double idle_usd = 0;                         // What no pod requested.
+  double total_usd = 0;                        // Every launched NodeClaim's price over the window.
+  double node_hours = 0;
+};
+
+// Each launched NodeClaim costs its price for every stretch of the window it is up; its pods
+// share that by requests (the mean of CPU and memory fractions of its allocatable), the rest
+// is idle. Groups, idle and total add up.
+CostReport Cost(const log::EventLog& log, const CostQuery& query);
+std::string CostText(const CostReport& report, const CostQuery& query);
+
+// ---- tenon timeline: one self-contained HTML page. ----
+
+struct TimelineReport {
+  std::size_t samples = 0;
+  std::size_t markers = 0;  // One per decision.
+  std::size_t series = 0;   // NodePool x capacity type pairs that ever had a node.
+};
+
+// Writes the page: node counts by NodePool and capacity type, pending pods and cost per hour
+// sampled over the log (at most 2,000 samples, 10 s apart at the finest), and every decision
+// as a marker with its text on hover; wheel zooms, drag pans, "#from=S&to=S" (seconds from the
+// start) opens a window. No network is needed to open it.
+TimelineReport WriteTimeline(const log::EventLog& log, std::ostream& out);
+
+// ---- tenon explain: the causal chain behind a pod, a node or a NodeClaim. ----
+
+enum class Subject { kPod, kNode, kNodeClaim };
+
+struct ExplainLine {
+  Nanos at{0};
+  log::Seq seq = 0;  // The event the line cites: what was recorded, or what caused a decision.
+  std::string text;  // One plain sentence.
+  friend bool operator==(const ExplainLine&, const ExplainLine&) = default;
+};
+
+// The chain in log order, through `at` (0: the whole log). A pod ("ns/name"): when it was
+// pending, the batch that placed it, the NodePool's choice with its first choice and any
+// offering that had no capacity (and until when it is kept out), the launch, registration,
+// initialization and binding, and any disruption that moved it. A node: its NodeClaims' chains.
+// A NodeClaim: why it was created, each lifecycle step, every disruption decision naming it.
+std::vector<ExplainLine> Explain(const log::EventLog& log, Subject subject, const std::string& name,
+                                 Nanos at);
+// "02:14:09  pod default/web-7 pending  (seq 412)" per line.
+std::string ExplainText(const std::vector<ExplainLine>& lines);
 
 }  // namespace tenon::replay

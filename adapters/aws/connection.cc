@@ -19,7 +19,8 @@ AwsSettings AwsSettingsFromEnvironment(const EnvLookup& env) {
                                                                           {"ssm", "SSM"},
                                                                           {"iam", "IAM"},
                                                                           {"sts", "STS"},
-                                                                          {"pricing", "PRICING"}}) {
+                                                                          {"pricing", "PRICING"},
+                                                                          {"s3", "S3"}}) {
     std::string url = get("AWS_ENDPOINT_URL_" + suffix);
     if (url.empty()) url = all;
     if (!url.empty()) settings.endpoints[service] = url;

@@ -18,7 +18,7 @@ struct AwsSettings {
 };
 
 // The AWS SDKs' environment: AWS_REGION (else AWS_DEFAULT_REGION), AWS_ENDPOINT_URL for every
-// service and AWS_ENDPOINT_URL_<SERVICE> (EC2, SQS, SSM, IAM, STS, PRICING) for one.
+// service and AWS_ENDPOINT_URL_<SERVICE> (EC2, SQS, SSM, IAM, STS, PRICING, S3) for one.
 AwsSettings AwsSettingsFromEnvironment(const EnvLookup& env);
 
 class AwsConnection {

@@ -176,8 +176,8 @@ ErrorCode MapErrorCode(std::string_view aws_code, long http_status) {
   if (in(kThrottle)) return ErrorCode::kThrottled;
   if (in(kAuth)) return ErrorCode::kUnauthorized;
   if (Contains(aws_code, "NotFound") || Contains(aws_code, "NonExistent") ||
-      Contains(aws_code, "DoesNotExist") || aws_code == "NoSuchEntity" ||
-      aws_code == "ParameterNotFound") {
+      Contains(aws_code, "DoesNotExist") || aws_code == "NoSuchEntity" || aws_code == "NoSuchKey" ||
+      aws_code == "NoSuchBucket" || aws_code == "ParameterNotFound") {
     return ErrorCode::kNotFound;
   }
   if (http_status == 429) return ErrorCode::kThrottled;
@@ -277,6 +277,20 @@ Result<std::string> AwsClient::Json(const std::string& service, const std::strin
   request.headers.emplace_back("Content-Type", content_type);
   request.headers.emplace_back("X-Amz-Target", target);
   return Perform(service, target, std::move(request));
+}
+
+Result<std::string> AwsClient::Rest(const std::string& service, const std::string& method,
+                                    const std::string& path, std::string body) {
+  HttpRequest request;
+  request.method = method;
+  std::tie(request.scheme, request.host) = SplitUrl(Endpoint(service));
+  // S3 signs the payload's hash and wants it in a header of its own.
+  request.headers.emplace_back("x-amz-content-sha256", Sha256Hex(body));
+  // Bytes, not a form (libcurl would otherwise label a body as form-encoded).
+  request.headers.emplace_back("Content-Type", "application/octet-stream");
+  request.body = std::move(body);
+  request.path = path;
+  return Perform(service, method + " " + path, std::move(request));
 }
 
 Nanos AwsClient::Backoff(std::int32_t attempt) const {

@@ -108,6 +108,10 @@ class AwsClient {
   Result<std::string> Json(const std::string& service, const std::string& target,
                            const std::string& content_type, const std::string& body);
 
+  // The REST protocol with a payload hash (S3): METHOD on a path of the service's endpoint.
+  Result<std::string> Rest(const std::string& service, const std::string& method,
+                           const std::string& path, std::string body);
+
   std::string Endpoint(const std::string& service) const;
   const ClientOptions& options() const { return options_; }
   std::int64_t attempts_made() const { return attempts_made_; }

@@ -62,7 +62,7 @@ void Runtime::AppendOutputs(const std::vector<std::pair<Seq, Output>>& outputs) 
     if (options_.observer != nullptr) options_.observer->OnOutput(cause, output);
     batch.events.push_back(log::EncodeOutput(cause, output));
     for (const auto& d : output.decisions) {
-      batch.decisions.push_back({d.id.value, log::EncodeDecision(d)});
+      batch.decisions.push_back(log::DecisionRecordFor(d));
     }
   }
   AppendAcked(std::move(batch));

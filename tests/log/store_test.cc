@@ -1,6 +1,7 @@
 // The RocksDB event store: round trips, group commit, torn-tail truncation, corruption that is
 // named and never skipped, owner-only files, and a randomized comparison with an in-memory model.
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 #include <sys/stat.h>
 
 #include <map>
@@ -54,8 +55,8 @@ TEST(Store, RoundTripsAndPersists) {
     auto log = Open(dir.path(), &report);
     EXPECT_TRUE(report.created);
     EXPECT_EQ(log->Append(Events({"a", "b", "c"})), (std::vector<Seq>{1, 2, 3}));
-    EXPECT_EQ(log->Append(AppendBatch{{"d"}, {{7, "decision seven"}}}), (std::vector<Seq>{4}));
-    EXPECT_TRUE(log->Append(AppendBatch{{}, {{8, "eight"}}}).empty());
+    EXPECT_EQ(log->Append(AppendBatch{{"d"}, {{7, "decision seven", {}}}}), (std::vector<Seq>{4}));
+    EXPECT_TRUE(log->Append(AppendBatch{{}, {{8, "eight", {}}}}).empty());
     log->PutSnapshot(2, "state@2");
     log->PutSnapshot(4, "state@4");
   }
@@ -82,6 +83,94 @@ TEST(Store, RoundTripsAndPersists) {
 }
 
 // Limits and misuse are refused with kInvalid; another cluster's log is not opened.
+// Decision index entries are written with their decisions and read back by term range, a term
+// never matching a longer one it is a prefix of; read-only opens see them too.
+TEST(Store, DecisionIndexFindsDecisionsByTerm) {
+  TempDir dir;
+  {
+    auto log = Open(dir.path());
+    EXPECT_TRUE(log->HasDecisionIndex());
+    std::string web1 = std::string("cweb-1") + '\0', web10 = std::string("cweb-10") + '\0';
+    log->Append(AppendBatch{{"e"}, {{3, "three", {web1}}, {5, "five", {web10, web1}}}});
+    log->Append(AppendBatch{{}, {{9, "nine", {web10}}}});
+    EXPECT_EQ(KindOf([&] {
+                log->Append(AppendBatch{{}, {{10, "ten", {""}}}});
+              }),
+              ErrorKind::kInvalid);
+  }
+  OpenOptions options;
+  options.read_only = true;
+  options.create_if_missing = false;
+  auto log = EventLog::Open(dir.path(), options);
+  EXPECT_TRUE(log->HasDecisionIndex());
+  auto ids = [&](const std::string& term) {
+    std::vector<std::uint64_t> out;
+    log->ScanDecisionIndex(term, term + std::string(9, '\xff'), [&](std::uint64_t id) {
+      out.push_back(id);
+      return true;
+    });
+    return out;
+  };
+  EXPECT_EQ(ids(std::string("cweb-1") + '\0'), (std::vector<std::uint64_t>{3, 5}));
+  EXPECT_EQ(ids(std::string("cweb-10") + '\0'), (std::vector<std::uint64_t>{5, 9}));
+  EXPECT_TRUE(ids(std::string("cweb-2") + '\0').empty());
+  EXPECT_FALSE(log->ReadDecision(10).has_value());
+}
+
+// A log written before the decision index existed (no decision_index family, no meta key)
+// still opens read-only, says it has no index and finds nothing in it; opened for writing, it
+// gains the family but still says so, because its older decisions were never indexed.
+TEST(Store, LogWithoutTheIndexStillOpens) {
+  TempDir dir;
+  {
+    auto log = Open(dir.path());
+    log->Append(AppendBatch{{"e"}, {{3, "three", {std::string("cweb-1") + '\0'}}}});
+  }
+  {
+    // Make it look like an old log: drop the family and the meta key.
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies({}, dir.path().string(), &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const auto& name : names) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open({}, dir.path().string(), families, &handles, &db).ok());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == "decision_index") {
+        ASSERT_TRUE(db->DropColumnFamily(handles[i]).ok());
+      }
+      if (names[i] == "meta") {
+        ASSERT_TRUE(db->Delete({}, handles[i], "decision_index").ok());
+      }
+    }
+    for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
+    ASSERT_TRUE(db->Close().ok());
+    delete db;
+  }
+  auto scan_all = [](const EventLog& log) {
+    std::size_t n = 0;
+    log.ScanDecisionIndex(std::string(1, '\0'), std::string(4, '\xff'), [&](std::uint64_t) {
+      ++n;
+      return true;
+    });
+    return n;
+  };
+  {
+    OpenOptions options;
+    options.read_only = true;
+    options.create_if_missing = false;
+    auto log = EventLog::Open(dir.path(), options);
+    EXPECT_FALSE(log->HasDecisionIndex());
+    EXPECT_EQ(scan_all(*log), 0u);
+    EXPECT_EQ(log->ReadDecision(3)->payload, "three");
+  }
+  auto log = Open(dir.path());
+  EXPECT_FALSE(log->HasDecisionIndex());
+  log->Append(AppendBatch{{"f"}, {{4, "four", {std::string("cweb-1") + '\0'}}}});
+  EXPECT_EQ(scan_all(*log), 0u);  // A partial index would answer wrongly: none is kept.
+  EXPECT_EQ(log->ReadDecision(4)->payload, "four");
+}
+
 TEST(Store, RefusesMisuse) {
   TempDir dir;
   Open(dir.path())->Append(Events({"x"}));
@@ -304,7 +393,7 @@ TEST(Store, RandomizedAgainstModel) {
           batch.events.push_back(std::string(pick(300), static_cast<char>('a' + pick(26))) +
                                  std::to_string(op));
         for (std::uint64_t i = pick(3); i > 0; --i)
-          batch.decisions.push_back({next_decision++, "d" + std::to_string(op)});
+          batch.decisions.push_back({next_decision++, "d" + std::to_string(op), {}});
         auto copy = batch;
         auto seqs = log->Append(std::move(batch), log::AppendOptions{pick(10) == 0});
         ASSERT_EQ(seqs.size(), copy.events.size());

@@ -1,0 +1,411 @@
+// tenon's incident commands: thin flag parsing and printing over replay/.
+#include "cmd/incident.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "adapters/aws/connection.h"
+#include "adapters/aws/s3.h"
+#include "log/codec.h"
+#include "log/event_log.h"
+#include "replay/replay.h"
+
+namespace tenon::cmd {
+
+struct IncidentCommands {
+  CLI::App* replay = nullptr;
+  std::string replay_dir;
+  bool verify = false;
+  std::uint64_t to = 0;
+  std::string until;
+  std::string history_claim;
+
+  CLI::App* audit = nullptr;
+  std::string audit_dir;
+  replay::AuditQuery query;
+  std::string since_text, until_text;
+  bool json = false;
+
+  CLI::App* log_export = nullptr;
+  CLI::App* log_import = nullptr;
+  std::string archive_dir, archive_file;
+
+  CLI::App* cost = nullptr;
+  std::string cost_dir, cost_by = "namespace", cost_since, cost_until;
+
+  CLI::App* timeline = nullptr;
+  std::string timeline_dir, timeline_file;
+
+  CLI::App* explain = nullptr;
+  std::string explain_dir, explain_kind, explain_name, explain_at;
+};
+
+namespace {
+
+std::unique_ptr<log::EventLog> OpenForReading(const std::string& dir) {
+  log::OpenOptions open;
+  open.create_if_missing = false;
+  open.read_only = true;
+  return log::EventLog::Open(dir, open);
+}
+
+Nanos TimeFlag(const std::string& flag, const std::string& text, const log::EventLog& log) {
+  if (text.empty()) return Nanos{0};
+  auto at = replay::ParseTime(text, replay::FirstEventTime(log));
+  if (!at)
+    throw std::invalid_argument(flag + ": '" + text + "' is not 2026-01-01T02:14:09Z or 02:14:09");
+  return *at;
+}
+
+std::string Cpu(Millicores m) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%" PRId64 ".%03" PRId64, m.value / 1000, m.value % 1000);
+  return text;
+}
+
+std::string Gib(Bytes b) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1fGi", static_cast<double>(b.value) / (1u << 30));
+  return text;
+}
+
+void PrintPools(const State& state) {
+  for (const auto& [name, pool] : state.nodepools) {
+    Resources used;
+    std::size_t claims = 0;
+    MicroUsdPerHour cost{0};
+    for (const auto& [n, c] : state.nodeclaims) {
+      if (c.nodepool != name) continue;
+      ++claims, cost += c.price;
+      used = used + c.allocatable;
+    }
+    std::string limits;
+    if (pool.limits.cpu) limits += " cpu " + Cpu(*pool.limits.cpu);
+    if (pool.limits.memory) limits += " memory " + Gib(*pool.limits.memory);
+    if (pool.limits.nodes) limits += " nodes " + std::to_string(*pool.limits.nodes);
+    std::printf("nodepool %-16s weight %3d  nodeclaims %4zu  cpu %s  memory %s  %s/h  limits:%s\n",
+                name.c_str(), pool.weight, claims, Cpu(used.cpu).c_str(), Gib(used.memory).c_str(),
+                replay::DollarsText(cost).c_str(), limits.empty() ? " none" : limits.c_str());
+  }
+}
+
+void PrintState(const State& state) {
+  std::printf("state at seq %" PRIu64 ", %s, hash %016" PRIx64 "\n", state.last_seq.value,
+              replay::TimestampText(state.now).c_str(), StateHash(state));
+  PrintPools(state);
+  std::map<std::string, std::vector<std::string>> pods_on;
+  std::vector<std::string> pending;
+  for (const auto& [key, pod] : state.pods) {
+    if (pod.node_name.empty()) {
+      if (pod.phase != "Succeeded" && pod.phase != "Failed") pending.push_back(key);
+    } else {
+      pods_on[pod.node_name].push_back(key);
+    }
+  }
+  for (const auto& [name, claim] : state.nodeclaims) {
+    const auto& pods = pods_on[claim.node_name];
+    std::printf("  %-22s %-12s %-11s %-10s %s/h  node %s (%zu pods)%s%s\n", name.c_str(),
+                claim.instance_type.c_str(), claim.zone.c_str(), claim.capacity_type.c_str(),
+                replay::DollarsText(claim.price).c_str(),
+                claim.node_name.empty() ? "-" : claim.node_name.c_str(),
+                claim.node_name.empty() ? 0 : pods.size(), claim.deleting ? "  deleting: " : "",
+                claim.deleting_reason.c_str());
+    if (claim.node_name.empty()) continue;
+    std::string line;
+    for (const auto& pod : pods) line += " " + pod;
+    if (!line.empty()) std::printf("      pods:%s\n", line.c_str());
+  }
+  std::printf("pods %zu, pending %zu, commands in flight %zu\n", state.pods.size(), pending.size(),
+              state.inflight.size());
+  std::string line;
+  for (const auto& pod : pending) line += " " + pod;
+  if (!line.empty()) std::printf("pending:%s\n", line.c_str());
+}
+
+// Every NodeClaim transition up to `to` (0: all), with its time, cause and the event that led
+// to it. `claim` (optional) keeps one NodeClaim's.
+void PrintHistory(const log::EventLog& log, std::uint64_t to, const std::string& claim) {
+  std::printf("nodeclaim history%s%s:\n", claim.empty() ? "" : " of ", claim.c_str());
+  log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
+    Decision d = log::DecodeDecision(record.payload);
+    if (to != 0 && d.cause.value > to) return false;
+    const auto* l = std::get_if<LifecycleDecision>(&d.body);
+    if (l == nullptr || (!claim.empty() && l->nodeclaim != claim)) return true;
+    std::printf("  %s  %-22s %-24s %s  (event %" PRIu64 ")\n", replay::ClockText(d.at).c_str(),
+                l->nodeclaim.empty() ? l->instance_id.c_str() : l->nodeclaim.c_str(),
+                l->transition.c_str(), l->reason.c_str(), d.cause.value);
+    return true;
+  });
+}
+
+// A progress bar on stderr, only when it is a terminal, at most once per percent.
+std::function<void(log::Seq, log::Seq)> ProgressBar() {
+  if (::isatty(STDERR_FILENO) == 0) return {};
+  return [last = -1](log::Seq at, log::Seq end) mutable {
+    const int percent = end == 0 ? 100 : static_cast<int>(at * 100 / end);
+    if (percent == last) return;
+    last = percent;
+    constexpr int kWidth = 40;
+    std::string bar(static_cast<std::size_t>(percent * kWidth / 100), '#');
+    bar.resize(kWidth, '.');
+    std::fprintf(stderr, "\rverify [%s] %3d%%  seq %" PRIu64 "/%" PRIu64, bar.c_str(), percent, at,
+                 end);
+    if (at >= end) std::fprintf(stderr, "\n");
+  };
+}
+
+int RunVerify(const log::EventLog& log) {
+  auto report = replay::Verify(log, ProgressBar());
+  if (::isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
+  std::printf("replay: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
+              " snapshots checked; final state %016" PRIx64,
+              report.events, report.outputs, report.decisions, report.snapshots_checked,
+              report.final_hash);
+  if (report.newest_snapshot != 0) {
+    std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot,
+                report.final_hash_from_snapshot);
+  }
+  if (report.first_seq > 1) {
+    std::printf("; the log begins at seq %" PRIu64 " (older records dropped by retention)",
+                report.first_seq);
+  }
+  std::printf("\nverdict: %s\n", replay::VerdictName(report.verdict));
+  if (report.verdict == replay::Verdict::kIdentical) return 0;
+  std::printf("first bad sequence number: %" PRIu64 "\n%s\n", report.first_bad_seq,
+              report.detail.c_str());
+  return report.verdict == replay::Verdict::kIncomplete ? 2 : 1;
+}
+
+int RunReplay(const IncidentCommands& c) {
+  auto log = OpenForReading(c.replay_dir);
+  if (c.verify) return RunVerify(*log);
+  log::Seq to = c.to;
+  if (!c.until.empty()) {
+    const Nanos until = TimeFlag("--until", c.until, *log);
+    const log::Seq at = replay::SeqAtTime(*log, until);
+    to = to == 0 ? at : std::min(to, at);
+    if (to == 0) {
+      std::printf("the log holds nothing at or before %s\n", replay::TimestampText(until).c_str());
+      return 1;
+    }
+  }
+  PrintState(replay::FoldTo(*log, to, true));
+  PrintHistory(*log, to, c.history_claim);
+  return 0;
+}
+
+int RunAudit(const IncidentCommands& c) {
+  auto log = OpenForReading(c.audit_dir);
+  replay::AuditQuery query = c.query;
+  query.since = TimeFlag("--since", c.since_text, *log);
+  query.until = TimeFlag("--until", c.until_text, *log);
+  auto result = replay::Audit(*log, query);
+  const std::string text =
+      c.json ? replay::AuditJson(result, query) : replay::AuditText(result, query);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+int RunExplain(const IncidentCommands& c) {
+  auto log = OpenForReading(c.explain_dir);
+  const Nanos at = TimeFlag("--at", c.explain_at, *log);
+  const replay::Subject subject = c.explain_kind == "pod"    ? replay::Subject::kPod
+                                  : c.explain_kind == "node" ? replay::Subject::kNode
+                                                             : replay::Subject::kNodeClaim;
+  auto lines = replay::Explain(*log, subject, c.explain_name, at);
+  if (lines.empty()) {
+    std::printf("the log records nothing about %s %s%s\n", c.explain_kind.c_str(),
+                c.explain_name.c_str(), at.value == 0 ? "" : " by then");
+    return 1;
+  }
+  const std::string text = replay::ExplainText(lines);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+void PrintArchive(const char* verb, const replay::ArchiveReport& r, const std::string& file) {
+  std::printf("%s %s: %" PRIu64 " events (through seq %" PRIu64 "), %" PRIu64 " decisions, %" PRIu64
+              " snapshots, %" PRIu64 " bytes, checksum %016" PRIx64 "\n",
+              verb, file.c_str(), r.events, r.last_seq, r.decisions, r.snapshots, r.bytes,
+              r.checksum);
+}
+
+// A file in $TMPDIR for an archive on its way to or from S3, removed at the end of the scope.
+struct StagedArchive {
+  StagedArchive()
+      : path(std::filesystem::temp_directory_path() /
+             ("tenon-archive-" + std::to_string(::getpid()) + ".tenonlog")) {}
+  ~StagedArchive() {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+  }
+  std::filesystem::path path;
+};
+
+[[noreturn]] void S3Failed(const char* what, const std::string& url, const aws::AwsError& e) {
+  throw std::runtime_error(std::string(what) + " " + url + " failed: " + e.aws_code + ": " +
+                           e.message);
+}
+
+int RunExport(const IncidentCommands& c) {
+  auto log = OpenForReading(c.archive_dir);
+  std::string bucket, key;
+  if (!aws::ParseS3Url(c.archive_file, &bucket, &key)) {
+    PrintArchive("exported", replay::ExportLog(*log, c.archive_file), c.archive_file);
+    return 0;
+  }
+  StagedArchive staged;
+  auto report = replay::ExportLog(*log, staged.path);
+  std::ifstream in(staged.path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  aws::AwsConnection connection(aws::AwsSettingsFromEnvironment(aws::ProcessEnv()),
+                                aws::ProcessEnv());
+  auto put = aws::S3(connection.client()).PutObject(bucket, key, std::move(bytes));
+  if (!put.ok()) S3Failed("uploading to", c.archive_file, put.error);
+  PrintArchive("exported", report, c.archive_file);
+  return 0;
+}
+
+int RunImport(const IncidentCommands& c) {
+  std::string bucket, key;
+  if (!aws::ParseS3Url(c.archive_file, &bucket, &key)) {
+    PrintArchive("imported", replay::ImportLog(c.archive_file, c.archive_dir), c.archive_file);
+    return 0;
+  }
+  aws::AwsConnection connection(aws::AwsSettingsFromEnvironment(aws::ProcessEnv()),
+                                aws::ProcessEnv());
+  auto got = aws::S3(connection.client()).GetObject(bucket, key);
+  if (!got.ok()) S3Failed("downloading", c.archive_file, got.error);
+  StagedArchive staged;
+  std::ofstream(staged.path, std::ios::binary | std::ios::trunc) << *got.value;
+  PrintArchive("imported", replay::ImportLog(staged.path, c.archive_dir), c.archive_file);
+  return 0;
+}
+
+void AddArchive(CLI::App& app, IncidentCommands& c) {
+  auto* log_cmd = app.add_subcommand("log", "move a log between machines as one file");
+  log_cmd->require_subcommand(1);
+  c.log_export = log_cmd->add_subcommand("export", "write the whole log into one checksummed file");
+  c.log_export->add_option("log", c.archive_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  c.log_export
+      ->add_option("-o,--output", c.archive_file, "archive to write (a file or s3://BUCKET/KEY)")
+      ->required();
+  c.log_import = log_cmd->add_subcommand("import", "make a new log from an archive");
+  c.log_import->add_option("archive", c.archive_file, "archive (a file or s3://BUCKET/KEY)")
+      ->required();
+  c.log_import->add_option("-o,--output", c.archive_dir, "new log folder (absent or empty)")
+      ->required();
+}
+
+int RunCost(const IncidentCommands& c) {
+  auto log = OpenForReading(c.cost_dir);
+  replay::CostQuery query;
+  if (c.cost_by.rfind("label=", 0) == 0) {
+    query.label = c.cost_by.substr(6);
+    if (query.label.empty()) throw std::invalid_argument("--by label= needs a label key");
+  } else if (c.cost_by != "namespace") {
+    throw std::invalid_argument("--by is namespace or label=KEY, not '" + c.cost_by + "'");
+  }
+  query.since = TimeFlag("--since", c.cost_since, *log);
+  query.until = TimeFlag("--until", c.cost_until, *log);
+  const std::string text = replay::CostText(replay::Cost(*log, query), query);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+void AddCost(CLI::App& app, IncidentCommands& c) {
+  c.cost = app.add_subcommand("cost", "node cost over the log split by the pods' requests");
+  c.cost->add_option("log", c.cost_dir, "log folder")->required()->check(CLI::ExistingDirectory);
+  c.cost->add_option("--by", c.cost_by, "namespace (default) or label=KEY");
+  c.cost->add_option("--since", c.cost_since, "from this time");
+  c.cost->add_option("--until", c.cost_until, "through this time");
+}
+
+int RunTimeline(const IncidentCommands& c) {
+  auto log = OpenForReading(c.timeline_dir);
+  std::ofstream out(c.timeline_file, std::ios::trunc);
+  if (!out) throw std::runtime_error("cannot write " + c.timeline_file);
+  auto report = replay::WriteTimeline(*log, out);
+  out.close();
+  if (!out) throw std::runtime_error("writing " + c.timeline_file + " failed");
+  std::printf("timeline %s: %zu samples, %zu series, %zu decisions\n", c.timeline_file.c_str(),
+              report.samples, report.series, report.markers);
+  return 0;
+}
+
+void AddTimeline(CLI::App& app, IncidentCommands& c) {
+  c.timeline = app.add_subcommand("timeline", "one self-contained HTML page of the log");
+  c.timeline->add_option("log", c.timeline_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  c.timeline->add_option("-o,--output", c.timeline_file, "HTML file to write")->required();
+}
+
+void AddReplay(CLI::App& app, IncidentCommands& c) {
+  c.replay = app.add_subcommand("replay", "fold a log and print the state, or verify it");
+  c.replay->add_option("log", c.replay_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  c.replay->add_flag("--verify", c.verify,
+                     "re-fold from zero and from the newest snapshot and compare");
+  c.replay->add_option("--to", c.to, "stop at this sequence number");
+  c.replay->add_option("--until", c.until,
+                       "stop at this time (2026-01-01T02:14:09Z, or 02:14:09 on the log's day)");
+  c.replay->add_option("--nodeclaim", c.history_claim, "show only this NodeClaim's history");
+}
+
+void AddAudit(CLI::App& app, IncidentCommands& c) {
+  c.audit = app.add_subcommand("audit", "every disruption decision with its inputs and blockers");
+  c.audit->add_option("log", c.audit_dir, "log folder")->required()->check(CLI::ExistingDirectory);
+  c.audit->add_option("--node", c.query.node, "decisions about this node (or NodeClaim)");
+  c.audit->add_option("--nodepool", c.query.nodepool, "decisions about this NodePool");
+  c.audit->add_option("--method", c.query.method,
+                      "Emptiness, Drift, MultiNodeConsolidation, SingleNodeConsolidation, ...");
+  c.audit->add_option("--since", c.since_text, "from this time");
+  c.audit->add_option("--until", c.until_text, "through this time");
+  c.audit->add_flag("--json", c.json, "one JSON document");
+}
+
+void AddExplain(CLI::App& app, IncidentCommands& c) {
+  c.explain = app.add_subcommand("explain", "the causal chain behind a pod, node or NodeClaim");
+  c.explain->add_option("log", c.explain_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  c.explain->add_option("kind", c.explain_kind, "pod | node | nodeclaim")
+      ->required()
+      ->check(CLI::IsMember({"pod", "node", "nodeclaim"}));
+  c.explain->add_option("name", c.explain_name, "NS/NAME for a pod, else the name")->required();
+  c.explain->add_option("--at", c.explain_at, "only what was known at this time");
+}
+
+}  // namespace
+
+std::shared_ptr<IncidentCommands> AddIncidentCommands(CLI::App& app) {
+  auto commands = std::make_shared<IncidentCommands>();
+  AddReplay(app, *commands);
+  AddAudit(app, *commands);
+  AddExplain(app, *commands);
+  AddArchive(app, *commands);
+  AddTimeline(app, *commands);
+  AddCost(app, *commands);
+  return commands;
+}
+
+std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
+  if (commands.replay->parsed()) return RunReplay(commands);
+  if (commands.audit->parsed()) return RunAudit(commands);
+  if (commands.explain->parsed()) return RunExplain(commands);
+  if (commands.timeline->parsed()) return RunTimeline(commands);
+  if (commands.cost->parsed()) return RunCost(commands);
+  if (commands.log_export->parsed()) return RunExport(commands);
+  if (commands.log_import->parsed()) return RunImport(commands);
+  return std::nullopt;
+}
+
+}  // namespace tenon::cmd

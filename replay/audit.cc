@@ -1,0 +1,212 @@
+// tenon audit: every disruption decision with its inputs, looked up through the decision index.
+#include <algorithm>
+#include <cassert>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "log/codec.h"
+#include "replay/index.h"
+#include "replay/replay.h"
+
+namespace tenon::replay {
+namespace {
+
+// The NodeClaims a node belonged to: every lifecycle decision naming the node names its claim.
+// A name that is itself a NodeClaim's counts too (the simulator names nodes after claims).
+std::vector<std::string> ClaimsOfNode(const log::EventLog& log, const std::string& node,
+                                      std::uint64_t& read) {
+  std::set<std::string> claims;
+  for (std::uint64_t id : IdsUnder(log, log::IndexTerm(log::IndexKind::kNode, node))) {
+    auto record = log.ReadDecision(id);
+    if (!record) continue;
+    ++read;
+    Decision d = log::DecodeDecision(record->payload);
+    if (const auto* l = std::get_if<LifecycleDecision>(&d.body); l && !l->nodeclaim.empty()) {
+      claims.insert(l->nodeclaim);
+    }
+  }
+  claims.insert(node);
+  return {claims.begin(), claims.end()};
+}
+
+bool Mentions(const DisruptionDecision& d, const std::vector<std::string>& claims) {
+  auto named = [&](const std::string& name) {
+    return std::find(claims.begin(), claims.end(), name) != claims.end();
+  };
+  return std::any_of(d.nodeclaims.begin(), d.nodeclaims.end(), named) ||
+         std::any_of(d.candidates.begin(), d.candidates.end(),
+                     [&](const DisruptionCandidate& c) { return named(c.nodeclaim); });
+}
+
+bool InPool(const DisruptionDecision& d, const std::string& pool) {
+  return std::any_of(d.candidates.begin(), d.candidates.end(),
+                     [&](const DisruptionCandidate& c) { return c.nodepool == pool; }) ||
+         std::any_of(d.budgets.begin(), d.budgets.end(),
+                     [&](const BudgetState& b) { return b.nodepool == pool; });
+}
+
+bool Matches(const Decision& decision, const AuditQuery& query,
+             const std::vector<std::string>& claims) {
+  const auto* d = std::get_if<DisruptionDecision>(&decision.body);
+  if (d == nullptr) return false;
+  if (query.since.value != 0 && decision.at < query.since) return false;
+  if (query.until.value != 0 && decision.at > query.until) return false;
+  if (!query.method.empty() && d->method != query.method) return false;
+  if (!query.nodepool.empty() && !InPool(*d, query.nodepool)) return false;
+  return query.node.empty() || Mentions(*d, claims);
+}
+
+// The ids to read: those under the most selective term the query has.
+std::vector<std::uint64_t> CandidateIds(const log::EventLog& log, const AuditQuery& query,
+                                        const std::vector<std::string>& claims) {
+  std::set<std::uint64_t> ids;
+  if (!query.node.empty()) {
+    for (const auto& claim : claims) {
+      for (auto id : IdsUnder(log, log::IndexTerm(log::IndexKind::kNodeClaim, claim)))
+        ids.insert(id);
+    }
+    return {ids.begin(), ids.end()};
+  }
+  if (!query.nodepool.empty())
+    return IdsUnder(log, log::IndexTerm(log::IndexKind::kNodePool, query.nodepool));
+  if (!query.method.empty())
+    return IdsUnder(log, log::IndexTerm(log::IndexKind::kMethod, query.method));
+  if (query.since.value != 0 || query.until.value != 0) {
+    std::vector<std::uint64_t> out;
+    const std::string to = query.until.value != 0
+                               ? log::TimeTerm(Nanos{query.until.value + 1})
+                               : std::string(1, static_cast<char>(log::IndexKind::kTime) + 1);
+    log.ScanDecisionIndex(log::TimeTerm(query.since), to, [&](std::uint64_t id) {
+      out.push_back(id);
+      return true;
+    });
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  return IdsUnder(log, log::IndexTerm(log::IndexKind::kKind, "disruption"));
+}
+
+// A candidate line is shown when the query names no node or pool, or names its own.
+bool Acted(const DisruptionDecision& d, const DisruptionCandidate& c) {
+  return std::find(d.nodeclaims.begin(), d.nodeclaims.end(), c.nodeclaim) != d.nodeclaims.end();
+}
+
+bool Shown(const DisruptionCandidate& c, const AuditQuery& query, const AuditResult& result) {
+  if (!query.node.empty()) {
+    return std::find(result.nodeclaims.begin(), result.nodeclaims.end(), c.nodeclaim) !=
+           result.nodeclaims.end();
+  }
+  return query.nodepool.empty() || c.nodepool == query.nodepool;
+}
+
+}  // namespace
+
+AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
+  if (!log.HasDecisionIndex()) return AuditByScan(log, query);
+  AuditResult result;
+  result.used_index = true;
+  if (!query.node.empty()) result.nodeclaims = ClaimsOfNode(log, query.node, result.decisions_read);
+  for (std::uint64_t id : CandidateIds(log, query, result.nodeclaims)) {
+    auto record = log.ReadDecision(id);
+    // The index and the decisions are written in one batch: an entry without its decision is
+    // damage, not a race.
+    if (!record) {
+      throw log::LogError(log::ErrorKind::kCorruption, id,
+                          "log: decision " + std::to_string(id) + " is indexed but missing");
+    }
+    ++result.decisions_read;
+    Decision d = log::DecodeDecision(record->payload);
+    if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
+  }
+  return result;
+}
+
+AuditResult AuditByScan(const log::EventLog& log, const AuditQuery& query) {
+  AuditResult result;
+  std::vector<Decision> all;
+  std::set<std::string> claims;
+  log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
+    ++result.decisions_read;
+    Decision d = log::DecodeDecision(record.payload);
+    const auto* l = std::get_if<LifecycleDecision>(&d.body);
+    if (!query.node.empty() && l != nullptr && l->node_name == query.node &&
+        !l->nodeclaim.empty()) {
+      claims.insert(l->nodeclaim);
+    }
+    if (std::holds_alternative<DisruptionDecision>(d.body)) all.push_back(std::move(d));
+    return true;
+  });
+  if (!query.node.empty()) claims.insert(query.node);
+  result.nodeclaims.assign(claims.begin(), claims.end());
+  for (auto& d : all) {
+    if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
+  }
+  return result;
+}
+
+std::string AuditText(const AuditResult& result, const AuditQuery& query) {
+  std::string text;
+  for (const Decision& decision : result.decisions) {
+    const auto& d = std::get<DisruptionDecision>(decision.body);
+    text += TimestampText(decision.at) + "  decision " + std::to_string(decision.id.value) +
+            " (event " + std::to_string(decision.cause.value) + ")  " + d.method + " " + d.phase +
+            "\n    " + d.reason + "\n";
+    if (!d.nodeclaims.empty()) {
+      text += "    acting on:";
+      for (const auto& claim : d.nodeclaims) text += " " + claim;
+      text += "\n";
+    }
+    for (const auto& c : d.candidates) {
+      if (!Shown(c, query, result)) continue;
+      bool selected = Acted(d, c);
+      text += "    " + std::string(selected ? "candidate " : "not disrupted ") + c.nodeclaim +
+              " (" + c.nodepool + "): " + c.outcome + "\n";
+    }
+    for (const auto& b : d.budgets) {
+      if (!query.nodepool.empty() && b.nodepool != query.nodepool) continue;
+      text += "    budget " + b.nodepool + (b.reason.empty() ? "" : " " + b.reason) + ": allows " +
+              std::to_string(b.allowed) + (b.detail.empty() ? "" : " (" + b.detail + ")") + "\n";
+    }
+  }
+  text += std::to_string(result.decisions.size()) + " disruption decisions" +
+          (result.used_index ? "" : " (no decision index in this log: scanned every decision)") +
+          "\n";
+  return text;
+}
+
+std::string AuditJson(const AuditResult& result, const AuditQuery& query) {
+  nlohmann::json out = nlohmann::json::object();
+  out["decisions"] = nlohmann::json::array();
+  for (const Decision& decision : result.decisions) {
+    const auto& d = std::get<DisruptionDecision>(decision.body);
+    nlohmann::json j{{"id", decision.id.value},
+                     {"cause_seq", decision.cause.value},
+                     {"at", TimestampText(decision.at)},
+                     {"at_ns", decision.at.value},
+                     {"method", d.method},
+                     {"phase", d.phase},
+                     {"reason", d.reason},
+                     {"nodeclaims", d.nodeclaims}};
+    j["candidates"] = nlohmann::json::array();
+    for (const auto& c : d.candidates) {
+      if (!Shown(c, query, result)) continue;
+      j["candidates"].push_back({{"nodeclaim", c.nodeclaim},
+                                 {"nodepool", c.nodepool},
+                                 {"disrupted", Acted(d, c)},
+                                 {"outcome", c.outcome}});
+    }
+    j["budgets"] = nlohmann::json::array();
+    for (const auto& b : d.budgets) {
+      j["budgets"].push_back({{"nodepool", b.nodepool},
+                              {"reason", b.reason},
+                              {"allowed", b.allowed},
+                              {"detail", b.detail}});
+    }
+    out["decisions"].push_back(std::move(j));
+  }
+  out["nodeclaims"] = result.nodeclaims;
+  out["used_index"] = result.used_index;
+  return out.dump(2) + "\n";
+}
+
+}  // namespace tenon::replay

@@ -1,0 +1,159 @@
+// tenon audit on logs of simulated scenarios: the blocker that kept a node (a PDB, named), the
+// budget state, the replacement's price and the saving, every filter, and the index answering
+// exactly what a full scan of the decisions answers.
+#include <nlohmann/json.hpp>
+
+#include "tests/replay/incident.h"
+
+namespace tenon::testing {
+namespace {
+
+// The claim some candidate outcome of `method` names with `text`, or "".
+std::string ClaimWith(const Outcome& o, const std::string& method, const std::string& text) {
+  for (const auto& [at, d] : o.disruptions) {
+    for (const auto& c : d.candidates) {
+      if (d.method == method && c.outcome.find(text) != std::string::npos) return c.nodeclaim;
+    }
+  }
+  return {};
+}
+
+std::vector<std::uint64_t> Ids(const replay::AuditResult& result) {
+  std::vector<std::uint64_t> ids;
+  for (const auto& d : result.decisions) ids.push_back(d.id.value);
+  return ids;
+}
+
+// The node blocked by the PDB is found by its node name, and its record names the PDB; the
+// node removed instead shows the executed decision with the budget that allowed it.
+TEST(Audit, NamesThePdbThatBlockedANode) {
+  auto run = RunKept(PdbScenario());
+  const Outcome& o = run->outcome;
+  const std::string blocked = ClaimWith(o, "SingleNodeConsolidation", "PDB a-pdb allows 0");
+  ASSERT_FALSE(blocked.empty()) << Outcomes(o);
+  const std::string node = NodeOf(o, blocked);
+  ASSERT_FALSE(node.empty());
+  auto log = run->Open();
+  ASSERT_TRUE(log->HasDecisionIndex());
+
+  auto result = replay::Audit(*log, {.node = node});
+  EXPECT_TRUE(result.used_index);
+  EXPECT_NE(std::find(result.nodeclaims.begin(), result.nodeclaims.end(), blocked),
+            result.nodeclaims.end());
+  bool named = false;
+  for (const auto& decision : result.decisions) {
+    const auto& d = std::get<DisruptionDecision>(decision.body);
+    EXPECT_TRUE(std::find(d.nodeclaims.begin(), d.nodeclaims.end(), blocked) == d.nodeclaims.end())
+        << "the PDB-protected node was disrupted by " << d.method << " " << d.phase;
+    for (const auto& c : d.candidates) {
+      named = named || (c.nodeclaim == blocked &&
+                        c.outcome.find(": PDB a-pdb allows 0 disruptions") != std::string::npos);
+    }
+  }
+  EXPECT_TRUE(named) << replay::AuditText(result, {.node = node});
+
+  // The text names the PDB on the node's own candidate line, and nobody else's.
+  const std::string text = replay::AuditText(result, {.node = node});
+  EXPECT_NE(text.find("not disrupted " + blocked + " (default): pod default/a-"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("PDB a-pdb allows 0 disruptions"), std::string::npos) << text;
+
+  // The other node went, executed by single-node consolidation within a budget allowing it.
+  auto executed = Phase(o, "SingleNodeConsolidation", "executed");
+  ASSERT_EQ(executed.size(), 1u) << Outcomes(o);
+  const std::string removed = executed[0]->nodeclaims.at(0);
+  auto gone =
+      replay::Audit(*log, {.node = NodeOf(o, removed), .method = "SingleNodeConsolidation"});
+  auto found = std::find_if(gone.decisions.begin(), gone.decisions.end(), [](const Decision& d) {
+    return std::get<DisruptionDecision>(d.body).phase == "executed";
+  });
+  ASSERT_NE(found, gone.decisions.end()) << replay::AuditText(gone, {});
+  const auto& budgets = std::get<DisruptionDecision>(found->body).budgets;
+  ASSERT_EQ(budgets.size(), 1u);
+  EXPECT_EQ(budgets[0].nodepool, "default");
+  EXPECT_EQ(budgets[0].reason, "Underutilized");
+  EXPECT_GE(budgets[0].allowed, 1);
+}
+
+// The command line gives the same answer as JSON, the disrupted flag set only on the claims
+// acted on.
+TEST(Audit, JsonFromTheCommandLine) {
+  auto run = RunKept(PdbScenario());
+  const Outcome& o = run->outcome;
+  const std::string blocked = ClaimWith(o, "SingleNodeConsolidation", "PDB a-pdb allows 0");
+  ASSERT_FALSE(blocked.empty());
+  auto cli = Tenon("audit " + run->log().string() + " --node " + NodeOf(o, blocked) + " --json");
+  ASSERT_EQ(cli.exit_code, 0) << cli.out;
+  auto json = nlohmann::json::parse(cli.out);
+  ASSERT_FALSE(json["decisions"].empty());
+  bool named = false;
+  for (const auto& d : json["decisions"]) {
+    for (const auto& c : d["candidates"]) {
+      EXPECT_EQ(c["nodeclaim"], blocked);  // Only the queried node's candidate lines.
+      EXPECT_FALSE(c["disrupted"].template get<bool>());
+      named = named || c["outcome"].get<std::string>().find("PDB a-pdb") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named) << cli.out;
+}
+
+// The replacement's type and price and the saving are in the record: m5.xlarge at $0.192/h
+// replaced by m5.large at $0.096/h saves $0.096/h.
+TEST(Audit, ShowsReplacementPriceAndSaving) {
+  auto run = RunKept(ReplaceScenario());
+  auto log = run->Open();
+  auto result = replay::Audit(*log, {.method = "SingleNodeConsolidation"});
+  const std::string text = replay::AuditText(result, {});
+  EXPECT_NE(text.find("SingleNodeConsolidation replaced"), std::string::npos) << text;
+  EXPECT_NE(text.find("replace with one on-demand node (m5.large from $0.0960/h"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("saving at least $0.0960/h"), std::string::npos) << text;
+  for (const auto& d : result.decisions) {
+    EXPECT_EQ(std::get<DisruptionDecision>(d.body).method, "SingleNodeConsolidation");
+  }
+}
+
+// Every filter, alone and combined, answers through the index exactly what scanning every
+// decision answers, and the time window keeps only decisions inside it.
+TEST(Audit, IndexAgreesWithAFullScan) {
+  auto run = RunKept(PdbScenario());
+  const Outcome& o = run->outcome;
+  auto log = run->Open();
+  ASSERT_GE(o.disruptions.size(), 3u);
+  const Nanos middle = o.disruptions[o.disruptions.size() / 2].first;
+  std::vector<replay::AuditQuery> queries = {
+      {},
+      {.nodepool = "default"},
+      {.nodepool = "none"},
+      {.method = "Emptiness"},
+      {.method = "SingleNodeConsolidation"},
+      {.since = middle},
+      {.until = middle},
+      {.since = Minutes(4), .until = Minutes(7)},
+      {.nodepool = "default", .method = "SingleNodeConsolidation", .since = Minutes(5)},
+  };
+  for (const auto& [claim, instance] : o.nodeclaims) queries.push_back({.node = claim});
+  for (const auto& l : o.history) {
+    if (!l.node_name.empty()) queries.push_back({.node = l.node_name});
+  }
+  std::size_t nonempty = 0;
+  for (const auto& q : queries) {
+    auto indexed = replay::Audit(*log, q);
+    auto scanned = replay::AuditByScan(*log, q);
+    EXPECT_TRUE(indexed.used_index);
+    EXPECT_EQ(Ids(indexed), Ids(scanned)) << q.node << q.nodepool << q.method;
+    EXPECT_EQ(indexed.nodeclaims, scanned.nodeclaims);
+    nonempty += indexed.decisions.empty() ? 0 : 1;
+    for (const auto& d : indexed.decisions) {
+      EXPECT_TRUE(q.since.value == 0 || d.at >= q.since);
+      EXPECT_TRUE(q.until.value == 0 || d.at <= q.until);
+    }
+  }
+  EXPECT_GT(nonempty, queries.size() / 2);
+  EXPECT_TRUE(replay::Audit(*log, {.nodepool = "none"}).decisions.empty());
+  EXPECT_EQ(replay::Audit(*log, {}).decisions.size(), o.disruptions.size());
+}
+
+}  // namespace
+}  // namespace tenon::testing

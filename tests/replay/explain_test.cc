@@ -1,0 +1,88 @@
+// tenon explain on logs of simulated scenarios: the ICE'd offering appears in a pod's chain with
+// how long it is kept out, every line cites a record of the log in order, --at cuts the chain,
+// and a node's chain names the PDB that kept it.
+#include "tests/replay/incident.h"
+
+namespace tenon::testing {
+namespace {
+
+std::string Text(const std::vector<replay::ExplainLine>& lines) {
+  return replay::ExplainText(lines);
+}
+
+// The first pod bound in the ICE scenario: pending, batch, NodePool and first choice, the
+// offering without capacity (kept out 3 minutes), launch, registration, binding.
+TEST(Explain, PodChainShowsTheIcedOffering) {
+  auto run = RunKept(IceScenario());
+  const Outcome& o = run->outcome;
+  const LifecycleDecision* launched = o.First("Launched");
+  ASSERT_NE(launched, nullptr);
+  std::string pod;
+  for (const auto& [key, p] : o.pods) {
+    if (pod.empty() && !p.node_name.empty()) pod = key;
+  }
+  ASSERT_FALSE(pod.empty());
+  auto log = run->Open();
+  auto lines = replay::Explain(*log, replay::Subject::kPod, pod, Nanos{0});
+  const std::string text = Text(lines);
+  auto has = [&](const std::string& s) { return text.find(s) != std::string::npos; };
+  EXPECT_TRUE(has("pod " + pod + " pending")) << text;
+  EXPECT_TRUE(has("NodePool default planned NodeClaim")) << text;
+  EXPECT_TRUE(has("first choice m5.large in us-east-1a (on-demand) at $0.0960/h")) << text;
+  // The first launch started at 00:00:0x; its ICE keeps the offering out for 3 minutes.
+  EXPECT_TRUE(has("offering m5.large/us-east-1a/on-demand had no capacity")) << text;
+  EXPECT_TRUE(has("kept out of launches until 00:03:")) << text;
+  EXPECT_TRUE(has(" Launched: m5.large in us-east-1")) << text;
+  EXPECT_TRUE(has(" Registered: ")) << text;
+  EXPECT_TRUE(has("pod " + pod + " bound to node ")) << text;
+
+  // Every line cites a record of the log, in log order, and the order of the story holds.
+  ASSERT_GE(lines.size(), 6u);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_TRUE(log->Read(lines[i].seq).has_value()) << lines[i].text;
+    EXPECT_TRUE(i == 0 || lines[i - 1].seq <= lines[i].seq);
+  }
+  EXPECT_LT(text.find("pending"), text.find("had no capacity"));
+  EXPECT_LT(text.find("had no capacity"), text.find(" Launched: "));
+  EXPECT_LT(text.find(" Registered: "), text.find(" bound to node "));
+
+  // Through --at, nothing later than that time.
+  const Nanos cut = lines[2].at;
+  auto early = replay::Explain(*log, replay::Subject::kPod, pod, cut);
+  ASSERT_FALSE(early.empty());
+  EXPECT_LT(early.size(), lines.size());
+  for (const auto& line : early) EXPECT_LE(line.at, cut);
+
+  // The command line prints the same chain with "(seq N)" on each line.
+  auto cli = Tenon("explain " + run->log().string() + " pod " + pod);
+  EXPECT_EQ(cli.exit_code, 0);
+  EXPECT_EQ(cli.out, text);
+  EXPECT_NE(cli.out.find("(seq "), std::string::npos);
+}
+
+// A node's chain: its NodeClaim's creation and steps, and the PDB that kept it.
+TEST(Explain, NodeChainNamesThePdb) {
+  auto run = RunKept(PdbScenario());
+  const Outcome& o = run->outcome;
+  std::string blocked;
+  for (const auto& [at, d] : o.disruptions) {
+    for (const auto& c : d.candidates) {
+      if (c.outcome.find("PDB a-pdb allows 0") != std::string::npos) blocked = c.nodeclaim;
+    }
+  }
+  ASSERT_FALSE(blocked.empty()) << Outcomes(o);
+  auto log = run->Open();
+  const std::string text =
+      Text(replay::Explain(*log, replay::Subject::kNode, NodeOf(o, blocked), Nanos{0}));
+  EXPECT_NE(text.find("planned NodeClaim " + blocked), std::string::npos) << text;
+  EXPECT_NE(text.find("NodeClaim " + blocked + " Initialized"), std::string::npos) << text;
+  EXPECT_NE(text.find("SingleNodeConsolidation did not disrupt " + blocked + ": pod default/a-"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("PDB a-pdb allows 0 disruptions"), std::string::npos) << text;
+  EXPECT_EQ(text, Text(replay::Explain(*log, replay::Subject::kNodeClaim, blocked, Nanos{0})));
+  EXPECT_TRUE(replay::Explain(*log, replay::Subject::kNode, "no-such-node", Nanos{0}).empty());
+}
+
+}  // namespace
+}  // namespace tenon::testing

@@ -1,0 +1,54 @@
+// tenon replay --until / --to on the PDB scenario: the state printed at 00:03:00 is the known
+// one (two m5.xlarge nodes, a's three pods on one, b's on the other, nothing pending), and the
+// time maps to the last record before the clock passes it.
+#include "tests/replay/incident.h"
+
+namespace tenon::testing {
+namespace {
+
+TEST(ReplayState, UntilPrintsTheStateAtThatTime) {
+  auto run = RunKept(PdbScenario());
+  auto log = run->Open();
+  const Nanos at = Minutes(3);
+  const log::Seq seq = replay::SeqAtTime(*log, at);
+  ASSERT_GT(seq, 0u);
+  State state = replay::FoldTo(*log, seq, true);
+  EXPECT_EQ(state.now, at);
+  // The next Tick is past the time.
+  bool later_tick = false;
+  log->Scan(seq + 1, 0, [&](const log::Record& r) {
+    auto entry = log::DecodeEntry(r.payload);
+    const auto* e = std::get_if<Event>(&entry);
+    const auto* tick = e != nullptr ? std::get_if<Tick>(e) : nullptr;
+    if (tick == nullptr) return true;
+    later_tick = tick->now > at;
+    return false;
+  });
+  EXPECT_TRUE(later_tick);
+
+  auto cli = Tenon("replay " + run->log().string() + " --until 00:03:00");
+  ASSERT_EQ(cli.exit_code, 0) << cli.out;
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(StateHash(state)));
+  EXPECT_NE(
+      cli.out.find("state at seq " + std::to_string(seq) + ", 2026-01-01T00:03:00Z, hash " + hash),
+      std::string::npos)
+      << cli.out;
+  EXPECT_NE(cli.out.find("nodepool default          weight   0  nodeclaims    2"),
+            std::string::npos)
+      << cli.out;
+  EXPECT_NE(cli.out.find("pods: default/a-1 default/a-2 default/a-3\n"), std::string::npos)
+      << cli.out;
+  EXPECT_NE(cli.out.find("pods: default/b-4 default/b-5 default/b-6\n"), std::string::npos)
+      << cli.out;
+  EXPECT_NE(cli.out.find("pods 6, pending 0"), std::string::npos) << cli.out;
+  // --to the same seq prints the same state.
+  auto to = Tenon("replay " + run->log().string() + " --to " + std::to_string(seq));
+  EXPECT_EQ(to.out, cli.out);
+  // Before the log begins there is nothing to show.
+  auto early = Tenon("replay " + run->log().string() + " --until 2025-12-31T23:00:00Z");
+  EXPECT_EQ(early.exit_code, 1);
+}
+
+}  // namespace
+}  // namespace tenon::testing
