@@ -79,18 +79,32 @@ ReportBuilder::ReportBuilder(std::string name, Nanos start, Nanos sample_every)
 
 void ReportBuilder::OnFolded(Seq, const Event& event, const Output& output,
                              std::chrono::nanoseconds) {
-  if (const auto* tick = std::get_if<Tick>(&event)) now_ = tick->now;
+  if (const auto* tick = std::get_if<Tick>(&event)) {
+    // A world's changes come before the Tick that carries their time: pods bound since the
+    // last tick were bound now.
+    now_ = tick->now;
+    for (Nanos created : bound_since_tick_) {
+      report_.pending.push_back(std::max(Nanos{0}, now_ - created));
+    }
+    bound_since_tick_.clear();
+  }
   if (const auto* up = std::get_if<PodUpserted>(&event)) {
     const Pod& pod = up->pod;
     const std::string key = PodKey(pod.ns, pod.name);
     if (pod.owner_kind != "DaemonSet" && pod.node_name.empty()) {
       waiting_.emplace(key, pod.created);
     } else if (auto it = waiting_.find(key); it != waiting_.end()) {
-      report_.pending.push_back(now_ - it->second);
+      bound_since_tick_.push_back(it->second);
       waiting_.erase(it);
     }
   }
   if (const auto* del = std::get_if<PodDeleted>(&event)) waiting_.erase(PodKey(del->ns, del->name));
+  if (const auto* launched = std::get_if<FleetLaunched>(&event)) {
+    report_.capacity_errors += launched->errors.size();
+  }
+  if (const auto* failed = std::get_if<FleetFailed>(&event)) {
+    report_.capacity_errors += failed->errors.size();
+  }
   for (const auto& c : output.commands) {
     if (const auto* create = std::get_if<CreateNodeClaim>(&c.body)) {
       claim_pool_[create->claim.name] = create->claim.nodepool;
@@ -168,8 +182,10 @@ std::string FormatReport(const Report& r) {
        r.pending.size(), Seconds(r.PendingPercentile(50)).c_str(),
        Seconds(r.PendingPercentile(90)).c_str(), Seconds(r.PendingPercentile(99)).c_str(),
        Seconds(r.PendingPercentile(100)).c_str(), r.pods_still_pending);
-  Line(out, "  nodes launched: %zu (%zu CreateFleet calls, %zu launches failed)\n",
-       r.nodes_launched, r.launch_calls, r.launch_failures);
+  Line(out,
+       "  nodes launched: %zu (%zu CreateFleet calls, %zu launches failed, %zu offerings out of "
+       "capacity)\n",
+       r.nodes_launched, r.launch_calls, r.launch_failures, r.capacity_errors);
   std::size_t removed = 0;
   for (const auto& [reason, n] : r.removed) removed += n;
   Line(out, "  nodes removed: %zu\n", removed);

@@ -44,6 +44,7 @@ struct Report {
   std::size_t pods_still_pending = 0;
   std::size_t nodes_launched = 0;
   std::size_t launch_failures = 0;
+  std::size_t capacity_errors = 0;  // Offerings CreateFleet answered out of capacity.
   std::map<std::string, std::size_t> removed;    // Reason -> NodeClaims that began deleting.
   std::map<std::string, std::size_t> decisions;  // "Method phase" -> count.
   std::size_t provisioning_decisions = 0;
@@ -77,6 +78,7 @@ class ReportBuilder : public runtime::Observer {
   Nanos last_cost_at_{0};
   MicroUsdPerHour last_cost_{0};
   std::map<std::string, Nanos> waiting_;  // Pending pods (ns/name) -> when they were created.
+  std::vector<Nanos> bound_since_tick_;   // Creation times of pods bound since the last Tick.
   std::map<std::string, std::string> claim_pool_;  // NodeClaim -> its NodePool.
 };
 
