@@ -44,7 +44,7 @@ struct Report {
   std::size_t pods_still_pending = 0;
   std::size_t nodes_launched = 0;
   std::size_t launch_failures = 0;
-  std::size_t capacity_errors = 0;  // Offerings CreateFleet answered out of capacity.
+  std::size_t capacity_errors = 0;               // Offerings CreateFleet answered out of capacity.
   std::map<std::string, std::size_t> removed;    // Reason -> NodeClaims that began deleting.
   std::map<std::string, std::size_t> decisions;  // "Method phase" -> count.
   std::size_t provisioning_decisions = 0;
