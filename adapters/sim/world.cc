@@ -531,12 +531,7 @@ std::vector<Event> World::RunActions() {
       case Action::Kind::kTerminateInstance: {
         const SimInstance* i = Oldest([](const SimInstance&) { return true; });
         if (i == nullptr) break;
-        // The kubelet goes with the instance: its Node stops being Ready.
-        if (auto node = nodes_.find(i->node_name); node != nodes_.end()) {
-          node->second.ready = false;
-          events.push_back(NodeUpserted{node->second});
-        }
-        instances_.erase(i->id);
+        for (auto& e : RemoveInstance(i->id)) events.push_back(std::move(e));
         break;
       }
       case Action::Kind::kSpotInterruption:
@@ -745,11 +740,7 @@ std::vector<Event> World::FireTimers() {
       continue;
     }
     if (timer.kind == Timer::Kind::kReclaim) {
-      if (auto node = nodes_.find(instance.node_name); node != nodes_.end()) {
-        node->second.ready = false;
-        events.push_back(NodeUpserted{node->second});
-      }
-      instances_.erase(it);
+      for (auto& e : RemoveInstance(it->first)) events.push_back(std::move(e));
       continue;
     }
     if (timer.kind == Timer::Kind::kRegister) {
@@ -906,7 +897,11 @@ std::vector<Event> World::Schedule() {
       if (pod->owner_kind == "Job") StartJobTimer(*pod);
       break;
     }
-    if (!bound && pod->unschedulable) continue;  // Already reported as unschedulable.
+    // Already reported as unschedulable: reported again only after a retry the cluster's change
+    // prompted, as kube-scheduler rewrites the PodScheduled condition's message ("0/N nodes are
+    // available: ...") on each failed attempt. A controller waiting on a NodeClaim that another
+    // pod filled learns from it that this pod is still pending.
+    if (!bound && pod->unschedulable && !retry) continue;
     if (!bound) pod->unschedulable = true;
     events.push_back(PodUpserted{*pod});
   }
@@ -1093,11 +1088,26 @@ std::vector<Event> World::Terminate(const Command& command, const TerminateInsta
                           "InvalidInstanceID.NotFound: " + terminate.instance_id}};
   }
   std::vector<Event> events{CommandSucceeded{command.id}};
-  if (auto node = nodes_.find(it->second.node_name); node != nodes_.end()) {
+  for (auto& e : RemoveInstance(it->first)) events.push_back(std::move(e));
+  return events;
+}
+
+// The instance is gone, and its kubelet with it: the Node stops being Ready. The node-lifecycle
+// controller deletes a Node whose instance is gone unless a finalizer holds it, which only a
+// NodeClaim's Node has (karpenter.sh/termination); a leaked instance's Node goes at once.
+std::vector<Event> World::RemoveInstance(const std::string& id) {
+  const SimInstance instance = instances_.at(id);
+  instances_.erase(id);
+  room_may_have_changed_ = true;
+  auto node = nodes_.find(instance.node_name);
+  if (node == nodes_.end()) return {};
+  if (nodeclaims_.contains(instance.nodeclaim)) {
     node->second.ready = false;
-    events.push_back(NodeUpserted{node->second});
+    return {NodeUpserted{node->second}};
   }
-  instances_.erase(it);
+  nodes_.erase(node);
+  std::vector<Event> events{NodeDeleted{instance.node_name}};
+  for (auto& e : DeletePodsOn(instance.node_name)) events.push_back(std::move(e));
   return events;
 }
 

@@ -127,6 +127,7 @@ class World : public runtime::Executor {
   std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
                                   const std::string& name);
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
+  std::vector<Event> RemoveInstance(const std::string& id);
   std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
   std::vector<Event> RunActions();
   std::vector<Event> TopUp();
