@@ -948,8 +948,9 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
   if (auto token = client_tokens_.find(launch.client_token); token != client_tokens_.end()) {
     auto i = instances_.find(token->second);
     if (i == instances_.end()) {
-      // The token's instance was launched and has since terminated: EC2 answers with it
-      // again (idempotent), and it is gone.
+      // The token's instance was launched and has since terminated. EC2 would describe the
+      // terminated instance again; the simulated cloud answers NotFound, which fails the
+      // NodeClaim if it is still waiting for its launch.
       return {CommandFailed{command.id, ErrorCode::kNotFound,
                             "instance of client token " + launch.client_token + " terminated"}};
     }
@@ -987,8 +988,7 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
                Timer{Timer::Kind::kRegister, instance.id});
     }
     // CreateFleet (instant) answers with the instance and the errors of the overrides it
-    // tried before it; with a launch latency the answer comes back that much later (the
-    // capacity errors, which it already knows, at once).
+    // tried before it; with a launch latency that answer comes back that much later.
     if (scenario_.cloud.launch_latency.value > 0) {
       AddTimer(now_ + scenario_.cloud.launch_latency,
                Timer{Timer::Kind::kLaunchAnswer, instance.id, command.id.value});
