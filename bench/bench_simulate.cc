@@ -123,33 +123,13 @@ const char* Verdict(bool pass) {
   return pass ? "PASS" : "MISS";
 }
 
-int Run(const Args& args) {
-  const sim::Scenario scenario = bench::MakeScenario(args.churn);
-  auto dir = std::filesystem::temp_directory_path() /
-             ("tenon-bench-simulate-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  log::OpenOptions open;
-  open.writer_version = "bench";
-  open.cluster_id = scenario.settings.cluster_name;
-  auto log = log::EventLog::Open(dir, open);
-  std::printf("scenario: %" PRId64 " virtual hours, %" PRId64 " deployments x %" PRId64
-              " pods, %zu catalog types, %zu scaling steps, %zu actions; log in %s\n",
-              args.hours, args.churn.deployments, args.churn.replicas, scenario.catalog.size(),
-              scenario.workloads.size(), scenario.actions.size(), dir.c_str());
-  RunFigures run = Simulate(scenario, *log);
-
-  const auto verify_start = Clock::now();
-  replay::VerifyReport verify = replay::Verify(*log);
-  const double verify_seconds = Since(verify_start);
-  std::uint64_t alone_hash = 0;
-  const double alone_seconds = FoldAlone(*log, &alone_hash);
-  log.reset();
+// The run's figures, printed before the (as long) replay starts.
+void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
+              const std::filesystem::path& dir) {
   std::uintmax_t disk = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
     if (e.is_regular_file()) disk += e.file_size();
   }
-  std::filesystem::remove_all(dir);
-
   const double virtual_seconds = static_cast<double>(scenario.duration.value) / 1e9;
   const double core = run.split.step_seconds, append = run.split.append_seconds;
   std::printf("\nsimulate: %.0f virtual seconds in %.1f s wall (%.0fx real time)\n",
@@ -165,11 +145,38 @@ int Run(const Args& args) {
       "  of the wall time: core Step %.1f s, log appends %.1f s, World %.1f s, the rest "
       "(encoding, snapshots, runtime) %.1f s\n",
       core, append, run.world_seconds, run.wall_seconds - core - append - run.world_seconds);
+  std::fflush(stdout);
+}
+
+int Run(const Args& args) {
+  const sim::Scenario scenario = bench::MakeScenario(args.churn);
+  auto dir = std::filesystem::temp_directory_path() /
+             ("tenon-bench-simulate-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  log::OpenOptions open;
+  open.writer_version = "bench";
+  open.cluster_id = scenario.settings.cluster_name;
+  auto log = log::EventLog::Open(dir, open);
+  std::printf("scenario: %" PRId64 " virtual hours, %" PRId64 " deployments x %" PRId64
+              " pods, %zu catalog types, %zu scaling steps, %zu actions; log in %s\n",
+              args.hours, args.churn.deployments, args.churn.replicas, scenario.catalog.size(),
+              scenario.workloads.size(), scenario.actions.size(), dir.c_str());
+  RunFigures run = Simulate(scenario, *log);
+  PrintRun(scenario, run, dir);
+
+  const auto verify_start = Clock::now();
+  replay::VerifyReport verify = replay::Verify(*log);
+  const double verify_seconds = Since(verify_start);
   std::printf("replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64
               " decisions, %" PRIu64 " snapshots checked in %.2f s (%.0f events/s): %s\n",
               verify.events, verify.outputs, verify.decisions, verify.snapshots_checked,
               verify_seconds, static_cast<double>(verify.events) / verify_seconds,
               replay::VerdictName(verify.verdict));
+  std::fflush(stdout);
+  std::uint64_t alone_hash = 0;
+  const double alone_seconds = FoldAlone(*log, &alone_hash);
+  log.reset();
+  std::filesystem::remove_all(dir);
   std::printf(
       "baseline, same run: the core alone folding the log from zero (nothing compared): "
       "%.2f s (%.0f events/s); final state %s the run's\n",
