@@ -42,19 +42,37 @@ std::string Clock(Nanos t) {
   return replay::ClockText(t);
 }
 
+// A private folder under $TMPDIR, removed with everything in it at the end of the scope.
+struct ScratchDir {
+  explicit ScratchDir(const std::string& prefix) {
+    path = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) +
+                                                     "-" + std::to_string(std::random_device{}()));
+    std::filesystem::create_directory(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::filesystem::path path;
+};
+
 struct SimulateArgs {
   std::string scenario;
   std::string log_dir;
+  std::string compare;
   std::uint64_t snapshot_every = 500;
   bool trace_acks = false;
   bool quiet = false;
   bool sync = false;
 };
 
-int RunSimulate(const SimulateArgs& args) {
-  auto scenario = sim::LoadScenario(args.scenario);
+constexpr std::size_t kReportRows = 24;  // Cost-over-time samples in the report.
+
+// One run of `scenario` into `log_dir`, printing progress unless quiet; returns its report.
+sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_dir,
+                         const SimulateArgs& args) {
   sim::SimulateOptions options;
-  options.log_dir = args.log_dir;
+  options.log_dir = log_dir;
   options.snapshot_every_events = args.snapshot_every;
   options.sync = args.sync;
   if (args.trace_acks) {
@@ -73,21 +91,51 @@ int RunSimulate(const SimulateArgs& args) {
                   w.nodes, w.pods_bound, w.pods_pending, Dollars(w.cost).c_str());
     };
   }
-  if (!args.quiet) std::printf("simulate %s -> %s\n", scenario.name.c_str(), args.log_dir.c_str());
-  auto report = sim::Simulate(scenario, options);
-  if (!report.open_message.empty()) std::fprintf(stderr, "%s\n", report.open_message.c_str());
-  if (report.resumed && !args.quiet) {
+  const Nanos sample_every{std::max<std::int64_t>(
+      kMinute.value, scenario.duration.value / static_cast<std::int64_t>(kReportRows))};
+  sim::ReportBuilder report(scenario.name, scenario.start, sample_every);
+  options.report = &report;
+  if (!args.quiet) std::printf("simulate %s -> %s\n", scenario.name.c_str(), log_dir.c_str());
+  auto result = sim::Simulate(scenario, options);
+  if (!result.open_message.empty()) std::fprintf(stderr, "%s\n", result.open_message.c_str());
+  if (result.resumed && !args.quiet) {
     std::printf("resumed: snapshot %" PRIu64 ", %" PRIu64 " outputs restored, %" PRIu64
                 " commands re-driven\n",
-                report.recovered_snapshot, report.outputs_restored, report.commands_redriven);
+                result.recovered_snapshot, result.outputs_restored, result.commands_redriven);
   }
   if (!args.quiet) {
     std::printf("done: %" PRIu64
                 " records, %zu instances running (%zu CreateFleet calls), "
                 "%zu nodes, %zu pods bound, %zu pending, %s/h, state %016" PRIx64 "\n",
-                report.last_seq, report.world.instances, report.world.launch_calls,
-                report.world.nodes, report.world.pods_bound, report.world.pods_pending,
-                Dollars(report.world.cost).c_str(), report.state_hash);
+                result.last_seq, result.world.instances, result.world.launch_calls,
+                result.world.nodes, result.world.pods_bound, result.world.pods_pending,
+                Dollars(result.world.cost).c_str(), result.state_hash);
+  }
+  return report.report();
+}
+
+int RunSimulate(const SimulateArgs& args) {
+  auto scenario = sim::LoadScenario(args.scenario);
+  // Without --log the log goes to a private temporary folder, removed at the end.
+  std::optional<ScratchDir> scratch;
+  std::string log_dir = args.log_dir;
+  if (log_dir.empty()) {
+    scratch.emplace("tenon-simulate");
+    log_dir = (scratch->path / "log").string();
+  }
+  sim::Report report = SimulateOnce(scenario, log_dir, args);
+  if (args.compare.empty()) {
+    if (!args.quiet) std::printf("%s", sim::FormatReport(report).c_str());
+    return 0;
+  }
+  // The other configuration on this scenario's workload, into a log of its own.
+  auto other = sim::WithConfigurationOf(scenario, sim::LoadScenario(args.compare));
+  if (other.name == scenario.name) other.name += " (compared)";
+  const std::string other_log = log_dir + "-compare";
+  sim::Report compared = SimulateOnce(other, other_log, args);
+  if (!args.quiet) {
+    std::printf("%s%s%s", sim::FormatReport(report).c_str(), sim::FormatReport(compared).c_str(),
+                sim::FormatComparison(report, compared).c_str());
   }
   return 0;
 }
@@ -158,20 +206,6 @@ std::chrono::milliseconds Millis(const std::string& flag, const std::string& tex
   return std::chrono::milliseconds(d.value / 1'000'000);
 }
 
-// A private folder under $TMPDIR, removed with everything in it at the end of the scope.
-struct ScratchDir {
-  explicit ScratchDir(const std::string& prefix) {
-    path = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) +
-                                                     "-" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directory(path);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::filesystem::path path;
-};
-
 int RunController(RunArgs& args) {
   runtime::TuneAllocatorForLongRun();
   auto& options = args.options;
@@ -225,8 +259,13 @@ int main(int argc, char** argv) {
   simulate->add_option("scenario", sim_args.scenario, "scenario YAML")
       ->required()
       ->check(CLI::ExistingFile);
-  simulate->add_option("--log", sim_args.log_dir, "log folder (created; resumed if it exists)")
-      ->required();
+  simulate->add_option("--log", sim_args.log_dir,
+                       "log folder (created; resumed if it exists); default: a temporary one");
+  simulate
+      ->add_option("--compare", sim_args.compare,
+                   "also run the NodePools, EC2NodeClasses and settings of this scenario on the "
+                   "same workload (log in LOG-compare) and print the differences")
+      ->check(CLI::ExistingFile);
   simulate->add_option("--snapshot-every", sim_args.snapshot_every, "events between snapshots");
   simulate->add_flag("--sync", sim_args.sync, "fsync the log on every append");
   simulate->add_flag("--quiet", sim_args.quiet, "print nothing but errors");

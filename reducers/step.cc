@@ -126,8 +126,12 @@ Output Step(State& state, Seq seq, const Event& event) {
             OnFleetFailed(state, seq, e, out);
           },
           [&](const CommandSucceeded& e) {
+            const std::size_t claims = state.nodeclaims.size();
             OnTerminationResult(state, seq, e.command, std::nullopt, out);
             Complete(state, e.command);
+            // A NodeClaim gone gives its NodePool's limit back: the pods the limit kept out
+            // are worth another provisioning pass (nothing else would bring them back).
+            if (state.nodeclaims.size() < claims) ReconsiderPendingPods(state);
           },
           [&](const CommandFailed& e) {
             if (!OnTerminationResult(state, seq, e.command, e.code, out)) {

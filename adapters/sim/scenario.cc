@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "adapters/kube/objects.h"
@@ -15,6 +16,7 @@ namespace {
 
 constexpr std::size_t kWorkloadStepsMax = 100'000;
 constexpr std::int64_t kReplicasMax = 1'000'000;
+constexpr std::int64_t kStormMax = 10'000;
 
 Nanos ParseStart(const std::string& text) {
   // RFC 3339 in UTC, seconds precision: 2026-01-01T00:00:00Z.
@@ -31,25 +33,45 @@ Nanos ParseStart(const std::string& text) {
   return Nanos{duration_cast<nanoseconds>(tp.time_since_epoch()).count()};
 }
 
+// What a pod template asks of a node: requests (cpu, memory, gpu: NVIDIA GPUs), nodeSelector
+// and tolerations. Shared by deployments, jobs and DaemonSets.
+void ParsePodShape(const YAML::Node& w, Resources& requests, Labels& node_selector,
+                   std::vector<Toleration>& tolerations) {
+  if (w["cpu"]) requests.cpu = kube::ParseCpu(w["cpu"].as<std::string>());
+  if (w["memory"]) requests.memory = kube::ParseMemory(w["memory"].as<std::string>());
+  if (w["gpu"]) requests.extended[resource::kNvidiaGpu] = w["gpu"].as<std::int64_t>();
+  if (w["nodeSelector"]) {
+    for (const auto& kv : w["nodeSelector"]) {
+      node_selector[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+  }
+  if (w["tolerations"]) {
+    for (const auto& t : w["tolerations"]) tolerations.push_back(kube::ParseToleration(t));
+  }
+}
+
+std::string RequiredName(const YAML::Node& w, const char* what) {
+  if (!w["name"]) throw ScenarioError(std::string(what) + " without a name");
+  return w["name"].as<std::string>();
+}
+
+Nanos At(const YAML::Node& w) {
+  return w["at"] ? kube::ParseDuration(w["at"].as<std::string>()) : Nanos{0};
+}
+
 WorkloadStep ParseWorkload(const YAML::Node& w) {
   WorkloadStep step;
-  if (!w["name"]) throw ScenarioError("workload without a name");
-  step.name = w["name"].as<std::string>();
+  step.name = RequiredName(w, "workload");
   if (w["namespace"]) step.ns = w["namespace"].as<std::string>();
-  step.at = w["at"] ? kube::ParseDuration(w["at"].as<std::string>()) : Nanos{0};
+  step.at = At(w);
   step.replicas = w["replicas"].as<std::int64_t>();
   if (step.replicas < 0 || step.replicas > kReplicasMax) {
     throw ScenarioError("workload " + step.name + ": replicas out of range");
   }
-  if (w["cpu"]) step.requests.cpu = kube::ParseCpu(w["cpu"].as<std::string>());
-  if (w["memory"]) step.requests.memory = kube::ParseMemory(w["memory"].as<std::string>());
-  if (w["nodeSelector"]) {
-    for (const auto& kv : w["nodeSelector"]) {
-      step.node_selector[kv.first.as<std::string>()] = kv.second.as<std::string>();
-    }
-  }
-  if (w["tolerations"]) {
-    for (const auto& t : w["tolerations"]) step.tolerations.push_back(kube::ParseToleration(t));
+  ParsePodShape(w, step.requests, step.node_selector, step.tolerations);
+  if (w["zoneSpread"]) {
+    step.zone_spread_max_skew = w["zoneSpread"].as<std::int32_t>();
+    if (step.zone_spread_max_skew < 1) throw ScenarioError("zoneSpread (maxSkew) must be >= 1");
   }
   if (w["doNotDisrupt"]) {
     // true, or the annotation's duration form ("30m").
@@ -67,6 +89,27 @@ WorkloadStep ParseWorkload(const YAML::Node& w) {
   if (w["priorityClassName"]) step.priority_class = w["priorityClassName"].as<std::string>();
   if (w["priority"]) step.priority = w["priority"].as<std::int32_t>();
   return step;
+}
+
+Job ParseJob(const YAML::Node& j) {
+  Job job;
+  job.name = RequiredName(j, "job");
+  if (j["namespace"]) job.ns = j["namespace"].as<std::string>();
+  job.at = At(j);
+  job.pods = j["pods"] ? j["pods"].as<std::int64_t>() : 1;
+  if (job.pods < 1 || job.pods > kReplicasMax) throw ScenarioError("job " + job.name + ": pods");
+  if (j["runFor"]) job.run_for = kube::ParseDuration(j["runFor"].as<std::string>());
+  if (job.run_for.value <= 0) throw ScenarioError("job " + job.name + ": runFor must be > 0");
+  ParsePodShape(j, job.requests, job.node_selector, job.tolerations);
+  return job;
+}
+
+DaemonSetSpec ParseDaemonSet(const YAML::Node& d) {
+  DaemonSetSpec ds;
+  ds.name = RequiredName(d, "daemonSet");
+  if (d["namespace"]) ds.ns = d["namespace"].as<std::string>();
+  ParsePodShape(d, ds.requests, ds.node_selector, ds.tolerations);
+  return ds;
 }
 
 Budget ParseBudget(const YAML::Node& b) {
@@ -112,6 +155,22 @@ Action ParseAction(const YAML::Node& a) {
     action.kind = Action::Kind::kProtectNode;
   } else if (kind == "releaseAmi") {
     action.kind = Action::Kind::kReleaseAmi;
+  } else if (kind == "spotInterruptionStorm") {
+    action.kind = Action::Kind::kSpotInterruptionStorm;
+    action.count = a["count"] ? a["count"].as<std::int64_t>() : 1;
+    if (action.count < 1 || action.count > kStormMax) {
+      throw ScenarioError("spotInterruptionStorm: count must be 1.." + std::to_string(kStormMax));
+    }
+  } else if (kind == "priceChange") {
+    action.kind = Action::Kind::kPriceChange;
+    if (!a["instanceType"] || !a["capacityType"] || !a["factor"]) {
+      throw ScenarioError("priceChange needs instanceType, capacityType and factor");
+    }
+    action.instance_type = a["instanceType"].as<std::string>();
+    action.capacity_type = a["capacityType"].as<std::string>();
+    if (a["zone"]) action.zone = a["zone"].as<std::string>();
+    action.price_permille = std::llround(a["factor"].as<double>() * 1000);
+    if (action.price_permille <= 0) throw ScenarioError("priceChange: factor must be > 0");
   } else if (kind == "labelNodePool") {
     action.kind = Action::Kind::kLabelNodePool;
     action.label = a["label"] ? a["label"].as<std::string>() : "";
@@ -122,7 +181,8 @@ Action ParseAction(const YAML::Node& a) {
     throw ScenarioError("action: unknown 'do: " + kind +
                         "' (deleteNodeClaim, terminateInstance, strayInstance, spotInterruption, "
                         "rebalanceRecommendation, scheduledChange, instanceStopping, "
-                        "malformedMessage, protectNode, labelNodePool, releaseAmi)");
+                        "malformedMessage, protectNode, labelNodePool, releaseAmi, "
+                        "spotInterruptionStorm, priceChange)");
   }
   return action;
 }
@@ -133,10 +193,20 @@ void ParseCloud(const YAML::Node& c, CloudModel& cloud) {
     cloud.registration_delay = kube::ParseDuration(c["registrationDelay"].as<std::string>());
   }
   if (c["readyDelay"]) cloud.ready_delay = kube::ParseDuration(c["readyDelay"].as<std::string>());
-  if (c["insufficientCapacity"]) {
-    for (const auto& o : c["insufficientCapacity"]) {
+  if (c["launchLatency"]) {
+    cloud.launch_latency = kube::ParseDuration(c["launchLatency"].as<std::string>());
+  }
+  // Either "type/zone/capacity-type" (dry for the whole run) or {offering, from, until}.
+  for (const auto& o : c["insufficientCapacity"]) {
+    if (o.IsScalar()) {
       cloud.insufficient_capacity.insert(o.as<std::string>());
+      continue;
     }
+    if (!o["offering"]) throw ScenarioError("insufficientCapacity entry without offering");
+    CapacityWindow window{o["offering"].as<std::string>(), Nanos{0}, Nanos{0}};
+    if (o["from"]) window.from = kube::ParseDuration(o["from"].as<std::string>());
+    if (o["until"]) window.until = kube::ParseDuration(o["until"].as<std::string>());
+    cloud.capacity_windows.push_back(window);
   }
   if (c["neverRegister"]) {
     for (const auto& t : c["neverRegister"]) cloud.never_register.insert(t.as<std::string>());
@@ -207,6 +277,11 @@ Scenario Parse(const YAML::Node& doc, const std::filesystem::path& folder) {
   std::stable_sort(s.workloads.begin(), s.workloads.end(), [](const auto& a, const auto& b) {
     return a.at != b.at ? a.at < b.at : a.name < b.name;
   });
+  for (const auto& j : doc["jobs"]) s.jobs.push_back(ParseJob(j));
+  std::stable_sort(s.jobs.begin(), s.jobs.end(), [](const auto& a, const auto& b) {
+    return a.at != b.at ? a.at < b.at : a.name < b.name;
+  });
+  for (const auto& d : doc["daemonSets"]) s.daemonsets.push_back(ParseDaemonSet(d));
   for (const auto& b : doc["budgets"]) s.budgets.push_back(ParseBudget(b));
   for (const auto& a : doc["actions"]) s.actions.push_back(ParseAction(a));
   std::stable_sort(s.actions.begin(), s.actions.end(),
@@ -216,6 +291,15 @@ Scenario Parse(const YAML::Node& doc, const std::filesystem::path& folder) {
 }
 
 }  // namespace
+
+Scenario WithConfigurationOf(const Scenario& base, const Scenario& config) {
+  Scenario out = base;
+  out.name = config.name;
+  out.nodepools = config.nodepools;
+  out.nodeclasses = config.nodeclasses;
+  out.settings = config.settings;
+  return out;
+}
 
 Scenario LoadScenario(const std::filesystem::path& path) {
   try {

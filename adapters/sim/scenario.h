@@ -32,6 +32,30 @@ struct WorkloadStep {
   Nanos termination_grace{30 * kSecond.value};  // terminationGracePeriodSeconds.
   std::string priority_class;
   std::optional<std::int32_t> priority;  // spec.priority of its pods.
+  // topologySpreadConstraints over zones (whenUnsatisfiable DoNotSchedule), 0: none.
+  std::int32_t zone_spread_max_skew = 0;
+};
+
+// A batch Job: `pods` pods created at `at`, each finishing `run_for` after it starts running
+// (then deleted, as a Job with ttlSecondsAfterFinished: 0 leaves it).
+struct Job {
+  Nanos at{0};
+  std::string ns = "default";
+  std::string name;
+  std::int64_t pods = 0;
+  Nanos run_for{kMinute.value};
+  Resources requests;
+  Labels node_selector;
+  std::vector<Toleration> tolerations;
+};
+
+// A DaemonSet: one pod on every node it tolerates (and whose labels match its nodeSelector).
+struct DaemonSetSpec {
+  std::string ns = "kube-system";
+  std::string name;
+  Resources requests;
+  Labels node_selector;
+  std::vector<Toleration> tolerations;
 };
 
 // A PodDisruptionBudget over one workload's pods (label app=<workload>).
@@ -59,19 +83,38 @@ struct Action {
     kProtectNode,       // karpenter.sh/do-not-disrupt on the oldest node
     kLabelNodePool,     // the user adds `label` (key=value) to the first NodePool's template
     kReleaseAmi,        // a new AMI is released: every EC2NodeClass now resolves to it
+    // `count` spot instances (the oldest first) get the two-minute warning at once.
+    kSpotInterruptionStorm,
+    // The price of `instance_type` (`capacity_type`, every zone or `zone`) becomes
+    // `price_permille`/1000 of what it is; the controller sees a catalog refresh.
+    kPriceChange,
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;
-  std::string instance_type;  // kStrayInstance
-  std::string zone;           // kStrayInstance
-  std::string label;          // kLabelNodePool: key=value
+  std::string instance_type;           // kStrayInstance
+  std::string zone;                    // kStrayInstance
+  std::string label;                   // kLabelNodePool: key=value
+  std::string capacity_type;           // kPriceChange
+  std::int64_t count = 1;              // kSpotInterruptionStorm
+  std::int64_t price_permille = 1000;  // kPriceChange
+};
+
+// An offering ("type/zone/capacity-type") out of capacity from `from` until `until` (scenario
+// time; until 0: to the end).
+struct CapacityWindow {
+  std::string offering;
+  Nanos from{0};
+  Nanos until{0};
 };
 
 struct CloudModel {
   Nanos registration_delay{30 * kSecond.value};  // Launch -> Node object appears.
   Nanos ready_delay{10 * kSecond.value};         // Node appears -> Ready.
+  // CreateFleet's own latency: its answer reaches the controller this long after the call.
+  Nanos launch_latency{0};
   // Offerings ("type/zone/capacity-type") that answer InsufficientInstanceCapacity.
   std::set<std::string> insufficient_capacity;
+  std::vector<CapacityWindow> capacity_windows;  // The same, for a while.
   // Instance types whose kubelet never registers a Node.
   std::set<std::string> never_register;
   // How often the controller is told every instance the cluster owns (garbage collection).
@@ -89,6 +132,8 @@ struct Scenario {
   std::vector<NodeClass> nodeclasses;
   std::vector<InstanceType> catalog;
   std::vector<WorkloadStep> workloads;  // Sorted by time, then name.
+  std::vector<Job> jobs;                // Sorted by time, then name.
+  std::vector<DaemonSetSpec> daemonsets;
   std::vector<Budget> budgets;
   std::vector<Action> actions;  // Sorted by time.
   CloudModel cloud;
@@ -96,6 +141,11 @@ struct Scenario {
 
 // Reads a scenario; relative paths inside it (the catalog) resolve against its folder.
 Scenario LoadScenario(const std::filesystem::path& path);
+
+// `base` run under the configuration of `config`: its NodePools, EC2NodeClasses, settings and
+// name, with everything else (catalog, workloads, jobs, actions, cloud) from `base`. What
+// `tenon simulate --compare` runs, so both configurations see the same workload.
+Scenario WithConfigurationOf(const Scenario& base, const Scenario& config);
 
 // Reads a catalog in the JSON shape of ../shared/data/ec2-us-east-1.json. Prices become integer
 // micro-dollars; spot prices, which the file does not carry, are modelled from the seed.

@@ -24,7 +24,11 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   runtime_options.snapshot_every_events = options.snapshot_every_events;
   runtime_options.sync = options.sync;
   runtime_options.on_ack = options.on_ack;
-  runtime_options.observer = options.observer;
+  runtime::ObserverList observers;
+  if (options.observer != nullptr) observers.Add(options.observer);
+  if (options.report != nullptr) observers.Add(options.report);
+  runtime_options.observer =
+      options.observer != nullptr || options.report != nullptr ? &observers : nullptr;
   runtime::Runtime runtime(*log, world, runtime_options);
   auto recovery = runtime.Recover();
   report.recovered_snapshot = recovery.snapshot_seq;
@@ -43,7 +47,11 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
     runtime.Ingest(world.Advance(next));
     world.Save();
     if (options.on_state) options.on_state(runtime.state());
-    if (options.on_progress) options.on_progress(next, world.Summary());
+    if (options.on_progress || options.report != nullptr) {
+      const WorldSummary summary = world.Summary();
+      if (options.report != nullptr) options.report->Sample(next, summary);
+      if (options.on_progress) options.on_progress(next, summary);
+    }
   }
   report.events_folded = runtime.events_folded();
   report.last_seq = log->LastSeq();

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "adapters/sim/report.h"
 #include "adapters/sim/scenario.h"
 #include "adapters/sim/world.h"
 #include "log/event_log.h"
@@ -25,6 +26,8 @@ struct SimulateOptions {
   // Called with the core's state after recovery and after every ingest round, as the controller
   // does for its gauges.
   std::function<void(const State&)> on_state;
+  // Builds the closing report (observes the folds, samples the world every tick). Not owned.
+  ReportBuilder* report = nullptr;
 };
 
 struct SimulateReport {

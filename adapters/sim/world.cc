@@ -24,13 +24,22 @@ std::uint64_t Mix(std::uint64_t x) {
 // ---- persistence: plain JSON, written whole and renamed into place ----
 
 json ResourcesJson(const Resources& r) {
-  return {r.cpu.value, r.memory.value, r.pods};
+  return {r.cpu.value, r.memory.value, r.pods, r.extended};
 }
 Resources ResourcesFrom(const json& j) {
-  return {Millicores{j.at(0).get<std::int64_t>()},
-          Bytes{j.at(1).get<std::int64_t>()},
+  return {Millicores{j.at(0).get<std::int64_t>()}, Bytes{j.at(1).get<std::int64_t>()},
           j.at(2).get<std::int64_t>(),
-          {}};
+          j.size() > 3 ? j.at(3).get<std::map<std::string, std::int64_t>>()
+                       : std::map<std::string, std::int64_t>{}};
+}
+
+// A zone topology spread constraint over the pods of app `app` (DoNotSchedule).
+TopologySpreadConstraint ZoneSpread(std::int32_t max_skew, const std::string& app) {
+  TopologySpreadConstraint spread;
+  spread.max_skew = max_skew;
+  spread.topology_key = label::kZone;
+  spread.selector.match_labels["app"] = app;
+  return spread;
 }
 
 json TaintsJson(const std::vector<Taint>& taints) {
@@ -82,6 +91,7 @@ json PodJson(const Pod& p) {
           {"doNotDisruptFor", p.do_not_disrupt_for.value},
           {"priorityValue", p.priority ? json(*p.priority) : json()},
           {"grace", p.termination_grace.value},
+          {"zoneSpread", p.topology_spread.empty() ? 0 : p.topology_spread.front().max_skew},
           {"priority", p.priority_class}};
 }
 Pod PodFrom(const json& j) {
@@ -104,6 +114,9 @@ Pod PodFrom(const json& j) {
     p.priority = j.at("priorityValue").get<std::int32_t>();
   }
   p.termination_grace = Nanos{j.at("grace").get<std::int64_t>()};
+  if (auto skew = j.value("zoneSpread", 0); skew > 0) {
+    p.topology_spread.push_back(ZoneSpread(skew, p.labels.at("app")));
+  }
   p.priority_class = j.at("priority");
   return p;
 }
@@ -200,7 +213,10 @@ std::string Shape(const Pod& pod) {
 }  // namespace
 
 World::World(const Scenario& scenario, std::filesystem::path state_file)
-    : scenario_(scenario), state_file_(std::move(state_file)), now_(scenario.start) {}
+    : scenario_(scenario),
+      state_file_(std::move(state_file)),
+      catalog_(scenario.catalog),
+      now_(scenario.start) {}
 
 bool World::Load() {
   if (state_file_.empty()) return false;
@@ -229,6 +245,12 @@ bool World::Load() {
   deleting_ = j.at("deleting").get<std::set<std::string>>();
   deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
   next_action_ = j.at("next_action");
+  // Price changes are not stored: the actions already run say what they were.
+  for (std::size_t i = 0; i < next_action_; ++i) {
+    if (scenario_.actions[i].kind == Action::Kind::kPriceChange) ChangePrice(scenario_.actions[i]);
+  }
+  next_job_ = j.value("next_job", std::size_t{0});
+  job_pods_left_ = j.value("job_pods_left", std::map<std::string, std::int64_t>{});
   next_listing_ = Nanos{j.at("next_listing").get<std::int64_t>()};
   next_message_ = j.at("next_message");
   added_pool_labels_ = j.at("added_pool_labels").get<std::map<std::string, Labels>>();
@@ -240,7 +262,8 @@ bool World::Load() {
   }
   for (const auto& t : j.at("timers")) {
     timers_[{t.at(0).get<std::int64_t>(), t.at(1).get<std::uint64_t>()}] =
-        Timer{static_cast<Timer::Kind>(t.at(2).get<int>()), t.at(3).get<std::string>()};
+        Timer{static_cast<Timer::Kind>(t.at(2).get<int>()), t.at(3).get<std::string>(),
+              t.size() > 4 ? t.at(4).get<std::uint64_t>() : 0};
   }
   return true;
 }
@@ -269,6 +292,8 @@ void World::Save() const {
   j["deleting"] = deleting_;
   j["deployments"] = deployments_;
   j["next_action"] = next_action_;
+  j["next_job"] = next_job_;
+  j["job_pods_left"] = job_pods_left_;
   j["next_listing"] = next_listing_.value;
   j["next_message"] = next_message_;
   j["added_pool_labels"] = added_pool_labels_;
@@ -279,7 +304,8 @@ void World::Save() const {
   }
   j["timers"] = json::array();
   for (const auto& [key, t] : timers_) {
-    j["timers"].push_back({key.first, key.second, static_cast<int>(t.kind), t.instance_id});
+    j["timers"].push_back(
+        {key.first, key.second, static_cast<int>(t.kind), t.instance_id, t.command});
   }
   auto tmp = state_file_;
   tmp += ".tmp";
@@ -295,9 +321,24 @@ std::vector<Event> World::StartupEvents() const {
   std::vector<Event> events;
   events.push_back(Tick{now_});
   events.push_back(ControllerStarted{kVersion, scenario_.seed, scenario_.settings});
-  events.push_back(CatalogRefreshed{scenario_.catalog});
+  events.push_back(CatalogRefreshed{catalog_});
+  for (auto& e : ListEvents()) events.push_back(std::move(e));
+  return events;
+}
+
+std::vector<Event> World::ListEvents() const {
+  std::vector<Event> events;
   for (const auto& c : scenario_.nodeclasses) events.push_back(NodeClassUpserted{Resolved(c)});
   for (const auto& p : scenario_.nodepools) events.push_back(NodePoolUpserted{Pool(p)});
+  for (const auto& d : scenario_.daemonsets) {
+    Pod pod;
+    pod.ns = d.ns;
+    pod.requests = d.requests;
+    pod.owner_kind = "DaemonSet";
+    pod.node_selector = d.node_selector;
+    pod.tolerations = d.tolerations;
+    events.push_back(DaemonSetUpserted{DaemonSet{d.ns, d.name, pod}});
+  }
   for (const auto& [name, node] : nodes_) events.push_back(NodeUpserted{node});
   for (const auto& [key, pod] : pods_) events.push_back(PodUpserted{pod});
   return events;
@@ -308,6 +349,7 @@ std::vector<Event> World::Advance(Nanos now) {
   now_ = now;
   started_ = true;
   std::vector<Event> events = ScaleWorkloads();
+  for (auto& e : StartJobs()) events.push_back(std::move(e));
   for (auto& e : RunActions()) events.push_back(std::move(e));
   for (auto& e : FireTimers()) events.push_back(std::move(e));
   for (auto& e : TopUp()) events.push_back(std::move(e));
@@ -331,10 +373,7 @@ std::vector<Event> World::ScaleWorkloads() {
     std::vector<std::string> existing = PodsOf(step.ns, step.name);
     std::int64_t have = static_cast<std::int64_t>(existing.size());
     for (std::int64_t i = have; i < step.replicas; ++i) {
-      Pod pod = NewPod(pod_template);
-      pods_[PodKey(pod.ns, pod.name)] = pod;
-      unbound_.insert(PodKey(pod.ns, pod.name));
-      events.push_back(PodUpserted{pod});
+      events.push_back(AddPending(NewPod(pod_template)));
     }
     // Scale down removes the newest pods first, as a ReplicaSet prefers.
     std::sort(existing.begin(), existing.end(), [&](const auto& a, const auto& b) {
@@ -371,7 +410,44 @@ Pod World::NewPod(const WorkloadStep& step) {
   pod.termination_grace = step.termination_grace;
   pod.priority_class = step.priority_class;
   pod.priority = step.priority;
+  if (step.zone_spread_max_skew > 0) {
+    pod.topology_spread.push_back(ZoneSpread(step.zone_spread_max_skew, step.name));
+  }
   return pod;
+}
+
+PodUpserted World::AddPending(Pod pod) {
+  const std::string key = PodKey(pod.ns, pod.name);
+  unbound_.insert(key);
+  return PodUpserted{pods_[key] = std::move(pod)};
+}
+
+Pod World::NewJobPod(const Job& job) {
+  Pod pod;
+  pod.ns = job.ns;
+  pod.name = job.name + "-" + std::to_string(next_pod_);
+  pod.uid = "uid-" + std::to_string(next_pod_++);
+  pod.requests = job.requests;
+  pod.owner_kind = "Job";
+  pod.created = now_;
+  pod.labels = {{"app", job.name}, {"job-name", job.name}};
+  pod.node_selector = job.node_selector;
+  pod.tolerations = job.tolerations;
+  return pod;
+}
+
+// The Job controller: a job's pods appear at its time.
+std::vector<Event> World::StartJobs() {
+  std::vector<Event> events;
+  while (next_job_ < scenario_.jobs.size() &&
+         scenario_.start + scenario_.jobs[next_job_].at <= now_) {
+    const Job& job = scenario_.jobs[next_job_++];
+    job_pods_left_[job.ns + "/" + job.name] += job.pods;
+    for (std::int64_t i = 0; i < job.pods; ++i) {
+      events.push_back(AddPending(NewJobPod(job)));
+    }
+  }
+  return events;
 }
 
 std::vector<std::string> World::PodsOf(const std::string& ns, const std::string& name) const {
@@ -380,7 +456,10 @@ std::vector<std::string> World::PodsOf(const std::string& ns, const std::string&
   std::vector<std::string> keys;
   for (auto it = pods_.lower_bound(prefix);
        it != pods_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-    keys.push_back(it->first);
+    // "web-7" is web's, "web-batch-7" is not.
+    if (it->first.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+      keys.push_back(it->first);
+    }
   }
   return keys;
 }
@@ -394,10 +473,16 @@ std::vector<Event> World::TopUp() {
     const WorkloadStep& step = scenario_.workloads[index];
     auto have = static_cast<std::int64_t>(PodsOf(step.ns, step.name).size());
     for (std::int64_t i = have; i < replicas_[key]; ++i) {
-      Pod pod = NewPod(step);
-      pods_[PodKey(pod.ns, pod.name)] = pod;
-      unbound_.insert(PodKey(pod.ns, pod.name));
-      events.push_back(PodUpserted{pod});
+      events.push_back(AddPending(NewPod(step)));
+    }
+  }
+  // The Job controller replaces a job's pods evicted before they finished.
+  for (const Job& job : scenario_.jobs) {
+    auto left = job_pods_left_.find(job.ns + "/" + job.name);
+    if (left == job_pods_left_.end()) continue;
+    auto have = static_cast<std::int64_t>(PodsOf(job.ns, job.name).size());
+    for (std::int64_t i = have; i < left->second; ++i) {
+      events.push_back(AddPending(NewJobPod(job)));
     }
   }
   return events;
@@ -405,6 +490,13 @@ std::vector<Event> World::TopUp() {
 
 NodePool World::Pool(const NodePool& original) const {
   NodePool pool = original;
+  if (budget_skew_for_test_ != 0) {
+    for (auto& budget : pool.budgets) {
+      if (budget.nodes.find('%') == std::string::npos) {
+        budget.nodes = std::to_string(std::stoll(budget.nodes) + budget_skew_for_test_);
+      }
+    }
+  }
   if (auto added = added_pool_labels_.find(pool.name); added != added_pool_labels_.end()) {
     for (const auto& [k, v] : added->second) pool.labels[k] = v;
   }
@@ -439,12 +531,7 @@ std::vector<Event> World::RunActions() {
       case Action::Kind::kTerminateInstance: {
         const SimInstance* i = Oldest([](const SimInstance&) { return true; });
         if (i == nullptr) break;
-        // The kubelet goes with the instance: its Node stops being Ready.
-        if (auto node = nodes_.find(i->node_name); node != nodes_.end()) {
-          node->second.ready = false;
-          events.push_back(NodeUpserted{node->second});
-        }
-        instances_.erase(i->id);
+        for (auto& e : RemoveInstance(i->id)) events.push_back(std::move(e));
         break;
       }
       case Action::Kind::kSpotInterruption:
@@ -456,10 +543,8 @@ std::vector<Event> World::RunActions() {
         std::string id = "msg-" + std::to_string(next_message_++);
         switch (action.kind) {
           case Action::Kind::kSpotInterruption:
-            events.push_back(InterruptionReceived{id, InterruptionKind::kSpotInterruption, i->id,
-                                                  "two-minute warning"});
-            // EC2 reclaims the instance two minutes after the warning.
-            AddTimer(now_ + Nanos{2 * kMinute.value}, Timer{Timer::Kind::kReclaim, i->id});
+            --next_message_;  // InterruptSpot names the message.
+            for (auto& e : InterruptSpot(*i)) events.push_back(std::move(e));
             break;
           case Action::Kind::kRebalanceRecommendation:
             events.push_back(
@@ -476,6 +561,24 @@ std::vector<Event> World::RunActions() {
         }
         break;
       }
+      case Action::Kind::kSpotInterruptionStorm: {
+        std::vector<const SimInstance*> spot;
+        for (const auto& [id, i] : instances_) {
+          if (i.capacity_type == kCapacitySpot) spot.push_back(&i);
+        }
+        std::sort(spot.begin(), spot.end(), [](const SimInstance* a, const SimInstance* b) {
+          return a->launched != b->launched ? a->launched < b->launched : a->id < b->id;
+        });
+        if (spot.size() > static_cast<std::size_t>(action.count)) spot.resize(action.count);
+        for (const SimInstance* i : spot) {
+          for (auto& e : InterruptSpot(*i)) events.push_back(std::move(e));
+        }
+        break;
+      }
+      case Action::Kind::kPriceChange:
+        ChangePrice(action);
+        events.push_back(CatalogRefreshed{catalog_});
+        break;
       case Action::Kind::kMalformedMessage:
         // The queue adapter keeps what it cannot read for audit and deletes it.
         events.push_back(InputRejected{"sqs", "not an EventBridge event: missing detail-type",
@@ -524,6 +627,47 @@ std::vector<Event> World::RunActions() {
   return events;
 }
 
+std::vector<Event> World::InterruptSpot(const SimInstance& instance) {
+  std::string id = "msg-" + std::to_string(next_message_++);
+  // EC2 reclaims the instance two minutes after the warning.
+  AddTimer(now_ + Nanos{2 * kMinute.value}, Timer{Timer::Kind::kReclaim, instance.id});
+  return {InterruptionReceived{id, InterruptionKind::kSpotInterruption, instance.id,
+                               "two-minute warning"}};
+}
+
+void World::ChangePrice(const Action& action) {
+  for (auto& type : catalog_) {
+    if (type.name != action.instance_type) continue;
+    for (auto& o : type.offerings) {
+      if (o.capacity_type != action.capacity_type) continue;
+      if (!action.zone.empty() && o.zone != action.zone) continue;
+      o.price = MicroUsdPerHour{o.price.value * action.price_permille / 1000};
+    }
+  }
+}
+
+// What the instance costs now: its offering's current price (spot prices move), else what it
+// was launched at.
+MicroUsdPerHour World::PriceNow(const SimInstance& instance) const {
+  for (const auto& type : catalog_) {
+    if (type.name != instance.instance_type) continue;
+    for (const auto& o : type.offerings) {
+      if (o.zone == instance.zone && o.capacity_type == instance.capacity_type) return o.price;
+    }
+  }
+  return instance.price;
+}
+
+bool World::OutOfCapacity(const std::string& offering) const {
+  if (scenario_.cloud.insufficient_capacity.contains(offering)) return true;
+  const Nanos at = now_ - scenario_.start;
+  return std::any_of(scenario_.cloud.capacity_windows.begin(),
+                     scenario_.cloud.capacity_windows.end(), [&](const CapacityWindow& w) {
+                       return w.offering == offering && w.from <= at &&
+                              (w.until.value == 0 || at < w.until);
+                     });
+}
+
 std::vector<Event> World::ListInstances() {
   if (now_ < next_listing_) return {};
   next_listing_ = now_ + scenario_.cloud.list_interval;
@@ -559,7 +703,7 @@ Node World::NewNode(const SimInstance& instance) const {
   node.labels[label::kZone] = instance.zone;
   node.labels[label::kCapacityType] = instance.capacity_type;
   node.labels[label::kOs] = "linux";
-  for (const auto& type : scenario_.catalog) {
+  for (const auto& type : catalog_) {
     if (type.name != instance.instance_type) continue;
     node.labels[label::kArch] = type.arch;
     node.allocatable = MakeCatalogEntry(type, scenario_.settings).allocatable;
@@ -573,15 +717,30 @@ std::vector<Event> World::FireTimers() {
     Timer timer = timers_.begin()->second;
     timers_.erase(timers_.begin());
     room_may_have_changed_ = true;
+    if (timer.kind == Timer::Kind::kJobDone) {
+      // The pod finished (unless it was evicted first: its replacement has its own timer).
+      auto pod = pods_.find(timer.instance_id);
+      if (pod == pods_.end() || pod->second.node_name.empty()) continue;
+      auto left = job_pods_left_.find(pod->second.ns + "/" + pod->second.labels.at("job-name"));
+      if (left != job_pods_left_.end() && --left->second <= 0) job_pods_left_.erase(left);
+      events.push_back(PodDeleted{pod->second.ns, pod->second.name});
+      pods_.erase(pod);
+      continue;
+    }
     auto it = instances_.find(timer.instance_id);
     if (it == instances_.end()) continue;  // Terminated before the timer fired.
     SimInstance& instance = it->second;
-    if (timer.kind == Timer::Kind::kReclaim) {
-      if (auto node = nodes_.find(instance.node_name); node != nodes_.end()) {
-        node->second.ready = false;
-        events.push_back(NodeUpserted{node->second});
+    if (timer.kind == Timer::Kind::kLaunchAnswer) {
+      std::vector<FleetError> errors;
+      if (auto e = answer_errors_.find(it->first); e != answer_errors_.end()) {
+        errors = std::move(e->second);
+        answer_errors_.erase(e);
       }
-      instances_.erase(it);
+      events.push_back(Answer(CommandId{timer.command}, it->second, std::move(errors)));
+      continue;
+    }
+    if (timer.kind == Timer::Kind::kReclaim) {
+      for (auto& e : RemoveInstance(it->first)) events.push_back(std::move(e));
       continue;
     }
     if (timer.kind == Timer::Kind::kRegister) {
@@ -601,9 +760,83 @@ std::vector<Event> World::FireTimers() {
         });
       }
       events.push_back(NodeUpserted{node->second});
+      for (auto& e : PlaceDaemonPods(node->second)) events.push_back(std::move(e));
     }
   }
   return events;
+}
+
+std::vector<Event> World::PlaceDaemonPods(const Node& node) {
+  std::vector<Event> events;
+  for (const auto& d : scenario_.daemonsets) {
+    bool tolerated = std::all_of(node.taints.begin(), node.taints.end(), [&](const Taint& t) {
+      return t.effect == TaintEffect::kPreferNoSchedule || Tolerated(d.tolerations, t);
+    });
+    bool selected = std::all_of(d.node_selector.begin(), d.node_selector.end(), [&](auto& kv) {
+      auto it = node.labels.find(kv.first);
+      return it != node.labels.end() && it->second == kv.second;
+    });
+    if (!tolerated || !selected) continue;
+    Pod pod;
+    pod.ns = d.ns;
+    pod.name = d.name + "-" + node.name.substr(0, node.name.find('.'));
+    pod.uid = "uid-" + std::to_string(next_pod_++);
+    pod.requests = d.requests;
+    pod.owner_kind = "DaemonSet";
+    pod.created = now_;
+    pod.labels = {{"app", d.name}};
+    pod.node_selector = d.node_selector;
+    pod.tolerations = d.tolerations;
+    pod.node_name = node.name;
+    pod.phase = "Running";
+    pods_[PodKey(pod.ns, pod.name)] = pod;
+    events.push_back(PodUpserted{pod});
+  }
+  return events;
+}
+
+// The pods of `pod`'s app per zone, over the zones of the ready nodes the pod may use.
+std::map<std::string, std::int64_t> World::ZoneCounts(
+    const Pod& pod, const std::vector<std::pair<const Node*, Resources>>& nodes) const {
+  std::map<std::string, std::int64_t> zones;
+  Pod shape;  // The pod without its requests: which nodes it may use, whatever their room.
+  shape.node_selector = pod.node_selector;
+  shape.tolerations = pod.tolerations;
+  for (const auto& [node, room] : nodes) {
+    if (NodeAccepts(*node, shape, node->allocatable)) {
+      zones.emplace(node->labels.at(label::kZone), 0);
+    }
+  }
+  const std::string& app = pod.labels.at("app");
+  for (const auto& [key, other] : pods_) {
+    if (other.node_name.empty() || other.ns != pod.ns) continue;
+    auto a = other.labels.find("app");
+    auto node = nodes_.find(other.node_name);
+    if (a == other.labels.end() || a->second != app || node == nodes_.end()) continue;
+    auto zone = zones.find(node->second.labels.at(label::kZone));
+    if (zone != zones.end()) ++zone->second;
+  }
+  return zones;
+}
+
+bool World::WithinSkew(const Pod& pod, const Node& node,
+                       std::map<std::string, std::int64_t>& zones) const {
+  auto zone = zones.find(node.labels.at(label::kZone));
+  if (zone == zones.end()) return false;
+  std::int64_t least = zone->second;
+  for (const auto& [name, count] : zones) least = std::min(least, count);
+  if (zone->second + 1 - least > pod.topology_spread.front().max_skew) return false;
+  ++zone->second;  // The pod lands here.
+  return true;
+}
+
+void World::StartJobTimer(const Pod& pod) {
+  for (const Job& job : scenario_.jobs) {
+    if (job.ns == pod.ns && job.name == pod.labels.at("job-name")) {
+      AddTimer(now_ + job.run_for, Timer{Timer::Kind::kJobDone, PodKey(pod.ns, pod.name)});
+      return;
+    }
+  }
 }
 
 std::vector<Event> World::Schedule() {
@@ -638,23 +871,37 @@ std::vector<Event> World::Schedule() {
   }
   // Within this pass room only shrinks, so a pod is not tried on the nodes that rejected an
   // earlier pod of its shape: first fit, without walking every node for every pod.
+  // Pods spread over zones are placed by the skew their zone would have, so room alone does
+  // not decide and they are tried on every node.
   std::map<std::string, std::size_t> first_try;  // Shape -> index into `free`.
   std::vector<Event> events;
   for (Pod* pod : pending) {
     bool bound = false;
-    std::size_t& i = first_try[Shape(*pod)];
+    std::size_t spread_from = 0;
+    const bool spread = !pod->topology_spread.empty();
+    std::size_t& i = spread ? spread_from : first_try[Shape(*pod)];
+    std::map<std::string, std::int64_t> zones;
+    if (spread) zones = ZoneCounts(*pod, free);
     for (; i < free.size(); ++i) {
       auto& [node, room] = free[i];
       if (!NodeAccepts(*node, *pod, room)) continue;
+      if (spread && !WithinSkew(*pod, *node, zones)) continue;
       unbound_.erase(PodKey(pod->ns, pod->name));
       pod->node_name = node->name;
       pod->phase = "Running";
       pod->unschedulable = false;
-      room = room - Resources{pod->requests.cpu, pod->requests.memory, 1, {}};
+      Resources need = pod->requests;
+      need.pods = 1;
+      room = room - need;
       bound = true;
+      if (pod->owner_kind == "Job") StartJobTimer(*pod);
       break;
     }
-    if (!bound && pod->unschedulable) continue;  // Already reported as unschedulable.
+    // Already reported as unschedulable: reported again only after a retry the cluster's change
+    // prompted, as kube-scheduler rewrites the PodScheduled condition's message ("0/N nodes are
+    // available: ...") on each failed attempt. A controller waiting on a NodeClaim that another
+    // pod filled learns from it that this pod is still pending.
+    if (!bound && pod->unschedulable && !retry) continue;
     if (!bound) pod->unschedulable = true;
     events.push_back(PodUpserted{*pod});
   }
@@ -680,27 +927,39 @@ NodeClass World::Resolved(const NodeClass& nodeclass) const {
   return out;
 }
 
+FleetLaunched World::Answer(CommandId command, const SimInstance& i,
+                            std::vector<FleetError> errors) const {
+  return FleetLaunched{command,
+                       i.nodeclaim,
+                       i.id,
+                       "aws:///" + i.zone + "/" + i.id,
+                       i.instance_type,
+                       i.zone,
+                       i.capacity_type,
+                       i.price,
+                       std::move(errors),
+                       i.image_id,
+                       "subnet-" + i.zone,
+                       {"sg-" + scenario_.settings.cluster_name + "-nodes"}};
+}
+
 std::vector<Event> World::Launch(const Command& command, const LaunchInstances& launch) {
   ++launch_calls_;
   if (auto token = client_tokens_.find(launch.client_token); token != client_tokens_.end()) {
-    const SimInstance& i = instances_.at(token->second);
-    return {FleetLaunched{command.id,
-                          i.nodeclaim,
-                          i.id,
-                          "aws:///" + i.zone + "/" + i.id,
-                          i.instance_type,
-                          i.zone,
-                          i.capacity_type,
-                          i.price,
-                          {},
-                          i.image_id,
-                          "subnet-" + i.zone,
-                          {"sg-" + scenario_.settings.cluster_name + "-nodes"}}};
+    auto i = instances_.find(token->second);
+    if (i == instances_.end()) {
+      // The token's instance was launched and has since terminated. EC2 would describe the
+      // terminated instance again; the simulated cloud answers NotFound, which fails the
+      // NodeClaim if it is still waiting for its launch.
+      return {CommandFailed{command.id, ErrorCode::kNotFound,
+                            "instance of client token " + launch.client_token + " terminated"}};
+    }
+    return {Answer(command.id, i->second, {})};
   }
   std::vector<FleetError> errors;
   for (const auto& o : launch.overrides) {
     std::string key = o.instance_type + "/" + o.zone + "/" + o.capacity_type;
-    if (scenario_.cloud.insufficient_capacity.contains(key)) {
+    if (OutOfCapacity(key)) {
       errors.push_back({o.instance_type, o.zone, o.capacity_type, ErrorCode::kInsufficientCapacity,
                         "InsufficientInstanceCapacity: no capacity in the pool"});
       continue;
@@ -729,19 +988,14 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
                Timer{Timer::Kind::kRegister, instance.id});
     }
     // CreateFleet (instant) answers with the instance and the errors of the overrides it
-    // tried before it.
-    return {FleetLaunched{command.id,
-                          instance.nodeclaim,
-                          instance.id,
-                          "aws:///" + instance.zone + "/" + instance.id,
-                          instance.instance_type,
-                          instance.zone,
-                          instance.capacity_type,
-                          instance.price,
-                          errors,
-                          instance.image_id,
-                          "subnet-" + instance.zone,
-                          {"sg-" + scenario_.settings.cluster_name + "-nodes"}}};
+    // tried before it; with a launch latency that answer comes back that much later.
+    if (scenario_.cloud.launch_latency.value > 0) {
+      AddTimer(now_ + scenario_.cloud.launch_latency,
+               Timer{Timer::Kind::kLaunchAnswer, instance.id, command.id.value});
+      if (!errors.empty()) answer_errors_[instance.id] = std::move(errors);
+      return {};
+    }
+    return {Answer(command.id, instance, std::move(errors))};
   }
   return {FleetFailed{command.id, launch.nodeclaim, errors}};
 }
@@ -834,11 +1088,26 @@ std::vector<Event> World::Terminate(const Command& command, const TerminateInsta
                           "InvalidInstanceID.NotFound: " + terminate.instance_id}};
   }
   std::vector<Event> events{CommandSucceeded{command.id}};
-  if (auto node = nodes_.find(it->second.node_name); node != nodes_.end()) {
+  for (auto& e : RemoveInstance(it->first)) events.push_back(std::move(e));
+  return events;
+}
+
+// The instance is gone, and its kubelet with it: the Node stops being Ready. The node-lifecycle
+// controller deletes a Node whose instance is gone unless a finalizer holds it, which only a
+// NodeClaim's Node has (karpenter.sh/termination); a leaked instance's Node goes at once.
+std::vector<Event> World::RemoveInstance(const std::string& id) {
+  const SimInstance instance = instances_.at(id);
+  instances_.erase(id);
+  room_may_have_changed_ = true;
+  auto node = nodes_.find(instance.node_name);
+  if (node == nodes_.end()) return {};
+  if (nodeclaims_.contains(instance.nodeclaim)) {
     node->second.ready = false;
-    events.push_back(NodeUpserted{node->second});
+    return {NodeUpserted{node->second}};
   }
-  instances_.erase(it);
+  nodes_.erase(node);
+  std::vector<Event> events{NodeDeleted{instance.node_name}};
+  for (auto& e : DeletePodsOn(instance.node_name)) events.push_back(std::move(e));
   return events;
 }
 
@@ -920,7 +1189,7 @@ WorldSummary World::Summary() const {
   s.instances = instances_.size();
   s.nodes = nodes_.size();
   for (const auto& [key, pod] : pods_) (pod.node_name.empty() ? s.pods_pending : s.pods_bound)++;
-  for (const auto& [id, i] : instances_) s.cost += i.price;
+  for (const auto& [id, i] : instances_) s.cost += PriceNow(i);
   s.launch_calls = launch_calls_;
   return s;
 }

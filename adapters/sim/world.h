@@ -33,9 +33,12 @@ struct SimInstance {
 
 // Something the world will do at a given virtual time.
 struct Timer {
-  enum class Kind : std::uint8_t { kRegister, kReady, kReclaim };
+  // kJobDone: a Job's pod (instance_id holds its ns/name key) finishes. kLaunchAnswer: the
+  // answer to CreateFleet `command` (for the instance `instance_id`) reaches the controller.
+  enum class Kind : std::uint8_t { kRegister, kReady, kReclaim, kJobDone, kLaunchAnswer };
   Kind kind = Kind::kRegister;
   std::string instance_id;
+  std::uint64_t command = 0;
 };
 
 struct WorldSummary {
@@ -62,6 +65,8 @@ class World : public runtime::Executor {
   // What a (re)starting controller learns first: its settings, the catalog, and a list of
   // every object the cluster holds (NodeClasses, NodePools, Nodes, Pods).
   std::vector<Event> StartupEvents() const;
+  // What an informer's full list hands over: every NodeClass, NodePool, DaemonSet, Node and Pod.
+  std::vector<Event> ListEvents() const;
   // Moves the clock to `now`: scales workloads, fires timers, runs the kube-scheduler, and
   // ends with a Tick. Returns the watch events that produced, in order.
   std::vector<Event> Advance(Nanos now);
@@ -76,10 +81,38 @@ class World : public runtime::Executor {
   const std::map<std::string, Node>& nodes() const { return nodes_; }
   const std::map<std::string, Pod>& pods() const { return pods_; }
   const std::map<std::string, NodePoolStatus>& pool_status() const { return pool_status_; }
+  const std::set<std::string>& deleting() const { return deleting_; }
+  // The catalog as the cloud prices it now (price changes applied).
+  const std::vector<InstanceType>& catalog() const { return catalog_; }
+  // NodePool `pool` as the API server serves it (labels users added applied).
+  NodePool ServedPool(const NodePool& pool) const { return Pool(pool); }
+
+  // A planted bug for the fault tests' checker: every NodePool the controller is served has
+  // `delta` more nodes in each of its count budgets than the scenario wrote.
+  void SkewBudgetsForTest(std::int64_t delta) { budget_skew_for_test_ = delta; }
 
  private:
   std::vector<Event> Apply(const Command& command);
   std::vector<Event> ScaleWorkloads();
+  std::vector<Event> StartJobs();
+  Pod NewJobPod(const Job& job);
+  // A new pod, not yet bound, in the cluster; returns its watch event.
+  PodUpserted AddPending(Pod pod);
+  void StartJobTimer(const Pod& pod);
+  std::map<std::string, std::int64_t> ZoneCounts(
+      const Pod& pod, const std::vector<std::pair<const Node*, Resources>>& nodes) const;
+  // Whether `pod` on `node` keeps its zone spread; if so, counts it in `zones`.
+  bool WithinSkew(const Pod& pod, const Node& node,
+                  std::map<std::string, std::int64_t>& zones) const;
+  // DaemonSet pods for a node that just became Ready.
+  std::vector<Event> PlaceDaemonPods(const Node& node);
+  // Applies the price change `action` to catalog_.
+  void ChangePrice(const Action& action);
+  std::vector<Event> InterruptSpot(const SimInstance& instance);
+  bool OutOfCapacity(const std::string& offering) const;
+  MicroUsdPerHour PriceNow(const SimInstance& instance) const;
+  FleetLaunched Answer(CommandId command, const SimInstance& instance,
+                       std::vector<FleetError> errors) const;
   std::vector<Event> FireTimers();
   std::vector<Event> Schedule();
   std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
@@ -94,6 +127,7 @@ class World : public runtime::Executor {
   std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
                                   const std::string& name);
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
+  std::vector<Event> RemoveInstance(const std::string& id);
   std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
   std::vector<Event> RunActions();
   std::vector<Event> TopUp();
@@ -112,6 +146,13 @@ class World : public runtime::Executor {
   std::filesystem::path state_file_;
   std::map<std::string, std::int32_t> published_budgets_;  // PDB status last published.
   std::int64_t ami_release_ = 1;                           // Bumped by releaseAmi.
+  std::vector<InstanceType> catalog_;                      // Current prices.
+  std::int64_t budget_skew_for_test_ = 0;
+  std::size_t next_job_ = 0;
+  // Capacity errors CreateFleet met before the instance it launched, held until its delayed
+  // answer (not persisted: a re-driven launch after a restart is answered without them).
+  std::map<std::string, std::vector<FleetError>> answer_errors_;
+  std::map<std::string, std::int64_t> job_pods_left_;  // ns/job -> pods not yet finished.
 
   Nanos now_{0};
   bool started_ = false;

@@ -1,0 +1,228 @@
+// What `tenon simulate` costs at scale (issue 9): a 24-hour virtual run of a ~1,000-node cluster
+// with churn, and the replay of its log.
+//
+// The controller is `tenon simulate`'s: runtime::Runtime over a RocksDB event log in a temporary
+// folder ($TMPDIR), snapshots as `tenon run` takes them (every 1,000 events, at most one per 5
+// virtual minutes), no fsync, a tick every virtual second; the simulated cluster and cloud
+// (sim::World) in memory. The cluster is bench_run's churning one (bench/churn.h) at a fifth of
+// its size: 20 Deployments of 500 pods on 4- and 8-vCPU types; after 20 minutes one deployment
+// rescales every 60 s (by default), a spot interruption arrives every 5 minutes, a rebalance
+// recommendation every 15, an instance is terminated behind the controller's back and a
+// NodeClaim deleted by hand every hour; consolidation runs as the controller schedules it.
+//
+// Printed: the run's wall time and events per second, split into the World, the log appends and
+// the core's Step; then `tenon replay --verify`'s work on the log (replay::Verify: fold from zero
+// comparing every output, decision and snapshot hash) with its events per second. Baseline in the
+// same run: the log's events folded by the core alone from zero (Scan + decode + Step, nothing
+// compared), the floor under both figures.
+//
+//   bench_simulate [--catalog PATH] [--quick] [--hours N] [--deployments N] [--replicas N]
+//                  [--scale-every SECONDS]
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "adapters/runtime/runtime.h"
+#include "adapters/sim/world.h"
+#include "bench/churn.h"
+#include "log/codec.h"
+#include "log/event_log.h"
+#include "replay/replay.h"
+
+namespace {
+
+using namespace tenon;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kTargetRunSeconds = 60;
+constexpr double kTargetReplaySeconds = 5;
+constexpr std::uint64_t kSnapshotEvery = 1000;
+constexpr Nanos kSnapshotMinInterval{5 * 60 * kSecond.value};
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Where the run's time goes: the log's appends and the core's Step, as the runtime reports them.
+struct Split : runtime::Observer {
+  void OnAppend(std::size_t n, std::size_t b, std::chrono::nanoseconds took, log::Seq) override {
+    records += n;
+    bytes += b;
+    append_seconds += std::chrono::duration<double>(took).count();
+  }
+  void OnFolded(Seq, const Event&, const Output&, std::chrono::nanoseconds took) override {
+    step_seconds += std::chrono::duration<double>(took).count();
+  }
+  void OnSnapshot(log::Seq) override { ++snapshots; }
+  std::uint64_t records = 0, bytes = 0, snapshots = 0;
+  double append_seconds = 0, step_seconds = 0;
+};
+
+struct Args {
+  bench::ChurnArgs churn;
+  std::int64_t hours = 24;
+};
+
+struct RunFigures {
+  double wall_seconds = 0, world_seconds = 0;
+  std::uint64_t events = 0, state_hash = 0;
+  std::size_t nodes_max = 0, nodes_min = SIZE_MAX, pods_max = 0;
+  Split split;
+};
+
+RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log) {
+  RunFigures f;
+  sim::World world(scenario, std::filesystem::path());
+  runtime::Options options;
+  options.snapshot_every_events = kSnapshotEvery;
+  options.snapshot_min_interval = kSnapshotMinInterval;
+  options.observer = &f.split;
+  runtime::Runtime runtime(log, world, options);
+  const auto start = Clock::now();
+  runtime.Recover();
+  runtime.Ingest(world.StartupEvents());
+  const Nanos end = scenario.start + scenario.duration;
+  const Nanos ramp_done = scenario.start + Nanos{20 * kMinute.value};
+  for (Nanos t = scenario.start + scenario.tick; t <= end; t += scenario.tick) {
+    const auto world_start = Clock::now();
+    std::vector<Event> events = world.Advance(t);
+    f.world_seconds += Since(world_start);
+    runtime.Ingest(std::move(events));
+    if ((t - scenario.start).value % (3600 * kSecond.value) != 0) continue;
+    const sim::WorldSummary w = world.Summary();
+    if (t > ramp_done) {
+      f.nodes_max = std::max(f.nodes_max, w.nodes);
+      f.nodes_min = std::min(f.nodes_min, w.nodes);
+      f.pods_max = std::max(f.pods_max, w.pods_bound);
+    }
+    std::printf("  hour %2" PRId64 ": nodes %5zu  pods bound %6zu pending %4zu  %.1f s wall\n",
+                (t - scenario.start).value / (3600 * kSecond.value), w.nodes, w.pods_bound,
+                w.pods_pending, Since(start));
+    std::fflush(stdout);
+  }
+  f.wall_seconds = Since(start);
+  f.events = runtime.events_folded();
+  f.state_hash = StateHash(runtime.state());
+  return f;
+}
+
+// The baseline: every event folded from zero by the core alone, nothing compared.
+double FoldAlone(const log::EventLog& log, std::uint64_t* hash) {
+  const auto start = Clock::now();
+  State state = replay::FoldTo(log, 0, false);
+  *hash = StateHash(state);
+  return Since(start);
+}
+
+const char* Verdict(bool pass) {
+  return pass ? "PASS" : "MISS";
+}
+
+// The run's figures, printed before the (as long) replay starts.
+void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
+              const std::filesystem::path& dir) {
+  std::uintmax_t disk = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) disk += e.file_size();
+  }
+  const double virtual_seconds = static_cast<double>(scenario.duration.value) / 1e9;
+  const double core = run.split.step_seconds, append = run.split.append_seconds;
+  std::printf("\nsimulate: %.0f virtual seconds in %.1f s wall (%.0fx real time)\n",
+              virtual_seconds, run.wall_seconds, virtual_seconds / run.wall_seconds);
+  std::printf("  cluster after the ramp: %zu to %zu nodes, up to %zu pods bound\n", run.nodes_min,
+              run.nodes_max, run.pods_max);
+  std::printf("  events folded %" PRIu64 " (%.0f/s wall); records appended %" PRIu64
+              " (%.1f MB), %" PRIu64 " snapshots, %.1f MB on disk\n",
+              run.events, static_cast<double>(run.events) / run.wall_seconds, run.split.records,
+              static_cast<double>(run.split.bytes) / 1e6, run.split.snapshots,
+              static_cast<double>(disk) / 1e6);
+  std::printf(
+      "  of the wall time: core Step %.1f s, log appends %.1f s, World %.1f s, the rest "
+      "(encoding, snapshots, runtime) %.1f s\n",
+      core, append, run.world_seconds, run.wall_seconds - core - append - run.world_seconds);
+  std::fflush(stdout);
+}
+
+int Run(const Args& args) {
+  const sim::Scenario scenario = bench::MakeScenario(args.churn);
+  auto dir = std::filesystem::temp_directory_path() /
+             ("tenon-bench-simulate-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  log::OpenOptions open;
+  open.writer_version = "bench";
+  open.cluster_id = scenario.settings.cluster_name;
+  auto log = log::EventLog::Open(dir, open);
+  std::printf("scenario: %" PRId64 " virtual hours, %" PRId64 " deployments x %" PRId64
+              " pods, %zu catalog types, %zu scaling steps, %zu actions; log in %s\n",
+              args.hours, args.churn.deployments, args.churn.replicas, scenario.catalog.size(),
+              scenario.workloads.size(), scenario.actions.size(), dir.c_str());
+  RunFigures run = Simulate(scenario, *log);
+  PrintRun(scenario, run, dir);
+
+  const auto verify_start = Clock::now();
+  replay::VerifyReport verify = replay::Verify(*log);
+  const double verify_seconds = Since(verify_start);
+  std::printf("replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64
+              " decisions, %" PRIu64 " snapshots checked in %.2f s (%.0f events/s): %s\n",
+              verify.events, verify.outputs, verify.decisions, verify.snapshots_checked,
+              verify_seconds, static_cast<double>(verify.events) / verify_seconds,
+              replay::VerdictName(verify.verdict));
+  std::fflush(stdout);
+  std::uint64_t alone_hash = 0;
+  const double alone_seconds = FoldAlone(*log, &alone_hash);
+  log.reset();
+  std::filesystem::remove_all(dir);
+  std::printf(
+      "baseline, same run: the core alone folding the log from zero (nothing compared): "
+      "%.2f s (%.0f events/s); final state %s the run's\n",
+      alone_seconds, static_cast<double>(verify.events) / alone_seconds,
+      alone_hash == run.state_hash ? "equals" : "DIFFERS FROM");
+  std::printf("\ntarget: run < %.0f s: %s (%.1f s); replay < %.0f s: %s (%.2f s)\n",
+              kTargetRunSeconds, Verdict(run.wall_seconds < kTargetRunSeconds), run.wall_seconds,
+              kTargetReplaySeconds, Verdict(verify_seconds < kTargetReplaySeconds), verify_seconds);
+  const bool ok = verify.verdict == replay::Verdict::kIdentical && alone_hash == run.state_hash;
+  if (!ok) std::printf("FAILED: the replay is not identical: %s\n", verify.detail.c_str());
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  args.churn.deployments = 20;
+  args.churn.scale_every_seconds = 60;
+  for (int i = 1; i < argc; ++i) {
+    auto next = [&] { return i + 1 < argc ? std::stoll(argv[++i]) : 0; };
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      args.churn.deployments = 4, args.churn.replicas = 25, args.hours = 1;
+    } else if (std::strcmp(argv[i], "--catalog") == 0 && i + 1 < argc) {
+      args.churn.catalog = argv[++i];
+    } else if (std::strcmp(argv[i], "--hours") == 0) {
+      args.hours = next();
+    } else if (std::strcmp(argv[i], "--deployments") == 0) {
+      args.churn.deployments = next();
+    } else if (std::strcmp(argv[i], "--replicas") == 0) {
+      args.churn.replicas = next();
+    } else if (std::strcmp(argv[i], "--scale-every") == 0) {
+      args.churn.scale_every_seconds = next();
+    }
+  }
+  args.churn.churn_seconds = args.hours * 3600 - args.churn.build_seconds;
+  if (args.churn.deployments <= 0 || args.churn.replicas <= 0 || args.churn.churn_seconds <= 0 ||
+      args.churn.scale_every_seconds <= 0) {
+    std::fprintf(stderr, "bench_simulate: sizes must be positive (hours >= 1)\n");
+    return 2;
+  }
+  try {
+    return Run(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_simulate: %s (run from the repository root or pass --catalog)\n",
+                 e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,219 @@
+#include "tests/simulation/checker.h"
+
+#include <algorithm>
+
+namespace tenon::simtest {
+namespace {
+
+constexpr std::int64_t kCpuReserveMillis = 250;
+constexpr std::int64_t kMemoryReserveBytes = 1536ll << 20;
+
+std::string ClockOf(Nanos t) {
+  std::int64_t s = t.value / kSecond.value;
+  return std::to_string((s / 3600) % 24) + ":" + std::to_string((s / 60) % 60) + ":" +
+         std::to_string(s % 60);
+}
+
+bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
+  for (const auto& t : tolerations) {
+    if (t.effect && *t.effect != taint.effect) continue;
+    if (t.key.empty() && t.op_exists) return true;
+    if (t.key == taint.key && (t.op_exists || t.value == taint.value)) return true;
+  }
+  return false;
+}
+
+// The values an In requirement on `key` allows in `pool` (empty: any).
+std::vector<std::string> Allowed(const NodePool& pool, const std::string& key) {
+  for (const auto& r : pool.requirements) {
+    if (r.key == key && r.op == RequirementOp::kIn) return r.values;
+  }
+  return {};
+}
+
+bool Admits(const std::vector<std::string>& allowed, const std::string& value) {
+  return allowed.empty() || std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+}  // namespace
+
+Resources LowerBoundAllocatable(const InstanceType& type) {
+  Resources r;
+  r.cpu = Millicores{type.cpu.value - kCpuReserveMillis};
+  r.memory = Bytes{type.memory.value / 10 * 9 - kMemoryReserveBytes};
+  r.pods = type.max_enis > 0 ? type.max_enis * (type.ipv4_per_eni - 1) + 2 : 110;
+  return r;
+}
+
+Checker::Checker(const sim::Scenario& scenario) : scenario_(scenario) {
+  for (const auto& t : scenario.catalog) types_[t.name] = &t;
+}
+
+void Checker::Fail(const sim::World& world, const std::string& what) {
+  violations_.push_back(ClockOf(world.now()) + " " + what);
+}
+
+std::int64_t Checker::BudgetAllows(const NodePool& pool, std::int64_t nodes) const {
+  std::int64_t least = nodes;  // No budget: every node.
+  for (const auto& b : pool.budgets) {
+    std::int64_t n = 0;
+    if (b.nodes.ends_with("%")) {
+      std::int64_t percent = std::stoll(b.nodes.substr(0, b.nodes.size() - 1));
+      n = (percent * nodes + 99) / 100;  // Rounded up, as Kubernetes scales percents.
+    } else {
+      n = std::stoll(b.nodes);
+    }
+    least = std::min(least, n);
+  }
+  return least;
+}
+
+void Checker::OnGracefulDisruption(const sim::World& world, const DisruptionDecision& d) {
+  std::map<std::string, std::int64_t> taken;
+  for (const auto& name : d.nodeclaims) {
+    auto claim = world.nodeclaims().find(name);
+    if (claim == world.nodeclaims().end()) continue;
+    disrupting_[name] = claim->second;
+    // No pod with karpenter.sh/do-not-disrupt (still in force) on a node disrupted gracefully.
+    for (const auto& [id, instance] : world.instances()) {
+      if (instance.nodeclaim != name || instance.node_name.empty()) continue;
+      for (const auto& [key, pod] : world.pods()) {
+        bool in_force = pod.do_not_disrupt && (pod.do_not_disrupt_for.value <= 0 ||
+                                               world.now() < pod.created + pod.do_not_disrupt_for);
+        if (pod.node_name == instance.node_name && in_force) {
+          Fail(world, d.method + " disrupted " + name + " running do-not-disrupt pod " + key);
+        }
+      }
+    }
+  }
+  for (const auto& [name, pool] : disrupting_) ++taken[pool];
+  for (const auto& [pool_name, n] : taken) {
+    auto pool = std::find_if(scenario_.nodepools.begin(), scenario_.nodepools.end(),
+                             [&](const NodePool& p) { return p.name == pool_name; });
+    if (pool == scenario_.nodepools.end()) continue;
+    std::int64_t nodes = 0;
+    for (const auto& [claim, p] : world.nodeclaims()) nodes += p == pool_name ? 1 : 0;
+    const std::int64_t allows = BudgetAllows(*pool, nodes);
+    if (n > allows) {
+      Fail(world, d.method + " " + d.phase + ": " + std::to_string(n) + " nodes of " + pool_name +
+                      " disrupted at once, its budgets allow " + std::to_string(allows) + " of " +
+                      std::to_string(nodes));
+    }
+  }
+}
+
+// An instance whose NodeClaim is gone (its launch answer lost, the claim given up) is not the
+// pool's any more: it is a leak, which convergence must clean up (AtConvergence).
+void Checker::CheckLimits(const sim::World& world) {
+  for (const auto& pool : scenario_.nodepools) {
+    if (!pool.limits.cpu || over_limit_.contains(pool.name)) continue;
+    Millicores used{0};
+    for (const auto& [id, instance] : world.instances()) {
+      auto type = types_.find(instance.instance_type);
+      if (instance.nodepool == pool.name && type != types_.end() &&
+          world.nodeclaims().contains(instance.nodeclaim)) {
+        used += type->second->cpu;
+      }
+    }
+    if (used > *pool.limits.cpu) {
+      over_limit_.insert(pool.name);  // Said once per run.
+      Fail(world, "NodePool " + pool.name + " runs " + std::to_string(used.value) +
+                      "m CPU, over its limit of " + std::to_string(pool.limits.cpu->value) + "m");
+    }
+  }
+}
+
+void Checker::CheckOneInstancePerClaim(const sim::World& world) {
+  for (const auto& [id, instance] : world.instances()) {
+    auto& seen = instances_of_[instance.nodeclaim];
+    seen.insert(id);
+    if (seen.size() == 2) {
+      Fail(world, "NodeClaim " + instance.nodeclaim + " has a second instance " + id);
+    }
+  }
+}
+
+void Checker::AfterStep(const sim::World& world, const std::vector<Decision>& decisions) {
+  for (const auto& decision : decisions) {
+    const auto* d = std::get_if<DisruptionDecision>(&decision.body);
+    if (d == nullptr) continue;
+    const bool graceful = d->method == "Emptiness" || d->method == "Drift" ||
+                          d->method.find("Consolidation") != std::string::npos;
+    if (graceful && (d->phase == "executed" || d->phase == "replacing")) {
+      OnGracefulDisruption(world, *d);
+    }
+    if (d->phase == "rolled back") {
+      for (const auto& name : d->nodeclaims) disrupting_.erase(name);
+    }
+  }
+  std::erase_if(disrupting_,
+                [&](const auto& entry) { return !world.nodeclaims().contains(entry.first); });
+  CheckLimits(world);
+  CheckOneInstancePerClaim(world);
+}
+
+bool Checker::PoolCouldHost(const sim::World& world, const NodePool& pool, const Pod& pod) const {
+  for (const auto& taint : pool.taints) {
+    if (taint.effect != TaintEffect::kPreferNoSchedule && !Tolerates(pod.tolerations, taint)) {
+      return false;
+    }
+  }
+  std::vector<std::string> capacity = Allowed(pool, label::kCapacityType);
+  for (const auto& [key, value] : pod.node_selector) {
+    if (key == label::kCapacityType) {
+      if (!Admits(capacity, value)) return false;
+      capacity = {value};
+    } else if (auto l = pool.labels.find(key); l == pool.labels.end() || l->second != value) {
+      return false;
+    }
+  }
+  // What the pool holds, as Karpenter counts it against the limit: every NodeClaim, also those
+  // deleting; one whose instance is gone counted as the pool's largest type (not knowing less).
+  const std::vector<std::string> names = Allowed(pool, label::kInstanceType);
+  Millicores largest{0};
+  for (const auto& [name, type] : types_) {
+    if (Admits(names, name)) largest = std::max(largest, type->cpu);
+  }
+  std::map<std::string, Millicores> claims;
+  for (const auto& [claim, p] : world.nodeclaims()) {
+    if (p == pool.name) claims[claim] = largest;
+  }
+  for (const auto& [id, instance] : world.instances()) {
+    auto type = types_.find(instance.instance_type);
+    auto claim = claims.find(instance.nodeclaim);
+    if (claim != claims.end() && type != types_.end()) claim->second = type->second->cpu;
+  }
+  Millicores used{0};
+  for (const auto& [claim, cpu] : claims) used += cpu;
+  for (const auto& [name, type] : types_) {
+    if (!Admits(names, name)) continue;
+    if (pool.limits.cpu && used + type->cpu > *pool.limits.cpu) continue;
+    Resources need = pod.requests;
+    need.pods = 1;
+    if (!Fits(need, LowerBoundAllocatable(*type))) continue;
+    for (const auto& o : type->offerings) {
+      if (Admits(capacity, o.capacity_type)) return true;
+    }
+  }
+  return false;
+}
+
+void Checker::AtConvergence(const sim::World& world, Nanos settled_since) {
+  for (const auto& [id, instance] : world.instances()) {
+    if (!world.nodeclaims().contains(instance.nodeclaim)) {
+      Fail(world, "instance " + id + " (" + instance.nodeclaim + ") leaked: no NodeClaim owns it");
+    }
+  }
+  for (const auto& [key, pod] : world.pods()) {
+    if (!pod.node_name.empty() || pod.created >= settled_since) continue;
+    for (const auto& pool : scenario_.nodepools) {
+      if (PoolCouldHost(world, pool, pod)) {
+        Fail(world, "pod " + key + " pending since " + ClockOf(pod.created) + " though NodePool " +
+                        pool.name + " could host it");
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace tenon::simtest
