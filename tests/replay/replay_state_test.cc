@@ -30,9 +30,9 @@ TEST(ReplayState, UntilPrintsTheStateAtThatTime) {
   ASSERT_EQ(cli.exit_code, 0) << cli.out;
   char hash[32];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(StateHash(state)));
-  EXPECT_NE(
-      cli.out.find("state at seq " + std::to_string(seq) + ", 2026-01-01T00:03:00Z, hash " + hash),
-      std::string::npos)
+  EXPECT_NE(cli.out.find("state at seq " + std::to_string(state.last_seq.value) +
+                         ", 2026-01-01T00:03:00Z, hash " + hash),
+            std::string::npos)
       << cli.out;
   EXPECT_NE(cli.out.find("nodepool default          weight   0  nodeclaims    2"),
             std::string::npos)
