@@ -207,4 +207,8 @@ inline constexpr Nanos kBudgetScheduleHorizonMax{7 * 24 * 60 * kMinute.value};
 inline constexpr Nanos kHandledMessagesKept{24 * 60 * kMinute.value};
 inline constexpr Nanos kFinishedNodeClaimsKept{60 * kMinute.value};
 
+// "02:14:09", the UTC time of day, and "$0.0981" from micro-dollars per hour.
+std::string ClockText(Nanos at);
+std::string DollarsText(MicroUsdPerHour price);
+
 }  // namespace tenon

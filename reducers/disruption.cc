@@ -21,17 +21,8 @@ namespace {
 
 constexpr const char* kReasonEmpty = "Empty";
 
-std::string TwoDigits(std::int64_t n) {
-  return (n < 10 ? "0" : "") + std::to_string(n);
-}
-
-std::string ClockText(Nanos at) {
-  using namespace std::chrono;
-  sys_time<nanoseconds> t{nanoseconds{at.value}};
-  auto day = floor<days>(t);
-  hh_mm_ss hms{floor<seconds>(t - day)};
-  return TwoDigits(hms.hours().count()) + ":" + TwoDigits(hms.minutes().count()) + ":" +
-         TwoDigits(hms.seconds().count()) + " UTC";
+std::string ClockUtc(Nanos at) {
+  return ClockText(at) + " UTC";
 }
 
 std::string DurationText(Nanos d) {
@@ -95,7 +86,7 @@ Allowance Allowed(const State& state, const NodePool& pool, const std::string& r
         Nanos horizon = std::min(b.duration, kBudgetScheduleHorizonMax);
         auto fired = Cron::Parse(b.schedule).LastFiring(state.now, horizon);
         if (!fired || *fired + b.duration <= state.now) continue;
-        window = ", schedule '" + b.schedule + "' until " + ClockText(*fired + b.duration);
+        window = ", schedule '" + b.schedule + "' until " + ClockUtc(*fired + b.duration);
       } catch (const CronError& e) {
         window = ", unreadable schedule treated as active: " + std::string(e.what());
       }
@@ -240,7 +231,7 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
 bool Protected(const State& state, const Pod& pod, std::string* until) {
   if (!DoNotDisrupt(pod, state.now)) return false;
   if (pod.do_not_disrupt_for.value > 0) {
-    *until = " until " + ClockText(pod.created + pod.do_not_disrupt_for);
+    *until = " until " + ClockUtc(pod.created + pod.do_not_disrupt_for);
   }
   return true;
 }
@@ -296,7 +287,7 @@ std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
   Nanos since = std::max(c.claim->initialized, c.claim->last_pod_change);
   if (c.pool->consolidate_after.value < 0) return "consolidateAfter is Never";
   if (state.now - since < c.pool->consolidate_after) {
-    return "not consolidatable until " + ClockText(since + c.pool->consolidate_after) +
+    return "not consolidatable until " + ClockUtc(since + c.pool->consolidate_after) +
            " (consolidateAfter " + DurationText(c.pool->consolidate_after) + ")";
   }
   return {};
@@ -442,7 +433,7 @@ std::vector<Candidate> Gather(const State& state, const Simulation& sim, const s
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;
     if (blocker.empty() && claim.nominated_until > state.now) {
-      blocker = "nominated for pending pods until " + ClockText(claim.nominated_until);
+      blocker = "nominated for pending pods until " + ClockUtc(claim.nominated_until);
     }
     if (blocker.empty()) blocker = GracefulBlocker(state, c);
     if (!blocker.empty() && !c.why.empty()) blocker = c.why + ", but " + blocker;

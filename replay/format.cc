@@ -9,29 +9,12 @@
 
 namespace tenon::replay {
 
-std::string ClockText(Nanos at) {
-  std::int64_t s = at.value / kSecond.value;
-  char text[32];
-  std::snprintf(text, sizeof text, "%02" PRId64 ":%02" PRId64 ":%02" PRId64, (s / 3600) % 24,
-                (s / 60) % 60, s % 60);
-  return text;
-}
-
 std::string TimestampText(Nanos at) {
   std::time_t s = static_cast<std::time_t>(at.value / kSecond.value);
   std::tm tm{};
   gmtime_r(&s, &tm);
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-std::string DollarsText(MicroUsdPerHour price) {
-  const char* sign = price.value < 0 ? "-" : "";
-  std::int64_t v = price.value < 0 ? -price.value : price.value;
-  char text[40];
-  std::snprintf(text, sizeof text, "%s$%" PRId64 ".%04" PRId64, sign, v / 1'000'000,
-                (v % 1'000'000) / 100);
   return text;
 }
 

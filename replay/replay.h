@@ -57,11 +57,10 @@ log::Seq SeqAtTime(const log::EventLog& log, Nanos until);
 
 // ---- Formatting shared by the incident commands. ----
 
-// "02:14:09" (UTC time of day) and "2026-01-01T02:14:09Z".
-std::string ClockText(Nanos at);
+// "02:14:09" (UTC time of day), "$0.0981" (reducers/core.h) and "2026-01-01T02:14:09Z".
+using tenon::ClockText;
+using tenon::DollarsText;
 std::string TimestampText(Nanos at);
-// "$0.0981"
-std::string DollarsText(MicroUsdPerHour price);
 // Reads "2026-01-01T02:14:09Z" (or without the Z), or "02:14[:09]" on the UTC day of
 // `reference` (the log's first event). nullopt if it is neither.
 std::optional<Nanos> ParseTime(const std::string& text, Nanos reference);

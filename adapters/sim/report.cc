@@ -12,30 +12,13 @@ constexpr std::int64_t kNanosPerHour = 3600 * kSecond.value;
 
 }  // namespace
 
-std::string FormatDollars(std::int64_t micro_usd) {
-  char text[48];
-  const char* sign = micro_usd < 0 ? "-" : "";
-  std::int64_t v = micro_usd < 0 ? -micro_usd : micro_usd;
-  std::snprintf(text, sizeof text, "%s$%" PRId64 ".%04" PRId64, sign, v / 1'000'000,
-                (v % 1'000'000) / 100);
-  return text;
-}
-
-std::string FormatClock(Nanos t) {
-  std::int64_t s = t.value / kSecond.value;
-  char text[32];
-  std::snprintf(text, sizeof text, "%02" PRId64 ":%02" PRId64 ":%02" PRId64, (s / 3600) % 24,
-                (s / 60) % 60, s % 60);
-  return text;
-}
-
 namespace {
 
 std::string Dollars(std::int64_t micro_usd) {
-  return FormatDollars(micro_usd);
+  return DollarsText(MicroUsdPerHour{micro_usd});
 }
 std::string Clock(Nanos t) {
-  return FormatClock(t);
+  return ClockText(t);
 }
 
 std::string Seconds(Nanos d) {

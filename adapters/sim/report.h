@@ -82,10 +82,6 @@ class ReportBuilder : public runtime::Observer {
   std::map<std::string, std::string> claim_pool_;  // NodeClaim -> its NodePool.
 };
 
-// "$1.2345" from micro-dollars; "02:05:00" (UTC time of day).
-std::string FormatDollars(std::int64_t micro_usd);
-std::string FormatClock(Nanos t);
-
 // The report as text (cost every `rows` samples at most, then the figures).
 std::string FormatReport(const Report& report);
 // Two reports side by side, with the difference of each figure.

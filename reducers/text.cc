@@ -1,0 +1,26 @@
+// Prices and times as people read them, for decision reasons, reports and incident tools alike.
+#include "reducers/core.h"
+
+namespace tenon {
+namespace {
+
+// `n` in decimal, zero-padded to `width` digits.
+std::string Padded(std::int64_t n, std::size_t width) {
+  std::string digits = std::to_string(n);
+  return digits.size() >= width ? digits : std::string(width - digits.size(), '0') + digits;
+}
+
+}  // namespace
+
+std::string ClockText(Nanos at) {
+  const std::int64_t s = at.value / kSecond.value;
+  return Padded((s / 3600) % 24, 2) + ":" + Padded((s / 60) % 60, 2) + ":" + Padded(s % 60, 2);
+}
+
+std::string DollarsText(MicroUsdPerHour price) {
+  const std::int64_t v = price.value < 0 ? -price.value : price.value;
+  return std::string(price.value < 0 ? "-" : "") + "$" + std::to_string(v / 1'000'000) + "." +
+         Padded((v % 1'000'000) / 100, 4);
+}
+
+}  // namespace tenon
