@@ -394,17 +394,24 @@ std::vector<Event> World::ScaleWorkloads() {
   return events;
 }
 
-Pod World::NewPod(const WorkloadStep& step) {
+// What a deployment's and a job's pods share: a numbered name and uid, the owner, the template.
+template <class Template>
+Pod World::TemplatePod(const Template& t, const char* owner_kind) {
   Pod pod;
-  pod.ns = step.ns;
-  pod.name = step.name + "-" + std::to_string(next_pod_);
+  pod.ns = t.ns;
+  pod.name = t.name + "-" + std::to_string(next_pod_);
   pod.uid = "uid-" + std::to_string(next_pod_++);
-  pod.requests = step.requests;
-  pod.owner_kind = "ReplicaSet";
+  pod.requests = t.requests;
+  pod.owner_kind = owner_kind;
   pod.created = now_;
-  pod.labels = {{"app", step.name}};
-  pod.node_selector = step.node_selector;
-  pod.tolerations = step.tolerations;
+  pod.labels = {{"app", t.name}};
+  pod.node_selector = t.node_selector;
+  pod.tolerations = t.tolerations;
+  return pod;
+}
+
+Pod World::NewPod(const WorkloadStep& step) {
+  Pod pod = TemplatePod(step, "ReplicaSet");
   pod.do_not_disrupt = step.do_not_disrupt;
   pod.do_not_disrupt_for = step.do_not_disrupt_for;
   pod.termination_grace = step.termination_grace;
@@ -423,16 +430,8 @@ PodUpserted World::AddPending(Pod pod) {
 }
 
 Pod World::NewJobPod(const Job& job) {
-  Pod pod;
-  pod.ns = job.ns;
-  pod.name = job.name + "-" + std::to_string(next_pod_);
-  pod.uid = "uid-" + std::to_string(next_pod_++);
-  pod.requests = job.requests;
-  pod.owner_kind = "Job";
-  pod.created = now_;
-  pod.labels = {{"app", job.name}, {"job-name", job.name}};
-  pod.node_selector = job.node_selector;
-  pod.tolerations = job.tolerations;
+  Pod pod = TemplatePod(job, "Job");
+  pod.labels["job-name"] = job.name;
   return pod;
 }
 

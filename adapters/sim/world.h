@@ -96,6 +96,8 @@ class World : public runtime::Executor {
   std::vector<Event> ScaleWorkloads();
   std::vector<Event> StartJobs();
   Pod NewJobPod(const Job& job);
+  template <class Template>
+  Pod TemplatePod(const Template& t, const char* owner_kind);
   // A new pod, not yet bound, in the cluster; returns its watch event.
   PodUpserted AddPending(Pod pod);
   void StartJobTimer(const Pod& pod);
