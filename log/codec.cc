@@ -1328,6 +1328,9 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
   PutTexts(b.initPendingNodeClaims(state.pending_nodeclaims.size()), state.pending_nodeclaims);
   b.setPendingSinceNs(state.pending_since.value);
   b.setLastDisruptionDigest(state.last_disruption_digest);
+  b.setClusterGeneration(state.cluster_generation);
+  b.setConsolidatedGeneration(state.consolidated_generation);
+  b.setConsolidatedAtNs(state.consolidated_at.value);
   PutValues(b.initPodDisruptionBudgets(state.pdbs.size()), state.pdbs);
   b.setPendingReplacements(state.pending_replacements);
   PutList(b.initReplacing(state.replacing.size()), state.replacing);
@@ -1374,6 +1377,9 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
     state.pending_nodeclaims = GetTexts(r.getPendingNodeClaims());
     state.pending_since = Nanos{r.getPendingSinceNs()};
     state.last_disruption_digest = r.getLastDisruptionDigest();
+    state.cluster_generation = r.getClusterGeneration();
+    state.consolidated_generation = r.getConsolidatedGeneration();
+    state.consolidated_at = Nanos{r.getConsolidatedAtNs()};
     state.pending_replacements = r.getPendingReplacements();
     state.replacing = GetList<ReplacementWait>(r.getReplacing());
   }

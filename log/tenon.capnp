@@ -608,4 +608,7 @@ struct Snapshot {
   handledMessages @38 :List(KeyInt);
   watchesUnsynced @39 :Bool;  # Inverted so that older snapshots read as in sync.
   finishedNodeClaims @40 :List(KeyInt);
+  clusterGeneration @41 :UInt64;
+  consolidatedGeneration @42 :UInt64;
+  consolidatedAtNs @43 :Int64;
 }

@@ -92,6 +92,13 @@ struct State {
   std::map<std::string, Nanos> finished_nodeclaims;
   std::uint64_t last_disruption_digest =
       0;  // Of the last "nothing to do" record, to not repeat it.
+  // Karpenter's consolidation state: a count bumped by every change that could change what
+  // consolidation finds, and its value (and the time) when the last pass found nothing to
+  // consolidate. While the count stands still, consolidation is not recomputed, for at most
+  // kConsolidationRecheck.
+  std::uint64_t cluster_generation = 0;
+  std::uint64_t consolidated_generation = 0;
+  Nanos consolidated_at{0};
 
   BatchWindow batch;
   std::map<CommandId, Command> inflight;  // Issued, no result yet.
@@ -186,7 +193,8 @@ class Simulation {
 
  private:
   const State& state_;
-  std::unique_ptr<SimulationImpl> impl_;
+  std::map<std::string, std::vector<const Pod*>, std::less<>> pods_by_node_;
+  std::unique_ptr<SimulationImpl> impl_;  // Built by the first Without.
 };
 
 inline constexpr const char* kAllocationSpot = "price-capacity-optimized";
@@ -202,6 +210,9 @@ inline constexpr Nanos kEvictionBackoffBase{100 * 1'000'000};    // First retry 
 inline constexpr Nanos kEvictionBackoffMax{10 * kSecond.value};  // Retries back off to this.
 // Disruption (KARPENTER.md, Disruption).
 inline constexpr Nanos kDisruptionPassInterval{10 * kSecond.value};
+// An unchanged cluster is consolidated again after this long anyway: what the core cannot see
+// change (offering availability, budget windows, do-not-disrupt durations) may allow it now.
+inline constexpr Nanos kConsolidationRecheck{5 * kMinute.value};
 inline constexpr Nanos kDisruptionValidation{15 * kSecond.value};
 inline constexpr Nanos kBudgetScheduleHorizonMax{7 * 24 * 60 * kMinute.value};
 inline constexpr Nanos kHandledMessagesKept{24 * 60 * kMinute.value};

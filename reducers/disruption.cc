@@ -161,21 +161,20 @@ struct Pass {
   std::vector<Plan> plans;  // Per selected claim (Emptiness, Drift) or one for the group.
 };
 
-// The labels a claim's node carries as far as its NodePool's requirements are concerned: the
-// instance type's, its zone and capacity type, the pool's, and whatever the node shows.
-Labels ClaimLabels(const State& state, const NodeClaim& claim, const Node* node) {
-  Labels labels;
-  if (auto entry = state.catalog.find(claim.instance_type); entry != state.catalog.end()) {
-    labels = entry->second.labels;
+// A label of a claim's node as far as its NodePool's requirements are concerned: its instance
+// type, zone, capacity type and pool, else what the node shows, else the instance type's.
+std::optional<std::string_view> ClaimLabel(const NodeClaim& claim, const Node* node,
+                                           const CatalogEntry* entry, const std::string& key) {
+  if (key == label::kInstanceType) return claim.instance_type;
+  if (key == label::kZone) return claim.zone;
+  if (key == label::kCapacityType) return claim.capacity_type;
+  if (key == label::kNodePool) return claim.nodepool;
+  for (const Labels* labels :
+       {node != nullptr ? &node->labels : nullptr, entry != nullptr ? &entry->labels : nullptr}) {
+    if (labels == nullptr) continue;
+    if (auto it = labels->find(key); it != labels->end()) return it->second;
   }
-  if (node != nullptr) {
-    for (const auto& [k, v] : node->labels) labels[k] = v;
-  }
-  labels[label::kInstanceType] = claim.instance_type;
-  labels[label::kZone] = claim.zone;
-  labels[label::kCapacityType] = claim.capacity_type;
-  labels[label::kNodePool] = claim.nodepool;
-  return labels;
+  return std::nullopt;
 }
 
 // Why a claim no longer matches what it would be launched as today, or empty.
@@ -212,15 +211,13 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
   if (!claim.instance_type.empty() && !state.catalog.contains(claim.instance_type)) {
     return "instance type " + claim.instance_type + " is no longer offered";
   }
-  Labels labels = ClaimLabels(state, claim, node);
+  auto entry = state.catalog.find(claim.instance_type);
+  const CatalogEntry* type = entry == state.catalog.end() ? nullptr : &entry->second;
   for (const auto& r : pool.requirements) {
     Requirements one;
     one.Add(r);
-    bool ok = one.Matches([&](const std::string& key) {
-      auto it = labels.find(key);
-      return it == labels.end() ? std::optional<std::string_view>()
-                                : std::optional<std::string_view>(it->second);
-    });
+    bool ok =
+        one.Matches([&](const std::string& key) { return ClaimLabel(claim, node, type, key); });
     if (!ok) return "requirement " + one.Describe() + " no longer satisfied";
   }
   return {};
@@ -544,8 +541,9 @@ void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidat
   if (best > 0) pass.plans.push_back(std::move(chosen));
 }
 
-// Single-node: every candidate simulated on its own (no timeout: it is fast enough); the
-// cheapest to disrupt that can go is selected.
+// Single-node: candidates simulated on their own in disruption-cost order (no timeout: it is
+// fast enough); as in Karpenter, the first that can go is selected and the rest wait for the
+// next pass unsimulated.
 void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
                         Pass& pass) {
   Budgets budgets(state, kReasonUnderutilized, pass);
@@ -555,11 +553,13 @@ void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candida
       outcome = budgets.Over(c.claim->nodepool);
       continue;
     }
+    if (!pass.selected.empty()) {
+      outcome = "not simulated: a cheaper-to-disrupt node was selected (one node per pass)";
+      continue;
+    }
     Plan plan = Consult(state, sim, kSingleNode, {&c});
     if (!plan.blocker.empty()) {
       outcome = plan.blocker;
-    } else if (!pass.selected.empty()) {
-      outcome = "could go (" + plan.text + "), but one node per pass";
     } else {
       outcome = "selected: " + plan.text;
       pass.selected.push_back(c.claim->name);
@@ -825,23 +825,32 @@ void PublishConditions(State& state, Seq seq, Output& out) {
 }  // namespace
 
 void AdvanceDisruption(State& state, Seq seq, Output& out) {
+  const std::size_t before = out.commands.size() + out.decisions.size();
   Expire(state, seq, out);
   AdvanceReplacements(state, seq, out);
   if (state.last_disruption_pass.value != 0 &&
       state.now - state.last_disruption_pass < kDisruptionPassInterval) {
+    if (out.commands.size() + out.decisions.size() != before) ++state.cluster_generation;
     return;
   }
   state.last_disruption_pass = state.now;
   PublishConditions(state, seq, out);
+  if (out.commands.size() + out.decisions.size() != before) ++state.cluster_generation;
   if (!state.pending_method.empty()) {
     if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, seq, out);
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
+  // Karpenter's consolidation state: consolidation that found nothing is not recomputed until
+  // the cluster changes, or kConsolidationRecheck has passed. Drift and expiration still are.
+  const bool consolidated = state.consolidated_generation == state.cluster_generation &&
+                            state.consolidated_at.value != 0 &&
+                            state.now - state.consolidated_at < kConsolidationRecheck;
   // Karpenter's order: the first method with something to do acts; the others wait.
   Simulation sim(state);
   std::vector<std::pair<std::string, Pass>> passes;
   for (const char* method : {kEmptiness, kSoftExpiration, kDrift, kMultiNode, kSingleNode}) {
     if (method == std::string(kSoftExpiration) && !state.settings.soft_expiration) continue;
+    if (consolidated && (IsConsolidation(method) || method == std::string(kEmptiness))) continue;
     Pass pass = Evaluate(state, method, sim);
     if (!pass.selected.empty()) {
       state.pending_method = method;
@@ -860,7 +869,14 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
       passes.emplace_back(method, std::move(pass));
     }
   }
-  // Blocked candidates are recorded when what blocks them changes, not every 10 s.
+  // Nothing to consolidate at this generation of the cluster.
+  if (!consolidated) {
+    state.consolidated_generation = state.cluster_generation;
+    state.consolidated_at = state.now;
+  }
+  // Blocked candidates are recorded when what blocks them changes, not every 10 s; a pass that
+  // skipped consolidation has not seen them change.
+  if (consolidated) return;
   std::string text;
   for (const auto& [method, pass] : passes) text += method + "\n" + Summary(pass);
   std::uint64_t digest = passes.empty() ? 0 : XXH3_64bits(text.data(), text.size());

@@ -264,6 +264,9 @@ std::uint64_t StateHash(const State& s) {
   // Fields added later are hashed only when set, so snapshots written before them keep their
   // stored hash and an upgraded controller recovers from them.
   if (!s.finished_nodeclaims.empty()) All(h, s.finished_nodeclaims);
+  if (s.cluster_generation != 0 || s.consolidated_generation != 0) {
+    All(h, s.cluster_generation, s.consolidated_generation, s.consolidated_at);
+  }
   return h.Digest();
 }
 

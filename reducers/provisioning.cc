@@ -6,6 +6,8 @@
 // CreateNodeClaim + LaunchInstances commands, and the whole pass becomes one decision record.
 #include <algorithm>
 #include <cassert>
+#include <set>
+#include <string_view>
 
 #include "reducers/internal.h"
 
@@ -89,10 +91,13 @@ void Provision(State& state, Seq seq, Nanos opened, Output& out) {
   }
   // Karpenter's nomination: capacity chosen for pending pods is not disrupted while they are
   // on their way to it (twice the longest batch).
+  std::set<std::string_view> targets;
   for (const PodOutcome& outcome : decision.pods) {
-    if (outcome.target.empty() || outcome.target[0] == '#') continue;
+    if (!outcome.target.empty() && outcome.target[0] != '#') targets.insert(outcome.target);
+  }
+  if (!targets.empty()) {
     for (auto& [name, claim] : state.nodeclaims) {
-      if (name == outcome.target || claim.node_name == outcome.target) {
+      if (targets.contains(name) || targets.contains(claim.node_name)) {
         claim.nominated_until = state.now + state.settings.batch_max + state.settings.batch_max;
       }
     }

@@ -873,14 +873,12 @@ struct SimulationImpl {
   explicit SimulationImpl(const State& state) : pass(state, none) {}
   std::set<std::string> none;  // Declared first: the pass keeps a reference to it.
   core::Pass pass;
-  std::map<std::string, std::vector<const Pod*>, std::less<>> pods_by_node;
 };
 
 Simulation::Simulation(const State& state) : state_(state) {
-  impl_ = std::make_unique<SimulationImpl>(state);
   for (const auto& [key, pod] : state.pods) {
     if (!pod.node_name.empty() && core::IsReschedulable(pod)) {
-      impl_->pods_by_node[pod.node_name].push_back(&pod);
+      pods_by_node_[pod.node_name].push_back(&pod);
     }
   }
 }
@@ -890,8 +888,8 @@ Simulation::~Simulation() = default;
 std::vector<const Pod*> Simulation::PodsOf(const std::string& nodeclaim) const {
   auto claim = state_.nodeclaims.find(nodeclaim);
   if (claim == state_.nodeclaims.end() || claim->second.node_name.empty()) return {};
-  auto it = impl_->pods_by_node.find(claim->second.node_name);
-  return it == impl_->pods_by_node.end() ? std::vector<const Pod*>{} : it->second;
+  auto it = pods_by_node_.find(claim->second.node_name);
+  return it == pods_by_node_.end() ? std::vector<const Pod*>{} : it->second;
 }
 
 ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
@@ -907,6 +905,9 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
     pods.insert(pods.end(), mine.begin(), mine.end());
   }
   std::sort(pods.begin(), pods.end(), core::SortsBefore);
+  // The pass over the whole cluster is built on the first question: most disruption passes
+  // find no candidate worth simulating.
+  if (impl_ == nullptr) impl_ = std::make_unique<SimulationImpl>(state_);
   impl_->pass.BeginTrial(nodes, pods);
   ScheduleResult result = impl_->pass.Run(pods);
   impl_->pass.EndTrial();

@@ -22,8 +22,10 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   ExpireUnavailableOfferings(state);
   // Lifecycle (registration, termination) goes on regardless; choosing what to launch or
   // remove waits until the cluster has been read whole.
+  const std::size_t before = out.commands.size() + out.decisions.size();
   if (state.watches_synced) MaybeProvision(state, seq, out);
   AdvanceLifecycle(state, seq, out);
+  if (out.commands.size() + out.decisions.size() != before) ++state.cluster_generation;
   if (state.watches_synced) AdvanceDisruption(state, seq, out);
 }
 
@@ -43,6 +45,25 @@ void OnCatalog(State& state, const CatalogRefreshed& refreshed) {
   }
 }
 
+// Whether folding `event` could change what consolidation finds. Ticks count through what
+// they do (AdvanceDisruption); a pod only when it changed (OnPodUpserted); a command's result
+// unless the command only published status or acknowledged a message.
+bool ChangesCluster(const State& state, const Event& event) {
+  if (std::holds_alternative<Tick>(event) || std::holds_alternative<PodUpserted>(event)) {
+    return false;
+  }
+  if (const auto* done = std::get_if<CommandSucceeded>(&event)) {
+    auto it = state.inflight.find(done->command);
+    if (it != state.inflight.end() &&
+        (std::holds_alternative<PatchNodeClaimStatus>(it->second.body) ||
+         std::holds_alternative<PatchNodePoolStatus>(it->second.body) ||
+         std::holds_alternative<AcknowledgeMessage>(it->second.body))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // A NodePool, EC2NodeClass or the catalog changed: pods left pending (perhaps for want of
 // exactly this) are planned for again in the next batch.
 void ReconsiderPendingPods(State& state) {
@@ -55,6 +76,10 @@ void ReconsiderPendingPods(State& state) {
 
 void OnPodUpserted(State& state, const Pod& pod) {
   Pod& slot = state.pods[PodKey(pod.ns, pod.name)];
+  // A pending pod reported again unchanged (kube-scheduler's retries) changes nothing
+  // consolidation could see.
+  if (slot == pod) return;
+  ++state.cluster_generation;
   if (slot.node_name != pod.node_name) {
     NotePodMoved(state, slot.node_name);
     NotePodMoved(state, pod.node_name);
@@ -85,6 +110,7 @@ std::string OfferingKey(const std::string& type, const std::string& zone,
 Output Step(State& state, Seq seq, const Event& event) {
   assert(seq > state.last_seq);
   state.last_seq = seq;
+  if (ChangesCluster(state, event)) ++state.cluster_generation;
   Output out;
   std::visit(
       Overloaded{
