@@ -201,12 +201,19 @@ void Pass::BuildExistingBins() {
       if (claim != state_.nodeclaims.end()) leaving.insert(claim->second.node_name);
     }
   }
+  // One allocation: growing the vector would hold two copies of thousands of bins at once.
+  existing_.reserve(existing_.size() + state_.nodes.size() + state_.nodeclaims.size());
   for (const auto& [name, node] : state_.nodes) {
     if (leaving.contains(name)) continue;
     Bin bin;
     bin.name = name;
-    bin.labels = node.labels;
-    bin.labels[label::kHostname] = name;
+    if (auto host = node.labels.find(label::kHostname);
+        host != node.labels.end() && host->second == name) {
+      bin.node_labels = &node.labels;
+    } else {
+      bin.own_labels = node.labels;
+      bin.own_labels[label::kHostname] = name;
+    }
     for (const auto& t : node.taints) {
       if (!Ephemeral(t)) bin.taints.push_back(t);
     }
@@ -233,17 +240,17 @@ void Pass::BuildExistingBins() {
     if (claim.deleting || excluded_.contains(name)) continue;
     Bin bin;
     bin.name = name;
-    bin.labels = pool->second.labels;
-    bin.labels[label::kNodePool] = claim.nodepool;
-    bin.labels[label::kHostname] = name;
+    bin.own_labels = pool->second.labels;
+    bin.own_labels[label::kNodePool] = claim.nodepool;
+    bin.own_labels[label::kHostname] = name;
     for (const auto& r : claim.requirements) {
-      if (r.op == RequirementOp::kIn && r.values.size() == 1) bin.labels[r.key] = r.values[0];
+      if (r.op == RequirementOp::kIn && r.values.size() == 1) bin.own_labels[r.key] = r.values[0];
     }
     if (auto type = state_.catalog.find(claim.instance_type); type != state_.catalog.end()) {
-      for (const auto& [k, v] : type->second.labels) bin.labels[k] = v;
+      for (const auto& [k, v] : type->second.labels) bin.own_labels[k] = v;
     }
-    if (!claim.zone.empty()) bin.labels[label::kZone] = claim.zone;
-    if (!claim.capacity_type.empty()) bin.labels[label::kCapacityType] = claim.capacity_type;
+    if (!claim.zone.empty()) bin.own_labels[label::kZone] = claim.zone;
+    if (!claim.capacity_type.empty()) bin.own_labels[label::kCapacityType] = claim.capacity_type;
     bin.taints = pool->second.taints;
     bin.remaining = claim.allocatable;
     by_name[name] = existing_.size();
@@ -251,7 +258,7 @@ void Pass::BuildExistingBins() {
   }
   existing_by_name_.insert(by_name.begin(), by_name.end());
   for (Bin& bin : existing_) {
-    if (auto zone = bin.labels.find(label::kZone); zone != bin.labels.end())
+    if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end())
       bin.zone = zone->second;
   }
   for (const auto& [key, pod] : state_.pods) {
@@ -485,20 +492,20 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   };
   if (!TolerantOf(v, bin.taints, nullptr)) return never();
   bool match = v.requirements.Matches([&](const std::string& key) {
-    auto it = bin.labels.find(key);
-    return it == bin.labels.end() ? std::optional<std::string_view>()
+    auto it = bin.labels().find(key);
+    return it == bin.labels().end() ? std::optional<std::string_view>()
                                   : std::optional<std::string_view>(it->second);
   });
   if (!match) return never();
   if (!PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;
-  if (!topology_.Check(v, bin.name, &bin.labels, nullptr, nullptr, nullptr, nullptr, &memo_)) {
+  if (!topology_.Check(v, bin.name, &bin.labels(), nullptr, nullptr, nullptr, nullptr, &memo_)) {
     return topology_.RefusalOutlivesTrial(v, bin.name) ? never() : false;
   }
   Save(bin);
   bin.remaining = bin.remaining - v.need;
   rooms_[index] = RoomOf(bin);
   existing_room_dirty_ = true;
-  topology_.Record(v, bin.name, &bin.labels, nullptr, nullptr);
+  topology_.Record(v, bin.name, &bin.labels(), nullptr, nullptr);
   Commit(v, bin);
   return true;
 }
