@@ -271,8 +271,7 @@ void Report(const Args& args, double rss_start, double rss_built, double rss_pea
   std::printf("  the controller's State alone (heap) %7.1f   (a second copy, folded by replay)\n",
               state_heap_mb);
   std::printf("    of which pods / nodes / NodeClaims / catalog  %.1f / %.1f / %.1f / %.1f\n",
-              core.pods_heap_mb, core.nodes_heap_mb, core.nodeclaims_heap_mb,
-              core.catalog_heap_mb);
+              core.pods_heap_mb, core.nodes_heap_mb, core.nodeclaims_heap_mb, core.catalog_heap_mb);
   std::printf("  peak minus World and scenario       %7.1f   (the controller's estimate)\n",
               controller_peak);
   std::printf("\ncpu over %" PRId64 " virtual seconds (%.1f s wall)\n", args.churn_seconds,

@@ -494,7 +494,7 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   bool match = v.requirements.Matches([&](const std::string& key) {
     auto it = bin.labels().find(key);
     return it == bin.labels().end() ? std::optional<std::string_view>()
-                                  : std::optional<std::string_view>(it->second);
+                                    : std::optional<std::string_view>(it->second);
   });
   if (!match) return never();
   if (!PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;

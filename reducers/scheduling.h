@@ -159,7 +159,7 @@ struct Bin {
   const Labels* node_labels = nullptr;
   Labels own_labels;
   const Labels& labels() const { return node_labels != nullptr ? *node_labels : own_labels; }
-  std::string zone;      // Existing bins: their zone label, if any.
+  std::string zone;  // Existing bins: their zone label, if any.
   std::vector<Taint> taints;
   Resources remaining;        // Existing bins only.
   Requirements requirements;  // Planned claims only.
