@@ -39,7 +39,7 @@ tenon::State MakeState(int nodes, int pods_per_node, int pools) {
       pod.ns = "default";
       pod.name = "web-" + std::to_string(n) + "-" + std::to_string(i);
       pod.node_name = node.name;
-      pod.phase = "Running";
+      pod.phase = tenon::PodPhase::kRunning;
       pod.requests.cpu = tenon::Millicores(250);
       pod.requests.memory = tenon::Bytes(256LL << 20);
       state.pods[pod.ns + "/" + pod.name] = pod;

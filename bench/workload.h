@@ -36,7 +36,7 @@ struct PodFactory {
 
   Pod Plain() {
     Pod pod = Make();
-    pod.labels["my-label"] = Value();
+    pod.labels.Mutable()["my-label"] = Value();
     return pod;
   }
 
@@ -46,18 +46,18 @@ struct PodFactory {
     c.max_skew = 1;
     c.topology_key = key;
     c.selector.match_labels["my-label"] = Value();
-    pod.topology_spread.push_back(c);
+    pod.constraints.Mutable().topology_spread.push_back(c);
     return pod;
   }
 
   Pod SelfAffinity(const char* key) {
     Pod pod = Make();
     std::string v = Value();
-    pod.labels["my-affinity"] = v;
+    pod.labels.Mutable()["my-affinity"] = v;
     PodAffinityTerm term;
     term.selector.match_labels["my-affinity"] = v;
     term.topology_key = key;
-    pod.pod_affinity_required.push_back(term);
+    pod.constraints.Mutable().pod_affinity_required.push_back(term);
     return pod;
   }
 
@@ -65,11 +65,11 @@ struct PodFactory {
   // domain) rather than among all of them.
   Pod AntiAffinity(const char* key, bool per_value = false) {
     Pod pod = Make();
-    pod.labels["app"] = per_value ? "nginx-" + Value() : "nginx";
+    pod.labels.Mutable()["app"] = per_value ? "nginx-" + Value() : "nginx";
     PodAffinityTerm term;
-    term.selector.match_labels["app"] = pod.labels["app"];
+    term.selector.match_labels["app"] = pod.labels->at("app");
     term.topology_key = key;
-    pod.pod_anti_affinity_required.push_back(term);
+    pod.constraints.Mutable().pod_anti_affinity_required.push_back(term);
     return pod;
   }
 
@@ -78,17 +78,17 @@ struct PodFactory {
     NodeSelectorTerm nowhere;
     nowhere.weight = 10;
     nowhere.requirements.push_back({label::kZone, RequirementOp::kIn, {"us-east-1-nowhere"}, 0});
-    pod.node_affinity_preferred.push_back(nowhere);
+    pod.constraints.Mutable().node_affinity_preferred.push_back(nowhere);
     PodAffinityTerm apart;
     apart.weight = 5;
-    apart.selector.match_labels["my-label"] = pod.labels["my-label"];
+    apart.selector.match_labels["my-label"] = pod.labels->at("my-label");
     apart.topology_key = label::kHostname;
-    pod.pod_anti_affinity_preferred.push_back(apart);
+    pod.constraints.Mutable().pod_anti_affinity_preferred.push_back(apart);
     TopologySpreadConstraint soft;
     soft.topology_key = label::kZone;
     soft.do_not_schedule = false;
-    soft.selector.match_labels["my-label"] = pod.labels["my-label"];
-    pod.topology_spread.push_back(soft);
+    soft.selector.match_labels["my-label"] = pod.labels->at("my-label");
+    pod.constraints.Mutable().topology_spread.push_back(soft);
     return pod;
   }
 };
@@ -183,7 +183,7 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
       continue;
     }
     pod->second.node_name = "node-" + outcome.target.substr(1);
-    pod->second.phase = "Running";
+    pod->second.phase = PodPhase::kRunning;
     pod->second.unschedulable = false;
   }
   pool.requirements.erase(pool.requirements.begin());  // Any type from now on.

@@ -101,7 +101,8 @@ void PrintState(const State& state) {
   std::vector<std::string> pending;
   for (const auto& [key, pod] : state.pods) {
     if (pod.node_name.empty()) {
-      if (pod.phase != "Succeeded" && pod.phase != "Failed") pending.push_back(key);
+      if (pod.phase != PodPhase::kSucceeded && pod.phase != PodPhase::kFailed)
+        pending.push_back(key);
     } else {
       pods_on[pod.node_name].push_back(key);
     }

@@ -349,29 +349,30 @@ std::optional<V> GetOpt(s::OptionalInt64::Reader r) {
 }
 
 void Put(s::Pod::Builder b, const Pod& p) {
+  const PodConstraints& c = *p.constraints;
   b.setNamespace(T(p.ns));
   b.setName(T(p.name));
   b.setUid(T(p.uid));
   Put(b.initRequests(), p.requests);
   b.setNodeName(T(p.node_name));
   b.setUnschedulable(p.unschedulable);
-  b.setPhase(T(p.phase));
+  b.setPhase(PodPhaseText(p.phase));
   b.setOwnerKind(T(p.owner_kind));
   b.setCreatedNs(p.created.value);
-  Put(b.initLabels(p.labels.size()), p.labels);
-  Put(b.initNodeSelector(p.node_selector.size()), p.node_selector);
-  PutList(b.initTolerations(p.tolerations.size()), p.tolerations);
-  PutList(b.initNodeAffinityRequired(p.node_affinity_required.size()), p.node_affinity_required);
-  PutList(b.initNodeAffinityPreferred(p.node_affinity_preferred.size()), p.node_affinity_preferred);
-  PutList(b.initPodAffinityRequired(p.pod_affinity_required.size()), p.pod_affinity_required);
-  PutList(b.initPodAffinityPreferred(p.pod_affinity_preferred.size()), p.pod_affinity_preferred);
-  PutList(b.initPodAntiAffinityRequired(p.pod_anti_affinity_required.size()),
-          p.pod_anti_affinity_required);
-  PutList(b.initPodAntiAffinityPreferred(p.pod_anti_affinity_preferred.size()),
-          p.pod_anti_affinity_preferred);
-  PutList(b.initTopologySpread(p.topology_spread.size()), p.topology_spread);
-  PutTexts(b.initVolumeClaims(p.volume_claims.size()), p.volume_claims);
-  PutList(b.initHostPorts(p.host_ports.size()), p.host_ports);
+  Put(b.initLabels(p.labels->size()), *p.labels);
+  Put(b.initNodeSelector(c.node_selector.size()), c.node_selector);
+  PutList(b.initTolerations(c.tolerations.size()), c.tolerations);
+  PutList(b.initNodeAffinityRequired(c.node_affinity_required.size()), c.node_affinity_required);
+  PutList(b.initNodeAffinityPreferred(c.node_affinity_preferred.size()), c.node_affinity_preferred);
+  PutList(b.initPodAffinityRequired(c.pod_affinity_required.size()), c.pod_affinity_required);
+  PutList(b.initPodAffinityPreferred(c.pod_affinity_preferred.size()), c.pod_affinity_preferred);
+  PutList(b.initPodAntiAffinityRequired(c.pod_anti_affinity_required.size()),
+          c.pod_anti_affinity_required);
+  PutList(b.initPodAntiAffinityPreferred(c.pod_anti_affinity_preferred.size()),
+          c.pod_anti_affinity_preferred);
+  PutList(b.initTopologySpread(c.topology_spread.size()), c.topology_spread);
+  PutTexts(b.initVolumeClaims(c.volume_claims.size()), c.volume_claims);
+  PutList(b.initHostPorts(c.host_ports.size()), c.host_ports);
   b.setNominatedNode(T(p.nominated_node));
   b.setDoNotDisrupt(p.do_not_disrupt);
   b.setPriorityClass(T(p.priority_class));
@@ -381,6 +382,21 @@ void Put(s::Pod::Builder b, const Pod& p) {
          p.priority ? std::optional<std::int64_t>(*p.priority) : std::optional<std::int64_t>());
   b.setDeletionCost(p.deletion_cost);
 }
+PodConstraints GetConstraints(s::Pod::Reader r) {
+  PodConstraints c;
+  c.node_selector = GetLabels(r.getNodeSelector());
+  c.tolerations = GetList<Toleration>(r.getTolerations());
+  c.node_affinity_required = GetList<NodeSelectorTerm>(r.getNodeAffinityRequired());
+  c.node_affinity_preferred = GetList<NodeSelectorTerm>(r.getNodeAffinityPreferred());
+  c.pod_affinity_required = GetList<PodAffinityTerm>(r.getPodAffinityRequired());
+  c.pod_affinity_preferred = GetList<PodAffinityTerm>(r.getPodAffinityPreferred());
+  c.pod_anti_affinity_required = GetList<PodAffinityTerm>(r.getPodAntiAffinityRequired());
+  c.pod_anti_affinity_preferred = GetList<PodAffinityTerm>(r.getPodAntiAffinityPreferred());
+  c.topology_spread = GetList<TopologySpreadConstraint>(r.getTopologySpread());
+  c.volume_claims = GetTexts(r.getVolumeClaims());
+  c.host_ports = GetList<HostPort>(r.getHostPorts());
+  return c;
+}
 Pod Get(s::Pod::Reader r) {
   Pod p;
   p.ns = S(r.getNamespace());
@@ -389,21 +405,11 @@ Pod Get(s::Pod::Reader r) {
   p.requests = Get(r.getRequests());
   p.node_name = S(r.getNodeName());
   p.unschedulable = r.getUnschedulable();
-  p.phase = S(r.getPhase());
+  p.phase = PodPhaseFrom(S(r.getPhase()));
   p.owner_kind = S(r.getOwnerKind());
   p.created = Nanos{r.getCreatedNs()};
   p.labels = GetLabels(r.getLabels());
-  p.node_selector = GetLabels(r.getNodeSelector());
-  p.tolerations = GetList<Toleration>(r.getTolerations());
-  p.node_affinity_required = GetList<NodeSelectorTerm>(r.getNodeAffinityRequired());
-  p.node_affinity_preferred = GetList<NodeSelectorTerm>(r.getNodeAffinityPreferred());
-  p.pod_affinity_required = GetList<PodAffinityTerm>(r.getPodAffinityRequired());
-  p.pod_affinity_preferred = GetList<PodAffinityTerm>(r.getPodAffinityPreferred());
-  p.pod_anti_affinity_required = GetList<PodAffinityTerm>(r.getPodAntiAffinityRequired());
-  p.pod_anti_affinity_preferred = GetList<PodAffinityTerm>(r.getPodAntiAffinityPreferred());
-  p.topology_spread = GetList<TopologySpreadConstraint>(r.getTopologySpread());
-  p.volume_claims = GetTexts(r.getVolumeClaims());
-  p.host_ports = GetList<HostPort>(r.getHostPorts());
+  p.constraints = GetConstraints(r);
   p.nominated_node = S(r.getNominatedNode());
   p.do_not_disrupt = r.getDoNotDisrupt();
   p.priority_class = S(r.getPriorityClass());
@@ -1386,7 +1392,10 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
   for (auto p : r.getNodePools()) state.nodepools[S(p.getName())] = Get(p);
   for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
   for (auto e : r.getCatalog()) state.catalog[S(e.getType().getName())] = Get(e);
-  for (auto p : r.getPods()) state.pods[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
+  for (auto p : r.getPods()) {
+    Pod& pod = state.pods[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
+    state.pod_parts.Share(pod);
+  }
   for (auto n : r.getNodes()) state.nodes[S(n.getName())] = Get(n);
   for (auto c : r.getNodeClaims()) state.nodeclaims[S(c.getName())] = Get(c);
   for (auto u : r.getUnavailableOfferings()) {

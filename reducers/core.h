@@ -31,6 +31,62 @@ struct CatalogEntry {
   friend bool operator==(const CatalogEntry&, const CatalogEntry&) = default;
 };
 
+// A content hash of the values pods share (Shared<T> in model.h), for the Interner.
+std::uint64_t ValueHash(const Labels& labels);
+std::uint64_t ValueHash(const PodConstraints& constraints);
+
+// One copy of each distinct value, so equal values held as Shared<T> share their memory. Only
+// memory sees it: no output, hash or snapshot depends on which copy a holder points at. A
+// value no holder keeps any more is dropped when the table has grown well past what was live.
+template <class T>
+class Interner {
+ public:
+  void Intern(Shared<T>& value) {
+    if (!value.ptr_) return;
+    if (*value.ptr_ == T{}) {
+      value.ptr_.reset();
+      return;
+    }
+    std::vector<std::shared_ptr<T>>& same_hash = by_hash_[ValueHash(*value.ptr_)];
+    for (const auto& kept : same_hash) {
+      if (*kept == *value.ptr_) {
+        value.ptr_ = kept;
+        return;
+      }
+    }
+    same_hash.push_back(value.ptr_);
+    if (++kept_ > 2 * live_ + kSlack) Prune();
+  }
+  std::size_t size() const { return kept_; }
+
+ private:
+  static constexpr std::size_t kSlack = 256;
+  void Prune() {
+    for (auto it = by_hash_.begin(); it != by_hash_.end();) {
+      std::erase_if(it->second, [](const auto& kept) { return kept.use_count() == 1; });
+      it = it->second.empty() ? by_hash_.erase(it) : std::next(it);
+    }
+    kept_ = 0;
+    for (const auto& [hash, same_hash] : by_hash_) kept_ += same_hash.size();
+    live_ = kept_;
+  }
+  std::map<std::uint64_t, std::vector<std::shared_ptr<T>>> by_hash_;
+  std::size_t kept_ = 0;
+  std::size_t live_ = 0;
+};
+
+// What pods share: their labels and constraints, one copy of each distinct value. A cache, not
+// part of the State's value: two States are equal whatever their caches hold.
+struct SharedPodParts {
+  Interner<Labels> labels;
+  Interner<PodConstraints> constraints;
+  void Share(Pod& pod) {
+    labels.Intern(pod.labels);
+    constraints.Intern(pod.constraints);
+  }
+  friend bool operator==(const SharedPodParts&, const SharedPodParts&) { return true; }
+};
+
 struct BatchWindow {
   bool open = false;
   Nanos opened{0};
@@ -61,6 +117,7 @@ struct State {
   std::map<std::string, NodeClass> nodeclasses;
   std::map<std::string, CatalogEntry> catalog;
   std::map<std::string, Pod> pods;  // Keyed by namespace/name.
+  SharedPodParts pod_parts;         // Each pod's labels and constraints, shared.
   std::map<std::string, Node> nodes;
   std::map<std::string, NodeClaim> nodeclaims;
   std::map<std::string, DaemonSet> daemonsets;        // Keyed by namespace/name.

@@ -246,7 +246,8 @@ std::string GracefulBlocker(const State& state, const Candidate& c) {
   for (const Pod* pod : c.pods) {
     std::vector<const PodDisruptionBudget*> matching;
     for (const auto& [key, pdb] : state.pdbs) {
-      if (pdb.ns == pod->ns && SelectorMatches(pdb.selector, pod->labels)) matching.push_back(&pdb);
+      if (pdb.ns == pod->ns && SelectorMatches(pdb.selector, *pod->labels))
+        matching.push_back(&pdb);
     }
     std::string name = PodKey(pod->ns, pod->name);
     if (matching.size() > 1) {

@@ -119,12 +119,16 @@ void H(Hasher& h, const TopologySpreadConstraint& c) {
 void H(Hasher& h, const HostPort& p) {
   All(h, p.port, p.protocol, p.host_ip);
 }
+// The fields in the order the hash has always taken them, the phase as its text, so a state
+// hashes the same however its pods are laid out in memory.
 void H(Hasher& h, const Pod& p) {
-  All(h, p.ns, p.name, p.uid, p.requests, p.node_name, p.unschedulable, p.phase, p.owner_kind,
-      p.created, p.labels, p.node_selector, p.tolerations);
-  All(h, p.node_affinity_required, p.node_affinity_preferred, p.pod_affinity_required,
-      p.pod_affinity_preferred, p.pod_anti_affinity_required, p.pod_anti_affinity_preferred,
-      p.topology_spread, p.volume_claims, p.host_ports, p.nominated_node);
+  const PodConstraints& c = *p.constraints;
+  All(h, p.ns, p.name, p.uid, p.requests, p.node_name, p.unschedulable,
+      std::string(PodPhaseText(p.phase)), p.owner_kind, p.created, *p.labels, c.node_selector,
+      c.tolerations);
+  All(h, c.node_affinity_required, c.node_affinity_preferred, c.pod_affinity_required,
+      c.pod_affinity_preferred, c.pod_anti_affinity_required, c.pod_anti_affinity_preferred,
+      c.topology_spread, c.volume_claims, c.host_ports, p.nominated_node);
   All(h, p.do_not_disrupt, p.do_not_disrupt_for, p.priority_class, p.termination_grace, p.priority,
       p.deletion_cost);
 }
@@ -267,6 +271,20 @@ std::uint64_t StateHash(const State& s) {
   if (s.cluster_generation != 0 || s.consolidated_generation != 0) {
     All(h, s.cluster_generation, s.consolidated_generation, s.consolidated_at);
   }
+  return h.Digest();
+}
+
+std::uint64_t ValueHash(const Labels& labels) {
+  Hasher h;
+  H(h, labels);
+  return h.Digest();
+}
+
+std::uint64_t ValueHash(const PodConstraints& c) {
+  Hasher h;
+  All(h, c.node_selector, c.tolerations, c.node_affinity_required, c.node_affinity_preferred);
+  All(h, c.pod_affinity_required, c.pod_affinity_preferred, c.pod_anti_affinity_required,
+      c.pod_anti_affinity_preferred, c.topology_spread, c.volume_claims, c.host_ports);
   return h.Digest();
 }
 

@@ -13,7 +13,7 @@ namespace tenon::core {
 bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
 // A pod that still holds its node's resources (not Succeeded or Failed).
 inline bool IsActive(const Pod& pod) {
-  return pod.phase != "Succeeded" && pod.phase != "Failed";
+  return pod.phase != PodPhase::kSucceeded && pod.phase != PodPhase::kFailed;
 }
 
 // A pod that would have to move if its node went: active, not a DaemonSet or mirror pod.

@@ -7,6 +7,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -45,6 +46,38 @@ inline constexpr Nanos kMinute{60 * kSecond.value};
 inline constexpr Bytes kMebibyte{1 << 20};
 
 using Labels = std::map<std::string, std::string>;
+
+// A value held out of line, immutable and shared by its copies: copying a Shared<T> copies a
+// pointer. It reads as T{} when it holds nothing and compares by value, so the sharing is seen
+// by memory only, never by ==, the state hash or the codec. Pods of one template hold their
+// labels and constraints this way, and the State keeps one copy of each distinct value (see
+// SharedParts in core.h).
+template <class T>
+class Shared {
+ public:
+  Shared() = default;
+  Shared(T value)  // NOLINT(google-explicit-constructor): a Shared<T> stands for its T.
+      : ptr_(value == Empty() ? nullptr : std::make_shared<T>(std::move(value))) {}
+  const T& operator*() const { return ptr_ ? *ptr_ : Empty(); }
+  const T* operator->() const { return &**this; }
+  // The value to change in place: this holder's own copy, made first unless it already is the
+  // only holder. Take it while building a value; a copy of this Shared made while the reference
+  // is still held would see the changes too.
+  T& Mutable() {
+    if (!ptr_ || ptr_.use_count() > 1) ptr_ = std::make_shared<T>(**this);
+    return *ptr_;
+  }
+  friend bool operator==(const Shared& a, const Shared& b) { return a.ptr_ == b.ptr_ || *a == *b; }
+
+ private:
+  template <class>
+  friend class Interner;
+  static const T& Empty() {
+    static const T empty{};
+    return empty;
+  }
+  std::shared_ptr<T> ptr_;
+};
 
 // Requests, capacity and allocatable. `extended` holds every other resource by its Kubernetes
 // name (nvidia.com/gpu, aws.amazon.com/neuron, ...), in its integer unit; a key that is absent
@@ -205,17 +238,10 @@ struct ContainerRequests {
   friend bool operator==(const ContainerRequests&, const ContainerRequests&) = default;
 };
 
-struct Pod {
-  std::string ns;
-  std::string name;
-  std::string uid;
-  Resources requests;  // Effective requests (PodRequests in core.h): init, sidecars, overhead.
-  std::string node_name;
-  bool unschedulable = false;  // PodScheduled=False, reason=Unschedulable.
-  std::string phase = "Pending";
-  std::string owner_kind;  // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
-  Nanos created{0};
-  Labels labels;
+// What a pod asks of the node it runs on and of its neighbours, beyond its requests. Most
+// pods set none of it and the pods of one template all set the same, so a Pod holds it out of
+// line, shared (Pod::constraints).
+struct PodConstraints {
   Labels node_selector;
   std::vector<Toleration> tolerations;
   std::vector<NodeSelectorTerm> node_affinity_required;  // ORed terms.
@@ -227,12 +253,33 @@ struct Pod {
   std::vector<TopologySpreadConstraint> topology_spread;
   std::vector<std::string> volume_claims;  // PersistentVolumeClaim names in the pod's namespace.
   std::vector<HostPort> host_ports;
+  friend bool operator==(const PodConstraints&, const PodConstraints&) = default;
+};
+
+// status.phase. The core does not read it; it is kept, hashed and logged as its text.
+enum class PodPhase : std::uint8_t { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+const char* PodPhaseText(PodPhase phase);
+// "Pending", "Running", ... as Kubernetes spells them; any other text is kUnknown.
+PodPhase PodPhaseFrom(const std::string& text);
+
+struct Pod {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  Resources requests;  // Effective requests (PodRequests in core.h): init, sidecars, overhead.
+  std::string node_name;
+  bool unschedulable = false;  // PodScheduled=False, reason=Unschedulable.
+  PodPhase phase = PodPhase::kPending;
+  bool do_not_disrupt = false;     // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
+  std::int32_t deletion_cost = 0;  // Annotation controller.kubernetes.io/pod-deletion-cost.
+  std::string owner_kind;          // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
+  Nanos created{0};
+  Shared<Labels> labels;
+  Shared<PodConstraints> constraints;
   std::string nominated_node;   // status.nominatedNodeName: a preemption is in progress.
-  bool do_not_disrupt = false;  // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
   Nanos do_not_disrupt_for{0};  // The duration form: protected that long after creation.
   std::string priority_class;   // system-cluster-critical / system-node-critical are critical.
   std::optional<std::int32_t> priority;  // spec.priority (resolved from the class by admission).
-  std::int32_t deletion_cost = 0;        // Annotation controller.kubernetes.io/pod-deletion-cost.
   Nanos termination_grace{30 * kSecond.value};  // spec.terminationGracePeriodSeconds
   friend bool operator==(const Pod&, const Pod&) = default;
 };

@@ -172,7 +172,7 @@ class Pass {
 };
 
 void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const {
-  for (const auto& claim_name : pod.volume_claims) {
+  for (const auto& claim_name : pod.constraints->volume_claims) {
     auto pvc = state_.pvcs.find(PodKey(pod.ns, claim_name));
     if (pvc == state_.pvcs.end()) continue;
     std::string driver;
@@ -201,12 +201,19 @@ void Pass::BuildExistingBins() {
       if (claim != state_.nodeclaims.end()) leaving.insert(claim->second.node_name);
     }
   }
+  // One allocation: growing the vector would hold two copies of thousands of bins at once.
+  existing_.reserve(existing_.size() + state_.nodes.size() + state_.nodeclaims.size());
   for (const auto& [name, node] : state_.nodes) {
     if (leaving.contains(name)) continue;
     Bin bin;
     bin.name = name;
-    bin.labels = node.labels;
-    bin.labels[label::kHostname] = name;
+    if (auto host = node.labels.find(label::kHostname);
+        host != node.labels.end() && host->second == name) {
+      bin.node_labels = &node.labels;
+    } else {
+      bin.own_labels = node.labels;
+      bin.own_labels[label::kHostname] = name;
+    }
     for (const auto& t : node.taints) {
       if (!Ephemeral(t)) bin.taints.push_back(t);
     }
@@ -233,17 +240,17 @@ void Pass::BuildExistingBins() {
     if (claim.deleting || excluded_.contains(name)) continue;
     Bin bin;
     bin.name = name;
-    bin.labels = pool->second.labels;
-    bin.labels[label::kNodePool] = claim.nodepool;
-    bin.labels[label::kHostname] = name;
+    bin.own_labels = pool->second.labels;
+    bin.own_labels[label::kNodePool] = claim.nodepool;
+    bin.own_labels[label::kHostname] = name;
     for (const auto& r : claim.requirements) {
-      if (r.op == RequirementOp::kIn && r.values.size() == 1) bin.labels[r.key] = r.values[0];
+      if (r.op == RequirementOp::kIn && r.values.size() == 1) bin.own_labels[r.key] = r.values[0];
     }
     if (auto type = state_.catalog.find(claim.instance_type); type != state_.catalog.end()) {
-      for (const auto& [k, v] : type->second.labels) bin.labels[k] = v;
+      for (const auto& [k, v] : type->second.labels) bin.own_labels[k] = v;
     }
-    if (!claim.zone.empty()) bin.labels[label::kZone] = claim.zone;
-    if (!claim.capacity_type.empty()) bin.labels[label::kCapacityType] = claim.capacity_type;
+    if (!claim.zone.empty()) bin.own_labels[label::kZone] = claim.zone;
+    if (!claim.capacity_type.empty()) bin.own_labels[label::kCapacityType] = claim.capacity_type;
     bin.taints = pool->second.taints;
     bin.remaining = claim.allocatable;
     by_name[name] = existing_.size();
@@ -251,7 +258,7 @@ void Pass::BuildExistingBins() {
   }
   existing_by_name_.insert(by_name.begin(), by_name.end());
   for (Bin& bin : existing_) {
-    if (auto zone = bin.labels.find(label::kZone); zone != bin.labels.end())
+    if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end())
       bin.zone = zone->second;
   }
   for (const auto& [key, pod] : state_.pods) {
@@ -262,7 +269,7 @@ void Pass::BuildExistingBins() {
     Resources need = pod.requests;
     need.pods = 1;
     bin.remaining = bin.remaining - need;
-    for (const auto& p : pod.host_ports) bin.host_ports.push_back(p);
+    for (const auto& p : pod.constraints->host_ports) bin.host_ports.push_back(p);
     AddVolumes(pod, bin.volumes);
   }
   rooms_.clear();
@@ -277,7 +284,7 @@ PodView Pass::MakeView(const Pod& pod) {
   v.need.pods = 1;
   AddVolumes(pod, v.volumes);
   // Volume topology: a bound volume's node affinity, else its StorageClass's topologies.
-  for (const auto& claim_name : pod.volume_claims) {
+  for (const auto& claim_name : pod.constraints->volume_claims) {
     auto pvc = state_.pvcs.find(PodKey(pod.ns, claim_name));
     if (pvc == state_.pvcs.end()) continue;
     if (auto pv = state_.pvs.find(pvc->second.volume_name); pv != state_.pvs.end()) {
@@ -308,15 +315,15 @@ PodView Pass::MakeView(const Pod& pod) {
     }
   }
   if (!state_.settings.ignore_preferences) {
-    v.preferred_node = HeaviestFirst(pod.node_affinity_preferred);
-    v.preferred_affinity = HeaviestFirst(pod.pod_affinity_preferred);
-    v.preferred_anti_affinity = HeaviestFirst(pod.pod_anti_affinity_preferred);
+    v.preferred_node = HeaviestFirst(pod.constraints->node_affinity_preferred);
+    v.preferred_affinity = HeaviestFirst(pod.constraints->pod_affinity_preferred);
+    v.preferred_anti_affinity = HeaviestFirst(pod.constraints->pod_anti_affinity_preferred);
   } else {
     v.tolerate_prefer_no_schedule = true;
   }
-  v.spread_dropped.assign(pod.topology_spread.size(), false);
-  for (std::size_t i = 0; i < pod.topology_spread.size(); ++i) {
-    bool soft = !pod.topology_spread[i].do_not_schedule;
+  v.spread_dropped.assign(pod.constraints->topology_spread.size(), false);
+  for (std::size_t i = 0; i < pod.constraints->topology_spread.size(); ++i) {
+    bool soft = !pod.constraints->topology_spread[i].do_not_schedule;
     if (soft && state_.settings.ignore_preferences) v.spread_dropped[i] = true;
   }
   Refresh(v);
@@ -327,26 +334,27 @@ void Pass::Refresh(PodView& v) {
   const Pod& pod = *v.pod;
   v.stamp = ++stamps_;
   v.requirements = Requirements();
-  for (const auto& [key, value] : pod.node_selector)
+  for (const auto& [key, value] : pod.constraints->node_selector)
     v.requirements.Add(key, ValueSet::Exactly(value));
-  if (v.required_term < pod.node_affinity_required.size()) {
-    v.requirements.Add(pod.node_affinity_required[v.required_term].requirements);
+  if (v.required_term < pod.constraints->node_affinity_required.size()) {
+    v.requirements.Add(pod.constraints->node_affinity_required[v.required_term].requirements);
   }
   if (v.preferred_node_dropped < v.preferred_node.size()) {
     v.requirements.Add(v.preferred_node[v.preferred_node_dropped].requirements);
   }
   v.requirements.Add(v.volume_requirements);
   v.groups.clear();
-  for (std::size_t i = 0; i < pod.topology_spread.size(); ++i) {
-    if (!v.spread_dropped[i]) v.groups.push_back(topology_.ForSpread(pod, pod.topology_spread[i]));
+  for (std::size_t i = 0; i < pod.constraints->topology_spread.size(); ++i) {
+    if (!v.spread_dropped[i])
+      v.groups.push_back(topology_.ForSpread(pod, pod.constraints->topology_spread[i]));
   }
-  for (const auto& term : pod.pod_affinity_required) {
+  for (const auto& term : pod.constraints->pod_affinity_required) {
     v.groups.push_back(topology_.ForAffinity(pod, term, false));
   }
   for (std::size_t i = v.preferred_affinity_dropped; i < v.preferred_affinity.size(); ++i) {
     v.groups.push_back(topology_.ForAffinity(pod, v.preferred_affinity[i], false));
   }
-  for (const auto& term : pod.pod_anti_affinity_required) {
+  for (const auto& term : pod.constraints->pod_anti_affinity_required) {
     v.groups.push_back(topology_.ForAffinity(pod, term, true));
   }
   for (std::size_t i = v.preferred_anti_affinity_dropped; i < v.preferred_anti_affinity.size();
@@ -364,16 +372,16 @@ std::size_t Pass::ShapeOf(const PodView& v) {
   s.reserve(128);
   ((s += pod.ns) += '|') += v.requirements.Signature();
   s += '|';
-  for (const auto& [k, val] : pod.labels) (((s += k) += '=') += val) += ',';
+  for (const auto& [k, val] : *pod.labels) (((s += k) += '=') += val) += ',';
   s += '|';
   for (std::size_t g : v.groups) (s += std::to_string(g)) += ',';
   s += '|';
-  for (const auto& t : pod.tolerations) {
+  for (const auto& t : pod.constraints->tolerations) {
     ((s += t.key) += t.op_exists ? '?' : '=') += t.value;
     (s += t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") += ',';
   }
   s += v.tolerate_prefer_no_schedule ? "|P|" : "|-|";
-  for (const auto& p : pod.host_ports) {
+  for (const auto& p : pod.constraints->host_ports) {
     (((s += std::to_string(p.port)) += p.protocol) += p.host_ip) += ',';
   }
   for (const auto& [driver, ids] : v.volumes) {
@@ -410,7 +418,7 @@ bool Pass::Relax(PodView& v) {
     Refresh(v);
     return true;
   };
-  if (v.required_term + 1 < pod.node_affinity_required.size()) {
+  if (v.required_term + 1 < pod.constraints->node_affinity_required.size()) {
     v.required_term++;
     return done("required node affinity term " + std::to_string(v.required_term - 1));
   }
@@ -429,10 +437,11 @@ bool Pass::Relax(PodView& v) {
     return done("preferred node affinity (weight " +
                 std::to_string(v.preferred_node[v.preferred_node_dropped - 1].weight) + ")");
   }
-  for (std::size_t i = 0; i < pod.topology_spread.size(); ++i) {
-    if (v.spread_dropped[i] || pod.topology_spread[i].do_not_schedule) continue;
+  for (std::size_t i = 0; i < pod.constraints->topology_spread.size(); ++i) {
+    if (v.spread_dropped[i] || pod.constraints->topology_spread[i].do_not_schedule) continue;
     v.spread_dropped[i] = true;
-    return done("ScheduleAnyway topology spread on " + pod.topology_spread[i].topology_key);
+    return done("ScheduleAnyway topology spread on " +
+                pod.constraints->topology_spread[i].topology_key);
   }
   if (!v.tolerate_prefer_no_schedule) {
     v.tolerate_prefer_no_schedule = true;
@@ -444,7 +453,7 @@ bool Pass::Relax(PodView& v) {
 bool Pass::TolerantOf(const PodView& v, const std::vector<Taint>& taints, std::string* why) const {
   for (const Taint& t : taints) {
     if (t.effect == TaintEffect::kPreferNoSchedule && v.tolerate_prefer_no_schedule) continue;
-    if (Tolerates(v.pod->tolerations, t)) continue;
+    if (Tolerates(v.pod->constraints->tolerations, t)) continue;
     if (why != nullptr) *why = "taint " + TaintText(t) + " not tolerated";
     return false;
   }
@@ -452,7 +461,7 @@ bool Pass::TolerantOf(const PodView& v, const std::vector<Taint>& taints, std::s
 }
 
 bool Pass::PortsFit(const Pod& pod, const Bin& bin) const {
-  for (const auto& mine : pod.host_ports) {
+  for (const auto& mine : pod.constraints->host_ports) {
     for (const auto& theirs : bin.host_ports) {
       if (PortsConflict(mine, theirs)) return false;
     }
@@ -483,20 +492,20 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   };
   if (!TolerantOf(v, bin.taints, nullptr)) return never();
   bool match = v.requirements.Matches([&](const std::string& key) {
-    auto it = bin.labels.find(key);
-    return it == bin.labels.end() ? std::optional<std::string_view>()
-                                  : std::optional<std::string_view>(it->second);
+    auto it = bin.labels().find(key);
+    return it == bin.labels().end() ? std::optional<std::string_view>()
+                                    : std::optional<std::string_view>(it->second);
   });
   if (!match) return never();
   if (!PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;
-  if (!topology_.Check(v, bin.name, &bin.labels, nullptr, nullptr, nullptr, nullptr, &memo_)) {
+  if (!topology_.Check(v, bin.name, &bin.labels(), nullptr, nullptr, nullptr, nullptr, &memo_)) {
     return topology_.RefusalOutlivesTrial(v, bin.name) ? never() : false;
   }
   Save(bin);
   bin.remaining = bin.remaining - v.need;
   rooms_[index] = RoomOf(bin);
   existing_room_dirty_ = true;
-  topology_.Record(v, bin.name, &bin.labels, nullptr, nullptr);
+  topology_.Record(v, bin.name, &bin.labels(), nullptr, nullptr);
   Commit(v, bin);
   return true;
 }
@@ -595,7 +604,7 @@ bool Pass::TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch) {
 
 void Pass::Commit(PodView& v, Bin& bin) {
   bin.pods.push_back(v.key);
-  for (const auto& p : v.pod->host_ports) bin.host_ports.push_back(p);
+  for (const auto& p : v.pod->constraints->host_ports) bin.host_ports.push_back(p);
   for (const auto& [driver, ids] : v.volumes) bin.volumes[driver].insert(ids.begin(), ids.end());
   v.target = bin.name;
 }
@@ -848,7 +857,7 @@ void ClaimOrder::Bump(std::size_t claim) {
 }
 
 bool IsProvisionable(const Pod& pod) {
-  return pod.node_name.empty() && pod.unschedulable && pod.phase == "Pending" &&
+  return pod.node_name.empty() && pod.unschedulable && pod.phase == PodPhase::kPending &&
          pod.nominated_node.empty() && pod.owner_kind != kDaemonSetKind &&
          pod.owner_kind != kMirrorKind;
 }

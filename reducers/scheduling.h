@@ -153,8 +153,13 @@ struct Bin {
   bool planned = false;
   bool gone = false;     // Existing bins: taken away for a consolidation trial.
   std::size_t pool = 0;  // Planned claims: index into the pool templates.
-  Labels labels;         // Existing bins only.
-  std::string zone;      // Existing bins: their zone label, if any.
+  // Existing bins: their labels. A node's own map when it already names the node as its
+  // hostname (a disruption pass looks at thousands of nodes; copying each one's labels was
+  // most of its memory), else `own_labels`.
+  const Labels* node_labels = nullptr;
+  Labels own_labels;
+  const Labels& labels() const { return node_labels != nullptr ? *node_labels : own_labels; }
+  std::string zone;  // Existing bins: their zone label, if any.
   std::vector<Taint> taints;
   Resources remaining;        // Existing bins only.
   Requirements requirements;  // Planned claims only.

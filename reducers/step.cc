@@ -85,6 +85,7 @@ void OnPodUpserted(State& state, const Pod& pod) {
     NotePodMoved(state, pod.node_name);
   }
   slot = pod;
+  state.pod_parts.Share(slot);
   if (IsProvisionable(pod)) NotePodForBatch(state, pod);
 }
 

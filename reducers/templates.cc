@@ -64,15 +64,18 @@ bool OfferingUsable(const State& state, const InstanceType& type, const Offering
 // Requirements a DaemonSet pod puts on the node it runs on.
 Requirements DaemonRequirements(const Pod& pod) {
   Requirements r;
-  for (const auto& [key, value] : pod.node_selector) r.Add(key, ValueSet::Exactly(value));
-  if (!pod.node_affinity_required.empty()) r.Add(pod.node_affinity_required.front().requirements);
+  for (const auto& [key, value] : pod.constraints->node_selector)
+    r.Add(key, ValueSet::Exactly(value));
+  if (!pod.constraints->node_affinity_required.empty())
+    r.Add(pod.constraints->node_affinity_required.front().requirements);
   return r;
 }
 
 bool DaemonRunsOn(const PoolTemplate& t, const Pod& daemon, const Requirements& daemon_reqs,
                   const TypeRow& row) {
   for (const auto& taint : t.pool->taints) {
-    if (taint.effect != TaintEffect::kPreferNoSchedule && !Tolerates(daemon.tolerations, taint)) {
+    if (taint.effect != TaintEffect::kPreferNoSchedule &&
+        !Tolerates(daemon.constraints->tolerations, taint)) {
       return false;
     }
   }

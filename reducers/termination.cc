@@ -35,7 +35,7 @@ std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node)
   std::vector<const Pod*> out;
   for (const auto& [key, pod] : state.pods) {
     if (pod.node_name != node || !IsActive(pod) || pod.owner_kind == "Node") continue;
-    if (Tolerates(pod.tolerations, kDisrupted)) continue;
+    if (Tolerates(pod.constraints->tolerations, kDisrupted)) continue;
     out.push_back(&pod);
   }
   return out;

@@ -1,4 +1,5 @@
-// Prices and times as people read them, for decision reasons, reports and incident tools alike.
+// Prices, times and pod phases as people read them, for decision reasons, reports, the log and
+// incident tools alike.
 #include "reducers/core.h"
 
 namespace tenon {
@@ -11,6 +12,30 @@ std::string Padded(std::int64_t n, std::size_t width) {
 }
 
 }  // namespace
+
+const char* PodPhaseText(PodPhase phase) {
+  switch (phase) {
+    case PodPhase::kPending:
+      return "Pending";
+    case PodPhase::kRunning:
+      return "Running";
+    case PodPhase::kSucceeded:
+      return "Succeeded";
+    case PodPhase::kFailed:
+      return "Failed";
+    case PodPhase::kUnknown:
+      return "Unknown";
+  }
+  return "Unknown";
+}
+
+PodPhase PodPhaseFrom(const std::string& text) {
+  for (PodPhase phase :
+       {PodPhase::kPending, PodPhase::kRunning, PodPhase::kSucceeded, PodPhase::kFailed}) {
+    if (text == PodPhaseText(phase)) return phase;
+  }
+  return PodPhase::kUnknown;
+}
 
 std::string ClockText(Nanos at) {
   const std::int64_t s = at.value / kSecond.value;

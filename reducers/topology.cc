@@ -69,7 +69,7 @@ bool Topology::Selects(const TopologyGroup& g, const Pod& pod) const {
   if (!g.all_namespaces && !std::binary_search(g.namespaces.begin(), g.namespaces.end(), pod.ns)) {
     return false;
   }
-  return SelectorMatches(g.selector, pod.labels);
+  return SelectorMatches(g.selector, *pod.labels);
 }
 
 bool Topology::NodeCounts(const TopologyGroup& g, const Labels& labels,
@@ -133,11 +133,13 @@ void Topology::Register(TopologyGroup& g) {
 void Topology::CountExisting(TopologyGroup& g) {
   if (!bound_ready_) {
     for (const auto& [key, pod] : state_->pods) {
-      if (pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+      if (pod.node_name.empty() || pod.phase == PodPhase::kSucceeded ||
+          pod.phase == PodPhase::kFailed)
+        continue;
       if (excluded_nodes_->contains(pod.node_name)) continue;
       auto node = state_->nodes.find(pod.node_name);
       if (node == state_->nodes.end()) continue;
-      for (const auto& label : pod.labels) bound_by_label_[label].push_back(bound_.size());
+      for (const auto& label : *pod.labels) bound_by_label_[label].push_back(bound_.size());
       bound_.emplace_back(&pod, &node->second);
     }
     bound_ready_ = true;
@@ -174,18 +176,19 @@ std::size_t Topology::ForSpread(const Pod& pod, const TopologySpreadConstraint& 
   g.kind = GroupKind::kSpread;
   g.key = c.topology_key;
   g.namespaces = {pod.ns};
-  g.selector = WithMatchLabelKeys(c.selector, c.match_label_keys, pod.labels);
+  g.selector = WithMatchLabelKeys(c.selector, c.match_label_keys, *pod.labels);
   g.max_skew = std::max(1, c.max_skew);
   g.min_domains = c.min_domains;
   g.filter_affinity = c.node_affinity_honor;
   if (g.filter_affinity) {
-    for (const auto& [k, v] : pod.node_selector) g.filter_requirements.Add(k, ValueSet::Exactly(v));
-    if (!pod.node_affinity_required.empty()) {
-      g.filter_requirements.Add(pod.node_affinity_required.front().requirements);
+    for (const auto& [k, v] : pod.constraints->node_selector)
+      g.filter_requirements.Add(k, ValueSet::Exactly(v));
+    if (!pod.constraints->node_affinity_required.empty()) {
+      g.filter_requirements.Add(pod.constraints->node_affinity_required.front().requirements);
     }
   }
   g.filter_taints = c.node_taints_honor;
-  if (g.filter_taints) g.filter_tolerations = pod.tolerations;
+  if (g.filter_taints) g.filter_tolerations = pod.constraints->tolerations;
   return Intern(std::move(g));
 }
 
@@ -197,18 +200,18 @@ std::size_t Topology::ForAffinity(const Pod& pod, const PodAffinityTerm& term, b
   g.namespaces = term.namespaces.empty() ? std::vector<std::string>{pod.ns} : term.namespaces;
   std::sort(g.namespaces.begin(), g.namespaces.end());
   if (g.all_namespaces) g.namespaces.clear();
-  g.selector = WithMatchLabelKeys(term.selector, term.match_label_keys, pod.labels);
+  g.selector = WithMatchLabelKeys(term.selector, term.match_label_keys, *pod.labels);
   return Intern(std::move(g));
 }
 
 void Topology::AddExistingAntiAffinity() {
   for (const auto& [key, pod] : state_->pods) {
-    if (pod.node_name.empty() || pod.pod_anti_affinity_required.empty()) continue;
+    if (pod.node_name.empty() || pod.constraints->pod_anti_affinity_required.empty()) continue;
     if (excluded_nodes_->contains(pod.node_name)) continue;
-    if (pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    if (pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed) continue;
     auto node = state_->nodes.find(pod.node_name);
     if (node == state_->nodes.end()) continue;
-    for (const auto& term : pod.pod_anti_affinity_required) {
+    for (const auto& term : pod.constraints->pod_anti_affinity_required) {
       std::size_t g = ForAffinity(pod, term, true);
       auto domain = IsHostname(term.topology_key) ? std::optional<std::string>(node->first)
                                                   : Label(node->second.labels, term.topology_key);
@@ -502,7 +505,7 @@ void Topology::Uncount(std::size_t index, const Pod& pod, const Node& node) {
 
 void Topology::Unbind(const Pod& pod, const Node& node) {
   assert(trial_);
-  for (const auto& term : pod.pod_anti_affinity_required) {
+  for (const auto& term : pod.constraints->pod_anti_affinity_required) {
     std::size_t index = ForAffinity(pod, term, true);
     auto domain = IsHostname(term.topology_key) ? std::optional<std::string>(node.name)
                                                 : Label(node.labels, term.topology_key);

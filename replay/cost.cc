@@ -19,8 +19,8 @@ double Fraction(std::int64_t part, std::int64_t whole) {
 
 std::string GroupOf(const Pod& pod, const CostQuery& query) {
   if (query.label.empty()) return pod.ns;
-  auto it = pod.labels.find(query.label);
-  return it == pod.labels.end() ? "(no " + query.label + ")" : it->second;
+  auto it = pod.labels->find(query.label);
+  return it == pod.labels->end() ? "(no " + query.label + ")" : it->second;
 }
 
 // Adds the cost of [from, to) with the cluster as `state` has it.
@@ -29,7 +29,7 @@ void Attribute(const State& state, Nanos from, Nanos to, const CostQuery& query,
   const double hours = static_cast<double>(to.value - from.value) / 3.6e12;
   std::map<std::string, std::vector<const Pod*>> pods_on;
   for (const auto& [key, pod] : state.pods) {
-    bool done = pod.phase == "Succeeded" || pod.phase == "Failed";
+    bool done = pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed;
     if (!pod.node_name.empty() && !done) pods_on[pod.node_name].push_back(&pod);
   }
   for (const auto& [name, claim] : state.nodeclaims) {

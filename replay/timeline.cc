@@ -31,7 +31,7 @@ Sample SampleOf(const State& state) {
     s.cost += claim.price;
   }
   for (const auto& [key, pod] : state.pods) {
-    bool done = pod.phase == "Succeeded" || pod.phase == "Failed";
+    bool done = pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed;
     if (pod.node_name.empty() && !done) ++s.pending;
   }
   return s;

@@ -220,15 +220,15 @@ PodAffinityTerm ParseAffinityTerm(const YAML::Node& node, std::int32_t weight) {
   return term;
 }
 
-void ParseAffinity(const YAML::Node& affinity, Pod& pod) {
+void ParseAffinity(const YAML::Node& affinity, PodConstraints& constraints) {
   if (!affinity) return;
   if (const auto& na = affinity["nodeAffinity"]) {
     if (const auto& req = na["requiredDuringSchedulingIgnoredDuringExecution"]) {
-      pod.node_affinity_required = ParseTerms(req["nodeSelectorTerms"]);
+      constraints.node_affinity_required = ParseTerms(req["nodeSelectorTerms"]);
     }
     if (const auto& pref = na["preferredDuringSchedulingIgnoredDuringExecution"]) {
       for (const auto& p : pref) {
-        pod.node_affinity_preferred.push_back(
+        constraints.node_affinity_preferred.push_back(
             ParseTerm(p["preference"], p["weight"].as<std::int32_t>()));
       }
     }
@@ -246,9 +246,10 @@ void ParseAffinity(const YAML::Node& affinity, Pod& pod) {
       }
     }
   };
-  terms(affinity["podAffinity"], pod.pod_affinity_required, pod.pod_affinity_preferred);
-  terms(affinity["podAntiAffinity"], pod.pod_anti_affinity_required,
-        pod.pod_anti_affinity_preferred);
+  terms(affinity["podAffinity"], constraints.pod_affinity_required,
+        constraints.pod_affinity_preferred);
+  terms(affinity["podAntiAffinity"], constraints.pod_anti_affinity_required,
+        constraints.pod_anti_affinity_preferred);
 }
 
 TopologySpreadConstraint ParseSpread(const YAML::Node& node) {
@@ -275,7 +276,8 @@ TopologySpreadConstraint ParseSpread(const YAML::Node& node) {
   return c;
 }
 
-std::vector<ContainerRequests> ParseContainers(const YAML::Node& list, bool init, Pod& pod) {
+std::vector<ContainerRequests> ParseContainers(const YAML::Node& list, bool init,
+                                               PodConstraints& constraints) {
   std::vector<ContainerRequests> out;
   if (!list) return out;
   for (const auto& c : list) {
@@ -290,7 +292,7 @@ std::vector<ContainerRequests> ParseContainers(const YAML::Node& list, bool init
       hp.port = p["hostPort"].as<std::int32_t>();
       if (p["protocol"]) hp.protocol = Str(p["protocol"], "protocol");
       if (p["hostIP"]) hp.host_ip = Str(p["hostIP"], "hostIP");
-      pod.host_ports.push_back(hp);
+      constraints.host_ports.push_back(hp);
     }
   }
   return out;
@@ -443,32 +445,37 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
     }
     pod.termination_grace = Nanos{seconds * kSecond.value};
   }
-  pod.node_selector = ParseLabels(spec["nodeSelector"], "spec.nodeSelector");
+  PodConstraints constraints;
+  constraints.node_selector = ParseLabels(spec["nodeSelector"], "spec.nodeSelector");
   if (spec["tolerations"]) {
-    for (const auto& t : spec["tolerations"]) pod.tolerations.push_back(ParseToleration(t));
-  }
-  ParseAffinity(spec["affinity"], pod);
-  if (spec["topologySpreadConstraints"]) {
-    for (const auto& c : spec["topologySpreadConstraints"]) {
-      pod.topology_spread.push_back(ParseSpread(c));
+    for (const auto& t : spec["tolerations"]) {
+      constraints.tolerations.push_back(ParseToleration(t));
     }
   }
-  auto containers = ParseContainers(spec["containers"], false, pod);
-  auto init = ParseContainers(spec["initContainers"], true, pod);
+  ParseAffinity(spec["affinity"], constraints);
+  if (spec["topologySpreadConstraints"]) {
+    for (const auto& c : spec["topologySpreadConstraints"]) {
+      constraints.topology_spread.push_back(ParseSpread(c));
+    }
+  }
+  auto containers = ParseContainers(spec["containers"], false, constraints);
+  auto init = ParseContainers(spec["initContainers"], true, constraints);
   pod.requests = PodRequests(containers, init, ParseResourceList(spec["overhead"], "overhead"));
   if (spec["volumes"]) {
     for (const auto& v : spec["volumes"]) {
       if (v["persistentVolumeClaim"]) {
-        pod.volume_claims.push_back(Str(v["persistentVolumeClaim"]["claimName"], "claimName"));
+        constraints.volume_claims.push_back(
+            Str(v["persistentVolumeClaim"]["claimName"], "claimName"));
       }
     }
   }
+  pod.constraints = std::move(constraints);
   const auto& status = object["status"];
   // A pod with no status yet is pending and, once the scheduler has looked, unschedulable;
   // manifests written by hand (scenarios, tests) rely on that default.
   pod.unschedulable = pod.node_name.empty();
   if (status) {
-    if (status["phase"]) pod.phase = Str(status["phase"], "status.phase");
+    if (status["phase"]) pod.phase = PodPhaseFrom(Str(status["phase"], "status.phase"));
     if (status["nominatedNodeName"]) {
       pod.nominated_node = Str(status["nominatedNodeName"], "status.nominatedNodeName");
     }

@@ -675,7 +675,7 @@ void Metrics::ObservePods(const State& state) {
   node_requests_.clear();
   double bound = 0, pending = 0, unschedulable = 0, finished = 0;
   for (const auto& [key, pod] : state.pods) {
-    if (pod.phase == "Succeeded" || pod.phase == "Failed") {
+    if (pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed) {
       ++finished;
       continue;
     }

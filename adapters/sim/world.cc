@@ -81,17 +81,19 @@ json PodJson(const Pod& p) {
           {"requests", ResourcesJson(p.requests)},
           {"node", p.node_name},
           {"unschedulable", p.unschedulable},
-          {"phase", p.phase},
+          {"phase", PodPhaseText(p.phase)},
           {"owner", p.owner_kind},
           {"created", p.created.value},
-          {"labels", p.labels},
-          {"selector", p.node_selector},
-          {"tolerations", TolerationsJson(p.tolerations)},
+          {"labels", *p.labels},
+          {"selector", p.constraints->node_selector},
+          {"tolerations", TolerationsJson(p.constraints->tolerations)},
           {"doNotDisrupt", p.do_not_disrupt},
           {"doNotDisruptFor", p.do_not_disrupt_for.value},
           {"priorityValue", p.priority ? json(*p.priority) : json()},
           {"grace", p.termination_grace.value},
-          {"zoneSpread", p.topology_spread.empty() ? 0 : p.topology_spread.front().max_skew},
+          {"zoneSpread", p.constraints->topology_spread.empty()
+                             ? 0
+                             : p.constraints->topology_spread.front().max_skew},
           {"priority", p.priority_class}};
 }
 Pod PodFrom(const json& j) {
@@ -102,12 +104,13 @@ Pod PodFrom(const json& j) {
   p.requests = ResourcesFrom(j.at("requests"));
   p.node_name = j.at("node");
   p.unschedulable = j.at("unschedulable");
-  p.phase = j.at("phase");
+  p.phase = PodPhaseFrom(j.at("phase"));
   p.owner_kind = j.at("owner");
   p.created = Nanos{j.at("created").get<std::int64_t>()};
   p.labels = j.at("labels").get<Labels>();
-  p.node_selector = j.at("selector").get<Labels>();
-  p.tolerations = TolerationsFrom(j.at("tolerations"));
+  PodConstraints constraints;
+  constraints.node_selector = j.at("selector").get<Labels>();
+  constraints.tolerations = TolerationsFrom(j.at("tolerations"));
   p.do_not_disrupt = j.at("doNotDisrupt");
   p.do_not_disrupt_for = Nanos{j.value("doNotDisruptFor", std::int64_t{0})};
   if (j.contains("priorityValue") && !j.at("priorityValue").is_null()) {
@@ -115,8 +118,9 @@ Pod PodFrom(const json& j) {
   }
   p.termination_grace = Nanos{j.at("grace").get<std::int64_t>()};
   if (auto skew = j.value("zoneSpread", 0); skew > 0) {
-    p.topology_spread.push_back(ZoneSpread(skew, p.labels.at("app")));
+    constraints.topology_spread.push_back(ZoneSpread(skew, p.labels->at("app")));
   }
+  p.constraints = std::move(constraints);
   p.priority_class = j.at("priority");
   return p;
 }
@@ -180,17 +184,27 @@ bool Tolerated(const std::vector<Toleration>& tolerations, const Taint& taint) {
 bool NodeAccepts(const Node& node, const Pod& pod, const Resources& free) {
   if (!node.ready) return false;
   for (const auto& taint : node.taints) {
-    if (taint.effect != TaintEffect::kPreferNoSchedule && !Tolerated(pod.tolerations, taint)) {
+    if (taint.effect != TaintEffect::kPreferNoSchedule &&
+        !Tolerated(pod.constraints->tolerations, taint)) {
       return false;
     }
   }
-  for (const auto& [key, value] : pod.node_selector) {
+  for (const auto& [key, value] : pod.constraints->node_selector) {
     auto it = node.labels.find(key);
     if (it == node.labels.end() || it->second != value) return false;
   }
   Resources need = pod.requests;
   need.pods = 1;
   return Fits(need, free);
+}
+
+// The constraints a scenario's workload gives its pods: a nodeSelector and tolerations.
+template <class Workload>
+PodConstraints Placement(const Workload& w) {
+  PodConstraints c;
+  c.node_selector = w.node_selector;
+  c.tolerations = w.tolerations;
+  return c;
 }
 
 // What kube-scheduler's filter looks at in a pod: pods with the same shape fit the same nodes.
@@ -201,9 +215,11 @@ std::string Shape(const Pod& pod) {
     shape += " " + name + "=" + std::to_string(count);
   }
   shape += " |";
-  for (const auto& [key, value] : pod.node_selector) shape += " " + key + "=" + value;
+  for (const auto& [key, value] : pod.constraints->node_selector) {
+    shape += " " + key + "=" + value;
+  }
   shape += " |";
-  for (const auto& t : pod.tolerations) {
+  for (const auto& t : pod.constraints->tolerations) {
     shape += " " + t.key + (t.op_exists ? "?" : "=" + t.value) + ":" +
              std::to_string(t.effect ? static_cast<int>(*t.effect) : -1);
   }
@@ -335,8 +351,7 @@ std::vector<Event> World::ListEvents() const {
     pod.ns = d.ns;
     pod.requests = d.requests;
     pod.owner_kind = "DaemonSet";
-    pod.node_selector = d.node_selector;
-    pod.tolerations = d.tolerations;
+    pod.constraints = Placement(d);
     events.push_back(DaemonSetUpserted{DaemonSet{d.ns, d.name, pod}});
   }
   for (const auto& [name, node] : nodes_) events.push_back(NodeUpserted{node});
@@ -404,9 +419,8 @@ Pod World::TemplatePod(const Template& t, const char* owner_kind) {
   pod.requests = t.requests;
   pod.owner_kind = owner_kind;
   pod.created = now_;
-  pod.labels = {{"app", t.name}};
-  pod.node_selector = t.node_selector;
-  pod.tolerations = t.tolerations;
+  pod.labels = Labels{{"app", t.name}};
+  pod.constraints = Placement(t);
   return pod;
 }
 
@@ -418,7 +432,8 @@ Pod World::NewPod(const WorkloadStep& step) {
   pod.priority_class = step.priority_class;
   pod.priority = step.priority;
   if (step.zone_spread_max_skew > 0) {
-    pod.topology_spread.push_back(ZoneSpread(step.zone_spread_max_skew, step.name));
+    pod.constraints.Mutable().topology_spread.push_back(
+        ZoneSpread(step.zone_spread_max_skew, step.name));
   }
   return pod;
 }
@@ -431,7 +446,7 @@ PodUpserted World::AddPending(Pod pod) {
 
 Pod World::NewJobPod(const Job& job) {
   Pod pod = TemplatePod(job, "Job");
-  pod.labels["job-name"] = job.name;
+  pod.labels.Mutable()["job-name"] = job.name;
   return pod;
 }
 
@@ -720,7 +735,7 @@ std::vector<Event> World::FireTimers() {
       // The pod finished (unless it was evicted first: its replacement has its own timer).
       auto pod = pods_.find(timer.instance_id);
       if (pod == pods_.end() || pod->second.node_name.empty()) continue;
-      auto left = job_pods_left_.find(pod->second.ns + "/" + pod->second.labels.at("job-name"));
+      auto left = job_pods_left_.find(pod->second.ns + "/" + pod->second.labels->at("job-name"));
       if (left != job_pods_left_.end() && --left->second <= 0) job_pods_left_.erase(left);
       events.push_back(PodDeleted{pod->second.ns, pod->second.name});
       pods_.erase(pod);
@@ -783,11 +798,10 @@ std::vector<Event> World::PlaceDaemonPods(const Node& node) {
     pod.requests = d.requests;
     pod.owner_kind = "DaemonSet";
     pod.created = now_;
-    pod.labels = {{"app", d.name}};
-    pod.node_selector = d.node_selector;
-    pod.tolerations = d.tolerations;
+    pod.labels = Labels{{"app", d.name}};
+    pod.constraints = Placement(d);
     pod.node_name = node.name;
-    pod.phase = "Running";
+    pod.phase = PodPhase::kRunning;
     pods_[PodKey(pod.ns, pod.name)] = pod;
     events.push_back(PodUpserted{pod});
   }
@@ -799,19 +813,18 @@ std::map<std::string, std::int64_t> World::ZoneCounts(
     const Pod& pod, const std::vector<std::pair<const Node*, Resources>>& nodes) const {
   std::map<std::string, std::int64_t> zones;
   Pod shape;  // The pod without its requests: which nodes it may use, whatever their room.
-  shape.node_selector = pod.node_selector;
-  shape.tolerations = pod.tolerations;
+  shape.constraints = pod.constraints;
   for (const auto& [node, room] : nodes) {
     if (NodeAccepts(*node, shape, node->allocatable)) {
       zones.emplace(node->labels.at(label::kZone), 0);
     }
   }
-  const std::string& app = pod.labels.at("app");
+  const std::string& app = pod.labels->at("app");
   for (const auto& [key, other] : pods_) {
     if (other.node_name.empty() || other.ns != pod.ns) continue;
-    auto a = other.labels.find("app");
+    auto a = other.labels->find("app");
     auto node = nodes_.find(other.node_name);
-    if (a == other.labels.end() || a->second != app || node == nodes_.end()) continue;
+    if (a == other.labels->end() || a->second != app || node == nodes_.end()) continue;
     auto zone = zones.find(node->second.labels.at(label::kZone));
     if (zone != zones.end()) ++zone->second;
   }
@@ -824,14 +837,14 @@ bool World::WithinSkew(const Pod& pod, const Node& node,
   if (zone == zones.end()) return false;
   std::int64_t least = zone->second;
   for (const auto& [name, count] : zones) least = std::min(least, count);
-  if (zone->second + 1 - least > pod.topology_spread.front().max_skew) return false;
+  if (zone->second + 1 - least > pod.constraints->topology_spread.front().max_skew) return false;
   ++zone->second;  // The pod lands here.
   return true;
 }
 
 void World::StartJobTimer(const Pod& pod) {
   for (const Job& job : scenario_.jobs) {
-    if (job.ns == pod.ns && job.name == pod.labels.at("job-name")) {
+    if (job.ns == pod.ns && job.name == pod.labels->at("job-name")) {
       AddTimer(now_ + job.run_for, Timer{Timer::Kind::kJobDone, PodKey(pod.ns, pod.name)});
       return;
     }
@@ -877,7 +890,7 @@ std::vector<Event> World::Schedule() {
   for (Pod* pod : pending) {
     bool bound = false;
     std::size_t spread_from = 0;
-    const bool spread = !pod->topology_spread.empty();
+    const bool spread = !pod->constraints->topology_spread.empty();
     std::size_t& i = spread ? spread_from : first_try[Shape(*pod)];
     std::map<std::string, std::int64_t> zones;
     if (spread) zones = ZoneCounts(*pod, free);
@@ -887,7 +900,7 @@ std::vector<Event> World::Schedule() {
       if (spread && !WithinSkew(*pod, *node, zones)) continue;
       unbound_.erase(PodKey(pod->ns, pod->name));
       pod->node_name = node->name;
-      pod->phase = "Running";
+      pod->phase = PodPhase::kRunning;
       pod->unschedulable = false;
       Resources need = pod->requests;
       need.pods = 1;
@@ -1024,10 +1037,10 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
 std::int64_t World::DisruptionsAllowed(const Budget& budget) const {
   std::int64_t healthy = 0;
   for (const auto& [key, pod] : pods_) {
-    auto a = pod.labels.find("app");
-    if (pod.ns != budget.ns || a == pod.labels.end() || a->second != budget.app) continue;
+    auto a = pod.labels->find("app");
+    if (pod.ns != budget.ns || a == pod.labels->end() || a->second != budget.app) continue;
     auto node = nodes_.find(pod.node_name);
-    if (pod.phase == "Running" && node != nodes_.end() && node->second.ready) ++healthy;
+    if (pod.phase == PodPhase::kRunning && node != nodes_.end() && node->second.ready) ++healthy;
   }
   auto desired = replicas_.find(budget.ns + "/" + budget.app);
   std::int64_t want = desired == replicas_.end() ? 0 : desired->second;
@@ -1056,9 +1069,9 @@ std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
   if (it == pods_.end()) {
     return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + evict.name + " not found"}};
   }
-  auto app = it->second.labels.find("app");
+  auto app = it->second.labels->find("app");
   for (const Budget& budget : scenario_.budgets) {
-    if (budget.ns != evict.ns || app == it->second.labels.end() || app->second != budget.app) {
+    if (budget.ns != evict.ns || app == it->second.labels->end() || app->second != budget.app) {
       continue;
     }
     if (DisruptionsAllowed(budget) <= 0) {

@@ -215,7 +215,7 @@ workloads:
     EXPECT_EQ(executed.size(), 1u) << Outcomes(o);
     // The pods left: the kept node's own, and the one that moved onto it.
     std::set<std::string> apps;
-    for (const auto& [key, pod] : o.pods) apps.insert(pod.labels.at("app"));
+    for (const auto& [key, pod] : o.pods) apps.insert(pod.labels->at("app"));
     EXPECT_EQ(apps.size(), 2u);
     std::string moved;
     for (const auto& c :
@@ -302,7 +302,7 @@ TEST(Consolidation, InvariantCheckerCatchesAPodWithNowhereToGo) {
     pod.ns = "default";
     pod.name = std::string("pod-") + name;
     pod.node_name = node.name;
-    pod.phase = "Running";
+    pod.phase = PodPhase::kRunning;
     pod.owner_kind = "ReplicaSet";
     pod.requests.cpu = Millicores{1500};
     state.pods[PodKey(pod.ns, pod.name)] = pod;

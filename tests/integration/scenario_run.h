@@ -121,7 +121,9 @@ inline std::string Unplaceable(const State& state, const std::vector<std::string
   }
   std::vector<const Pod*> moving;
   for (const auto& [key, pod] : state.pods) {
-    if (pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    if (pod.node_name.empty() || pod.phase == PodPhase::kSucceeded ||
+        pod.phase == PodPhase::kFailed)
+      continue;
     Resources need = pod.requests;
     need.pods = 1;
     if (auto it = room.find(pod.node_name); it != room.end()) it->second = it->second - need;

@@ -86,8 +86,8 @@ std::vector<Event> EventsIn(const log::EventLog& log) {
 }
 
 std::string Gen(const Pod& pod) {
-  auto it = pod.labels.find("gen");
-  return it == pod.labels.end() ? "" : it->second;
+  auto it = pod.labels->find("gen");
+  return it == pod.labels->end() ? "" : it->second;
 }
 
 TEST(KubeConfig, KubeconfigWithTokenCaAndContexts) {

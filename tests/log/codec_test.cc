@@ -30,27 +30,27 @@ std::vector<std::string> EncodeSnapshotParts(const State& state) {
 
 Pod FullPod() {
   Pod pod = PendingPod("web-1", 500, 512);
-  pod.labels = {{"app", "web"}};
-  pod.node_selector = {{label::kZone, "us-east-1a"}};
+  pod.labels = Labels{{"app", "web"}};
+  PodConstraints& c = pod.constraints.Mutable();
+  c.node_selector = {{label::kZone, "us-east-1a"}};
   pod.priority = -5;
   pod.deletion_cost = 42;
   pod.do_not_disrupt = true;
   pod.do_not_disrupt_for = Nanos{300 * kSecond.value};
-  pod.tolerations = {{"gpu", false, "true", TaintEffect::kNoSchedule},
-                     {"", true, "", std::nullopt}};
+  c.tolerations = {{"gpu", false, "true", TaintEffect::kNoSchedule}, {"", true, "", std::nullopt}};
   pod.owner_kind = "ReplicaSet";
   pod.requests.extended = {{"nvidia.com/gpu", 1}};
   LabelSelector web{{{"app", "web"}}, {{"tier", RequirementOp::kNotIn, {"db"}, 0}}};
-  pod.node_affinity_required = {{{{label::kArch, RequirementOp::kIn, {"arm64"}, 0}}, 0},
-                                {{{label::kArch, RequirementOp::kIn, {"amd64"}, 0}}, 0}};
-  pod.node_affinity_preferred = {{{{label::kZone, RequirementOp::kIn, {"us-east-1b"}, 0}}, 40}};
-  pod.pod_affinity_required = {{web, {"default", "other"}, false, label::kZone, {"rev"}, 0}};
-  pod.pod_affinity_preferred = {{web, {}, true, label::kHostname, {}, 7}};
-  pod.pod_anti_affinity_required = {{web, {}, false, label::kHostname, {}, 0}};
-  pod.pod_anti_affinity_preferred = {{web, {}, false, label::kZone, {}, 3}};
-  pod.topology_spread = {{2, label::kZone, false, web, 3, false, true, {"pod-template-hash"}}};
-  pod.volume_claims = {"data"};
-  pod.host_ports = {{8080, "UDP", "10.0.0.1"}};
+  c.node_affinity_required = {{{{label::kArch, RequirementOp::kIn, {"arm64"}, 0}}, 0},
+                              {{{label::kArch, RequirementOp::kIn, {"amd64"}, 0}}, 0}};
+  c.node_affinity_preferred = {{{{label::kZone, RequirementOp::kIn, {"us-east-1b"}, 0}}, 40}};
+  c.pod_affinity_required = {{web, {"default", "other"}, false, label::kZone, {"rev"}, 0}};
+  c.pod_affinity_preferred = {{web, {}, true, label::kHostname, {}, 7}};
+  c.pod_anti_affinity_required = {{web, {}, false, label::kHostname, {}, 0}};
+  c.pod_anti_affinity_preferred = {{web, {}, false, label::kZone, {}, 3}};
+  c.topology_spread = {{2, label::kZone, false, web, 3, false, true, {"pod-template-hash"}}};
+  c.volume_claims = {"data"};
+  c.host_ports = {{8080, "UDP", "10.0.0.1"}};
   pod.nominated_node = "n7";
   return pod;
 }

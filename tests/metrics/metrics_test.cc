@@ -138,7 +138,7 @@ TEST(Metrics, GaugesMatchTheFinalState) {
       200);
   double pods = 0;
   for (const auto& [key, pod] : state.pods)
-    pods += pod.phase == "Succeeded" || pod.phase == "Failed" ? 0 : 1;
+    pods += pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed ? 0 : 1;
   EXPECT_EQ(Sum(text, "tenon_pods") - Sum(text, "tenon_pods", {{"state", "finished"}}), pods);
 }
 
@@ -158,7 +158,7 @@ TEST(Metrics, SeriesOfGoneNodesAreRemoved) {
   pod.ns = "default";
   pod.name = "p";
   pod.node_name = "a";
-  pod.phase = "Running";
+  pod.phase = PodPhase::kRunning;
   pod.requests.cpu = Millicores(500);
   state.pods["default/p"] = pod;
   m.ObserveState(state);

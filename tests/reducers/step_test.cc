@@ -91,7 +91,7 @@ TEST(Provisioning, NodeSelectorNarrowsZones) {
   Folder f;
   f.Start({Pool("default")});
   Pod pod = PendingPod("web-1", 500, 512);
-  pod.node_selector[label::kZone] = "us-east-1b";
+  pod.constraints.Mutable().node_selector[label::kZone] = "us-east-1b";
   f.Fold(PodUpserted{pod});
   Output out = f.Fold(Tick{kT0 + kSecond});
   auto launches = CommandsOf<LaunchInstances>(out);
@@ -255,7 +255,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
     // Keep it busy so emptiness does not take it first.
     Pod pod = PendingPod("busy", 100, 100);
     pod.node_name = "node-1";
-    pod.phase = "Running";
+    pod.phase = PodPhase::kRunning;
     pod.unschedulable = false;
     f.Fold(PodUpserted{pod});
     return claim;

@@ -154,12 +154,13 @@ void Checker::AfterStep(const sim::World& world, const std::vector<Decision>& de
 
 bool Checker::PoolCouldHost(const sim::World& world, const NodePool& pool, const Pod& pod) const {
   for (const auto& taint : pool.taints) {
-    if (taint.effect != TaintEffect::kPreferNoSchedule && !Tolerates(pod.tolerations, taint)) {
+    if (taint.effect != TaintEffect::kPreferNoSchedule &&
+        !Tolerates(pod.constraints->tolerations, taint)) {
       return false;
     }
   }
   std::vector<std::string> capacity = Allowed(pool, label::kCapacityType);
-  for (const auto& [key, value] : pod.node_selector) {
+  for (const auto& [key, value] : pod.constraints->node_selector) {
     if (key == label::kCapacityType) {
       if (!Admits(capacity, value)) return false;
       capacity = {value};
