@@ -99,6 +99,17 @@ bool Shown(const DisruptionCandidate& c, const AuditQuery& query, const AuditRes
   return query.nodepool.empty() || c.nodepool == query.nodepool;
 }
 
+// Which candidates a decision read for `query` keeps: with a node, its NodeClaims'; with a
+// NodePool, the pool's (InPool needs them); with neither, all. Shown() never prints another.
+log::CandidateFilter KeptCandidates(const AuditQuery& query, const AuditResult& result) {
+  if (query.node.empty() && query.nodepool.empty()) return {};
+  return [&](std::string_view claim, std::string_view pool) {
+    if (!query.nodepool.empty() && pool == query.nodepool) return true;
+    return std::find(result.nodeclaims.begin(), result.nodeclaims.end(), claim) !=
+           result.nodeclaims.end();
+  };
+}
+
 }  // namespace
 
 AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
@@ -106,6 +117,7 @@ AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
   AuditResult result;
   result.used_index = true;
   if (!query.node.empty()) result.nodeclaims = ClaimsOfNode(log, query.node, result.decisions_read);
+  const log::CandidateFilter keep = KeptCandidates(query, result);
   for (std::uint64_t id : CandidateIds(log, query, result.nodeclaims)) {
     auto record = log.ReadDecision(id);
     // The index and the decisions are written in one batch: an entry without its decision is
@@ -115,7 +127,8 @@ AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
                           "log: decision " + std::to_string(id) + " is indexed but missing");
     }
     ++result.decisions_read;
-    Decision d = log::DecodeDecision(record->payload);
+    Decision d = keep ? log::DecodeDecisionKeeping(record->payload, keep)
+                      : log::DecodeDecision(record->payload);
     if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
   }
   return result;
