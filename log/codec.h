@@ -59,7 +59,9 @@ std::string IndexTerm(IndexKind kind, std::string_view name);
 std::string TimeTerm(Nanos at);
 // Every term of one decision, sorted, without repeats.
 std::vector<std::string> DecisionIndexTerms(const Decision& decision);
-// The record Append stores: the encoded decision with its index terms.
+// The record Append stores: the encoded decision with its index terms, and for a disruption
+// pass over several candidates, under each NodeClaim's term, the decision trimmed to that
+// claim's candidates (what audit shows about it).
 DecisionRecord DecisionRecordFor(const Decision& decision);
 // "provisioning", "lifecycle" or "disruption".
 std::string DecisionKind(const Decision& decision);

@@ -1,6 +1,7 @@
 // tenon audit: every disruption decision with its inputs, looked up through the decision index.
 #include <algorithm>
 #include <cassert>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -110,6 +111,39 @@ log::CandidateFilter KeptCandidates(const AuditQuery& query, const AuditResult& 
   };
 }
 
+// The decisions about the node's NodeClaims, by id, each with those claims' candidates: the
+// trimmed copy an index entry carries where there is one (one range read per claim), else --
+// an entry without one (a small decision, a log indexed before values), or a decision under
+// two of the claims -- the decision itself, read and decoded keeping `keep`'s candidates.
+std::map<std::uint64_t, Decision> NodeDecisions(const log::EventLog& log, AuditResult& result,
+                                                const log::CandidateFilter& keep) {
+  std::map<std::uint64_t, Decision> found;
+  std::set<std::uint64_t> whole;
+  for (const auto& claim : result.nodeclaims) {
+    const std::string term = log::IndexTerm(log::IndexKind::kNodeClaim, claim);
+    log.ScanDecisionIndexValues(term, term + std::string(9, '\xff'),
+                                [&](std::uint64_t id, std::string_view value) {
+                                  if (value.empty() || found.contains(id)) {
+                                    whole.insert(id);
+                                  } else {
+                                    found.emplace(id, log::DecodeDecision(value));
+                                    ++result.decisions_read;
+                                  }
+                                  return true;
+                                });
+  }
+  for (std::uint64_t id : whole) {
+    auto record = log.ReadDecision(id);
+    if (!record) {
+      throw log::LogError(log::ErrorKind::kCorruption, id,
+                          "log: decision " + std::to_string(id) + " is indexed but missing");
+    }
+    ++result.decisions_read;
+    found.insert_or_assign(id, log::DecodeDecisionKeeping(record->payload, keep));
+  }
+  return found;
+}
+
 }  // namespace
 
 AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
@@ -118,6 +152,13 @@ AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
   result.used_index = true;
   if (!query.node.empty()) result.nodeclaims = ClaimsOfNode(log, query.node, result.decisions_read);
   const log::CandidateFilter keep = KeptCandidates(query, result);
+  // With a NodePool as well, InPool needs every candidate of the pool: read the decisions.
+  if (!query.node.empty() && query.nodepool.empty()) {
+    for (auto& [id, d] : NodeDecisions(log, result, keep)) {
+      if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
+    }
+    return result;
+  }
   for (std::uint64_t id : CandidateIds(log, query, result.nodeclaims)) {
     auto record = log.ReadDecision(id);
     // The index and the decisions are written in one batch: an entry without its decision is
