@@ -189,8 +189,8 @@ int RunWhatIf(const IncidentCommands& c, const log::EventLog& log) {
   options.config = c.with;
   std::filesystem::path scratch;
   if (c.what_if_log.empty()) {
-    scratch = std::filesystem::temp_directory_path() /
-              ("tenon-what-if-" + std::to_string(::getpid()));
+    scratch =
+        std::filesystem::temp_directory_path() / ("tenon-what-if-" + std::to_string(::getpid()));
     std::filesystem::remove_all(scratch);
     options.log_dir = scratch / "log";
   } else {
@@ -387,9 +387,10 @@ void AddReplay(CLI::App& app, IncidentCommands& c) {
   c.replay->add_option("--until", c.until,
                        "stop at this time (2026-01-01T02:14:09Z, or 02:14:09 on the log's day)");
   c.replay->add_option("--nodeclaim", c.history_claim, "show only this NodeClaim's history");
-  c.replay->add_option("--with", c.with,
-                       "what-if: re-run the recorded inputs under the NodePools and "
-                       "EC2NodeClasses of this YAML file and compare")
+  c.replay
+      ->add_option("--with", c.with,
+                   "what-if: re-run the recorded inputs under the NodePools and "
+                   "EC2NodeClasses of this YAML file and compare")
       ->check(CLI::ExistingFile);
   c.replay->add_flag("--what-if", c.what_if,
                      "what-if: re-run the recorded inputs through this build (with --with: "

@@ -438,10 +438,10 @@ void RocksEventLog::ScanDecisionIndexValues(
       throw LogError(ErrorKind::kCorruption, 0, "log: a decision index key is too short");
     }
     const std::uint64_t id = FromKey(rocksdb::Slice(key.data() + key.size() - 8, 8));
-    const std::string value = it->value().empty() ? std::string()
-                                                   : Unframe("decision_index", id,
-                                                             key.ToStringView(),
-                                                             it->value().ToStringView());
+    const std::string value =
+        it->value().empty()
+            ? std::string()
+            : Unframe("decision_index", id, key.ToStringView(), it->value().ToStringView());
     if (!fn(id, value)) return;
   }
   Check(it->status(), "scanning the decision index");

@@ -428,8 +428,7 @@ sim::Scenario Extractor::Finish() {
     for (Nanos at : times) {
       auto& windows = s_.cloud.capacity_windows;
       const Nanos from = Since(at), until{from.value + kRecordedAnswerWindow.value};
-      if (!windows.empty() && windows.back().offering == offering &&
-          windows.back().until >= from) {
+      if (!windows.empty() && windows.back().offering == offering && windows.back().until >= from) {
         windows.back().until = until;  // Overlapping answers make one window.
       } else {
         windows.push_back({offering, from, until});
@@ -449,16 +448,19 @@ sim::Scenario Extractor::Finish() {
 // Classifies the what-if's launch requests, offering by offering, against the recorded answers.
 class CoverageObserver : public runtime::Observer {
  public:
-  explicit CoverageObserver(const sim::Scenario& recorded, std::map<std::string, std::vector<Nanos>> answers)
+  explicit CoverageObserver(const sim::Scenario& recorded,
+                            std::map<std::string, std::vector<Nanos>> answers)
       : start_(recorded.start), answers_(std::move(answers)) {}
   void OnFolded(Seq, const Event& event, const Output&, std::chrono::nanoseconds) override {
     if (const auto* tick = std::get_if<Tick>(&event)) now_ = tick->now;
     if (const auto* l = std::get_if<FleetLaunched>(&event)) {
-      for (const auto& e : l->errors) Asked(Offering(e.instance_type, e.zone, e.capacity_type), true);
+      for (const auto& e : l->errors)
+        Asked(Offering(e.instance_type, e.zone, e.capacity_type), true);
       Asked(Offering(l->instance_type, l->zone, l->capacity_type), false);
     }
     if (const auto* f = std::get_if<FleetFailed>(&event)) {
-      for (const auto& e : f->errors) Asked(Offering(e.instance_type, e.zone, e.capacity_type), true);
+      for (const auto& e : f->errors)
+        Asked(Offering(e.instance_type, e.zone, e.capacity_type), true);
     }
   }
   const Coverage& coverage() const { return coverage_; }
@@ -517,7 +519,8 @@ sim::WorldSummary SummaryOf(const State& state, std::size_t launch_calls) {
     w.cost = MicroUsdPerHour{w.cost.value + claim.price.value};
   }
   w.nodes = state.nodes.size();
-  for (const auto& [key, pod] : state.pods) (pod.node_name.empty() ? w.pods_pending : w.pods_bound)++;
+  for (const auto& [key, pod] : state.pods)
+    (pod.node_name.empty() ? w.pods_pending : w.pods_bound)++;
   w.launch_calls = launch_calls;
   return w;
 }
@@ -592,9 +595,11 @@ sim::Report ReportFromLog(const log::EventLog& log, const std::string& name) {
     if (const auto* output = std::get_if<log::OutputRecord>(&entry)) {
       Output out;
       out.commands = output->commands;
-      for (const auto& c : out.commands) launch_calls += std::holds_alternative<LaunchInstances>(c.body);
+      for (const auto& c : out.commands)
+        launch_calls += std::holds_alternative<LaunchInstances>(c.body);
       for (DecisionId id : output->decision_ids) {
-        if (auto d = log.ReadDecision(id.value)) out.decisions.push_back(log::DecodeDecision(d->payload));
+        if (auto d = log.ReadDecision(id.value))
+          out.decisions.push_back(log::DecodeDecision(d->payload));
       }
       if (builder) builder->Observe(out);
       return true;
@@ -644,17 +649,20 @@ std::string WhatIfText(const WhatIfResult& r) {
   const sim::Scenario& s = r.scenario;
   std::string out = "what-if: " + s.name + " on the recorded inputs, " + ClockText(s.start) +
                     " to " + ClockText(Nanos{s.start.value + s.duration.value}) + "\n";
-  out += Text("  inputs: %zu deployment steps, %zu jobs, %zu DaemonSets, %zu PDBs, %zu "
-              "interruption messages (%zu found no instance), %zu windows out of capacity\n",
-              s.workloads.size(), s.jobs.size(), s.daemonsets.size(), s.budgets.size(),
-              r.interruptions, r.interruptions_unmatched, s.cloud.capacity_windows.size());
-  out += Text("  launch requests per offering: %zu answered as recorded (%zu out of capacity), "
-              "%zu not in the recording, answered from the catalog\n",
-              r.coverage.recorded, r.coverage.ice_honoured, r.coverage.from_catalog);
+  out += Text(
+      "  inputs: %zu deployment steps, %zu jobs, %zu DaemonSets, %zu PDBs, %zu "
+      "interruption messages (%zu found no instance), %zu windows out of capacity\n",
+      s.workloads.size(), s.jobs.size(), s.daemonsets.size(), s.budgets.size(), r.interruptions,
+      r.interruptions_unmatched, s.cloud.capacity_windows.size());
+  out += Text(
+      "  launch requests per offering: %zu answered as recorded (%zu out of capacity), "
+      "%zu not in the recording, answered from the catalog\n",
+      r.coverage.recorded, r.coverage.ice_honoured, r.coverage.from_catalog);
   std::size_t shown = 0;
   for (const auto& [offering, n] : r.coverage.uncovered) {
     if (shown++ == kUncoveredShownMax) {
-      out += Text("    ... and %zu more offerings\n", r.coverage.uncovered.size() - kUncoveredShownMax);
+      out += Text("    ... and %zu more offerings\n",
+                  r.coverage.uncovered.size() - kUncoveredShownMax);
       break;
     }
     out += Text("    %-40s %zu requests not in the recording, answered from the catalog\n",

@@ -33,7 +33,7 @@ struct WhatIfOptions {
 
 // The what-if's launch requests, offering by offering, against the recording.
 struct Coverage {
-  std::size_t recorded = 0;    // Asked about an offering the recording has an answer for then.
+  std::size_t recorded = 0;      // Asked about an offering the recording has an answer for then.
   std::size_t ice_honoured = 0;  // Of those, answered out of capacity as recorded.
   std::size_t from_catalog = 0;  // Not in the recording: answered from the catalog.
   std::map<std::string, std::size_t> uncovered;  // Offering -> requests from the catalog.

@@ -99,13 +99,13 @@ struct Action {
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;
-  std::string instance_type;           // kStrayInstance
-  std::string zone;                    // kStrayInstance
-  std::string label;                   // kLabelNodePool: key=value
-  std::string capacity_type;           // kPriceChange
-  std::int64_t count = 1;              // kSpotInterruptionStorm
-  std::int64_t price_permille = 1000;  // kPriceChange
-  std::vector<InstanceType> catalog;   // kCatalogRefresh
+  std::string instance_type;                                            // kStrayInstance
+  std::string zone;                                                     // kStrayInstance
+  std::string label;                                                    // kLabelNodePool: key=value
+  std::string capacity_type;                                            // kPriceChange
+  std::int64_t count = 1;                                               // kSpotInterruptionStorm
+  std::int64_t price_permille = 1000;                                   // kPriceChange
+  std::vector<InstanceType> catalog;                                    // kCatalogRefresh
   InterruptionKind interruption = InterruptionKind::kSpotInterruption;  // kInterruptOffering
   std::string detail;                                                   // kInterruptOffering
 };

@@ -651,7 +651,8 @@ std::vector<Event> World::InterruptOffering(const Action& action) {
   const SimInstance* i = Oldest([&](const SimInstance& x) {
     return fresh(x) && x.instance_type == action.instance_type && x.zone == action.zone;
   });
-  if (i == nullptr) i = Oldest([&](const SimInstance& x) { return fresh(x) && x.zone == action.zone; });
+  if (i == nullptr)
+    i = Oldest([&](const SimInstance& x) { return fresh(x) && x.zone == action.zone; });
   if (i == nullptr) i = Oldest(fresh);
   if (i == nullptr) {
     ++unmatched_interruptions_;
@@ -659,8 +660,8 @@ std::vector<Event> World::InterruptOffering(const Action& action) {
   }
   interrupted_.insert(i->id);
   if (action.interruption == InterruptionKind::kSpotInterruption) return InterruptSpot(*i);
-  return {InterruptionReceived{"msg-" + std::to_string(next_message_++), action.interruption,
-                               i->id, action.detail}};
+  return {InterruptionReceived{"msg-" + std::to_string(next_message_++), action.interruption, i->id,
+                               action.detail}};
 }
 
 void World::ChangePrice(const Action& action) {

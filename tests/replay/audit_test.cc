@@ -161,15 +161,18 @@ void WritePasses(log::EventLog& log, bool with_values) {
   log::AppendBatch batch;
   std::uint64_t id = 0;
   for (int claim = 0; claim < 8; ++claim) {
-    LifecycleDecision l{"c-" + std::to_string(claim), "Registered", "", "node-" + std::to_string(claim / 2), ""};
+    LifecycleDecision l{"c-" + std::to_string(claim), "Registered", "",
+                        "node-" + std::to_string(claim / 2), ""};
     batch.decisions.push_back(log::DecisionRecordFor({DecisionId{++id}, Seq{id}, Minutes(1), l}));
   }
   for (int pass = 0; pass < 12; ++pass) {
-    DisruptionDecision d{"SingleNodeConsolidation", pass % 3 == 0 ? "executed" : "blocked", {}, {}, {},
-                         "pass " + std::to_string(pass)};
+    DisruptionDecision d{
+        "SingleNodeConsolidation",     pass % 3 == 0 ? "executed" : "blocked", {}, {}, {},
+        "pass " + std::to_string(pass)};
     for (int i = 0; i < 6; ++i) {
       const int claim = (pass + i) % 8;
-      d.candidates.push_back({"c-" + std::to_string(claim), claim < 4 ? "a" : "b", "outcome " + std::to_string(pass * 10 + i)});
+      d.candidates.push_back({"c-" + std::to_string(claim), claim < 4 ? "a" : "b",
+                              "outcome " + std::to_string(pass * 10 + i)});
     }
     if (d.phase == "executed") d.nodeclaims.push_back(d.candidates.front().nodeclaim);
     d.budgets.push_back({"a", "Underutilized", 1, "budget"});

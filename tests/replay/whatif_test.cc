@@ -145,8 +145,8 @@ TEST(WhatIf, ConsolidationDisabledCostsMore) {
 // recording never asked about: each is said to come from the catalog, and is launched.
 TEST(WhatIf, AnotherFamilyIsAnsweredFromTheCatalog) {
   auto run = RunKept(IceScenario());
-  auto c5 = RunWhatIf(
-      *run, Pool("{key: karpenter.k8s.aws/instance-family, operator: In, values: [c5]}"));
+  auto c5 =
+      RunWhatIf(*run, Pool("{key: karpenter.k8s.aws/instance-family, operator: In, values: [c5]}"));
   const replay::Coverage& coverage = c5.result.coverage;
   EXPECT_EQ(coverage.recorded, 0u);
   EXPECT_GT(coverage.from_catalog, 0u);
@@ -192,8 +192,8 @@ TEST(WhatIf, BadConfigurationNamesTheFileAndTheProblem) {
   EXPECT_NE(message(dangling).find("names EC2NodeClass 'nope'"), std::string::npos);
   // The command line says the same and exits non-zero.
   std::ofstream(run->dir.path() / "bad.yaml") << "kind: NodePool\nmetadata: {name: x\n";
-  auto result = Tenon("replay " + run->log().string() + " --with " +
-                      (run->dir.path() / "bad.yaml").string());
+  auto result =
+      Tenon("replay " + run->log().string() + " --with " + (run->dir.path() / "bad.yaml").string());
   EXPECT_NE(result.exit_code, 0);
 }
 
