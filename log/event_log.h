@@ -83,7 +83,7 @@ struct DecisionRecord {
   std::vector<std::string> index_terms;
   // Empty, or one value per term (most empty): what an audit query under that term needs of the
   // decision without reading it (log/codec.h, DecisionRecordFor). Stored framed and checked.
-  std::vector<std::string> index_values;
+  std::vector<std::string> index_values = {};
 };
 
 // One atomic unit: event records get consecutive sequence numbers; decisions are written in the
