@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
 #include <set>
 
@@ -448,9 +447,8 @@ sim::Scenario Extractor::Finish() {
 // Classifies the what-if's launch requests, offering by offering, against the recorded answers.
 class CoverageObserver : public runtime::Observer {
  public:
-  explicit CoverageObserver(const sim::Scenario& recorded,
-                            std::map<std::string, std::vector<Nanos>> answers)
-      : start_(recorded.start), answers_(std::move(answers)) {}
+  explicit CoverageObserver(std::map<std::string, std::vector<Nanos>> answers)
+      : answers_(std::move(answers)) {}
   void OnFolded(Seq, const Event& event, const Output&, std::chrono::nanoseconds) override {
     if (const auto* tick = std::get_if<Tick>(&event)) now_ = tick->now;
     if (const auto* l = std::get_if<FleetLaunched>(&event)) {
@@ -480,7 +478,6 @@ class CoverageObserver : public runtime::Observer {
       ++coverage_.uncovered[offering];
     }
   }
-  Nanos start_;
   Nanos now_{0};
   std::map<std::string, std::vector<Nanos>> answers_;
   Coverage coverage_;
@@ -630,7 +627,7 @@ WhatIfResult WhatIf(const log::EventLog& log, const WhatIfOptions& options) {
   for (const auto& a : result.scenario.actions) {
     result.interruptions += a.kind == sim::Action::Kind::kInterruptOffering;
   }
-  CoverageObserver coverage(result.scenario, RecordedAnswers(log));
+  CoverageObserver coverage(RecordedAnswers(log));
   sim::SimulateOptions run;
   run.log_dir = options.log_dir;
   run.observer = &coverage;
