@@ -13,6 +13,7 @@
 #include "log/codec.h"
 #include "log/event_log.h"
 #include "replay/replay.h"
+#include "replay/whatif.h"
 
 namespace tenon::cmd {
 
@@ -23,6 +24,8 @@ struct IncidentCommands {
   std::uint64_t to = 0;
   std::string until;
   std::string history_claim;
+  bool what_if = false;
+  std::string with, what_if_log;
 
   CLI::App* audit = nullptr;
   std::string audit_dir;
@@ -181,9 +184,35 @@ int RunVerify(const log::EventLog& log) {
   return report.verdict == replay::Verdict::kIncomplete ? 2 : 1;
 }
 
+// The what-if's log goes to --what-if-log, else to a folder in $TMPDIR removed at the end.
+int RunWhatIf(const IncidentCommands& c, const log::EventLog& log) {
+  replay::WhatIfOptions options;
+  options.config = c.with;
+  std::filesystem::path scratch;
+  if (c.what_if_log.empty()) {
+    scratch =
+        std::filesystem::temp_directory_path() / ("tenon-what-if-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(scratch);
+    options.log_dir = scratch / "log";
+  } else {
+    options.log_dir = c.what_if_log;
+  }
+  std::string text;
+  try {
+    text = replay::WhatIfText(replay::WhatIf(log, options));
+  } catch (...) {
+    if (!scratch.empty()) std::filesystem::remove_all(scratch);
+    throw;
+  }
+  if (!scratch.empty()) std::filesystem::remove_all(scratch);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
 int RunReplay(const IncidentCommands& c) {
   auto log = OpenForReading(c.replay_dir);
   if (c.verify) return RunVerify(*log);
+  if (c.what_if || !c.with.empty()) return RunWhatIf(c, *log);
   log::Seq to = c.to;
   if (!c.until.empty()) {
     const Nanos until = TimeFlag("--until", c.until, *log);
@@ -359,6 +388,16 @@ void AddReplay(CLI::App& app, IncidentCommands& c) {
   c.replay->add_option("--until", c.until,
                        "stop at this time (2026-01-01T02:14:09Z, or 02:14:09 on the log's day)");
   c.replay->add_option("--nodeclaim", c.history_claim, "show only this NodeClaim's history");
+  c.replay
+      ->add_option("--with", c.with,
+                   "what-if: re-run the recorded inputs under the NodePools and "
+                   "EC2NodeClasses of this YAML file and compare")
+      ->check(CLI::ExistingFile);
+  c.replay->add_flag("--what-if", c.what_if,
+                     "what-if: re-run the recorded inputs through this build (with --with: "
+                     "under that configuration) and compare");
+  c.replay->add_option("--what-if-log", c.what_if_log,
+                       "keep the what-if run's log in this (new) folder for the other tools");
 }
 
 void AddAudit(CLI::App& app, IncidentCommands& c) {

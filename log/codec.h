@@ -37,6 +37,11 @@ Entry DecodeEntry(std::string_view bytes);
 
 std::string EncodeDecision(const Decision& decision);
 Decision DecodeDecision(std::string_view bytes);
+// Whether to decode a disruption candidate, given its NodeClaim and NodePool.
+using CandidateFilter = std::function<bool(std::string_view nodeclaim, std::string_view nodepool)>;
+// The same, but a disruption decision keeps only the candidates `keep` accepts: an audit query
+// about one node or NodePool need not decode the other candidates of a pass over many.
+Decision DecodeDecisionKeeping(std::string_view bytes, const CandidateFilter& keep);
 
 // The decision index (the log's decision_index family): the terms a decision is found under.
 // A term is its kind's letter and a name ended by NUL (so "web-1" never matches "web-10"), or
@@ -54,7 +59,9 @@ std::string IndexTerm(IndexKind kind, std::string_view name);
 std::string TimeTerm(Nanos at);
 // Every term of one decision, sorted, without repeats.
 std::vector<std::string> DecisionIndexTerms(const Decision& decision);
-// The record Append stores: the encoded decision with its index terms.
+// The record Append stores: the encoded decision with its index terms, and for a disruption
+// pass over several candidates, under each NodeClaim's term, the decision trimmed to that
+// claim's candidates (what audit shows about it).
 DecisionRecord DecisionRecordFor(const Decision& decision);
 // "provisioning", "lifecycle" or "disruption".
 std::string DecisionKind(const Decision& decision);

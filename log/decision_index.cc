@@ -1,6 +1,7 @@
 // The decision index's terms (log/codec.h): what audit and explain look decisions up by.
 #include <algorithm>
 #include <cassert>
+#include <map>
 
 #include "log/codec.h"
 
@@ -33,6 +34,35 @@ void AddTerms(std::vector<std::string>& terms, const DisruptionDecision& d) {
     AddName(terms, IndexKind::kNodePool, c.nodepool);
   }
   for (const auto& b : d.budgets) AddName(terms, IndexKind::kNodePool, b.nodepool);
+}
+
+// A disruption pass over at least this many candidates carries, in each NodeClaim's index entry,
+// the decision trimmed to that claim's candidates: `tenon audit --node` then reads one range of
+// the index instead of every pass the node sat in (each as large as its candidate list).
+constexpr std::size_t kTrimmedFromCandidates = 4;
+
+// The values to store beside `terms` (sorted, one per term; empty: none worth storing).
+std::vector<std::string> IndexValues(const Decision& decision,
+                                     const std::vector<std::string>& terms) {
+  const auto* d = std::get_if<DisruptionDecision>(&decision.body);
+  if (d == nullptr || d->candidates.size() < kTrimmedFromCandidates) return {};
+  std::map<std::string_view, std::vector<const DisruptionCandidate*>> by_claim;
+  for (const auto& c : d->candidates) by_claim[c.nodeclaim].push_back(&c);
+  Decision trimmed{decision.id, decision.cause, decision.at, {}};
+  DisruptionDecision head{d->method, d->phase, d->nodeclaims, {}, d->budgets, d->reason};
+  std::vector<std::string> values(terms.size());
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const std::string& term = terms[i];
+    if (term.front() != static_cast<char>(IndexKind::kNodeClaim)) continue;
+    head.candidates.clear();
+    auto it = by_claim.find(std::string_view(term).substr(1, term.size() - 2));
+    if (it != by_claim.end()) {
+      for (const auto* c : it->second) head.candidates.push_back(*c);
+    }
+    trimmed.body = head;
+    values[i] = EncodeDecision(trimmed);
+  }
+  return values;
 }
 
 }  // namespace
@@ -72,7 +102,10 @@ std::vector<std::string> DecisionIndexTerms(const Decision& decision) {
 
 DecisionRecord DecisionRecordFor(const Decision& decision) {
   assert(decision.id.value != 0);
-  return DecisionRecord{decision.id.value, EncodeDecision(decision), DecisionIndexTerms(decision)};
+  std::vector<std::string> terms = DecisionIndexTerms(decision);
+  std::vector<std::string> values = IndexValues(decision, terms);
+  return DecisionRecord{decision.id.value, EncodeDecision(decision), std::move(terms),
+                        std::move(values)};
 }
 
 }  // namespace tenon::log

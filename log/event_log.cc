@@ -188,6 +188,9 @@ class RocksEventLog final : public EventLog {
   bool HasDecisionIndex() const override { return has_decision_index_; }
   void ScanDecisionIndex(std::string_view from, std::string_view to,
                          const std::function<bool(std::uint64_t id)>& fn) const override;
+  void ScanDecisionIndexValues(
+      std::string_view from, std::string_view to,
+      const std::function<bool(std::uint64_t id, std::string_view value)>& fn) const override;
   std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const override;
   std::vector<Seq> SnapshotSeqs() const override;
   void Truncate(Seq through) override;
@@ -333,7 +336,12 @@ void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
       batch.Put(handles_[kDecisions], key, Frame(key, d.payload));
       // An old log opened for writing has no index to keep up (HasDecisionIndex is false).
       if (!has_decision_index_) continue;
-      for (const auto& term : d.index_terms) batch.Put(handles_[kDecisionIndex], term + key, "");
+      assert(d.index_values.empty() || d.index_values.size() == d.index_terms.size());
+      for (std::size_t i = 0; i < d.index_terms.size(); ++i) {
+        const std::string entry = d.index_terms[i] + key;
+        const bool valued = !d.index_values.empty() && !d.index_values[i].empty();
+        batch.Put(handles_[kDecisionIndex], entry, valued ? Frame(entry, d.index_values[i]) : "");
+      }
     }
   }
   lock.unlock();
@@ -396,7 +404,7 @@ Seq RocksEventLog::WaitForAppend(Seq after, std::chrono::milliseconds timeout) c
 std::optional<DecisionRecord> RocksEventLog::ReadDecision(std::uint64_t id) const {
   auto payload = Get(kDecisions, id);
   if (!payload) return std::nullopt;
-  return DecisionRecord{id, std::move(*payload), {}};
+  return DecisionRecord{id, std::move(*payload), {}, {}};
 }
 
 void RocksEventLog::ScanDecisions(std::uint64_t from_id,
@@ -405,7 +413,7 @@ void RocksEventLog::ScanDecisions(std::uint64_t from_id,
   for (it->Seek(Key(from_id)); it->Valid(); it->Next()) {
     std::uint64_t id = FromKey(it->key());
     DecisionRecord record{
-        id, Unframe("decisions", id, it->key().ToStringView(), it->value().ToStringView()), {}};
+        id, Unframe("decisions", id, it->key().ToStringView(), it->value().ToStringView()), {}, {}};
     if (!fn(record)) return;
   }
   Check(it->status(), "scanning decisions");
@@ -413,6 +421,12 @@ void RocksEventLog::ScanDecisions(std::uint64_t from_id,
 
 void RocksEventLog::ScanDecisionIndex(std::string_view from, std::string_view to,
                                       const std::function<bool(std::uint64_t id)>& fn) const {
+  ScanDecisionIndexValues(from, to, [&](std::uint64_t id, std::string_view) { return fn(id); });
+}
+
+void RocksEventLog::ScanDecisionIndexValues(
+    std::string_view from, std::string_view to,
+    const std::function<bool(std::uint64_t id, std::string_view value)>& fn) const {
   if (handles_[kDecisionIndex] == nullptr) return;
   const rocksdb::Slice upper(to.data(), to.size());
   rocksdb::ReadOptions read;
@@ -423,7 +437,12 @@ void RocksEventLog::ScanDecisionIndex(std::string_view from, std::string_view to
     if (key.size() <= 8) {
       throw LogError(ErrorKind::kCorruption, 0, "log: a decision index key is too short");
     }
-    if (!fn(FromKey(rocksdb::Slice(key.data() + key.size() - 8, 8)))) return;
+    const std::uint64_t id = FromKey(rocksdb::Slice(key.data() + key.size() - 8, 8));
+    const std::string value =
+        it->value().empty()
+            ? std::string()
+            : Unframe("decision_index", id, key.ToStringView(), it->value().ToStringView());
+    if (!fn(id, value)) return;
   }
   Check(it->status(), "scanning the decision index");
 }

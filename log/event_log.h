@@ -81,6 +81,9 @@ struct DecisionRecord {
   // Append writes one decision_index entry per term, in the same batch as the decision, so the
   // index never lags the decisions it indexes. Read back, a record carries none.
   std::vector<std::string> index_terms;
+  // Empty, or one value per term (most empty): what an audit query under that term needs of the
+  // decision without reading it (log/codec.h, DecisionRecordFor). Stored framed and checked.
+  std::vector<std::string> index_values = {};
 };
 
 // One atomic unit: event records get consecutive sequence numbers; decisions are written in the
@@ -151,6 +154,11 @@ class EventLog {
   // order (for one term: ascending ids), until `fn` returns false.
   virtual void ScanDecisionIndex(std::string_view from, std::string_view to,
                                  const std::function<bool(std::uint64_t id)>& fn) const = 0;
+  // The same, with each entry's value (empty for most terms, and for every entry of a log
+  // indexed before values were stored).
+  virtual void ScanDecisionIndexValues(
+      std::string_view from, std::string_view to,
+      const std::function<bool(std::uint64_t id, std::string_view value)>& fn) const = 0;
 
   // Starts the snapshot of the state after folding `seq`. Parts go to a file of their own as they
   // are added (memory stays at one part), which Commit moves into the log atomically.

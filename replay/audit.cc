@@ -1,6 +1,7 @@
 // tenon audit: every disruption decision with its inputs, looked up through the decision index.
 #include <algorithm>
 #include <cassert>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -99,6 +100,50 @@ bool Shown(const DisruptionCandidate& c, const AuditQuery& query, const AuditRes
   return query.nodepool.empty() || c.nodepool == query.nodepool;
 }
 
+// Which candidates a decision read for `query` keeps: with a node, its NodeClaims'; with a
+// NodePool, the pool's (InPool needs them); with neither, all. Shown() never prints another.
+log::CandidateFilter KeptCandidates(const AuditQuery& query, const AuditResult& result) {
+  if (query.node.empty() && query.nodepool.empty()) return {};
+  return [&](std::string_view claim, std::string_view pool) {
+    if (!query.nodepool.empty() && pool == query.nodepool) return true;
+    return std::find(result.nodeclaims.begin(), result.nodeclaims.end(), claim) !=
+           result.nodeclaims.end();
+  };
+}
+
+// The decisions about the node's NodeClaims, by id, each with those claims' candidates: the
+// trimmed copy an index entry carries where there is one (one range read per claim), else --
+// an entry without one (a small decision, a log indexed before values), or a decision under
+// two of the claims -- the decision itself, read and decoded keeping `keep`'s candidates.
+std::map<std::uint64_t, Decision> NodeDecisions(const log::EventLog& log, AuditResult& result,
+                                                const log::CandidateFilter& keep) {
+  std::map<std::uint64_t, Decision> found;
+  std::set<std::uint64_t> whole;
+  for (const auto& claim : result.nodeclaims) {
+    const std::string term = log::IndexTerm(log::IndexKind::kNodeClaim, claim);
+    log.ScanDecisionIndexValues(term, term + std::string(9, '\xff'),
+                                [&](std::uint64_t id, std::string_view value) {
+                                  if (value.empty() || found.contains(id)) {
+                                    whole.insert(id);
+                                  } else {
+                                    found.emplace(id, log::DecodeDecision(value));
+                                    ++result.decisions_read;
+                                  }
+                                  return true;
+                                });
+  }
+  for (std::uint64_t id : whole) {
+    auto record = log.ReadDecision(id);
+    if (!record) {
+      throw log::LogError(log::ErrorKind::kCorruption, id,
+                          "log: decision " + std::to_string(id) + " is indexed but missing");
+    }
+    ++result.decisions_read;
+    found.insert_or_assign(id, log::DecodeDecisionKeeping(record->payload, keep));
+  }
+  return found;
+}
+
 }  // namespace
 
 AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
@@ -106,6 +151,14 @@ AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
   AuditResult result;
   result.used_index = true;
   if (!query.node.empty()) result.nodeclaims = ClaimsOfNode(log, query.node, result.decisions_read);
+  const log::CandidateFilter keep = KeptCandidates(query, result);
+  // With a NodePool as well, InPool needs every candidate of the pool: read the decisions.
+  if (!query.node.empty() && query.nodepool.empty()) {
+    for (auto& [id, d] : NodeDecisions(log, result, keep)) {
+      if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
+    }
+    return result;
+  }
   for (std::uint64_t id : CandidateIds(log, query, result.nodeclaims)) {
     auto record = log.ReadDecision(id);
     // The index and the decisions are written in one batch: an entry without its decision is
@@ -115,7 +168,8 @@ AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
                           "log: decision " + std::to_string(id) + " is indexed but missing");
     }
     ++result.decisions_read;
-    Decision d = log::DecodeDecision(record->payload);
+    Decision d = keep ? log::DecodeDecisionKeeping(record->payload, keep)
+                      : log::DecodeDecision(record->payload);
     if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
   }
   return result;

@@ -85,7 +85,9 @@ struct AuditResult {
 };
 
 // Every disruption decision matching every criterion of `query`. With an index, reads only the
-// decisions of the most selective criterion; without one, scans every decision.
+// decisions of the most selective criterion; without one, scans every decision. A query naming
+// a node or a NodePool decodes only the candidates of its NodeClaims or pool (all the text and
+// JSON show), so a node that sat in passes of many candidates costs no more than one of few.
 AuditResult Audit(const log::EventLog& log, const AuditQuery& query);
 // The same answer by a full scan of the decisions (the baseline bench_audit measures against).
 AuditResult AuditByScan(const log::EventLog& log, const AuditQuery& query);

@@ -62,6 +62,11 @@ ReportBuilder::ReportBuilder(std::string name, Nanos start, Nanos sample_every)
 
 void ReportBuilder::OnFolded(Seq, const Event& event, const Output& output,
                              std::chrono::nanoseconds) {
+  Observe(event);
+  Observe(output);
+}
+
+void ReportBuilder::Observe(const Event& event) {
   if (const auto* tick = std::get_if<Tick>(&event)) {
     // A world's changes come before the Tick that carries their time: pods bound since the
     // last tick were bound now.
@@ -88,6 +93,9 @@ void ReportBuilder::OnFolded(Seq, const Event& event, const Output& output,
   if (const auto* failed = std::get_if<FleetFailed>(&event)) {
     report_.capacity_errors += failed->errors.size();
   }
+}
+
+void ReportBuilder::Observe(const Output& output) {
   for (const auto& c : output.commands) {
     if (const auto* create = std::get_if<CreateNodeClaim>(&c.body)) {
       claim_pool_[create->claim.name] = create->claim.nodepool;
@@ -134,8 +142,11 @@ void ReportBuilder::Sample(Nanos now, const WorldSummary& world) {
   // Cost is a step function of time: what ran since the last sample cost the last price.
   report_.cost_micro_usd += static_cast<std::int64_t>(static_cast<__int128>(last_cost_.value) *
                                                       (now - last_cost_at_).value / kNanosPerHour);
+  report_.node_hours += static_cast<double>(last_instances_) *
+                        static_cast<double>((now - last_cost_at_).value) / kNanosPerHour;
   last_cost_at_ = now;
   last_cost_ = world.cost;
+  last_instances_ = world.instances;
   report_.cost_peak = std::max(report_.cost_peak, world.cost);
   report_.end = now;
   report_.pods_still_pending = world.pods_pending;
@@ -158,8 +169,8 @@ std::string FormatReport(const Report& r) {
   };
   for (std::size_t i = 0; i < r.samples.size(); i += stride) row(r.samples[i]);
   if (!r.samples.empty() && r.last.at > r.samples.back().at) row(r.last);
-  Line(out, "  cost: %s over the run, peak %s/h\n", Dollars(r.cost_micro_usd).c_str(),
-       Dollars(r.cost_peak.value).c_str());
+  Line(out, "  cost: %s over the run, peak %s/h; %.3f node-hours\n",
+       Dollars(r.cost_micro_usd).c_str(), Dollars(r.cost_peak.value).c_str(), r.node_hours);
   Line(out,
        "  pod pending time (%zu pods bound): p50 %s  p90 %s  p99 %s  max %s; %zu still pending\n",
        r.pending.size(), Seconds(r.PendingPercentile(50)).c_str(),
@@ -203,12 +214,16 @@ std::string FormatComparison(const Report& a, const Report& b) {
   money("cost over the run", a.cost_micro_usd, b.cost_micro_usd);
   money("peak cost per hour", a.cost_peak.value, b.cost_peak.value);
   money("cost per hour at the end", a.last.cost.value, b.last.cost.value);
+  Line(out, "  %-34s %14.3f %14.3f %+14.3f\n", "node-hours", a.node_hours, b.node_hours,
+       b.node_hours - a.node_hours);
   secs("pending p50", a.PendingPercentile(50), b.PendingPercentile(50));
   secs("pending p90", a.PendingPercentile(90), b.PendingPercentile(90));
   secs("pending p99", a.PendingPercentile(99), b.PendingPercentile(99));
   auto n = [](std::size_t v) { return static_cast<std::int64_t>(v); };
   count("pods still pending", n(a.pods_still_pending), n(b.pods_still_pending));
   count("nodes launched", n(a.nodes_launched), n(b.nodes_launched));
+  count("offerings out of capacity", n(a.capacity_errors), n(b.capacity_errors));
+  count("provisioning decisions", n(a.provisioning_decisions), n(b.provisioning_decisions));
   std::map<std::string, std::pair<std::size_t, std::size_t>> removed;
   for (const auto& [k, v] : a.removed) removed[k].first = v;
   for (const auto& [k, v] : b.removed) removed[k].second = v;

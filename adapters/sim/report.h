@@ -51,6 +51,7 @@ struct Report {
   std::size_t pods_unschedulable_outcomes = 0;  // Pod outcomes with no target.
   std::map<std::string, BudgetUse> budgets;
   std::size_t launch_calls = 0;
+  double node_hours = 0;  // Instances running, integrated over the run.
 
   // The p-th percentile (0-100) of `pending`, nearest rank; 0 without samples.
   Nanos PendingPercentile(int p) const;
@@ -64,6 +65,10 @@ class ReportBuilder : public runtime::Observer {
                 std::chrono::nanoseconds took) override;
   // Once per tick, after the tick's events were folded.
   void Sample(Nanos now, const WorldSummary& world);
+  // OnFolded's two halves, for a report built from a log read back (replay/whatif.h), where an
+  // event and the output recorded for it are separate records.
+  void Observe(const Event& event);
+  void Observe(const Output& output);
 
   const Report& report() const { return report_; }
 
@@ -77,6 +82,7 @@ class ReportBuilder : public runtime::Observer {
   Nanos last_sample_{0};
   Nanos last_cost_at_{0};
   MicroUsdPerHour last_cost_{0};
+  std::size_t last_instances_ = 0;
   std::map<std::string, Nanos> waiting_;  // Pending pods (ns/name) -> when they were created.
   std::vector<Nanos> bound_since_tick_;   // Creation times of pods bound since the last Tick.
   std::map<std::string, std::string> claim_pool_;  // NodeClaim -> its NodePool.

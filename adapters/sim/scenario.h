@@ -88,15 +88,26 @@ struct Action {
     // The price of `instance_type` (`capacity_type`, every zone or `zone`) becomes
     // `price_permille`/1000 of what it is; the controller sees a catalog refresh.
     kPriceChange,
+    // A what-if replaying a recorded log (replay/whatif.h): the controller sees `catalog` as
+    // the recording's CatalogRefreshed had it.
+    kCatalogRefresh,
+    // A recorded interruption message (`interruption`, `detail`) about an instance of offering
+    // `instance_type`/`zone`/`capacity_type`, delivered to the oldest instance not yet
+    // interrupted of that offering, else of that capacity type in the zone, else of that
+    // capacity type anywhere; with none, it is counted as unmatched.
+    kInterruptOffering,
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;
-  std::string instance_type;           // kStrayInstance
-  std::string zone;                    // kStrayInstance
-  std::string label;                   // kLabelNodePool: key=value
-  std::string capacity_type;           // kPriceChange
-  std::int64_t count = 1;              // kSpotInterruptionStorm
-  std::int64_t price_permille = 1000;  // kPriceChange
+  std::string instance_type;                                            // kStrayInstance
+  std::string zone;                                                     // kStrayInstance
+  std::string label;                                                    // kLabelNodePool: key=value
+  std::string capacity_type;                                            // kPriceChange
+  std::int64_t count = 1;                                               // kSpotInterruptionStorm
+  std::int64_t price_permille = 1000;                                   // kPriceChange
+  std::vector<InstanceType> catalog;                                    // kCatalogRefresh
+  InterruptionKind interruption = InterruptionKind::kSpotInterruption;  // kInterruptOffering
+  std::string detail;                                                   // kInterruptOffering
 };
 
 // An offering ("type/zone/capacity-type") out of capacity from `from` until `until` (scenario

@@ -58,6 +58,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   report.world = world.Summary();
   report.nodeclaims = runtime.state().nodeclaims.size();
   report.state_hash = StateHash(runtime.state());
+  report.interruptions_unmatched = world.unmatched_interruptions();
   return report;
 }
 

@@ -41,6 +41,7 @@ struct SimulateReport {
   WorldSummary world;
   std::size_t nodeclaims = 0;
   std::uint64_t state_hash = 0;
+  std::size_t interruptions_unmatched = 0;  // Recorded interruptions with no instance to reach.
 };
 
 SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options);

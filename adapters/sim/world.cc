@@ -264,6 +264,9 @@ bool World::Load() {
   // Price changes are not stored: the actions already run say what they were.
   for (std::size_t i = 0; i < next_action_; ++i) {
     if (scenario_.actions[i].kind == Action::Kind::kPriceChange) ChangePrice(scenario_.actions[i]);
+    if (scenario_.actions[i].kind == Action::Kind::kCatalogRefresh) {
+      catalog_ = scenario_.actions[i].catalog;
+    }
   }
   next_job_ = j.value("next_job", std::size_t{0});
   job_pods_left_ = j.value("job_pods_left", std::map<std::string, std::int64_t>{});
@@ -593,6 +596,13 @@ std::vector<Event> World::RunActions() {
         ChangePrice(action);
         events.push_back(CatalogRefreshed{catalog_});
         break;
+      case Action::Kind::kCatalogRefresh:
+        catalog_ = action.catalog;
+        events.push_back(CatalogRefreshed{catalog_});
+        break;
+      case Action::Kind::kInterruptOffering:
+        for (auto& e : InterruptOffering(action)) events.push_back(std::move(e));
+        break;
       case Action::Kind::kMalformedMessage:
         // The queue adapter keeps what it cannot read for audit and deletes it.
         events.push_back(InputRejected{"sqs", "not an EventBridge event: missing detail-type",
@@ -647,6 +657,26 @@ std::vector<Event> World::InterruptSpot(const SimInstance& instance) {
   AddTimer(now_ + Nanos{2 * kMinute.value}, Timer{Timer::Kind::kReclaim, instance.id});
   return {InterruptionReceived{id, InterruptionKind::kSpotInterruption, instance.id,
                                "two-minute warning"}};
+}
+
+std::vector<Event> World::InterruptOffering(const Action& action) {
+  auto fresh = [&](const SimInstance& i) {
+    return !interrupted_.contains(i.id) && i.capacity_type == action.capacity_type;
+  };
+  const SimInstance* i = Oldest([&](const SimInstance& x) {
+    return fresh(x) && x.instance_type == action.instance_type && x.zone == action.zone;
+  });
+  if (i == nullptr)
+    i = Oldest([&](const SimInstance& x) { return fresh(x) && x.zone == action.zone; });
+  if (i == nullptr) i = Oldest(fresh);
+  if (i == nullptr) {
+    ++unmatched_interruptions_;
+    return {};
+  }
+  interrupted_.insert(i->id);
+  if (action.interruption == InterruptionKind::kSpotInterruption) return InterruptSpot(*i);
+  return {InterruptionReceived{"msg-" + std::to_string(next_message_++), action.interruption, i->id,
+                               action.detail}};
 }
 
 void World::ChangePrice(const Action& action) {

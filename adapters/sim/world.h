@@ -82,6 +82,8 @@ class World : public runtime::Executor {
   const std::map<std::string, Pod>& pods() const { return pods_; }
   const std::map<std::string, NodePoolStatus>& pool_status() const { return pool_status_; }
   const std::set<std::string>& deleting() const { return deleting_; }
+  // kInterruptOffering actions that found no instance to deliver their message to.
+  std::size_t unmatched_interruptions() const { return unmatched_interruptions_; }
   // The catalog as the cloud prices it now (price changes applied).
   const std::vector<InstanceType>& catalog() const { return catalog_; }
   // NodePool `pool` as the API server serves it (labels users added applied).
@@ -111,6 +113,7 @@ class World : public runtime::Executor {
   // Applies the price change `action` to catalog_.
   void ChangePrice(const Action& action);
   std::vector<Event> InterruptSpot(const SimInstance& instance);
+  std::vector<Event> InterruptOffering(const Action& action);
   bool OutOfCapacity(const std::string& offering) const;
   MicroUsdPerHour PriceNow(const SimInstance& instance) const;
   FleetLaunched Answer(CommandId command, const SimInstance& instance,
@@ -185,6 +188,10 @@ class World : public runtime::Executor {
   bool room_may_have_changed_ = true;
   bool pods_removed_ = true;
   std::set<std::string> unbound_;  // Keys of the pods bound to no node (not persisted: derived).
+  // Instances a kInterruptOffering message went to, and the messages that found none (not
+  // persisted: a what-if runs in one process).
+  std::set<std::string> interrupted_;
+  std::size_t unmatched_interruptions_ = 0;
 };
 
 }  // namespace tenon::sim

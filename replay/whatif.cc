@@ -1,0 +1,673 @@
+// What-if: the recorded inputs of a log re-run under another configuration (replay/whatif.h).
+#include "replay/whatif.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "adapters/kube/objects.h"
+#include "adapters/sim/simulator.h"
+#include "log/codec.h"
+#include "replay/replay.h"
+
+namespace tenon::replay {
+namespace {
+
+constexpr std::size_t kUncoveredShownMax = 12;  // Offerings listed by name at the most.
+
+std::string Offering(const std::string& type, const std::string& zone, const std::string& cap) {
+  return type + "/" + zone + "/" + cap;
+}
+
+// A pod's workload: a Job's pods by their job-name label, a deployment's by app label (else
+// the name without its last "-suffix").
+struct Group {
+  std::string ns;
+  std::string name;
+  bool job = false;
+  auto operator<=>(const Group&) const = default;
+};
+
+Group GroupOf(const Pod& pod) {
+  if (pod.owner_kind == "Job") {
+    auto it = pod.labels.find("job-name");
+    if (it != pod.labels.end()) return {pod.ns, it->second, true};
+  }
+  auto app = pod.labels.find("app");
+  if (app != pod.labels.end()) return {pod.ns, app->second, false};
+  return {pod.ns, pod.name.substr(0, pod.name.rfind('-')), false};
+}
+
+struct TrackedPod {
+  Group group;
+  std::string node;
+  Nanos bound{0};
+  bool running = false;
+};
+
+struct GroupState {
+  Pod model;                  // The last pod that arrived: the template.
+  std::int64_t live = 0;      // Workload arrivals minus departures (a deployment's replicas).
+  std::int64_t emitted = -1;  // Replicas of the last step written.
+  std::int64_t debt = 0;      // Pods the controller removed, not yet replaced.
+  std::int64_t arrived_now = 0;
+  Nanos run_for{0};  // Jobs: longest bound-to-finished time seen.
+};
+
+struct PdbSample {
+  std::int64_t healthy = 0;
+  std::int64_t want = 0;
+  std::int64_t allowed = 0;
+};
+
+// Reads the recorded inputs out of a log, event by event. Events a world tick produced are
+// written before that tick's Tick, so they take its time; command results follow a Tick and
+// take that one's.
+class Extractor {
+ public:
+  explicit Extractor(std::vector<std::string>& notes) : notes_(notes) {}
+
+  void OnEvent(const Event& event);
+  void OnOutput(const log::OutputRecord& output);
+  sim::Scenario Finish();
+
+ private:
+  void OnTick(Nanos now);
+  void OnPod(const Pod& pod);
+  void OnPodDeleted(const std::string& key);
+  void OnLaunched(const FleetLaunched& launched);
+  void OnErrors(const std::vector<FleetError>& errors);
+  void OnInterruption(const InterruptionReceived& message);
+  void OnPdb(const PodDisruptionBudget& pdb);
+  void OnNode(const Node& node);
+  sim::WorkloadStep StepOf(const Group& group, const GroupState& state) const;
+  sim::Budget BudgetOf(const std::string& key) const;
+  Nanos Since(Nanos at) const { return Nanos{at.value - start_.value}; }
+
+  std::vector<std::string>& notes_;
+  sim::Scenario s_;
+  bool have_start_ = false, have_catalog_ = false, have_settings_ = false;
+  Nanos start_{0}, last_tick_{0};
+  Nanos tick_{0};
+  std::map<std::string, NodePool> pools_;
+  std::map<std::string, NodeClass> classes_;
+  std::map<std::string, sim::DaemonSetSpec> daemonsets_;
+  std::map<std::string, TrackedPod> pods_;
+  std::map<Group, GroupState> groups_;
+  std::set<std::string> evicting_;                      // Pods the core asked to evict/delete.
+  std::map<std::uint64_t, std::string> evict_command_;  // Command id -> its pod.
+  std::map<std::uint64_t, Nanos> launch_command_;       // LaunchInstances id -> when issued.
+  std::set<std::string> gone_nodes_;
+  std::map<std::string, bool> node_ready_;
+  std::map<std::string, std::string> offering_of_instance_;
+  std::map<std::string, Nanos> launched_at_;  // Provider id -> when its launch was issued.
+  std::map<std::string, Nanos> appeared_at_;  // Node name -> when it registered.
+  std::vector<Nanos> registration_, ready_, latency_;
+  std::map<std::string, std::vector<Nanos>> ice_;  // Offering -> when answered out of capacity.
+  std::map<std::string, PdbSample> pdb_first_;     // First sample allowing a disruption.
+  std::map<std::string, std::vector<PdbSample>> pdb_samples_;
+  std::map<std::string, PodDisruptionBudget> pdbs_;
+  std::vector<InstanceType> last_catalog_;
+  std::size_t interruptions_skipped_ = 0;
+  // Events of the tick in progress that take the next Tick's time.
+  std::vector<InterruptionReceived> pending_interruptions_;
+};
+
+void Extractor::OnEvent(const Event& event) {
+  std::visit(
+      [&](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, Tick>) {
+          OnTick(e.now);
+        } else if constexpr (std::is_same_v<T, ControllerStarted>) {
+          if (!have_settings_) s_.seed = e.seed, s_.settings = e.settings;
+          have_settings_ = true;
+        } else if constexpr (std::is_same_v<T, CatalogRefreshed>) {
+          if (!have_catalog_) {
+            s_.catalog = e.instance_types;
+          } else if (e.instance_types != last_catalog_) {
+            sim::Action a;
+            a.at = Since(Nanos{last_tick_.value + tick_.value});  // A world tick's event.
+            a.kind = sim::Action::Kind::kCatalogRefresh;
+            a.catalog = e.instance_types;
+            s_.actions.push_back(std::move(a));
+          }
+          last_catalog_ = e.instance_types;
+          have_catalog_ = true;
+        } else if constexpr (std::is_same_v<T, NodePoolUpserted>) {
+          pools_.try_emplace(e.nodepool.name, e.nodepool);
+        } else if constexpr (std::is_same_v<T, NodeClassUpserted>) {
+          classes_.try_emplace(e.nodeclass.name, e.nodeclass);
+        } else if constexpr (std::is_same_v<T, DaemonSetUpserted>) {
+          const Pod& p = e.daemonset.pod;
+          daemonsets_.try_emplace(e.daemonset.ns + "/" + e.daemonset.name,
+                                  sim::DaemonSetSpec{e.daemonset.ns, e.daemonset.name, p.requests,
+                                                     p.node_selector, p.tolerations});
+        } else if constexpr (std::is_same_v<T, PodUpserted>) {
+          OnPod(e.pod);
+        } else if constexpr (std::is_same_v<T, PodDeleted>) {
+          OnPodDeleted(PodKey(e.ns, e.name));
+        } else if constexpr (std::is_same_v<T, NodeUpserted>) {
+          OnNode(e.node);
+        } else if constexpr (std::is_same_v<T, NodeDeleted>) {
+          gone_nodes_.insert(e.name);
+        } else if constexpr (std::is_same_v<T, FleetLaunched>) {
+          OnLaunched(e);
+        } else if constexpr (std::is_same_v<T, FleetFailed>) {
+          OnErrors(e.errors);
+        } else if constexpr (std::is_same_v<T, CommandFailed>) {
+          if (auto it = evict_command_.find(e.command.value); it != evict_command_.end()) {
+            evicting_.erase(it->second);
+          }
+        } else if constexpr (std::is_same_v<T, InterruptionReceived>) {
+          pending_interruptions_.push_back(e);
+        } else if constexpr (std::is_same_v<T, PodDisruptionBudgetUpserted>) {
+          OnPdb(e.pdb);
+        }
+      },
+      event);
+}
+
+void Extractor::OnOutput(const log::OutputRecord& output) {
+  for (const Command& c : output.commands) {
+    if (const auto* evict = std::get_if<EvictPod>(&c.body)) {
+      evicting_.insert(PodKey(evict->ns, evict->name));
+      evict_command_[c.id.value] = PodKey(evict->ns, evict->name);
+    } else if (const auto* del = std::get_if<DeletePod>(&c.body)) {
+      evicting_.insert(PodKey(del->ns, del->name));
+      evict_command_[c.id.value] = PodKey(del->ns, del->name);
+    } else if (std::holds_alternative<LaunchInstances>(c.body)) {
+      launch_command_[c.id.value] = last_tick_;
+    }
+  }
+}
+
+void Extractor::OnTick(Nanos now) {
+  if (!have_start_) {
+    start_ = now;
+    have_start_ = true;
+  } else if (tick_.value == 0 && now > last_tick_) {
+    tick_ = Nanos{now.value - last_tick_.value};
+  }
+  last_tick_ = now;
+  for (auto& [group, state] : groups_) {
+    if (group.job) {
+      if (state.arrived_now > 0) {
+        sim::Job job;
+        job.at = Since(now);
+        job.ns = group.ns;
+        job.name = group.name;
+        job.pods = state.arrived_now;
+        job.requests = state.model.requests;
+        job.node_selector = state.model.node_selector;
+        job.tolerations = state.model.tolerations;
+        s_.jobs.push_back(std::move(job));
+      }
+    } else if (state.live != state.emitted) {
+      sim::WorkloadStep step = StepOf(group, state);
+      step.at = Since(now);
+      s_.workloads.push_back(std::move(step));
+      state.emitted = state.live;
+    }
+    state.arrived_now = 0;
+  }
+  for (const auto& m : pending_interruptions_) OnInterruption(m);
+  pending_interruptions_.clear();
+}
+
+sim::WorkloadStep Extractor::StepOf(const Group& group, const GroupState& state) const {
+  const Pod& p = state.model;
+  sim::WorkloadStep step;
+  step.ns = group.ns;
+  step.name = group.name;
+  step.replicas = state.live;
+  step.requests = p.requests;
+  step.node_selector = p.node_selector;
+  step.tolerations = p.tolerations;
+  step.do_not_disrupt = p.do_not_disrupt;
+  step.do_not_disrupt_for = p.do_not_disrupt_for;
+  step.termination_grace = p.termination_grace;
+  step.priority_class = p.priority_class;
+  step.priority = p.priority;
+  if (!p.topology_spread.empty()) step.zone_spread_max_skew = p.topology_spread.front().max_skew;
+  return step;
+}
+
+// A new pod is the workload's arrival, unless it replaces one the controller removed; a known
+// pod bound to a node starts running there.
+void Extractor::OnPod(const Pod& pod) {
+  if (pod.owner_kind == "DaemonSet") return;
+  const std::string key = PodKey(pod.ns, pod.name);
+  auto [it, fresh] = pods_.try_emplace(key);
+  TrackedPod& tracked = it->second;
+  if (fresh) {
+    tracked.group = GroupOf(pod);
+    GroupState& state = groups_[tracked.group];
+    state.model = pod;
+    if (state.debt > 0) {
+      --state.debt;
+    } else {
+      ++state.live;
+      ++state.arrived_now;
+    }
+  }
+  if (!pod.node_name.empty() && tracked.node.empty()) {
+    tracked.node = pod.node_name;
+    // Bound in a world tick: it runs from that tick's time, the next Tick's.
+    tracked.bound = Nanos{last_tick_.value + tick_.value};
+  }
+  tracked.running = pod.phase == "Running" && !pod.node_name.empty();
+}
+
+// The controller removed it (an eviction, a deletion, its node gone): the workload replaces
+// it. Otherwise the workload let it go: a deployment scaled down, or a Job's pod finished.
+void Extractor::OnPodDeleted(const std::string& key) {
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return;
+  const TrackedPod tracked = it->second;
+  pods_.erase(it);
+  GroupState& state = groups_[tracked.group];
+  const bool removed = evicting_.erase(key) > 0 || gone_nodes_.contains(tracked.node);
+  if (removed) {
+    ++state.debt;
+    return;
+  }
+  --state.live;
+  if (tracked.group.job && tracked.bound.value != 0) {
+    const Nanos finished{last_tick_.value + tick_.value};
+    state.run_for = std::max(state.run_for, Nanos{finished.value - tracked.bound.value});
+  }
+}
+
+void Extractor::OnNode(const Node& node) {
+  if (!appeared_at_.contains(node.name)) {
+    const Nanos now{last_tick_.value + tick_.value};
+    appeared_at_[node.name] = now;
+    if (auto l = launched_at_.find(node.provider_id); l != launched_at_.end()) {
+      registration_.push_back(Nanos{now.value - l->second.value});
+    }
+  }
+  if (node.ready && !node_ready_[node.name]) {
+    const Nanos now{last_tick_.value + tick_.value};
+    ready_.push_back(Nanos{now.value - appeared_at_[node.name].value});
+  }
+  node_ready_[node.name] = node.ready;
+}
+
+void Extractor::OnLaunched(const FleetLaunched& launched) {
+  offering_of_instance_[launched.instance_id] =
+      Offering(launched.instance_type, launched.zone, launched.capacity_type);
+  auto issued = launch_command_.find(launched.command.value);
+  Nanos at = issued == launch_command_.end() ? last_tick_ : issued->second;
+  // An answer that came back later than the call arrived in a world tick (the next Tick's).
+  if (last_tick_ > at) latency_.push_back(Nanos{last_tick_.value + tick_.value - at.value});
+  launched_at_[launched.provider_id] = at;
+  OnErrors(launched.errors);
+}
+
+void Extractor::OnErrors(const std::vector<FleetError>& errors) {
+  for (const auto& e : errors) {
+    if (e.code != ErrorCode::kInsufficientCapacity) continue;
+    ice_[Offering(e.instance_type, e.zone, e.capacity_type)].push_back(last_tick_);
+  }
+}
+
+void Extractor::OnInterruption(const InterruptionReceived& message) {
+  auto offering = offering_of_instance_.find(message.instance_id);
+  if (offering == offering_of_instance_.end()) {
+    ++interruptions_skipped_;
+    return;
+  }
+  const std::string& o = offering->second;
+  const auto first = o.find('/'), second = o.find('/', first + 1);
+  sim::Action a;
+  a.at = Since(last_tick_);
+  a.kind = sim::Action::Kind::kInterruptOffering;
+  a.instance_type = o.substr(0, first);
+  a.zone = o.substr(first + 1, second - first - 1);
+  a.capacity_type = o.substr(second + 1);
+  a.interruption = message.kind;
+  a.detail = message.detail;
+  s_.actions.push_back(std::move(a));
+}
+
+// A PodDisruptionBudget's status, with the cluster as it stood: how many of its pods were
+// healthy and how many its deployment wanted, to tell minAvailable from maxUnavailable.
+void Extractor::OnPdb(const PodDisruptionBudget& pdb) {
+  const std::string key = pdb.ns + "/" + pdb.name;
+  pdbs_[key] = pdb;
+  auto app = pdb.selector.match_labels.find("app");
+  if (app == pdb.selector.match_labels.end()) return;
+  PdbSample sample;
+  for (const auto& [pod, tracked] : pods_) {
+    if (tracked.group.ns != pdb.ns || tracked.group.name != app->second) continue;
+    if (tracked.running && node_ready_[tracked.node]) ++sample.healthy;
+  }
+  auto group = groups_.find(Group{pdb.ns, app->second, false});
+  sample.want = group == groups_.end() ? 0 : group->second.live;
+  sample.allowed = pdb.disruptions_allowed;
+  pdb_samples_[key].push_back(sample);
+  if (sample.allowed > 0) pdb_first_.try_emplace(key, sample);
+}
+
+// minAvailable or maxUnavailable, whichever explains more of the recorded statuses.
+sim::Budget Extractor::BudgetOf(const std::string& key) const {
+  const PodDisruptionBudget& pdb = pdbs_.at(key);
+  sim::Budget budget;
+  budget.ns = pdb.ns;
+  budget.name = pdb.name;
+  budget.app = pdb.selector.match_labels.at("app");
+  auto first = pdb_first_.find(key);
+  if (first == pdb_first_.end()) {
+    std::int64_t most = 0;
+    for (const auto& s : pdb_samples_.at(key)) most = std::max(most, s.want);
+    budget.min_available = most;
+    notes_.push_back("PodDisruptionBudget " + key +
+                     " never allowed a disruption in the recording: modelled as minAvailable " +
+                     std::to_string(most));
+    return budget;
+  }
+  const std::int64_t min_available = first->second.healthy - first->second.allowed;
+  const std::int64_t max_unavailable =
+      first->second.allowed + first->second.want - first->second.healthy;
+  std::size_t min_misses = 0, max_misses = 0;
+  for (const auto& s : pdb_samples_.at(key)) {
+    min_misses += std::max<std::int64_t>(0, s.healthy - min_available) != s.allowed;
+    max_misses += std::max<std::int64_t>(0, max_unavailable - (s.want - s.healthy)) != s.allowed;
+  }
+  if (max_misses < min_misses) {
+    budget.max_unavailable = max_unavailable;
+  } else {
+    budget.min_available = min_available;
+  }
+  if (std::min(min_misses, max_misses) > 0) {
+    notes_.push_back("PodDisruptionBudget " + key + ": " +
+                     std::to_string(std::min(min_misses, max_misses)) + " of " +
+                     std::to_string(pdb_samples_.at(key).size()) +
+                     " recorded statuses differ from the budget inferred");
+  }
+  return budget;
+}
+
+Nanos Median(std::vector<Nanos> values, Nanos otherwise) {
+  if (values.empty()) return otherwise;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+sim::Scenario Extractor::Finish() {
+  if (!have_start_) throw sim::ScenarioError("the log holds no Tick: nothing to re-run");
+  if (!have_catalog_) throw sim::ScenarioError("the log holds no CatalogRefreshed event");
+  if (tick_.value == 0) tick_ = kSecond;
+  s_.name = "recorded inputs";
+  s_.start = start_;
+  s_.duration = Nanos{last_tick_.value - start_.value};
+  s_.tick = tick_;
+  for (const auto& [name, pool] : pools_) s_.nodepools.push_back(pool);
+  for (const auto& [name, nodeclass] : classes_) s_.nodeclasses.push_back(nodeclass);
+  for (const auto& [key, ds] : daemonsets_) s_.daemonsets.push_back(ds);
+  for (const auto& [key, pdb] : pdbs_) {
+    if (pdb.selector.match_labels.contains("app")) {
+      s_.budgets.push_back(BudgetOf(key));
+    } else {
+      notes_.push_back("PodDisruptionBudget " + key + " selects no app label: not carried over");
+    }
+  }
+  for (auto& job : s_.jobs) {
+    const GroupState& state = groups_.at(Group{job.ns, job.name, true});
+    // A Job none of whose pods finished in the recording runs past its end.
+    job.run_for = state.run_for.value > 0 ? state.run_for : Nanos{s_.duration.value + tick_.value};
+  }
+  s_.cloud.registration_delay = Median(registration_, s_.cloud.registration_delay);
+  s_.cloud.ready_delay = Median(ready_, s_.cloud.ready_delay);
+  s_.cloud.launch_latency = Median(latency_, Nanos{0});
+  for (const auto& [offering, times] : ice_) {
+    for (Nanos at : times) {
+      auto& windows = s_.cloud.capacity_windows;
+      const Nanos from = Since(at), until{from.value + kRecordedAnswerWindow.value};
+      if (!windows.empty() && windows.back().offering == offering && windows.back().until >= from) {
+        windows.back().until = until;  // Overlapping answers make one window.
+      } else {
+        windows.push_back({offering, from, until});
+      }
+    }
+  }
+  std::stable_sort(s_.actions.begin(), s_.actions.end(),
+                   [](const auto& a, const auto& b) { return a.at < b.at; });
+  if (interruptions_skipped_ > 0) {
+    notes_.push_back(std::to_string(interruptions_skipped_) +
+                     " interruption messages about instances the log never saw launched: not "
+                     "carried over");
+  }
+  return s_;
+}
+
+// Classifies the what-if's launch requests, offering by offering, against the recorded answers.
+class CoverageObserver : public runtime::Observer {
+ public:
+  explicit CoverageObserver(std::map<std::string, std::vector<Nanos>> answers)
+      : answers_(std::move(answers)) {}
+  void OnFolded(Seq, const Event& event, const Output&, std::chrono::nanoseconds) override {
+    if (const auto* tick = std::get_if<Tick>(&event)) now_ = tick->now;
+    if (const auto* l = std::get_if<FleetLaunched>(&event)) {
+      for (const auto& e : l->errors)
+        Asked(Offering(e.instance_type, e.zone, e.capacity_type), true);
+      Asked(Offering(l->instance_type, l->zone, l->capacity_type), false);
+    }
+    if (const auto* f = std::get_if<FleetFailed>(&event)) {
+      for (const auto& e : f->errors)
+        Asked(Offering(e.instance_type, e.zone, e.capacity_type), true);
+    }
+  }
+  const Coverage& coverage() const { return coverage_; }
+
+ private:
+  void Asked(const std::string& offering, bool out_of_capacity) {
+    auto it = answers_.find(offering);
+    const bool covered =
+        it != answers_.end() && std::any_of(it->second.begin(), it->second.end(), [&](Nanos at) {
+          return std::abs(at.value - now_.value) <= kRecordedAnswerWindow.value;
+        });
+    if (covered) {
+      ++coverage_.recorded;
+      coverage_.ice_honoured += out_of_capacity ? 1 : 0;
+    } else {
+      ++coverage_.from_catalog;
+      ++coverage_.uncovered[offering];
+    }
+  }
+  Nanos now_{0};
+  std::map<std::string, std::vector<Nanos>> answers_;
+  Coverage coverage_;
+};
+
+// Every offering the recording has an answer about, with when: out of capacity, or launched.
+std::map<std::string, std::vector<Nanos>> RecordedAnswers(const log::EventLog& log) {
+  std::map<std::string, std::vector<Nanos>> answers;
+  Nanos now{0};
+  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+    auto entry = log::DecodeEntry(record.payload);
+    const auto* event = std::get_if<Event>(&entry);
+    if (event == nullptr) return true;
+    if (const auto* tick = std::get_if<Tick>(event)) now = tick->now;
+    std::vector<FleetError> errors;
+    if (const auto* l = std::get_if<FleetLaunched>(event)) {
+      answers[Offering(l->instance_type, l->zone, l->capacity_type)].push_back(now);
+      errors = l->errors;
+    }
+    if (const auto* f = std::get_if<FleetFailed>(event)) errors = f->errors;
+    for (const auto& e : errors) {
+      answers[Offering(e.instance_type, e.zone, e.capacity_type)].push_back(now);
+    }
+    return true;
+  });
+  return answers;
+}
+
+// What the world summary would say, from the core's state: launched NodeClaims are the
+// instances (their prices the cost), as `tenon cost` counts them.
+sim::WorldSummary SummaryOf(const State& state, std::size_t launch_calls) {
+  sim::WorldSummary w;
+  for (const auto& [name, claim] : state.nodeclaims) {
+    if (claim.launched.value == 0) continue;
+    ++w.instances;
+    w.cost = MicroUsdPerHour{w.cost.value + claim.price.value};
+  }
+  w.nodes = state.nodes.size();
+  for (const auto& [key, pod] : state.pods)
+    (pod.node_name.empty() ? w.pods_pending : w.pods_bound)++;
+  w.launch_calls = launch_calls;
+  return w;
+}
+
+std::string Text(const char* format, auto... args) {
+  char line[512];
+  std::snprintf(line, sizeof line, format, args...);
+  return line;
+}
+
+}  // namespace
+
+sim::Scenario ScenarioFromLog(const log::EventLog& log, std::vector<std::string>& notes) {
+  Extractor extractor(notes);
+  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+    auto entry = log::DecodeEntry(record.payload);
+    if (const auto* event = std::get_if<Event>(&entry)) {
+      extractor.OnEvent(*event);
+    } else {
+      extractor.OnOutput(std::get<log::OutputRecord>(entry));
+    }
+    return true;
+  });
+  return extractor.Finish();
+}
+
+void ApplyConfiguration(const std::filesystem::path& file, sim::Scenario& scenario) {
+  std::vector<NodePool> pools;
+  std::vector<NodeClass> classes;
+  try {
+    for (const YAML::Node& doc : YAML::LoadAllFromFile(file.string())) {
+      if (!doc || doc.IsNull()) continue;
+      const std::string kind = doc["kind"] ? doc["kind"].as<std::string>() : "";
+      if (kind == "NodePool") {
+        pools.push_back(kube::ParseNodePool(doc));
+      } else if (kind == "EC2NodeClass") {
+        classes.push_back(kube::ParseNodeClass(doc));
+      } else {
+        throw sim::ScenarioError("a document of kind '" + kind +
+                                 "': only karpenter.sh/v1 NodePool and karpenter.k8s.aws/v1 "
+                                 "EC2NodeClass are read");
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    throw sim::ScenarioError(file.string() + ": " + e.what());
+  } catch (const kube::ObjectError& e) {
+    throw sim::ScenarioError(file.string() + ": " + e.what());
+  } catch (const sim::ScenarioError& e) {
+    throw sim::ScenarioError(file.string() + ": " + e.what());
+  }
+  if (pools.empty()) throw sim::ScenarioError(file.string() + ": no NodePool in the file");
+  if (!classes.empty()) scenario.nodeclasses = classes;
+  for (const NodePool& pool : pools) {
+    const bool known = std::any_of(scenario.nodeclasses.begin(), scenario.nodeclasses.end(),
+                                   [&](const NodeClass& c) { return c.name == pool.nodeclass; });
+    if (!known) {
+      throw sim::ScenarioError(file.string() + ": NodePool " + pool.name +
+                               ": nodeClassRef names EC2NodeClass '" + pool.nodeclass +
+                               "', which is neither in the file nor in the recording");
+    }
+  }
+  scenario.nodepools = pools;
+  scenario.name = file.filename().string();
+}
+
+sim::Report ReportFromLog(const log::EventLog& log, const std::string& name) {
+  State state;
+  std::optional<sim::ReportBuilder> builder;
+  std::size_t launch_calls = 0;
+  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+    auto entry = log::DecodeEntry(record.payload);
+    if (const auto* output = std::get_if<log::OutputRecord>(&entry)) {
+      Output out;
+      out.commands = output->commands;
+      for (const auto& c : out.commands)
+        launch_calls += std::holds_alternative<LaunchInstances>(c.body);
+      for (DecisionId id : output->decision_ids) {
+        if (auto d = log.ReadDecision(id.value))
+          out.decisions.push_back(log::DecodeDecision(d->payload));
+      }
+      if (builder) builder->Observe(out);
+      return true;
+    }
+    const Event& event = std::get<Event>(entry);
+    Step(state, Seq{record.seq}, event);
+    if (const auto* tick = std::get_if<Tick>(&event)) {
+      if (!builder) builder.emplace(name, tick->now, kMinute);
+      builder->Observe(event);
+      builder->Sample(tick->now, SummaryOf(state, launch_calls));
+    } else if (builder) {
+      builder->Observe(event);
+    }
+    return true;
+  });
+  if (!builder) throw sim::ScenarioError("the log holds no Tick");
+  return builder->report();
+}
+
+WhatIfResult WhatIf(const log::EventLog& log, const WhatIfOptions& options) {
+  WhatIfResult result;
+  result.scenario = ScenarioFromLog(log, result.notes);
+  if (!options.config.empty()) {
+    ApplyConfiguration(options.config, result.scenario);
+  } else {
+    result.scenario.name = "what-if (this build, recorded configuration)";
+  }
+  for (const auto& a : result.scenario.actions) {
+    result.interruptions += a.kind == sim::Action::Kind::kInterruptOffering;
+  }
+  CoverageObserver coverage(RecordedAnswers(log));
+  sim::SimulateOptions run;
+  run.log_dir = options.log_dir;
+  run.observer = &coverage;
+  result.interruptions_unmatched = sim::Simulate(result.scenario, run).interruptions_unmatched;
+  result.coverage = coverage.coverage();
+  result.recorded = ReportFromLog(log, "recorded");
+  log::OpenOptions open;
+  open.read_only = true;
+  open.create_if_missing = false;
+  auto what_if_log = log::EventLog::Open(options.log_dir, open);
+  result.what_if = ReportFromLog(*what_if_log, result.scenario.name);
+  return result;
+}
+
+std::string WhatIfText(const WhatIfResult& r) {
+  const sim::Scenario& s = r.scenario;
+  std::string out = "what-if: " + s.name + " on the recorded inputs, " + ClockText(s.start) +
+                    " to " + ClockText(Nanos{s.start.value + s.duration.value}) + "\n";
+  out += Text(
+      "  inputs: %zu deployment steps, %zu jobs, %zu DaemonSets, %zu PDBs, %zu "
+      "interruption messages (%zu found no instance), %zu windows out of capacity\n",
+      s.workloads.size(), s.jobs.size(), s.daemonsets.size(), s.budgets.size(), r.interruptions,
+      r.interruptions_unmatched, s.cloud.capacity_windows.size());
+  out += Text(
+      "  launch requests per offering: %zu answered as recorded (%zu out of capacity), "
+      "%zu not in the recording, answered from the catalog\n",
+      r.coverage.recorded, r.coverage.ice_honoured, r.coverage.from_catalog);
+  std::size_t shown = 0;
+  for (const auto& [offering, n] : r.coverage.uncovered) {
+    if (shown++ == kUncoveredShownMax) {
+      out += Text("    ... and %zu more offerings\n",
+                  r.coverage.uncovered.size() - kUncoveredShownMax);
+      break;
+    }
+    out += Text("    %-40s %zu requests not in the recording, answered from the catalog\n",
+                offering.c_str(), n);
+  }
+  for (const auto& note : r.notes) out += "  note: " + note + "\n";
+  out += sim::FormatReport(r.recorded) + sim::FormatReport(r.what_if);
+  return out + sim::FormatComparison(r.recorded, r.what_if);
+}
+
+}  // namespace tenon::replay
