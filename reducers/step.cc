@@ -77,9 +77,8 @@ void ReconsiderPendingPods(State& state) {
 void OnPodUpserted(State& state, const Pod& pod) {
   Pod& slot = state.pods[PodKey(pod.ns, pod.name)];
   // A pending pod reported again unchanged (kube-scheduler's retries) changes nothing
-  // consolidation could see.
-  if (slot == pod) return;
-  ++state.cluster_generation;
+  // consolidation could see, but is still planned for again below.
+  if (!(slot == pod)) ++state.cluster_generation;
   if (slot.node_name != pod.node_name) {
     NotePodMoved(state, slot.node_name);
     NotePodMoved(state, pod.node_name);

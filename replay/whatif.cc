@@ -32,11 +32,11 @@ struct Group {
 
 Group GroupOf(const Pod& pod) {
   if (pod.owner_kind == "Job") {
-    auto it = pod.labels.find("job-name");
-    if (it != pod.labels.end()) return {pod.ns, it->second, true};
+    auto it = pod.labels->find("job-name");
+    if (it != pod.labels->end()) return {pod.ns, it->second, true};
   }
-  auto app = pod.labels.find("app");
-  if (app != pod.labels.end()) return {pod.ns, app->second, false};
+  auto app = pod.labels->find("app");
+  if (app != pod.labels->end()) return {pod.ns, app->second, false};
   return {pod.ns, pod.name.substr(0, pod.name.rfind('-')), false};
 }
 
@@ -142,9 +142,10 @@ void Extractor::OnEvent(const Event& event) {
           classes_.try_emplace(e.nodeclass.name, e.nodeclass);
         } else if constexpr (std::is_same_v<T, DaemonSetUpserted>) {
           const Pod& p = e.daemonset.pod;
-          daemonsets_.try_emplace(e.daemonset.ns + "/" + e.daemonset.name,
-                                  sim::DaemonSetSpec{e.daemonset.ns, e.daemonset.name, p.requests,
-                                                     p.node_selector, p.tolerations});
+          daemonsets_.try_emplace(
+              e.daemonset.ns + "/" + e.daemonset.name,
+              sim::DaemonSetSpec{e.daemonset.ns, e.daemonset.name, p.requests,
+                                 p.constraints->node_selector, p.constraints->tolerations});
         } else if constexpr (std::is_same_v<T, PodUpserted>) {
           OnPod(e.pod);
         } else if constexpr (std::is_same_v<T, PodDeleted>) {
@@ -201,8 +202,8 @@ void Extractor::OnTick(Nanos now) {
         job.name = group.name;
         job.pods = state.arrived_now;
         job.requests = state.model.requests;
-        job.node_selector = state.model.node_selector;
-        job.tolerations = state.model.tolerations;
+        job.node_selector = state.model.constraints->node_selector;
+        job.tolerations = state.model.constraints->tolerations;
         s_.jobs.push_back(std::move(job));
       }
     } else if (state.live != state.emitted) {
@@ -224,14 +225,15 @@ sim::WorkloadStep Extractor::StepOf(const Group& group, const GroupState& state)
   step.name = group.name;
   step.replicas = state.live;
   step.requests = p.requests;
-  step.node_selector = p.node_selector;
-  step.tolerations = p.tolerations;
+  step.node_selector = p.constraints->node_selector;
+  step.tolerations = p.constraints->tolerations;
   step.do_not_disrupt = p.do_not_disrupt;
   step.do_not_disrupt_for = p.do_not_disrupt_for;
   step.termination_grace = p.termination_grace;
   step.priority_class = p.priority_class;
   step.priority = p.priority;
-  if (!p.topology_spread.empty()) step.zone_spread_max_skew = p.topology_spread.front().max_skew;
+  if (!p.constraints->topology_spread.empty())
+    step.zone_spread_max_skew = p.constraints->topology_spread.front().max_skew;
   return step;
 }
 
@@ -258,7 +260,7 @@ void Extractor::OnPod(const Pod& pod) {
     // Bound in a world tick: it runs from that tick's time, the next Tick's.
     tracked.bound = Nanos{last_tick_.value + tick_.value};
   }
-  tracked.running = pod.phase == "Running" && !pod.node_name.empty();
+  tracked.running = pod.phase == PodPhase::kRunning && !pod.node_name.empty();
 }
 
 // The controller removed it (an eviction, a deletion, its node gone): the workload replaces
