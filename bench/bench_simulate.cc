@@ -27,7 +27,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <variant>
+#include <string>
 
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/world.h"
@@ -60,13 +60,14 @@ struct Split : runtime::Observer {
   void OnFolded(Seq, const Event& e, const Output&, std::chrono::nanoseconds took) override {
     const double s = std::chrono::duration<double>(took).count();
     step_seconds += s;
-    by_kind[e.index()].first += 1;
-    by_kind[e.index()].second += s;
+    auto& [count, seconds] = by_kind[log::EventKind(e)];
+    ++count;
+    seconds += s;
   }
   void OnSnapshot(log::Seq) override { ++snapshots; }
   std::uint64_t records = 0, bytes = 0, snapshots = 0;
   double append_seconds = 0, step_seconds = 0;
-  std::map<std::size_t, std::pair<std::uint64_t, double>> by_kind;  // variant index: count, s
+  std::map<std::string, std::pair<std::uint64_t, double>> by_kind;  // kind: count, seconds
 };
 
 struct Args {
@@ -151,44 +152,9 @@ void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
       "  of the wall time: core Step %.1f s, log appends %.1f s, World %.1f s, the rest "
       "(encoding, snapshots, runtime) %.1f s\n",
       core, append, run.world_seconds, run.wall_seconds - core - append - run.world_seconds);
-  // The Event variant's alternatives, in order (reducers/model.h).
-  static constexpr const char* kKinds[] = {"Tick",
-                                           "ControllerStarted",
-                                           "CatalogRefreshed",
-                                           "NodePoolUpserted",
-                                           "NodePoolDeleted",
-                                           "NodeClassUpserted",
-                                           "NodeClassDeleted",
-                                           "PodUpserted",
-                                           "PodDeleted",
-                                           "NodeUpserted",
-                                           "NodeDeleted",
-                                           "FleetLaunched",
-                                           "FleetFailed",
-                                           "CommandSucceeded",
-                                           "CommandFailed",
-                                           "InputRejected",
-                                           "DaemonSetUpserted",
-                                           "DaemonSetDeleted",
-                                           "PVCUpserted",
-                                           "PVCDeleted",
-                                           "PVUpserted",
-                                           "PVDeleted",
-                                           "StorageClassUpserted",
-                                           "StorageClassDeleted",
-                                           "CsiNodeUpserted",
-                                           "CsiNodeDeleted",
-                                           "NodeClaimDeleting",
-                                           "InstancesListed",
-                                           "InterruptionReceived",
-                                           "PDBUpserted",
-                                           "PDBDeleted",
-                                           "WatchesSynced",
-                                           "NodeClaimObserved"};
-  static_assert(std::size(kKinds) == std::variant_size_v<Event>);
   std::printf("  the core's Step by event kind:");
   for (const auto& [kind, figures] : run.split.by_kind) {
-    std::printf(" %s %" PRIu64 " (%.1f s)", kKinds[kind], figures.first, figures.second);
+    std::printf(" %s %" PRIu64 " (%.1f s)", kind.c_str(), figures.first, figures.second);
   }
   std::printf("\n");
   std::fflush(stdout);

@@ -826,17 +826,18 @@ void PublishConditions(State& state, Seq seq, Output& out) {
 }  // namespace
 
 void AdvanceDisruption(State& state, Seq seq, Output& out) {
-  const std::size_t before = out.commands.size() + out.decisions.size();
+  const std::size_t before = out.size();
   Expire(state, seq, out);
   AdvanceReplacements(state, seq, out);
-  if (state.last_disruption_pass.value != 0 &&
-      state.now - state.last_disruption_pass < kDisruptionPassInterval) {
-    if (out.commands.size() + out.decisions.size() != before) ++state.cluster_generation;
-    return;
+  const bool due = state.last_disruption_pass.value == 0 ||
+                   state.now - state.last_disruption_pass >= kDisruptionPassInterval;
+  if (due) {
+    state.last_disruption_pass = state.now;
+    PublishConditions(state, seq, out);
   }
-  state.last_disruption_pass = state.now;
-  PublishConditions(state, seq, out);
-  if (out.commands.size() + out.decisions.size() != before) ++state.cluster_generation;
+  // Whatever this tick has done so far (expiry, replacements, conditions) is a change.
+  if (out.size() != before) ++state.cluster_generation;
+  if (!due) return;
   if (!state.pending_method.empty()) {
     if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, seq, out);
     return;  // One method per pass; a pending one holds the pass until it is validated.
@@ -870,14 +871,12 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
       passes.emplace_back(method, std::move(pass));
     }
   }
-  // Nothing to consolidate at this generation of the cluster.
-  if (!consolidated) {
-    state.consolidated_generation = state.cluster_generation;
-    state.consolidated_at = state.now;
-  }
-  // Blocked candidates are recorded when what blocks them changes, not every 10 s; a pass that
-  // skipped consolidation has not seen them change.
+  // A pass that skipped consolidation has seen no blocker change. Otherwise: nothing to
+  // consolidate at this generation of the cluster.
   if (consolidated) return;
+  state.consolidated_generation = state.cluster_generation;
+  state.consolidated_at = state.now;
+  // Blocked candidates are recorded when what blocks them changes, not every 10 s.
   std::string text;
   for (const auto& [method, pass] : passes) text += method + "\n" + Summary(pass);
   std::uint64_t digest = passes.empty() ? 0 : XXH3_64bits(text.data(), text.size());

@@ -895,6 +895,7 @@ struct Output {
   std::vector<Command> commands;
   std::vector<Decision> decisions;
   bool empty() const { return commands.empty() && decisions.empty(); }
+  std::size_t size() const { return commands.size() + decisions.size(); }
   friend bool operator==(const Output&, const Output&) = default;
 };
 

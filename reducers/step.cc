@@ -22,10 +22,10 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   ExpireUnavailableOfferings(state);
   // Lifecycle (registration, termination) goes on regardless; choosing what to launch or
   // remove waits until the cluster has been read whole.
-  const std::size_t before = out.commands.size() + out.decisions.size();
+  const std::size_t before = out.size();
   if (state.watches_synced) MaybeProvision(state, seq, out);
   AdvanceLifecycle(state, seq, out);
-  if (out.commands.size() + out.decisions.size() != before) ++state.cluster_generation;
+  if (out.size() != before) ++state.cluster_generation;
   if (state.watches_synced) AdvanceDisruption(state, seq, out);
 }
 
