@@ -129,7 +129,7 @@ TEST(Consolidation, SpotToSpotNeedsTheGateAndFifteenTypes) {
 // node chosen from the 15 cheapest types that fit.
 TEST(Consolidation, SpotToSpotReplacesFromTheFifteenCheapest) {
   const std::string catalog =
-      (std::filesystem::path(TENON_SOURCE_DIR) / "../shared/data/ec2-us-east-1.json").string();
+      (std::filesystem::path(TENON_SHARED_DATA_DIR) / "ec2-us-east-1.json").string();
   std::string yaml = PoolScenario(kOneSmallPod, "spot", "",
                                   "settings: {featureGates: SpotToSpotConsolidation=true}\n");
   yaml.replace(yaml.find(kCatalog), kCatalog.size(), catalog);
