@@ -58,7 +58,7 @@ double Pass(State state, DisruptionDecision* decision) {
   return seconds;
 }
 
-std::size_t WithPods(const State& state, const Simulation& sim, std::vector<std::string>* out) {
+std::size_t WithPods(const State& state, Simulation& sim, std::vector<std::string>* out) {
   for (const auto& [name, claim] : state.nodeclaims) {
     if (!sim.PodsOf(name).empty()) out->push_back(name);
   }
@@ -66,8 +66,8 @@ std::size_t WithPods(const State& state, const Simulation& sim, std::vector<std:
 }
 
 // Per-question seconds of a fresh scheduling pass (the baseline), over the first `n` claims.
-double FreshSeconds(const State& state, const Simulation& sim,
-                    const std::vector<std::string>& claims, std::size_t n) {
+double FreshSeconds(const State& state, Simulation& sim, const std::vector<std::string>& claims,
+                    std::size_t n) {
   auto start = Clock::now();
   for (std::size_t i = 0; i < n && i < claims.size(); ++i) {
     Schedule(state, sim.PodsOf(claims[i]), {claims[i]});

@@ -11,10 +11,10 @@
 // NodeClaim deleted by hand every hour; consolidation runs as the controller schedules it.
 //
 // Printed: the run's wall time and events per second, split into the World, the log appends and
-// the core's Step; then `tenon replay --verify`'s work on the log (replay::Verify: fold from zero
-// comparing every output, decision and snapshot hash) with its events per second. Baseline in the
-// same run: the log's events folded by the core alone from zero (Scan + decode + Step, nothing
-// compared), the floor under both figures.
+// the core's Step; then `tenon replay --verify`'s work on the log (replay::Verify: every output,
+// decision and snapshot hash compared, the stretches between snapshots folded side by side, one
+// per core) with its events per second. Baseline in the same run: the log's events folded by the
+// core alone from zero on one core (Scan + decode + Step, nothing compared).
 //
 //   bench_simulate [--catalog PATH] [--quick] [--hours N] [--deployments N] [--replicas N]
 //                  [--scale-every SECONDS]
@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/world.h"
@@ -179,11 +180,13 @@ int Run(const Args& args) {
   const auto verify_start = Clock::now();
   replay::VerifyReport verify = replay::Verify(*log);
   const double verify_seconds = Since(verify_start);
-  std::printf("replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64
-              " decisions, %" PRIu64 " snapshots checked in %.2f s (%.0f events/s): %s\n",
-              verify.events, verify.outputs, verify.decisions, verify.snapshots_checked,
-              verify_seconds, static_cast<double>(verify.events) / verify_seconds,
-              replay::VerdictName(verify.verdict));
+  std::printf(
+      "replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
+      " snapshots checked in %.2f s (%.0f events/s; %zu stretches side by side on %u "
+      "cores): %s\n",
+      verify.events, verify.outputs, verify.decisions, verify.snapshots_checked, verify_seconds,
+      static_cast<double>(verify.events) / verify_seconds, verify.cuts.size() + 1,
+      std::thread::hardware_concurrency(), replay::VerdictName(verify.verdict));
   std::fflush(stdout);
   std::uint64_t alone_hash = 0;
   const double alone_seconds = FoldAlone(*log, &alone_hash);

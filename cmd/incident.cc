@@ -173,6 +173,9 @@ int RunVerify(const log::EventLog& log) {
     std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot,
                 report.final_hash_from_snapshot);
   }
+  if (!report.cuts.empty()) {
+    std::printf("; %zu stretches between snapshots verified side by side", report.cuts.size() + 1);
+  }
   if (report.first_seq > 1) {
     std::printf("; the log begins at seq %" PRIu64 " (older records dropped by retention)",
                 report.first_seq);

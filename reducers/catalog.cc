@@ -99,20 +99,25 @@ Labels DeriveLabels(const InstanceType& type) {
 
 }  // namespace
 
-CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings,
-                              const NodeClass* nodeclass) {
+Resources Allocatable(const InstanceType& type, const Settings& settings,
+                      const NodeClass* nodeclass) {
   assert(type.cpu.value >= 0 && type.memory.value >= 0);
-  CatalogEntry entry{type, {}, DeriveLabels(type)};
   std::int64_t pods = MaxPods(type, settings, nodeclass);
   std::int64_t memory_mib = type.memory.value / kMebibyte.value;
   std::int64_t overhead_mib = (memory_mib * settings.vm_memory_overhead_permille + 999) / 1000;
   Bytes usable{(memory_mib - overhead_mib) * kMebibyte.value};
   Bytes reserved = kKubeReservedMemoryBase + Bytes{kKubeReservedMemoryPerPod.value * pods};
-  entry.allocatable.cpu = type.cpu - KubeReservedCpu(type.cpu);
-  entry.allocatable.memory = std::max(Bytes{0}, usable - reserved - kEvictionThreshold);
-  entry.allocatable.pods = pods;
-  AddAccelerators(type, entry.allocatable);
-  return entry;
+  Resources allocatable;
+  allocatable.cpu = type.cpu - KubeReservedCpu(type.cpu);
+  allocatable.memory = std::max(Bytes{0}, usable - reserved - kEvictionThreshold);
+  allocatable.pods = pods;
+  AddAccelerators(type, allocatable);
+  return allocatable;
+}
+
+CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings,
+                              const NodeClass* nodeclass) {
+  return CatalogEntry{type, Allocatable(type, settings, nodeclass), DeriveLabels(type)};
 }
 
 }  // namespace tenon

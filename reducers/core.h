@@ -185,6 +185,9 @@ std::uint64_t NodeClassHash(const NodeClass& nodeclass);
 // `nodeclass` may be null; its kubelet maxPods / podsPerCore override the ENI-limited pods.
 CatalogEntry MakeCatalogEntry(const InstanceType& type, const Settings& settings,
                               const NodeClass* nodeclass = nullptr);
+// The allocatable part of MakeCatalogEntry alone.
+Resources Allocatable(const InstanceType& type, const Settings& settings,
+                      const NodeClass* nodeclass);
 
 // A pod's effective requests as the Kubernetes scheduler computes them: the larger of the
 // containers' sum (plus sidecars) and each init container's peak (plus the sidecars started
@@ -244,13 +247,14 @@ class Simulation {
 
   // The pods that would have to move: active, bound to the claim's node, not DaemonSet or
   // mirror pods.
-  std::vector<const Pod*> PodsOf(const std::string& nodeclaim) const;
+  std::vector<const Pod*> PodsOf(const std::string& nodeclaim);
   // Reschedules the pods of `nodeclaims` onto the rest of the cluster and new claims.
   ScheduleResult Without(const std::vector<std::string>& nodeclaims);
 
  private:
   const State& state_;
-  std::map<std::string, std::vector<const Pod*>, std::less<>> pods_by_node_;
+  std::map<std::string, std::vector<const Pod*>, std::less<>> pods_by_node_;  // By PodsOf.
+  bool pods_indexed_ = false;
   std::unique_ptr<SimulationImpl> impl_;  // Built by the first Without.
 };
 

@@ -413,8 +413,11 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
 }
 
 // Every claim the method could look at, in disruption-cost order, each with its record.
-std::vector<Candidate> Gather(const State& state, const Simulation& sim, const std::string& method,
+std::vector<Candidate> Gather(const State& state, Simulation& sim, const std::string& method,
                               Pass& pass, const std::vector<std::string>* only) {
+  // Drift and expiration pick claims without looking at pods; a pass with nothing drifted or
+  // expired then never indexes the cluster's pods.
+  const bool by_pods = method == kEmptiness || IsConsolidation(method);
   std::vector<Candidate> out;
   for (const auto& [name, claim] : state.nodeclaims) {
     if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
@@ -427,9 +430,10 @@ std::vector<Candidate> Gather(const State& state, const Simulation& sim, const s
     c.claim = &claim;
     c.node = &node->second;
     c.pool = &pool->second;
-    c.pods = sim.PodsOf(name);
+    if (by_pods) c.pods = sim.PodsOf(name);
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;
+    if (!by_pods) c.pods = sim.PodsOf(name);
     if (blocker.empty() && claim.nominated_until > state.now) {
       blocker = "nominated for pending pods until " + ClockUtc(claim.nominated_until);
     }

@@ -73,9 +73,8 @@ class Pass {
         excluded_nodes_(NodesOf(state, excluded)),
         templates_(BuildTemplates(state)),
         topology_(state, templates_, excluded_nodes_) {
-    std::map<std::string, std::vector<CatalogEntry>> per_nodeclass;
+    std::map<std::string, std::vector<Resources>> per_nodeclass;
     for (PoolTemplate& t : templates_) FillTypes(state, t, per_nodeclass);
-    catalogs_ = std::move(per_nodeclass);
     BuildExistingBins();
     topology_.AddExistingAntiAffinity();
   }
@@ -122,7 +121,6 @@ class Pass {
   const std::set<std::string>& excluded_;  // NodeClaims treated as gone.
   std::set<std::string> excluded_nodes_;   // Their nodes.
   std::vector<PoolTemplate> templates_;
-  std::map<std::string, std::vector<CatalogEntry>> catalogs_;
   Topology topology_;
   std::vector<Bin> existing_;
   std::map<std::string, std::size_t, std::less<>> existing_by_name_;
@@ -884,19 +882,21 @@ struct SimulationImpl {
   core::Pass pass;
 };
 
-Simulation::Simulation(const State& state) : state_(state) {
-  for (const auto& [key, pod] : state.pods) {
-    if (!pod.node_name.empty() && core::IsReschedulable(pod)) {
-      pods_by_node_[pod.node_name].push_back(&pod);
-    }
-  }
-}
+Simulation::Simulation(const State& state) : state_(state) {}
 
 Simulation::~Simulation() = default;
 
-std::vector<const Pod*> Simulation::PodsOf(const std::string& nodeclaim) const {
+std::vector<const Pod*> Simulation::PodsOf(const std::string& nodeclaim) {
   auto claim = state_.nodeclaims.find(nodeclaim);
   if (claim == state_.nodeclaims.end() || claim->second.node_name.empty()) return {};
+  if (!pods_indexed_) {
+    pods_indexed_ = true;
+    for (const auto& [key, pod] : state_.pods) {
+      if (!pod.node_name.empty() && core::IsReschedulable(pod)) {
+        pods_by_node_[pod.node_name].push_back(&pod);
+      }
+    }
+  }
   auto it = pods_by_node_.find(claim->second.node_name);
   return it == pods_by_node_.end() ? std::vector<const Pod*>{} : it->second;
 }

@@ -268,20 +268,23 @@ void BuildThresholds(PoolTemplate& t) {
 }  // namespace
 
 void FillTypes(const State& state, PoolTemplate& t,
-               std::map<std::string, std::vector<CatalogEntry>>& per_nodeclass) {
+               std::map<std::string, std::vector<Resources>>& per_nodeclass) {
   if (t.nodeclass == nullptr) {
     t.all = TypeMask(0);
     return;
   }
-  // Allocatable depends on the NodeClass kubelet settings; compute it once per NodeClass.
+  // Allocatable depends on the NodeClass kubelet settings; compute it once per NodeClass, in
+  // the catalog's order. The type and its labels are the catalog's own.
   auto [it, inserted] = per_nodeclass.try_emplace(t.nodeclass->name);
   if (inserted) {
+    it->second.reserve(state.catalog.size());
     for (const auto& [name, entry] : state.catalog) {
-      it->second.push_back(MakeCatalogEntry(entry.type, state.settings, t.nodeclass));
+      it->second.push_back(Allocatable(entry.type, state.settings, t.nodeclass));
     }
   }
-  for (const CatalogEntry& entry : it->second) {
-    TypeRow row{&entry, entry.allocatable, {}, {}, {}, IsExotic(entry)};
+  std::size_t index = 0;
+  for (const auto& [name, entry] : state.catalog) {
+    TypeRow row{&entry, it->second[index++], {}, {}, {}, IsExotic(entry)};
     for (const auto& o : entry.type.offerings) {
       if (OfferingUsable(state, entry.type, o)) row.offerings.push_back(&o);
     }

@@ -14,9 +14,10 @@ namespace tenon::core {
 // Templates for every NodePool, heaviest weight first (types not yet filled).
 std::vector<PoolTemplate> BuildTemplates(const State& state);
 // Fills a template's instance types, DaemonSet overhead and remaining limits.
-// `per_nodeclass` caches catalog entries recomputed for each NodeClass's kubelet settings.
+// `per_nodeclass` caches the catalog's allocatable recomputed for each NodeClass's kubelet
+// settings.
 void FillTypes(const State& state, PoolTemplate& t,
-               std::map<std::string, std::vector<CatalogEntry>>& per_nodeclass);
+               std::map<std::string, std::vector<Resources>>& per_nodeclass);
 
 // Keys an instance type determines (instance-type, arch, os, karpenter.k8s.aws/instance-*).
 bool IsTypeKey(const std::string& key);

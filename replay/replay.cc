@@ -1,7 +1,12 @@
 #include "replay/replay.h"
 
+#include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "log/codec.h"
 
@@ -9,6 +14,8 @@ namespace tenon::replay {
 namespace {
 
 constexpr log::Seq kProgressEvery = 10'000;
+// Stretches verified side by side at most: past this, memory (one State each) outgrows the gain.
+constexpr std::size_t kVerifyThreadsMax = 8;
 
 std::string CommandsText(const std::vector<Command>& commands) {
   std::string text = "[";
@@ -32,33 +39,55 @@ std::string CommandDiff(const std::vector<Command>& recorded, const std::vector<
          ", replay produced " + std::to_string(now.size()) + " " + CommandsText(now);
 }
 
+// Verifies one stretch of the log: the events after `begin` up to and including `end` (0: to
+// the log's end), from the state the snapshot at `begin` holds (from zero when `begin` is 0).
+// Outputs of this stretch's events written after `end` are checked here; outputs of earlier
+// events met at the start belong to the stretch before.
 class Verifier {
  public:
-  explicit Verifier(const log::EventLog& log) : log_(log) {
+  Verifier(const log::EventLog& log, log::Seq begin, log::Seq end)
+      : log_(log), begin_(begin), end_(end) {
     for (auto seq : log.SnapshotSeqs()) snapshots_.insert(seq);
   }
 
-  void Run(const std::function<void(log::Seq, log::Seq)>& progress) {
-    log::Seq last = log_.LastSeq();
+  // Whether the stretch could start: its snapshot exists and holds its stored hash.
+  bool Start() {
     // A log truncated by retention begins with the snapshot at the cut: its state, checked
     // against its stored hash, is where the fold starts.
     const log::Seq first = log_.FirstSeq();
-    if (first > 1) {
-      auto snapshot = log_.SnapshotAtOrBelow(first - 1);
-      if (!snapshot || snapshot->seq != first - 1) {
-        Fail(Verdict::kCorrupt, first, "the log was truncated but has no snapshot at the cut");
-        return;
-      }
-      std::uint64_t stored = 0;
-      state_ = log::DecodeSnapshot(snapshot->parts, &stored);
-      if (StateHash(state_) != stored) {
-        Fail(Verdict::kCorrupt, snapshot->seq, "the snapshot at the cut fails its state hash");
-        return;
-      }
-      report_.first_seq = first;
+    if (begin_ == 0 && first > 1) begin_ = first - 1;
+    if (begin_ == 0) return true;
+    const bool cut = begin_ == first - 1;
+    auto snapshot = log_.SnapshotAtOrBelow(begin_);
+    if (!snapshot || snapshot->seq != begin_) {
+      Fail(Verdict::kCorrupt, begin_ + 1,
+           cut ? "the log was truncated but has no snapshot at the cut"
+               : "no snapshot at seq " + std::to_string(begin_));
+      return false;
     }
-    log_.Scan(first, 0, [&](const log::Record& record) {
-      if (progress && record.seq % kProgressEvery == 0) progress(record.seq, last);
+    std::uint64_t stored = 0;
+    state_ = log::DecodeSnapshot(snapshot->parts, &stored);
+    if (StateHash(state_) != stored) {
+      Fail(Verdict::kCorrupt, snapshot->seq,
+           cut ? "the snapshot at the cut fails its state hash"
+               : "the snapshot at seq " + std::to_string(begin_) + " fails its state hash");
+      return false;
+    }
+    if (cut) report_.first_seq = first;
+    return true;
+  }
+
+  // `progress` is called with the number of records this stretch has read so far.
+  void Run(const std::function<void(std::uint64_t)>& progress) {
+    std::uint64_t read = 0;
+    log_.Scan(begin_ + 1, 0, [&](const log::Record& record) {
+      if (progress && ++read % kProgressEvery == 0) progress(read);
+      if (end_ != 0 && record.seq > end_) {
+        // Past the stretch: only the outputs still owed by its own events.
+        if (unrecorded_.empty()) return false;
+        CheckTailOutput(record);
+        return report_.verdict == Verdict::kIdentical;
+      }
       Visit(record);
       if (snapshots_.contains(record.seq)) CheckSnapshot(record.seq);
       return report_.verdict == Verdict::kIdentical;
@@ -83,21 +112,34 @@ class Verifier {
     report_.detail = std::move(detail);
   }
 
-  void Visit(const log::Record& record) {
-    log::Entry entry;
+  std::optional<log::Entry> Decode(const log::Record& record) {
     try {
-      entry = log::DecodeEntry(record.payload);
+      return log::DecodeEntry(record.payload);
     } catch (const log::CodecError& e) {
       Fail(Verdict::kCorrupt, record.seq, "record does not decode: " + std::string(e.what()));
-      return;
+      return std::nullopt;
     }
-    if (const auto* event = std::get_if<Event>(&entry)) {
+  }
+
+  void Visit(const log::Record& record) {
+    std::optional<log::Entry> entry = Decode(record);
+    if (!entry) return;
+    if (const auto* event = std::get_if<Event>(&*entry)) {
       Output out = Step(state_, Seq{record.seq}, *event);
       ++report_.events;
       if (!out.empty()) unrecorded_.emplace(Seq{record.seq}, std::move(out));
       return;
     }
-    CheckOutput(record.seq, std::get<log::OutputRecord>(entry));
+    const auto& output = std::get<log::OutputRecord>(*entry);
+    if (output.cause.value <= begin_) return;  // The stretch before checks it.
+    CheckOutput(record.seq, output);
+  }
+
+  void CheckTailOutput(const log::Record& record) {
+    std::optional<log::Entry> entry = Decode(record);
+    if (!entry) return;
+    const auto* output = std::get_if<log::OutputRecord>(&*entry);
+    if (output != nullptr && output->cause.value <= end_) CheckOutput(record.seq, *output);
   }
 
   void CheckOutput(log::Seq seq, const log::OutputRecord& recorded) {
@@ -154,6 +196,8 @@ class Verifier {
   }
 
   const log::EventLog& log_;
+  log::Seq begin_;
+  log::Seq end_;
   State state_;
   std::set<log::Seq> snapshots_;
   std::map<Seq, Output> unrecorded_;
@@ -176,21 +220,81 @@ const char* VerdictName(Verdict verdict) {
   return "unknown";
 }
 
-VerifyReport Verify(const log::EventLog& log,
-                    const std::function<void(log::Seq, log::Seq)>& progress) {
-  Verifier verifier(log);
-  try {
-    verifier.Run(progress);
-  } catch (const log::LogError& e) {
-    VerifyReport report = verifier.report();
-    report.verdict = Verdict::kCorrupt;
-    report.first_bad_seq = e.key();
-    report.detail = e.what();
-    return report;
+namespace {
+
+// Where to cut the log into `parts` stretches of about equal length: snapshot sequence
+// numbers, each stretch starting from the snapshot at its cut.
+std::vector<log::Seq> Cuts(const log::EventLog& log, std::size_t parts) {
+  std::vector<log::Seq> cuts;
+  const log::Seq first = log.FirstSeq(), last = log.LastSeq();
+  std::vector<log::Seq> snapshots = log.SnapshotSeqs();
+  for (std::size_t i = 1; i < parts; ++i) {
+    const log::Seq target = first + (last - first) * i / parts;
+    auto it = std::upper_bound(snapshots.begin(), snapshots.end(), target);
+    if (it == snapshots.begin()) continue;
+    const log::Seq cut = *std::prev(it);
+    if (cut >= first && cut < last && (cuts.empty() || cut > cuts.back())) cuts.push_back(cut);
   }
-  VerifyReport report = verifier.report();
+  return cuts;
+}
+
+}  // namespace
+
+VerifyReport Verify(const log::EventLog& log,
+                    const std::function<void(log::Seq, log::Seq)>& progress, std::size_t threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  // The stretches between snapshots are verified side by side: each starts from the snapshot
+  // at its cut, and the stretch before checks that snapshot against the state it folded, so
+  // the chain is the same proof as one fold from zero.
+  const std::vector<log::Seq> cuts = Cuts(log, std::min<std::size_t>(threads, kVerifyThreadsMax));
+  std::vector<std::unique_ptr<Verifier>> parts;
+  for (std::size_t i = 0; i <= cuts.size(); ++i) {
+    parts.push_back(
+        std::make_unique<Verifier>(log, i == 0 ? 0 : cuts[i - 1], i < cuts.size() ? cuts[i] : 0));
+  }
+  std::mutex mu;
+  std::vector<std::uint64_t> read(parts.size(), 0);
+  auto run = [&](std::size_t i) {
+    Verifier& part = *parts[i];
+    try {
+      if (!part.Start()) return;
+      part.Run([&](std::uint64_t n) {
+        if (!progress) return;
+        std::lock_guard<std::mutex> lock(mu);
+        read[i] = n;
+        std::uint64_t total = 0;
+        for (auto r : read) total += r;
+        progress(log.FirstSeq() + total, log.LastSeq());
+      });
+    } catch (const log::LogError& e) {
+      VerifyReport& report = part.report();
+      report.verdict = Verdict::kCorrupt;
+      report.first_bad_seq = e.key();
+      report.detail = e.what();
+    }
+  };
+  {
+    std::vector<std::jthread> workers;
+    for (std::size_t i = 1; i < parts.size(); ++i) workers.emplace_back(run, i);
+    run(0);
+  }
+  // The earliest failing stretch speaks for the log; the counts add up.
+  VerifyReport report = parts.front()->report();
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const VerifyReport& part = parts[i]->report();
+    if (report.verdict == Verdict::kIdentical && part.verdict != Verdict::kIdentical) {
+      report.verdict = part.verdict;
+      report.first_bad_seq = part.first_bad_seq;
+      report.detail = part.detail;
+    }
+    report.events += part.events;
+    report.outputs += part.outputs;
+    report.decisions += part.decisions;
+    report.snapshots_checked += part.snapshots_checked;
+  }
+  report.cuts = cuts;
   report.last_seq = log.LastSeq();
-  report.final_hash = StateHash(verifier.state());
+  report.final_hash = StateHash(parts.back()->state());
   if (report.verdict != Verdict::kIdentical) return report;
   if (auto newest = log.SnapshotAtOrBelow(0)) {
     report.newest_snapshot = newest->seq;

@@ -35,16 +35,20 @@ struct VerifyReport {
   std::uint64_t final_hash = 0;
   std::uint64_t final_hash_from_snapshot = 0;
   log::Seq newest_snapshot = 0;
-  log::Seq first_seq = 1;  // Where the log begins (above 1: truncated by retention).
+  log::Seq first_seq = 1;      // Where the log begins (above 1: truncated by retention).
+  std::vector<log::Seq> cuts;  // Where the stretches folded side by side begin (snapshots).
 };
 
 const char* VerdictName(Verdict verdict);
 
 // Folds from zero comparing every recorded output and decision and every snapshot's hash, then
-// folds from the newest snapshot and checks both folds end in the same state.
-// `progress` (optional) is called with the current sequence number now and then.
+// folds from the newest snapshot and checks both folds end in the same state. With `threads`
+// above one (0: one per core) the stretches between snapshots are folded side by side, each
+// from the snapshot at its start, which the stretch before has checked against its own fold.
+// `progress` (optional) is called now and then with about how far it has got.
 VerifyReport Verify(const log::EventLog& log,
-                    const std::function<void(log::Seq, log::Seq)>& progress = {});
+                    const std::function<void(log::Seq, log::Seq)>& progress = {},
+                    std::size_t threads = 0);
 
 // The state after folding every event with seq <= `to` (0: all), starting at the newest
 // snapshot at or below `to` when `use_snapshot` is set.

@@ -132,5 +132,61 @@ TEST(Simulate, AlteredEventIsADivergence) {
   EXPECT_EQ(verify.first_bad_seq, target) << verify.detail;
 }
 
+// Verification in stretches between snapshots, side by side, says what one fold from zero says.
+TEST(Simulate, VerifyInStretchesMatchesOneFold) {
+  TempDir dir;
+  auto report = RunDemo(dir.path(), 40);
+  auto log = OpenReadOnly(dir.path());
+  auto one = replay::Verify(*log, {}, 1);
+  auto four = replay::Verify(*log, {}, 4);
+  EXPECT_TRUE(one.cuts.empty());
+  EXPECT_EQ(four.cuts.size(), 3u);
+  EXPECT_EQ(four.verdict, replay::Verdict::kIdentical) << four.detail;
+  EXPECT_EQ(four.events, one.events);
+  EXPECT_EQ(four.outputs, one.outputs);
+  EXPECT_EQ(four.decisions, one.decisions);
+  EXPECT_EQ(four.snapshots_checked, one.snapshots_checked);
+  EXPECT_EQ(four.final_hash, report.state_hash);
+  EXPECT_EQ(one.final_hash, report.state_hash);
+}
+
+// A corrupt record in the last stretch is named as it is by one fold.
+TEST(Simulate, CorruptRecordInALaterStretchIsNamed) {
+  TempDir dir;
+  auto report = RunDemo(dir.path(), 40);
+  log::Seq bad = report.last_seq - report.last_seq / 8;
+  {
+    log::OpenOptions open;
+    auto log = log::EventLog::Open(dir.path(), open);
+    log->PutRawEventForTest(bad, "\x01not a framed record");
+  }
+  auto verify = replay::Verify(*OpenReadOnly(dir.path()), {}, 4);
+  ASSERT_EQ(verify.cuts.size(), 3u);
+  EXPECT_GT(bad, verify.cuts.back());
+  EXPECT_EQ(verify.verdict, replay::Verdict::kCorrupt);
+  EXPECT_EQ(verify.first_bad_seq, bad) << verify.detail;
+}
+
+// A snapshot at a cut that holds another state (with a hash matching it) is caught by the
+// stretch before it, which folded the real one: the chain is as strong as one fold.
+TEST(Simulate, ForgedSnapshotAtACutIsADivergence) {
+  TempDir dir;
+  RunDemo(dir.path(), 40);
+  const std::vector<log::Seq> cuts = replay::Verify(*OpenReadOnly(dir.path()), {}, 4).cuts;
+  ASSERT_EQ(cuts.size(), 3u);
+  {
+    log::OpenOptions open;
+    auto log = log::EventLog::Open(dir.path(), open);
+    State forged = replay::FoldTo(*log, cuts[1], false);
+    forged.now = forged.now + Nanos{1};
+    auto writer = log->BeginSnapshot(cuts[1]);
+    log::EncodeSnapshot(forged, [&](std::string_view part) { writer->Add(part); });
+    writer->Commit();
+  }
+  auto verify = replay::Verify(*OpenReadOnly(dir.path()), {}, 4);
+  EXPECT_EQ(verify.verdict, replay::Verdict::kDiverged);
+  EXPECT_EQ(verify.first_bad_seq, cuts[1]) << verify.detail;
+}
+
 }  // namespace
 }  // namespace tenon::testing

@@ -16,8 +16,7 @@ std::vector<std::string> Claims(const State& state) {
   return names;
 }
 
-ScheduleResult Fresh(const State& state, const Simulation& sim,
-                     const std::vector<std::string>& claims) {
+ScheduleResult Fresh(const State& state, Simulation& sim, const std::vector<std::string>& claims) {
   std::vector<const Pod*> pods;
   for (const auto& name : claims) {
     auto mine = sim.PodsOf(name);
