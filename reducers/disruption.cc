@@ -293,6 +293,11 @@ std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
 // The method's own test of one claim: empty when it is a candidate, "-" when the method does
 // not look at it at all, else why it is not one.
 std::string MethodBlocker(const State& state, const std::string& method, Candidate& c) {
+  // consolidateAfter: Never turns emptiness and consolidation off for the pool: they do not
+  // look at its nodes, so their passes record nothing about them.
+  if (c.pool->consolidate_after.value < 0 && (method == kEmptiness || IsConsolidation(method))) {
+    return "-";
+  }
   if (method == kEmptiness) return c.pods.empty() ? ConsolidatableBlocker(state, c) : "-";
   if (method == kDrift) {
     c.why = "drifted (" + Drifted(state, *c.claim, *c.pool, c.node) + ")";

@@ -125,7 +125,7 @@ TEST(WhatIf, SpotStormExampleReproducesItsInterruptionsAndPrices) {
 }
 
 // Without consolidation the node the scale-down left half-empty stays: more node-hours, more
-// cost, and no consolidation acting on anything (passes only find every candidate blocked).
+// cost, and no consolidation acting on anything (nor recording a pass: it is off).
 TEST(WhatIf, ConsolidationDisabledCostsMore) {
   auto run = RunKept(PdbScenario());
   auto off = RunWhatIf(*run, Pool(kRecordedTypes, "  disruption:\n    consolidateAfter: Never\n"));
