@@ -42,6 +42,7 @@ Group GroupOf(const Pod& pod) {
 
 struct TrackedPod {
   Group group;
+  Shared<Labels> labels;
   std::string node;
   Nanos bound{0};
   bool running = false;
@@ -227,6 +228,7 @@ sim::WorkloadStep Extractor::StepOf(const Group& group, const GroupState& state)
   step.requests = p.requests;
   step.node_selector = p.constraints->node_selector;
   step.tolerations = p.constraints->tolerations;
+  step.labels = *p.labels;
   step.do_not_disrupt = p.do_not_disrupt;
   step.do_not_disrupt_for = p.do_not_disrupt_for;
   step.termination_grace = p.termination_grace;
@@ -244,6 +246,7 @@ void Extractor::OnPod(const Pod& pod) {
   const std::string key = PodKey(pod.ns, pod.name);
   auto [it, fresh] = pods_.try_emplace(key);
   TrackedPod& tracked = it->second;
+  tracked.labels = pod.labels;
   if (fresh) {
     tracked.group = GroupOf(pod);
     GroupState& state = groups_[tracked.group];
@@ -340,15 +343,16 @@ void Extractor::OnInterruption(const InterruptionReceived& message) {
 void Extractor::OnPdb(const PodDisruptionBudget& pdb) {
   const std::string key = pdb.ns + "/" + pdb.name;
   pdbs_[key] = pdb;
-  auto app = pdb.selector.match_labels.find("app");
-  if (app == pdb.selector.match_labels.end()) return;
   PdbSample sample;
   for (const auto& [pod, tracked] : pods_) {
-    if (tracked.group.ns != pdb.ns || tracked.group.name != app->second) continue;
+    if (tracked.group.ns != pdb.ns || !SelectorMatches(pdb.selector, *tracked.labels)) continue;
     if (tracked.running && node_ready_[tracked.node]) ++sample.healthy;
   }
-  auto group = groups_.find(Group{pdb.ns, app->second, false});
-  sample.want = group == groups_.end() ? 0 : group->second.live;
+  // The replicas wanted of the deployments it selects, as the simulated PDB controller counts.
+  for (const auto& [group, state] : groups_) {
+    if (group.job || group.ns != pdb.ns) continue;
+    if (SelectorMatches(pdb.selector, *state.model.labels)) sample.want += state.live;
+  }
   sample.allowed = pdb.disruptions_allowed;
   pdb_samples_[key].push_back(sample);
   if (sample.allowed > 0) pdb_first_.try_emplace(key, sample);
@@ -360,7 +364,7 @@ sim::Budget Extractor::BudgetOf(const std::string& key) const {
   sim::Budget budget;
   budget.ns = pdb.ns;
   budget.name = pdb.name;
-  budget.app = pdb.selector.match_labels.at("app");
+  budget.selector = pdb.selector;
   auto first = pdb_first_.find(key);
   if (first == pdb_first_.end()) {
     std::int64_t most = 0;
@@ -410,13 +414,7 @@ sim::Scenario Extractor::Finish() {
   for (const auto& [name, pool] : pools_) s_.nodepools.push_back(pool);
   for (const auto& [name, nodeclass] : classes_) s_.nodeclasses.push_back(nodeclass);
   for (const auto& [key, ds] : daemonsets_) s_.daemonsets.push_back(ds);
-  for (const auto& [key, pdb] : pdbs_) {
-    if (pdb.selector.match_labels.contains("app")) {
-      s_.budgets.push_back(BudgetOf(key));
-    } else {
-      notes_.push_back("PodDisruptionBudget " + key + " selects no app label: not carried over");
-    }
-  }
+  for (const auto& [key, pdb] : pdbs_) s_.budgets.push_back(BudgetOf(key));
   for (auto& job : s_.jobs) {
     const GroupState& state = groups_.at(Group{job.ns, job.name, true});
     // A Job none of whose pods finished in the recording runs past its end.

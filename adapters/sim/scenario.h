@@ -34,6 +34,8 @@ struct WorkloadStep {
   std::optional<std::int32_t> priority;  // spec.priority of its pods.
   // topologySpreadConstraints over zones (whenUnsatisfiable DoNotSchedule), 0: none.
   std::int32_t zone_spread_max_skew = 0;
+  // Its pods' labels besides app=<name> (a recorded pod's, for budgets that select on them).
+  Labels labels;
 };
 
 // A batch Job: `pods` pods created at `at`, each finishing `run_for` after it starts running
@@ -58,11 +60,12 @@ struct DaemonSetSpec {
   std::vector<Toleration> tolerations;
 };
 
-// A PodDisruptionBudget over one workload's pods (label app=<workload>).
+// A PodDisruptionBudget over the pods its selector matches: a scenario's `app: X` selects one
+// workload's pods (matchLabels app=X); a recorded budget keeps its own selector.
 struct Budget {
   std::string ns = "default";
   std::string name;
-  std::string app;
+  LabelSelector selector;
   std::optional<std::int64_t> min_available;
   std::optional<std::int64_t> max_unavailable;
 };

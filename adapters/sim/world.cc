@@ -427,8 +427,20 @@ Pod World::TemplatePod(const Template& t, const char* owner_kind) {
   return pod;
 }
 
+namespace {
+
+// A deployment's pods' labels: app=<name> over the step's others.
+Labels PodLabels(const WorkloadStep& step) {
+  Labels labels = step.labels;
+  labels["app"] = step.name;
+  return labels;
+}
+
+}  // namespace
+
 Pod World::NewPod(const WorkloadStep& step) {
   Pod pod = TemplatePod(step, "ReplicaSet");
+  if (!step.labels.empty()) pod.labels = PodLabels(step);
   pod.do_not_disrupt = step.do_not_disrupt;
   pod.do_not_disrupt_for = step.do_not_disrupt_for;
   pod.termination_grace = step.termination_grace;
@@ -1067,13 +1079,18 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
 std::int64_t World::DisruptionsAllowed(const Budget& budget) const {
   std::int64_t healthy = 0;
   for (const auto& [key, pod] : pods_) {
-    auto a = pod.labels->find("app");
-    if (pod.ns != budget.ns || a == pod.labels->end() || a->second != budget.app) continue;
+    if (pod.ns != budget.ns || !SelectorMatches(budget.selector, *pod.labels)) continue;
     auto node = nodes_.find(pod.node_name);
     if (pod.phase == PodPhase::kRunning && node != nodes_.end() && node->second.ready) ++healthy;
   }
-  auto desired = replicas_.find(budget.ns + "/" + budget.app);
-  std::int64_t want = desired == replicas_.end() ? 0 : desired->second;
+  // The replicas wanted of every deployment whose pods it selects.
+  std::int64_t want = 0;
+  for (const auto& [key, index] : deployments_) {
+    const WorkloadStep& step = scenario_.workloads[index];
+    if (step.ns != budget.ns || !SelectorMatches(budget.selector, PodLabels(step))) continue;
+    auto desired = replicas_.find(key);
+    want += desired == replicas_.end() ? 0 : desired->second;
+  }
   return budget.min_available ? healthy - *budget.min_available
                               : *budget.max_unavailable - (want - healthy);
 }
@@ -1086,9 +1103,8 @@ std::vector<Event> World::PublishBudgets() {
     auto [it, fresh] = published_budgets_.try_emplace(budget.ns + "/" + budget.name, allowed);
     if (!fresh && it->second == allowed) continue;
     it->second = allowed;
-    LabelSelector selector;
-    selector.match_labels["app"] = budget.app;
-    events.push_back(PodDisruptionBudgetUpserted{{budget.ns, budget.name, selector, allowed}});
+    events.push_back(
+        PodDisruptionBudgetUpserted{{budget.ns, budget.name, budget.selector, allowed}});
   }
   return events;
 }
@@ -1099,11 +1115,8 @@ std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
   if (it == pods_.end()) {
     return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + evict.name + " not found"}};
   }
-  auto app = it->second.labels->find("app");
   for (const Budget& budget : scenario_.budgets) {
-    if (budget.ns != evict.ns || app == it->second.labels->end() || app->second != budget.app) {
-      continue;
-    }
+    if (budget.ns != evict.ns || !SelectorMatches(budget.selector, *it->second.labels)) continue;
     if (DisruptionsAllowed(budget) <= 0) {
       return {CommandFailed{
           command.id, ErrorCode::kDisruptionBudget,

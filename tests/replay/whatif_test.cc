@@ -108,6 +108,44 @@ TEST(WhatIf, SameConfigurationReproducesTheRecording) {
   EXPECT_EQ(FinalHash(run->log()), FinalHash(same.log));
 }
 
+// A PDB selecting on a label other than app (matchExpressions on tier) is carried over with its
+// selector: the recorded run kept the node it protects, and the what-if with the recorded
+// configuration does the same and ends in the recorded state.
+TEST(WhatIf, PdbSelectorOtherThanAppIsCarriedOver) {
+  auto run = RunKept(Scenario(R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi, labels: {tier: web}}
+  - {at: 2m, name: b, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 1}
+  - {at: 4m, name: b, replicas: 1}
+budgets:
+  - name: web-pdb
+    selector:
+      matchExpressions: [{key: tier, operator: In, values: [web]}]
+    minAvailable: 1
+)"));
+  bool blocked = false;
+  for (const auto& [at, d] : run->outcome.disruptions) {
+    for (const auto& c : d.candidates) {
+      blocked = blocked || c.outcome.find("PDB web-pdb allows 0") != std::string::npos;
+    }
+  }
+  ASSERT_TRUE(blocked) << Outcomes(run->outcome);
+  auto same = RunWhatIf(*run, "");
+  EXPECT_TRUE(same.result.notes.empty()) << same.result.notes.front();
+  ASSERT_EQ(same.result.scenario.budgets.size(), 1u);
+  const sim::Budget& pdb = same.result.scenario.budgets[0];
+  EXPECT_EQ(pdb.name, "web-pdb");
+  EXPECT_TRUE(pdb.selector.match_labels.empty());
+  ASSERT_EQ(pdb.selector.match_expressions.size(), 1u);
+  EXPECT_EQ(pdb.selector.match_expressions[0].key, "tier");
+  EXPECT_EQ(pdb.selector.match_expressions[0].values, std::vector<std::string>{"web"});
+  EXPECT_EQ(pdb.min_available, 1);
+  ExpectSameFigures(same.result.recorded, same.result.what_if);
+  EXPECT_EQ(FinalHash(run->log()), FinalHash(same.log));
+}
+
 TEST(WhatIf, SpotStormExampleReproducesItsInterruptionsAndPrices) {
   KeptRun run;
   sim::SimulateOptions options;
