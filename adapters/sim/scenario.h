@@ -99,6 +99,14 @@ struct Action {
     // interrupted of that offering, else of that capacity type in the zone, else of that
     // capacity type anywhere; with none, it is counted as unmatched.
     kInterruptOffering,
+    // A what-if replaying a recorded log: a NodeClaim deleted by hand, or an instance
+    // terminated behind the controller's back, in the recording, done to the instance
+    // kInterruptOffering would find for offering `instance_type`/`zone`/`capacity_type`.
+    kDeleteNodeClaimOfOffering,
+    kTerminateInstanceOfOffering,
+    // A what-if replaying a recorded log: `nodepool` as a recorded edit left it (replacing the
+    // NodePool of its name, or added).
+    kApplyNodePool,
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;
@@ -111,6 +119,7 @@ struct Action {
   std::vector<InstanceType> catalog;                                    // kCatalogRefresh
   InterruptionKind interruption = InterruptionKind::kSpotInterruption;  // kInterruptOffering
   std::string detail;                                                   // kInterruptOffering
+  NodePool nodepool;                                                    // kApplyNodePool
 };
 
 // An offering ("type/zone/capacity-type") out of capacity from `from` until `until` (scenario

@@ -232,6 +232,7 @@ World::World(const Scenario& scenario, std::filesystem::path state_file)
     : scenario_(scenario),
       state_file_(std::move(state_file)),
       catalog_(scenario.catalog),
+      nodepools_(scenario.nodepools),
       now_(scenario.start) {}
 
 bool World::Load() {
@@ -261,11 +262,14 @@ bool World::Load() {
   deleting_ = j.at("deleting").get<std::set<std::string>>();
   deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
   next_action_ = j.at("next_action");
-  // Price changes are not stored: the actions already run say what they were.
+  // Price changes and NodePool edits are not stored: the actions already run say what they were.
   for (std::size_t i = 0; i < next_action_; ++i) {
     if (scenario_.actions[i].kind == Action::Kind::kPriceChange) ChangePrice(scenario_.actions[i]);
     if (scenario_.actions[i].kind == Action::Kind::kCatalogRefresh) {
       catalog_ = scenario_.actions[i].catalog;
+    }
+    if (scenario_.actions[i].kind == Action::Kind::kApplyNodePool) {
+      ApplyNodePool(scenario_.actions[i].nodepool);
     }
   }
   next_job_ = j.value("next_job", std::size_t{0});
@@ -348,7 +352,7 @@ std::vector<Event> World::StartupEvents() const {
 std::vector<Event> World::ListEvents() const {
   std::vector<Event> events;
   for (const auto& c : scenario_.nodeclasses) events.push_back(NodeClassUpserted{Resolved(c)});
-  for (const auto& p : scenario_.nodepools) events.push_back(NodePoolUpserted{Pool(p)});
+  for (const auto& p : nodepools_) events.push_back(NodePoolUpserted{Pool(p)});
   for (const auto& d : scenario_.daemonsets) {
     Pod pod;
     pod.ns = d.ns;
@@ -615,6 +619,14 @@ std::vector<Event> World::RunActions() {
       case Action::Kind::kInterruptOffering:
         for (auto& e : InterruptOffering(action)) events.push_back(std::move(e));
         break;
+      case Action::Kind::kDeleteNodeClaimOfOffering:
+      case Action::Kind::kTerminateInstanceOfOffering:
+        for (auto& e : ByHandOnOffering(action)) events.push_back(std::move(e));
+        break;
+      case Action::Kind::kApplyNodePool:
+        ApplyNodePool(action.nodepool);
+        events.push_back(NodePoolUpserted{Pool(action.nodepool)});
+        break;
       case Action::Kind::kMalformedMessage:
         // The queue adapter keeps what it cannot read for audit and deletes it.
         events.push_back(InputRejected{"sqs", "not an EventBridge event: missing detail-type",
@@ -636,7 +648,7 @@ std::vector<Event> World::RunActions() {
         break;
       }
       case Action::Kind::kLabelNodePool: {
-        const NodePool& pool = scenario_.nodepools.front();
+        const NodePool& pool = nodepools_.front();
         auto eq = action.label.find('=');
         added_pool_labels_[pool.name][action.label.substr(0, eq)] = action.label.substr(eq + 1);
         events.push_back(NodePoolUpserted{Pool(pool)});
@@ -671,9 +683,12 @@ std::vector<Event> World::InterruptSpot(const SimInstance& instance) {
                                "two-minute warning"}};
 }
 
-std::vector<Event> World::InterruptOffering(const Action& action) {
+// The oldest instance `keep` accepts of the action's offering, else of its capacity type in its
+// zone, else of its capacity type anywhere; null when there is none.
+const SimInstance* World::OfOffering(const Action& action,
+                                     const std::function<bool(const SimInstance&)>& keep) const {
   auto fresh = [&](const SimInstance& i) {
-    return !interrupted_.contains(i.id) && i.capacity_type == action.capacity_type;
+    return keep(i) && i.capacity_type == action.capacity_type;
   };
   const SimInstance* i = Oldest([&](const SimInstance& x) {
     return fresh(x) && x.instance_type == action.instance_type && x.zone == action.zone;
@@ -681,6 +696,38 @@ std::vector<Event> World::InterruptOffering(const Action& action) {
   if (i == nullptr)
     i = Oldest([&](const SimInstance& x) { return fresh(x) && x.zone == action.zone; });
   if (i == nullptr) i = Oldest(fresh);
+  return i;
+}
+
+// A recorded deletion of a NodeClaim or termination of an instance, done by hand to an instance
+// of the what-if's that is not already going.
+std::vector<Event> World::ByHandOnOffering(const Action& action) {
+  const SimInstance* i = OfOffering(action, [&](const SimInstance& x) {
+    return nodeclaims_.contains(x.nodeclaim) && !deleting_.contains(x.nodeclaim);
+  });
+  if (i == nullptr) {
+    ++unmatched_by_hand_;
+    return {};
+  }
+  if (action.kind == Action::Kind::kTerminateInstanceOfOffering) return RemoveInstance(i->id);
+  deleting_.insert(i->nodeclaim);
+  return {NodeClaimDeleting{i->nodeclaim}};
+}
+
+// A recorded NodePool edit: the world serves the pool as edited from now on.
+void World::ApplyNodePool(const NodePool& pool) {
+  auto it = std::find_if(nodepools_.begin(), nodepools_.end(),
+                         [&](const NodePool& p) { return p.name == pool.name; });
+  if (it == nodepools_.end()) {
+    nodepools_.push_back(pool);
+  } else {
+    *it = pool;
+  }
+}
+
+std::vector<Event> World::InterruptOffering(const Action& action) {
+  const SimInstance* i =
+      OfOffering(action, [&](const SimInstance& x) { return !interrupted_.contains(x.id); });
   if (i == nullptr) {
     ++unmatched_interruptions_;
     return {};
@@ -747,7 +794,7 @@ Node World::NewNode(const SimInstance& instance) const {
   node.created = now_;
   node.ready = false;
   node.taints.push_back({label::kUnregisteredTaint, "", TaintEffect::kNoExecute});
-  for (const auto& original : scenario_.nodepools) {
+  for (const auto& original : nodepools_) {
     if (original.name != instance.nodepool) continue;
     NodePool pool = Pool(original);
     node.labels = pool.labels;
@@ -808,7 +855,7 @@ std::vector<Event> World::FireTimers() {
     } else if (auto node = nodes_.find(instance.node_name); node != nodes_.end()) {
       node->second.ready = true;
       // Startup taints are removed by the agents that own them once the node is up.
-      for (const auto& pool : scenario_.nodepools) {
+      for (const auto& pool : nodepools_) {
         if (pool.name != instance.nodepool) continue;
         std::erase_if(node->second.taints, [&](const Taint& t) {
           return std::any_of(pool.startup_taints.begin(), pool.startup_taints.end(),

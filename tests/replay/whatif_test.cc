@@ -146,6 +146,39 @@ budgets:
   EXPECT_EQ(FinalHash(run->log()), FinalHash(same.log));
 }
 
+// What was done by hand during the recorded run -- a NodeClaim deleted, an instance terminated
+// behind the controller's back, a label added to the NodePool (which drifts its nodes) -- is
+// carried over at its time: the what-if with the recorded configuration does the same and ends
+// in the recorded state. With a configuration file, the file's NodePool stands and a note says
+// the edit was not applied.
+TEST(WhatIf, ByHandActionsAndNodePoolEditsAreCarriedOver) {
+  auto run = RunKept(Scenario(R"(
+duration: 12m
+workloads:
+  - {name: a, replicas: 6, cpu: 1200m, memory: 512Mi}
+actions:
+  - {at: 3m, do: deleteNodeClaim}
+  - {at: 5m, do: terminateInstance}
+  - {at: 7m, do: labelNodePool, label: team=web}
+)"));
+  auto same = RunWhatIf(*run, "");
+  EXPECT_TRUE(same.result.notes.empty()) << same.result.notes.front();
+  EXPECT_EQ(same.result.by_hand, 2u);
+  EXPECT_EQ(same.result.by_hand_unmatched, 0u);
+  EXPECT_EQ(same.result.nodepool_edits, 1u);
+  EXPECT_GT(same.result.recorded.removed.size(), 0u);
+  ExpectSameFigures(same.result.recorded, same.result.what_if);
+  EXPECT_EQ(FinalHash(run->log()), FinalHash(same.log));
+
+  auto file = RunWhatIf(*run, Pool(kRecordedTypes));
+  EXPECT_EQ(file.result.nodepool_edits, 0u);
+  EXPECT_EQ(file.result.by_hand, 2u);
+  ASSERT_EQ(file.result.notes.size(), 1u);
+  EXPECT_NE(file.result.notes[0].find("1 NodePool edits recorded during the run: not applied"),
+            std::string::npos)
+      << file.result.notes[0];
+}
+
 TEST(WhatIf, SpotStormExampleReproducesItsInterruptionsAndPrices) {
   KeptRun run;
   sim::SimulateOptions options;
