@@ -210,6 +210,42 @@ TEST(Audit, DecisionsWithoutPricesStillAudit) {
   EXPECT_EQ(j["budgets"][0]["allowed"], 1);
 }
 
+// Rewrites every priced disruption decision of the log at `dir` through `change`.
+std::size_t RewritePriced(const std::filesystem::path& dir,
+                          const std::function<void(DisruptionDecision&)>& change) {
+  auto log = log::EventLog::Open(dir, {});
+  log::AppendBatch batch;
+  log->ScanDecisions(1, [&](const log::DecisionRecord& record) {
+    Decision d = log::DecodeDecision(record.payload);
+    auto* x = std::get_if<DisruptionDecision>(&d.body);
+    if (x != nullptr && x->prices != DisruptionPrices{}) {
+      change(*x);
+      batch.decisions.push_back(log::DecisionRecordFor(d));
+    }
+    return true;
+  });
+  const std::size_t n = batch.decisions.size();
+  log->Append(std::move(batch));
+  return n;
+}
+
+// A log whose decisions were written without prices, as an earlier version wrote them, still
+// verifies as identical against this build, which prices them; a decision that differs in
+// anything else still diverges.
+TEST(Audit, LogWrittenWithoutPricesStillVerifies) {
+  auto run = RunKept(ReplaceScenario());
+  ASSERT_GT(RewritePriced(run->log(), [](DisruptionDecision& d) { d.prices = {}; }), 0u);
+  auto verify = replay::Verify(*run->Open());
+  EXPECT_EQ(verify.verdict, replay::Verdict::kIdentical) << verify.detail;
+
+  auto other = RunKept(ReplaceScenario());
+  RewritePriced(other->log(), [](DisruptionDecision& d) {
+    d.prices = {};
+    d.reason += " (edited)";
+  });
+  EXPECT_EQ(replay::Verify(*other->Open()).verdict, replay::Verdict::kDiverged);
+}
+
 // Every filter, alone and combined, answers through the index exactly what scanning every
 // decision answers, and the time window keeps only decisions inside it.
 TEST(Audit, IndexAgreesWithAFullScan) {
