@@ -54,8 +54,13 @@ Decision DecisionAt(std::uint64_t n, std::uint64_t seq, const Options& o) {
                                step == 0 ? "" : NodeName(claim), "i-" + std::to_string(claim)};
     return d;
   }
-  DisruptionDecision x{"SingleNodeConsolidation", n % 7 == 0 ? "executed" : "blocked", {}, {}, {},
-                       "no candidate can go now"};
+  DisruptionDecision x{"SingleNodeConsolidation",
+                       n % 7 == 0 ? "executed" : "blocked",
+                       {},
+                       {},
+                       {},
+                       "no candidate can go now",
+                       {}};
   const std::uint64_t first = (n * o.candidates_per_pass) % o.claims;
   for (std::size_t i = 0; i < o.candidates_per_pass; ++i) {
     const std::uint64_t c = (first + i) % o.claims;

@@ -1146,6 +1146,12 @@ void Put(s::Decision::Builder b, const Decision& d) {
                      budgets[i].setDetail(T(x.budgets[i].detail));
                    }
                    g.setReason(T(x.reason));
+                   g.setRemovedPriceMicroUsdHour(x.prices.removed.value);
+                   if (!x.prices.replacements.empty()) {
+                     PutList(g.initReplacements(x.prices.replacements.size()),
+                             x.prices.replacements);
+                   }
+                   g.setSavingMicroUsdHour(x.prices.saving.value);
                  },
                  [&](const LifecycleDecision& l) {
                    auto g = b.initLifecycle();
@@ -1173,8 +1179,15 @@ Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
     }
     case s::Decision::DISRUPTION: {
       auto g = r.getDisruption();
-      DisruptionDecision x{S(g.getMethod()), S(g.getPhase()), GetTexts(g.getNodeClaims()), {}, {},
-                           S(g.getReason())};
+      DisruptionDecision x{S(g.getMethod()),
+                           S(g.getPhase()),
+                           GetTexts(g.getNodeClaims()),
+                           {},
+                           {},
+                           S(g.getReason()),
+                           {MicroUsdPerHour{g.getRemovedPriceMicroUsdHour()},
+                            GetList<OfferingChoice>(g.getReplacements()),
+                            MicroUsdPerHour{g.getSavingMicroUsdHour()}}};
       for (auto c : g.getCandidates()) {
         if (keep && !keep(View(c.getNodeClaim()), View(c.getNodePool()))) continue;
         x.candidates.push_back({S(c.getNodeClaim()), S(c.getNodePool()), S(c.getOutcome())});

@@ -49,7 +49,7 @@ std::vector<std::string> IndexValues(const Decision& decision,
   std::map<std::string_view, std::vector<const DisruptionCandidate*>> by_claim;
   for (const auto& c : d->candidates) by_claim[c.nodeclaim].push_back(&c);
   Decision trimmed{decision.id, decision.cause, decision.at, {}};
-  DisruptionDecision head{d->method, d->phase, d->nodeclaims, {}, d->budgets, d->reason};
+  DisruptionDecision head{d->method, d->phase, d->nodeclaims, {}, d->budgets, d->reason, d->prices};
   std::vector<std::string> values(terms.size());
   for (std::size_t i = 0; i < terms.size(); ++i) {
     const std::string& term = terms[i];

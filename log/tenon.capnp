@@ -521,6 +521,10 @@ struct Decision {
       candidates @15 :List(DisruptionCandidate);
       budgets @16 :List(BudgetState);
       reason @17 :Text;
+      # Added later: zero and empty in decisions recorded before (DisruptionDecision).
+      removedPriceMicroUsdHour @18 :Int64;
+      replacements @19 :List(OfferingChoice);
+      savingMicroUsdHour @20 :Int64;
     }
   }
 }

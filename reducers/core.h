@@ -283,4 +283,8 @@ inline constexpr Nanos kFinishedNodeClaimsKept{60 * kMinute.value};
 std::string ClockText(Nanos at);
 std::string DollarsText(MicroUsdPerHour price);
 
+// A label selector (matchLabels and matchExpressions) matches a label set: whom a
+// PodDisruptionBudget or a pod affinity term selects.
+bool SelectorMatches(const LabelSelector& selector, const Labels& labels);
+
 }  // namespace tenon

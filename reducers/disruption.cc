@@ -131,9 +131,7 @@ std::string BudgetReason(const std::string& method) {
 }
 
 std::string PriceText(MicroUsdPerHour p) {
-  std::string frac = std::to_string((p.value % 1'000'000) / 100);
-  return "$" + std::to_string(p.value / 1'000'000) + "." + std::string(4 - frac.size(), '0') +
-         frac + "/h";
+  return DollarsText(p) + "/h";
 }
 
 // A node the method could disrupt: its claim, node, pool and the pods that would move.
@@ -149,7 +147,8 @@ struct Candidate {
 
 // What disrupting some candidates would take: nothing, or new claims launched first.
 struct Plan {
-  std::string blocker;  // Empty when it can go.
+  std::string blocker;         // Empty when it can go.
+  MicroUsdPerHour removed{0};  // What the nodes it deletes cost.
   std::vector<PlannedClaim> replacements;
   std::string text;  // "delete, saving ...; its pods move: ...", or "replace with ...".
 };
@@ -294,6 +293,11 @@ std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
 // The method's own test of one claim: empty when it is a candidate, "-" when the method does
 // not look at it at all, else why it is not one.
 std::string MethodBlocker(const State& state, const std::string& method, Candidate& c) {
+  // consolidateAfter: Never turns emptiness and consolidation off for the pool: they do not
+  // look at its nodes, so their passes record nothing about them.
+  if (c.pool->consolidate_after.value < 0 && (method == kEmptiness || IsConsolidation(method))) {
+    return "-";
+  }
   if (method == kEmptiness) return c.pods.empty() ? ConsolidatableBlocker(state, c) : "-";
   if (method == kDrift) {
     c.why = "drifted (" + Drifted(state, *c.claim, *c.pool, c.node) + ")";
@@ -337,6 +341,7 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
   }
   ScheduleResult result = sim.Without(names);
   Plan plan;
+  plan.removed = total;
   for (const auto& outcome : result.pods) {
     if (outcome.target.empty()) {
       plan.blocker = "pod " + outcome.pod + " would not reschedule: " + outcome.reason;
@@ -598,6 +603,7 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim,
       continue;
     }
     Plan plan;
+    plan.removed = c.claim->price;
     if (method == kDrift || method == kSoftExpiration) {
       plan = Consult(state, sim, method, {&c});
       if (!plan.blocker.empty()) {
@@ -618,6 +624,22 @@ std::string Summary(const Pass& pass) {
   for (const auto& c : pass.candidates) text += c.nodeclaim + "|" + c.outcome + "\n";
   for (const auto& b : pass.budgets) text += b.nodepool + "|" + std::to_string(b.allowed) + "\n";
   return text;
+}
+
+// What carrying out `plans` removes, their replacements' first choices, and the saving at
+// those prices.
+DisruptionPrices Prices(const std::vector<Plan>& plans) {
+  DisruptionPrices prices;
+  for (const Plan& plan : plans) {
+    prices.removed += plan.removed;
+    for (const PlannedClaim& replacement : plan.replacements) {
+      assert(!replacement.offerings.empty());
+      prices.replacements.push_back(replacement.offerings.front());
+    }
+  }
+  prices.saving = prices.removed;
+  for (const OfferingChoice& o : prices.replacements) prices.saving -= o.price;
+  return prices;
 }
 
 const Taint kDisruptedTaint{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
@@ -671,7 +693,8 @@ void Expire(State& state, Seq seq, Output& out) {
                               {name},
                               {{name, claim.nodepool, reason}},
                               {},
-                              "forceful and not budgeted (v1)"},
+                              "forceful and not budgeted (v1)",
+                              {}},
            out);
     BeginDeletion(state, seq, claim, reason, true, out);
   }
@@ -705,8 +728,13 @@ void Validate(State& state, Seq seq, Output& out) {
   }
   if (!changed.empty()) {
     Decide(state, seq,
-           DisruptionDecision{method, "invalidated", claims, now.candidates, now.budgets,
-                              "after 15 s: " + changed},
+           DisruptionDecision{method,
+                              "invalidated",
+                              claims,
+                              now.candidates,
+                              now.budgets,
+                              "after 15 s: " + changed,
+                              {}},
            out);
     return;
   }
@@ -715,7 +743,8 @@ void Validate(State& state, Seq seq, Output& out) {
                             now.candidates, now.budgets,
                             replacements > 0 ? "unchanged after 15 s; tainting and launching " +
                                                    std::to_string(replacements) + " replacement(s)"
-                                             : "unchanged after 15 s"},
+                                             : "unchanged after 15 s",
+                            Prices(now.plans)},
          out);
   auto outcome_of = [&](const std::string& name) {
     auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
@@ -787,7 +816,8 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
                               {},
                               failed.empty()
                                   ? "replacements initialized: " + Join(w.replacements)
-                                  : "replacement " + failed + "; the disrupted taint is removed"},
+                                  : "replacement " + failed + "; the disrupted taint is removed",
+                              {}},
            out);
     if (failed.empty()) {
       w.draining = true;
@@ -866,7 +896,7 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
       for (const Plan& plan : pass.plans) state.pending_replacements += plan.replacements.size();
       Decide(state, seq,
              DisruptionDecision{method, "proposed", pass.selected, pass.candidates, pass.budgets,
-                                "validating for 15 s"},
+                                "validating for 15 s", Prices(pass.plans)},
              out);
       return;
     }
@@ -893,7 +923,8 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
                               {},
                               std::move(pass.candidates),
                               std::move(pass.budgets),
-                              "no candidate can go now"},
+                              "no candidate can go now",
+                              {}},
            out);
   }
 }
@@ -946,7 +977,8 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
                             {claim->name},
                             {{claim->name, claim->nodepool, what}},
                             {},
-                            "forceful and not budgeted"},
+                            "forceful and not budgeted",
+                            {}},
          out);
   BeginDeletion(state, seq, *claim, "interrupted: " + what, true, out);
 }

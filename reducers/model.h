@@ -870,6 +870,16 @@ struct BudgetState {
   std::string detail;  // Which budget decided it, and until when.
   friend bool operator==(const BudgetState&, const BudgetState&) = default;
 };
+// What a disruption costs and saves, per hour: the nodes it removes, each replacement's first
+// choice (the cheapest offering its fleet request may launch), and removed minus those. Set on
+// proposed, replacing and executed graceful disruptions; zero and empty otherwise, and in
+// decisions recorded before tenon kept them.
+struct DisruptionPrices {
+  MicroUsdPerHour removed{0};
+  std::vector<OfferingChoice> replacements;
+  MicroUsdPerHour saving{0};
+  friend bool operator==(const DisruptionPrices&, const DisruptionPrices&) = default;
+};
 struct DisruptionDecision {
   std::string method;  // Emptiness, Expiration, Interruption, ...
   // proposed | invalidated | replacing | executed | rolled back | blocked
@@ -878,6 +888,7 @@ struct DisruptionDecision {
   std::vector<DisruptionCandidate> candidates;
   std::vector<BudgetState> budgets;
   std::string reason;
+  DisruptionPrices prices;
   friend bool operator==(const DisruptionDecision&, const DisruptionDecision&) = default;
 };
 

@@ -246,20 +246,6 @@ bool IsWellKnownLabel(std::string_view key) {
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
-bool SelectorMatches(const LabelSelector& selector, const Labels& labels) {
-  for (const auto& [key, value] : selector.match_labels) {
-    auto it = labels.find(key);
-    if (it == labels.end() || it->second != value) return false;
-  }
-  for (const auto& r : selector.match_expressions) {
-    auto it = labels.find(r.key);
-    std::optional<std::string_view> value;
-    if (it != labels.end()) value = it->second;
-    if (!ValueSet::From(r).Allows(value)) return false;
-  }
-  return true;
-}
-
 bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
   return std::any_of(tolerations.begin(), tolerations.end(), [&](const Toleration& t) {
     if (t.effect && *t.effect != taint.effect) return false;
@@ -270,3 +256,21 @@ bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
 }
 
 }  // namespace tenon::core
+
+namespace tenon {
+
+bool SelectorMatches(const LabelSelector& selector, const Labels& labels) {
+  for (const auto& [key, value] : selector.match_labels) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  for (const auto& r : selector.match_expressions) {
+    auto it = labels.find(r.key);
+    std::optional<std::string_view> value;
+    if (it != labels.end()) value = it->second;
+    if (!core::ValueSet::From(r).Allows(value)) return false;
+  }
+  return true;
+}
+
+}  // namespace tenon

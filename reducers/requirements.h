@@ -83,7 +83,4 @@ class Requirements {
 // them for a pod to ask for them.
 bool IsWellKnownLabel(std::string_view key);
 
-// A label selector matches a label set.
-bool SelectorMatches(const LabelSelector& selector, const Labels& labels);
-
 }  // namespace tenon::core

@@ -144,6 +144,20 @@ std::map<std::uint64_t, Decision> NodeDecisions(const log::EventLog& log, AuditR
   return found;
 }
 
+// Decisions recorded before tenon kept prices, and forceful ones, carry none.
+bool HasPrices(const DisruptionPrices& p) {
+  return p.removed.value != 0 || !p.replacements.empty();
+}
+
+std::string PricesText(const DisruptionPrices& p) {
+  std::string text = "    removes " + DollarsText(p.removed) + "/h";
+  for (const auto& r : p.replacements) {
+    text += "; replacement " + r.instance_type + " " + r.capacity_type + " in " + r.zone + " at " +
+            DollarsText(r.price) + "/h";
+  }
+  return text + "; saving " + DollarsText(p.saving) + "/h\n";
+}
+
 }  // namespace
 
 AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
@@ -205,6 +219,7 @@ std::string AuditText(const AuditResult& result, const AuditQuery& query) {
     text += TimestampText(decision.at) + "  decision " + std::to_string(decision.id.value) +
             " (event " + std::to_string(decision.cause.value) + ")  " + d.method + " " + d.phase +
             "\n    " + d.reason + "\n";
+    if (HasPrices(d.prices)) text += PricesText(d.prices);
     if (!d.nodeclaims.empty()) {
       text += "    acting on:";
       for (const auto& claim : d.nodeclaims) text += " " + claim;
@@ -248,6 +263,17 @@ std::string AuditJson(const AuditResult& result, const AuditQuery& query) {
                                  {"nodepool", c.nodepool},
                                  {"disrupted", Acted(d, c)},
                                  {"outcome", c.outcome}});
+    }
+    j["replacements"] = nlohmann::json::array();
+    for (const auto& r : d.prices.replacements) {
+      j["replacements"].push_back({{"instance_type", r.instance_type},
+                                   {"zone", r.zone},
+                                   {"capacity_type", r.capacity_type},
+                                   {"price_micro_usd_hour", r.price.value}});
+    }
+    if (HasPrices(d.prices)) {
+      j["removed_price_micro_usd_hour"] = d.prices.removed.value;
+      j["saving_micro_usd_hour"] = d.prices.saving.value;
     }
     j["budgets"] = nlohmann::json::array();
     for (const auto& b : d.budgets) {

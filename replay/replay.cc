@@ -26,6 +26,22 @@ std::string CommandsText(const std::vector<Command>& commands) {
   return text + "]";
 }
 
+// A recorded decision and the replayed one are the same. A disruption decision recorded before
+// decisions carried prices (all zero, as the schema reads fields it did not have) is compared
+// without the replayed one's: they are for audit and change nothing that was done, so a log
+// written by an earlier version still verifies.
+bool SameDecision(const Decision& recorded, const Decision& replayed) {
+  const auto* r = std::get_if<DisruptionDecision>(&recorded.body);
+  const auto* p = std::get_if<DisruptionDecision>(&replayed.body);
+  if (r == nullptr || p == nullptr || r->prices != DisruptionPrices{} ||
+      p->prices == DisruptionPrices{}) {
+    return recorded == replayed;
+  }
+  Decision unpriced = replayed;
+  std::get<DisruptionDecision>(unpriced.body).prices = {};
+  return recorded == unpriced;
+}
+
 // Names the first difference between two command lists in a sentence.
 std::string CommandDiff(const std::vector<Command>& recorded, const std::vector<Command>& now) {
   for (std::size_t i = 0; i < std::min(recorded.size(), now.size()); ++i) {
@@ -173,7 +189,7 @@ class Verifier {
     for (std::size_t i = 0; i < now.decisions.size(); ++i) {
       ++report_.decisions;
       auto stored = log_.ReadDecision(recorded.decision_ids[i].value);
-      if (!stored || log::DecodeDecision(stored->payload) != now.decisions[i]) {
+      if (!stored || !SameDecision(log::DecodeDecision(stored->payload), now.decisions[i])) {
         Fail(Verdict::kDiverged, recorded.cause.value,
              "decision " + std::to_string(recorded.decision_ids[i].value) +
                  (stored ? " differs from the replayed one" : " is missing from the log"));

@@ -42,6 +42,7 @@ Group GroupOf(const Pod& pod) {
 
 struct TrackedPod {
   Group group;
+  Shared<Labels> labels;
   std::string node;
   Nanos bound{0};
   bool running = false;
@@ -82,6 +83,10 @@ class Extractor {
   void OnInterruption(const InterruptionReceived& message);
   void OnPdb(const PodDisruptionBudget& pdb);
   void OnNode(const Node& node);
+  void OnNodePool(const NodePool& pool);
+  void OnNodeClaimDeleting(const std::string& name);
+  void OnListed(const InstancesListed& listed);
+  sim::Action OfferingAction(sim::Action::Kind kind, const std::string& offering, Nanos at) const;
   sim::WorkloadStep StepOf(const Group& group, const GroupState& state) const;
   sim::Budget BudgetOf(const std::string& key) const;
   Nanos Since(Nanos at) const { return Nanos{at.value - start_.value}; }
@@ -109,8 +114,18 @@ class Extractor {
   std::map<std::string, PdbSample> pdb_first_;     // First sample allowing a disruption.
   std::map<std::string, std::vector<PdbSample>> pdb_samples_;
   std::map<std::string, PodDisruptionBudget> pdbs_;
+  std::map<std::string, NodePool> served_pools_;  // Each NodePool as last recorded.
+  // NodeClaims deleted (by the controller, or seen deleted by hand), instances the controller
+  // terminated or an interruption message named, and instances found gone: any other instance
+  // that goes was terminated by hand.
+  std::set<std::string> deleted_claims_, terminated_, interrupted_, gone_;
+  std::map<std::string, std::string> offering_of_claim_;  // NodeClaim -> its instance's offering.
+  std::map<std::string, std::string> claim_of_instance_, provider_of_instance_;
+  std::map<std::string, std::string> node_of_provider_;  // Provider id -> node name.
+  std::map<std::string, Nanos> not_ready_at_;            // Node -> when it last went NotReady.
   std::vector<InstanceType> last_catalog_;
   std::size_t interruptions_skipped_ = 0;
+  std::size_t pool_deletions_ = 0;
   // Events of the tick in progress that take the next Tick's time.
   std::vector<InterruptionReceived> pending_interruptions_;
 };
@@ -137,7 +152,9 @@ void Extractor::OnEvent(const Event& event) {
           last_catalog_ = e.instance_types;
           have_catalog_ = true;
         } else if constexpr (std::is_same_v<T, NodePoolUpserted>) {
-          pools_.try_emplace(e.nodepool.name, e.nodepool);
+          OnNodePool(e.nodepool);
+        } else if constexpr (std::is_same_v<T, NodePoolDeleted>) {
+          ++pool_deletions_;
         } else if constexpr (std::is_same_v<T, NodeClassUpserted>) {
           classes_.try_emplace(e.nodeclass.name, e.nodeclass);
         } else if constexpr (std::is_same_v<T, DaemonSetUpserted>) {
@@ -163,9 +180,14 @@ void Extractor::OnEvent(const Event& event) {
             evicting_.erase(it->second);
           }
         } else if constexpr (std::is_same_v<T, InterruptionReceived>) {
+          interrupted_.insert(e.instance_id);
           pending_interruptions_.push_back(e);
         } else if constexpr (std::is_same_v<T, PodDisruptionBudgetUpserted>) {
           OnPdb(e.pdb);
+        } else if constexpr (std::is_same_v<T, NodeClaimDeleting>) {
+          OnNodeClaimDeleting(e.name);
+        } else if constexpr (std::is_same_v<T, InstancesListed>) {
+          OnListed(e);
         }
       },
       event);
@@ -181,6 +203,10 @@ void Extractor::OnOutput(const log::OutputRecord& output) {
       evict_command_[c.id.value] = PodKey(del->ns, del->name);
     } else if (std::holds_alternative<LaunchInstances>(c.body)) {
       launch_command_[c.id.value] = last_tick_;
+    } else if (const auto* claim = std::get_if<DeleteNodeClaim>(&c.body)) {
+      deleted_claims_.insert(claim->name);
+    } else if (const auto* term = std::get_if<TerminateInstance>(&c.body)) {
+      terminated_.insert(term->instance_id);
     }
   }
 }
@@ -227,6 +253,7 @@ sim::WorkloadStep Extractor::StepOf(const Group& group, const GroupState& state)
   step.requests = p.requests;
   step.node_selector = p.constraints->node_selector;
   step.tolerations = p.constraints->tolerations;
+  step.labels = *p.labels;
   step.do_not_disrupt = p.do_not_disrupt;
   step.do_not_disrupt_for = p.do_not_disrupt_for;
   step.termination_grace = p.termination_grace;
@@ -244,6 +271,7 @@ void Extractor::OnPod(const Pod& pod) {
   const std::string key = PodKey(pod.ns, pod.name);
   auto [it, fresh] = pods_.try_emplace(key);
   TrackedPod& tracked = it->second;
+  tracked.labels = pod.labels;
   if (fresh) {
     tracked.group = GroupOf(pod);
     GroupState& state = groups_[tracked.group];
@@ -284,6 +312,10 @@ void Extractor::OnPodDeleted(const std::string& key) {
 }
 
 void Extractor::OnNode(const Node& node) {
+  node_of_provider_[node.provider_id] = node.name;
+  if (!node.ready && node_ready_[node.name]) {
+    not_ready_at_[node.name] = Nanos{last_tick_.value + tick_.value};
+  }
   if (!appeared_at_.contains(node.name)) {
     const Nanos now{last_tick_.value + tick_.value};
     appeared_at_[node.name] = now;
@@ -298,9 +330,70 @@ void Extractor::OnNode(const Node& node) {
   node_ready_[node.name] = node.ready;
 }
 
+// The first version of each NodePool is the recorded configuration; each change after it is an
+// edit made during the run, carried over at its time.
+void Extractor::OnNodePool(const NodePool& pool) {
+  pools_.try_emplace(pool.name, pool);
+  auto [it, fresh] = served_pools_.try_emplace(pool.name, pool);
+  if (fresh || it->second == pool) return;
+  it->second = pool;
+  sim::Action a;
+  a.at = Since(Nanos{last_tick_.value + tick_.value});  // A world tick's event.
+  a.kind = sim::Action::Kind::kApplyNodePool;
+  a.nodepool = pool;
+  s_.actions.push_back(std::move(a));
+}
+
+void Extractor::OnNodeClaimDeleting(const std::string& name) {
+  auto offering = offering_of_claim_.find(name);
+  if (offering == offering_of_claim_.end() || !deleted_claims_.insert(name).second) return;
+  s_.actions.push_back(OfferingAction(sim::Action::Kind::kDeleteNodeClaimOfOffering,
+                                      offering->second, Nanos{last_tick_.value + tick_.value}));
+}
+
+// An instance launched for a NodeClaim that a listing no longer shows, which the controller
+// neither terminated nor drained and no interruption message named, was terminated by hand:
+// when its node went NotReady, else by this listing.
+void Extractor::OnListed(const InstancesListed& listed) {
+  std::set<std::string> present;  // As the garbage collector counts them: not going away.
+  for (const auto& i : listed.instances) {
+    if (i.state != "terminated" && i.state != "shutting-down") present.insert(i.id);
+  }
+  for (const auto& [id, offering] : offering_of_instance_) {
+    if (present.contains(id) || gone_.contains(id) || terminated_.contains(id) ||
+        interrupted_.contains(id) || deleted_claims_.contains(claim_of_instance_[id])) {
+      continue;
+    }
+    gone_.insert(id);
+    Nanos at{last_tick_.value + tick_.value};
+    if (auto node = node_of_provider_.find(provider_of_instance_[id]);
+        node != node_of_provider_.end() && not_ready_at_.contains(node->second)) {
+      at = not_ready_at_.at(node->second);
+    }
+    s_.actions.push_back(
+        OfferingAction(sim::Action::Kind::kTerminateInstanceOfOffering, offering, at));
+  }
+}
+
+// An action at `at` on an instance of `offering` ("type/zone/capacity-type").
+sim::Action Extractor::OfferingAction(sim::Action::Kind kind, const std::string& offering,
+                                      Nanos at) const {
+  const auto first = offering.find('/'), second = offering.find('/', first + 1);
+  sim::Action a;
+  a.at = Since(at);
+  a.kind = kind;
+  a.instance_type = offering.substr(0, first);
+  a.zone = offering.substr(first + 1, second - first - 1);
+  a.capacity_type = offering.substr(second + 1);
+  return a;
+}
+
 void Extractor::OnLaunched(const FleetLaunched& launched) {
   offering_of_instance_[launched.instance_id] =
       Offering(launched.instance_type, launched.zone, launched.capacity_type);
+  offering_of_claim_[launched.nodeclaim] = offering_of_instance_[launched.instance_id];
+  claim_of_instance_[launched.instance_id] = launched.nodeclaim;
+  provider_of_instance_[launched.instance_id] = launched.provider_id;
   auto issued = launch_command_.find(launched.command.value);
   Nanos at = issued == launch_command_.end() ? last_tick_ : issued->second;
   // An answer that came back later than the call arrived in a world tick (the next Tick's).
@@ -322,14 +415,8 @@ void Extractor::OnInterruption(const InterruptionReceived& message) {
     ++interruptions_skipped_;
     return;
   }
-  const std::string& o = offering->second;
-  const auto first = o.find('/'), second = o.find('/', first + 1);
-  sim::Action a;
-  a.at = Since(last_tick_);
-  a.kind = sim::Action::Kind::kInterruptOffering;
-  a.instance_type = o.substr(0, first);
-  a.zone = o.substr(first + 1, second - first - 1);
-  a.capacity_type = o.substr(second + 1);
+  sim::Action a =
+      OfferingAction(sim::Action::Kind::kInterruptOffering, offering->second, last_tick_);
   a.interruption = message.kind;
   a.detail = message.detail;
   s_.actions.push_back(std::move(a));
@@ -340,15 +427,16 @@ void Extractor::OnInterruption(const InterruptionReceived& message) {
 void Extractor::OnPdb(const PodDisruptionBudget& pdb) {
   const std::string key = pdb.ns + "/" + pdb.name;
   pdbs_[key] = pdb;
-  auto app = pdb.selector.match_labels.find("app");
-  if (app == pdb.selector.match_labels.end()) return;
   PdbSample sample;
   for (const auto& [pod, tracked] : pods_) {
-    if (tracked.group.ns != pdb.ns || tracked.group.name != app->second) continue;
+    if (tracked.group.ns != pdb.ns || !SelectorMatches(pdb.selector, *tracked.labels)) continue;
     if (tracked.running && node_ready_[tracked.node]) ++sample.healthy;
   }
-  auto group = groups_.find(Group{pdb.ns, app->second, false});
-  sample.want = group == groups_.end() ? 0 : group->second.live;
+  // The replicas wanted of the deployments it selects, as the simulated PDB controller counts.
+  for (const auto& [group, state] : groups_) {
+    if (group.job || group.ns != pdb.ns) continue;
+    if (SelectorMatches(pdb.selector, *state.model.labels)) sample.want += state.live;
+  }
   sample.allowed = pdb.disruptions_allowed;
   pdb_samples_[key].push_back(sample);
   if (sample.allowed > 0) pdb_first_.try_emplace(key, sample);
@@ -360,7 +448,7 @@ sim::Budget Extractor::BudgetOf(const std::string& key) const {
   sim::Budget budget;
   budget.ns = pdb.ns;
   budget.name = pdb.name;
-  budget.app = pdb.selector.match_labels.at("app");
+  budget.selector = pdb.selector;
   auto first = pdb_first_.find(key);
   if (first == pdb_first_.end()) {
     std::int64_t most = 0;
@@ -410,13 +498,7 @@ sim::Scenario Extractor::Finish() {
   for (const auto& [name, pool] : pools_) s_.nodepools.push_back(pool);
   for (const auto& [name, nodeclass] : classes_) s_.nodeclasses.push_back(nodeclass);
   for (const auto& [key, ds] : daemonsets_) s_.daemonsets.push_back(ds);
-  for (const auto& [key, pdb] : pdbs_) {
-    if (pdb.selector.match_labels.contains("app")) {
-      s_.budgets.push_back(BudgetOf(key));
-    } else {
-      notes_.push_back("PodDisruptionBudget " + key + " selects no app label: not carried over");
-    }
-  }
+  for (const auto& [key, pdb] : pdbs_) s_.budgets.push_back(BudgetOf(key));
   for (auto& job : s_.jobs) {
     const GroupState& state = groups_.at(Group{job.ns, job.name, true});
     // A Job none of whose pods finished in the recording runs past its end.
@@ -438,6 +520,10 @@ sim::Scenario Extractor::Finish() {
   }
   std::stable_sort(s_.actions.begin(), s_.actions.end(),
                    [](const auto& a, const auto& b) { return a.at < b.at; });
+  if (pool_deletions_ > 0) {
+    notes_.push_back(std::to_string(pool_deletions_) +
+                     " NodePool deletions recorded during the run: not carried over");
+  }
   if (interruptions_skipped_ > 0) {
     notes_.push_back(std::to_string(interruptions_skipped_) +
                      " interruption messages about instances the log never saw launched: not "
@@ -621,19 +707,33 @@ sim::Report ReportFromLog(const log::EventLog& log, const std::string& name) {
 WhatIfResult WhatIf(const log::EventLog& log, const WhatIfOptions& options) {
   WhatIfResult result;
   result.scenario = ScenarioFromLog(log, result.notes);
+  auto& actions = result.scenario.actions;
   if (!options.config.empty()) {
     ApplyConfiguration(options.config, result.scenario);
+    // The file's NodePools stand for the whole run: edits of the recorded ones do not apply.
+    const auto edits = std::erase_if(
+        actions, [](const sim::Action& a) { return a.kind == sim::Action::Kind::kApplyNodePool; });
+    if (edits > 0) {
+      result.notes.push_back(std::to_string(edits) +
+                             " NodePool edits recorded during the run: not applied, the file's "
+                             "NodePools stand for the whole run");
+    }
   } else {
     result.scenario.name = "what-if (this build, recorded configuration)";
   }
-  for (const auto& a : result.scenario.actions) {
+  for (const auto& a : actions) {
     result.interruptions += a.kind == sim::Action::Kind::kInterruptOffering;
+    result.by_hand += a.kind == sim::Action::Kind::kDeleteNodeClaimOfOffering ||
+                      a.kind == sim::Action::Kind::kTerminateInstanceOfOffering;
+    result.nodepool_edits += a.kind == sim::Action::Kind::kApplyNodePool;
   }
   CoverageObserver coverage(RecordedAnswers(log));
   sim::SimulateOptions run;
   run.log_dir = options.log_dir;
   run.observer = &coverage;
-  result.interruptions_unmatched = sim::Simulate(result.scenario, run).interruptions_unmatched;
+  const sim::SimulateReport simulated = sim::Simulate(result.scenario, run);
+  result.interruptions_unmatched = simulated.interruptions_unmatched;
+  result.by_hand_unmatched = simulated.by_hand_unmatched;
   result.coverage = coverage.coverage();
   result.recorded = ReportFromLog(log, "recorded");
   log::OpenOptions open;
@@ -653,6 +753,10 @@ std::string WhatIfText(const WhatIfResult& r) {
       "interruption messages (%zu found no instance), %zu windows out of capacity\n",
       s.workloads.size(), s.jobs.size(), s.daemonsets.size(), s.budgets.size(), r.interruptions,
       r.interruptions_unmatched, s.cloud.capacity_windows.size());
+  out += Text(
+      "  by hand: %zu NodeClaim deletions and instance terminations (%zu found no instance), "
+      "%zu NodePool edits\n",
+      r.by_hand, r.by_hand_unmatched, r.nodepool_edits);
   out += Text(
       "  launch requests per offering: %zu answered as recorded (%zu out of capacity), "
       "%zu not in the recording, answered from the catalog\n",

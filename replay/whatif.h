@@ -47,11 +47,14 @@ struct WhatIfResult {
   Coverage coverage;
   std::size_t interruptions = 0;            // Recorded interruption messages replayed.
   std::size_t interruptions_unmatched = 0;  // Of those, with no instance to reach.
+  std::size_t by_hand = 0;            // Recorded NodeClaim deletions and terminations by hand.
+  std::size_t by_hand_unmatched = 0;  // Of those, with no instance to reach.
+  std::size_t nodepool_edits = 0;     // Recorded NodePool edits replayed at their times.
 };
 
 // The recorded inputs of `log` as a scenario with the recorded configuration (the first
-// version of each NodePool and EC2NodeClass the log holds). `notes` gets what could not be
-// carried over.
+// version of each NodePool and EC2NodeClass the log holds, and each later NodePool edit as an
+// action at its time). `notes` gets what could not be carried over.
 sim::Scenario ScenarioFromLog(const log::EventLog& log, std::vector<std::string>& notes);
 
 // NodePools and EC2NodeClasses from a YAML file of karpenter.sh/v1 NodePool and

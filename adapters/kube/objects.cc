@@ -170,6 +170,8 @@ std::vector<std::string> Texts(const YAML::Node& node, const std::string& field)
   return out;
 }
 
+}  // namespace
+
 LabelSelector ParseSelector(const YAML::Node& node) {
   LabelSelector selector;
   if (!node) return selector;
@@ -181,6 +183,8 @@ LabelSelector ParseSelector(const YAML::Node& node) {
   }
   return selector;
 }
+
+namespace {
 
 NodeSelectorTerm ParseTerm(const YAML::Node& node, std::int32_t weight) {
   NodeSelectorTerm term;

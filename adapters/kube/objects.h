@@ -33,6 +33,7 @@ NodePool ParseNodePool(const YAML::Node& object);  // karpenter.sh/v1 NodePool
 // NodeClass controller has not resolved it yet).
 NodeClass ParseNodeClass(const YAML::Node& object, bool needs_ready_condition = false);
 Toleration ParseToleration(const YAML::Node& node);
+LabelSelector ParseSelector(const YAML::Node& node);  // matchLabels and matchExpressions
 
 // Kubernetes objects the scheduler reads. A Pod without status counts as unschedulable and
 // pending (what a hand-written manifest means); one with conditions follows PodScheduled.

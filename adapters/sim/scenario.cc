@@ -33,6 +33,13 @@ Nanos ParseStart(const std::string& text) {
   return Nanos{duration_cast<nanoseconds>(tp.time_since_epoch()).count()};
 }
 
+// A map of label names to values: a nodeSelector, a pod template's labels.
+Labels ParseLabelMap(const YAML::Node& node) {
+  Labels labels;
+  for (const auto& kv : node) labels[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  return labels;
+}
+
 // What a pod template asks of a node: requests (cpu, memory, gpu: NVIDIA GPUs), nodeSelector
 // and tolerations. Shared by deployments, jobs and DaemonSets.
 void ParsePodShape(const YAML::Node& w, Resources& requests, Labels& node_selector,
@@ -40,11 +47,7 @@ void ParsePodShape(const YAML::Node& w, Resources& requests, Labels& node_select
   if (w["cpu"]) requests.cpu = kube::ParseCpu(w["cpu"].as<std::string>());
   if (w["memory"]) requests.memory = kube::ParseMemory(w["memory"].as<std::string>());
   if (w["gpu"]) requests.extended[resource::kNvidiaGpu] = w["gpu"].as<std::int64_t>();
-  if (w["nodeSelector"]) {
-    for (const auto& kv : w["nodeSelector"]) {
-      node_selector[kv.first.as<std::string>()] = kv.second.as<std::string>();
-    }
-  }
+  if (w["nodeSelector"]) node_selector = ParseLabelMap(w["nodeSelector"]);
   if (w["tolerations"]) {
     for (const auto& t : w["tolerations"]) tolerations.push_back(kube::ParseToleration(t));
   }
@@ -88,6 +91,7 @@ WorkloadStep ParseWorkload(const YAML::Node& w) {
   }
   if (w["priorityClassName"]) step.priority_class = w["priorityClassName"].as<std::string>();
   if (w["priority"]) step.priority = w["priority"].as<std::int32_t>();
+  if (w["labels"]) step.labels = ParseLabelMap(w["labels"]);
   return step;
 }
 
@@ -114,9 +118,15 @@ DaemonSetSpec ParseDaemonSet(const YAML::Node& d) {
 
 Budget ParseBudget(const YAML::Node& b) {
   Budget budget;
-  if (!b["name"] || !b["app"]) throw ScenarioError("budget needs a name and an app");
+  if (!b["name"] || !b["app"] == !b["selector"]) {
+    throw ScenarioError("budget needs a name and an app or a selector");
+  }
   budget.name = b["name"].as<std::string>();
-  budget.app = b["app"].as<std::string>();
+  if (b["app"]) {
+    budget.selector.match_labels["app"] = b["app"].as<std::string>();
+  } else {
+    budget.selector = kube::ParseSelector(b["selector"]);
+  }
   if (b["namespace"]) budget.ns = b["namespace"].as<std::string>();
   if (b["minAvailable"]) budget.min_available = b["minAvailable"].as<std::int64_t>();
   if (b["maxUnavailable"]) budget.max_unavailable = b["maxUnavailable"].as<std::int64_t>();

@@ -34,6 +34,8 @@ struct WorkloadStep {
   std::optional<std::int32_t> priority;  // spec.priority of its pods.
   // topologySpreadConstraints over zones (whenUnsatisfiable DoNotSchedule), 0: none.
   std::int32_t zone_spread_max_skew = 0;
+  // Its pods' labels besides app=<name> (a recorded pod's, for budgets that select on them).
+  Labels labels;
 };
 
 // A batch Job: `pods` pods created at `at`, each finishing `run_for` after it starts running
@@ -58,11 +60,12 @@ struct DaemonSetSpec {
   std::vector<Toleration> tolerations;
 };
 
-// A PodDisruptionBudget over one workload's pods (label app=<workload>).
+// A PodDisruptionBudget over the pods its selector matches: a scenario's `app: X` selects one
+// workload's pods (matchLabels app=X); a recorded budget keeps its own selector.
 struct Budget {
   std::string ns = "default";
   std::string name;
-  std::string app;
+  LabelSelector selector;
   std::optional<std::int64_t> min_available;
   std::optional<std::int64_t> max_unavailable;
 };
@@ -96,6 +99,14 @@ struct Action {
     // interrupted of that offering, else of that capacity type in the zone, else of that
     // capacity type anywhere; with none, it is counted as unmatched.
     kInterruptOffering,
+    // A what-if replaying a recorded log: a NodeClaim deleted by hand, or an instance
+    // terminated behind the controller's back, in the recording, done to the instance
+    // kInterruptOffering would find for offering `instance_type`/`zone`/`capacity_type`.
+    kDeleteNodeClaimOfOffering,
+    kTerminateInstanceOfOffering,
+    // A what-if replaying a recorded log: `nodepool` as a recorded edit left it (replacing the
+    // NodePool of its name, or added).
+    kApplyNodePool,
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;
@@ -108,6 +119,7 @@ struct Action {
   std::vector<InstanceType> catalog;                                    // kCatalogRefresh
   InterruptionKind interruption = InterruptionKind::kSpotInterruption;  // kInterruptOffering
   std::string detail;                                                   // kInterruptOffering
+  NodePool nodepool;                                                    // kApplyNodePool
 };
 
 // An offering ("type/zone/capacity-type") out of capacity from `from` until `until` (scenario

@@ -59,6 +59,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   report.nodeclaims = runtime.state().nodeclaims.size();
   report.state_hash = StateHash(runtime.state());
   report.interruptions_unmatched = world.unmatched_interruptions();
+  report.by_hand_unmatched = world.unmatched_by_hand();
   return report;
 }
 

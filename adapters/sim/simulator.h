@@ -42,6 +42,7 @@ struct SimulateReport {
   std::size_t nodeclaims = 0;
   std::uint64_t state_hash = 0;
   std::size_t interruptions_unmatched = 0;  // Recorded interruptions with no instance to reach.
+  std::size_t by_hand_unmatched = 0;  // Recorded deletions and terminations by hand, likewise.
 };
 
 SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options);

@@ -232,6 +232,7 @@ World::World(const Scenario& scenario, std::filesystem::path state_file)
     : scenario_(scenario),
       state_file_(std::move(state_file)),
       catalog_(scenario.catalog),
+      nodepools_(scenario.nodepools),
       now_(scenario.start) {}
 
 bool World::Load() {
@@ -261,11 +262,14 @@ bool World::Load() {
   deleting_ = j.at("deleting").get<std::set<std::string>>();
   deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
   next_action_ = j.at("next_action");
-  // Price changes are not stored: the actions already run say what they were.
+  // Price changes and NodePool edits are not stored: the actions already run say what they were.
   for (std::size_t i = 0; i < next_action_; ++i) {
     if (scenario_.actions[i].kind == Action::Kind::kPriceChange) ChangePrice(scenario_.actions[i]);
     if (scenario_.actions[i].kind == Action::Kind::kCatalogRefresh) {
       catalog_ = scenario_.actions[i].catalog;
+    }
+    if (scenario_.actions[i].kind == Action::Kind::kApplyNodePool) {
+      ApplyNodePool(scenario_.actions[i].nodepool);
     }
   }
   next_job_ = j.value("next_job", std::size_t{0});
@@ -348,7 +352,7 @@ std::vector<Event> World::StartupEvents() const {
 std::vector<Event> World::ListEvents() const {
   std::vector<Event> events;
   for (const auto& c : scenario_.nodeclasses) events.push_back(NodeClassUpserted{Resolved(c)});
-  for (const auto& p : scenario_.nodepools) events.push_back(NodePoolUpserted{Pool(p)});
+  for (const auto& p : nodepools_) events.push_back(NodePoolUpserted{Pool(p)});
   for (const auto& d : scenario_.daemonsets) {
     Pod pod;
     pod.ns = d.ns;
@@ -427,8 +431,20 @@ Pod World::TemplatePod(const Template& t, const char* owner_kind) {
   return pod;
 }
 
+namespace {
+
+// A deployment's pods' labels: app=<name> over the step's others.
+Labels PodLabels(const WorkloadStep& step) {
+  Labels labels = step.labels;
+  labels["app"] = step.name;
+  return labels;
+}
+
+}  // namespace
+
 Pod World::NewPod(const WorkloadStep& step) {
   Pod pod = TemplatePod(step, "ReplicaSet");
+  if (!step.labels.empty()) pod.labels = PodLabels(step);
   pod.do_not_disrupt = step.do_not_disrupt;
   pod.do_not_disrupt_for = step.do_not_disrupt_for;
   pod.termination_grace = step.termination_grace;
@@ -603,6 +619,14 @@ std::vector<Event> World::RunActions() {
       case Action::Kind::kInterruptOffering:
         for (auto& e : InterruptOffering(action)) events.push_back(std::move(e));
         break;
+      case Action::Kind::kDeleteNodeClaimOfOffering:
+      case Action::Kind::kTerminateInstanceOfOffering:
+        for (auto& e : ByHandOnOffering(action)) events.push_back(std::move(e));
+        break;
+      case Action::Kind::kApplyNodePool:
+        ApplyNodePool(action.nodepool);
+        events.push_back(NodePoolUpserted{Pool(action.nodepool)});
+        break;
       case Action::Kind::kMalformedMessage:
         // The queue adapter keeps what it cannot read for audit and deletes it.
         events.push_back(InputRejected{"sqs", "not an EventBridge event: missing detail-type",
@@ -624,7 +648,7 @@ std::vector<Event> World::RunActions() {
         break;
       }
       case Action::Kind::kLabelNodePool: {
-        const NodePool& pool = scenario_.nodepools.front();
+        const NodePool& pool = nodepools_.front();
         auto eq = action.label.find('=');
         added_pool_labels_[pool.name][action.label.substr(0, eq)] = action.label.substr(eq + 1);
         events.push_back(NodePoolUpserted{Pool(pool)});
@@ -659,9 +683,12 @@ std::vector<Event> World::InterruptSpot(const SimInstance& instance) {
                                "two-minute warning"}};
 }
 
-std::vector<Event> World::InterruptOffering(const Action& action) {
+// The oldest instance `keep` accepts of the action's offering, else of its capacity type in its
+// zone, else of its capacity type anywhere; null when there is none.
+const SimInstance* World::OfOffering(const Action& action,
+                                     const std::function<bool(const SimInstance&)>& keep) const {
   auto fresh = [&](const SimInstance& i) {
-    return !interrupted_.contains(i.id) && i.capacity_type == action.capacity_type;
+    return keep(i) && i.capacity_type == action.capacity_type;
   };
   const SimInstance* i = Oldest([&](const SimInstance& x) {
     return fresh(x) && x.instance_type == action.instance_type && x.zone == action.zone;
@@ -669,6 +696,38 @@ std::vector<Event> World::InterruptOffering(const Action& action) {
   if (i == nullptr)
     i = Oldest([&](const SimInstance& x) { return fresh(x) && x.zone == action.zone; });
   if (i == nullptr) i = Oldest(fresh);
+  return i;
+}
+
+// A recorded deletion of a NodeClaim or termination of an instance, done by hand to an instance
+// of the what-if's that is not already going.
+std::vector<Event> World::ByHandOnOffering(const Action& action) {
+  const SimInstance* i = OfOffering(action, [&](const SimInstance& x) {
+    return nodeclaims_.contains(x.nodeclaim) && !deleting_.contains(x.nodeclaim);
+  });
+  if (i == nullptr) {
+    ++unmatched_by_hand_;
+    return {};
+  }
+  if (action.kind == Action::Kind::kTerminateInstanceOfOffering) return RemoveInstance(i->id);
+  deleting_.insert(i->nodeclaim);
+  return {NodeClaimDeleting{i->nodeclaim}};
+}
+
+// A recorded NodePool edit: the world serves the pool as edited from now on.
+void World::ApplyNodePool(const NodePool& pool) {
+  auto it = std::find_if(nodepools_.begin(), nodepools_.end(),
+                         [&](const NodePool& p) { return p.name == pool.name; });
+  if (it == nodepools_.end()) {
+    nodepools_.push_back(pool);
+  } else {
+    *it = pool;
+  }
+}
+
+std::vector<Event> World::InterruptOffering(const Action& action) {
+  const SimInstance* i =
+      OfOffering(action, [&](const SimInstance& x) { return !interrupted_.contains(x.id); });
   if (i == nullptr) {
     ++unmatched_interruptions_;
     return {};
@@ -735,7 +794,7 @@ Node World::NewNode(const SimInstance& instance) const {
   node.created = now_;
   node.ready = false;
   node.taints.push_back({label::kUnregisteredTaint, "", TaintEffect::kNoExecute});
-  for (const auto& original : scenario_.nodepools) {
+  for (const auto& original : nodepools_) {
     if (original.name != instance.nodepool) continue;
     NodePool pool = Pool(original);
     node.labels = pool.labels;
@@ -796,7 +855,7 @@ std::vector<Event> World::FireTimers() {
     } else if (auto node = nodes_.find(instance.node_name); node != nodes_.end()) {
       node->second.ready = true;
       // Startup taints are removed by the agents that own them once the node is up.
-      for (const auto& pool : scenario_.nodepools) {
+      for (const auto& pool : nodepools_) {
         if (pool.name != instance.nodepool) continue;
         std::erase_if(node->second.taints, [&](const Taint& t) {
           return std::any_of(pool.startup_taints.begin(), pool.startup_taints.end(),
@@ -1067,13 +1126,18 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
 std::int64_t World::DisruptionsAllowed(const Budget& budget) const {
   std::int64_t healthy = 0;
   for (const auto& [key, pod] : pods_) {
-    auto a = pod.labels->find("app");
-    if (pod.ns != budget.ns || a == pod.labels->end() || a->second != budget.app) continue;
+    if (pod.ns != budget.ns || !SelectorMatches(budget.selector, *pod.labels)) continue;
     auto node = nodes_.find(pod.node_name);
     if (pod.phase == PodPhase::kRunning && node != nodes_.end() && node->second.ready) ++healthy;
   }
-  auto desired = replicas_.find(budget.ns + "/" + budget.app);
-  std::int64_t want = desired == replicas_.end() ? 0 : desired->second;
+  // The replicas wanted of every deployment whose pods it selects.
+  std::int64_t want = 0;
+  for (const auto& [key, index] : deployments_) {
+    const WorkloadStep& step = scenario_.workloads[index];
+    if (step.ns != budget.ns || !SelectorMatches(budget.selector, PodLabels(step))) continue;
+    auto desired = replicas_.find(key);
+    want += desired == replicas_.end() ? 0 : desired->second;
+  }
   return budget.min_available ? healthy - *budget.min_available
                               : *budget.max_unavailable - (want - healthy);
 }
@@ -1086,9 +1150,8 @@ std::vector<Event> World::PublishBudgets() {
     auto [it, fresh] = published_budgets_.try_emplace(budget.ns + "/" + budget.name, allowed);
     if (!fresh && it->second == allowed) continue;
     it->second = allowed;
-    LabelSelector selector;
-    selector.match_labels["app"] = budget.app;
-    events.push_back(PodDisruptionBudgetUpserted{{budget.ns, budget.name, selector, allowed}});
+    events.push_back(
+        PodDisruptionBudgetUpserted{{budget.ns, budget.name, budget.selector, allowed}});
   }
   return events;
 }
@@ -1099,11 +1162,8 @@ std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
   if (it == pods_.end()) {
     return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + evict.name + " not found"}};
   }
-  auto app = it->second.labels->find("app");
   for (const Budget& budget : scenario_.budgets) {
-    if (budget.ns != evict.ns || app == it->second.labels->end() || app->second != budget.app) {
-      continue;
-    }
+    if (budget.ns != evict.ns || !SelectorMatches(budget.selector, *it->second.labels)) continue;
     if (DisruptionsAllowed(budget) <= 0) {
       return {CommandFailed{
           command.id, ErrorCode::kDisruptionBudget,

@@ -84,6 +84,8 @@ class World : public runtime::Executor {
   const std::set<std::string>& deleting() const { return deleting_; }
   // kInterruptOffering actions that found no instance to deliver their message to.
   std::size_t unmatched_interruptions() const { return unmatched_interruptions_; }
+  // kDeleteNodeClaimOfOffering and kTerminateInstanceOfOffering actions that found no instance.
+  std::size_t unmatched_by_hand() const { return unmatched_by_hand_; }
   // The catalog as the cloud prices it now (price changes applied).
   const std::vector<InstanceType>& catalog() const { return catalog_; }
   // NodePool `pool` as the API server serves it (labels users added applied).
@@ -114,6 +116,10 @@ class World : public runtime::Executor {
   void ChangePrice(const Action& action);
   std::vector<Event> InterruptSpot(const SimInstance& instance);
   std::vector<Event> InterruptOffering(const Action& action);
+  std::vector<Event> ByHandOnOffering(const Action& action);
+  const SimInstance* OfOffering(const Action& action,
+                                const std::function<bool(const SimInstance&)>& keep) const;
+  void ApplyNodePool(const NodePool& pool);
   bool OutOfCapacity(const std::string& offering) const;
   MicroUsdPerHour PriceNow(const SimInstance& instance) const;
   FleetLaunched Answer(CommandId command, const SimInstance& instance,
@@ -152,6 +158,7 @@ class World : public runtime::Executor {
   std::map<std::string, std::int32_t> published_budgets_;  // PDB status last published.
   std::int64_t ami_release_ = 1;                           // Bumped by releaseAmi.
   std::vector<InstanceType> catalog_;                      // Current prices.
+  std::vector<NodePool> nodepools_;                        // With recorded edits applied.
   std::int64_t budget_skew_for_test_ = 0;
   std::size_t next_job_ = 0;
   // Capacity errors CreateFleet met before the instance it launched, held until its delayed
@@ -192,6 +199,7 @@ class World : public runtime::Executor {
   // persisted: a what-if runs in one process).
   std::set<std::string> interrupted_;
   std::size_t unmatched_interruptions_ = 0;
+  std::size_t unmatched_by_hand_ = 0;
 };
 
 }  // namespace tenon::sim

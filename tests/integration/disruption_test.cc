@@ -16,6 +16,15 @@ workloads:
   - {name: web, replicas: 9, cpu: 1500m, memory: 512Mi}
   - {at: 4m, name: web, replicas: 0}
 )";
+// Two deployments on their own nodes; at 4 min a scales down to one pod, leaving its node
+// underutilized.
+const std::string kOneScaledDown = R"(
+duration: 8m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 2m, name: b, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 1}
+)";
 const std::string kOneEmptied = R"(
 duration: 5m
 workloads:
@@ -93,16 +102,25 @@ workloads:
   EXPECT_EQ(o.Bound(), 1u);
 }
 
-// consolidateAfter: Never and a do-not-disrupt node both keep an empty node, each recorded
-// with its blocker.
-TEST(Disruption, BlockersAreRecorded) {
-  Outcome never =
-      Simulate(Scenario(kOneEmptied, "", "      disruption: {consolidateAfter: Never}\n"));
-  EXPECT_EQ(never.instances.size(), 1u);
-  auto blocked = Phase(never, "Emptiness", "blocked");
-  ASSERT_FALSE(blocked.empty()) << Outcomes(never);
-  EXPECT_EQ(blocked[0]->candidates.at(0).outcome, "consolidateAfter is Never");
+// consolidateAfter: Never turns emptiness and consolidation off: the empty node and the
+// underutilized one both stay, and those methods record no pass at all, not even a blocked one.
+// With consolidateAfter 0s the same cluster is consolidated.
+TEST(Disruption, ConsolidateAfterNeverRecordsNoPasses) {
+  const std::string scaled = kOneScaledDown + "  - {at: 4m, name: b, replicas: 0}\n";
+  Outcome never = Simulate(Scenario(scaled, "", "      disruption: {consolidateAfter: Never}\n"));
+  EXPECT_EQ(never.Count("Deleting"), 0u) << Outcomes(never);
+  for (const auto& [at, d] : never.disruptions) {
+    EXPECT_TRUE(d.method != "Emptiness" && d.method != "SingleNodeConsolidation" &&
+                d.method != "MultiNodeConsolidation")
+        << Outcomes(never);
+  }
+  Outcome on = Simulate(Scenario(scaled, "", "      disruption: {consolidateAfter: 0s}\n"));
+  EXPECT_GT(on.Count("Deleting"), 0u) << Outcomes(on);
+  EXPECT_FALSE(Phase(on, "Emptiness", "executed").empty()) << Outcomes(on);
+}
 
+// A do-not-disrupt node keeps an empty node, recorded with its blocker.
+TEST(Disruption, BlockersAreRecorded) {
   Outcome protect = Simulate(Scenario(R"(
 duration: 5m
 workloads:
@@ -113,7 +131,7 @@ actions:
 )",
                                       "", "      disruption: {consolidateAfter: 0s}\n"));
   EXPECT_EQ(protect.instances.size(), 1u);
-  blocked = Phase(protect, "Emptiness", "blocked");
+  auto blocked = Phase(protect, "Emptiness", "blocked");
   ASSERT_FALSE(blocked.empty()) << Outcomes(protect);
   EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("has karpenter.sh/do-not-disrupt"),
             std::string::npos);
@@ -264,13 +282,7 @@ workloads:
 // consolidationPolicy WhenEmpty keeps an underutilized node, and a node whose pods would need
 // a new node that is not cheaper is kept with that reason.
 TEST(Disruption, ConsolidationBlockers) {
-  const std::string scaled = R"(
-duration: 8m
-workloads:
-  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi}
-  - {at: 2m, name: b, replicas: 3, cpu: 1200m, memory: 512Mi}
-  - {at: 4m, name: a, replicas: 1}
-)";
+  const std::string& scaled = kOneScaledDown;
   Outcome when_empty =
       Simulate(Scenario(scaled, "", "      disruption: {consolidationPolicy: WhenEmpty}\n"));
   EXPECT_TRUE(Phase(when_empty, "SingleNodeConsolidation", "executed").empty());

@@ -203,14 +203,18 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
       DecisionId{7}, Seq{4}, kT0,
       LifecycleDecision{"c1", "Deleting", "no node registered within 15m", "n1", "i-1"}};
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(lifecycle)), lifecycle);
-  Decision disruption{DecisionId{8}, Seq{5}, kT0,
-                      DisruptionDecision{"Emptiness",
-                                         "proposed",
-                                         {"c1"},
-                                         {{"c1", "default", "selected"},
-                                          {"c2", "default", "budget allows 0 disruptions"}},
-                                         {{"default", "Empty", 1, "budget 0 (nodes 10%)"}},
-                                         "validating for 15 s"}};
+  Decision disruption{
+      DecisionId{8}, Seq{5}, kT0,
+      DisruptionDecision{
+          "Emptiness",
+          "proposed",
+          {"c1"},
+          {{"c1", "default", "selected"}, {"c2", "default", "budget allows 0 disruptions"}},
+          {{"default", "Empty", 1, "budget 0 (nodes 10%)"}},
+          "validating for 15 s",
+          {MicroUsdPerHour{192'000},
+           {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96'000}}},
+           MicroUsdPerHour{96'000}}}};
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(disruption)), disruption);
 }
 

@@ -71,7 +71,8 @@ TEST(KubeEvents, BlockedAndUnconsolidatable) {
                        {{"c1", "default", "node n1 has karpenter.sh/do-not-disrupt"},
                         {"c2", "default", "no cheaper replacement"}},
                        {{"default", "Underutilized", 0, "budget 0"}},
-                       "no candidate can go now"};
+                       "no candidate can go now",
+                       {}};
   Output out;
   out.decisions.push_back(Wrap(d));
   auto events = kube::EventsFor(out, state);
@@ -94,8 +95,8 @@ TEST(KubeEvents, BlockedAndUnconsolidatable) {
 TEST(KubeEvents, ReplacingDisruption) {
   State state = StateWithClaim("old", "n-old");
   Output out;
-  out.decisions.push_back(
-      Wrap(DisruptionDecision{"Drift", "replacing", {"old"}, {}, {}, "tainting and launching"}));
+  out.decisions.push_back(Wrap(
+      DisruptionDecision{"Drift", "replacing", {"old"}, {}, {}, "tainting and launching", {}}));
   ProvisioningDecision p;
   p.new_claims.push_back({"pending-1", "default", {}, {}, {}});
   out.decisions.push_back(Wrap(p));

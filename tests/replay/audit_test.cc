@@ -2,6 +2,7 @@
 // budget state, the replacement's price and the saving, every filter, and the index answering
 // exactly what a full scan of the decisions answers.
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "tests/replay/incident.h"
 
@@ -112,6 +113,137 @@ TEST(Audit, ShowsReplacementPriceAndSaving) {
   for (const auto& d : result.decisions) {
     EXPECT_EQ(std::get<DisruptionDecision>(d.body).method, "SingleNodeConsolidation");
   }
+}
+
+// The JSON carries the replacement and the prices as fields, not only in the reason: the
+// m5.xlarge ($0.192/h) replaced by an m5.large ($0.096/h) saves $0.096/h, on the proposal and
+// on the validated decision alike.
+TEST(Audit, JsonCarriesReplacementPricesAndSaving) {
+  auto run = RunKept(ReplaceScenario());
+  auto cli = Tenon("audit " + run->log().string() + " --method SingleNodeConsolidation --json");
+  ASSERT_EQ(cli.exit_code, 0) << cli.out;
+  auto json = nlohmann::json::parse(cli.out);
+  std::set<std::string> priced;
+  for (const auto& d : json["decisions"]) {
+    if (!d.contains("saving_micro_usd_hour")) {
+      EXPECT_TRUE(d["replacements"].empty()) << d.dump();
+      continue;
+    }
+    priced.insert(d["phase"].get<std::string>());
+    ASSERT_EQ(d["replacements"].size(), 1u) << d.dump();
+    const auto& r = d["replacements"][0];
+    EXPECT_EQ(r["instance_type"], "m5.large");
+    EXPECT_EQ(r["capacity_type"], "on-demand");
+    EXPECT_EQ(r["price_micro_usd_hour"], 96'000);
+    EXPECT_EQ(d["removed_price_micro_usd_hour"], 192'000);
+    EXPECT_EQ(d["saving_micro_usd_hour"].get<std::int64_t>(),
+              d["removed_price_micro_usd_hour"].get<std::int64_t>() -
+                  r["price_micro_usd_hour"].get<std::int64_t>());
+  }
+  EXPECT_EQ(priced, (std::set<std::string>{"proposed", "replacing"})) << cli.out;
+  auto log = run->Open();
+  const std::string text =
+      replay::AuditText(replay::Audit(*log, {.method = "SingleNodeConsolidation"}), {});
+  EXPECT_NE(text.find("removes $0.1920/h; replacement m5.large on-demand in us-east-1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("at $0.0960/h; saving $0.0960/h"), std::string::npos) << text;
+}
+
+// A disruption decision as tenon wrote it before decisions carried prices: encoded by
+// `capnp encode` with log/tenon.capnp as of commit 1c569f2 (no fields past @17).
+std::string OldReplacingDecision() {
+  const std::string hex =
+      "000000004400000000000000050006000300000000000000280000000000000000b88e0f449d971703000000"
+      "00000000000000000000000015000000c20000001d00000052000000210000000e000000290000001f000000"
+      "8900000027000000c1000000f201000053696e676c654e6f6465436f6e736f6c69646174696f6e007265706c"
+      "6163696e6700000000000000010000006200000064656661756c742d61626300000000000400000000000300"
+      "09000000620000000d000000420000000d0000005204000064656661756c742d616263000000000064656661"
+      "756c740073656c65637465643a207265706c6163652077697468206f6e65206f6e2d64656d616e64206e6f64"
+      "6520286d352e6c617267652066726f6d2024302e303936302f682c2031207479706573292c20736176696e67"
+      "206174206c656173742024302e303936302f683b2069747320706f6473206d6f76653a2064656661756c742f"
+      "612d30202d3e2023300000000000000004000000010003000100000000000000090000004200000009000000"
+      "720000000d000000b201000064656661756c7400556e6465727574696c697a65640000006275646765742030"
+      "20286e6f64657320313025292c2030206f662031206e6f64657320616c72656164792064697372757074696e"
+      "67000000756e6368616e67656420616674657220313520733b207461696e74696e6720616e64206c61756e63"
+      "68696e672031207265706c6163656d656e74287329000000";
+  std::string bytes;
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  return bytes;
+}
+
+// A log written before the price fields existed still audits: the decision decodes with no
+// prices and no replacement, and the text and JSON show what it has without inventing any.
+TEST(Audit, DecisionsWithoutPricesStillAudit) {
+  const std::string old = OldReplacingDecision();
+  const Decision decoded = log::DecodeDecision(old);
+  const auto& d = std::get<DisruptionDecision>(decoded.body);
+  EXPECT_EQ(d.phase, "replacing");
+  EXPECT_EQ(d.budgets.size(), 1u);
+  EXPECT_EQ(d.prices, DisruptionPrices{});
+
+  TempDir dir;
+  auto log = log::EventLog::Open(dir.path() / "log", {});
+  log::AppendBatch batch;
+  auto record = log::DecisionRecordFor(decoded);
+  record.payload = old;
+  batch.decisions.push_back(std::move(record));
+  batch.events.push_back(log::EncodeEvent(Event{Tick{Minutes(1)}}));
+  log->Append(std::move(batch));
+
+  const replay::AuditQuery q{.node = "default-abc"};
+  const auto result = replay::Audit(*log, q);
+  ASSERT_EQ(result.decisions.size(), 1u);
+  EXPECT_EQ(result.decisions[0], decoded);
+  const std::string text = replay::AuditText(result, q);
+  EXPECT_NE(text.find("SingleNodeConsolidation replacing"), std::string::npos) << text;
+  EXPECT_NE(text.find("budget default Underutilized: allows 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("removes "), std::string::npos) << text;
+  auto json = nlohmann::json::parse(replay::AuditJson(result, q));
+  ASSERT_EQ(json["decisions"].size(), 1u);
+  const auto& j = json["decisions"][0];
+  EXPECT_TRUE(j["replacements"].empty());
+  EXPECT_FALSE(j.contains("saving_micro_usd_hour"));
+  EXPECT_FALSE(j.contains("removed_price_micro_usd_hour"));
+  EXPECT_EQ(j["budgets"][0]["allowed"], 1);
+}
+
+// Rewrites every priced disruption decision of the log at `dir` through `change`.
+std::size_t RewritePriced(const std::filesystem::path& dir,
+                          const std::function<void(DisruptionDecision&)>& change) {
+  auto log = log::EventLog::Open(dir, {});
+  log::AppendBatch batch;
+  log->ScanDecisions(1, [&](const log::DecisionRecord& record) {
+    Decision d = log::DecodeDecision(record.payload);
+    auto* x = std::get_if<DisruptionDecision>(&d.body);
+    if (x != nullptr && x->prices != DisruptionPrices{}) {
+      change(*x);
+      batch.decisions.push_back(log::DecisionRecordFor(d));
+    }
+    return true;
+  });
+  const std::size_t n = batch.decisions.size();
+  log->Append(std::move(batch));
+  return n;
+}
+
+// A log whose decisions were written without prices, as an earlier version wrote them, still
+// verifies as identical against this build, which prices them; a decision that differs in
+// anything else still diverges.
+TEST(Audit, LogWrittenWithoutPricesStillVerifies) {
+  auto run = RunKept(ReplaceScenario());
+  ASSERT_GT(RewritePriced(run->log(), [](DisruptionDecision& d) { d.prices = {}; }), 0u);
+  auto verify = replay::Verify(*run->Open());
+  EXPECT_EQ(verify.verdict, replay::Verdict::kIdentical) << verify.detail;
+
+  auto other = RunKept(ReplaceScenario());
+  RewritePriced(other->log(), [](DisruptionDecision& d) {
+    d.prices = {};
+    d.reason += " (edited)";
+  });
+  EXPECT_EQ(replay::Verify(*other->Open()).verdict, replay::Verdict::kDiverged);
 }
 
 // Every filter, alone and combined, answers through the index exactly what scanning every

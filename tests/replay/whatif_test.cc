@@ -108,6 +108,77 @@ TEST(WhatIf, SameConfigurationReproducesTheRecording) {
   EXPECT_EQ(FinalHash(run->log()), FinalHash(same.log));
 }
 
+// A PDB selecting on a label other than app (matchExpressions on tier) is carried over with its
+// selector: the recorded run kept the node it protects, and the what-if with the recorded
+// configuration does the same and ends in the recorded state.
+TEST(WhatIf, PdbSelectorOtherThanAppIsCarriedOver) {
+  auto run = RunKept(Scenario(R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi, labels: {tier: web}}
+  - {at: 2m, name: b, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 1}
+  - {at: 4m, name: b, replicas: 1}
+budgets:
+  - name: web-pdb
+    selector:
+      matchExpressions: [{key: tier, operator: In, values: [web]}]
+    minAvailable: 1
+)"));
+  bool blocked = false;
+  for (const auto& [at, d] : run->outcome.disruptions) {
+    for (const auto& c : d.candidates) {
+      blocked = blocked || c.outcome.find("PDB web-pdb allows 0") != std::string::npos;
+    }
+  }
+  ASSERT_TRUE(blocked) << Outcomes(run->outcome);
+  auto same = RunWhatIf(*run, "");
+  EXPECT_TRUE(same.result.notes.empty()) << same.result.notes.front();
+  ASSERT_EQ(same.result.scenario.budgets.size(), 1u);
+  const sim::Budget& pdb = same.result.scenario.budgets[0];
+  EXPECT_EQ(pdb.name, "web-pdb");
+  EXPECT_TRUE(pdb.selector.match_labels.empty());
+  ASSERT_EQ(pdb.selector.match_expressions.size(), 1u);
+  EXPECT_EQ(pdb.selector.match_expressions[0].key, "tier");
+  EXPECT_EQ(pdb.selector.match_expressions[0].values, std::vector<std::string>{"web"});
+  EXPECT_EQ(pdb.min_available, 1);
+  ExpectSameFigures(same.result.recorded, same.result.what_if);
+  EXPECT_EQ(FinalHash(run->log()), FinalHash(same.log));
+}
+
+// What was done by hand during the recorded run -- a NodeClaim deleted, an instance terminated
+// behind the controller's back, a label added to the NodePool (which drifts its nodes) -- is
+// carried over at its time: the what-if with the recorded configuration does the same and ends
+// in the recorded state. With a configuration file, the file's NodePool stands and a note says
+// the edit was not applied.
+TEST(WhatIf, ByHandActionsAndNodePoolEditsAreCarriedOver) {
+  auto run = RunKept(Scenario(R"(
+duration: 12m
+workloads:
+  - {name: a, replicas: 6, cpu: 1200m, memory: 512Mi}
+actions:
+  - {at: 3m, do: deleteNodeClaim}
+  - {at: 5m, do: terminateInstance}
+  - {at: 7m, do: labelNodePool, label: team=web}
+)"));
+  auto same = RunWhatIf(*run, "");
+  EXPECT_TRUE(same.result.notes.empty()) << same.result.notes.front();
+  EXPECT_EQ(same.result.by_hand, 2u);
+  EXPECT_EQ(same.result.by_hand_unmatched, 0u);
+  EXPECT_EQ(same.result.nodepool_edits, 1u);
+  EXPECT_GT(same.result.recorded.removed.size(), 0u);
+  ExpectSameFigures(same.result.recorded, same.result.what_if);
+  EXPECT_EQ(FinalHash(run->log()), FinalHash(same.log));
+
+  auto file = RunWhatIf(*run, Pool(kRecordedTypes));
+  EXPECT_EQ(file.result.nodepool_edits, 0u);
+  EXPECT_EQ(file.result.by_hand, 2u);
+  ASSERT_EQ(file.result.notes.size(), 1u);
+  EXPECT_NE(file.result.notes[0].find("1 NodePool edits recorded during the run: not applied"),
+            std::string::npos)
+      << file.result.notes[0];
+}
+
 TEST(WhatIf, SpotStormExampleReproducesItsInterruptionsAndPrices) {
   KeptRun run;
   sim::SimulateOptions options;
@@ -125,7 +196,7 @@ TEST(WhatIf, SpotStormExampleReproducesItsInterruptionsAndPrices) {
 }
 
 // Without consolidation the node the scale-down left half-empty stays: more node-hours, more
-// cost, and no consolidation acting on anything (passes only find every candidate blocked).
+// cost, and no consolidation acting on anything (nor recording a pass: it is off).
 TEST(WhatIf, ConsolidationDisabledCostsMore) {
   auto run = RunKept(PdbScenario());
   auto off = RunWhatIf(*run, Pool(kRecordedTypes, "  disruption:\n    consolidateAfter: Never\n"));

@@ -114,7 +114,9 @@ void AddWorkloads(Rng& rng, const Faults& f, sim::Scenario& s) {
     }
     if (Chance(rng, 150)) step.node_selector[label::kCapacityType] = kCapacitySpot;
     s.workloads.push_back(step);
-    if (Chance(rng, 330)) s.budgets.push_back({"default", step.name, step.name, std::nullopt, 1});
+    if (Chance(rng, 330)) {
+      s.budgets.push_back({"default", step.name, {{{"app", step.name}}, {}}, std::nullopt, 1});
+    }
     for (std::uint64_t k = Below(rng, 4); k > 0; --k) {
       sim::WorkloadStep scale;
       scale.name = step.name;
