@@ -140,9 +140,23 @@ struct Candidate {
   const Node* node = nullptr;
   const NodePool* pool = nullptr;
   std::vector<const Pod*> pods;
-  std::int64_t cost = 0;   // Karpenter's disruption cost: cheaper to disrupt goes first.
-  std::size_t record = 0;  // Its entry in Pass::candidates.
-  std::string why;         // Drift and soft expiration: why it qualifies.
+  std::int64_t cost = 0;        // Karpenter's disruption cost: cheaper to disrupt goes first.
+  std::size_t record = 0;       // Its entry in Pass::candidates.
+  std::string why;              // Drift and soft expiration: why it qualifies.
+  std::uint64_t pool_hash = 0;  // TemplateHash(*pool).
+};
+
+// TemplateHash of each NodePool, computed once per pass rather than once per claim.
+class PoolHashes {
+ public:
+  std::uint64_t Of(const NodePool& pool) {
+    auto [it, fresh] = hashes_.try_emplace(&pool, 0);
+    if (fresh) it->second = TemplateHash(pool);
+    return it->second;
+  }
+
+ private:
+  std::map<const NodePool*, std::uint64_t> hashes_;
 };
 
 // What disrupting some candidates would take: nothing, or new claims launched first.
@@ -177,9 +191,10 @@ std::optional<std::string_view> ClaimLabel(const NodeClaim& claim, const Node* n
 }
 
 // Why a claim no longer matches what it would be launched as today, or empty.
+// `pool_hash` is TemplateHash(pool), computed once per pass.
 std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& pool,
-                    const Node* node) {
-  if (claim.nodepool_hash != 0 && claim.nodepool_hash != TemplateHash(pool)) {
+                    std::uint64_t pool_hash, const Node* node) {
+  if (claim.nodepool_hash != 0 && claim.nodepool_hash != pool_hash) {
     return "NodePool " + pool.name + " template changed (labels, taints or nodeClassRef)";
   }
   if (auto nc = state.nodeclasses.find(claim.nodeclass);
@@ -198,13 +213,16 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
     if (!c.subnets.empty() && !claim.subnet_id.empty() && !has(c.subnets, claim.subnet_id)) {
       return "subnet " + claim.subnet_id + " is no longer selected by EC2NodeClass " + c.name;
     }
-    std::vector<std::string> mine = claim.security_groups;
-    std::vector<std::string> now = c.security_groups;
-    std::sort(mine.begin(), mine.end());
-    std::sort(now.begin(), now.end());
-    if (!now.empty() && !mine.empty() && mine != now) {
-      return "security groups [" + Join(mine) + "] differ from EC2NodeClass " + c.name + "'s [" +
-             Join(now) + "]";
+    const auto& mine = claim.security_groups;
+    const auto& now = c.security_groups;
+    if (!now.empty() && !mine.empty() &&
+        (mine.size() != now.size() ||
+         !std::is_permutation(mine.begin(), mine.end(), now.begin()))) {
+      std::vector<std::string> sorted_mine = mine, sorted_now = now;
+      std::sort(sorted_mine.begin(), sorted_mine.end());
+      std::sort(sorted_now.begin(), sorted_now.end());
+      return "security groups [" + Join(sorted_mine) + "] differ from EC2NodeClass " + c.name +
+             "'s [" + Join(sorted_now) + "]";
     }
   }
   if (!claim.instance_type.empty() && !state.catalog.contains(claim.instance_type)) {
@@ -300,7 +318,7 @@ std::string MethodBlocker(const State& state, const std::string& method, Candida
   }
   if (method == kEmptiness) return c.pods.empty() ? ConsolidatableBlocker(state, c) : "-";
   if (method == kDrift) {
-    c.why = "drifted (" + Drifted(state, *c.claim, *c.pool, c.node) + ")";
+    c.why = "drifted (" + Drifted(state, *c.claim, *c.pool, c.pool_hash, c.node) + ")";
     return c.why == "drifted ()" ? "-" : "";
   }
   if (method == kSoftExpiration) {
@@ -423,6 +441,7 @@ std::vector<Candidate> Gather(const State& state, Simulation& sim, const std::st
   // Drift and expiration pick claims without looking at pods; a pass with nothing drifted or
   // expired then never indexes the cluster's pods.
   const bool by_pods = method == kEmptiness || IsConsolidation(method);
+  PoolHashes hashes;
   std::vector<Candidate> out;
   for (const auto& [name, claim] : state.nodeclaims) {
     if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
@@ -435,6 +454,7 @@ std::vector<Candidate> Gather(const State& state, Simulation& sim, const std::st
     c.claim = &claim;
     c.node = &node->second;
     c.pool = &pool->second;
+    c.pool_hash = hashes.Of(pool->second);
     if (by_pods) c.pods = sim.PodsOf(name);
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;
@@ -831,6 +851,7 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
 // NodeClaim conditions Consolidatable (consolidateAfter has passed since the last pod change)
 // and Drifted, published when they change, as Karpenter's status controllers do.
 void PublishConditions(State& state, Seq seq, Output& out) {
+  PoolHashes hashes;
   for (auto& [name, claim] : state.nodeclaims) {
     auto pool = state.nodepools.find(claim.nodepool);
     auto node = state.nodes.find(claim.node_name);
@@ -841,7 +862,7 @@ void PublishConditions(State& state, Seq seq, Output& out) {
     c.node = &node->second;
     c.pool = &pool->second;
     std::string waiting = ConsolidatableBlocker(state, c);
-    std::string drift = Drifted(state, claim, pool->second, &node->second);
+    std::string drift = Drifted(state, claim, pool->second, hashes.Of(pool->second), &node->second);
     std::pair<const char*, std::pair<bool, std::string>> conditions[] = {
         {"Consolidatable", {waiting.empty(), waiting.empty() ? "Consolidatable" : waiting}},
         {"Drifted", {!drift.empty(), drift.empty() ? "NotDrifted" : drift}}};
