@@ -34,6 +34,7 @@ struct CatalogEntry {
 // A content hash of the values pods share (Shared<T> in model.h), for the Interner.
 std::uint64_t ValueHash(const Labels& labels);
 std::uint64_t ValueHash(const PodConstraints& constraints);
+std::uint64_t ValueHash(const std::string& text);
 
 // One copy of each distinct value, so equal values held as Shared<T> share their memory. Only
 // memory sees it: no output, hash or snapshot depends on which copy a holder points at. A
@@ -75,14 +76,16 @@ class Interner {
   std::size_t live_ = 0;
 };
 
-// What pods share: their labels and constraints, one copy of each distinct value. A cache, not
-// part of the State's value: two States are equal whatever their caches hold.
+// What pods share: their labels, constraints and node names, one copy of each distinct value. A
+// cache, not part of the State's value: two States are equal whatever their caches hold.
 struct SharedPodParts {
   Interner<Labels> labels;
   Interner<PodConstraints> constraints;
+  Interner<std::string> node_names;
   void Share(Pod& pod) {
     labels.Intern(pod.labels);
     constraints.Intern(pod.constraints);
+    node_names.Intern(pod.node_name.SharedForInterning());
   }
   friend bool operator==(const SharedPodParts&, const SharedPodParts&) { return true; }
 };

@@ -123,7 +123,7 @@ void H(Hasher& h, const HostPort& p) {
 // hashes the same however its pods are laid out in memory.
 void H(Hasher& h, const Pod& p) {
   const PodConstraints& c = *p.constraints;
-  All(h, p.ns, p.name, p.uid, p.requests, p.node_name, p.unschedulable,
+  All(h, p.ns, p.name, p.uid, p.requests, p.node_name.str(), p.unschedulable,
       std::string(PodPhaseText(p.phase)), p.owner_kind, p.created, *p.labels, c.node_selector,
       c.tolerations);
   All(h, c.node_affinity_required, c.node_affinity_preferred, c.pod_affinity_required,
@@ -285,6 +285,12 @@ std::uint64_t ValueHash(const PodConstraints& c) {
   All(h, c.node_selector, c.tolerations, c.node_affinity_required, c.node_affinity_preferred);
   All(h, c.pod_affinity_required, c.pod_affinity_preferred, c.pod_anti_affinity_required,
       c.pod_anti_affinity_preferred, c.topology_spread, c.volume_claims, c.host_ports);
+  return h.Digest();
+}
+
+std::uint64_t ValueHash(const std::string& text) {
+  Hasher h;
+  H(h, text);
   return h.Digest();
 }
 
