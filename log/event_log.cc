@@ -94,14 +94,6 @@ std::string FrameHeader(std::string_view key, std::string_view payload) {
   return header;
 }
 
-std::string Frame(std::string_view key, std::string_view payload) {
-  std::string value;
-  value.reserve(kFrameHeaderBytes + payload.size());
-  value = FrameHeader(key, payload);
-  value.append(payload);
-  return value;
-}
-
 // Checks a stored value against its key and returns the payload; never skips a bad record.
 std::string Unframe(const char* family, std::uint64_t n, std::string_view key,
                     std::string_view value) {
@@ -123,6 +115,18 @@ std::string Unframe(const char* family, std::uint64_t n, std::string_view key,
 
 void Check(const rocksdb::Status& status, const std::string& what) {
   if (!status.ok()) throw LogError(ErrorKind::kIo, 0, "log: " + what + ": " + status.ToString());
+}
+
+// Adds key -> FrameHeader(key, payload) + payload to `batch` without building the framed value
+// apart, then frees `payload`: the batch holds the only copy from here on.
+void PutFramed(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* family,
+               const std::string& key, std::string& payload) {
+  const std::string header = FrameHeader(key, payload);
+  const rocksdb::Slice key_slice(key);
+  const rocksdb::Slice value_parts[] = {rocksdb::Slice(header), rocksdb::Slice(payload)};
+  Check(batch.Put(family, rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2)),
+        "batching a record");
+  std::string().swap(payload);
 }
 
 // Every file of the log is for its owner only.
@@ -216,6 +220,7 @@ class RocksEventLog final : public EventLog {
   std::optional<std::string> GetMeta(const char* key) const;
   void RequireWritable() const;
   void CommitGroup(std::unique_lock<std::mutex>& lock);
+  static std::size_t BatchBytesMax(const std::vector<Writer*>& group);
   std::optional<std::string> Get(Family family, std::uint64_t n) const;
 
   rocksdb::DB* db_;
@@ -313,6 +318,28 @@ std::vector<Seq> RocksEventLog::Append(AppendBatch batch, const AppendOptions& o
   return self.seqs;
 }
 
+// What a WriteBatch holding `group` needs at most: its header, and per record a tag, a column
+// family id and two lengths (varints of at most 5 bytes each) beside the key and framed value.
+std::size_t RocksEventLog::BatchBytesMax(const std::vector<Writer*>& group) {
+  constexpr std::size_t kBatchHeaderBytes = 12, kPutOverheadBytes = 1 + 3 * 5;
+  constexpr std::size_t kKeyBytes = 8;
+  auto record = [](std::size_t key, std::size_t value) {
+    return kPutOverheadBytes + key + kFrameHeaderBytes + value;
+  };
+  std::size_t bytes = kBatchHeaderBytes;
+  for (const Writer* w : group) {
+    for (const auto& payload : w->batch->events) bytes += record(kKeyBytes, payload.size());
+    for (const auto& d : w->batch->decisions) {
+      bytes += record(kKeyBytes, d.payload.size());
+      for (std::size_t i = 0; i < d.index_terms.size(); ++i) {
+        const std::size_t value = d.index_values.empty() ? 0 : d.index_values[i].size();
+        bytes += record(d.index_terms[i].size() + kKeyBytes, value);
+      }
+    }
+  }
+  return bytes;
+}
+
 // Writes every queued caller (up to kGroupCommitMax) in one RocksDB write. Called by the caller
 // at the front of the queue with the lock held; the lock is released around the write.
 void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
@@ -322,25 +349,33 @@ void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
     group.push_back(w);
   }
   Seq next = last_seq_.load() + 1;
-  rocksdb::WriteBatch batch;
+  // One disruption pass can carry megabytes of decisions and index values. Sized up front,
+  // the batch is allocated once instead of doubling (which left up to half its capacity
+  // unused, and both the old and the new buffer live while it grew); each record's own copy
+  // is freed as soon as it is in the batch, so a record is held twice at most, not three times.
+  rocksdb::WriteBatch batch(BatchBytesMax(group));
   bool sync = false;
   for (Writer* w : group) {
     sync = sync || w->sync;
-    for (const auto& payload : w->batch->events) {
+    for (auto& payload : w->batch->events) {
       std::string key = Key(next);
-      batch.Put(handles_[kEvents], key, Frame(key, payload));
+      PutFramed(batch, handles_[kEvents], key, payload);
       w->seqs.push_back(next++);
     }
-    for (const auto& d : w->batch->decisions) {
+    for (auto& d : w->batch->decisions) {
       std::string key = Key(d.id);
-      batch.Put(handles_[kDecisions], key, Frame(key, d.payload));
+      PutFramed(batch, handles_[kDecisions], key, d.payload);
       // An old log opened for writing has no index to keep up (HasDecisionIndex is false).
       if (!has_decision_index_) continue;
       assert(d.index_values.empty() || d.index_values.size() == d.index_terms.size());
       for (std::size_t i = 0; i < d.index_terms.size(); ++i) {
         const std::string entry = d.index_terms[i] + key;
         const bool valued = !d.index_values.empty() && !d.index_values[i].empty();
-        batch.Put(handles_[kDecisionIndex], entry, valued ? Frame(entry, d.index_values[i]) : "");
+        if (valued) {
+          PutFramed(batch, handles_[kDecisionIndex], entry, d.index_values[i]);
+        } else {
+          Check(batch.Put(handles_[kDecisionIndex], entry, ""), "batching an index entry");
+        }
       }
     }
   }
