@@ -35,6 +35,8 @@ struct CatalogEntry {
 std::uint64_t ValueHash(const Labels& labels);
 std::uint64_t ValueHash(const PodConstraints& constraints);
 std::uint64_t ValueHash(const std::string& text);
+std::uint64_t ValueHash(const std::vector<Requirement>& requirements);
+std::uint64_t ValueHash(const std::vector<std::string>& texts);
 
 // One copy of each distinct value, so equal values held as Shared<T> share their memory. Only
 // memory sees it: no output, hash or snapshot depends on which copy a holder points at. A
@@ -90,6 +92,18 @@ struct SharedPodParts {
   friend bool operator==(const SharedPodParts&, const SharedPodParts&) { return true; }
 };
 
+// What NodeClaims share: their requirements and candidate instance types. A cache like
+// SharedPodParts, filled where a claim enters the State.
+struct SharedClaimParts {
+  Interner<std::vector<Requirement>> requirements;
+  Interner<std::vector<std::string>> instance_types;
+  void Share(NodeClaim& claim) {
+    requirements.Intern(claim.requirements);
+    instance_types.Intern(claim.instance_types);
+  }
+  friend bool operator==(const SharedClaimParts&, const SharedClaimParts&) { return true; }
+};
+
 struct BatchWindow {
   bool open = false;
   Nanos opened{0};
@@ -123,6 +137,7 @@ struct State {
   SharedPodParts pod_parts;         // Each pod's labels and constraints, shared.
   std::map<std::string, Node> nodes;
   std::map<std::string, NodeClaim> nodeclaims;
+  SharedClaimParts claim_parts;  // Each claim's requirements and candidate types, shared.
   std::map<std::string, DaemonSet> daemonsets;        // Keyed by namespace/name.
   std::map<std::string, PersistentVolumeClaim> pvcs;  // Keyed by namespace/name.
   std::map<std::string, PersistentVolume> pvs;

@@ -185,7 +185,7 @@ void H(Hasher& h, const CatalogEntry& e) {
   All(h, e.type, e.allocatable, e.labels);
 }
 void H(Hasher& h, const NodeClaim& c) {
-  All(h, c.name, c.nodepool, c.nodeclass, c.requirements, c.requests, c.instance_types, c.phase,
+  All(h, c.name, c.nodepool, c.nodeclass, *c.requirements, c.requests, *c.instance_types, c.phase,
       c.provider_id, c.instance_id, c.instance_type, c.zone, c.capacity_type, c.price, c.node_name,
       c.allocatable, c.created, c.launched, c.registered, c.initialized);
   All(h, c.deleting, c.deleting_since, c.deleting_reason, c.instance_gone, c.evictions_refused,
@@ -291,6 +291,18 @@ std::uint64_t ValueHash(const PodConstraints& c) {
 std::uint64_t ValueHash(const std::string& text) {
   Hasher h;
   H(h, text);
+  return h.Digest();
+}
+
+std::uint64_t ValueHash(const std::vector<Requirement>& requirements) {
+  Hasher h;
+  H(h, requirements);
+  return h.Digest();
+}
+
+std::uint64_t ValueHash(const std::vector<std::string>& texts) {
+  Hasher h;
+  H(h, texts);
   return h.Digest();
 }
 

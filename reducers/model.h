@@ -460,9 +460,11 @@ struct NodeClaim {
   std::string name;
   std::string nodepool;
   std::string nodeclass;
-  std::vector<Requirement> requirements;
+  // Shared: the claims one NodePool launches mostly carry the same requirements and candidate
+  // types, one copy of each once the State interns them (SharedClaimParts in core.h).
+  Shared<std::vector<Requirement>> requirements;
   Resources requests;
-  std::vector<std::string> instance_types;  // Candidates, cheapest first.
+  Shared<std::vector<std::string>> instance_types;  // Candidates, cheapest first.
   ClaimPhase phase = ClaimPhase::kPending;
   std::string provider_id;
   std::string instance_id;
