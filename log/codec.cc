@@ -5,7 +5,9 @@
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <kj/exception.h>
+#include <kj/io.h>
 
+#include <cassert>
 #include <cstring>
 
 #include "tenon.capnp.h"
@@ -581,9 +583,9 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   b.setName(T(c.name));
   b.setNodePool(T(c.nodepool));
   b.setNodeClass(T(c.nodeclass));
-  PutList(b.initRequirements(c.requirements.size()), c.requirements);
+  PutList(b.initRequirements(c.requirements->size()), *c.requirements);
   Put(b.initRequests(), c.requests);
-  PutTexts(b.initInstanceTypes(c.instance_types.size()), c.instance_types);
+  PutTexts(b.initInstanceTypes(c.instance_types->size()), *c.instance_types);
   b.setPhase(static_cast<s::ClaimPhase>(c.phase));
   b.setProviderId(T(c.provider_id));
   b.setInstanceId(T(c.instance_id));
@@ -1213,10 +1215,15 @@ Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
 
 // ---- framing ----
 
+// The same bytes as messageToFlatArray, written straight into the string: one copy of a
+// record rather than two (a disruption pass's decision is megabytes at 5,000 nodes).
 std::string ToBytes(capnp::MallocMessageBuilder& message) {
-  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
-  auto bytes = words.asBytes();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  const std::size_t size = capnp::computeSerializedSizeInWords(message) * sizeof(capnp::word);
+  std::string bytes(size, '\0');
+  kj::ArrayOutputStream out(kj::arrayPtr(reinterpret_cast<kj::byte*>(bytes.data()), size));
+  capnp::writeMessage(out, message);
+  assert(out.getArray().size() == size);
+  return bytes;
 }
 
 // Decodes `bytes` as a message with root T and hands the reader to `fn`; every Cap'n Proto
@@ -1420,7 +1427,10 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
     state.pod_parts.Share(pod);
   }
   for (auto n : r.getNodes()) state.nodes[S(n.getName())] = Get(n);
-  for (auto c : r.getNodeClaims()) state.nodeclaims[S(c.getName())] = Get(c);
+  for (auto c : r.getNodeClaims()) {
+    NodeClaim& claim = state.nodeclaims[S(c.getName())] = Get(c);
+    state.claim_parts.Share(claim);
+  }
   for (auto u : r.getUnavailableOfferings()) {
     state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};
   }

@@ -102,10 +102,12 @@ std::vector<std::string> DecisionIndexTerms(const Decision& decision) {
 
 DecisionRecord DecisionRecordFor(const Decision& decision) {
   assert(decision.id.value != 0);
+  // The whole decision first: its encoder's buffers are gone before the index values (as large
+  // again, for a disruption pass over every candidate) are built.
+  std::string payload = EncodeDecision(decision);
   std::vector<std::string> terms = DecisionIndexTerms(decision);
   std::vector<std::string> values = IndexValues(decision, terms);
-  return DecisionRecord{decision.id.value, EncodeDecision(decision), std::move(terms),
-                        std::move(values)};
+  return DecisionRecord{decision.id.value, std::move(payload), std::move(terms), std::move(values)};
 }
 
 }  // namespace tenon::log

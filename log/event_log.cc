@@ -94,14 +94,6 @@ std::string FrameHeader(std::string_view key, std::string_view payload) {
   return header;
 }
 
-std::string Frame(std::string_view key, std::string_view payload) {
-  std::string value;
-  value.reserve(kFrameHeaderBytes + payload.size());
-  value = FrameHeader(key, payload);
-  value.append(payload);
-  return value;
-}
-
 // Checks a stored value against its key and returns the payload; never skips a bad record.
 std::string Unframe(const char* family, std::uint64_t n, std::string_view key,
                     std::string_view value) {
@@ -123,6 +115,18 @@ std::string Unframe(const char* family, std::uint64_t n, std::string_view key,
 
 void Check(const rocksdb::Status& status, const std::string& what) {
   if (!status.ok()) throw LogError(ErrorKind::kIo, 0, "log: " + what + ": " + status.ToString());
+}
+
+// Adds key -> FrameHeader(key, payload) + payload to `batch` without building the framed value
+// apart, then frees `payload`: the batch holds the only copy from here on.
+void PutFramed(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* family,
+               const std::string& key, std::string& payload) {
+  const std::string header = FrameHeader(key, payload);
+  const rocksdb::Slice key_slice(key);
+  const rocksdb::Slice value_parts[] = {rocksdb::Slice(header), rocksdb::Slice(payload)};
+  Check(batch.Put(family, rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2)),
+        "batching a record");
+  std::string().swap(payload);
 }
 
 // Every file of the log is for its owner only.
@@ -216,6 +220,8 @@ class RocksEventLog final : public EventLog {
   std::optional<std::string> GetMeta(const char* key) const;
   void RequireWritable() const;
   void CommitGroup(std::unique_lock<std::mutex>& lock);
+  static std::size_t GroupBytesMax(const std::vector<Writer*>& group, bool decisions);
+  void PutDecision(rocksdb::WriteBatch& batch, DecisionRecord& d) const;
   std::optional<std::string> Get(Family family, std::uint64_t n) const;
 
   rocksdb::DB* db_;
@@ -313,8 +319,64 @@ std::vector<Seq> RocksEventLog::Append(AppendBatch batch, const AppendOptions& o
   return self.seqs;
 }
 
-// Writes every queued caller (up to kGroupCommitMax) in one RocksDB write. Called by the caller
-// at the front of the queue with the lock held; the lock is released around the write.
+// What a WriteBatch needs at most: its header, and per record a tag, a column family id and
+// two lengths (varints of at most 5 bytes each) beside the key and the framed value.
+constexpr std::size_t kBatchHeaderBytes = 12;
+constexpr std::size_t RecordBytesMax(std::size_t key, std::size_t value) {
+  constexpr std::size_t kPutOverheadBytes = 1 + 3 * 5;
+  return kPutOverheadBytes + key + kFrameHeaderBytes + value;
+}
+constexpr std::size_t kSeqKeyBytes = 8;
+
+std::size_t DecisionBytesMax(const DecisionRecord& d) {
+  std::size_t bytes = RecordBytesMax(kSeqKeyBytes, d.payload.size());
+  for (std::size_t i = 0; i < d.index_terms.size(); ++i) {
+    const std::size_t value = d.index_values.empty() ? 0 : d.index_values[i].size();
+    bytes += RecordBytesMax(d.index_terms[i].size() + kSeqKeyBytes, value);
+  }
+  return bytes;
+}
+
+// Above this many bytes of decisions (one disruption pass over thousands of candidates, with
+// an index value per candidate, is megabytes), a group writes each decision and its index
+// entries apart, before its records: the WriteBatch then holds one decision at a time, not all
+// of them while the memtable takes its own copy. The records' write still commits the group:
+// a crash before it leaves decisions without the output that names them, and recovery, which
+// re-derives that output, writes the same decisions again under the same ids.
+constexpr std::size_t kDecisionsApartBytes = 1 << 20;
+
+std::size_t RocksEventLog::GroupBytesMax(const std::vector<Writer*>& group, bool decisions) {
+  std::size_t bytes = kBatchHeaderBytes;
+  for (const Writer* w : group) {
+    for (const auto& e : w->batch->events) bytes += RecordBytesMax(kSeqKeyBytes, e.size());
+    if (!decisions) continue;
+    for (const auto& d : w->batch->decisions) bytes += DecisionBytesMax(d);
+  }
+  return bytes;
+}
+
+// Puts `d` and its index entries into `batch` (freeing its payload and values as they go in).
+void RocksEventLog::PutDecision(rocksdb::WriteBatch& batch, DecisionRecord& d) const {
+  std::string key = Key(d.id);
+  PutFramed(batch, handles_[kDecisions], key, d.payload);
+  // An old log opened for writing has no index to keep up (HasDecisionIndex is false).
+  if (!has_decision_index_) return;
+  assert(d.index_values.empty() || d.index_values.size() == d.index_terms.size());
+  for (std::size_t i = 0; i < d.index_terms.size(); ++i) {
+    const std::string entry = d.index_terms[i] + key;
+    const bool valued = !d.index_values.empty() && !d.index_values[i].empty();
+    if (valued) {
+      PutFramed(batch, handles_[kDecisionIndex], entry, d.index_values[i]);
+    } else {
+      Check(batch.Put(handles_[kDecisionIndex], entry, ""), "batching an index entry");
+    }
+  }
+}
+
+// Writes every queued caller (up to kGroupCommitMax) in one RocksDB write (decisions of a large
+// group in writes of their own first, see kDecisionsApartBytes). Called by the caller at the
+// front of the queue with the lock held; the lock is released around the writes, while the
+// group's other callers wait for it and leave their batches alone.
 void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
   std::vector<Writer*> group;
   for (auto* w : queue_) {
@@ -322,32 +384,41 @@ void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
     group.push_back(w);
   }
   Seq next = last_seq_.load() + 1;
-  rocksdb::WriteBatch batch;
   bool sync = false;
-  for (Writer* w : group) {
+  std::size_t decision_bytes = 0;
+  for (const Writer* w : group) {
     sync = sync || w->sync;
-    for (const auto& payload : w->batch->events) {
-      std::string key = Key(next);
-      batch.Put(handles_[kEvents], key, Frame(key, payload));
-      w->seqs.push_back(next++);
-    }
-    for (const auto& d : w->batch->decisions) {
-      std::string key = Key(d.id);
-      batch.Put(handles_[kDecisions], key, Frame(key, d.payload));
-      // An old log opened for writing has no index to keep up (HasDecisionIndex is false).
-      if (!has_decision_index_) continue;
-      assert(d.index_values.empty() || d.index_values.size() == d.index_terms.size());
-      for (std::size_t i = 0; i < d.index_terms.size(); ++i) {
-        const std::string entry = d.index_terms[i] + key;
-        const bool valued = !d.index_values.empty() && !d.index_values[i].empty();
-        batch.Put(handles_[kDecisionIndex], entry, valued ? Frame(entry, d.index_values[i]) : "");
-      }
+    for (const auto& d : w->batch->decisions) decision_bytes += DecisionBytesMax(d);
+  }
+  const bool apart = decision_bytes > kDecisionsApartBytes;
+  lock.unlock();
+  rocksdb::Status status;
+  for (Writer* w : group) {
+    for (auto& d : w->batch->decisions) {
+      if (!apart || !status.ok()) break;
+      rocksdb::WriteBatch one(kBatchHeaderBytes + DecisionBytesMax(d));
+      PutDecision(one, d);
+      status = db_->Write({}, &one);
     }
   }
-  lock.unlock();
-  rocksdb::WriteOptions write;
-  write.sync = sync;
-  auto status = db_->Write(write, &batch);
+  if (status.ok()) {
+    // Sized up front, the batch is allocated once instead of doubling (which left up to half
+    // its capacity unused, with the old and the new buffer both live while it grew); each
+    // record's own copy is freed once it is in the batch.
+    rocksdb::WriteBatch batch(GroupBytesMax(group, !apart));
+    for (Writer* w : group) {
+      for (auto& payload : w->batch->events) {
+        std::string key = Key(next);
+        PutFramed(batch, handles_[kEvents], key, payload);
+        w->seqs.push_back(next++);
+      }
+      if (apart) continue;
+      for (auto& d : w->batch->decisions) PutDecision(batch, d);
+    }
+    rocksdb::WriteOptions write;
+    write.sync = sync;  // The WAL is one file: syncing this write syncs the decisions' too.
+    status = db_->Write(write, &batch);
+  }
   lock.lock();
   std::exception_ptr error;
   if (status.ok()) {
@@ -524,8 +595,16 @@ std::unique_ptr<SnapshotWriter> RocksEventLog::BeginSnapshot(Seq seq) {
       dir_ / ("snapshot-" + std::to_string(seq) + ".sst.partial"), seq);
 }
 
+// Snapshot parts are blocks of hundreds of KB read once: kept out of the block cache, where
+// they would evict every index block.
+rocksdb::ReadOptions SnapshotReads() {
+  rocksdb::ReadOptions read;
+  read.fill_cache = false;
+  return read;
+}
+
 std::optional<Snapshot> RocksEventLog::SnapshotAtOrBelow(Seq at) const {
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kSnapshots]));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(SnapshotReads(), handles_[kSnapshots]));
   it->SeekForPrev(Key(at == 0 ? ~Seq{0} : at));
   Check(it->status(), "seeking a snapshot");
   if (!it->Valid()) return std::nullopt;
@@ -555,7 +634,7 @@ std::optional<Snapshot> RocksEventLog::SnapshotAtOrBelow(Seq at) const {
 
 std::vector<Seq> RocksEventLog::SnapshotSeqs() const {
   std::vector<Seq> seqs;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kSnapshots]));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(SnapshotReads(), handles_[kSnapshots]));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     if (it->key().size() != kPartKeyBytes) seqs.push_back(FromKey(it->key()));
   }
@@ -618,7 +697,15 @@ void RocksEventLog::PutRawEventForTest(Seq seq, std::string_view raw_value) {
 // two, and what the log holds in memory stays a few MB whatever the cluster's size.
 constexpr std::size_t kWriteBufferBytes = 2 << 20;
 // One block cache for every family: reads are recovery, replay and audit, mostly sequential.
+// It holds the SST files' index blocks too (cache_index_and_filter_blocks below).
 constexpr std::size_t kBlockCacheBytes = 4 << 20;
+// Memtables allocate in blocks of this size (RocksDB's default is write_buffer_size / 8):
+// five families, each with an active and perhaps a flushing memtable, most nearly empty, each
+// keep a partly used block.
+constexpr std::size_t kArenaBlockBytes = 64 << 10;
+// The buffer of each file RocksDB writes (the WAL, a flush's or a compaction's output):
+// 1 MB by default, grown to when a record is large (a disruption pass's decisions).
+constexpr std::size_t kWritableFileBufferBytes = 256 << 10;
 
 rocksdb::Options BaseOptions(const OpenOptions& options) {
   rocksdb::Options db;
@@ -629,6 +716,7 @@ rocksdb::Options BaseOptions(const OpenOptions& options) {
   db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   // Every family's memtables together, flushed early past this.
   db.db_write_buffer_size = 4 * kWriteBufferBytes;
+  db.writable_file_max_buffer_size = kWritableFileBufferBytes;
   return db;
 }
 
@@ -640,8 +728,13 @@ std::vector<rocksdb::ColumnFamilyDescriptor> Families(const std::vector<std::str
   // 64 MB per family, five families) keep a long-running controller's memory bounded.
   cf.write_buffer_size = kWriteBufferBytes;
   cf.max_write_buffer_number = 2;
+  cf.arena_block_size = kArenaBlockBytes;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(kBlockCacheBytes);
+  // Without this every open SST file keeps its index block on the heap for as long as it is
+  // open, which grows with the log (hundreds of MB at 5,000 nodes); in the cache it is bounded.
+  table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   auto supported = rocksdb::GetSupportedCompressions();
   if (std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) != supported.end()) {

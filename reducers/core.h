@@ -34,6 +34,9 @@ struct CatalogEntry {
 // A content hash of the values pods share (Shared<T> in model.h), for the Interner.
 std::uint64_t ValueHash(const Labels& labels);
 std::uint64_t ValueHash(const PodConstraints& constraints);
+std::uint64_t ValueHash(const std::string& text);
+std::uint64_t ValueHash(const std::vector<Requirement>& requirements);
+std::uint64_t ValueHash(const std::vector<std::string>& texts);
 
 // One copy of each distinct value, so equal values held as Shared<T> share their memory. Only
 // memory sees it: no output, hash or snapshot depends on which copy a holder points at. A
@@ -75,16 +78,30 @@ class Interner {
   std::size_t live_ = 0;
 };
 
-// What pods share: their labels and constraints, one copy of each distinct value. A cache, not
-// part of the State's value: two States are equal whatever their caches hold.
+// What pods share: their labels, constraints and node names, one copy of each distinct value. A
+// cache, not part of the State's value: two States are equal whatever their caches hold.
 struct SharedPodParts {
   Interner<Labels> labels;
   Interner<PodConstraints> constraints;
+  Interner<std::string> node_names;
   void Share(Pod& pod) {
     labels.Intern(pod.labels);
     constraints.Intern(pod.constraints);
+    node_names.Intern(pod.node_name.SharedForInterning());
   }
   friend bool operator==(const SharedPodParts&, const SharedPodParts&) { return true; }
+};
+
+// What NodeClaims share: their requirements and candidate instance types. A cache like
+// SharedPodParts, filled where a claim enters the State.
+struct SharedClaimParts {
+  Interner<std::vector<Requirement>> requirements;
+  Interner<std::vector<std::string>> instance_types;
+  void Share(NodeClaim& claim) {
+    requirements.Intern(claim.requirements);
+    instance_types.Intern(claim.instance_types);
+  }
+  friend bool operator==(const SharedClaimParts&, const SharedClaimParts&) { return true; }
 };
 
 struct BatchWindow {
@@ -120,6 +137,7 @@ struct State {
   SharedPodParts pod_parts;         // Each pod's labels and constraints, shared.
   std::map<std::string, Node> nodes;
   std::map<std::string, NodeClaim> nodeclaims;
+  SharedClaimParts claim_parts;  // Each claim's requirements and candidate types, shared.
   std::map<std::string, DaemonSet> daemonsets;        // Keyed by namespace/name.
   std::map<std::string, PersistentVolumeClaim> pvcs;  // Keyed by namespace/name.
   std::map<std::string, PersistentVolume> pvs;

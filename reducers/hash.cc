@@ -123,7 +123,7 @@ void H(Hasher& h, const HostPort& p) {
 // hashes the same however its pods are laid out in memory.
 void H(Hasher& h, const Pod& p) {
   const PodConstraints& c = *p.constraints;
-  All(h, p.ns, p.name, p.uid, p.requests, p.node_name, p.unschedulable,
+  All(h, p.ns, p.name, p.uid, p.requests, p.node_name.str(), p.unschedulable,
       std::string(PodPhaseText(p.phase)), p.owner_kind, p.created, *p.labels, c.node_selector,
       c.tolerations);
   All(h, c.node_affinity_required, c.node_affinity_preferred, c.pod_affinity_required,
@@ -185,7 +185,7 @@ void H(Hasher& h, const CatalogEntry& e) {
   All(h, e.type, e.allocatable, e.labels);
 }
 void H(Hasher& h, const NodeClaim& c) {
-  All(h, c.name, c.nodepool, c.nodeclass, c.requirements, c.requests, c.instance_types, c.phase,
+  All(h, c.name, c.nodepool, c.nodeclass, *c.requirements, c.requests, *c.instance_types, c.phase,
       c.provider_id, c.instance_id, c.instance_type, c.zone, c.capacity_type, c.price, c.node_name,
       c.allocatable, c.created, c.launched, c.registered, c.initialized);
   All(h, c.deleting, c.deleting_since, c.deleting_reason, c.instance_gone, c.evictions_refused,
@@ -285,6 +285,24 @@ std::uint64_t ValueHash(const PodConstraints& c) {
   All(h, c.node_selector, c.tolerations, c.node_affinity_required, c.node_affinity_preferred);
   All(h, c.pod_affinity_required, c.pod_affinity_preferred, c.pod_anti_affinity_required,
       c.pod_anti_affinity_preferred, c.topology_spread, c.volume_claims, c.host_ports);
+  return h.Digest();
+}
+
+std::uint64_t ValueHash(const std::string& text) {
+  Hasher h;
+  H(h, text);
+  return h.Digest();
+}
+
+std::uint64_t ValueHash(const std::vector<Requirement>& requirements) {
+  Hasher h;
+  H(h, requirements);
+  return h.Digest();
+}
+
+std::uint64_t ValueHash(const std::vector<std::string>& texts) {
+  Hasher h;
+  H(h, texts);
   return h.Digest();
 }
 

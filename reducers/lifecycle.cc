@@ -150,7 +150,8 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
   claim->launched = state.now;
   // The up-to-60 candidate types only mattered until one was chosen; at 5,000 nodes they were
   // a tenth of the state. What is left stands for the instance in NodePool limits.
-  claim->instance_types = {event.instance_type};
+  claim->instance_types = std::vector<std::string>{event.instance_type};
+  state.claim_parts.instance_types.Intern(claim->instance_types);
   auto entry = state.catalog.find(event.instance_type);
   if (entry != state.catalog.end()) claim->allocatable = entry->second.allocatable;
   std::string reason = event.instance_type + " in " + event.zone + " (" + event.capacity_type +
@@ -226,6 +227,7 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
   claim.launched = claim.registered = claim.initialized = Nanos{0};
   if (claim.phase != ClaimPhase::kPending) claim.launched = claim.created;
   PriceFromCatalog(state, claim);
+  state.claim_parts.Share(claim);
   auto [it, inserted] = state.nodeclaims.emplace(claim.name, std::move(claim));
   assert(inserted);
   NodeClaim& adopted = it->second;

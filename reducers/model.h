@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -77,6 +78,33 @@ class Shared {
     return empty;
   }
   std::shared_ptr<T> ptr_;
+};
+
+// A string many records repeat, held as a Shared<std::string>: a pod's node name (EKS
+// hostnames are 46 characters, and each node's tens of pods name it), one copy per node once
+// the State interns it. It reads, compares and converts as the std::string it holds, so the
+// sharing is seen by memory only.
+class SharedText {
+ public:
+  SharedText() = default;
+  SharedText(std::string text)  // NOLINT(google-explicit-constructor): stands for its text.
+      : text_(std::move(text)) {}
+  SharedText(const char* text)  // NOLINT(google-explicit-constructor)
+      : text_(std::string(text)) {}
+  operator const std::string&() const { return *text_; }  // NOLINT(google-explicit-constructor)
+  const std::string& str() const { return *text_; }
+  bool empty() const { return text_->empty(); }
+  std::size_t size() const { return text_->size(); }
+  void clear() { text_ = Shared<std::string>(); }
+  // For the State's interner (core.h) only.
+  Shared<std::string>& SharedForInterning() { return text_; }
+  friend bool operator==(const SharedText& a, const SharedText& b) { return a.text_ == b.text_; }
+  friend bool operator==(const SharedText& a, const std::string& b) { return *a.text_ == b; }
+  friend bool operator==(const SharedText& a, std::string_view b) { return *a.text_ == b; }
+  friend bool operator==(const SharedText& a, const char* b) { return *a.text_ == b; }
+
+ private:
+  Shared<std::string> text_;
 };
 
 // Requests, capacity and allocatable. `extended` holds every other resource by its Kubernetes
@@ -267,7 +295,7 @@ struct Pod {
   std::string name;
   std::string uid;
   Resources requests;  // Effective requests (PodRequests in core.h): init, sidecars, overhead.
-  std::string node_name;
+  SharedText node_name;
   bool unschedulable = false;  // PodScheduled=False, reason=Unschedulable.
   PodPhase phase = PodPhase::kPending;
   bool do_not_disrupt = false;     // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
@@ -432,9 +460,11 @@ struct NodeClaim {
   std::string name;
   std::string nodepool;
   std::string nodeclass;
-  std::vector<Requirement> requirements;
+  // Shared: the claims one NodePool launches mostly carry the same requirements and candidate
+  // types, one copy of each once the State interns them (SharedClaimParts in core.h).
+  Shared<std::vector<Requirement>> requirements;
   Resources requests;
-  std::vector<std::string> instance_types;  // Candidates, cheapest first.
+  Shared<std::vector<std::string>> instance_types;  // Candidates, cheapest first.
   ClaimPhase phase = ClaimPhase::kPending;
   std::string provider_id;
   std::string instance_id;

@@ -53,10 +53,10 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
   claim.nodeclass = plan.nodeclass;
   claim.requirements = plan.requirements;
   claim.requests = plan.requests;
+  std::vector<std::string>& types = claim.instance_types.Mutable();
   for (const auto& o : plan.offerings) {
-    if (std::find(claim.instance_types.begin(), claim.instance_types.end(), o.instance_type) ==
-        claim.instance_types.end()) {
-      claim.instance_types.push_back(o.instance_type);
+    if (std::find(types.begin(), types.end(), o.instance_type) == types.end()) {
+      types.push_back(o.instance_type);
     }
   }
   claim.allocatable = plan.allocatable;
@@ -73,6 +73,7 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
   for (const auto& o : plan.offerings) {
     launch.overrides.push_back({o.instance_type, o.zone, o.capacity_type, o.price});
   }
+  state.claim_parts.Share(claim);
   state.nodeclaims[claim.name] = claim;
   Issue(state, seq, CreateNodeClaim{claim}, out);
   Issue(state, seq, std::move(launch), out);

@@ -241,7 +241,7 @@ void Pass::BuildExistingBins() {
     bin.own_labels = pool->second.labels;
     bin.own_labels[label::kNodePool] = claim.nodepool;
     bin.own_labels[label::kHostname] = name;
-    for (const auto& r : claim.requirements) {
+    for (const auto& r : *claim.requirements) {
       if (r.op == RequirementOp::kIn && r.values.size() == 1) bin.own_labels[r.key] = r.values[0];
     }
     if (auto type = state_.catalog.find(claim.instance_type); type != state_.catalog.end()) {

@@ -121,7 +121,7 @@ void ApplyLimits(const State& state, PoolTemplate& t) {
       used = Capacity(it->second.type);
     } else {
       // Not launched yet: count the largest type it could become, as Karpenter does.
-      for (const auto& type : claim.instance_types) {
+      for (const auto& type : *claim.instance_types) {
         if (auto c = state.catalog.find(type); c != state.catalog.end()) {
           used = Max(used, Capacity(c->second.type));
         }

@@ -140,7 +140,7 @@ void PodEventLines(const log::EventLog& log, const std::string& key, Nanos at,
           {now, record.seq,
            u->pod.node_name.empty()
                ? "pod " + key + " pending" + (u->pod.unschedulable ? " (unschedulable)" : "")
-               : "pod " + key + " bound to node " + u->pod.node_name});
+               : "pod " + key + " bound to node " + u->pod.node_name.str()});
       node = u->pod.node_name;
     } else if (const auto* d = std::get_if<PodDeleted>(event)) {
       if (d->ns + "/" + d->name == key) out.push_back({now, record.seq, "pod " + key + " deleted"});

@@ -104,10 +104,10 @@ json NodeClaimObject(const NodeClaim& claim) {
   // As Karpenter labels a NodeClaim: its NodePool, and every requirement that allows exactly
   // one value (the template's labels among them).
   json labels = {{label::kNodePool, claim.nodepool}};
-  for (const auto& r : claim.requirements) {
+  for (const auto& r : *claim.requirements) {
     if (r.op == RequirementOp::kIn && r.values.size() == 1) labels[r.key] = r.values.front();
   }
-  for (const auto& r : claim.requirements) {
+  for (const auto& r : *claim.requirements) {
     json req = {{"key", r.key}, {"operator", OperatorName(r.op)}};
     if (!r.values.empty()) req["values"] = r.values;
     if (r.min_values > 0) req["minValues"] = r.min_values;

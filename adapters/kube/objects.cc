@@ -801,7 +801,8 @@ NodeClaim ParseNodeClaim(const YAML::Node& object) {
     }
     claim.nodeclass = Str(spec["nodeClassRef"]["name"], "spec.nodeClassRef.name");
     if (spec["requirements"]) {
-      for (const auto& r : spec["requirements"]) claim.requirements.push_back(ParseRequirement(r));
+      for (const auto& r : spec["requirements"])
+        claim.requirements.Mutable().push_back(ParseRequirement(r));
     }
     if (spec["resources"]) {
       claim.requests = ParseResourceList(spec["resources"]["requests"], "spec.resources.requests");

@@ -55,16 +55,19 @@ std::vector<log::Seq> Runtime::AppendAcked(log::AppendBatch batch) {
   return seqs;
 }
 
-void Runtime::AppendOutputs(const std::vector<std::pair<Seq, Output>>& outputs) {
+void Runtime::AppendOutputs(std::vector<std::pair<Seq, Output>> outputs) {
   if (outputs.empty()) return;
   log::AppendBatch batch;
-  for (const auto& [cause, output] : outputs) {
+  for (auto& [cause, output] : outputs) {
     if (options_.observer != nullptr) options_.observer->OnOutput(cause, output);
     batch.events.push_back(log::EncodeOutput(cause, output));
-    for (const auto& d : output.decisions) {
+    for (auto& d : output.decisions) {
       batch.decisions.push_back(log::DecisionRecordFor(d));
+      // Encoded, the decision is not needed again: the batch is its only copy from here on.
+      d.body = DecisionBody{};
     }
   }
+  outputs.clear();
   AppendAcked(std::move(batch));
 }
 
@@ -111,7 +114,7 @@ std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
     outputs.emplace_back(Seq{seqs[i]}, std::move(out));
   }
   // The outputs are durable before any command of theirs runs.
-  AppendOutputs(outputs);
+  AppendOutputs(std::move(outputs));
   MaybeSnapshot();
   return to_run;
 }
@@ -197,7 +200,7 @@ RecoveryReport Runtime::Recover() {
   events_folded_ = report.events_folded;
   std::vector<std::pair<Seq, Output>> missing(unrecorded.begin(), unrecorded.end());
   report.outputs_restored = missing.size();
-  AppendOutputs(missing);
+  AppendOutputs(std::move(missing));
   // Re-drive every command without a result; the executor's idempotency keys make this safe.
   std::vector<Command> inflight;
   for (const auto& [id, command] : state_.inflight) inflight.push_back(command);

@@ -137,7 +137,8 @@ class Runtime {
 
  private:
   std::vector<Command> AppendAndFold(const std::vector<Event>& events);
-  void AppendOutputs(const std::vector<std::pair<Seq, Output>>& outputs);
+  // Consumes `outputs`: each decision is freed once encoded (a disruption pass's can be MBs).
+  void AppendOutputs(std::vector<std::pair<Seq, Output>> outputs);
   void MaybeSnapshot();
   std::vector<Event> Execute(const Command& command);
   std::vector<log::Seq> AppendAcked(log::AppendBatch batch);

@@ -102,7 +102,7 @@ Pod PodFrom(const json& j) {
   p.name = j.at("name");
   p.uid = j.at("uid");
   p.requests = ResourcesFrom(j.at("requests"));
-  p.node_name = j.at("node");
+  p.node_name = j.at("node").get<std::string>();
   p.unschedulable = j.at("unschedulable");
   p.phase = PodPhaseFrom(j.at("phase"));
   p.owner_kind = j.at("owner");

@@ -266,7 +266,7 @@ TEST(KubeDecode, NodeClaimsAreObservedForAdoption) {
   EXPECT_EQ(claim.node_name, "ip-10-0-1-7");
   EXPECT_EQ(claim.requests.cpu, Millicores{1500});
   EXPECT_EQ(claim.allocatable.cpu, Millicores{1930});
-  EXPECT_EQ(claim.requirements.size(), 1u);
+  EXPECT_EQ(claim.requirements->size(), 1u);
   EXPECT_EQ(claim.nodepool_hash, 0u) << "Karpenter's hash would read as drift";
 
   NodeClaim own;
@@ -547,7 +547,8 @@ TEST_F(KubeWriters, NodeClaimCreateIsIdempotentAndFinalizerHoldsDeletion) {
   claim.name = "default-abc12";
   claim.nodepool = "default";
   claim.nodeclass = "default";
-  claim.requirements = {{"karpenter.sh/capacity-type", RequirementOp::kIn, {"spot"}, 0}};
+  claim.requirements =
+      std::vector<Requirement>{{"karpenter.sh/capacity-type", RequirementOp::kIn, {"spot"}, 0}};
   claim.requests.cpu = Millicores{1500};
   claim.requests.memory = Bytes{2LL << 30};
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(Run(CreateNodeClaim{claim}).at(0)));
@@ -785,9 +786,10 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
   claim.name = "default-x7k2p";
   claim.nodepool = "default";
   claim.nodeclass = "d";
-  claim.requirements = {{label::kCapacityType, RequirementOp::kIn, {"spot", "on-demand"}, 0},
-                        {label::kInstanceType, RequirementOp::kIn, {"m5.large", "m6i.large"}, 2},
-                        {label::kInstanceGeneration, RequirementOp::kGt, {"4"}, 0}};
+  claim.requirements = std::vector<Requirement>{
+      {label::kCapacityType, RequirementOp::kIn, {"spot", "on-demand"}, 0},
+      {label::kInstanceType, RequirementOp::kIn, {"m5.large", "m6i.large"}, 2},
+      {label::kInstanceGeneration, RequirementOp::kGt, {"4"}, 0}};
   claim.requests.cpu = Millicores{3500};
   claim.requests.memory = Bytes{6LL << 30};
   claim.requests.pods = 4;

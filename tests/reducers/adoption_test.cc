@@ -14,7 +14,8 @@ NodeClaim KarpenterClaim() {
   claim.name = "default-x7k2p";
   claim.nodepool = "default";
   claim.nodeclass = "default";
-  claim.requirements = {{label::kCapacityType, RequirementOp::kIn, {kCapacityOnDemand}, 0}};
+  claim.requirements =
+      std::vector<Requirement>{{label::kCapacityType, RequirementOp::kIn, {kCapacityOnDemand}, 0}};
   claim.phase = ClaimPhase::kInitialized;
   claim.provider_id = "aws:///us-east-1b/i-0karpenter";
   claim.instance_id = "i-0karpenter";
