@@ -1,6 +1,7 @@
 #include "replay/replay.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,9 @@ namespace {
 constexpr log::Seq kProgressEvery = 10'000;
 // Stretches verified side by side at most: past this, memory (one State each) outgrows the gain.
 constexpr std::size_t kVerifyThreadsMax = 8;
+// Stretches per thread: the cost of a stretch follows what the cluster did then, not its
+// length, so threads take more, shorter stretches from a queue as they finish.
+constexpr std::size_t kStretchesPerThread = 4;
 
 std::string CommandsText(const std::vector<Command>& commands) {
   std::string text = "[";
@@ -119,6 +123,7 @@ class Verifier {
 
   VerifyReport& report() { return report_; }
   const State& state() const { return state_; }
+  void ReleaseState() { state_ = State{}; }
 
  private:
   void Fail(Verdict verdict, log::Seq seq, std::string detail) {
@@ -262,7 +267,9 @@ VerifyReport Verify(const log::EventLog& log,
   // The stretches between snapshots are verified side by side: each starts from the snapshot
   // at its cut, and the stretch before checks that snapshot against the state it folded, so
   // the chain is the same proof as one fold from zero.
-  const std::vector<log::Seq> cuts = Cuts(log, std::min<std::size_t>(threads, kVerifyThreadsMax));
+  threads = std::min(threads, kVerifyThreadsMax);
+  const std::vector<log::Seq> cuts =
+      threads == 1 ? std::vector<log::Seq>{} : Cuts(log, threads * kStretchesPerThread);
   std::vector<std::unique_ptr<Verifier>> parts;
   for (std::size_t i = 0; i <= cuts.size(); ++i) {
     parts.push_back(
@@ -288,11 +295,16 @@ VerifyReport Verify(const log::EventLog& log,
       report.first_bad_seq = e.key();
       report.detail = e.what();
     }
+    if (i + 1 < parts.size()) part.ReleaseState();  // Only the last stretch's is reported.
+  };
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < parts.size(); i = next++) run(i);
   };
   {
     std::vector<std::jthread> workers;
-    for (std::size_t i = 1; i < parts.size(); ++i) workers.emplace_back(run, i);
-    run(0);
+    for (std::size_t t = 1; t < std::min(threads, parts.size()); ++t) workers.emplace_back(work);
+    work();
   }
   // The earliest failing stretch speaks for the log; the counts add up.
   VerifyReport report = parts.front()->report();
