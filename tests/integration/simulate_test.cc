@@ -150,7 +150,7 @@ TEST(Simulate, VerifyInStretchesMatchesOneFold) {
   EXPECT_EQ(one.final_hash, report.state_hash);
 }
 
-// A corrupt record in the last stretch is named as it is by one fold.
+// A corrupt record in a later stretch is named as one fold names it.
 TEST(Simulate, CorruptRecordInALaterStretchIsNamed) {
   TempDir dir;
   auto report = RunDemo(dir.path(), 40);
