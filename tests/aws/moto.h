@@ -26,8 +26,8 @@ namespace tenon::aws::testing {
 using tenon::testing::Child;
 using tenon::testing::FreePort;
 
-inline constexpr char kMotoServer[] = "/root/.pyenv/shims/moto_server";
-inline constexpr int kStartupPollsMax = 300;  // x 50 ms = 15 s.
+inline constexpr char kMotoServer[] = TENON_MOTO_SERVER;  // Found by tests/CMakeLists.txt.
+inline constexpr int kStartupPollsMax = 300;              // x 50 ms = 15 s.
 
 inline void WaitUntilAnswering(int port, const std::string& path) {
   CurlTransport transport(TransportOptions{.connect_timeout_ms = 200, .total_timeout_ms = 1000});

@@ -40,8 +40,8 @@ class MotoServer {
       std::freopen("/dev/null", "w", stdout);
       std::freopen("/dev/null", "w", stderr);
       const std::string port = std::to_string(port_);
-      ::execl("/root/.pyenv/shims/moto_server", "moto_server", "-p", port.c_str(), "-H",
-              "127.0.0.1", static_cast<char*>(nullptr));
+      ::execlp(TENON_MOTO_SERVER, "moto_server", "-p", port.c_str(), "-H", "127.0.0.1",
+               static_cast<char*>(nullptr));
       ::_exit(127);
     }
     aws::CurlTransport probe(
