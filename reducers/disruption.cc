@@ -143,7 +143,7 @@ struct Candidate {
   std::int64_t cost = 0;        // Karpenter's disruption cost: cheaper to disrupt goes first.
   std::size_t record = 0;       // Its entry in Pass::candidates.
   std::string why;              // Drift and soft expiration: why it qualifies.
-  std::uint64_t pool_hash = 0;  // TemplateHash(*pool).
+  std::uint64_t pool_hash = 0;  // Drift: TemplateHash(*pool).
 };
 
 // TemplateHash of each NodePool, computed once per pass rather than once per claim.
@@ -454,7 +454,7 @@ std::vector<Candidate> Gather(const State& state, Simulation& sim, const std::st
     c.claim = &claim;
     c.node = &node->second;
     c.pool = &pool->second;
-    c.pool_hash = hashes.Of(pool->second);
+    if (method == kDrift) c.pool_hash = hashes.Of(pool->second);
     if (by_pods) c.pods = sim.PodsOf(name);
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;

@@ -76,6 +76,7 @@ class Verifier {
     // against its stored hash, is where the fold starts.
     const log::Seq first = log_.FirstSeq();
     if (begin_ == 0 && first > 1) begin_ = first - 1;
+    at_ = begin_;
     if (begin_ == 0) return true;
     const bool cut = begin_ == first - 1;
     auto snapshot = log_.SnapshotAtOrBelow(begin_);
@@ -101,6 +102,7 @@ class Verifier {
   void Run(const std::function<void(std::uint64_t)>& progress) {
     std::uint64_t read = 0;
     log_.Scan(begin_ + 1, 0, [&](const log::Record& record) {
+      at_ = record.seq;
       if (progress && ++read % kProgressEvery == 0) progress(read);
       if (end_ != 0 && record.seq > end_) {
         // Past the stretch: only the outputs still owed by its own events.
@@ -124,6 +126,11 @@ class Verifier {
   VerifyReport& report() { return report_; }
   const State& state() const { return state_; }
   void ReleaseState() { state_ = State{}; }
+  // The record being verified (the snapshot at the start before the first).
+  log::Seq at() const { return at_; }
+  void Corrupt(log::Seq seq, std::string detail) {
+    Fail(Verdict::kCorrupt, seq, std::move(detail));
+  }
 
  private:
   void Fail(Verdict verdict, log::Seq seq, std::string detail) {
@@ -219,6 +226,7 @@ class Verifier {
   const log::EventLog& log_;
   log::Seq begin_;
   log::Seq end_;
+  log::Seq at_ = begin_;
   State state_;
   std::set<log::Seq> snapshots_;
   std::map<Seq, Output> unrecorded_;
@@ -290,10 +298,10 @@ VerifyReport Verify(const log::EventLog& log,
         progress(log.FirstSeq() + total, log.LastSeq());
       });
     } catch (const log::LogError& e) {
-      VerifyReport& report = part.report();
-      report.verdict = Verdict::kCorrupt;
-      report.first_bad_seq = e.key();
-      report.detail = e.what();
+      part.Corrupt(e.key(), e.what());
+    } catch (const std::exception& e) {
+      // A snapshot that does not decode, found on a worker thread: reported, not thrown.
+      part.Corrupt(part.at(), e.what());
     }
     if (i + 1 < parts.size()) part.ReleaseState();  // Only the last stretch's is reported.
   };

@@ -90,6 +90,8 @@ class Extractor {
   sim::WorkloadStep StepOf(const Group& group, const GroupState& state) const;
   sim::Budget BudgetOf(const std::string& key) const;
   Nanos Since(Nanos at) const { return Nanos{at.value - start_.value}; }
+  // When an event the world produced in a tick happened: that tick's end, the next Tick's time.
+  Nanos WorldTickTime() const { return Nanos{last_tick_.value + tick_.value}; }
 
   std::vector<std::string>& notes_;
   sim::Scenario s_;
@@ -144,7 +146,7 @@ void Extractor::OnEvent(const Event& event) {
             s_.catalog = e.instance_types;
           } else if (e.instance_types != last_catalog_) {
             sim::Action a;
-            a.at = Since(Nanos{last_tick_.value + tick_.value});  // A world tick's event.
+            a.at = Since(WorldTickTime());
             a.kind = sim::Action::Kind::kCatalogRefresh;
             a.catalog = e.instance_types;
             s_.actions.push_back(std::move(a));
@@ -286,7 +288,7 @@ void Extractor::OnPod(const Pod& pod) {
   if (!pod.node_name.empty() && tracked.node.empty()) {
     tracked.node = pod.node_name;
     // Bound in a world tick: it runs from that tick's time, the next Tick's.
-    tracked.bound = Nanos{last_tick_.value + tick_.value};
+    tracked.bound = WorldTickTime();
   }
   tracked.running = pod.phase == PodPhase::kRunning && !pod.node_name.empty();
 }
@@ -306,7 +308,7 @@ void Extractor::OnPodDeleted(const std::string& key) {
   }
   --state.live;
   if (tracked.group.job && tracked.bound.value != 0) {
-    const Nanos finished{last_tick_.value + tick_.value};
+    const Nanos finished = WorldTickTime();
     state.run_for = std::max(state.run_for, Nanos{finished.value - tracked.bound.value});
   }
 }
@@ -314,17 +316,17 @@ void Extractor::OnPodDeleted(const std::string& key) {
 void Extractor::OnNode(const Node& node) {
   node_of_provider_[node.provider_id] = node.name;
   if (!node.ready && node_ready_[node.name]) {
-    not_ready_at_[node.name] = Nanos{last_tick_.value + tick_.value};
+    not_ready_at_[node.name] = WorldTickTime();
   }
   if (!appeared_at_.contains(node.name)) {
-    const Nanos now{last_tick_.value + tick_.value};
+    const Nanos now = WorldTickTime();
     appeared_at_[node.name] = now;
     if (auto l = launched_at_.find(node.provider_id); l != launched_at_.end()) {
       registration_.push_back(Nanos{now.value - l->second.value});
     }
   }
   if (node.ready && !node_ready_[node.name]) {
-    const Nanos now{last_tick_.value + tick_.value};
+    const Nanos now = WorldTickTime();
     ready_.push_back(Nanos{now.value - appeared_at_[node.name].value});
   }
   node_ready_[node.name] = node.ready;
@@ -338,7 +340,7 @@ void Extractor::OnNodePool(const NodePool& pool) {
   if (fresh || it->second == pool) return;
   it->second = pool;
   sim::Action a;
-  a.at = Since(Nanos{last_tick_.value + tick_.value});  // A world tick's event.
+  a.at = Since(WorldTickTime());
   a.kind = sim::Action::Kind::kApplyNodePool;
   a.nodepool = pool;
   s_.actions.push_back(std::move(a));
@@ -348,7 +350,7 @@ void Extractor::OnNodeClaimDeleting(const std::string& name) {
   auto offering = offering_of_claim_.find(name);
   if (offering == offering_of_claim_.end() || !deleted_claims_.insert(name).second) return;
   s_.actions.push_back(OfferingAction(sim::Action::Kind::kDeleteNodeClaimOfOffering,
-                                      offering->second, Nanos{last_tick_.value + tick_.value}));
+                                      offering->second, WorldTickTime()));
 }
 
 // An instance launched for a NodeClaim that a listing no longer shows, which the controller
@@ -365,7 +367,7 @@ void Extractor::OnListed(const InstancesListed& listed) {
       continue;
     }
     gone_.insert(id);
-    Nanos at{last_tick_.value + tick_.value};
+    Nanos at = WorldTickTime();
     if (auto node = node_of_provider_.find(provider_of_instance_[id]);
         node != node_of_provider_.end() && not_ready_at_.contains(node->second)) {
       at = not_ready_at_.at(node->second);
@@ -397,7 +399,7 @@ void Extractor::OnLaunched(const FleetLaunched& launched) {
   auto issued = launch_command_.find(launched.command.value);
   Nanos at = issued == launch_command_.end() ? last_tick_ : issued->second;
   // An answer that came back later than the call arrived in a world tick (the next Tick's).
-  if (last_tick_ > at) latency_.push_back(Nanos{last_tick_.value + tick_.value - at.value});
+  if (last_tick_ > at) latency_.push_back(Nanos{WorldTickTime().value - at.value});
   launched_at_[launched.provider_id] = at;
   OnErrors(launched.errors);
 }
