@@ -188,5 +188,20 @@ TEST(Simulate, ForgedSnapshotAtACutIsADivergence) {
   EXPECT_EQ(verify.first_bad_seq, cuts[1]) << verify.detail;
 }
 
+// A snapshot at a cut that does not decode is reported as corruption, not thrown from the
+// thread verifying the stretch that starts there.
+TEST(Simulate, UndecodableSnapshotAtACutIsCorrupt) {
+  TempDir dir;
+  RunDemo(dir.path(), 40);
+  const std::vector<log::Seq> cuts = replay::Verify(*OpenReadOnly(dir.path()), {}, 4).cuts;
+  ASSERT_GE(cuts.size(), 3u);
+  {
+    log::OpenOptions open;
+    log::EventLog::Open(dir.path(), open)->PutSnapshot(cuts[1], "not a snapshot");
+  }
+  auto verify = replay::Verify(*OpenReadOnly(dir.path()), {}, 4);
+  EXPECT_EQ(verify.verdict, replay::Verdict::kCorrupt) << verify.detail;
+}
+
 }  // namespace
 }  // namespace tenon::testing
