@@ -167,39 +167,45 @@ TEST(Simulate, CorruptRecordInALaterStretchIsNamed) {
   EXPECT_EQ(verify.first_bad_seq, bad) << verify.detail;
 }
 
+// Runs the demo with frequent snapshots, lets `rewrite` change the snapshot at the second cut
+// a four-thread verify makes, and verifies again with four threads.
+replay::VerifyReport VerifyWithSecondCutRewritten(
+    const std::filesystem::path& dir,
+    const std::function<void(log::EventLog&, log::Seq)>& rewrite) {
+  RunDemo(dir, 40);
+  const std::vector<log::Seq> cuts = replay::Verify(*OpenReadOnly(dir), {}, 4).cuts;
+  EXPECT_GE(cuts.size(), 3u);
+  if (cuts.size() < 2) return {};
+  {
+    log::OpenOptions open;
+    rewrite(*log::EventLog::Open(dir, open), cuts[1]);
+  }
+  return replay::Verify(*OpenReadOnly(dir), {}, 4);
+}
+
 // A snapshot at a cut that holds another state (with a hash matching it) is caught by the
 // stretch before it, which folded the real one: the chain is as strong as one fold.
 TEST(Simulate, ForgedSnapshotAtACutIsADivergence) {
   TempDir dir;
-  RunDemo(dir.path(), 40);
-  const std::vector<log::Seq> cuts = replay::Verify(*OpenReadOnly(dir.path()), {}, 4).cuts;
-  ASSERT_GE(cuts.size(), 3u);
-  {
-    log::OpenOptions open;
-    auto log = log::EventLog::Open(dir.path(), open);
-    State forged = replay::FoldTo(*log, cuts[1], false);
+  log::Seq cut = 0;
+  auto verify = VerifyWithSecondCutRewritten(dir.path(), [&](log::EventLog& log, log::Seq at) {
+    cut = at;
+    State forged = replay::FoldTo(log, at, false);
     forged.now = forged.now + Nanos{1};
-    auto writer = log->BeginSnapshot(cuts[1]);
+    auto writer = log.BeginSnapshot(at);
     log::EncodeSnapshot(forged, [&](std::string_view part) { writer->Add(part); });
     writer->Commit();
-  }
-  auto verify = replay::Verify(*OpenReadOnly(dir.path()), {}, 4);
+  });
   EXPECT_EQ(verify.verdict, replay::Verdict::kDiverged);
-  EXPECT_EQ(verify.first_bad_seq, cuts[1]) << verify.detail;
+  EXPECT_EQ(verify.first_bad_seq, cut) << verify.detail;
 }
 
 // A snapshot at a cut that does not decode is reported as corruption, not thrown from the
 // thread verifying the stretch that starts there.
 TEST(Simulate, UndecodableSnapshotAtACutIsCorrupt) {
   TempDir dir;
-  RunDemo(dir.path(), 40);
-  const std::vector<log::Seq> cuts = replay::Verify(*OpenReadOnly(dir.path()), {}, 4).cuts;
-  ASSERT_GE(cuts.size(), 3u);
-  {
-    log::OpenOptions open;
-    log::EventLog::Open(dir.path(), open)->PutSnapshot(cuts[1], "not a snapshot");
-  }
-  auto verify = replay::Verify(*OpenReadOnly(dir.path()), {}, 4);
+  auto verify = VerifyWithSecondCutRewritten(
+      dir.path(), [](log::EventLog& log, log::Seq at) { log.PutSnapshot(at, "not a snapshot"); });
   EXPECT_EQ(verify.verdict, replay::Verdict::kCorrupt) << verify.detail;
 }
 
