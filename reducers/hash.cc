@@ -75,6 +75,14 @@ void H(Hasher& h, const std::map<K, V>& m) {
     H(h, v);
   }
 }
+void H(Hasher& h, const Pod& p);
+void H(Hasher& h, const PodTable& t) {
+  h.Uint(t.size());
+  for (const auto& [k, v] : t) {
+    H(h, k);
+    H(h, v);
+  }
+}
 template <class... Ts>
 void H(Hasher& h, const std::variant<Ts...>& v) {
   h.Uint(v.index());

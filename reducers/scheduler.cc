@@ -259,16 +259,16 @@ void Pass::BuildExistingBins() {
     if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end())
       bin.zone = zone->second;
   }
-  for (const auto& [key, pod] : state_.pods) {
-    if (pod.node_name.empty() || !IsActive(pod)) continue;
-    auto it = by_name.find(pod.node_name);
-    if (it == by_name.end()) continue;
-    Bin& bin = existing_[it->second];
-    Resources need = pod.requests;
-    need.pods = 1;
-    bin.remaining = bin.remaining - need;
-    for (const auto& p : pod.constraints->host_ports) bin.host_ports.push_back(p);
-    AddVolumes(pod, bin.volumes);
+  for (const auto& [name, index] : by_name) {
+    Bin& bin = existing_[index];
+    for (const auto& [key, pod] : state_.pods.OnNode(name)) {
+      if (!IsActive(*pod)) continue;
+      Resources need = pod->requests;
+      need.pods = 1;
+      bin.remaining = bin.remaining - need;
+      for (const auto& p : pod->constraints->host_ports) bin.host_ports.push_back(p);
+      AddVolumes(*pod, bin.volumes);
+    }
   }
   rooms_.clear();
   for (const Bin& bin : existing_) rooms_.push_back(RoomOf(bin));
@@ -889,16 +889,11 @@ Simulation::~Simulation() = default;
 std::vector<const Pod*> Simulation::PodsOf(const std::string& nodeclaim) {
   auto claim = state_.nodeclaims.find(nodeclaim);
   if (claim == state_.nodeclaims.end() || claim->second.node_name.empty()) return {};
-  if (!pods_indexed_) {
-    pods_indexed_ = true;
-    for (const auto& [key, pod] : state_.pods) {
-      if (!pod.node_name.empty() && core::IsReschedulable(pod)) {
-        pods_by_node_[pod.node_name].push_back(&pod);
-      }
-    }
+  std::vector<const Pod*> pods;
+  for (const auto& [key, pod] : state_.pods.OnNode(claim->second.node_name)) {
+    if (core::IsReschedulable(*pod)) pods.push_back(pod);
   }
-  auto it = pods_by_node_.find(claim->second.node_name);
-  return it == pods_by_node_.end() ? std::vector<const Pod*>{} : it->second;
+  return pods;
 }
 
 ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
@@ -924,11 +919,10 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
 }
 
 ScheduleResult Schedule(const State& state) {
-  using core::IsProvisionable;
   std::vector<const Pod*> pods;
-  for (const auto& [key, pod] : state.pods) {
+  for (const auto& [key, pod] : state.pods.Provisionable()) {
     if (pods.size() >= kPodsPerBatchMax) break;
-    if (IsProvisionable(pod)) pods.push_back(&pod);
+    pods.push_back(pod);
   }
   return Schedule(state, pods);
 }
