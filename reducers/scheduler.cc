@@ -618,11 +618,11 @@ bool Pass::TryPlace(PodView& v) {
   // (CPU, memory and pods only: the cheap dimensions.)
   if (existing_room_dirty_) {
     existing_room_ = Resources{};
-    for (const Bin& bin : existing_) {
-      if (bin.gone) continue;
-      existing_room_.cpu = std::max(existing_room_.cpu, bin.remaining.cpu);
-      existing_room_.memory = std::max(existing_room_.memory, bin.remaining.memory);
-      existing_room_.pods = std::max(existing_room_.pods, bin.remaining.pods);
+    for (const BinRoom& room : rooms_) {
+      if (room.gone) continue;
+      existing_room_.cpu = std::max(existing_room_.cpu, room.cpu);
+      existing_room_.memory = std::max(existing_room_.memory, room.memory);
+      existing_room_.pods = std::max(existing_room_.pods, room.pods);
     }
     existing_room_dirty_ = false;
   }
@@ -643,7 +643,7 @@ bool Pass::TryPlace(PodView& v) {
               memo_.refused_zones.end()) {
         continue;
       }
-      if (!existing_[i].gone && TryExisting(v, existing_[i], i)) return true;
+      if (TryExisting(v, existing_[i], i)) return true;
     }
   }
   std::uint64_t epoch = topology_.Epoch(v);
