@@ -149,6 +149,16 @@ class Pass {
     return {bin.remaining.cpu, bin.remaining.memory, bin.remaining.pods, bin.gone};
   }
   std::vector<BinRoom> rooms_;
+  // The most room any bin of each block of kRoomBlock bins holds (gone bins hold none), so the
+  // scan skips a block of full bins at one look, in the same first-fit order.
+  static constexpr std::size_t kRoomBlock = 32;
+  std::vector<BinRoom> block_room_;
+  void SetRoom(std::size_t index, const BinRoom& room);
+  void RefreshBlock(std::size_t block);
+  static bool Holds(const BinRoom& room, const Resources& need) {
+    return !room.gone && need.cpu <= room.cpu && need.memory <= room.memory &&
+           need.pods <= room.pods;
+  }
   // CPU, memory and pods: the most any existing bin still holds (recomputed after a change).
   Resources existing_room_;
   bool existing_room_dirty_ = true;
@@ -272,6 +282,26 @@ void Pass::BuildExistingBins() {
   }
   rooms_.clear();
   for (const Bin& bin : existing_) rooms_.push_back(RoomOf(bin));
+  block_room_.assign((rooms_.size() + kRoomBlock - 1) / kRoomBlock, BinRoom{});
+  for (std::size_t b = 0; b < block_room_.size(); ++b) RefreshBlock(b);
+}
+
+void Pass::SetRoom(std::size_t index, const BinRoom& room) {
+  rooms_[index] = room;
+  RefreshBlock(index / kRoomBlock);
+}
+
+void Pass::RefreshBlock(std::size_t block) {
+  BinRoom most{Millicores{0}, Bytes{0}, 0, false};
+  const std::size_t end = std::min(rooms_.size(), (block + 1) * kRoomBlock);
+  for (std::size_t i = block * kRoomBlock; i < end; ++i) {
+    const BinRoom& room = rooms_[i];
+    if (room.gone) continue;
+    most.cpu = std::max(most.cpu, room.cpu);
+    most.memory = std::max(most.memory, room.memory);
+    most.pods = std::max(most.pods, room.pods);
+  }
+  block_room_[block] = most;
 }
 
 PodView Pass::MakeView(const Pod& pod) {
@@ -501,7 +531,7 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   }
   Save(bin);
   bin.remaining = bin.remaining - v.need;
-  rooms_[index] = RoomOf(bin);
+  SetRoom(index, RoomOf(bin));
   existing_room_dirty_ = true;
   topology_.Record(v, bin.name, &bin.labels(), nullptr, nullptr);
   Commit(v, bin);
@@ -618,8 +648,7 @@ bool Pass::TryPlace(PodView& v) {
   // (CPU, memory and pods only: the cheap dimensions.)
   if (existing_room_dirty_) {
     existing_room_ = Resources{};
-    for (const BinRoom& room : rooms_) {
-      if (room.gone) continue;
+    for (const BinRoom& room : block_room_) {
       existing_room_.cpu = std::max(existing_room_.cpu, room.cpu);
       existing_room_.memory = std::max(existing_room_.memory, room.memory);
       existing_room_.pods = std::max(existing_room_.pods, room.pods);
@@ -631,19 +660,19 @@ bool Pass::TryPlace(PodView& v) {
     const auto& refused = refused_existing_[v.shape];
     memo_.verdicts.clear();  // Nothing is placed during the scan, so verdicts hold across it.
     memo_.refused_zones.clear();
-    for (std::size_t i = 0; i < existing_.size(); ++i) {
-      const BinRoom& room = rooms_[i];
-      if (room.gone || v.need.cpu > room.cpu || v.need.memory > room.memory ||
-          v.need.pods > room.pods) {
-        continue;
+    for (std::size_t b = 0; b < block_room_.size(); ++b) {
+      if (!Holds(block_room_[b], v.need)) continue;
+      const std::size_t end = std::min(existing_.size(), (b + 1) * kRoomBlock);
+      for (std::size_t i = b * kRoomBlock; i < end; ++i) {
+        if (!Holds(rooms_[i], v.need)) continue;
+        if (i < refused.size() && refused[i]) continue;
+        if (!memo_.refused_zones.empty() &&
+            std::find(memo_.refused_zones.begin(), memo_.refused_zones.end(), existing_[i].zone) !=
+                memo_.refused_zones.end()) {
+          continue;
+        }
+        if (TryExisting(v, existing_[i], i)) return true;
       }
-      if (i < refused.size() && refused[i]) continue;
-      if (!memo_.refused_zones.empty() &&
-          std::find(memo_.refused_zones.begin(), memo_.refused_zones.end(), existing_[i].zone) !=
-              memo_.refused_zones.end()) {
-        continue;
-      }
-      if (TryExisting(v, existing_[i], i)) return true;
     }
   }
   std::uint64_t epoch = topology_.Epoch(v);
@@ -777,7 +806,7 @@ void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<c
     auto it = existing_by_name_.find(node->name);
     if (it == existing_by_name_.end()) continue;
     existing_[it->second].gone = true;
-    rooms_[it->second].gone = true;
+    SetRoom(it->second, RoomOf(existing_[it->second]));
     gone_.push_back(it->second);
   }
   std::size_t unbound = 0;
@@ -799,12 +828,12 @@ void Pass::EndTrial() {
     bin.host_ports.resize(saved.host_ports);
     bin.volumes = std::move(saved.volumes);
   }
-  for (const SavedBin& saved : saved_bins_) rooms_[saved.index] = RoomOf(existing_[saved.index]);
+  for (const SavedBin& saved : saved_bins_) SetRoom(saved.index, RoomOf(existing_[saved.index]));
   saved_bins_.clear();
   existing_room_dirty_ = true;
   for (std::size_t index : gone_) {
     existing_[index].gone = false;
-    rooms_[index].gone = false;
+    SetRoom(index, RoomOf(existing_[index]));
   }
   gone_.clear();
   for (std::size_t i = 0; i < templates_.size(); ++i) {
