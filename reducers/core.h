@@ -139,8 +139,16 @@ class PodTable {
   void clear();
   void swap(PodTable& other) noexcept;
 
-  // The pods bound to `node` (empty when none).
-  const View& OnNode(std::string_view node) const;
+  // What is bound to one node: its pods, the sum of the active ones' requests (pods: how many
+  // are active), and how many active ones hold host ports or volume claims (a bin must see those
+  // one by one).
+  struct Bound {
+    View pods;
+    Resources active;
+    std::size_t ports_or_volumes = 0;
+  };
+  // What is bound to `node` (nothing when none).
+  const Bound& OnNode(std::string_view node) const;
   // The pods the next provisioning pass plans for.
   const View& Provisionable() const { return provisionable_; }
   // Bound pods with at least one required pod anti-affinity term.
@@ -152,7 +160,7 @@ class PodTable {
   void Index(const value_type& entry);
   void Unindex(const value_type& entry);
   Map pods_;
-  std::map<std::string, View, std::less<>> by_node_;
+  std::map<std::string, Bound, std::less<>> by_node_;
   View provisionable_;
   View anti_affinity_;
 };
@@ -324,7 +332,8 @@ class Simulation {
 
  private:
   const State& state_;
-  std::unique_ptr<SimulationImpl> impl_;  // Built by the first Without.
+  std::map<const NodeClaim*, std::vector<const Pod*>> pods_of_;  // PodsOf's answers.
+  std::unique_ptr<SimulationImpl> impl_;                         // Built by the first Without.
 };
 
 inline constexpr const char* kAllocationSpot = "price-capacity-optimized";

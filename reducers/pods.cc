@@ -42,16 +42,35 @@ void PodTable::swap(PodTable& other) noexcept {
   anti_affinity_.swap(other.anti_affinity_);
 }
 
-const PodTable::View& PodTable::OnNode(std::string_view node) const {
-  static const View kNone;
+const PodTable::Bound& PodTable::OnNode(std::string_view node) const {
+  static const Bound kNone;
   auto it = by_node_.find(node);
   return it == by_node_.end() ? kNone : it->second;
 }
 
+namespace {
+
+// What an active pod takes from its node's room, and whether the node must see it on its own.
+Resources Held(const Pod& pod) {
+  Resources need = pod.requests;
+  need.pods = 1;
+  return need;
+}
+bool PortsOrVolumes(const Pod& pod) {
+  return !pod.constraints->host_ports.empty() || !pod.constraints->volume_claims.empty();
+}
+
+}  // namespace
+
 void PodTable::Index(const value_type& entry) {
   const auto& [key, pod] = entry;
   if (!pod.node_name.empty()) {
-    by_node_[pod.node_name.str()].emplace(key, &pod);
+    Bound& bound = by_node_[pod.node_name.str()];
+    bound.pods.emplace(key, &pod);
+    if (core::IsActive(pod)) {
+      bound.active = bound.active + Held(pod);
+      if (PortsOrVolumes(pod)) bound.ports_or_volumes++;
+    }
     if (!pod.constraints->pod_anti_affinity_required.empty()) anti_affinity_.emplace(key, &pod);
   }
   if (core::IsProvisionable(pod)) provisionable_.emplace(key, &pod);
@@ -61,8 +80,13 @@ void PodTable::Unindex(const value_type& entry) {
   const auto& [key, pod] = entry;
   if (!pod.node_name.empty()) {
     auto node = by_node_.find(pod.node_name.str());
-    node->second.erase(key);
-    if (node->second.empty()) by_node_.erase(node);
+    Bound& bound = node->second;
+    bound.pods.erase(key);
+    if (core::IsActive(pod)) {
+      bound.active = bound.active - Held(pod);
+      if (PortsOrVolumes(pod)) bound.ports_or_volumes--;
+    }
+    if (bound.pods.empty()) by_node_.erase(node);
     anti_affinity_.erase(key);
   }
   provisionable_.erase(key);

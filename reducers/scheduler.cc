@@ -271,11 +271,11 @@ void Pass::BuildExistingBins() {
   }
   for (const auto& [name, index] : by_name) {
     Bin& bin = existing_[index];
-    for (const auto& [key, pod] : state_.pods.OnNode(name)) {
+    const PodTable::Bound& bound = state_.pods.OnNode(name);
+    if (bound.active.pods > 0) bin.remaining = bin.remaining - bound.active;
+    if (bound.ports_or_volumes == 0) continue;
+    for (const auto& [key, pod] : bound.pods) {
       if (!IsActive(*pod)) continue;
-      Resources need = pod->requests;
-      need.pods = 1;
-      bin.remaining = bin.remaining - need;
       for (const auto& p : pod->constraints->host_ports) bin.host_ports.push_back(p);
       AddVolumes(*pod, bin.volumes);
     }
@@ -918,11 +918,13 @@ Simulation::~Simulation() = default;
 std::vector<const Pod*> Simulation::PodsOf(const std::string& nodeclaim) {
   auto claim = state_.nodeclaims.find(nodeclaim);
   if (claim == state_.nodeclaims.end() || claim->second.node_name.empty()) return {};
-  std::vector<const Pod*> pods;
-  for (const auto& [key, pod] : state_.pods.OnNode(claim->second.node_name)) {
-    if (core::IsReschedulable(*pod)) pods.push_back(pod);
+  auto [memo, fresh] = pods_of_.try_emplace(&claim->second);
+  if (fresh) {
+    for (const auto& [key, pod] : state_.pods.OnNode(claim->second.node_name).pods) {
+      if (core::IsReschedulable(*pod)) memo->second.push_back(pod);
+    }
   }
-  return pods;
+  return memo->second;
 }
 
 ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {

@@ -33,7 +33,7 @@ const Taint kDisrupted{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
 // the disrupted taint (they would only be scheduled straight back).
 std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node) {
   std::vector<const Pod*> out;
-  for (const auto& [key, pod_ptr] : state.pods.OnNode(node)) {
+  for (const auto& [key, pod_ptr] : state.pods.OnNode(node).pods) {
     const Pod& pod = *pod_ptr;
     if (!IsActive(pod) || pod.owner_kind == "Node") continue;
     if (Tolerates(pod.constraints->tolerations, kDisrupted)) continue;

@@ -30,30 +30,64 @@ TEST(PodTable, ViewsFollowBindingsMovesAndDeletions) {
   pods.Upsert("default/b", MakePod("b", ""));
   pods.Upsert("default/a", MakePod("a", ""));
   EXPECT_EQ(Keys(pods.Provisionable()), (Names{"default/a", "default/b"}));
-  EXPECT_TRUE(pods.OnNode("n1").empty());
+  EXPECT_TRUE(pods.OnNode("n1").pods.empty());
 
   pods.Upsert("default/b", MakePod("b", "n1"));  // Bound.
   EXPECT_EQ(Keys(pods.Provisionable()), (Names{"default/a"}));
-  EXPECT_EQ(Keys(pods.OnNode("n1")), (Names{"default/b"}));
+  EXPECT_EQ(Keys(pods.OnNode("n1").pods), (Names{"default/b"}));
 
   Pod anti = MakePod("c", "n1");
   PodConstraints constraints;
   constraints.pod_anti_affinity_required.push_back({});
   anti.constraints = Shared<PodConstraints>(constraints);
   pods.Upsert("default/c", anti);
-  EXPECT_EQ(Keys(pods.OnNode("n1")), (Names{"default/b", "default/c"}));
+  EXPECT_EQ(Keys(pods.OnNode("n1").pods), (Names{"default/b", "default/c"}));
   EXPECT_EQ(Keys(pods.BoundWithAntiAffinity()), (Names{"default/c"}));
 
   anti.node_name = "n2";  // Moved: off n1, onto n2.
   pods.Upsert("default/c", anti);
-  EXPECT_EQ(Keys(pods.OnNode("n1")), (Names{"default/b"}));
-  EXPECT_EQ(Keys(pods.OnNode("n2")), (Names{"default/c"}));
-  EXPECT_EQ(pods.OnNode("n2").begin()->second, &pods.at("default/c"));
+  EXPECT_EQ(Keys(pods.OnNode("n1").pods), (Names{"default/b"}));
+  EXPECT_EQ(Keys(pods.OnNode("n2").pods), (Names{"default/c"}));
+  EXPECT_EQ(pods.OnNode("n2").pods.begin()->second, &pods.at("default/c"));
 
   pods.Erase(pods.find("default/c"));
-  EXPECT_TRUE(pods.OnNode("n2").empty());
+  EXPECT_TRUE(pods.OnNode("n2").pods.empty());
   EXPECT_TRUE(pods.BoundWithAntiAffinity().empty());
   EXPECT_EQ(pods.size(), 2u);
+}
+
+// Each node's sum of active requests follows binds, moves, completion and deletion.
+TEST(PodTable, NodeSumsTheActivePodsRequests) {
+  PodTable pods;
+  Pod a = MakePod("a", "n1");
+  a.requests.cpu = Millicores{500};
+  a.requests.extended["nvidia.com/gpu"] = 1;
+  Pod b = MakePod("b", "n1");
+  b.requests.cpu = Millicores{250};
+  PodConstraints with_port;
+  with_port.host_ports.push_back({80, "TCP", ""});
+  b.constraints = Shared<PodConstraints>(with_port);
+  pods.Upsert("default/a", a);
+  pods.Upsert("default/b", b);
+  EXPECT_EQ(pods.OnNode("n1").active.cpu, Millicores{750});
+  EXPECT_EQ(pods.OnNode("n1").active.pods, 2);
+  EXPECT_EQ(pods.OnNode("n1").active.extended.at("nvidia.com/gpu"), 1);
+  EXPECT_EQ(pods.OnNode("n1").ports_or_volumes, 1u);
+
+  a.phase = PodPhase::kSucceeded;  // Done: holds nothing, still bound.
+  pods.Upsert("default/a", a);
+  EXPECT_EQ(pods.OnNode("n1").active.cpu, Millicores{250});
+  EXPECT_TRUE(pods.OnNode("n1").active.extended.empty());
+  EXPECT_EQ(pods.OnNode("n1").pods.size(), 2u);
+
+  b.node_name = "n2";
+  pods.Upsert("default/b", b);
+  EXPECT_EQ(pods.OnNode("n1").active.pods, 0);
+  EXPECT_EQ(pods.OnNode("n2").active.cpu, Millicores{250});
+  EXPECT_EQ(pods.OnNode("n2").ports_or_volumes, 1u);
+  pods.Erase(pods.find("default/b"));
+  EXPECT_EQ(pods.OnNode("n2").active.pods, 0);
+  EXPECT_EQ(pods.OnNode("n2").ports_or_volumes, 0u);
 }
 
 // A copied State's views point into the copy: the original can go away.
@@ -67,10 +101,10 @@ TEST(PodTable, CopyIndexesItsOwnPods) {
   assigned = *original;
   original.reset();
   for (const PodTable* table : {&copy, &assigned}) {
-    ASSERT_EQ(Keys(table->OnNode("n1")), (Names{"default/a"}));
-    EXPECT_EQ(table->OnNode("n1").begin()->second, &table->at("default/a"));
+    ASSERT_EQ(Keys(table->OnNode("n1").pods), (Names{"default/a"}));
+    EXPECT_EQ(table->OnNode("n1").pods.begin()->second, &table->at("default/a"));
     EXPECT_EQ(Keys(table->Provisionable()), (Names{"default/p"}));
-    EXPECT_TRUE(table->OnNode("n9").empty());
+    EXPECT_TRUE(table->OnNode("n9").pods.empty());
   }
   EXPECT_EQ(copy, assigned);
 }
