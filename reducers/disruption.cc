@@ -134,29 +134,46 @@ std::string PriceText(MicroUsdPerHour p) {
   return DollarsText(p) + "/h";
 }
 
+class DriftReference;
+
 // A node the method could disrupt: its claim, node, pool and the pods that would move.
 struct Candidate {
   const NodeClaim* claim = nullptr;
   const Node* node = nullptr;
   const NodePool* pool = nullptr;
   std::vector<const Pod*> pods;
-  std::int64_t cost = 0;        // Karpenter's disruption cost: cheaper to disrupt goes first.
-  std::size_t record = 0;       // Its entry in Pass::candidates.
-  std::string why;              // Drift and soft expiration: why it qualifies.
-  std::uint64_t pool_hash = 0;  // Drift: TemplateHash(*pool).
+  std::int64_t cost = 0;            // Karpenter's disruption cost: cheaper to disrupt goes first.
+  std::size_t record = 0;           // Its entry in Pass::candidates.
+  std::string why;                  // Drift and soft expiration: why it qualifies.
+  DriftReference* drift = nullptr;  // Drift: what the claim is compared with.
 };
 
-// TemplateHash of each NodePool, computed once per pass rather than once per claim.
-class PoolHashes {
+// What drift compares each claim with, computed once per pass rather than once per claim: each
+// NodePool's template hash and requirements (one Requirements per entry), each EC2NodeClass's
+// hash.
+class DriftReference {
  public:
-  std::uint64_t Of(const NodePool& pool) {
-    auto [it, fresh] = hashes_.try_emplace(&pool, 0);
-    if (fresh) it->second = TemplateHash(pool);
+  struct Pool {
+    std::uint64_t hash = 0;
+    std::vector<Requirements> requirements;
+  };
+  const Pool& Of(const NodePool& pool) {
+    auto [it, fresh] = pools_.try_emplace(&pool);
+    if (fresh) {
+      it->second.hash = TemplateHash(pool);
+      for (const auto& r : pool.requirements) it->second.requirements.emplace_back().Add(r);
+    }
+    return it->second;
+  }
+  std::uint64_t Of(const NodeClass& nodeclass) {
+    auto [it, fresh] = classes_.try_emplace(&nodeclass, 0);
+    if (fresh) it->second = NodeClassHash(nodeclass);
     return it->second;
   }
 
  private:
-  std::map<const NodePool*, std::uint64_t> hashes_;
+  std::map<const NodePool*, Pool> pools_;
+  std::map<const NodeClass*, std::uint64_t> classes_;
 };
 
 // What disrupting some candidates would take: nothing, or new claims launched first.
@@ -191,15 +208,15 @@ std::optional<std::string_view> ClaimLabel(const NodeClaim& claim, const Node* n
 }
 
 // Why a claim no longer matches what it would be launched as today, or empty.
-// `pool_hash` is TemplateHash(pool), computed once per pass.
 std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& pool,
-                    std::uint64_t pool_hash, const Node* node) {
-  if (claim.nodepool_hash != 0 && claim.nodepool_hash != pool_hash) {
+                    DriftReference& reference, const Node* node) {
+  const DriftReference::Pool& now = reference.Of(pool);
+  if (claim.nodepool_hash != 0 && claim.nodepool_hash != now.hash) {
     return "NodePool " + pool.name + " template changed (labels, taints or nodeClassRef)";
   }
   if (auto nc = state.nodeclasses.find(claim.nodeclass);
       nc != state.nodeclasses.end() && claim.nodeclass_hash != 0 &&
-      claim.nodeclass_hash != NodeClassHash(nc->second)) {
+      claim.nodeclass_hash != reference.Of(nc->second)) {
     return "EC2NodeClass " + claim.nodeclass + " changed";
   }
   if (auto nc = state.nodeclasses.find(claim.nodeclass); nc != state.nodeclasses.end()) {
@@ -230,9 +247,7 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
   }
   auto entry = state.catalog.find(claim.instance_type);
   const CatalogEntry* type = entry == state.catalog.end() ? nullptr : &entry->second;
-  for (const auto& r : pool.requirements) {
-    Requirements one;
-    one.Add(r);
+  for (const Requirements& one : now.requirements) {
     bool ok =
         one.Matches([&](const std::string& key) { return ClaimLabel(claim, node, type, key); });
     if (!ok) return "requirement " + one.Describe() + " no longer satisfied";
@@ -318,7 +333,7 @@ std::string MethodBlocker(const State& state, const std::string& method, Candida
   }
   if (method == kEmptiness) return c.pods.empty() ? ConsolidatableBlocker(state, c) : "-";
   if (method == kDrift) {
-    c.why = "drifted (" + Drifted(state, *c.claim, *c.pool, c.pool_hash, c.node) + ")";
+    c.why = "drifted (" + Drifted(state, *c.claim, *c.pool, *c.drift, c.node) + ")";
     return c.why == "drifted ()" ? "-" : "";
   }
   if (method == kSoftExpiration) {
@@ -441,7 +456,7 @@ std::vector<Candidate> Gather(const State& state, Simulation& sim, const std::st
   // Drift and expiration pick claims without looking at pods; a pass with nothing drifted or
   // expired then never indexes the cluster's pods.
   const bool by_pods = method == kEmptiness || IsConsolidation(method);
-  PoolHashes hashes;
+  DriftReference drift;
   std::vector<Candidate> out;
   for (const auto& [name, claim] : state.nodeclaims) {
     if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
@@ -454,7 +469,7 @@ std::vector<Candidate> Gather(const State& state, Simulation& sim, const std::st
     c.claim = &claim;
     c.node = &node->second;
     c.pool = &pool->second;
-    if (method == kDrift) c.pool_hash = hashes.Of(pool->second);
+    if (method == kDrift) c.drift = &drift;
     if (by_pods) c.pods = sim.PodsOf(name);
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;
@@ -850,7 +865,7 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
 // NodeClaim conditions Consolidatable (consolidateAfter has passed since the last pod change)
 // and Drifted, published when they change, as Karpenter's status controllers do.
 void PublishConditions(State& state, Seq seq, Output& out) {
-  PoolHashes hashes;
+  DriftReference reference;
   for (auto& [name, claim] : state.nodeclaims) {
     auto pool = state.nodepools.find(claim.nodepool);
     auto node = state.nodes.find(claim.node_name);
@@ -861,7 +876,7 @@ void PublishConditions(State& state, Seq seq, Output& out) {
     c.node = &node->second;
     c.pool = &pool->second;
     std::string waiting = ConsolidatableBlocker(state, c);
-    std::string drift = Drifted(state, claim, pool->second, hashes.Of(pool->second), &node->second);
+    std::string drift = Drifted(state, claim, pool->second, reference, &node->second);
     std::pair<const char*, std::pair<bool, std::string>> conditions[] = {
         {"Consolidatable", {waiting.empty(), waiting.empty() ? "Consolidatable" : waiting}},
         {"Drifted", {!drift.empty(), drift.empty() ? "NotDrifted" : drift}}};
