@@ -275,12 +275,14 @@ std::string GracefulBlocker(const State& state, const Candidate& c) {
       return "pod " + PodKey(pod->ns, pod->name) + " has karpenter.sh/do-not-disrupt" + until;
     }
   }
+  if (state.pdbs.empty()) return {};
   for (const Pod* pod : c.pods) {
     std::vector<const PodDisruptionBudget*> matching;
     for (const auto& [key, pdb] : state.pdbs) {
       if (pdb.ns == pod->ns && SelectorMatches(pdb.selector, *pod->labels))
         matching.push_back(&pdb);
     }
+    if (matching.empty()) continue;
     std::string name = PodKey(pod->ns, pod->name);
     if (matching.size() > 1) {
       return "pod " + name + " is matched by several PodDisruptionBudgets (" + matching[0]->name +

@@ -196,7 +196,7 @@ void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string
 }
 
 void Pass::BuildExistingBins() {
-  std::map<std::string, std::size_t> by_name;
+  auto& by_name = existing_by_name_;  // Empty until now.
   // Capacity being terminated is no place for a pod.
   std::set<std::string> leaving = excluded_nodes_;
   for (const auto& [name, claim] : state_.nodeclaims) {
@@ -229,15 +229,16 @@ void Pass::BuildExistingBins() {
     if (auto csi = state_.csi_nodes.find(name); csi != state_.csi_nodes.end()) {
       bin.volume_limits = csi->second.attach_limits;
     }
-    by_name[name] = existing_.size();
+    by_name.emplace_hint(by_name.end(), name, existing_.size());  // Nodes come in name order.
     existing_.push_back(std::move(bin));
   }
   // A claim's node may still carry its startup taints; they will go, so they do not count.
   for (const auto& [name, claim] : state_.nodeclaims) {
     auto pool = state_.nodepools.find(claim.nodepool);
-    if (!claim.node_name.empty() && by_name.contains(claim.node_name)) {
+    auto on_node = claim.node_name.empty() ? by_name.end() : by_name.find(claim.node_name);
+    if (on_node != by_name.end()) {
       if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kInitialized) continue;
-      auto& taints = existing_[by_name[claim.node_name]].taints;
+      auto& taints = existing_[on_node->second].taints;
       std::erase_if(taints, [&](const Taint& t) {
         return std::find(pool->second.startup_taints.begin(), pool->second.startup_taints.end(),
                          t) != pool->second.startup_taints.end();
@@ -264,7 +265,6 @@ void Pass::BuildExistingBins() {
     by_name[name] = existing_.size();
     existing_.push_back(std::move(bin));
   }
-  existing_by_name_.insert(by_name.begin(), by_name.end());
   for (Bin& bin : existing_) {
     if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end())
       bin.zone = zone->second;
