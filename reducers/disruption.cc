@@ -616,10 +616,25 @@ void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candida
 
 // Candidates for `method`, what blocks each, and which the budgets let go now. `only`
 // (validation) restricts it to the claims proposed 15 s earlier, taken as one group.
-Pass Evaluate(const State& state, const std::string& method, Simulation& sim,
-              const std::vector<std::string>* only = nullptr) {
+// Multi-node and single-node consolidation look at the same candidates with the same blockers:
+// the first to gather them in a pass leaves them here for the other.
+struct Gathered {
+  bool filled = false;
   Pass pass;
-  std::vector<Candidate> cands = Gather(state, sim, method, pass, only);
+  std::vector<Candidate> cands;
+};
+
+Pass Evaluate(const State& state, const std::string& method, Simulation& sim,
+              const std::vector<std::string>* only = nullptr, Gathered* consolidation = nullptr) {
+  Pass pass;
+  std::vector<Candidate> cands;
+  if (consolidation != nullptr && consolidation->filled) {
+    pass = consolidation->pass;
+    cands = consolidation->cands;
+  } else {
+    cands = Gather(state, sim, method, pass, only);
+    if (consolidation != nullptr) *consolidation = {true, pass, cands};
+  }
   if (cands.empty()) return pass;
   if (IsConsolidation(method)) {
     if (std::string why = Unsettled(state); !why.empty()) {
@@ -921,10 +936,12 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
   // Karpenter's order: the first method with something to do acts; the others wait.
   Simulation sim(state);
   std::vector<std::pair<std::string, Pass>> passes;
+  Gathered consolidation;
   for (const char* method : {kEmptiness, kSoftExpiration, kDrift, kMultiNode, kSingleNode}) {
     if (method == std::string(kSoftExpiration) && !state.settings.soft_expiration) continue;
     if (consolidated && (IsConsolidation(method) || method == std::string(kEmptiness))) continue;
-    Pass pass = Evaluate(state, method, sim);
+    Pass pass =
+        Evaluate(state, method, sim, nullptr, IsConsolidation(method) ? &consolidation : nullptr);
     if (!pass.selected.empty()) {
       state.pending_method = method;
       state.pending_nodeclaims = pass.selected;
