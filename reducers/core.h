@@ -104,6 +104,22 @@ struct SharedClaimParts {
   friend bool operator==(const SharedClaimParts&, const SharedClaimParts&) { return true; }
 };
 
+// What nodes share: the texts of their labels, one copy of each distinct key and value. A cache
+// like SharedPodParts, filled where a node enters the State. A node's hostname label is its
+// name, which its pods already hold: it is taken from the pods' node names so that the node and
+// its pods keep one copy.
+struct SharedNodeParts {
+  Interner<std::string> label_texts;
+  void Share(Node& node, Interner<std::string>& node_names) {
+    for (auto& [key, value] : node.labels.EntriesForInterning()) {
+      label_texts.Intern(key.SharedForInterning());
+      Interner<std::string>& values = key == label::kHostname ? node_names : label_texts;
+      values.Intern(value.SharedForInterning());
+    }
+  }
+  friend bool operator==(const SharedNodeParts&, const SharedNodeParts&) { return true; }
+};
+
 struct BatchWindow {
   bool open = false;
   Nanos opened{0};
@@ -136,6 +152,7 @@ struct State {
   std::map<std::string, Pod> pods;  // Keyed by namespace/name.
   SharedPodParts pod_parts;         // Each pod's labels and constraints, shared.
   std::map<std::string, Node> nodes;
+  SharedNodeParts node_parts;  // Each node's label keys and values, shared.
   std::map<std::string, NodeClaim> nodeclaims;
   SharedClaimParts claim_parts;  // Each claim's requirements and candidate types, shared.
   std::map<std::string, DaemonSet> daemonsets;        // Keyed by namespace/name.

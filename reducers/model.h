@@ -107,6 +107,43 @@ class SharedText {
   Shared<std::string> text_;
 };
 
+// A node's labels: read as a Labels map is (find, at, contains, iteration in key order), held
+// as (key, value) pairs of SharedText sorted by key. Thousands of nodes repeat the same dozen
+// keys and a few dozen values (zone, instance type, capacity type, pool, ...), one copy of each
+// once the State interns them (SharedNodeParts in core.h); a map's node and a key's heap copy
+// for every label of every node was most of a node's memory. Equality, the state hash and the
+// codec see the same pairs, in the same order, as a Labels with the same contents.
+class NodeLabels {
+ public:
+  using Entry = std::pair<SharedText, SharedText>;
+  using const_iterator = std::vector<Entry>::const_iterator;
+  NodeLabels() = default;
+  NodeLabels(const Labels& labels);  // NOLINT(google-explicit-constructor): stands for its map.
+  NodeLabels(std::initializer_list<Labels::value_type> labels) : NodeLabels(Labels(labels)) {}
+  const_iterator begin() const { return entries_.begin(); }
+  const_iterator end() const { return entries_.end(); }
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  const_iterator find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != end(); }
+  // The value of `key`, or nullopt when absent.
+  std::optional<std::string_view> Lookup(std::string_view key) const {
+    auto it = find(key);
+    return it == end() ? std::nullopt : std::optional<std::string_view>(it->second.str());
+  }
+  // The value of `key`; throws std::out_of_range when absent, as Labels::at does.
+  const std::string& at(std::string_view key) const;
+  // Adds `key` or replaces its value.
+  void Set(const std::string& key, const std::string& value);
+  Labels ToLabels() const;
+  // For the State's interner (core.h) only.
+  std::vector<Entry>& EntriesForInterning() { return entries_; }
+  friend bool operator==(const NodeLabels&, const NodeLabels&) = default;
+
+ private:
+  std::vector<Entry> entries_;
+};
+
 // Requests, capacity and allocatable. `extended` holds every other resource by its Kubernetes
 // name (nvidia.com/gpu, aws.amazon.com/neuron, ...), in its integer unit; a key that is absent
 // is zero.
@@ -362,7 +399,7 @@ struct CsiNode {
 struct Node {
   std::string name;
   std::string provider_id;
-  Labels labels;
+  NodeLabels labels;
   std::vector<Taint> taints;
   bool ready = false;
   Resources allocatable;

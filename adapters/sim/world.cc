@@ -128,7 +128,7 @@ Pod PodFrom(const json& j) {
 json NodeJson(const Node& n) {
   return {{"name", n.name},
           {"provider", n.provider_id},
-          {"labels", n.labels},
+          {"labels", n.labels.ToLabels()},
           {"taints", TaintsJson(n.taints)},
           {"ready", n.ready},
           {"allocatable", ResourcesJson(n.allocatable)},
@@ -252,7 +252,9 @@ bool World::Load() {
   for (const auto& i : j.at("instances")) instances_[i.at("id")] = InstanceFrom(i);
   client_tokens_ = j.at("tokens").get<std::map<std::string, std::string>>();
   nodeclaims_ = j.at("nodeclaims").get<std::map<std::string, std::string>>();
-  for (const auto& n : j.at("nodes")) nodes_[n.at("name")] = NodeFrom(n);
+  for (const auto& n : j.at("nodes")) {
+    node_parts_.Share(nodes_[n.at("name")] = NodeFrom(n), node_names_);
+  }
   for (const auto& p : j.at("pods")) {
     Pod pod = PodFrom(p);
     pods_[PodKey(pod.ns, pod.name)] = pod;
@@ -794,23 +796,25 @@ Node World::NewNode(const SimInstance& instance) const {
   node.created = now_;
   node.ready = false;
   node.taints.push_back({label::kUnregisteredTaint, "", TaintEffect::kNoExecute});
+  Labels labels;
   for (const auto& original : nodepools_) {
     if (original.name != instance.nodepool) continue;
     NodePool pool = Pool(original);
-    node.labels = pool.labels;
+    labels = pool.labels;
     node.taints.insert(node.taints.end(), pool.taints.begin(), pool.taints.end());
     node.taints.insert(node.taints.end(), pool.startup_taints.begin(), pool.startup_taints.end());
   }
-  node.labels[label::kHostname] = node.name;
-  node.labels[label::kInstanceType] = instance.instance_type;
-  node.labels[label::kZone] = instance.zone;
-  node.labels[label::kCapacityType] = instance.capacity_type;
-  node.labels[label::kOs] = "linux";
+  labels[label::kHostname] = node.name;
+  labels[label::kInstanceType] = instance.instance_type;
+  labels[label::kZone] = instance.zone;
+  labels[label::kCapacityType] = instance.capacity_type;
+  labels[label::kOs] = "linux";
   for (const auto& type : catalog_) {
     if (type.name != instance.instance_type) continue;
-    node.labels[label::kArch] = type.arch;
+    labels[label::kArch] = type.arch;
     node.allocatable = MakeCatalogEntry(type, scenario_.settings).allocatable;
   }
+  node.labels = labels;
   return node;
 }
 
@@ -849,6 +853,7 @@ std::vector<Event> World::FireTimers() {
     if (timer.kind == Timer::Kind::kRegister) {
       Node node = NewNode(instance);
       instance.node_name = node.name;
+      node_parts_.Share(node, node_names_);
       nodes_[node.name] = node;
       events.push_back(NodeUpserted{node});
       AddTimer(now_ + scenario_.cloud.ready_delay, Timer{Timer::Kind::kReady, instance.id});
@@ -1109,7 +1114,8 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
   }
   Node& node = it->second;
   room_may_have_changed_ = true;
-  for (const auto& [k, v] : patch.add_labels) node.labels[k] = v;
+  for (const auto& [k, v] : patch.add_labels) node.labels.Set(k, v);
+  node_parts_.Share(node, node_names_);
   std::erase_if(node.taints, [&](const Taint& t) {
     return std::find(patch.remove_taints.begin(), patch.remove_taints.end(), t.key) !=
            patch.remove_taints.end();

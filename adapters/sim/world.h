@@ -185,6 +185,10 @@ class World : public runtime::Executor {
   Nanos next_listing_{0};
   std::uint64_t next_message_ = 1;
   std::map<std::string, Node> nodes_;
+  // Node label texts shared as the controller's State shares them, so thousands of simulated
+  // nodes keep one copy of each key and value. Not persisted: a cache.
+  SharedNodeParts node_parts_;
+  Interner<std::string> node_names_;
   std::map<std::string, Pod> pods_;               // By namespace/name.
   std::map<std::string, std::int64_t> replicas_;  // Deployment -> desired.
   std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers_;
