@@ -78,16 +78,22 @@ class Interner {
   std::size_t live_ = 0;
 };
 
-// What pods share: their labels, constraints and node names, one copy of each distinct value. A
-// cache, not part of the State's value: two States are equal whatever their caches hold.
+// What pods share: their labels, constraints, node names and repeated texts, one copy of each
+// distinct value. A cache, not part of the State's value: two States are equal whatever their
+// caches hold.
 struct SharedPodParts {
   Interner<Labels> labels;
   Interner<PodConstraints> constraints;
   Interner<std::string> node_names;
+  Interner<std::string> texts;  // Namespaces, owner kinds, priority classes.
   void Share(Pod& pod) {
     labels.Intern(pod.labels);
     constraints.Intern(pod.constraints);
     node_names.Intern(pod.node_name.SharedForInterning());
+    node_names.Intern(pod.nominated_node.SharedForInterning());
+    texts.Intern(pod.ns.SharedForInterning());
+    texts.Intern(pod.owner_kind.SharedForInterning());
+    texts.Intern(pod.priority_class.SharedForInterning());
   }
   friend bool operator==(const SharedPodParts&, const SharedPodParts&) { return true; }
 };

@@ -41,7 +41,8 @@ void NodeLabels::Set(const std::string& key, const std::string& value) {
 
 Labels NodeLabels::ToLabels() const {
   Labels labels;
-  for (const auto& [key, value] : entries_) labels.emplace_hint(labels.end(), key.str(), value.str());
+  for (const auto& [key, value] : entries_)
+    labels.emplace_hint(labels.end(), key.str(), value.str());
   return labels;
 }
 

@@ -102,6 +102,8 @@ class SharedText {
   friend bool operator==(const SharedText& a, const std::string& b) { return *a.text_ == b; }
   friend bool operator==(const SharedText& a, std::string_view b) { return *a.text_ == b; }
   friend bool operator==(const SharedText& a, const char* b) { return *a.text_ == b; }
+  friend auto operator<=>(const SharedText& a, const std::string& b) { return *a.text_ <=> b; }
+  friend std::string operator+(const SharedText& a, const char* b) { return *a.text_ + b; }
 
  private:
   Shared<std::string> text_;
@@ -327,8 +329,11 @@ const char* PodPhaseText(PodPhase phase);
 // "Pending", "Running", ... as Kubernetes spells them; any other text is kUnknown.
 PodPhase PodPhaseFrom(const std::string& text);
 
+// The texts many pods repeat (namespace, owner kind, priority class, nominated node) are
+// SharedText, one copy of each once the State interns them (SharedPodParts in core.h): a pod
+// is mostly its fixed-size fields, and fifty thousand of them is most of the State.
 struct Pod {
-  std::string ns;
+  SharedText ns;
   std::string name;
   std::string uid;
   Resources requests;  // Effective requests (PodRequests in core.h): init, sidecars, overhead.
@@ -337,13 +342,13 @@ struct Pod {
   PodPhase phase = PodPhase::kPending;
   bool do_not_disrupt = false;     // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
   std::int32_t deletion_cost = 0;  // Annotation controller.kubernetes.io/pod-deletion-cost.
-  std::string owner_kind;          // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
+  SharedText owner_kind;           // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
   Nanos created{0};
   Shared<Labels> labels;
   Shared<PodConstraints> constraints;
-  std::string nominated_node;   // status.nominatedNodeName: a preemption is in progress.
+  SharedText nominated_node;    // status.nominatedNodeName: a preemption is in progress.
   Nanos do_not_disrupt_for{0};  // The duration form: protected that long after creation.
-  std::string priority_class;   // system-cluster-critical / system-node-critical are critical.
+  SharedText priority_class;    // system-cluster-critical / system-node-critical are critical.
   std::optional<std::int32_t> priority;  // spec.priority (resolved from the class by admission).
   Nanos termination_grace{30 * kSecond.value};  // spec.terminationGracePeriodSeconds
   friend bool operator==(const Pod&, const Pod&) = default;
