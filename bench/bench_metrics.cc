@@ -42,7 +42,7 @@ tenon::State MakeState(int nodes, int pods_per_node, int pools) {
       pod.phase = tenon::PodPhase::kRunning;
       pod.requests.cpu = tenon::Millicores(250);
       pod.requests.memory = tenon::Bytes(256LL << 20);
-      state.pods[pod.ns + "/" + pod.name] = pod;
+      state.pods.Upsert(pod.ns + "/" + pod.name, pod);
     }
     state.nodes[node.name] = node;
   }

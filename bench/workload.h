@@ -138,7 +138,7 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
                        {label::kCapacityType, RequirementOp::kIn, {kCapacityOnDemand}, 0}};
   pool.budgets = {DisruptionBudget{budget, "", Nanos{0}, {}}};
   Step(state, Seq{5}, NodePoolUpserted{pool});
-  for (Pod& pod : DiversePods(pods, true)) state.pods[PodKey(pod.ns, pod.name)] = pod;
+  for (Pod& pod : DiversePods(pods, true)) state.pods.Upsert(PodKey(pod.ns, pod.name), pod);
   ScheduleResult result = Schedule(state);
   const CatalogEntry& entry = state.catalog.at(type);
   for (std::size_t i = 0; i < result.claims.size(); ++i) {
@@ -180,12 +180,14 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
     auto pod = state.pods.find(outcome.pod);
     bool drop = outcome.target.empty() || ++n % drop_every == 0;
     if (drop) {
-      state.pods.erase(pod);
+      state.pods.Erase(pod);
       continue;
     }
-    pod->second.node_name = "node-" + outcome.target.substr(1);
-    pod->second.phase = PodPhase::kRunning;
-    pod->second.unschedulable = false;
+    Pod bound = pod->second;
+    bound.node_name = "node-" + outcome.target.substr(1);
+    bound.phase = PodPhase::kRunning;
+    bound.unschedulable = false;
+    state.pods.Upsert(pod->first, std::move(bound));
   }
   pool.requirements.erase(pool.requirements.begin());  // Any type from now on.
   Step(state, Seq{6}, NodePoolUpserted{pool});

@@ -1424,8 +1424,10 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
   for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
   for (auto e : r.getCatalog()) state.catalog[S(e.getType().getName())] = Get(e);
   for (auto p : r.getPods()) {
-    Pod& pod = state.pods[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
+    Pod pod = Get(p);
     state.pod_parts.Share(pod);
+    const std::string key = PodKey(pod.ns, pod.name);
+    state.pods.Upsert(key, std::move(pod));
   }
   for (auto n : r.getNodes()) {
     Node& node = state.nodes[S(n.getName())] = Get(n);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "reducers/model.h"
 
@@ -126,6 +127,58 @@ struct SharedNodeParts {
   friend bool operator==(const SharedNodeParts&, const SharedNodeParts&) { return true; }
 };
 
+// The State's pods, keyed by namespace/name, with the views every pass reads: the pods bound to
+// each node, the pods waiting for capacity (IsProvisionable) and the bound pods carrying a
+// required anti-affinity term, each in key order. Only Upsert and Erase change a pod, so the
+// views cannot drift from it; equality, hash and snapshot see the pods alone.
+class PodTable {
+ public:
+  using Map = std::map<std::string, Pod>;
+  using const_iterator = Map::const_iterator;
+  using value_type = Map::value_type;
+  // Pods in key order, by pointer into the table (stable while they are in it).
+  using View = std::map<std::string_view, const Pod*>;
+
+  PodTable() = default;
+  // A copy's views point into the copy; a move keeps the nodes they point at.
+  PodTable(const PodTable& other);
+  PodTable& operator=(const PodTable& other);
+  PodTable(PodTable&&) noexcept = default;
+  PodTable& operator=(PodTable&&) noexcept = default;
+  ~PodTable() = default;
+
+  const_iterator begin() const { return pods_.begin(); }
+  const_iterator end() const { return pods_.end(); }
+  const_iterator find(const std::string& key) const { return pods_.find(key); }
+  bool contains(const std::string& key) const { return pods_.contains(key); }
+  const Pod& at(const std::string& key) const { return pods_.at(key); }
+  std::size_t size() const { return pods_.size(); }
+  bool empty() const { return pods_.empty(); }
+
+  // Adds the pod at `key`, or replaces the one there; returns it as stored.
+  const Pod& Upsert(const std::string& key, Pod pod);
+  void Erase(const_iterator it);
+  void clear();
+  void swap(PodTable& other) noexcept;
+
+  // The pods bound to `node` (empty when none).
+  const View& OnNode(std::string_view node) const;
+  // The pods the next provisioning pass plans for.
+  const View& Provisionable() const { return provisionable_; }
+  // Bound pods with at least one required pod anti-affinity term.
+  const View& BoundWithAntiAffinity() const { return anti_affinity_; }
+
+  friend bool operator==(const PodTable& a, const PodTable& b) { return a.pods_ == b.pods_; }
+
+ private:
+  void Index(const value_type& entry);
+  void Unindex(const value_type& entry);
+  Map pods_;
+  std::map<std::string, View, std::less<>> by_node_;
+  View provisionable_;
+  View anti_affinity_;
+};
+
 struct BatchWindow {
   bool open = false;
   Nanos opened{0};
@@ -155,8 +208,8 @@ struct State {
   std::map<std::string, NodePool> nodepools;
   std::map<std::string, NodeClass> nodeclasses;
   std::map<std::string, CatalogEntry> catalog;
-  std::map<std::string, Pod> pods;  // Keyed by namespace/name.
-  SharedPodParts pod_parts;         // Each pod's labels and constraints, shared.
+  PodTable pods;
+  SharedPodParts pod_parts;  // Each pod's labels and constraints, shared.
   std::map<std::string, Node> nodes;
   SharedNodeParts node_parts;  // Each node's label keys and values, shared.
   std::map<std::string, NodeClaim> nodeclaims;
@@ -294,8 +347,6 @@ class Simulation {
 
  private:
   const State& state_;
-  std::map<std::string, std::vector<const Pod*>, std::less<>> pods_by_node_;  // By PodsOf.
-  bool pods_indexed_ = false;
   std::unique_ptr<SimulationImpl> impl_;  // Built by the first Without.
 };
 

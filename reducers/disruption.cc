@@ -512,8 +512,7 @@ class Budgets {
 // Consolidation moves pods onto capacity that must really be there: it waits while pods are
 // pending or nodes are still coming up, whose plans would compete for the same room.
 std::string Unsettled(const State& state) {
-  std::size_t pending = std::count_if(state.pods.begin(), state.pods.end(),
-                                      [](const auto& e) { return IsProvisionable(e.second); });
+  std::size_t pending = state.pods.Provisionable().size();
   std::size_t launching =
       std::count_if(state.nodeclaims.begin(), state.nodeclaims.end(), [](const auto& e) {
         return !e.second.deleting && e.second.phase != ClaimPhase::kInitialized;

@@ -83,6 +83,14 @@ void H(Hasher& h, const NodeLabels& labels) {
     h.Str(value);
   }
 }
+void H(Hasher& h, const Pod& p);
+void H(Hasher& h, const PodTable& t) {
+  h.Uint(t.size());
+  for (const auto& [k, v] : t) {
+    H(h, k);
+    H(h, v);
+  }
+}
 template <class... Ts>
 void H(Hasher& h, const std::variant<Ts...>& v) {
   h.Uint(v.index());

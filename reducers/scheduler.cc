@@ -149,6 +149,16 @@ class Pass {
     return {bin.remaining.cpu, bin.remaining.memory, bin.remaining.pods, bin.gone};
   }
   std::vector<BinRoom> rooms_;
+  // The most room any bin of each block of kRoomBlock bins holds (gone bins hold none), so the
+  // scan skips a block of full bins at one look, in the same first-fit order.
+  static constexpr std::size_t kRoomBlock = 32;
+  std::vector<BinRoom> block_room_;
+  void SetRoom(std::size_t index, const BinRoom& room);
+  void RefreshBlock(std::size_t block);
+  static bool Holds(const BinRoom& room, const Resources& need) {
+    return !room.gone && need.cpu <= room.cpu && need.memory <= room.memory &&
+           need.pods <= room.pods;
+  }
   // CPU, memory and pods: the most any existing bin still holds (recomputed after a change).
   Resources existing_room_;
   bool existing_room_dirty_ = true;
@@ -260,19 +270,39 @@ void Pass::BuildExistingBins() {
     if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end())
       bin.zone = zone->second;
   }
-  for (const auto& [key, pod] : state_.pods) {
-    if (pod.node_name.empty() || !IsActive(pod)) continue;
-    auto it = by_name.find(pod.node_name);
-    if (it == by_name.end()) continue;
-    Bin& bin = existing_[it->second];
-    Resources need = pod.requests;
-    need.pods = 1;
-    bin.remaining = bin.remaining - need;
-    for (const auto& p : pod.constraints->host_ports) bin.host_ports.push_back(p);
-    AddVolumes(pod, bin.volumes);
+  for (const auto& [name, index] : by_name) {
+    Bin& bin = existing_[index];
+    for (const auto& [key, pod] : state_.pods.OnNode(name)) {
+      if (!IsActive(*pod)) continue;
+      Resources need = pod->requests;
+      need.pods = 1;
+      bin.remaining = bin.remaining - need;
+      for (const auto& p : pod->constraints->host_ports) bin.host_ports.push_back(p);
+      AddVolumes(*pod, bin.volumes);
+    }
   }
   rooms_.clear();
   for (const Bin& bin : existing_) rooms_.push_back(RoomOf(bin));
+  block_room_.assign((rooms_.size() + kRoomBlock - 1) / kRoomBlock, BinRoom{});
+  for (std::size_t b = 0; b < block_room_.size(); ++b) RefreshBlock(b);
+}
+
+void Pass::SetRoom(std::size_t index, const BinRoom& room) {
+  rooms_[index] = room;
+  RefreshBlock(index / kRoomBlock);
+}
+
+void Pass::RefreshBlock(std::size_t block) {
+  BinRoom most{Millicores{0}, Bytes{0}, 0, false};
+  const std::size_t end = std::min(rooms_.size(), (block + 1) * kRoomBlock);
+  for (std::size_t i = block * kRoomBlock; i < end; ++i) {
+    const BinRoom& room = rooms_[i];
+    if (room.gone) continue;
+    most.cpu = std::max(most.cpu, room.cpu);
+    most.memory = std::max(most.memory, room.memory);
+    most.pods = std::max(most.pods, room.pods);
+  }
+  block_room_[block] = most;
 }
 
 PodView Pass::MakeView(const Pod& pod) {
@@ -499,7 +529,7 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   }
   Save(bin);
   bin.remaining = bin.remaining - v.need;
-  rooms_[index] = RoomOf(bin);
+  SetRoom(index, RoomOf(bin));
   existing_room_dirty_ = true;
   topology_.Record(v, bin.name, &bin.labels(), nullptr, nullptr);
   Commit(v, bin);
@@ -616,11 +646,10 @@ bool Pass::TryPlace(PodView& v) {
   // (CPU, memory and pods only: the cheap dimensions.)
   if (existing_room_dirty_) {
     existing_room_ = Resources{};
-    for (const Bin& bin : existing_) {
-      if (bin.gone) continue;
-      existing_room_.cpu = std::max(existing_room_.cpu, bin.remaining.cpu);
-      existing_room_.memory = std::max(existing_room_.memory, bin.remaining.memory);
-      existing_room_.pods = std::max(existing_room_.pods, bin.remaining.pods);
+    for (const BinRoom& room : block_room_) {
+      existing_room_.cpu = std::max(existing_room_.cpu, room.cpu);
+      existing_room_.memory = std::max(existing_room_.memory, room.memory);
+      existing_room_.pods = std::max(existing_room_.pods, room.pods);
     }
     existing_room_dirty_ = false;
   }
@@ -629,19 +658,19 @@ bool Pass::TryPlace(PodView& v) {
     const auto& refused = refused_existing_[v.shape];
     memo_.verdicts.clear();  // Nothing is placed during the scan, so verdicts hold across it.
     memo_.refused_zones.clear();
-    for (std::size_t i = 0; i < existing_.size(); ++i) {
-      const BinRoom& room = rooms_[i];
-      if (room.gone || v.need.cpu > room.cpu || v.need.memory > room.memory ||
-          v.need.pods > room.pods) {
-        continue;
+    for (std::size_t b = 0; b < block_room_.size(); ++b) {
+      if (!Holds(block_room_[b], v.need)) continue;
+      const std::size_t end = std::min(existing_.size(), (b + 1) * kRoomBlock);
+      for (std::size_t i = b * kRoomBlock; i < end; ++i) {
+        if (!Holds(rooms_[i], v.need)) continue;
+        if (i < refused.size() && refused[i]) continue;
+        if (!memo_.refused_zones.empty() &&
+            std::find(memo_.refused_zones.begin(), memo_.refused_zones.end(), existing_[i].zone) !=
+                memo_.refused_zones.end()) {
+          continue;
+        }
+        if (TryExisting(v, existing_[i], i)) return true;
       }
-      if (i < refused.size() && refused[i]) continue;
-      if (!memo_.refused_zones.empty() &&
-          std::find(memo_.refused_zones.begin(), memo_.refused_zones.end(), existing_[i].zone) !=
-              memo_.refused_zones.end()) {
-        continue;
-      }
-      if (!existing_[i].gone && TryExisting(v, existing_[i], i)) return true;
     }
   }
   std::uint64_t epoch = topology_.Epoch(v);
@@ -775,7 +804,7 @@ void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<c
     auto it = existing_by_name_.find(node->name);
     if (it == existing_by_name_.end()) continue;
     existing_[it->second].gone = true;
-    rooms_[it->second].gone = true;
+    SetRoom(it->second, RoomOf(existing_[it->second]));
     gone_.push_back(it->second);
   }
   std::size_t unbound = 0;
@@ -797,12 +826,12 @@ void Pass::EndTrial() {
     bin.host_ports.resize(saved.host_ports);
     bin.volumes = std::move(saved.volumes);
   }
-  for (const SavedBin& saved : saved_bins_) rooms_[saved.index] = RoomOf(existing_[saved.index]);
+  for (const SavedBin& saved : saved_bins_) SetRoom(saved.index, RoomOf(existing_[saved.index]));
   saved_bins_.clear();
   existing_room_dirty_ = true;
   for (std::size_t index : gone_) {
     existing_[index].gone = false;
-    rooms_[index].gone = false;
+    SetRoom(index, RoomOf(existing_[index]));
   }
   gone_.clear();
   for (std::size_t i = 0; i < templates_.size(); ++i) {
@@ -887,16 +916,11 @@ Simulation::~Simulation() = default;
 std::vector<const Pod*> Simulation::PodsOf(const std::string& nodeclaim) {
   auto claim = state_.nodeclaims.find(nodeclaim);
   if (claim == state_.nodeclaims.end() || claim->second.node_name.empty()) return {};
-  if (!pods_indexed_) {
-    pods_indexed_ = true;
-    for (const auto& [key, pod] : state_.pods) {
-      if (!pod.node_name.empty() && core::IsReschedulable(pod)) {
-        pods_by_node_[pod.node_name].push_back(&pod);
-      }
-    }
+  std::vector<const Pod*> pods;
+  for (const auto& [key, pod] : state_.pods.OnNode(claim->second.node_name)) {
+    if (core::IsReschedulable(*pod)) pods.push_back(pod);
   }
-  auto it = pods_by_node_.find(claim->second.node_name);
-  return it == pods_by_node_.end() ? std::vector<const Pod*>{} : it->second;
+  return pods;
 }
 
 ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
@@ -922,11 +946,10 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
 }
 
 ScheduleResult Schedule(const State& state) {
-  using core::IsProvisionable;
   std::vector<const Pod*> pods;
-  for (const auto& [key, pod] : state.pods) {
+  for (const auto& [key, pod] : state.pods.Provisionable()) {
     if (pods.size() >= kPodsPerBatchMax) break;
-    if (IsProvisionable(pod)) pods.push_back(&pod);
+    pods.push_back(pod);
   }
   return Schedule(state, pods);
 }

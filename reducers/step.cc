@@ -67,24 +67,25 @@ bool ChangesCluster(const State& state, const Event& event) {
 // A NodePool, EC2NodeClass or the catalog changed: pods left pending (perhaps for want of
 // exactly this) are planned for again in the next batch.
 void ReconsiderPendingPods(State& state) {
-  for (const auto& [key, pod] : state.pods) {
-    if (!IsProvisionable(pod)) continue;
-    NotePodForBatch(state, pod);
-    return;
-  }
+  const PodTable::View& pending = state.pods.Provisionable();
+  if (!pending.empty()) NotePodForBatch(state, *pending.begin()->second);
 }
 
 void OnPodUpserted(State& state, const Pod& pod) {
-  Pod& slot = state.pods[PodKey(pod.ns, pod.name)];
+  const std::string key = PodKey(pod.ns, pod.name);
+  static const Pod kAbsent;
+  auto it = state.pods.find(key);
+  const Pod& before = it == state.pods.end() ? kAbsent : it->second;
   // A pending pod reported again unchanged (kube-scheduler's retries) changes nothing
   // consolidation could see, but is still planned for again below.
-  if (!(slot == pod)) ++state.cluster_generation;
-  if (slot.node_name != pod.node_name) {
-    NotePodMoved(state, slot.node_name);
+  if (!(before == pod)) ++state.cluster_generation;
+  if (before.node_name != pod.node_name) {
+    NotePodMoved(state, before.node_name);
     NotePodMoved(state, pod.node_name);
   }
-  slot = pod;
-  state.pod_parts.Share(slot);
+  Pod stored = pod;
+  state.pod_parts.Share(stored);
+  state.pods.Upsert(key, std::move(stored));
   if (IsProvisionable(pod)) NotePodForBatch(state, pod);
 }
 
@@ -138,7 +139,7 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const PodDeleted& e) {
             if (auto it = state.pods.find(PodKey(e.ns, e.name)); it != state.pods.end()) {
               NotePodMoved(state, it->second.node_name);
-              state.pods.erase(it);
+              state.pods.Erase(it);
             }
           },
           [&](const NodeUpserted& e) { OnNodeUpserted(state, seq, e.node, out); },

@@ -33,8 +33,9 @@ const Taint kDisrupted{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
 // the disrupted taint (they would only be scheduled straight back).
 std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node) {
   std::vector<const Pod*> out;
-  for (const auto& [key, pod] : state.pods) {
-    if (pod.node_name != node || !IsActive(pod) || pod.owner_kind == "Node") continue;
+  for (const auto& [key, pod_ptr] : state.pods.OnNode(node)) {
+    const Pod& pod = *pod_ptr;
+    if (!IsActive(pod) || pod.owner_kind == "Node") continue;
     if (Tolerates(pod.constraints->tolerations, kDisrupted)) continue;
     out.push_back(&pod);
   }
@@ -200,9 +201,8 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
   Record(state, seq, claim, "Deleting", reason, out);
   if (requested_by_tenon) Issue(state, seq, DeleteNodeClaim{claim.name}, out);
   // Its pods are back in the market: the next batch plans for them.
-  for (const auto& [key, pod] : state.pods) {
-    if (IsProvisionable(pod)) NotePodForBatch(state, pod);
-  }
+  const PodTable::View& pending = state.pods.Provisionable();
+  if (!pending.empty()) NotePodForBatch(state, *pending.begin()->second);
 }
 
 void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,

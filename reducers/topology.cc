@@ -202,8 +202,8 @@ std::size_t Topology::ForAffinity(const Pod& pod, const PodAffinityTerm& term, b
 }
 
 void Topology::AddExistingAntiAffinity() {
-  for (const auto& [key, pod] : state_->pods) {
-    if (pod.node_name.empty() || pod.constraints->pod_anti_affinity_required.empty()) continue;
+  for (const auto& [key, pod_ptr] : state_->pods.BoundWithAntiAffinity()) {
+    const Pod& pod = *pod_ptr;
     if (excluded_nodes_->contains(pod.node_name)) continue;
     if (pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed) continue;
     auto node = state_->nodes.find(pod.node_name);

@@ -305,10 +305,12 @@ TEST(Consolidation, InvariantCheckerCatchesAPodWithNowhereToGo) {
     pod.phase = PodPhase::kRunning;
     pod.owner_kind = "ReplicaSet";
     pod.requests.cpu = Millicores{1500};
-    state.pods[PodKey(pod.ns, pod.name)] = pod;
+    state.pods.Upsert(PodKey(pod.ns, pod.name), pod);
   }
   EXPECT_EQ(Unplaceable(state, {"claim-a"}), "default/pod-a");
-  state.pods.at("default/pod-b").requests.cpu = Millicores{400};
+  Pod smaller = state.pods.at("default/pod-b");
+  smaller.requests.cpu = Millicores{400};
+  state.pods.Upsert("default/pod-b", smaller);
   EXPECT_EQ(Unplaceable(state, {"claim-a"}), "");
 }
 

@@ -422,7 +422,7 @@ TEST(KubeInformers, FirstListDeletesWhatVanishedWhileDown) {
     tenon::Pod pod;
     pod.name = name;
     pod.ns = "default";
-    state.pods[PodKey(pod.ns, pod.name)] = pod;
+    state.pods.Upsert(PodKey(pod.ns, pod.name), pod);
   }
   Client client(Loopback(server.port()));
   KubeSource source(client);

@@ -266,7 +266,8 @@ TEST(Codec, SharedNodeAndPodTextsEncodeAsSeparateCopies) {
   }
   State separate = f.state;  // The same State, but with nodes and pods holding their own texts.
   separate.nodes = nodes;
-  separate.pods = pods;
+  separate.pods.clear();
+  for (const auto& [key, pod] : pods) separate.pods.Upsert(key, pod);
   ASSERT_EQ(f.state, separate);
   EXPECT_EQ(&f.state.pods.at("default/web-0").owner_kind.str(),
             &f.state.pods.at("default/web-2").owner_kind.str());

@@ -160,7 +160,7 @@ TEST(Metrics, SeriesOfGoneNodesAreRemoved) {
   pod.node_name = "a";
   pod.phase = PodPhase::kRunning;
   pod.requests.cpu = Millicores(500);
-  state.pods["default/p"] = pod;
+  state.pods.Upsert("default/p", pod);
   m.ObserveState(state);
   std::string text = m.Serialize();
   EXPECT_EQ(Sum(text, "karpenter_nodes_allocatable", {{"resource_type", "cpu"}}), 4);

@@ -1,0 +1,71 @@
+// PodTable: the State's pods and the views kept beside them (core.h).
+#include "reducers/internal.h"
+
+namespace tenon {
+
+PodTable::PodTable(const PodTable& other) : pods_(other.pods_) {
+  for (const auto& entry : pods_) Index(entry);
+}
+
+PodTable& PodTable::operator=(const PodTable& other) {
+  if (this == &other) return *this;
+  clear();
+  pods_ = other.pods_;
+  for (const auto& entry : pods_) Index(entry);
+  return *this;
+}
+
+const Pod& PodTable::Upsert(const std::string& key, Pod pod) {
+  auto [it, fresh] = pods_.try_emplace(key);
+  if (!fresh) Unindex(*it);
+  it->second = std::move(pod);
+  Index(*it);
+  return it->second;
+}
+
+void PodTable::Erase(const_iterator it) {
+  Unindex(*it);
+  pods_.erase(it);
+}
+
+void PodTable::clear() {
+  pods_.clear();
+  by_node_.clear();
+  provisionable_.clear();
+  anti_affinity_.clear();
+}
+
+void PodTable::swap(PodTable& other) noexcept {
+  pods_.swap(other.pods_);
+  by_node_.swap(other.by_node_);
+  provisionable_.swap(other.provisionable_);
+  anti_affinity_.swap(other.anti_affinity_);
+}
+
+const PodTable::View& PodTable::OnNode(std::string_view node) const {
+  static const View kNone;
+  auto it = by_node_.find(node);
+  return it == by_node_.end() ? kNone : it->second;
+}
+
+void PodTable::Index(const value_type& entry) {
+  const auto& [key, pod] = entry;
+  if (!pod.node_name.empty()) {
+    by_node_[pod.node_name.str()].emplace(key, &pod);
+    if (!pod.constraints->pod_anti_affinity_required.empty()) anti_affinity_.emplace(key, &pod);
+  }
+  if (core::IsProvisionable(pod)) provisionable_.emplace(key, &pod);
+}
+
+void PodTable::Unindex(const value_type& entry) {
+  const auto& [key, pod] = entry;
+  if (!pod.node_name.empty()) {
+    auto node = by_node_.find(pod.node_name.str());
+    node->second.erase(key);
+    if (node->second.empty()) by_node_.erase(node);
+    anti_affinity_.erase(key);
+  }
+  provisionable_.erase(key);
+}
+
+}  // namespace tenon

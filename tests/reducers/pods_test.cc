@@ -1,0 +1,79 @@
+// PodTable: its views follow every change to a pod, survive copies, and never enter equality.
+#include <gtest/gtest.h>
+
+#include "reducers/core.h"
+
+namespace tenon {
+namespace {
+
+Pod MakePod(const std::string& name, const std::string& node) {
+  Pod pod;
+  pod.ns = "default";
+  pod.name = name;
+  pod.node_name = node;
+  pod.phase = node.empty() ? PodPhase::kPending : PodPhase::kRunning;
+  pod.unschedulable = node.empty();
+  pod.owner_kind = "ReplicaSet";
+  return pod;
+}
+
+std::vector<std::string> Keys(const PodTable::View& view) {
+  std::vector<std::string> keys;
+  for (const auto& [key, pod] : view) keys.emplace_back(key);
+  return keys;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(PodTable, ViewsFollowBindingsMovesAndDeletions) {
+  PodTable pods;
+  pods.Upsert("default/b", MakePod("b", ""));
+  pods.Upsert("default/a", MakePod("a", ""));
+  EXPECT_EQ(Keys(pods.Provisionable()), (Names{"default/a", "default/b"}));
+  EXPECT_TRUE(pods.OnNode("n1").empty());
+
+  pods.Upsert("default/b", MakePod("b", "n1"));  // Bound.
+  EXPECT_EQ(Keys(pods.Provisionable()), (Names{"default/a"}));
+  EXPECT_EQ(Keys(pods.OnNode("n1")), (Names{"default/b"}));
+
+  Pod anti = MakePod("c", "n1");
+  PodConstraints constraints;
+  constraints.pod_anti_affinity_required.push_back({});
+  anti.constraints = Shared<PodConstraints>(constraints);
+  pods.Upsert("default/c", anti);
+  EXPECT_EQ(Keys(pods.OnNode("n1")), (Names{"default/b", "default/c"}));
+  EXPECT_EQ(Keys(pods.BoundWithAntiAffinity()), (Names{"default/c"}));
+
+  anti.node_name = "n2";  // Moved: off n1, onto n2.
+  pods.Upsert("default/c", anti);
+  EXPECT_EQ(Keys(pods.OnNode("n1")), (Names{"default/b"}));
+  EXPECT_EQ(Keys(pods.OnNode("n2")), (Names{"default/c"}));
+  EXPECT_EQ(pods.OnNode("n2").begin()->second, &pods.at("default/c"));
+
+  pods.Erase(pods.find("default/c"));
+  EXPECT_TRUE(pods.OnNode("n2").empty());
+  EXPECT_TRUE(pods.BoundWithAntiAffinity().empty());
+  EXPECT_EQ(pods.size(), 2u);
+}
+
+// A copied State's views point into the copy: the original can go away.
+TEST(PodTable, CopyIndexesItsOwnPods) {
+  auto original = std::make_unique<PodTable>();
+  original->Upsert("default/a", MakePod("a", "n1"));
+  original->Upsert("default/p", MakePod("p", ""));
+  PodTable copy = *original;
+  PodTable assigned;
+  assigned.Upsert("default/z", MakePod("z", "n9"));
+  assigned = *original;
+  original.reset();
+  for (const PodTable* table : {&copy, &assigned}) {
+    ASSERT_EQ(Keys(table->OnNode("n1")), (Names{"default/a"}));
+    EXPECT_EQ(table->OnNode("n1").begin()->second, &table->at("default/a"));
+    EXPECT_EQ(Keys(table->Provisionable()), (Names{"default/p"}));
+    EXPECT_TRUE(table->OnNode("n9").empty());
+  }
+  EXPECT_EQ(copy, assigned);
+}
+
+}  // namespace
+}  // namespace tenon
