@@ -22,15 +22,15 @@ tenon::State MakeState(int nodes, int pods_per_node, int pools) {
   for (int n = 0; n < nodes; ++n) {
     tenon::Node node;
     node.name = "ip-10-0-" + std::to_string(n) + ".ec2.internal";
-    node.labels[tenon::label::kNodePool] = "pool-" + std::to_string(n % pools);
-    node.labels[tenon::label::kZone] = "us-east-1a";
-    node.labels[tenon::label::kInstanceType] = "m5.xlarge";
+    node.labels = {{tenon::label::kNodePool, "pool-" + std::to_string(n % pools)},
+                   {tenon::label::kZone, "us-east-1a"},
+                   {tenon::label::kInstanceType, "m5.xlarge"}};
     node.allocatable.cpu = tenon::Millicores(3920);
     node.allocatable.memory = tenon::Bytes(14LL << 30);
     node.allocatable.pods = 58;
     tenon::NodeClaim claim;
     claim.name = "claim-" + std::to_string(n);
-    claim.nodepool = node.labels[tenon::label::kNodePool];
+    claim.nodepool = node.labels.at(tenon::label::kNodePool);
     claim.node_name = node.name;
     claim.allocatable = node.allocatable;
     state.nodeclaims[claim.name] = claim;

@@ -42,7 +42,8 @@ E CheckedEnum(std::uint16_t raw, std::uint16_t max, const char* what) {
 
 // ---- small types ----
 
-void Put(capnp::List<s::KeyValue>::Builder out, const Labels& labels) {
+template <class LabelMap>  // Labels or NodeLabels: the same pairs in the same order.
+void Put(capnp::List<s::KeyValue>::Builder out, const LabelMap& labels) {
   unsigned i = 0;
   for (const auto& [k, v] : labels) {
     out[i].setKey(T(k));
@@ -1428,7 +1429,10 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
     const std::string key = PodKey(pod.ns, pod.name);
     state.pods.Upsert(key, std::move(pod));
   }
-  for (auto n : r.getNodes()) state.nodes[S(n.getName())] = Get(n);
+  for (auto n : r.getNodes()) {
+    Node& node = state.nodes[S(n.getName())] = Get(n);
+    state.node_parts.Share(node, state.pod_parts.node_names);
+  }
   for (auto c : r.getNodeClaims()) {
     NodeClaim& claim = state.nodeclaims[S(c.getName())] = Get(c);
     state.claim_parts.Share(claim);

@@ -79,16 +79,22 @@ class Interner {
   std::size_t live_ = 0;
 };
 
-// What pods share: their labels, constraints and node names, one copy of each distinct value. A
-// cache, not part of the State's value: two States are equal whatever their caches hold.
+// What pods share: their labels, constraints, node names and repeated texts, one copy of each
+// distinct value. A cache, not part of the State's value: two States are equal whatever their
+// caches hold.
 struct SharedPodParts {
   Interner<Labels> labels;
   Interner<PodConstraints> constraints;
   Interner<std::string> node_names;
+  Interner<std::string> texts;  // Namespaces, owner kinds, priority classes.
   void Share(Pod& pod) {
     labels.Intern(pod.labels);
     constraints.Intern(pod.constraints);
     node_names.Intern(pod.node_name.SharedForInterning());
+    node_names.Intern(pod.nominated_node.SharedForInterning());
+    texts.Intern(pod.ns.SharedForInterning());
+    texts.Intern(pod.owner_kind.SharedForInterning());
+    texts.Intern(pod.priority_class.SharedForInterning());
   }
   friend bool operator==(const SharedPodParts&, const SharedPodParts&) { return true; }
 };
@@ -103,6 +109,22 @@ struct SharedClaimParts {
     instance_types.Intern(claim.instance_types);
   }
   friend bool operator==(const SharedClaimParts&, const SharedClaimParts&) { return true; }
+};
+
+// What nodes share: the texts of their labels, one copy of each distinct key and value. A cache
+// like SharedPodParts, filled where a node enters the State. A node's hostname label is its
+// name, which its pods already hold: it is taken from the pods' node names so that the node and
+// its pods keep one copy.
+struct SharedNodeParts {
+  Interner<std::string> label_texts;
+  void Share(Node& node, Interner<std::string>& node_names) {
+    for (auto& [key, value] : node.labels.EntriesForInterning()) {
+      label_texts.Intern(key.SharedForInterning());
+      Interner<std::string>& values = key == label::kHostname ? node_names : label_texts;
+      values.Intern(value.SharedForInterning());
+    }
+  }
+  friend bool operator==(const SharedNodeParts&, const SharedNodeParts&) { return true; }
 };
 
 // The State's pods, keyed by namespace/name, with the views every pass reads: the pods bound to
@@ -197,6 +219,7 @@ struct State {
   PodTable pods;
   SharedPodParts pod_parts;  // Each pod's labels and constraints, shared.
   std::map<std::string, Node> nodes;
+  SharedNodeParts node_parts;  // Each node's label keys and values, shared.
   std::map<std::string, NodeClaim> nodeclaims;
   SharedClaimParts claim_parts;  // Each claim's requirements and candidate types, shared.
   std::map<std::string, DaemonSet> daemonsets;        // Keyed by namespace/name.

@@ -199,10 +199,11 @@ std::optional<std::string_view> ClaimLabel(const NodeClaim& claim, const Node* n
   if (key == label::kZone) return claim.zone;
   if (key == label::kCapacityType) return claim.capacity_type;
   if (key == label::kNodePool) return claim.nodepool;
-  for (const Labels* labels :
-       {node != nullptr ? &node->labels : nullptr, entry != nullptr ? &entry->labels : nullptr}) {
-    if (labels == nullptr) continue;
-    if (auto it = labels->find(key); it != labels->end()) return it->second;
+  if (node != nullptr) {
+    if (auto value = node->labels.Lookup(key)) return value;
+  }
+  if (entry != nullptr) {
+    if (auto it = entry->labels.find(key); it != entry->labels.end()) return it->second;
   }
   return std::nullopt;
 }

@@ -75,6 +75,14 @@ void H(Hasher& h, const std::map<K, V>& m) {
     H(h, v);
   }
 }
+// The same walk as a Labels map with the same contents.
+void H(Hasher& h, const NodeLabels& labels) {
+  h.Uint(labels.size());
+  for (const auto& [key, value] : labels) {
+    h.Str(key);
+    h.Str(value);
+  }
+}
 void H(Hasher& h, const Pod& p);
 void H(Hasher& h, const PodTable& t) {
   h.Uint(t.size());

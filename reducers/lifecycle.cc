@@ -182,7 +182,8 @@ void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& 
 }
 
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
-  state.nodes[node.name] = node;
+  Node& slot = state.nodes[node.name] = node;
+  state.node_parts.Share(slot, state.pod_parts.node_names);
   NodeClaim* claim = ClaimByProviderId(state, node.provider_id);
   if (claim == nullptr) return;
   bool registering = claim->phase == ClaimPhase::kLaunched;

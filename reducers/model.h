@@ -102,9 +102,48 @@ class SharedText {
   friend bool operator==(const SharedText& a, const std::string& b) { return *a.text_ == b; }
   friend bool operator==(const SharedText& a, std::string_view b) { return *a.text_ == b; }
   friend bool operator==(const SharedText& a, const char* b) { return *a.text_ == b; }
+  friend auto operator<=>(const SharedText& a, const std::string& b) { return *a.text_ <=> b; }
+  friend std::string operator+(const SharedText& a, const char* b) { return *a.text_ + b; }
 
  private:
   Shared<std::string> text_;
+};
+
+// A node's labels: read as a Labels map is (find, at, contains, iteration in key order), held
+// as (key, value) pairs of SharedText sorted by key. Thousands of nodes repeat the same dozen
+// keys and a few dozen values (zone, instance type, capacity type, pool, ...), one copy of each
+// once the State interns them (SharedNodeParts in core.h); a map's node and a key's heap copy
+// for every label of every node was most of a node's memory. Equality, the state hash and the
+// codec see the same pairs, in the same order, as a Labels with the same contents.
+class NodeLabels {
+ public:
+  using Entry = std::pair<SharedText, SharedText>;
+  using const_iterator = std::vector<Entry>::const_iterator;
+  NodeLabels() = default;
+  NodeLabels(const Labels& labels);  // NOLINT(google-explicit-constructor): stands for its map.
+  NodeLabels(std::initializer_list<Labels::value_type> labels) : NodeLabels(Labels(labels)) {}
+  const_iterator begin() const { return entries_.begin(); }
+  const_iterator end() const { return entries_.end(); }
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  const_iterator find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != end(); }
+  // The value of `key`, or nullopt when absent.
+  std::optional<std::string_view> Lookup(std::string_view key) const {
+    auto it = find(key);
+    return it == end() ? std::nullopt : std::optional<std::string_view>(it->second.str());
+  }
+  // The value of `key`; throws std::out_of_range when absent, as Labels::at does.
+  const std::string& at(std::string_view key) const;
+  // Adds `key` or replaces its value.
+  void Set(const std::string& key, const std::string& value);
+  Labels ToLabels() const;
+  // For the State's interner (core.h) only.
+  std::vector<Entry>& EntriesForInterning() { return entries_; }
+  friend bool operator==(const NodeLabels&, const NodeLabels&) = default;
+
+ private:
+  std::vector<Entry> entries_;
 };
 
 // Requests, capacity and allocatable. `extended` holds every other resource by its Kubernetes
@@ -290,8 +329,11 @@ const char* PodPhaseText(PodPhase phase);
 // "Pending", "Running", ... as Kubernetes spells them; any other text is kUnknown.
 PodPhase PodPhaseFrom(const std::string& text);
 
+// The texts many pods repeat (namespace, owner kind, priority class, nominated node) are
+// SharedText, one copy of each once the State interns them (SharedPodParts in core.h): a pod
+// is mostly its fixed-size fields, and fifty thousand of them is most of the State.
 struct Pod {
-  std::string ns;
+  SharedText ns;
   std::string name;
   std::string uid;
   Resources requests;  // Effective requests (PodRequests in core.h): init, sidecars, overhead.
@@ -300,13 +342,13 @@ struct Pod {
   PodPhase phase = PodPhase::kPending;
   bool do_not_disrupt = false;     // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
   std::int32_t deletion_cost = 0;  // Annotation controller.kubernetes.io/pod-deletion-cost.
-  std::string owner_kind;          // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
+  SharedText owner_kind;           // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
   Nanos created{0};
   Shared<Labels> labels;
   Shared<PodConstraints> constraints;
-  std::string nominated_node;   // status.nominatedNodeName: a preemption is in progress.
+  SharedText nominated_node;    // status.nominatedNodeName: a preemption is in progress.
   Nanos do_not_disrupt_for{0};  // The duration form: protected that long after creation.
-  std::string priority_class;   // system-cluster-critical / system-node-critical are critical.
+  SharedText priority_class;    // system-cluster-critical / system-node-critical are critical.
   std::optional<std::int32_t> priority;  // spec.priority (resolved from the class by admission).
   Nanos termination_grace{30 * kSecond.value};  // spec.terminationGracePeriodSeconds
   friend bool operator==(const Pod&, const Pod&) = default;
@@ -362,7 +404,7 @@ struct CsiNode {
 struct Node {
   std::string name;
   std::string provider_id;
-  Labels labels;
+  NodeLabels labels;
   std::vector<Taint> taints;
   bool ready = false;
   Resources allocatable;

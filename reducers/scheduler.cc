@@ -220,7 +220,7 @@ void Pass::BuildExistingBins() {
       bin.node_labels = &node.labels;
     } else {
       bin.own_labels = node.labels;
-      bin.own_labels[label::kHostname] = name;
+      bin.own_labels.Set(label::kHostname, name);
     }
     for (const auto& t : node.taints) {
       if (!Ephemeral(t)) bin.taints.push_back(t);
@@ -249,17 +249,18 @@ void Pass::BuildExistingBins() {
     if (claim.deleting || excluded_.contains(name)) continue;
     Bin bin;
     bin.name = name;
-    bin.own_labels = pool->second.labels;
-    bin.own_labels[label::kNodePool] = claim.nodepool;
-    bin.own_labels[label::kHostname] = name;
+    Labels labels = pool->second.labels;
+    labels[label::kNodePool] = claim.nodepool;
+    labels[label::kHostname] = name;
     for (const auto& r : *claim.requirements) {
-      if (r.op == RequirementOp::kIn && r.values.size() == 1) bin.own_labels[r.key] = r.values[0];
+      if (r.op == RequirementOp::kIn && r.values.size() == 1) labels[r.key] = r.values[0];
     }
     if (auto type = state_.catalog.find(claim.instance_type); type != state_.catalog.end()) {
-      for (const auto& [k, v] : type->second.labels) bin.own_labels[k] = v;
+      for (const auto& [k, v] : type->second.labels) labels[k] = v;
     }
-    if (!claim.zone.empty()) bin.own_labels[label::kZone] = claim.zone;
-    if (!claim.capacity_type.empty()) bin.own_labels[label::kCapacityType] = claim.capacity_type;
+    if (!claim.zone.empty()) labels[label::kZone] = claim.zone;
+    if (!claim.capacity_type.empty()) labels[label::kCapacityType] = claim.capacity_type;
+    bin.own_labels = labels;
     bin.taints = pool->second.taints;
     bin.remaining = claim.allocatable;
     by_name[name] = existing_.size();
@@ -519,11 +520,8 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
     return false;
   };
   if (!TolerantOf(v, bin.taints, nullptr)) return never();
-  bool match = v.requirements.Matches([&](const std::string& key) {
-    auto it = bin.labels().find(key);
-    return it == bin.labels().end() ? std::optional<std::string_view>()
-                                    : std::optional<std::string_view>(it->second);
-  });
+  bool match =
+      v.requirements.Matches([&](const std::string& key) { return bin.labels().Lookup(key); });
   if (!match) return never();
   if (!PortsFit(*v.pod, bin) || !VolumesFit(v, bin)) return false;
   if (!topology_.Check(v, bin.name, &bin.labels(), nullptr, nullptr, nullptr, nullptr, &memo_)) {

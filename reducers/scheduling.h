@@ -156,9 +156,9 @@ struct Bin {
   // Existing bins: their labels. A node's own map when it already names the node as its
   // hostname (a disruption pass looks at thousands of nodes; copying each one's labels was
   // most of its memory), else `own_labels`.
-  const Labels* node_labels = nullptr;
-  Labels own_labels;
-  const Labels& labels() const { return node_labels != nullptr ? *node_labels : own_labels; }
+  const NodeLabels* node_labels = nullptr;
+  NodeLabels own_labels;
+  const NodeLabels& labels() const { return node_labels != nullptr ? *node_labels : own_labels; }
   std::string zone;  // Existing bins: their zone label, if any.
   std::vector<Taint> taints;
   Resources remaining;        // Existing bins only.

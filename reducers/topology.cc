@@ -50,7 +50,7 @@ bool IsHostname(const std::string& key) {
   return key == label::kHostname;
 }
 
-std::optional<std::string> Label(const Labels& labels, const std::string& key) {
+std::optional<std::string> Label(const NodeLabels& labels, const std::string& key) {
   auto it = labels.find(key);
   if (it == labels.end()) return std::nullopt;
   return it->second;
@@ -72,14 +72,11 @@ bool Topology::Selects(const TopologyGroup& g, const Pod& pod) const {
   return SelectorMatches(g.selector, *pod.labels);
 }
 
-bool Topology::NodeCounts(const TopologyGroup& g, const Labels& labels,
+bool Topology::NodeCounts(const TopologyGroup& g, const NodeLabels& labels,
                           const std::vector<Taint>& taints) const {
   if (g.kind != GroupKind::kSpread) return true;
-  if (g.filter_affinity && !g.filter_requirements.Matches([&](const std::string& key) {
-        auto it = labels.find(key);
-        return it == labels.end() ? std::optional<std::string_view>()
-                                  : std::optional<std::string_view>(it->second);
-      })) {
+  if (g.filter_affinity &&
+      !g.filter_requirements.Matches([&](const std::string& key) { return labels.Lookup(key); })) {
     return false;
   }
   return !g.filter_taints || NodeTaintsTolerated(g.filter_tolerations, taints);
@@ -298,7 +295,7 @@ bool Topology::Narrow(const PodView& view, const TopologyGroup& g, bool owned,
   return true;
 }
 
-bool Topology::Check(const PodView& view, const std::string& bin_name, const Labels* labels,
+bool Topology::Check(const PodView& view, const std::string& bin_name, const NodeLabels* labels,
                      const Requirements* claim, Choices* chosen, bool* permanent, std::string* why,
                      Memo* memo) const {
   std::vector<std::string_view> node_domains;
@@ -314,7 +311,7 @@ bool Topology::Check(const PodView& view, const std::string& bin_name, const Lab
         return !owned;
       }
       if (memo != nullptr && !IsHostname(g.key)) {
-        std::string_view domain = it->second;
+        std::string_view domain = it->second.str();
         for (const auto& [i, o, d, ok] : memo->verdicts) {
           if (i == index && o == owned && d == domain) return ok;
         }
@@ -324,7 +321,7 @@ bool Topology::Check(const PodView& view, const std::string& bin_name, const Lab
         if (!ok && g.key == label::kZone) memo->refused_zones.push_back(domain);
         return ok;
       }
-      node_domains.push_back(it->second);
+      node_domains.push_back(it->second.str());
     } else {
       // A planned claim may still use any domain both it and the pod allow.
       const ValueSet* theirs = claim != nullptr ? claim->Get(g.key) : nullptr;
@@ -402,7 +399,7 @@ void Topology::Apply(const Choices& chosen, Requirements& claim) const {
   }
 }
 
-void Topology::Record(const PodView& view, const std::string& bin_name, const Labels* labels,
+void Topology::Record(const PodView& view, const std::string& bin_name, const NodeLabels* labels,
                       const PoolTemplate* t, const Requirements* claim_reqs) {
   std::vector<std::string_view> domains;
   auto record = [&](std::size_t index, bool selected, bool owned) {
@@ -416,7 +413,7 @@ void Topology::Record(const PodView& view, const std::string& bin_name, const La
     if (IsHostname(g.key)) {
       domains.push_back(bin_name);
     } else if (labels != nullptr) {
-      if (auto it = labels->find(g.key); it != labels->end()) domains.push_back(it->second);
+      if (auto it = labels->find(g.key); it != labels->end()) domains.push_back(it->second.str());
     } else {
       const ValueSet* allowed = claim_reqs->Get(g.key);
       for (const auto& d : g.domains) {

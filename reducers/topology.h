@@ -40,7 +40,7 @@ class Topology {
     std::vector<std::tuple<std::size_t, bool, std::string_view, bool>> verdicts;
     std::vector<std::string_view> refused_zones;  // Zones some zone group refused.
   };
-  bool Check(const PodView& view, const std::string& bin_name, const Labels* labels,
+  bool Check(const PodView& view, const std::string& bin_name, const NodeLabels* labels,
              const Requirements* claim, Choices* chosen, bool* permanent = nullptr,
              std::string* why = nullptr, Memo* memo = nullptr) const;
   // For an existing node that Check refused: whether the refusal holds for the whole pass and
@@ -51,7 +51,7 @@ class Topology {
   bool Narrows(const Choices& chosen, const Requirements& claim) const;
   void Apply(const Choices& chosen, Requirements& claim) const;
   // Counts a placed pod in every group that selects it.
-  void Record(const PodView& view, const std::string& bin_name, const Labels* labels,
+  void Record(const PodView& view, const std::string& bin_name, const NodeLabels* labels,
               const PoolTemplate* t, const Requirements* claim_reqs);
 
   // The groups selecting `pod`, appended to `cache` for the groups made since it was last
@@ -77,7 +77,7 @@ class Topology {
   void Register(TopologyGroup& g);
   void CountExisting(TopologyGroup& g);
   bool Selects(const TopologyGroup& g, const Pod& pod) const;
-  bool NodeCounts(const TopologyGroup& g, const Labels& labels,
+  bool NodeCounts(const TopologyGroup& g, const NodeLabels& labels,
                   const std::vector<Taint>& taints) const;
   bool ClaimCounts(const TopologyGroup& g, const PoolTemplate& t, const Requirements& reqs) const;
   std::int32_t Count(const TopologyGroup& g, std::string_view domain) const;

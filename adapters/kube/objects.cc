@@ -719,7 +719,7 @@ Node ParseNode(const YAML::Node& object) {
   return Named("Node " + node.name, [&] {
     node.labels = ParseLabels(object["metadata"]["labels"], "metadata.labels");
     node.created = Created(object["metadata"]);
-    node.labels["kubernetes.io/hostname"] = node.name;
+    node.labels.Set(label::kHostname, node.name);
     if (const auto& notes = object["metadata"]["annotations"];
         notes && notes[label::kDoNotDisrupt]) {
       node.do_not_disrupt = Str(notes[label::kDoNotDisrupt],

@@ -701,7 +701,7 @@ void Metrics::ObserveNodes(const State& state) {
   for (const auto& [name, node] : state.nodes) {
     auto label = [&](const char* key) {
       auto it = node.labels.find(key);
-      return it == node.labels.end() ? std::string() : it->second;
+      return it == node.labels.end() ? std::string() : it->second.str();
     };
     const std::string values[] = {label(label::kNodePool),     label(label::kCapacityType),
                                   label(label::kInstanceType), label(label::kZone),

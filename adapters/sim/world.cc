@@ -98,14 +98,14 @@ json PodJson(const Pod& p) {
 }
 Pod PodFrom(const json& j) {
   Pod p;
-  p.ns = j.at("ns");
+  p.ns = j.at("ns").get<std::string>();
   p.name = j.at("name");
   p.uid = j.at("uid");
   p.requests = ResourcesFrom(j.at("requests"));
   p.node_name = j.at("node").get<std::string>();
   p.unschedulable = j.at("unschedulable");
   p.phase = PodPhaseFrom(j.at("phase"));
-  p.owner_kind = j.at("owner");
+  p.owner_kind = j.at("owner").get<std::string>();
   p.created = Nanos{j.at("created").get<std::int64_t>()};
   p.labels = j.at("labels").get<Labels>();
   PodConstraints constraints;
@@ -121,14 +121,14 @@ Pod PodFrom(const json& j) {
     constraints.topology_spread.push_back(ZoneSpread(skew, p.labels->at("app")));
   }
   p.constraints = std::move(constraints);
-  p.priority_class = j.at("priority");
+  p.priority_class = j.at("priority").get<std::string>();
   return p;
 }
 
 json NodeJson(const Node& n) {
   return {{"name", n.name},
           {"provider", n.provider_id},
-          {"labels", n.labels},
+          {"labels", n.labels.ToLabels()},
           {"taints", TaintsJson(n.taints)},
           {"ready", n.ready},
           {"allocatable", ResourcesJson(n.allocatable)},
@@ -252,10 +252,12 @@ bool World::Load() {
   for (const auto& i : j.at("instances")) instances_[i.at("id")] = InstanceFrom(i);
   client_tokens_ = j.at("tokens").get<std::map<std::string, std::string>>();
   nodeclaims_ = j.at("nodeclaims").get<std::map<std::string, std::string>>();
-  for (const auto& n : j.at("nodes")) nodes_[n.at("name")] = NodeFrom(n);
+  for (const auto& n : j.at("nodes")) {
+    node_parts_.Share(nodes_[n.at("name")] = NodeFrom(n), pod_parts_.node_names);
+  }
   for (const auto& p : j.at("pods")) {
     Pod pod = PodFrom(p);
-    pods_[PodKey(pod.ns, pod.name)] = pod;
+    pod_parts_.Share(pods_[PodKey(pod.ns, pod.name)] = pod);
     if (pod.node_name.empty()) unbound_.insert(PodKey(pod.ns, pod.name));
   }
   replicas_ = j.at("replicas").get<std::map<std::string, std::int64_t>>();
@@ -460,7 +462,9 @@ Pod World::NewPod(const WorkloadStep& step) {
 PodUpserted World::AddPending(Pod pod) {
   const std::string key = PodKey(pod.ns, pod.name);
   unbound_.insert(key);
-  return PodUpserted{pods_[key] = std::move(pod)};
+  Pod& slot = pods_[key] = std::move(pod);
+  pod_parts_.Share(slot);
+  return PodUpserted{slot};
 }
 
 Pod World::NewJobPod(const Job& job) {
@@ -794,23 +798,25 @@ Node World::NewNode(const SimInstance& instance) const {
   node.created = now_;
   node.ready = false;
   node.taints.push_back({label::kUnregisteredTaint, "", TaintEffect::kNoExecute});
+  Labels labels;
   for (const auto& original : nodepools_) {
     if (original.name != instance.nodepool) continue;
     NodePool pool = Pool(original);
-    node.labels = pool.labels;
+    labels = pool.labels;
     node.taints.insert(node.taints.end(), pool.taints.begin(), pool.taints.end());
     node.taints.insert(node.taints.end(), pool.startup_taints.begin(), pool.startup_taints.end());
   }
-  node.labels[label::kHostname] = node.name;
-  node.labels[label::kInstanceType] = instance.instance_type;
-  node.labels[label::kZone] = instance.zone;
-  node.labels[label::kCapacityType] = instance.capacity_type;
-  node.labels[label::kOs] = "linux";
+  labels[label::kHostname] = node.name;
+  labels[label::kInstanceType] = instance.instance_type;
+  labels[label::kZone] = instance.zone;
+  labels[label::kCapacityType] = instance.capacity_type;
+  labels[label::kOs] = "linux";
   for (const auto& type : catalog_) {
     if (type.name != instance.instance_type) continue;
-    node.labels[label::kArch] = type.arch;
+    labels[label::kArch] = type.arch;
     node.allocatable = MakeCatalogEntry(type, scenario_.settings).allocatable;
   }
+  node.labels = labels;
   return node;
 }
 
@@ -849,6 +855,7 @@ std::vector<Event> World::FireTimers() {
     if (timer.kind == Timer::Kind::kRegister) {
       Node node = NewNode(instance);
       instance.node_name = node.name;
+      node_parts_.Share(node, pod_parts_.node_names);
       nodes_[node.name] = node;
       events.push_back(NodeUpserted{node});
       AddTimer(now_ + scenario_.cloud.ready_delay, Timer{Timer::Kind::kReady, instance.id});
@@ -891,6 +898,7 @@ std::vector<Event> World::PlaceDaemonPods(const Node& node) {
     pod.constraints = Placement(d);
     pod.node_name = node.name;
     pod.phase = PodPhase::kRunning;
+    pod_parts_.Share(pod);
     pods_[PodKey(pod.ns, pod.name)] = pod;
     events.push_back(PodUpserted{pod});
   }
@@ -989,6 +997,7 @@ std::vector<Event> World::Schedule() {
       if (spread && !WithinSkew(*pod, *node, zones)) continue;
       unbound_.erase(PodKey(pod->ns, pod->name));
       pod->node_name = node->name;
+      pod_parts_.node_names.Intern(pod->node_name.SharedForInterning());
       pod->phase = PodPhase::kRunning;
       pod->unschedulable = false;
       Resources need = pod->requests;
@@ -1109,7 +1118,8 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
   }
   Node& node = it->second;
   room_may_have_changed_ = true;
-  for (const auto& [k, v] : patch.add_labels) node.labels[k] = v;
+  for (const auto& [k, v] : patch.add_labels) node.labels.Set(k, v);
+  node_parts_.Share(node, pod_parts_.node_names);
   std::erase_if(node.taints, [&](const Taint& t) {
     return std::find(patch.remove_taints.begin(), patch.remove_taints.end(), t.key) !=
            patch.remove_taints.end();

@@ -185,7 +185,11 @@ class World : public runtime::Executor {
   Nanos next_listing_{0};
   std::uint64_t next_message_ = 1;
   std::map<std::string, Node> nodes_;
-  std::map<std::string, Pod> pods_;               // By namespace/name.
+  std::map<std::string, Pod> pods_;  // By namespace/name.
+  // Pods' and nodes' repeated parts shared as the controller's State shares them, so thousands
+  // of simulated pods and nodes keep one copy of each. Not persisted: caches.
+  SharedPodParts pod_parts_;
+  SharedNodeParts node_parts_;
   std::map<std::string, std::int64_t> replicas_;  // Deployment -> desired.
   std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers_;
   // Not persisted (a loaded world starts with both set): kube-scheduler retries a pod it found

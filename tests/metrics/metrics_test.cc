@@ -149,7 +149,7 @@ TEST(Metrics, SeriesOfGoneNodesAreRemoved) {
   for (const char* name : {"a", "b"}) {
     Node node;
     node.name = name;
-    node.labels[label::kNodePool] = "pool";
+    node.labels.Set(label::kNodePool, "pool");
     node.allocatable.cpu = Millicores(2000);
     node.allocatable.pods = 110;
     state.nodes[name] = node;

@@ -467,6 +467,66 @@ TEST(Determinism, StateHashIsPinned) {
   EXPECT_EQ(StateHash(f.state), 2503463373434972391ull) << std::hex << StateHash(f.state);
 }
 
+// Nodes whose labels the State shares (SharedNodeParts) hash as they did when each node held
+// its own Labels map: the value below was computed by the code before NodeLabels, so recorded
+// snapshots still verify. Folding the nodes in (interned) or assigning them (separate copies)
+// gives the same hash, and the interned ones share one copy of each repeated text.
+TEST(Determinism, NodeLabelsHashAsALabelsMap) {
+  auto nodes = [] {
+    std::vector<Node> out;
+    for (const char* name : {"ip-10-0-0-1.ec2.internal", "ip-10-0-0-2.ec2.internal"}) {
+      Node n;
+      n.name = name;
+      n.provider_id = std::string("aws:///us-east-1a/") + name;
+      n.labels = {{label::kHostname, name},           {label::kZone, "us-east-1a"},
+                  {label::kInstanceType, "m5.large"}, {label::kCapacityType, "spot"},
+                  {label::kNodePool, "default"},      {"team", ""}};
+      n.ready = true;
+      out.push_back(n);
+    }
+    return out;
+  };
+  State separate;
+  for (const Node& n : nodes()) separate.nodes[n.name] = n;
+  EXPECT_EQ(StateHash(separate), 10478780098292822363ull) << StateHash(separate);
+
+  State shared;
+  for (const Node& n : nodes()) {
+    Output out = Step(shared, Seq{shared.last_seq.value + 1}, NodeUpserted{n});
+    EXPECT_TRUE(out.empty());
+  }
+  EXPECT_EQ(shared.nodes, separate.nodes);
+  State copies = shared;  // The same State, but with nodes that hold their own texts.
+  copies.nodes = separate.nodes;
+  EXPECT_EQ(StateHash(shared), StateHash(copies));
+  const Node& a = shared.nodes.at("ip-10-0-0-1.ec2.internal");
+  const Node& b = shared.nodes.at("ip-10-0-0-2.ec2.internal");
+  EXPECT_EQ(&a.labels.at(label::kZone), &b.labels.at(label::kZone)) << "one copy of the value";
+  EXPECT_EQ(&a.labels.find(label::kZone)->first.str(), &b.labels.find(label::kZone)->first.str());
+  EXPECT_NE(&a.labels.at(label::kHostname), &b.labels.at(label::kHostname));
+  EXPECT_EQ(a.labels.ToLabels(), nodes()[0].labels.ToLabels());
+}
+
+// NodeLabels reads as the Labels map it was made from: key order, lookups, replacement.
+TEST(NodeLabels, ReadsAsALabelsMap) {
+  Labels map = {{"b", "2"}, {"a", "1"}, {"c", ""}};
+  NodeLabels labels = map;
+  EXPECT_EQ(labels.size(), 3u);
+  EXPECT_EQ(labels.begin()->first, "a");
+  EXPECT_EQ(labels.at("b"), "2");
+  EXPECT_EQ(labels.Lookup("c"), std::optional<std::string_view>(""));
+  EXPECT_EQ(labels.Lookup("d"), std::nullopt);
+  EXPECT_FALSE(labels.contains("d"));
+  EXPECT_THROW(labels.at("d"), std::out_of_range);
+  labels.Set("d", "4");
+  labels.Set("a", "one");
+  map["d"] = "4";
+  map["a"] = "one";
+  EXPECT_EQ(labels.ToLabels(), map);
+  EXPECT_EQ(labels, NodeLabels(map));
+  EXPECT_FALSE(labels == NodeLabels(Labels{{"a", "one"}}));
+}
+
 // AWS allocatable for m5.large: 29 pods (3 ENIs x 9 + 2), 1930m CPU, memory after the VM
 // overhead (7.5%), kube-reserved (255 Mi + 11 Mi x 29) and the 100 Mi eviction threshold.
 TEST(Catalog, AllocatableFollowsAwsFormulas) {
