@@ -1,4 +1,6 @@
 // PodTable: the State's pods and the views kept beside them (core.h).
+#include <algorithm>
+
 #include "reducers/internal.h"
 
 namespace tenon {
@@ -66,7 +68,10 @@ void PodTable::Index(const value_type& entry) {
   const auto& [key, pod] = entry;
   if (!pod.node_name.empty()) {
     Bound& bound = by_node_[pod.node_name.str()];
-    bound.pods.emplace(key, &pod);
+    auto at =
+        std::lower_bound(bound.pods.begin(), bound.pods.end(), key,
+                         [](const auto& entry, std::string_view k) { return entry.first < k; });
+    bound.pods.emplace(at, key, &pod);
     if (core::IsActive(pod)) {
       bound.active = bound.active + Held(pod);
       if (PortsOrVolumes(pod)) bound.ports_or_volumes++;
@@ -81,7 +86,10 @@ void PodTable::Unindex(const value_type& entry) {
   if (!pod.node_name.empty()) {
     auto node = by_node_.find(pod.node_name.str());
     Bound& bound = node->second;
-    bound.pods.erase(key);
+    auto at =
+        std::lower_bound(bound.pods.begin(), bound.pods.end(), key,
+                         [](const auto& entry, std::string_view k) { return entry.first < k; });
+    if (at != bound.pods.end() && at->first == key) bound.pods.erase(at);
     if (core::IsActive(pod)) {
       bound.active = bound.active - Held(pod);
       if (PortsOrVolumes(pod)) bound.ports_or_volumes--;

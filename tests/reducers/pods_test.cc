@@ -17,7 +17,8 @@ Pod MakePod(const std::string& name, const std::string& node) {
   return pod;
 }
 
-std::vector<std::string> Keys(const PodTable::View& view) {
+template <class View>
+std::vector<std::string> Keys(const View& view) {
   std::vector<std::string> keys;
   for (const auto& [key, pod] : view) keys.emplace_back(key);
   return keys;
