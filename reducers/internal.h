@@ -41,6 +41,8 @@ inline std::string Join(const std::vector<std::string>& items, const char* sep =
 // Provisioning: runs one scheduling pass over the pending pods when the batch window closes.
 void MaybeProvision(State& state, Seq seq, Output& out);
 void NotePodForBatch(State& state, const Pod& pod);
+// Pods still pending are planned for again in the next batch (capacity or config changed).
+void ReconsiderPendingPods(State& state);
 bool IsProvisionable(const Pod& pod);
 // Names a planned claim and issues its CreateNodeClaim + LaunchInstances (provisioning and
 // disruption replacements alike); returns its record.

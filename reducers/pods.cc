@@ -62,16 +62,19 @@ bool PortsOrVolumes(const Pod& pod) {
   return !pod.constraints->host_ports.empty() || !pod.constraints->volume_claims.empty();
 }
 
+// Where `key` is, or goes, among a node's pods in key order.
+auto Slot(std::vector<std::pair<std::string_view, const Pod*>>& pods, std::string_view key) {
+  return std::lower_bound(pods.begin(), pods.end(), key,
+                          [](const auto& entry, std::string_view k) { return entry.first < k; });
+}
+
 }  // namespace
 
 void PodTable::Index(const value_type& entry) {
   const auto& [key, pod] = entry;
   if (!pod.node_name.empty()) {
     Bound& bound = by_node_[pod.node_name.str()];
-    auto at =
-        std::lower_bound(bound.pods.begin(), bound.pods.end(), key,
-                         [](const auto& entry, std::string_view k) { return entry.first < k; });
-    bound.pods.emplace(at, key, &pod);
+    bound.pods.emplace(Slot(bound.pods, key), key, &pod);
     if (core::IsActive(pod)) {
       bound.active = bound.active + Held(pod);
       if (PortsOrVolumes(pod)) bound.ports_or_volumes++;
@@ -86,9 +89,7 @@ void PodTable::Unindex(const value_type& entry) {
   if (!pod.node_name.empty()) {
     auto node = by_node_.find(pod.node_name.str());
     Bound& bound = node->second;
-    auto at =
-        std::lower_bound(bound.pods.begin(), bound.pods.end(), key,
-                         [](const auto& entry, std::string_view k) { return entry.first < k; });
+    auto at = Slot(bound.pods, key);
     if (at != bound.pods.end() && at->first == key) bound.pods.erase(at);
     if (core::IsActive(pod)) {
       bound.active = bound.active - Held(pod);

@@ -123,6 +123,11 @@ void NotePodForBatch(State& state, const Pod&) {
   state.batch.last_pod = state.now;
 }
 
+void ReconsiderPendingPods(State& state) {
+  const PodTable::View& pending = state.pods.Provisionable();
+  if (!pending.empty()) NotePodForBatch(state, *pending.begin()->second);
+}
+
 void MaybeProvision(State& state, Seq seq, Output& out) {
   if (!state.batch.open) return;
   bool idle = state.now - state.batch.last_pod >= state.settings.batch_idle;

@@ -64,13 +64,6 @@ bool ChangesCluster(const State& state, const Event& event) {
   return true;
 }
 
-// A NodePool, EC2NodeClass or the catalog changed: pods left pending (perhaps for want of
-// exactly this) are planned for again in the next batch.
-void ReconsiderPendingPods(State& state) {
-  const PodTable::View& pending = state.pods.Provisionable();
-  if (!pending.empty()) NotePodForBatch(state, *pending.begin()->second);
-}
-
 void OnPodUpserted(State& state, const Pod& pod) {
   const std::string key = PodKey(pod.ns, pod.name);
   static const Pod kAbsent;
@@ -117,6 +110,8 @@ Output Step(State& state, Seq seq, const Event& event) {
       Overloaded{
           [&](const Tick& e) { OnTick(state, seq, e, out); },
           [&](const ControllerStarted& e) { OnStarted(state, e); },
+          // A NodePool, EC2NodeClass or the catalog changed: pods left pending (perhaps for want
+          // of exactly this) are planned for again in the next batch.
           [&](const CatalogRefreshed& e) {
             OnCatalog(state, e);
             ReconsiderPendingPods(state);

@@ -201,8 +201,7 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
   Record(state, seq, claim, "Deleting", reason, out);
   if (requested_by_tenon) Issue(state, seq, DeleteNodeClaim{claim.name}, out);
   // Its pods are back in the market: the next batch plans for them.
-  const PodTable::View& pending = state.pods.Provisionable();
-  if (!pending.empty()) NotePodForBatch(state, *pending.begin()->second);
+  ReconsiderPendingPods(state);
 }
 
 void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,
