@@ -60,7 +60,7 @@ double Pass(State state, DisruptionDecision* decision) {
 
 std::size_t WithPods(const State& state, Simulation& sim, std::vector<std::string>* out) {
   for (const auto& [name, claim] : state.nodeclaims) {
-    if (!sim.PodsOf(name).empty()) out->push_back(name);
+    if (!sim.PodsOf(claim).empty()) out->push_back(name);
   }
   return out->size();
 }
@@ -70,7 +70,7 @@ double FreshSeconds(const State& state, Simulation& sim, const std::vector<std::
                     std::size_t n) {
   auto start = Clock::now();
   for (std::size_t i = 0; i < n && i < claims.size(); ++i) {
-    Schedule(state, sim.PodsOf(claims[i]), {claims[i]});
+    Schedule(state, sim.PodsOf(state.nodeclaims.at(claims[i])), {claims[i]});
   }
   return Since(start) / static_cast<double>(std::min(n, claims.size()));
 }
@@ -137,7 +137,7 @@ bool MultiNode(const std::vector<InstanceType>& types, std::size_t pods) {
       [&] {
         std::vector<const Pod*> all;
         for (const auto& c : hundred) {
-          auto mine = sim.PodsOf(c);
+          const auto& mine = sim.PodsOf(state.nodeclaims.at(c));
           all.insert(all.end(), mine.begin(), mine.end());
         }
         return all;

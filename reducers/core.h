@@ -170,6 +170,12 @@ class PodTable {
     std::vector<std::pair<std::string_view, const Pod*>> pods;
     Resources active;
     std::size_t ports_or_volumes = 0;
+    // Disruption's view, so a pass over every node reads no pod: the pods that would have to
+    // move if the node went (active, not DaemonSet or mirror pods) in key order, how many of
+    // them carry karpenter.sh/do-not-disrupt, and the sum of their eviction costs.
+    std::vector<const Pod*> reschedulable;
+    std::size_t do_not_disrupt = 0;
+    std::int64_t eviction_cost = 0;
   };
   // What is bound to `node` (nothing when none).
   const Bound& OnNode(std::string_view node) const;
@@ -183,6 +189,7 @@ class PodTable {
  private:
   void Index(const value_type& entry);
   void Unindex(const value_type& entry);
+  static void Recount(Bound& bound);
   Map pods_;
   std::map<std::string, Bound, std::less<>> by_node_;
   View provisionable_;
@@ -351,14 +358,13 @@ class Simulation {
 
   // The pods that would have to move: active, bound to the claim's node, not DaemonSet or
   // mirror pods.
-  std::vector<const Pod*> PodsOf(const std::string& nodeclaim);
+  const std::vector<const Pod*>& PodsOf(const NodeClaim& claim);
   // Reschedules the pods of `nodeclaims` onto the rest of the cluster and new claims.
   ScheduleResult Without(const std::vector<std::string>& nodeclaims);
 
  private:
   const State& state_;
-  std::map<const NodeClaim*, std::vector<const Pod*>> pods_of_;  // PodsOf's answers.
-  std::unique_ptr<SimulationImpl> impl_;                         // Built by the first Without.
+  std::unique_ptr<SimulationImpl> impl_;  // Built by the first Without.
 };
 
 inline constexpr const char* kAllocationSpot = "price-capacity-optimized";

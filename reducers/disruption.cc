@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <optional>
 #include <set>
+#include <span>
 
 #include "reducers/cron.h"
 #include "reducers/internal.h"
@@ -134,18 +136,17 @@ std::string PriceText(MicroUsdPerHour p) {
   return DollarsText(p) + "/h";
 }
 
-class DriftReference;
-
 // A node the method could disrupt: its claim, node, pool and the pods that would move.
 struct Candidate {
   const NodeClaim* claim = nullptr;
   const Node* node = nullptr;
   const NodePool* pool = nullptr;
-  std::vector<const Pod*> pods;
-  std::int64_t cost = 0;            // Karpenter's disruption cost: cheaper to disrupt goes first.
-  std::size_t record = 0;           // Its entry in Pass::candidates.
-  std::string why;                  // Drift and soft expiration: why it qualifies.
-  DriftReference* drift = nullptr;  // Drift: what the claim is compared with.
+  std::span<const Pod* const> pods;  // Its node's reschedulable pods (PodTable::Bound).
+  const PodTable::Bound* bound = nullptr;
+  std::int64_t cost = 0;   // Karpenter's disruption cost: cheaper to disrupt goes first.
+  std::size_t record = 0;  // Its entry in Pass::candidates.
+  std::string why;         // Drift and soft expiration: why it qualifies.
+  const std::string* drifted = nullptr;  // Why the claim has drifted, or empty.
 };
 
 // What drift compares each claim with, computed once per pass rather than once per claim: each
@@ -270,7 +271,7 @@ bool Protected(const State& state, const Pod& pod, std::string* until) {
 // or a pod, or a PodDisruptionBudget that would refuse an eviction.
 std::string GracefulBlocker(const State& state, const Candidate& c) {
   if (c.node->do_not_disrupt) return "node " + c.node->name + " has karpenter.sh/do-not-disrupt";
-  for (const Pod* pod : c.pods) {
+  for (const Pod* pod : c.bound->do_not_disrupt > 0 ? c.pods : std::span<const Pod* const>()) {
     std::string until;
     if (Protected(state, *pod, &until)) {
       return "pod " + PodKey(pod->ns, pod->name) + " has karpenter.sh/do-not-disrupt" + until;
@@ -296,34 +297,29 @@ std::string GracefulBlocker(const State& state, const Candidate& c) {
   return {};
 }
 
-// Karpenter's eviction cost of a pod, 1 + pod-deletion-cost / 2^27 + priority / 2^25 clamped
-// to [-10, 10], in integer units of 2^-27 (no floating point on a decision path).
-constexpr std::int64_t kCostUnit = std::int64_t{1} << 27;
-std::int64_t EvictionCost(const Pod& pod) {
-  std::int64_t cost = kCostUnit + pod.deletion_cost;
-  if (pod.priority) cost += std::int64_t{*pod.priority} * 4;  // 2^27 / 2^25
-  return std::clamp(cost, -10 * kCostUnit, 10 * kCostUnit);
-}
-
 // Karpenter's disruption cost: the pods' eviction costs, scaled by the share of the claim's
 // lifetime left.
 std::int64_t DisruptionCost(const State& state, const Candidate& c) {
-  std::int64_t pods = 0;
-  for (const Pod* pod : c.pods) pods += EvictionCost(*pod);
+  const std::int64_t pods = c.bound->eviction_cost;
   Nanos lifetime = c.pool->expire_after;
   if (lifetime.value <= 0) return pods;
   Nanos left = std::clamp(lifetime - (state.now - c.claim->created), Nanos{0}, lifetime);
   return static_cast<std::int64_t>(static_cast<__int128>(pods) * left.value / lifetime.value);
 }
 
-std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
+// Whether consolidateAfter has passed since the claim's last pod change (or initialization).
+bool Consolidatable(const State& state, const Candidate& c) {
+  if (c.pool->consolidate_after.value < 0) return false;
   Nanos since = std::max(c.claim->initialized, c.claim->last_pod_change);
+  return state.now - since >= c.pool->consolidate_after;
+}
+
+std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
+  if (Consolidatable(state, c)) return {};
   if (c.pool->consolidate_after.value < 0) return "consolidateAfter is Never";
-  if (state.now - since < c.pool->consolidate_after) {
-    return "not consolidatable until " + ClockUtc(since + c.pool->consolidate_after) +
-           " (consolidateAfter " + DurationText(c.pool->consolidate_after) + ")";
-  }
-  return {};
+  Nanos since = std::max(c.claim->initialized, c.claim->last_pod_change);
+  return "not consolidatable until " + ClockUtc(since + c.pool->consolidate_after) +
+         " (consolidateAfter " + DurationText(c.pool->consolidate_after) + ")";
 }
 
 // The method's own test of one claim: empty when it is a candidate, "-" when the method does
@@ -336,8 +332,9 @@ std::string MethodBlocker(const State& state, const std::string& method, Candida
   }
   if (method == kEmptiness) return c.pods.empty() ? ConsolidatableBlocker(state, c) : "-";
   if (method == kDrift) {
-    c.why = "drifted (" + Drifted(state, *c.claim, *c.pool, *c.drift, c.node) + ")";
-    return c.why == "drifted ()" ? "-" : "";
+    if (c.drifted->empty()) return "-";
+    c.why = "drifted (" + *c.drifted + ")";
+    return "";
   }
   if (method == kSoftExpiration) {
     Nanos after = c.pool->expire_after;
@@ -453,30 +450,77 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
   return plan;
 }
 
-// Every claim the method could look at, in disruption-cost order, each with its record.
-std::vector<Candidate> Gather(const State& state, Simulation& sim, const std::string& method,
-                              Pass& pass, const std::vector<std::string>* only) {
-  // Drift and expiration pick claims without looking at pods; a pass with nothing drifted or
-  // expired then never indexes the cluster's pods.
-  const bool by_pods = method == kEmptiness || IsConsolidation(method);
-  DriftReference drift;
-  std::vector<Candidate> out;
-  for (const auto& [name, claim] : state.nodeclaims) {
-    if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
+// A claim one disruption pass looks at (initialized, not deleting, with its NodePool and
+// Node) and what the pass reads of it, looked up once: by-name lookups in the state's trees
+// miss the cache at every step, and each method, the conditions and drift asked again.
+struct ClaimFacts {
+  NodeClaim* claim = nullptr;
+  const NodePool* pool = nullptr;
+  const Node* node = nullptr;
+  const PodTable::Bound* bound = nullptr;  // Its node's pods.
+  std::string drifted;                     // Why it has drifted (Drifted), or empty.
+};
+using Claims = std::vector<ClaimFacts>;
+
+// The state's nodes by a hash of their name, sorted, for the one lookup per claim below: a
+// binary search over a flat array, where the map's lookups walk a tree of large nodes and miss
+// the cache at every step. (No unordered container: the core iterates nothing in hash order.)
+class NodesByName {
+ public:
+  explicit NodesByName(const State& state) {
+    nodes_.reserve(state.nodes.size());
+    for (const auto& [name, node] : state.nodes) nodes_.emplace_back(Hash(name), &node);
+    std::sort(nodes_.begin(), nodes_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  const Node* Find(std::string_view name) const {
+    const std::uint64_t hash = Hash(name);
+    auto it = std::lower_bound(nodes_.begin(), nodes_.end(), hash,
+                               [](const auto& e, std::uint64_t h) { return e.first < h; });
+    for (; it != nodes_.end() && it->first == hash; ++it) {
+      if (it->second->name == name) return it->second;
+    }
+    return nullptr;
+  }
+
+ private:
+  static std::uint64_t Hash(std::string_view name) { return XXH3_64bits(name.data(), name.size()); }
+  std::vector<std::pair<std::uint64_t, const Node*>> nodes_;
+};
+
+Claims LookUpClaims(State& state) {
+  const NodesByName nodes(state);
+  DriftReference reference;
+  Claims out;
+  for (auto& [name, claim] : state.nodeclaims) {
+    if (claim.deleting || claim.phase != ClaimPhase::kInitialized) continue;
     auto pool = state.nodepools.find(claim.nodepool);
-    if (pool == state.nodepools.end() || claim.deleting) continue;
-    if (claim.phase != ClaimPhase::kInitialized || InReplacement(state, name)) continue;
-    auto node = state.nodes.find(claim.node_name);
-    if (node == state.nodes.end()) continue;
+    const Node* node = nodes.Find(claim.node_name);
+    if (pool == state.nodepools.end() || node == nullptr) continue;
+    out.push_back({&claim, &pool->second, node, &state.pods.OnNode(claim.node_name),
+                   Drifted(state, claim, pool->second, reference, node)});
+  }
+  return out;
+}
+
+// Every claim the method could look at, in disruption-cost order, each with its record.
+std::vector<Candidate> Gather(const State& state, const Claims& claims, const std::string& method,
+                              Pass& pass, const std::vector<std::string>* only) {
+  std::vector<Candidate> out;
+  for (const ClaimFacts& facts : claims) {
+    const NodeClaim& claim = *facts.claim;
+    const std::string& name = claim.name;
+    if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
+    if (InReplacement(state, name)) continue;
     Candidate c;
     c.claim = &claim;
-    c.node = &node->second;
-    c.pool = &pool->second;
-    if (method == kDrift) c.drift = &drift;
-    if (by_pods) c.pods = sim.PodsOf(name);
+    c.node = facts.node;
+    c.pool = facts.pool;
+    c.bound = facts.bound;
+    c.pods = c.bound->reschedulable;
+    c.drifted = &facts.drifted;
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;
-    if (!by_pods) c.pods = sim.PodsOf(name);
     if (blocker.empty() && claim.nominated_until > state.now) {
       blocker = "nominated for pending pods until " + ClockUtc(claim.nominated_until);
     }
@@ -625,7 +669,7 @@ struct Gathered {
   std::vector<Candidate> cands;
 };
 
-Pass Evaluate(const State& state, const std::string& method, Simulation& sim,
+Pass Evaluate(const State& state, const std::string& method, Simulation& sim, const Claims& claims,
               const std::vector<std::string>* only = nullptr, Gathered* consolidation = nullptr) {
   Pass pass;
   std::vector<Candidate> cands;
@@ -633,7 +677,7 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim,
     pass = consolidation->pass;
     cands = consolidation->cands;
   } else {
-    cands = Gather(state, sim, method, pass, only);
+    cands = Gather(state, claims, method, pass, only);
     if (consolidation != nullptr) *consolidation = {true, pass, cands};
   }
   if (cands.empty()) return pass;
@@ -752,14 +796,14 @@ void Expire(State& state, Seq seq, Output& out) {
   }
 }
 
-void Validate(State& state, Seq seq, Output& out) {
+void Validate(State& state, const Claims& looked_up, Seq seq, Output& out) {
   std::string method = state.pending_method;
   std::vector<std::string> claims = state.pending_nodeclaims;
   state.pending_method.clear();
   state.pending_nodeclaims.clear();
   state.last_disruption_digest = 0;
   Simulation sim(state);
-  Pass now = Evaluate(state, method, sim, &claims);
+  Pass now = Evaluate(state, method, sim, looked_up, &claims);
   std::string changed;
   for (const auto& name : claims) {
     if (std::find(now.selected.begin(), now.selected.end(), name) != now.selected.end()) continue;
@@ -882,28 +926,27 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
 
 // NodeClaim conditions Consolidatable (consolidateAfter has passed since the last pod change)
 // and Drifted, published when they change, as Karpenter's status controllers do.
-void PublishConditions(State& state, Seq seq, Output& out) {
-  DriftReference reference;
-  for (auto& [name, claim] : state.nodeclaims) {
-    auto pool = state.nodepools.find(claim.nodepool);
-    auto node = state.nodes.find(claim.node_name);
-    if (pool == state.nodepools.end() || node == state.nodes.end() || claim.deleting) continue;
-    if (claim.phase != ClaimPhase::kInitialized) continue;
+void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out) {
+  for (const ClaimFacts& facts : claims) {
+    NodeClaim& claim = *facts.claim;
     Candidate c;
     c.claim = &claim;
-    c.node = &node->second;
-    c.pool = &pool->second;
-    std::string waiting = ConsolidatableBlocker(state, c);
-    std::string drift = Drifted(state, claim, pool->second, reference, &node->second);
-    std::pair<const char*, std::pair<bool, std::string>> conditions[] = {
-        {"Consolidatable", {waiting.empty(), waiting.empty() ? "Consolidatable" : waiting}},
-        {"Drifted", {!drift.empty(), drift.empty() ? "NotDrifted" : drift}}};
+    c.node = facts.node;
+    c.pool = facts.pool;
+    const bool consolidatable = Consolidatable(state, c);
+    const std::string& drift = facts.drifted;
+    const std::pair<const char*, bool> conditions[] = {{"Consolidatable", consolidatable},
+                                                       {"Drifted", !drift.empty()}};
     for (const auto& [type, value] : conditions) {
-      auto [it, fresh] = claim.disruption_conditions.try_emplace(type, value.first ? 1 : 0);
-      if (!fresh && it->second == (value.first ? 1 : 0)) continue;
-      it->second = value.first ? 1 : 0;
+      auto [it, fresh] = claim.disruption_conditions.try_emplace(type, value ? 1 : 0);
+      if (!fresh && it->second == (value ? 1 : 0)) continue;
+      it->second = value ? 1 : 0;
+      // The message is written only when the condition changes.
+      std::string message = type == std::string_view("Drifted")
+                                ? (value ? drift : "NotDrifted")
+                                : (value ? "Consolidatable" : ConsolidatableBlocker(state, c));
       Issue(state, seq,
-            PatchNodeClaimStatus{name, type, value.first, value.second, claim.provider_id,
+            PatchNodeClaimStatus{claim.name, type, value, std::move(message), claim.provider_id,
                                  claim.node_name},
             out);
     }
@@ -918,15 +961,17 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
   AdvanceReplacements(state, seq, out);
   const bool due = state.last_disruption_pass.value == 0 ||
                    state.now - state.last_disruption_pass >= kDisruptionPassInterval;
+  Claims claims;
   if (due) {
     state.last_disruption_pass = state.now;
-    PublishConditions(state, seq, out);
+    claims = LookUpClaims(state);
+    PublishConditions(state, claims, seq, out);
   }
   // Whatever this tick has done so far (expiry, replacements, conditions) is a change.
   if (out.size() != before) ++state.cluster_generation;
   if (!due) return;
   if (!state.pending_method.empty()) {
-    if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, seq, out);
+    if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, claims, seq, out);
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
   // Karpenter's consolidation state: consolidation that found nothing is not recomputed until
@@ -941,8 +986,8 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
   for (const char* method : {kEmptiness, kSoftExpiration, kDrift, kMultiNode, kSingleNode}) {
     if (method == std::string(kSoftExpiration) && !state.settings.soft_expiration) continue;
     if (consolidated && (IsConsolidation(method) || method == std::string(kEmptiness))) continue;
-    Pass pass =
-        Evaluate(state, method, sim, nullptr, IsConsolidation(method) ? &consolidation : nullptr);
+    Pass pass = Evaluate(state, method, sim, claims, nullptr,
+                         IsConsolidation(method) ? &consolidation : nullptr);
     if (!pass.selected.empty()) {
       state.pending_method = method;
       state.pending_nodeclaims = pass.selected;

@@ -1,6 +1,7 @@
 // Private to reducers/: the pieces Step is made of. Not included outside this folder.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -26,6 +27,15 @@ inline bool IsReschedulable(const Pod& pod) {
 inline bool DoNotDisrupt(const Pod& pod, Nanos now) {
   if (!pod.do_not_disrupt) return false;
   return pod.do_not_disrupt_for.value <= 0 || now < pod.created + pod.do_not_disrupt_for;
+}
+
+// Karpenter's eviction cost of a pod, 1 + pod-deletion-cost / 2^27 + priority / 2^25 clamped
+// to [-10, 10], in integer units of 2^-27 (no floating point on a decision path).
+inline constexpr std::int64_t kCostUnit = std::int64_t{1} << 27;
+inline std::int64_t EvictionCost(const Pod& pod) {
+  std::int64_t cost = kCostUnit + pod.deletion_cost;
+  if (pod.priority) cost += std::int64_t{*pod.priority} * 4;  // 2^27 / 2^25
+  return std::clamp(cost, -10 * kCostUnit, 10 * kCostUnit);
 }
 
 // Command and decision construction with the state's deterministic counters.

@@ -79,6 +79,7 @@ void PodTable::Index(const value_type& entry) {
       bound.active = bound.active + Held(pod);
       if (PortsOrVolumes(pod)) bound.ports_or_volumes++;
     }
+    Recount(bound);
     if (!pod.constraints->pod_anti_affinity_required.empty()) anti_affinity_.emplace(key, &pod);
   }
   if (core::IsProvisionable(pod)) provisionable_.emplace(key, &pod);
@@ -95,10 +96,27 @@ void PodTable::Unindex(const value_type& entry) {
       bound.active = bound.active - Held(pod);
       if (PortsOrVolumes(pod)) bound.ports_or_volumes--;
     }
-    if (bound.pods.empty()) by_node_.erase(node);
+    if (bound.pods.empty()) {
+      by_node_.erase(node);
+    } else {
+      Recount(bound);
+    }
     anti_affinity_.erase(key);
   }
   provisionable_.erase(key);
+}
+
+// Tens of pods at most: recounted whole rather than kept in key order piece by piece.
+void PodTable::Recount(Bound& bound) {
+  bound.reschedulable.clear();
+  bound.do_not_disrupt = 0;
+  bound.eviction_cost = 0;
+  for (const auto& [key, pod] : bound.pods) {
+    if (!core::IsReschedulable(*pod)) continue;
+    bound.reschedulable.push_back(pod);
+    if (pod->do_not_disrupt) bound.do_not_disrupt++;
+    bound.eviction_cost += core::EvictionCost(*pod);
+  }
 }
 
 }  // namespace tenon

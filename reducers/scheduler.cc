@@ -10,6 +10,7 @@
 #include <deque>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include "reducers/launch.h"
 #include "reducers/scheduling.h"
@@ -73,7 +74,7 @@ class Pass {
         excluded_nodes_(NodesOf(state, excluded)),
         templates_(BuildTemplates(state)),
         topology_(state, templates_, excluded_nodes_) {
-    std::map<std::string, std::vector<Resources>> per_nodeclass;
+    AllocatableCache per_nodeclass;
     for (PoolTemplate& t : templates_) FillTypes(state, t, per_nodeclass);
     BuildExistingBins();
     topology_.AddExistingAntiAffinity();
@@ -175,6 +176,23 @@ class Pass {
   // anti-affinity count, which no later placement or trial can undo.
   std::vector<std::vector<bool>> refused_existing_;
   Topology::Memo memo_;
+  // Views as MakeView first builds them, for pods without volume claims: such a view depends
+  // only on the pod's namespace, constraints and labels (its requests, name and stamp are set
+  // per pod), which the pods of one template share. Keyed by those three, by address: the
+  // state, and so every address, is unchanged while the pass lives.
+  std::map<std::tuple<const void*, const void*, const void*>, PodView> base_views_;
+  // ChooseLaunch's answers: what a planned claim launches depends on its pool, types and
+  // requirements, not its pods, and consolidation's trials plan the same few claims over and
+  // over. A short list, searched in order.
+  struct Launched {
+    std::size_t pool = 0;
+    TypeMask types;
+    Requirements requirements;
+    PlannedClaim claim;
+  };
+  static constexpr std::size_t kLaunchesKept = 32;
+  std::vector<Launched> launches_;
+  PlannedClaim Launch(const Bin& bin);
   // [shape]: the topology groups selecting the shape's pods, and how many groups were seen.
   std::deque<std::pair<std::vector<std::size_t>, std::size_t>> selecting_;
 };
@@ -306,6 +324,21 @@ void Pass::RefreshBlock(std::size_t block) {
 }
 
 PodView Pass::MakeView(const Pod& pod) {
+  const bool shared = pod.constraints->volume_claims.empty();
+  const auto base = std::make_tuple(static_cast<const void*>(&pod.ns.str()),
+                                    static_cast<const void*>(&*pod.constraints),
+                                    static_cast<const void*>(&*pod.labels));
+  if (shared) {
+    if (auto it = base_views_.find(base); it != base_views_.end()) {
+      PodView v = it->second;
+      v.pod = &pod;
+      v.key = PodKey(pod.ns, pod.name);
+      v.need = pod.requests;
+      v.need.pods = 1;
+      v.stamp = ++stamps_;
+      return v;
+    }
+  }
   PodView v;
   v.pod = &pod;
   v.key = PodKey(pod.ns, pod.name);
@@ -356,6 +389,7 @@ PodView Pass::MakeView(const Pod& pod) {
     if (soft && state_.settings.ignore_preferences) v.spread_dropped[i] = true;
   }
   Refresh(v);
+  if (shared) base_views_.emplace(base, v);
   return v;
 }
 
@@ -774,11 +808,24 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
     }
     result.pods.push_back(std::move(outcome));
   }
-  for (const Bin& bin : planned_) {
-    PoolTemplate& t = templates_[bin.pool];
-    result.claims.push_back(ChooseLaunch(t, bin));
-  }
+  for (const Bin& bin : planned_) result.claims.push_back(Launch(bin));
   return result;
+}
+
+PlannedClaim Pass::Launch(const Bin& bin) {
+  for (const Launched& l : launches_) {
+    if (l.pool != bin.pool || l.types != bin.types || l.requirements != bin.requirements) continue;
+    PlannedClaim claim = l.claim;
+    claim.pods = bin.pods;
+    claim.requests = bin.requests;
+    return claim;
+  }
+  PlannedClaim claim = ChooseLaunch(templates_[bin.pool], bin);
+  if (launches_.size() < kLaunchesKept) {
+    launches_.push_back({bin.pool, bin.types, bin.requirements, claim});
+    launches_.back().claim.pods.clear();
+  }
+  return claim;
 }
 
 void Pass::Save(const Bin& bin) {
@@ -808,10 +855,11 @@ void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<c
     gone_.push_back(it->second);
   }
   std::size_t unbound = 0;
-  for (const Pod* pod : pods) {
-    auto node = state_.nodes.find(pod->node_name);
-    if (node == state_.nodes.end()) continue;
-    topology_.Unbind(*pod, node->second);
+  for (const Pod* pod : pods) {  // Each is bound to one of `nodes`.
+    auto node = std::find_if(nodes.begin(), nodes.end(),
+                             [&](const Node* n) { return n->name == pod->node_name.str(); });
+    if (node == nodes.end()) continue;
+    topology_.Unbind(*pod, **node);
     ++unbound;
   }
   assert(unbound <= pods.size());
@@ -913,16 +961,8 @@ Simulation::Simulation(const State& state) : state_(state) {}
 
 Simulation::~Simulation() = default;
 
-std::vector<const Pod*> Simulation::PodsOf(const std::string& nodeclaim) {
-  auto claim = state_.nodeclaims.find(nodeclaim);
-  if (claim == state_.nodeclaims.end() || claim->second.node_name.empty()) return {};
-  auto [memo, fresh] = pods_of_.try_emplace(&claim->second);
-  if (fresh) {
-    for (const auto& [key, pod] : state_.pods.OnNode(claim->second.node_name).pods) {
-      if (core::IsReschedulable(*pod)) memo->second.push_back(pod);
-    }
-  }
-  return memo->second;
+const std::vector<const Pod*>& Simulation::PodsOf(const NodeClaim& claim) {
+  return state_.pods.OnNode(claim.node_name).reschedulable;
 }
 
 ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
@@ -934,7 +974,7 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
     if (auto node = state_.nodes.find(claim->second.node_name); node != state_.nodes.end()) {
       nodes.push_back(&node->second);
     }
-    std::vector<const Pod*> mine = PodsOf(name);
+    const std::vector<const Pod*>& mine = PodsOf(claim->second);
     pods.insert(pods.end(), mine.begin(), mine.end());
   }
   std::sort(pods.begin(), pods.end(), core::SortsBefore);

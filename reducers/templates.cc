@@ -151,13 +151,23 @@ bool IsTypeKey(const std::string& key) {
          key.starts_with("karpenter.k8s.aws/instance-");
 }
 
-bool TypeAllows(const PoolTemplate& t, const TypeRow& row, const Requirements& reqs) {
-  const ValueSet* zone = reqs.Get(label::kZone);
-  const ValueSet* capacity = reqs.Get(label::kCapacityType);
+namespace {
+
+// TypeAllows' first half: the requirements on the labels an instance type determines.
+bool TypeLabelsAllow(const PoolTemplate& t, const TypeRow& row, const Requirements& reqs) {
   for (const auto& [key, set] : reqs.sets()) {
     if (!IsTypeKey(key)) continue;
     if (!set.Allows(TypeLabel(t, row, key))) return false;
   }
+  return true;
+}
+
+}  // namespace
+
+bool TypeAllows(const PoolTemplate& t, const TypeRow& row, const Requirements& reqs) {
+  const ValueSet* zone = reqs.Get(label::kZone);
+  const ValueSet* capacity = reqs.Get(label::kCapacityType);
+  if (!TypeLabelsAllow(t, row, reqs)) return false;
   return std::any_of(row.offerings.begin(), row.offerings.end(), [&](const Offering* o) {
     return (!zone || zone->Has(o->zone)) && (!capacity || capacity->Has(o->capacity_type));
   });
@@ -267,28 +277,30 @@ void BuildThresholds(PoolTemplate& t) {
 
 }  // namespace
 
-void FillTypes(const State& state, PoolTemplate& t,
-               std::map<std::string, std::vector<Resources>>& per_nodeclass) {
+void FillTypes(const State& state, PoolTemplate& t, AllocatableCache& per_nodeclass) {
   if (t.nodeclass == nullptr) {
     t.all = TypeMask(0);
     return;
   }
-  // Allocatable depends on the NodeClass kubelet settings; compute it once per NodeClass, in
-  // the catalog's order. The type and its labels are the catalog's own.
+  // Allocatable depends on the NodeClass kubelet settings; computed once per NodeClass and
+  // type. The type and its labels are the catalog's own.
   auto [it, inserted] = per_nodeclass.try_emplace(t.nodeclass->name);
-  if (inserted) {
-    it->second.reserve(state.catalog.size());
-    for (const auto& [name, entry] : state.catalog) {
-      it->second.push_back(Allocatable(entry.type, state.settings, t.nodeclass));
-    }
-  }
+  if (inserted) it->second.resize(state.catalog.size());
   std::size_t index = 0;
   for (const auto& [name, entry] : state.catalog) {
-    TypeRow row{&entry, it->second[index++], {}, {}, {}, IsExotic(entry)};
+    std::optional<Resources>& allocatable = it->second[index++];
+    TypeRow row;
+    row.entry = &entry;
+    // The labels first: a pool that names a few types turns the rest of the catalog away
+    // before its offerings are looked at.
+    if (!TypeLabelsAllow(t, row, t.requirements)) continue;
     for (const auto& o : entry.type.offerings) {
       if (OfferingUsable(state, entry.type, o)) row.offerings.push_back(&o);
     }
     if (row.offerings.empty() || !TypeAllows(t, row, t.requirements)) continue;
+    if (!allocatable) allocatable = Allocatable(entry.type, state.settings, t.nodeclass);
+    row.allocatable = *allocatable;
+    row.exotic = IsExotic(entry);
     t.types.push_back(std::move(row));
   }
   IndexOffers(t);

@@ -15,9 +15,9 @@ namespace tenon::core {
 std::vector<PoolTemplate> BuildTemplates(const State& state);
 // Fills a template's instance types, DaemonSet overhead and remaining limits.
 // `per_nodeclass` caches the catalog's allocatable recomputed for each NodeClass's kubelet
-// settings.
-void FillTypes(const State& state, PoolTemplate& t,
-               std::map<std::string, std::vector<Resources>>& per_nodeclass);
+// settings (by catalog position; computed for the types some pool allows).
+using AllocatableCache = std::map<std::string, std::vector<std::optional<Resources>>>;
+void FillTypes(const State& state, PoolTemplate& t, AllocatableCache& per_nodeclass);
 
 // Keys an instance type determines (instance-type, arch, os, karpenter.k8s.aws/instance-*).
 bool IsTypeKey(const std::string& key);

@@ -19,7 +19,7 @@ std::vector<std::string> Claims(const State& state) {
 ScheduleResult Fresh(const State& state, Simulation& sim, const std::vector<std::string>& claims) {
   std::vector<const Pod*> pods;
   for (const auto& name : claims) {
-    auto mine = sim.PodsOf(name);
+    const auto& mine = sim.PodsOf(state.nodeclaims.at(name));
     pods.insert(pods.end(), mine.begin(), mine.end());
   }
   return Schedule(state, pods, std::set<std::string>(claims.begin(), claims.end()));
