@@ -110,5 +110,39 @@ TEST(PodTable, CopyIndexesItsOwnPods) {
   EXPECT_EQ(copy, assigned);
 }
 
+// Disruption's view of a node: the pods that would move (not DaemonSet pods, not finished
+// ones) in key order, how many carry do-not-disrupt, the sum of their eviction costs.
+TEST(PodTable, NodeKeepsWhatDisruptionReads) {
+  PodTable pods;
+  Pod daemon = MakePod("d", "n1");
+  daemon.owner_kind = "DaemonSet";
+  Pod b = MakePod("b", "n1");
+  b.deletion_cost = 1000;
+  Pod a = MakePod("a", "n1");
+  a.do_not_disrupt = true;
+  a.priority = 10;
+  pods.Upsert("default/d", daemon);
+  pods.Upsert("default/b", b);
+  pods.Upsert("default/a", a);
+  const PodTable::Bound& n1 = pods.OnNode("n1");
+  ASSERT_EQ(n1.reschedulable.size(), 2u);
+  EXPECT_EQ(n1.reschedulable[0], &pods.at("default/a"));
+  EXPECT_EQ(n1.reschedulable[1], &pods.at("default/b"));
+  EXPECT_EQ(n1.do_not_disrupt, 1u);
+  constexpr std::int64_t kUnit = std::int64_t{1} << 27;
+  EXPECT_EQ(n1.eviction_cost, (kUnit + 40) + (kUnit + 1000));
+
+  a.phase = PodPhase::kSucceeded;  // Finished: nothing to move, nothing protected.
+  pods.Upsert("default/a", a);
+  ASSERT_EQ(pods.OnNode("n1").reschedulable.size(), 1u);
+  EXPECT_EQ(pods.OnNode("n1").reschedulable[0], &pods.at("default/b"));
+  EXPECT_EQ(pods.OnNode("n1").do_not_disrupt, 0u);
+  EXPECT_EQ(pods.OnNode("n1").eviction_cost, kUnit + 1000);
+
+  pods.Erase(pods.find("default/b"));
+  EXPECT_TRUE(pods.OnNode("n1").reschedulable.empty());
+  EXPECT_EQ(pods.OnNode("n1").eviction_cost, 0);
+}
+
 }  // namespace
 }  // namespace tenon
