@@ -179,6 +179,9 @@ class PodTable {
   };
   // What is bound to `node` (nothing when none).
   const Bound& OnNode(std::string_view node) const;
+  // Every node with pods bound to it, in name order (for a pass over all nodes: one walk
+  // instead of a lookup per node).
+  const std::map<std::string, Bound, std::less<>>& Nodes() const { return by_node_; }
   // The pods the next provisioning pass plans for.
   const View& Provisionable() const { return provisionable_; }
   // Bound pods with at least one required pod anti-affinity term.

@@ -151,7 +151,7 @@ struct Candidate {
 
 // What drift compares each claim with, computed once per pass rather than once per claim: each
 // NodePool's template hash and requirements (one Requirements per entry), each EC2NodeClass's
-// hash.
+// hash, each instance type's catalog entry (the claims name a few types of a large catalog).
 class DriftReference {
  public:
   struct Pool {
@@ -171,8 +171,17 @@ class DriftReference {
     if (fresh) it->second = NodeClassHash(nodeclass);
     return it->second;
   }
+  const CatalogEntry* Type(const State& state, const std::string& name) {
+    auto [it, fresh] = types_.try_emplace(name, nullptr);
+    if (fresh) {
+      auto entry = state.catalog.find(name);
+      if (entry != state.catalog.end()) it->second = &entry->second;
+    }
+    return it->second;
+  }
 
  private:
+  std::map<std::string, const CatalogEntry*, std::less<>> types_;
   std::map<const NodePool*, Pool> pools_;
   std::map<const NodeClass*, std::uint64_t> classes_;
 };
@@ -216,13 +225,11 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
   if (claim.nodepool_hash != 0 && claim.nodepool_hash != now.hash) {
     return "NodePool " + pool.name + " template changed (labels, taints or nodeClassRef)";
   }
-  if (auto nc = state.nodeclasses.find(claim.nodeclass);
-      nc != state.nodeclasses.end() && claim.nodeclass_hash != 0 &&
-      claim.nodeclass_hash != reference.Of(nc->second)) {
-    return "EC2NodeClass " + claim.nodeclass + " changed";
-  }
   if (auto nc = state.nodeclasses.find(claim.nodeclass); nc != state.nodeclasses.end()) {
     const NodeClass& c = nc->second;
+    if (claim.nodeclass_hash != 0 && claim.nodeclass_hash != reference.Of(c)) {
+      return "EC2NodeClass " + claim.nodeclass + " changed";
+    }
     auto has = [](const std::vector<std::string>& ids, const std::string& id) {
       return std::find(ids.begin(), ids.end(), id) != ids.end();
     };
@@ -244,11 +251,10 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
              "'s [" + Join(sorted_now) + "]";
     }
   }
-  if (!claim.instance_type.empty() && !state.catalog.contains(claim.instance_type)) {
+  const CatalogEntry* type = reference.Type(state, claim.instance_type);
+  if (!claim.instance_type.empty() && type == nullptr) {
     return "instance type " + claim.instance_type + " is no longer offered";
   }
-  auto entry = state.catalog.find(claim.instance_type);
-  const CatalogEntry* type = entry == state.catalog.end() ? nullptr : &entry->second;
   for (const Requirements& one : now.requirements) {
     bool ok =
         one.Matches([&](const std::string& key) { return ClaimLabel(claim, node, type, key); });
@@ -381,8 +387,8 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
       return plan;
     }
   }
-  std::string moves = MovesText(result);
   if (result.claims.empty()) {
+    std::string moves = MovesText(result);
     plan.text =
         "delete, saving " + PriceText(total) + (moves.empty() ? "" : "; its pods move: ") + moves;
     return plan;
@@ -390,7 +396,7 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
   if (method == kDrift || method == kSoftExpiration) {
     plan.replacements = std::move(result.claims);
     plan.text = "replace with " + std::to_string(plan.replacements.size()) +
-                " new node(s) first; its pods move: " + moves;
+                " new node(s) first; its pods move: " + MovesText(result);
     return plan;
   }
   if (result.claims.size() > 1) {
@@ -445,7 +451,7 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
               replacement.offerings.front().instance_type + " from " +
               PriceText(replacement.offerings.front().price) + ", " + std::to_string(types.size()) +
               " types), saving at least " + PriceText(total - dearest) +
-              "; its pods move: " + moves;
+              "; its pods move: " + MovesText(result);
   plan.replacements.push_back(std::move(replacement));
   return plan;
 }
@@ -462,43 +468,56 @@ struct ClaimFacts {
 };
 using Claims = std::vector<ClaimFacts>;
 
-// The state's nodes by a hash of their name, sorted, for the one lookup per claim below: a
-// binary search over a flat array, where the map's lookups walk a tree of large nodes and miss
-// the cache at every step. (No unordered container: the core iterates nothing in hash order.)
-class NodesByName {
+// The state's nodes with their bound pods, by a hash of their name, sorted: one lookup per
+// claim is a binary search over a flat array, where the maps' lookups walk trees of large nodes
+// and miss the cache at every step. Built by walking the two name-ordered maps side by side.
+// (No unordered container: the core iterates nothing in hash order.)
+class NodeIndex {
  public:
-  explicit NodesByName(const State& state) {
-    nodes_.reserve(state.nodes.size());
-    for (const auto& [name, node] : state.nodes) nodes_.emplace_back(Hash(name), &node);
-    std::sort(nodes_.begin(), nodes_.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
+  struct Entry {
+    std::uint64_t hash = 0;
+    const Node* node = nullptr;
+    const PodTable::Bound* bound = nullptr;
+  };
+  explicit NodeIndex(const State& state) {
+    const auto& bound = state.pods.Nodes();
+    const PodTable::Bound& none = state.pods.OnNode({});
+    auto b = bound.begin();
+    entries_.reserve(state.nodes.size());
+    for (const auto& [name, node] : state.nodes) {
+      while (b != bound.end() && b->first < name) ++b;
+      const bool has = b != bound.end() && b->first == name;
+      entries_.push_back({Hash(name), &node, has ? &b->second : &none});
+    }
+    std::sort(entries_.begin(), entries_.end(),
+              [](const Entry& x, const Entry& y) { return x.hash < y.hash; });
   }
-  const Node* Find(std::string_view name) const {
+  const Entry* Find(std::string_view name) const {
     const std::uint64_t hash = Hash(name);
-    auto it = std::lower_bound(nodes_.begin(), nodes_.end(), hash,
-                               [](const auto& e, std::uint64_t h) { return e.first < h; });
-    for (; it != nodes_.end() && it->first == hash; ++it) {
-      if (it->second->name == name) return it->second;
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), hash,
+                               [](const Entry& e, std::uint64_t h) { return e.hash < h; });
+    for (; it != entries_.end() && it->hash == hash; ++it) {
+      if (it->node->name == name) return &*it;
     }
     return nullptr;
   }
 
  private:
   static std::uint64_t Hash(std::string_view name) { return XXH3_64bits(name.data(), name.size()); }
-  std::vector<std::pair<std::uint64_t, const Node*>> nodes_;
+  std::vector<Entry> entries_;
 };
 
 Claims LookUpClaims(State& state) {
-  const NodesByName nodes(state);
+  const NodeIndex nodes(state);
   DriftReference reference;
   Claims out;
   for (auto& [name, claim] : state.nodeclaims) {
     if (claim.deleting || claim.phase != ClaimPhase::kInitialized) continue;
     auto pool = state.nodepools.find(claim.nodepool);
-    const Node* node = nodes.Find(claim.node_name);
+    const NodeIndex::Entry* node = nodes.Find(claim.node_name);
     if (pool == state.nodepools.end() || node == nullptr) continue;
-    out.push_back({&claim, &pool->second, node, &state.pods.OnNode(claim.node_name),
-                   Drifted(state, claim, pool->second, reference, node)});
+    out.push_back({&claim, &pool->second, node->node, node->bound,
+                   Drifted(state, claim, pool->second, reference, node->node)});
   }
   return out;
 }

@@ -288,9 +288,15 @@ void Pass::BuildExistingBins() {
     if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end())
       bin.zone = zone->second;
   }
+  // The bound pods of each bin, walking the two name-ordered maps side by side rather than
+  // looking each name up.
+  const auto& nodes_with_pods = state_.pods.Nodes();
+  auto with_pods = nodes_with_pods.begin();
   for (const auto& [name, index] : by_name) {
     Bin& bin = existing_[index];
-    const PodTable::Bound& bound = state_.pods.OnNode(name);
+    while (with_pods != nodes_with_pods.end() && with_pods->first < name) ++with_pods;
+    if (with_pods == nodes_with_pods.end() || with_pods->first != name) continue;
+    const PodTable::Bound& bound = with_pods->second;
     if (bound.active.pods > 0) bin.remaining = bin.remaining - bound.active;
     if (bound.ports_or_volumes == 0) continue;
     for (const auto& [key, pod] : bound.pods) {
@@ -663,7 +669,7 @@ bool Pass::TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch) {
 }
 
 void Pass::Commit(PodView& v, Bin& bin) {
-  bin.pods.push_back(v.key);
+  if (bin.planned) bin.pods.push_back(v.key);  // Only a planned claim lists its pods.
   for (const auto& p : v.pod->constraints->host_ports) bin.host_ports.push_back(p);
   for (const auto& [driver, ids] : v.volumes) bin.volumes[driver].insert(ids.begin(), ids.end());
   v.target = bin.name;
@@ -797,10 +803,10 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
   ScheduleResult result;
   for (std::size_t i = 0; i < views.size(); ++i) {
     PodView& v = views[i];
-    PodOutcome outcome{v.key, {}, {}, v.relaxed};
+    PodOutcome outcome{std::move(v.key), {}, {}, std::move(v.relaxed)};
     if (!v.target.empty()) {
-      outcome.target = v.target;
-      bool planned = v.target[0] == '#';
+      outcome.target = std::move(v.target);
+      bool planned = outcome.target[0] == '#';
       outcome.reason = planned ? "new nodeclaim" : "fits existing capacity";
       if (!planned) result.existing_placements++;
     } else {

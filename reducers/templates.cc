@@ -282,26 +282,37 @@ void FillTypes(const State& state, PoolTemplate& t, AllocatableCache& per_nodecl
     t.all = TypeMask(0);
     return;
   }
-  // Allocatable depends on the NodeClass kubelet settings; computed once per NodeClass and
-  // type. The type and its labels are the catalog's own.
-  auto [it, inserted] = per_nodeclass.try_emplace(t.nodeclass->name);
-  if (inserted) it->second.resize(state.catalog.size());
-  std::size_t index = 0;
-  for (const auto& [name, entry] : state.catalog) {
-    std::optional<Resources>& allocatable = it->second[index++];
+  auto consider = [&](const CatalogEntry& entry) {
     TypeRow row;
     row.entry = &entry;
     // The labels first: a pool that names a few types turns the rest of the catalog away
     // before its offerings are looked at.
-    if (!TypeLabelsAllow(t, row, t.requirements)) continue;
+    if (!TypeLabelsAllow(t, row, t.requirements)) return;
     for (const auto& o : entry.type.offerings) {
       if (OfferingUsable(state, entry.type, o)) row.offerings.push_back(&o);
     }
-    if (row.offerings.empty() || !TypeAllows(t, row, t.requirements)) continue;
-    if (!allocatable) allocatable = Allocatable(entry.type, state.settings, t.nodeclass);
-    row.allocatable = *allocatable;
+    if (row.offerings.empty() || !TypeAllows(t, row, t.requirements)) return;
+    // Allocatable depends on the NodeClass kubelet settings; computed once per NodeClass and
+    // type. The type and its labels are the catalog's own.
+    auto [it, fresh] = per_nodeclass.try_emplace({t.nodeclass, &entry});
+    if (fresh) it->second = Allocatable(entry.type, state.settings, t.nodeclass);
+    row.allocatable = it->second;
     row.exotic = IsExotic(entry);
     t.types.push_back(std::move(row));
+  };
+  // A pool that names its instance types (In, a finite list) has them looked up rather than
+  // the catalog walked: an entry's instance-type label is its name (DeriveLabels), so no other
+  // entry could be allowed. The list is sorted, so the types come in the walk's order.
+  const ValueSet* named = t.requirements.Get(label::kInstanceType);
+  if (named != nullptr && !named->complement && !named->gt && !named->lt) {
+    for (const auto& name : named->values) {
+      auto entry = state.catalog.find(name);
+      if (entry == state.catalog.end()) continue;
+      assert(entry->second.labels.at(label::kInstanceType) == name);
+      consider(entry->second);
+    }
+  } else {
+    for (const auto& [name, entry] : state.catalog) consider(entry);
   }
   IndexOffers(t);
   t.all = TypeMask(t.types.size(), true);

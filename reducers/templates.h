@@ -15,8 +15,8 @@ namespace tenon::core {
 std::vector<PoolTemplate> BuildTemplates(const State& state);
 // Fills a template's instance types, DaemonSet overhead and remaining limits.
 // `per_nodeclass` caches the catalog's allocatable recomputed for each NodeClass's kubelet
-// settings (by catalog position; computed for the types some pool allows).
-using AllocatableCache = std::map<std::string, std::vector<std::optional<Resources>>>;
+// settings (computed for the types some pool allows).
+using AllocatableCache = std::map<std::pair<const NodeClass*, const CatalogEntry*>, Resources>;
 void FillTypes(const State& state, PoolTemplate& t, AllocatableCache& per_nodeclass);
 
 // Keys an instance type determines (instance-type, arch, os, karpenter.k8s.aws/instance-*).
