@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -364,6 +365,14 @@ class Simulation {
   const std::vector<const Pod*>& PodsOf(const NodeClaim& claim);
   // Reschedules the pods of `nodeclaims` onto the rest of the cluster and new claims.
   ScheduleResult Without(const std::vector<std::string>& nodeclaims);
+  // The same, for claims the caller has already looked up: each with its node (or null) and
+  // the pods that would move (PodsOf).
+  struct Removal {
+    const NodeClaim* claim = nullptr;
+    const Node* node = nullptr;
+    std::span<const Pod* const> pods;
+  };
+  ScheduleResult Without(const std::vector<Removal>& removals);
 
  private:
   const State& state_;

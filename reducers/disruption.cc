@@ -370,15 +370,16 @@ std::string MovesText(const ScheduleResult& result) {
 // must fit somewhere; replacements are launched whatever they cost.
 Plan Consult(const State& state, Simulation& sim, const std::string& method,
              const std::vector<const Candidate*>& group) {
-  std::vector<std::string> names;
+  std::vector<Simulation::Removal> removals;
   MicroUsdPerHour total{0};
   bool all_spot = true;
   for (const Candidate* c : group) {
-    names.push_back(c->claim->name);
+    removals.push_back({c->claim, c->node, c->pods});
     total += c->claim->price;
     all_spot = all_spot && c->claim->capacity_type == kCapacitySpot;
   }
-  ScheduleResult result = sim.Without(names);
+  ScheduleResult result;
+  result = sim.Without(removals);
   Plan plan;
   plan.removed = total;
   for (const auto& outcome : result.pods) {
@@ -468,53 +469,35 @@ struct ClaimFacts {
 };
 using Claims = std::vector<ClaimFacts>;
 
-// The state's nodes with their bound pods, by a hash of their name, sorted: one lookup per
-// claim is a binary search over a flat array, where the maps' lookups walk trees of large nodes
-// and miss the cache at every step. Built by walking the two name-ordered maps side by side.
-// (No unordered container: the core iterates nothing in hash order.)
-class NodeIndex {
- public:
-  struct Entry {
-    std::uint64_t hash = 0;
-    const Node* node = nullptr;
-    const PodTable::Bound* bound = nullptr;
-  };
-  explicit NodeIndex(const State& state) {
-    const auto& bound = state.pods.Nodes();
-    const PodTable::Bound& none = state.pods.OnNode({});
-    auto b = bound.begin();
-    entries_.reserve(state.nodes.size());
-    for (const auto& [name, node] : state.nodes) {
-      while (b != bound.end() && b->first < name) ++b;
-      const bool has = b != bound.end() && b->first == name;
-      entries_.push_back({Hash(name), &node, has ? &b->second : &none});
-    }
-    std::sort(entries_.begin(), entries_.end(),
-              [](const Entry& x, const Entry& y) { return x.hash < y.hash; });
-  }
-  const Entry* Find(std::string_view name) const {
-    const std::uint64_t hash = Hash(name);
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), hash,
-                               [](const Entry& e, std::uint64_t h) { return e.hash < h; });
-    for (; it != entries_.end() && it->hash == hash; ++it) {
-      if (it->node->name == name) return &*it;
-    }
-    return nullptr;
-  }
-
- private:
-  static std::uint64_t Hash(std::string_view name) { return XXH3_64bits(name.data(), name.size()); }
-  std::vector<Entry> entries_;
+// The state's nodes with their bound pods, by name, for one lookup per claim. Built by walking
+// the two name-ordered maps side by side.
+struct NodeEntry {
+  const Node* node = nullptr;
+  const PodTable::Bound* bound = nullptr;
 };
+NameIndex<NodeEntry> IndexNodes(const State& state) {
+  NameIndex<NodeEntry> index;
+  const auto& bound = state.pods.Nodes();
+  const PodTable::Bound& none = state.pods.OnNode({});
+  auto b = bound.begin();
+  index.Reserve(state.nodes.size());
+  for (const auto& [name, node] : state.nodes) {
+    while (b != bound.end() && b->first < name) ++b;
+    const bool has = b != bound.end() && b->first == name;
+    index.Add(name, {&node, has ? &b->second : &none});
+  }
+  index.Seal();
+  return index;
+}
 
 Claims LookUpClaims(State& state) {
-  const NodeIndex nodes(state);
+  const NameIndex<NodeEntry> nodes = IndexNodes(state);
   DriftReference reference;
   Claims out;
   for (auto& [name, claim] : state.nodeclaims) {
     if (claim.deleting || claim.phase != ClaimPhase::kInitialized) continue;
     auto pool = state.nodepools.find(claim.nodepool);
-    const NodeIndex::Entry* node = nodes.Find(claim.node_name);
+    const NodeEntry* node = nodes.Find(claim.node_name);
     if (pool == state.nodepools.end() || node == nullptr) continue;
     out.push_back({&claim, &pool->second, node->node, node->bound,
                    Drifted(state, claim, pool->second, reference, node->node)});

@@ -1,6 +1,8 @@
 // Private to reducers/: the pieces Step is made of. Not included outside this folder.
 #pragma once
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -28,6 +30,39 @@ inline bool DoNotDisrupt(const Pod& pod, Nanos now) {
   if (!pod.do_not_disrupt) return false;
   return pod.do_not_disrupt_for.value <= 0 || now < pod.created + pod.do_not_disrupt_for;
 }
+
+// Names to values in a flat array sorted by a hash of the name: a lookup is a binary search
+// and one comparison, where a std::map of thousands of long names misses the cache at every
+// level. For lookups only (the core iterates nothing in hash order); the names must outlive it.
+template <class T>
+class NameIndex {
+ public:
+  void Reserve(std::size_t n) { entries_.reserve(n); }
+  void Add(std::string_view name, T value) { entries_.push_back({Hash(name), name, value}); }
+  // After the last Add, before the first Find.
+  void Seal() {
+    std::sort(entries_.begin(), entries_.end(),
+              [](const Entry& a, const Entry& b) { return a.hash < b.hash; });
+  }
+  const T* Find(std::string_view name) const {
+    const std::uint64_t hash = Hash(name);
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), hash,
+                               [](const Entry& e, std::uint64_t h) { return e.hash < h; });
+    for (; it != entries_.end() && it->hash == hash; ++it) {
+      if (it->name == name) return &it->value;
+    }
+    return nullptr;
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t hash = 0;
+    std::string_view name;
+    T value;
+  };
+  static std::uint64_t Hash(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
+  std::vector<Entry> entries_;
+};
 
 // Karpenter's eviction cost of a pod, 1 + pod-deletion-cost / 2^27 + priority / 2^25 clamped
 // to [-10, 10], in integer units of 2^-27 (no floating point on a decision path).

@@ -125,6 +125,7 @@ class Pass {
   Topology topology_;
   std::vector<Bin> existing_;
   std::map<std::string, std::size_t, std::less<>> existing_by_name_;
+  NameIndex<std::size_t> existing_index_;  // The same, for a trial's lookups.
   std::vector<Bin> planned_;
   // An existing bin as it was before a trial changed it.
   struct SavedBin {
@@ -305,6 +306,9 @@ void Pass::BuildExistingBins() {
       AddVolumes(*pod, bin.volumes);
     }
   }
+  existing_index_.Reserve(by_name.size());
+  for (const auto& [name, index] : by_name) existing_index_.Add(name, index);
+  existing_index_.Seal();
   rooms_.clear();
   for (const Bin& bin : existing_) rooms_.push_back(RoomOf(bin));
   block_room_.assign((rooms_.size() + kRoomBlock - 1) / kRoomBlock, BinRoom{});
@@ -854,11 +858,11 @@ void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<c
     saved_reserved_.emplace_back(t.reserved, t.nodes_reserved);
   topology_.BeginTrial();
   for (const Node* node : nodes) {
-    auto it = existing_by_name_.find(node->name);
-    if (it == existing_by_name_.end()) continue;
-    existing_[it->second].gone = true;
-    SetRoom(it->second, RoomOf(existing_[it->second]));
-    gone_.push_back(it->second);
+    const std::size_t* index = existing_index_.Find(node->name);
+    if (index == nullptr) continue;
+    existing_[*index].gone = true;
+    SetRoom(*index, RoomOf(existing_[*index]));
+    gone_.push_back(*index);
   }
   std::size_t unbound = 0;
   for (const Pod* pod : pods) {  // Each is bound to one of `nodes`.
@@ -972,16 +976,23 @@ const std::vector<const Pod*>& Simulation::PodsOf(const NodeClaim& claim) {
 }
 
 ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
-  std::vector<const Node*> nodes;
-  std::vector<const Pod*> pods;
+  std::vector<Removal> removals;
   for (const auto& name : nodeclaims) {
     auto claim = state_.nodeclaims.find(name);
     if (claim == state_.nodeclaims.end()) continue;
-    if (auto node = state_.nodes.find(claim->second.node_name); node != state_.nodes.end()) {
-      nodes.push_back(&node->second);
-    }
-    const std::vector<const Pod*>& mine = PodsOf(claim->second);
-    pods.insert(pods.end(), mine.begin(), mine.end());
+    auto node = state_.nodes.find(claim->second.node_name);
+    removals.push_back({&claim->second, node == state_.nodes.end() ? nullptr : &node->second,
+                        PodsOf(claim->second)});
+  }
+  return Without(removals);
+}
+
+ScheduleResult Simulation::Without(const std::vector<Removal>& removals) {
+  std::vector<const Node*> nodes;
+  std::vector<const Pod*> pods;
+  for (const Removal& r : removals) {
+    if (r.node != nullptr) nodes.push_back(r.node);
+    pods.insert(pods.end(), r.pods.begin(), r.pods.end());
   }
   std::sort(pods.begin(), pods.end(), core::SortsBefore);
   // The pass over the whole cluster is built on the first question: most disruption passes

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "bench/workload.h"
+#include "reducers/internal.h"
 #include "tests/reducers/fixtures.h"
 
 namespace tenon::testing {
@@ -23,6 +24,24 @@ ScheduleResult Fresh(const State& state, Simulation& sim, const std::vector<std:
     pods.insert(pods.end(), mine.begin(), mine.end());
   }
   return Schedule(state, pods, std::set<std::string>(claims.begin(), claims.end()));
+}
+
+// The disruption pass's and the trials' name lookups: every name added is found with its own
+// value, and a name not added (even one sharing a prefix) is not.
+TEST(NameIndex, FindsEachNameAndNothingElse) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 2000; ++i) names.push_back("ip-10-0-" + std::to_string(i) + ".ec2.internal");
+  core::NameIndex<int> index;
+  for (int i = 0; i < 2000; ++i) index.Add(names[i], i);
+  index.Seal();
+  for (int i = 0; i < 2000; ++i) {
+    const int* found = index.Find(names[i]);
+    ASSERT_NE(found, nullptr) << names[i];
+    EXPECT_EQ(*found, i);
+  }
+  EXPECT_EQ(index.Find("ip-10-0-1.ec2.interna"), nullptr);
+  EXPECT_EQ(index.Find("ip-10-0-2000.ec2.internal"), nullptr);
+  EXPECT_EQ(index.Find(""), nullptr);
 }
 
 TEST(Simulation, MatchesAFreshPassForEveryCandidateInAnyOrder) {
