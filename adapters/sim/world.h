@@ -91,6 +91,12 @@ class World : public runtime::Executor {
   // NodePool `pool` as the API server serves it (labels users added applied).
   NodePool ServedPool(const NodePool& pool) const { return Pool(pool); }
 
+  // What the pods bound to each node request (pods counted as one each), as Schedule subtracts it
+  // from the node's allocatable: kept up to date as pods bind and go, for tests to recount.
+  const std::map<std::string, Resources>& requested_on_nodes_for_test() const {
+    return requested_on_;
+  }
+
   // A planted bug for the fault tests' checker: every NodePool the controller is served has
   // `delta` more nodes in each of its count budgets than the scenario wrote.
   void SkewBudgetsForTest(std::int64_t delta) { budget_skew_for_test_ = delta; }
@@ -145,8 +151,13 @@ class World : public runtime::Executor {
   std::vector<Event> ListInstances();
   // Pods bound to `node` are deleted with it (the pod garbage collector's part).
   std::vector<Event> DeletePodsOn(const std::string& node);
-  // The keys of the pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
-  std::vector<std::string> PodsOf(const std::string& ns, const std::string& name) const;
+  // The pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
+  std::vector<std::map<std::string, Pod>::iterator> PodsOf(const std::string& ns,
+                                                           const std::string& name);
+  // Keeps requested_on_ in step with pods_: call Binding after giving a pod in pods_ its node,
+  // ErasePod to remove a pod from pods_ (bound or not).
+  void Binding(const Pod& pod);
+  std::map<std::string, Pod>::iterator ErasePod(std::map<std::string, Pod>::iterator it);
   Pod NewPod(const WorkloadStep& step);
   // The instance launched first (earliest, then by id) among those `keep` accepts.
   const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
@@ -199,6 +210,9 @@ class World : public runtime::Executor {
   bool room_may_have_changed_ = true;
   bool pods_removed_ = true;
   std::set<std::string> unbound_;  // Keys of the pods bound to no node (not persisted: derived).
+  // Node name -> what its bound pods request (not persisted: derived). Schedule's room per node
+  // is allocatable less this, without walking every pod of the cluster on every tick.
+  std::map<std::string, Resources> requested_on_;
   // Instances a kInterruptOffering message went to, and the messages that found none (not
   // persisted: a what-if runs in one process).
   std::set<std::string> interrupted_;

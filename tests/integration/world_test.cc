@@ -1,0 +1,81 @@
+// The simulated world's own bookkeeping, checked against a recount of what it holds.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "adapters/runtime/runtime.h"
+#include "adapters/sim/world.h"
+#include "bench/churn.h"
+#include "log/event_log.h"
+#include "tests/integration/helpers.h"
+
+namespace tenon::testing {
+namespace {
+
+// What every node's bound pods request, counted from the pods themselves.
+std::map<std::string, Resources> Recount(const sim::World& world) {
+  std::map<std::string, Resources> requested;
+  for (const auto& [key, pod] : world.pods()) {
+    if (pod.node_name.empty()) continue;
+    Resources need = pod.requests;
+    need.pods = 1;
+    requested[pod.node_name] = requested[pod.node_name] + need;
+  }
+  return requested;
+}
+
+// A small churning cluster (bench/churn.h) with a DaemonSet on every node and a Job whose pods
+// finish: pods bind, finish, are scaled away, evicted by consolidation and deleted with their
+// nodes (interruptions, instances terminated and NodeClaims deleted by hand).
+sim::Scenario ChurningScenario() {
+  bench::ChurnArgs args;
+  args.catalog =
+      (std::filesystem::path(TENON_SOURCE_DIR) / "examples/catalogs/small.json").string();
+  args.deployments = 4;
+  args.replicas = 25;
+  args.build_seconds = 600;
+  args.churn_seconds = 3600;
+  args.scale_every_seconds = 30;
+  sim::Scenario scenario = bench::MakeScenario(args);
+  sim::DaemonSetSpec daemon;
+  daemon.name = "agent";
+  daemon.requests = {Millicores{100}, Bytes{64 * kMebibyte.value}, 0, {}};
+  scenario.daemonsets.push_back(daemon);
+  sim::Job job;
+  job.at = bench::Seconds(900);
+  job.name = "batch";
+  job.pods = 10;
+  job.run_for = bench::Seconds(300);
+  job.requests = {Millicores{500}, Bytes{256 * kMebibyte.value}, 0, {}};
+  scenario.jobs.push_back(job);
+  return scenario;
+}
+
+// Schedule takes each node's free room from the requests the world keeps per node as pods
+// bind and go; after every tick of a churning run, and after a reload from the world's file,
+// they equal a recount of the pods bound to each node.
+TEST(World, RequestsKeptPerNodeMatchARecount) {
+  TempDir dir;
+  const sim::Scenario scenario = ChurningScenario();
+  auto log = log::EventLog::Open(dir.path() / "log", {});
+  sim::World world(scenario, dir.path() / "world.json");
+  runtime::Runtime runtime(*log, world, runtime::Options{});
+  runtime.Recover();
+  runtime.Ingest(world.StartupEvents());
+  std::size_t ticks_with_bound_pods = 0;
+  for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
+       t += scenario.tick) {
+    runtime.Ingest(world.Advance(t));
+    ASSERT_EQ(world.requested_on_nodes_for_test(), Recount(world)) << "at " << t.value;
+    ticks_with_bound_pods += world.requested_on_nodes_for_test().empty() ? 0 : 1;
+  }
+  EXPECT_GT(ticks_with_bound_pods, 0u);
+  world.Save();
+  sim::World reloaded(scenario, dir.path() / "world.json");
+  ASSERT_TRUE(reloaded.Load());
+  EXPECT_EQ(reloaded.requested_on_nodes_for_test(), Recount(world));
+}
+
+}  // namespace
+}  // namespace tenon::testing
