@@ -507,17 +507,22 @@ std::vector<std::map<std::string, Pod>::iterator> World::PodsOf(const std::strin
 
 void World::Binding(const Pod& pod) {
   assert(!pod.node_name.empty());
-  Resources& requested = requested_on_[pod.node_name];
-  requested = requested + Need(pod);
+  PodsOnNode& on = on_node_[pod.node_name];
+  on.pods.insert(PodKey(pod.ns, pod.name));
+  on.requested = on.requested + Need(pod);
 }
 
 std::map<std::string, Pod>::iterator World::ErasePod(std::map<std::string, Pod>::iterator it) {
   const Pod& pod = it->second;
   if (!pod.node_name.empty()) {
-    auto on = requested_on_.find(pod.node_name);
-    assert(on != requested_on_.end());
-    on->second = on->second - Need(pod);
-    if (on->second == Resources{}) requested_on_.erase(on);
+    auto on = on_node_.find(pod.node_name);
+    assert(on != on_node_.end() && on->second.pods.contains(it->first));
+    on->second.pods.erase(it->first);
+    on->second.requested = on->second.requested - Need(pod);
+    if (on->second.pods.empty()) {
+      assert(on->second.requested == Resources{});
+      on_node_.erase(on);
+    }
   }
   unbound_.erase(it->first);
   return pods_.erase(it);
@@ -989,13 +994,13 @@ std::vector<Event> World::Schedule() {
     return a->created != b->created ? a->created < b->created : a->uid < b->uid;
   });
   // Free room per node, in the nodes' (name) order. Pods bound to a node that is gone take no
-  // room: their entry in requested_on_ matches no node.
+  // room: their entry in on_node_ matches no node.
   std::vector<std::pair<const Node*, Resources>> free;
-  auto requested = requested_on_.begin();
+  auto on = on_node_.begin();
   for (const auto& [name, node] : nodes_) {
-    while (requested != requested_on_.end() && requested->first < name) ++requested;
-    const bool used = requested != requested_on_.end() && requested->first == name;
-    free.emplace_back(&node, used ? node.allocatable - requested->second : node.allocatable);
+    while (on != on_node_.end() && on->first < name) ++on;
+    const bool used = on != on_node_.end() && on->first == name;
+    free.emplace_back(&node, used ? node.allocatable - on->second.requested : node.allocatable);
   }
   // Within this pass room only shrinks, so a pod is not tried on the nodes that rejected an
   // earlier pod of its shape: first fit, without walking every node for every pod.
@@ -1244,15 +1249,16 @@ std::vector<Event> World::RemoveInstance(const std::string& id) {
 
 std::vector<Event> World::DeletePodsOn(const std::string& node) {
   std::vector<Event> events;
-  for (auto it = pods_.begin(); it != pods_.end();) {
-    if (it->second.node_name == node) {
-      events.push_back(PodDeleted{it->second.ns, it->second.name});
-      it = ErasePod(it);
-      room_may_have_changed_ = pods_removed_ = true;
-    } else {
-      ++it;
-    }
+  auto on = on_node_.find(node);
+  if (on == on_node_.end()) return events;
+  // In key order, as pods_ holds them; a copy, since each ErasePod shrinks the set.
+  const std::set<std::string> keys = on->second.pods;
+  for (const auto& key : keys) {
+    auto it = pods_.find(key);
+    events.push_back(PodDeleted{it->second.ns, it->second.name});
+    ErasePod(it);
   }
+  room_may_have_changed_ = pods_removed_ = true;
   return events;
 }
 

@@ -41,6 +41,13 @@ struct Timer {
   std::uint64_t command = 0;
 };
 
+// The pods bound to one node (by namespace/name) and what they request, one pod each.
+struct PodsOnNode {
+  std::set<std::string> pods;
+  Resources requested;
+  friend bool operator==(const PodsOnNode&, const PodsOnNode&) = default;
+};
+
 struct WorldSummary {
   std::size_t instances = 0;
   std::size_t nodes = 0;
@@ -91,11 +98,10 @@ class World : public runtime::Executor {
   // NodePool `pool` as the API server serves it (labels users added applied).
   NodePool ServedPool(const NodePool& pool) const { return Pool(pool); }
 
-  // What the pods bound to each node request (pods counted as one each), as Schedule subtracts it
-  // from the node's allocatable: kept up to date as pods bind and go, for tests to recount.
-  const std::map<std::string, Resources>& requested_on_nodes_for_test() const {
-    return requested_on_;
-  }
+  // The pods bound to each node and what they request (Schedule subtracts it from the node's
+  // allocatable, DeletePodsOn deletes them): kept up to date as pods bind and go, for tests to
+  // recount.
+  const std::map<std::string, PodsOnNode>& pods_on_nodes_for_test() const { return on_node_; }
 
   // A planted bug for the fault tests' checker: every NodePool the controller is served has
   // `delta` more nodes in each of its count budgets than the scenario wrote.
@@ -154,7 +160,7 @@ class World : public runtime::Executor {
   // The pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
   std::vector<std::map<std::string, Pod>::iterator> PodsOf(const std::string& ns,
                                                            const std::string& name);
-  // Keeps requested_on_ in step with pods_: call Binding after giving a pod in pods_ its node,
+  // Keeps on_node_ in step with pods_: call Binding after giving a pod in pods_ its node,
   // ErasePod to remove a pod from pods_ (bound or not).
   void Binding(const Pod& pod);
   std::map<std::string, Pod>::iterator ErasePod(std::map<std::string, Pod>::iterator it);
@@ -210,9 +216,10 @@ class World : public runtime::Executor {
   bool room_may_have_changed_ = true;
   bool pods_removed_ = true;
   std::set<std::string> unbound_;  // Keys of the pods bound to no node (not persisted: derived).
-  // Node name -> what its bound pods request (not persisted: derived). Schedule's room per node
-  // is allocatable less this, without walking every pod of the cluster on every tick.
-  std::map<std::string, Resources> requested_on_;
+  // Node name -> its bound pods (not persisted: derived). Schedule's room per node is
+  // allocatable less what they request, and a node's deletion deletes them, without walking
+  // every pod of the cluster.
+  std::map<std::string, PodsOnNode> on_node_;
   // Instances a kInterruptOffering message went to, and the messages that found none (not
   // persisted: a what-if runs in one process).
   std::set<std::string> interrupted_;

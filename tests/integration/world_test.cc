@@ -1,6 +1,7 @@
 // The simulated world's own bookkeeping, checked against a recount of what it holds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -13,16 +14,17 @@
 namespace tenon::testing {
 namespace {
 
-// What every node's bound pods request, counted from the pods themselves.
-std::map<std::string, Resources> Recount(const sim::World& world) {
-  std::map<std::string, Resources> requested;
+// Every node's bound pods and what they request, counted from the pods themselves.
+std::map<std::string, sim::PodsOnNode> Recount(const sim::World& world) {
+  std::map<std::string, sim::PodsOnNode> on;
   for (const auto& [key, pod] : world.pods()) {
     if (pod.node_name.empty()) continue;
     Resources need = pod.requests;
     need.pods = 1;
-    requested[pod.node_name] = requested[pod.node_name] + need;
+    on[pod.node_name].pods.insert(key);
+    on[pod.node_name].requested = on[pod.node_name].requested + need;
   }
-  return requested;
+  return on;
 }
 
 // A small churning cluster (bench/churn.h) with a DaemonSet on every node and a Job whose pods
@@ -52,10 +54,10 @@ sim::Scenario ChurningScenario() {
   return scenario;
 }
 
-// Schedule takes each node's free room from the requests the world keeps per node as pods
-// bind and go; after every tick of a churning run, and after a reload from the world's file,
-// they equal a recount of the pods bound to each node.
-TEST(World, RequestsKeptPerNodeMatchARecount) {
+// Schedule takes each node's free room, and a node's deletion its pods, from what the world
+// keeps per node as pods bind and go; after every tick of a churning run, and after a reload from
+// the world's file, they equal a recount of the pods bound to each node.
+TEST(World, PodsKeptPerNodeMatchARecount) {
   TempDir dir;
   const sim::Scenario scenario = ChurningScenario();
   auto log = log::EventLog::Open(dir.path() / "log", {});
@@ -67,14 +69,36 @@ TEST(World, RequestsKeptPerNodeMatchARecount) {
   for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
        t += scenario.tick) {
     runtime.Ingest(world.Advance(t));
-    ASSERT_EQ(world.requested_on_nodes_for_test(), Recount(world)) << "at " << t.value;
-    ticks_with_bound_pods += world.requested_on_nodes_for_test().empty() ? 0 : 1;
+    ASSERT_EQ(world.pods_on_nodes_for_test(), Recount(world)) << "at " << t.value;
+    ticks_with_bound_pods += world.pods_on_nodes_for_test().empty() ? 0 : 1;
   }
   EXPECT_GT(ticks_with_bound_pods, 0u);
+
+  // The node with the most pods loses its finalizer: it goes, and its pods with it, in the
+  // order the API server lists them.
+  const auto on = Recount(world);
+  auto fullest = std::max_element(on.begin(), on.end(), [](const auto& a, const auto& b) {
+    return a.second.pods.size() < b.second.pods.size();
+  });
+  ASSERT_NE(fullest, on.end());
+  std::string claim;
+  for (const auto& [id, instance] : world.instances()) {
+    if (instance.node_name == fullest->first) claim = instance.nodeclaim;
+  }
+  std::vector<Event> expected{CommandSucceeded{CommandId{999'999}}, NodeDeleted{fullest->first}};
+  for (const auto& key : fullest->second.pods) {
+    const Pod& pod = world.pods().at(key);
+    expected.push_back(PodDeleted{pod.ns, pod.name});
+  }
+  EXPECT_EQ(
+      world.Execute(Command{CommandId{999'999}, Seq{0}, RemoveFinalizer{claim, fullest->first}}),
+      expected);
+  EXPECT_FALSE(world.pods_on_nodes_for_test().contains(fullest->first));
+  EXPECT_EQ(world.pods_on_nodes_for_test(), Recount(world));
   world.Save();
   sim::World reloaded(scenario, dir.path() / "world.json");
   ASSERT_TRUE(reloaded.Load());
-  EXPECT_EQ(reloaded.requested_on_nodes_for_test(), Recount(world));
+  EXPECT_EQ(reloaded.pods_on_nodes_for_test(), Recount(world));
 }
 
 }  // namespace
