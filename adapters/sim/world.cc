@@ -261,10 +261,7 @@ bool World::Load() {
     node_parts_.Share(nodes_[n.at("name")] = NodeFrom(n), pod_parts_.node_names);
   }
   for (const auto& p : j.at("pods")) {
-    Pod pod = PodFrom(p);
-    pod_parts_.Share(pods_[PodKey(pod.ns, pod.name)] = pod);
-    if (pod.node_name.empty()) unbound_.insert(PodKey(pod.ns, pod.name));
-    if (!pod.node_name.empty()) Binding(pod);
+    InsertPod(PodFrom(p));
   }
   replicas_ = j.at("replicas").get<std::map<std::string, std::int64_t>>();
   deleting_ = j.at("deleting").get<std::set<std::string>>();
@@ -463,11 +460,8 @@ Pod World::NewPod(const WorkloadStep& step) {
 }
 
 PodUpserted World::AddPending(Pod pod) {
-  const std::string key = PodKey(pod.ns, pod.name);
-  unbound_.insert(key);
-  Pod& slot = pods_[key] = std::move(pod);
-  pod_parts_.Share(slot);
-  return PodUpserted{slot};
+  assert(pod.node_name.empty());
+  return PodUpserted{InsertPod(std::move(pod))};
 }
 
 Pod World::NewJobPod(const Job& job) {
@@ -490,6 +484,11 @@ std::vector<Event> World::StartJobs() {
   return events;
 }
 
+std::int64_t World::PodsCountOf(const std::string& ns, const std::string& name) const {
+  auto count = pods_by_owner_.find(PodKey(ns, name));
+  return count == pods_by_owner_.end() ? 0 : count->second;
+}
+
 std::vector<std::map<std::string, Pod>::iterator> World::PodsOf(const std::string& ns,
                                                                 const std::string& name) {
   // Keys are "ns/name-<n>", so a deployment's pods are one range of the ordered map.
@@ -503,6 +502,32 @@ std::vector<std::map<std::string, Pod>::iterator> World::PodsOf(const std::strin
     }
   }
   return pods;
+}
+
+namespace {
+
+// The owner a pod's key "ns/name-<digits>" counts for: "ns/name" (empty for other names).
+std::string_view OwnerOf(std::string_view key) {
+  const std::size_t dash = key.rfind('-');
+  if (dash == std::string_view::npos) return {};
+  if (key.find_first_not_of("0123456789", dash + 1) != std::string_view::npos) return {};
+  return key.substr(0, dash);
+}
+
+}  // namespace
+
+Pod& World::InsertPod(Pod pod) {
+  const std::string key = PodKey(pod.ns, pod.name);
+  if (auto old = pods_.find(key); old != pods_.end()) ErasePod(old);
+  Pod& slot = pods_[key] = std::move(pod);
+  pod_parts_.Share(slot);
+  if (slot.node_name.empty()) {
+    unbound_.insert(key);
+  } else {
+    Binding(slot);
+  }
+  if (std::string_view owner = OwnerOf(key); !owner.empty()) ++pods_by_owner_[std::string(owner)];
+  return slot;
 }
 
 void World::Binding(const Pod& pod) {
@@ -524,6 +549,11 @@ std::map<std::string, Pod>::iterator World::ErasePod(std::map<std::string, Pod>:
       on_node_.erase(on);
     }
   }
+  if (std::string_view owner = OwnerOf(it->first); !owner.empty()) {
+    auto count = pods_by_owner_.find(std::string(owner));
+    assert(count != pods_by_owner_.end() && count->second > 0);
+    if (--count->second == 0) pods_by_owner_.erase(count);
+  }
   unbound_.erase(it->first);
   return pods_.erase(it);
 }
@@ -535,7 +565,7 @@ std::vector<Event> World::TopUp() {
   pods_removed_ = false;
   for (const auto& [key, index] : deployments_) {
     const WorkloadStep& step = scenario_.workloads[index];
-    auto have = static_cast<std::int64_t>(PodsOf(step.ns, step.name).size());
+    const std::int64_t have = PodsCountOf(step.ns, step.name);
     for (std::int64_t i = have; i < replicas_[key]; ++i) {
       events.push_back(AddPending(NewPod(step)));
     }
@@ -544,7 +574,7 @@ std::vector<Event> World::TopUp() {
   for (const Job& job : scenario_.jobs) {
     auto left = job_pods_left_.find(job.ns + "/" + job.name);
     if (left == job_pods_left_.end()) continue;
-    auto have = static_cast<std::int64_t>(PodsOf(job.ns, job.name).size());
+    const std::int64_t have = PodsCountOf(job.ns, job.name);
     for (std::int64_t i = have; i < left->second; ++i) {
       events.push_back(AddPending(NewJobPod(job)));
     }
@@ -925,12 +955,7 @@ std::vector<Event> World::PlaceDaemonPods(const Node& node) {
     pod.constraints = Placement(d);
     pod.node_name = node.name;
     pod.phase = PodPhase::kRunning;
-    pod_parts_.Share(pod);
-    const std::string key = PodKey(pod.ns, pod.name);
-    if (auto old = pods_.find(key); old != pods_.end()) ErasePod(old);
-    pods_[key] = pod;
-    Binding(pod);
-    events.push_back(PodUpserted{pod});
+    events.push_back(PodUpserted{InsertPod(std::move(pod))});
   }
   return events;
 }

@@ -102,6 +102,11 @@ class World : public runtime::Executor {
   // allocatable, DeletePodsOn deletes them): kept up to date as pods bind and go, for tests to
   // recount.
   const std::map<std::string, PodsOnNode>& pods_on_nodes_for_test() const { return on_node_; }
+  // How many pods each owner has: "ns/name" for the pods named "name-<digits>" in ns (a
+  // Deployment's or a Job's), kept up to date as pods come and go, for tests to recount.
+  const std::map<std::string, std::int64_t>& pods_by_owner_for_test() const {
+    return pods_by_owner_;
+  }
 
   // A planted bug for the fault tests' checker: every NodePool the controller is served has
   // `delta` more nodes in each of its count budgets than the scenario wrote.
@@ -160,8 +165,12 @@ class World : public runtime::Executor {
   // The pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
   std::vector<std::map<std::string, Pod>::iterator> PodsOf(const std::string& ns,
                                                            const std::string& name);
-  // Keeps on_node_ in step with pods_: call Binding after giving a pod in pods_ its node,
-  // ErasePod to remove a pod from pods_ (bound or not).
+  // How many there are (PodsOf(ns, name).size(), from pods_by_owner_).
+  std::int64_t PodsCountOf(const std::string& ns, const std::string& name) const;
+  // Keep on_node_, pods_by_owner_ and unbound_ in step with pods_: InsertPod puts a pod in
+  // pods_ (replacing one of its name), Binding is called after giving a pod in pods_ its node,
+  // ErasePod removes a pod from pods_ (bound or not).
+  Pod& InsertPod(Pod pod);
   void Binding(const Pod& pod);
   std::map<std::string, Pod>::iterator ErasePod(std::map<std::string, Pod>::iterator it);
   Pod NewPod(const WorkloadStep& step);
@@ -220,6 +229,9 @@ class World : public runtime::Executor {
   // allocatable less what they request, and a node's deletion deletes them, without walking
   // every pod of the cluster.
   std::map<std::string, PodsOnNode> on_node_;
+  // Owner (see pods_by_owner_for_test) -> its pods in pods_ (not persisted: derived), so the
+  // ReplicaSet and Job controllers count a workload's pods without walking them.
+  std::map<std::string, std::int64_t> pods_by_owner_;
   // Instances a kInterruptOffering message went to, and the messages that found none (not
   // persisted: a what-if runs in one process).
   std::set<std::string> interrupted_;

@@ -27,6 +27,17 @@ std::map<std::string, sim::PodsOnNode> Recount(const sim::World& world) {
   return on;
 }
 
+// How many pods each Deployment and Job has, counted from the pods' names ("name-<digits>").
+std::map<std::string, std::int64_t> RecountOwners(const sim::World& world) {
+  std::map<std::string, std::int64_t> owners;
+  for (const auto& [key, pod] : world.pods()) {
+    const std::size_t dash = key.rfind('-');
+    const bool numbered = key.find_first_not_of("0123456789", dash + 1) == std::string::npos;
+    if (numbered) ++owners[key.substr(0, dash)];
+  }
+  return owners;
+}
+
 // A small churning cluster (bench/churn.h) with a DaemonSet on every node and a Job whose pods
 // finish: pods bind, finish, are scaled away, evicted by consolidation and deleted with their
 // nodes (interruptions, instances terminated and NodeClaims deleted by hand).
@@ -55,9 +66,11 @@ sim::Scenario ChurningScenario() {
 }
 
 // Schedule takes each node's free room, and a node's deletion its pods, from what the world
-// keeps per node as pods bind and go; after every tick of a churning run, and after a reload from
-// the world's file, they equal a recount of the pods bound to each node.
-TEST(World, PodsKeptPerNodeMatchARecount) {
+// keeps per node as pods bind and go, and the ReplicaSet and Job controllers their pod counts
+// from what it keeps per owner. After every tick of a churning run, and after a reload from the
+// world's file, both equal a recount of the pods; a node deleted with its pods deletes exactly
+// those.
+TEST(World, PodsKeptPerNodeAndOwnerMatchARecount) {
   TempDir dir;
   const sim::Scenario scenario = ChurningScenario();
   auto log = log::EventLog::Open(dir.path() / "log", {});
@@ -70,6 +83,7 @@ TEST(World, PodsKeptPerNodeMatchARecount) {
        t += scenario.tick) {
     runtime.Ingest(world.Advance(t));
     ASSERT_EQ(world.pods_on_nodes_for_test(), Recount(world)) << "at " << t.value;
+    ASSERT_EQ(world.pods_by_owner_for_test(), RecountOwners(world)) << "at " << t.value;
     ticks_with_bound_pods += world.pods_on_nodes_for_test().empty() ? 0 : 1;
   }
   EXPECT_GT(ticks_with_bound_pods, 0u);
@@ -99,6 +113,7 @@ TEST(World, PodsKeptPerNodeMatchARecount) {
   sim::World reloaded(scenario, dir.path() / "world.json");
   ASSERT_TRUE(reloaded.Load());
   EXPECT_EQ(reloaded.pods_on_nodes_for_test(), Recount(world));
+  EXPECT_EQ(reloaded.pods_by_owner_for_test(), RecountOwners(world));
 }
 
 }  // namespace
