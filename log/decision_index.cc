@@ -46,20 +46,28 @@ std::vector<std::string> IndexValues(const Decision& decision,
                                      const std::vector<std::string>& terms) {
   const auto* d = std::get_if<DisruptionDecision>(&decision.body);
   if (d == nullptr || d->candidates.size() < kTrimmedFromCandidates) return {};
-  std::map<std::string_view, std::vector<const DisruptionCandidate*>> by_claim;
-  for (const auto& c : d->candidates) by_claim[c.nodeclaim].push_back(&c);
-  Decision trimmed{decision.id, decision.cause, decision.at, {}};
-  DisruptionDecision head{d->method, d->phase, d->nodeclaims, {}, d->budgets, d->reason, d->prices};
+  // The candidates by NodeClaim, each claim's in the decision's order.
+  std::vector<const DisruptionCandidate*> by_claim;
+  by_claim.reserve(d->candidates.size());
+  for (const auto& c : d->candidates) by_claim.push_back(&c);
+  auto claim_less = [](const DisruptionCandidate* a, const DisruptionCandidate* b) {
+    return a->nodeclaim < b->nodeclaim;
+  };
+  std::stable_sort(by_claim.begin(), by_claim.end(), claim_less);
+  // One trimmed decision whose candidates are replaced term by term: the rest is copied once.
+  Decision trimmed{
+      decision.id, decision.cause, decision.at,
+      DisruptionDecision{d->method, d->phase, d->nodeclaims, {}, d->budgets, d->reason, d->prices}};
+  auto& candidates = std::get<DisruptionDecision>(trimmed.body).candidates;
   std::vector<std::string> values(terms.size());
+  DisruptionCandidate key;
   for (std::size_t i = 0; i < terms.size(); ++i) {
     const std::string& term = terms[i];
     if (term.front() != static_cast<char>(IndexKind::kNodeClaim)) continue;
-    head.candidates.clear();
-    auto it = by_claim.find(std::string_view(term).substr(1, term.size() - 2));
-    if (it != by_claim.end()) {
-      for (const auto* c : it->second) head.candidates.push_back(*c);
-    }
-    trimmed.body = head;
+    key.nodeclaim.assign(term, 1, term.size() - 2);
+    auto [from, to] = std::equal_range(by_claim.begin(), by_claim.end(), &key, claim_less);
+    candidates.clear();
+    for (auto it = from; it != to; ++it) candidates.push_back(**it);
     values[i] = EncodeDecision(trimmed);
   }
   return values;

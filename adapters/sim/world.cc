@@ -180,6 +180,13 @@ bool Tolerated(const std::vector<Toleration>& tolerations, const Taint& taint) {
   });
 }
 
+// What a bound pod takes of its node's room: its requests and one pod.
+Resources Need(const Pod& pod) {
+  Resources need = pod.requests;
+  need.pods = 1;
+  return need;
+}
+
 // kube-scheduler's filter, reduced to what the simulated workloads use.
 bool NodeAccepts(const Node& node, const Pod& pod, const Resources& free) {
   if (!node.ready) return false;
@@ -193,9 +200,7 @@ bool NodeAccepts(const Node& node, const Pod& pod, const Resources& free) {
     auto it = node.labels.find(key);
     if (it == node.labels.end() || it->second != value) return false;
   }
-  Resources need = pod.requests;
-  need.pods = 1;
-  return Fits(need, free);
+  return Fits(Need(pod), free);
 }
 
 // The constraints a scenario's workload gives its pods: a nodeSelector and tolerations.
@@ -256,9 +261,7 @@ bool World::Load() {
     node_parts_.Share(nodes_[n.at("name")] = NodeFrom(n), pod_parts_.node_names);
   }
   for (const auto& p : j.at("pods")) {
-    Pod pod = PodFrom(p);
-    pod_parts_.Share(pods_[PodKey(pod.ns, pod.name)] = pod);
-    if (pod.node_name.empty()) unbound_.insert(PodKey(pod.ns, pod.name));
+    InsertPod(PodFrom(p));
   }
   replicas_ = j.at("replicas").get<std::map<std::string, std::int64_t>>();
   deleting_ = j.at("deleting").get<std::set<std::string>>();
@@ -394,23 +397,20 @@ std::vector<Event> World::ScaleWorkloads() {
     auto known = deployments_.find(key);
     bool scale_only = known != deployments_.end() && step.requests == Resources{};
     const WorkloadStep& pod_template = scale_only ? scenario_.workloads[known->second] : step;
-    std::vector<std::string> existing = PodsOf(step.ns, step.name);
+    auto existing = PodsOf(step.ns, step.name);
     std::int64_t have = static_cast<std::int64_t>(existing.size());
-    for (std::int64_t i = have; i < step.replicas; ++i) {
-      events.push_back(AddPending(NewPod(pod_template)));
-    }
     // Scale down removes the newest pods first, as a ReplicaSet prefers.
-    std::sort(existing.begin(), existing.end(), [&](const auto& a, const auto& b) {
-      return pods_.at(a).uid.size() != pods_.at(b).uid.size()
-                 ? pods_.at(a).uid.size() > pods_.at(b).uid.size()
-                 : pods_.at(a).uid > pods_.at(b).uid;
+    std::sort(existing.begin(), existing.end(), [](const auto& a, const auto& b) {
+      const std::string &x = a->second.uid, &y = b->second.uid;
+      return x.size() != y.size() ? x.size() > y.size() : x > y;
     });
     for (std::int64_t i = 0; i < have - step.replicas; ++i) {
-      const Pod& pod = pods_.at(existing[i]);
-      events.push_back(PodDeleted{pod.ns, pod.name});
-      pods_.erase(existing[i]);
-      unbound_.erase(existing[i]);
+      events.push_back(PodDeleted{existing[i]->second.ns, existing[i]->second.name});
+      ErasePod(existing[i]);
       room_may_have_changed_ = true;
+    }
+    for (std::int64_t i = have; i < step.replicas; ++i) {
+      events.push_back(AddPending(NewPod(pod_template)));
     }
     replicas_[key] = step.replicas;
     if (!scale_only) deployments_[key] = next_workload_ - 1;
@@ -460,11 +460,8 @@ Pod World::NewPod(const WorkloadStep& step) {
 }
 
 PodUpserted World::AddPending(Pod pod) {
-  const std::string key = PodKey(pod.ns, pod.name);
-  unbound_.insert(key);
-  Pod& slot = pods_[key] = std::move(pod);
-  pod_parts_.Share(slot);
-  return PodUpserted{slot};
+  assert(pod.node_name.empty());
+  return PodUpserted{InsertPod(std::move(pod))};
 }
 
 Pod World::NewJobPod(const Job& job) {
@@ -487,18 +484,78 @@ std::vector<Event> World::StartJobs() {
   return events;
 }
 
-std::vector<std::string> World::PodsOf(const std::string& ns, const std::string& name) const {
+std::int64_t World::PodsCountOf(const std::string& ns, const std::string& name) const {
+  auto count = pods_by_owner_.find(PodKey(ns, name));
+  return count == pods_by_owner_.end() ? 0 : count->second;
+}
+
+std::vector<std::map<std::string, Pod>::iterator> World::PodsOf(const std::string& ns,
+                                                                const std::string& name) {
   // Keys are "ns/name-<n>", so a deployment's pods are one range of the ordered map.
   const std::string prefix = PodKey(ns, name + "-");
-  std::vector<std::string> keys;
+  std::vector<std::map<std::string, Pod>::iterator> pods;
   for (auto it = pods_.lower_bound(prefix);
        it != pods_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
     // "web-7" is web's, "web-batch-7" is not.
     if (it->first.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
-      keys.push_back(it->first);
+      pods.push_back(it);
     }
   }
-  return keys;
+  return pods;
+}
+
+namespace {
+
+// The owner a pod's key "ns/name-<digits>" counts for: "ns/name" (empty for other names).
+std::string_view OwnerOf(std::string_view key) {
+  const std::size_t dash = key.rfind('-');
+  if (dash == std::string_view::npos) return {};
+  if (key.find_first_not_of("0123456789", dash + 1) != std::string_view::npos) return {};
+  return key.substr(0, dash);
+}
+
+}  // namespace
+
+Pod& World::InsertPod(Pod pod) {
+  const std::string key = PodKey(pod.ns, pod.name);
+  if (auto old = pods_.find(key); old != pods_.end()) ErasePod(old);
+  Pod& slot = pods_[key] = std::move(pod);
+  pod_parts_.Share(slot);
+  if (slot.node_name.empty()) {
+    unbound_.insert(key);
+  } else {
+    Binding(slot);
+  }
+  if (std::string_view owner = OwnerOf(key); !owner.empty()) ++pods_by_owner_[std::string(owner)];
+  return slot;
+}
+
+void World::Binding(const Pod& pod) {
+  assert(!pod.node_name.empty());
+  PodsOnNode& on = on_node_[pod.node_name];
+  on.pods.insert(PodKey(pod.ns, pod.name));
+  on.requested = on.requested + Need(pod);
+}
+
+std::map<std::string, Pod>::iterator World::ErasePod(std::map<std::string, Pod>::iterator it) {
+  const Pod& pod = it->second;
+  if (!pod.node_name.empty()) {
+    auto on = on_node_.find(pod.node_name);
+    assert(on != on_node_.end() && on->second.pods.contains(it->first));
+    on->second.pods.erase(it->first);
+    on->second.requested = on->second.requested - Need(pod);
+    if (on->second.pods.empty()) {
+      assert(on->second.requested == Resources{});
+      on_node_.erase(on);
+    }
+  }
+  if (std::string_view owner = OwnerOf(it->first); !owner.empty()) {
+    auto count = pods_by_owner_.find(std::string(owner));
+    assert(count != pods_by_owner_.end() && count->second > 0);
+    if (--count->second == 0) pods_by_owner_.erase(count);
+  }
+  unbound_.erase(it->first);
+  return pods_.erase(it);
 }
 
 // The ReplicaSet controller: replaces pods that were evicted or deleted.
@@ -508,7 +565,7 @@ std::vector<Event> World::TopUp() {
   pods_removed_ = false;
   for (const auto& [key, index] : deployments_) {
     const WorkloadStep& step = scenario_.workloads[index];
-    auto have = static_cast<std::int64_t>(PodsOf(step.ns, step.name).size());
+    const std::int64_t have = PodsCountOf(step.ns, step.name);
     for (std::int64_t i = have; i < replicas_[key]; ++i) {
       events.push_back(AddPending(NewPod(step)));
     }
@@ -517,7 +574,7 @@ std::vector<Event> World::TopUp() {
   for (const Job& job : scenario_.jobs) {
     auto left = job_pods_left_.find(job.ns + "/" + job.name);
     if (left == job_pods_left_.end()) continue;
-    auto have = static_cast<std::int64_t>(PodsOf(job.ns, job.name).size());
+    const std::int64_t have = PodsCountOf(job.ns, job.name);
     for (std::int64_t i = have; i < left->second; ++i) {
       events.push_back(AddPending(NewJobPod(job)));
     }
@@ -833,7 +890,7 @@ std::vector<Event> World::FireTimers() {
       auto left = job_pods_left_.find(pod->second.ns + "/" + pod->second.labels->at("job-name"));
       if (left != job_pods_left_.end() && --left->second <= 0) job_pods_left_.erase(left);
       events.push_back(PodDeleted{pod->second.ns, pod->second.name});
-      pods_.erase(pod);
+      ErasePod(pod);
       continue;
     }
     auto it = instances_.find(timer.instance_id);
@@ -898,9 +955,7 @@ std::vector<Event> World::PlaceDaemonPods(const Node& node) {
     pod.constraints = Placement(d);
     pod.node_name = node.name;
     pod.phase = PodPhase::kRunning;
-    pod_parts_.Share(pod);
-    pods_[PodKey(pod.ns, pod.name)] = pod;
-    events.push_back(PodUpserted{pod});
+    events.push_back(PodUpserted{InsertPod(std::move(pod))});
   }
   return events;
 }
@@ -963,20 +1018,14 @@ std::vector<Event> World::Schedule() {
   std::sort(pending.begin(), pending.end(), [](const Pod* a, const Pod* b) {
     return a->created != b->created ? a->created < b->created : a->uid < b->uid;
   });
-  // Free room per node, in the nodes' (name) order.
+  // Free room per node, in the nodes' (name) order. Pods bound to a node that is gone take no
+  // room: their entry in on_node_ matches no node.
   std::vector<std::pair<const Node*, Resources>> free;
-  std::map<std::string, std::size_t> index;
+  auto on = on_node_.begin();
   for (const auto& [name, node] : nodes_) {
-    index.emplace_hint(index.end(), name, free.size());
-    free.emplace_back(&node, node.allocatable);
-  }
-  for (const auto& [key, pod] : pods_) {
-    if (pod.node_name.empty()) continue;
-    auto at = index.find(pod.node_name);
-    if (at == index.end()) continue;  // Bound to a node that is gone: no room to take.
-    Resources need = pod.requests;
-    need.pods = 1;
-    free[at->second].second = free[at->second].second - need;
+    while (on != on_node_.end() && on->first < name) ++on;
+    const bool used = on != on_node_.end() && on->first == name;
+    free.emplace_back(&node, used ? node.allocatable - on->second.requested : node.allocatable);
   }
   // Within this pass room only shrinks, so a pod is not tried on the nodes that rejected an
   // earlier pod of its shape: first fit, without walking every node for every pod.
@@ -1000,9 +1049,8 @@ std::vector<Event> World::Schedule() {
       pod_parts_.node_names.Intern(pod->node_name.SharedForInterning());
       pod->phase = PodPhase::kRunning;
       pod->unschedulable = false;
-      Resources need = pod->requests;
-      need.pods = 1;
-      room = room - need;
+      Binding(*pod);
+      room = room - Need(*pod);
       bound = true;
       if (pod->owner_kind == "Job") StartJobTimer(*pod);
       break;
@@ -1185,10 +1233,11 @@ std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
 
 std::vector<Event> World::DeletePodNow(const Command& command, const std::string& ns,
                                        const std::string& name) {
-  unbound_.erase(PodKey(ns, name));
-  if (pods_.erase(PodKey(ns, name)) == 0) {
+  auto it = pods_.find(PodKey(ns, name));
+  if (it == pods_.end()) {
     return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + name + " not found"}};
   }
+  ErasePod(it);
   room_may_have_changed_ = pods_removed_ = true;
   return {CommandSucceeded{command.id}, PodDeleted{ns, name}};
 }
@@ -1225,16 +1274,16 @@ std::vector<Event> World::RemoveInstance(const std::string& id) {
 
 std::vector<Event> World::DeletePodsOn(const std::string& node) {
   std::vector<Event> events;
-  for (auto it = pods_.begin(); it != pods_.end();) {
-    if (it->second.node_name == node) {
-      events.push_back(PodDeleted{it->second.ns, it->second.name});
-      unbound_.erase(it->first);
-      it = pods_.erase(it);
-      room_may_have_changed_ = pods_removed_ = true;
-    } else {
-      ++it;
-    }
+  auto on = on_node_.find(node);
+  if (on == on_node_.end()) return events;
+  // In key order, as pods_ holds them; a copy, since each ErasePod shrinks the set.
+  const std::set<std::string> keys = on->second.pods;
+  for (const auto& key : keys) {
+    auto it = pods_.find(key);
+    events.push_back(PodDeleted{it->second.ns, it->second.name});
+    ErasePod(it);
   }
+  room_may_have_changed_ = pods_removed_ = true;
   return events;
 }
 

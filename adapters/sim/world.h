@@ -41,6 +41,13 @@ struct Timer {
   std::uint64_t command = 0;
 };
 
+// The pods bound to one node (by namespace/name) and what they request, one pod each.
+struct PodsOnNode {
+  std::set<std::string> pods;
+  Resources requested;
+  friend bool operator==(const PodsOnNode&, const PodsOnNode&) = default;
+};
+
 struct WorldSummary {
   std::size_t instances = 0;
   std::size_t nodes = 0;
@@ -90,6 +97,16 @@ class World : public runtime::Executor {
   const std::vector<InstanceType>& catalog() const { return catalog_; }
   // NodePool `pool` as the API server serves it (labels users added applied).
   NodePool ServedPool(const NodePool& pool) const { return Pool(pool); }
+
+  // The pods bound to each node and what they request (Schedule subtracts it from the node's
+  // allocatable, DeletePodsOn deletes them): kept up to date as pods bind and go, for tests to
+  // recount.
+  const std::map<std::string, PodsOnNode>& pods_on_nodes_for_test() const { return on_node_; }
+  // How many pods each owner has: "ns/name" for the pods named "name-<digits>" in ns (a
+  // Deployment's or a Job's), kept up to date as pods come and go, for tests to recount.
+  const std::map<std::string, std::int64_t>& pods_by_owner_for_test() const {
+    return pods_by_owner_;
+  }
 
   // A planted bug for the fault tests' checker: every NodePool the controller is served has
   // `delta` more nodes in each of its count budgets than the scenario wrote.
@@ -145,8 +162,17 @@ class World : public runtime::Executor {
   std::vector<Event> ListInstances();
   // Pods bound to `node` are deleted with it (the pod garbage collector's part).
   std::vector<Event> DeletePodsOn(const std::string& node);
-  // The keys of the pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
-  std::vector<std::string> PodsOf(const std::string& ns, const std::string& name) const;
+  // The pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
+  std::vector<std::map<std::string, Pod>::iterator> PodsOf(const std::string& ns,
+                                                           const std::string& name);
+  // How many there are (PodsOf(ns, name).size(), from pods_by_owner_).
+  std::int64_t PodsCountOf(const std::string& ns, const std::string& name) const;
+  // Keep on_node_, pods_by_owner_ and unbound_ in step with pods_: InsertPod puts a pod in
+  // pods_ (replacing one of its name), Binding is called after giving a pod in pods_ its node,
+  // ErasePod removes a pod from pods_ (bound or not).
+  Pod& InsertPod(Pod pod);
+  void Binding(const Pod& pod);
+  std::map<std::string, Pod>::iterator ErasePod(std::map<std::string, Pod>::iterator it);
   Pod NewPod(const WorkloadStep& step);
   // The instance launched first (earliest, then by id) among those `keep` accepts.
   const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
@@ -199,6 +225,13 @@ class World : public runtime::Executor {
   bool room_may_have_changed_ = true;
   bool pods_removed_ = true;
   std::set<std::string> unbound_;  // Keys of the pods bound to no node (not persisted: derived).
+  // Node name -> its bound pods (not persisted: derived). Schedule's room per node is
+  // allocatable less what they request, and a node's deletion deletes them, without walking
+  // every pod of the cluster.
+  std::map<std::string, PodsOnNode> on_node_;
+  // Owner (see pods_by_owner_for_test) -> its pods in pods_ (not persisted: derived), so the
+  // ReplicaSet and Job controllers count a workload's pods without walking them.
+  std::map<std::string, std::int64_t> pods_by_owner_;
   // Instances a kInterruptOffering message went to, and the messages that found none (not
   // persisted: a what-if runs in one process).
   std::set<std::string> interrupted_;

@@ -218,6 +218,42 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(disruption)), disruption);
 }
 
+// Under each candidate's NodeClaim term, a disruption pass's record stores the pass with only
+// that claim's candidates, in the pass's order (a claim may be a candidate twice, apart), and
+// everything else of the pass; other terms carry no value.
+TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
+  DisruptionDecision pass{"SingleNodeConsolidation",
+                          "blocked",
+                          {"c-2"},
+                          {{"c-2", "a", "first"},
+                           {"c-1", "a", "second"},
+                           {"c-3", "b", "third"},
+                           {"c-1", "a", "fourth"},
+                           {"c-10", "b", "fifth"}},
+                          {{"a", "Underutilized", 1, "budget"}},
+                          "pass",
+                          {MicroUsdPerHour{5}, {}, MicroUsdPerHour{2}}};
+  const Decision decision{DecisionId{4}, Seq{9}, kT0, pass};
+  const log::DecisionRecord record = log::DecisionRecordFor(decision);
+  ASSERT_EQ(record.index_values.size(), record.index_terms.size());
+  std::size_t valued = 0;
+  for (std::size_t i = 0; i < record.index_terms.size(); ++i) {
+    const std::string& term = record.index_terms[i];
+    if (term.front() != 'c') {
+      EXPECT_TRUE(record.index_values[i].empty()) << term;
+      continue;
+    }
+    const std::string claim = term.substr(1, term.size() - 2);
+    DisruptionDecision trimmed = pass;
+    std::erase_if(trimmed.candidates, [&](const auto& c) { return c.nodeclaim != claim; });
+    EXPECT_EQ(log::DecodeDecision(record.index_values[i]),
+              (Decision{decision.id, decision.cause, decision.at, trimmed}))
+        << claim;
+    ++valued;
+  }
+  EXPECT_EQ(valued, 4u);  // c-1, c-10, c-2, c-3.
+}
+
 // A snapshot restores the exact state, hash included; encoding it twice gives the same bytes.
 TEST(Codec, SnapshotRestoresExactState) {
   Folder f;

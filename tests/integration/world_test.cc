@@ -1,0 +1,120 @@
+// The simulated world's own bookkeeping, checked against a recount of what it holds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "adapters/runtime/runtime.h"
+#include "adapters/sim/world.h"
+#include "bench/churn.h"
+#include "log/event_log.h"
+#include "tests/integration/helpers.h"
+
+namespace tenon::testing {
+namespace {
+
+// Every node's bound pods and what they request, counted from the pods themselves.
+std::map<std::string, sim::PodsOnNode> Recount(const sim::World& world) {
+  std::map<std::string, sim::PodsOnNode> on;
+  for (const auto& [key, pod] : world.pods()) {
+    if (pod.node_name.empty()) continue;
+    Resources need = pod.requests;
+    need.pods = 1;
+    on[pod.node_name].pods.insert(key);
+    on[pod.node_name].requested = on[pod.node_name].requested + need;
+  }
+  return on;
+}
+
+// How many pods each Deployment and Job has, counted from the pods' names ("name-<digits>").
+std::map<std::string, std::int64_t> RecountOwners(const sim::World& world) {
+  std::map<std::string, std::int64_t> owners;
+  for (const auto& [key, pod] : world.pods()) {
+    const std::size_t dash = key.rfind('-');
+    const bool numbered = key.find_first_not_of("0123456789", dash + 1) == std::string::npos;
+    if (numbered) ++owners[key.substr(0, dash)];
+  }
+  return owners;
+}
+
+// A small churning cluster (bench/churn.h) with a DaemonSet on every node and a Job whose pods
+// finish: pods bind, finish, are scaled away, evicted by consolidation and deleted with their
+// nodes (interruptions, instances terminated and NodeClaims deleted by hand).
+sim::Scenario ChurningScenario() {
+  bench::ChurnArgs args;
+  args.catalog =
+      (std::filesystem::path(TENON_SOURCE_DIR) / "examples/catalogs/small.json").string();
+  args.deployments = 4;
+  args.replicas = 25;
+  args.build_seconds = 600;
+  args.churn_seconds = 3600;
+  args.scale_every_seconds = 30;
+  sim::Scenario scenario = bench::MakeScenario(args);
+  sim::DaemonSetSpec daemon;
+  daemon.name = "agent";
+  daemon.requests = {Millicores{100}, Bytes{64 * kMebibyte.value}, 0, {}};
+  scenario.daemonsets.push_back(daemon);
+  sim::Job job;
+  job.at = bench::Seconds(900);
+  job.name = "batch";
+  job.pods = 10;
+  job.run_for = bench::Seconds(300);
+  job.requests = {Millicores{500}, Bytes{256 * kMebibyte.value}, 0, {}};
+  scenario.jobs.push_back(job);
+  return scenario;
+}
+
+// Schedule takes each node's free room, and a node's deletion its pods, from what the world
+// keeps per node as pods bind and go, and the ReplicaSet and Job controllers their pod counts
+// from what it keeps per owner. After every tick of a churning run, and after a reload from the
+// world's file, both equal a recount of the pods; a node deleted with its pods deletes exactly
+// those.
+TEST(World, PodsKeptPerNodeAndOwnerMatchARecount) {
+  TempDir dir;
+  const sim::Scenario scenario = ChurningScenario();
+  auto log = log::EventLog::Open(dir.path() / "log", {});
+  sim::World world(scenario, dir.path() / "world.json");
+  runtime::Runtime runtime(*log, world, runtime::Options{});
+  runtime.Recover();
+  runtime.Ingest(world.StartupEvents());
+  std::size_t ticks_with_bound_pods = 0;
+  for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
+       t += scenario.tick) {
+    runtime.Ingest(world.Advance(t));
+    ASSERT_EQ(world.pods_on_nodes_for_test(), Recount(world)) << "at " << t.value;
+    ASSERT_EQ(world.pods_by_owner_for_test(), RecountOwners(world)) << "at " << t.value;
+    ticks_with_bound_pods += world.pods_on_nodes_for_test().empty() ? 0 : 1;
+  }
+  EXPECT_GT(ticks_with_bound_pods, 0u);
+
+  // The node with the most pods loses its finalizer: it goes, and its pods with it, in the
+  // order the API server lists them.
+  const auto on = Recount(world);
+  auto fullest = std::max_element(on.begin(), on.end(), [](const auto& a, const auto& b) {
+    return a.second.pods.size() < b.second.pods.size();
+  });
+  ASSERT_NE(fullest, on.end());
+  std::string claim;
+  for (const auto& [id, instance] : world.instances()) {
+    if (instance.node_name == fullest->first) claim = instance.nodeclaim;
+  }
+  std::vector<Event> expected{CommandSucceeded{CommandId{999'999}}, NodeDeleted{fullest->first}};
+  for (const auto& key : fullest->second.pods) {
+    const Pod& pod = world.pods().at(key);
+    expected.push_back(PodDeleted{pod.ns, pod.name});
+  }
+  EXPECT_EQ(
+      world.Execute(Command{CommandId{999'999}, Seq{0}, RemoveFinalizer{claim, fullest->first}}),
+      expected);
+  EXPECT_FALSE(world.pods_on_nodes_for_test().contains(fullest->first));
+  EXPECT_EQ(world.pods_on_nodes_for_test(), Recount(world));
+  world.Save();
+  sim::World reloaded(scenario, dir.path() / "world.json");
+  ASSERT_TRUE(reloaded.Load());
+  EXPECT_EQ(reloaded.pods_on_nodes_for_test(), Recount(world));
+  EXPECT_EQ(reloaded.pods_by_owner_for_test(), RecountOwners(world));
+}
+
+}  // namespace
+}  // namespace tenon::testing
