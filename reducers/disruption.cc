@@ -13,7 +13,6 @@
 #include <chrono>
 #include <optional>
 #include <set>
-#include <span>
 
 #include "reducers/cron.h"
 #include "reducers/internal.h"
@@ -141,8 +140,7 @@ struct Candidate {
   const NodeClaim* claim = nullptr;
   const Node* node = nullptr;
   const NodePool* pool = nullptr;
-  std::span<const Pod* const> pods;  // Its node's reschedulable pods (PodTable::Bound).
-  const PodTable::Bound* bound = nullptr;
+  const PodTable::Bound* bound = nullptr;  // Its node's pods; `reschedulable` would move.
   std::int64_t cost = 0;   // Karpenter's disruption cost: cheaper to disrupt goes first.
   std::size_t record = 0;  // Its entry in Pass::candidates.
   std::string why;         // Drift and soft expiration: why it qualifies.
@@ -277,14 +275,17 @@ bool Protected(const State& state, const Pod& pod, std::string* until) {
 // or a pod, or a PodDisruptionBudget that would refuse an eviction.
 std::string GracefulBlocker(const State& state, const Candidate& c) {
   if (c.node->do_not_disrupt) return "node " + c.node->name + " has karpenter.sh/do-not-disrupt";
-  for (const Pod* pod : c.bound->do_not_disrupt > 0 ? c.pods : std::span<const Pod* const>()) {
-    std::string until;
-    if (Protected(state, *pod, &until)) {
-      return "pod " + PodKey(pod->ns, pod->name) + " has karpenter.sh/do-not-disrupt" + until;
+  const std::vector<const Pod*>& pods = c.bound->reschedulable;
+  if (c.bound->do_not_disrupt > 0) {
+    for (const Pod* pod : pods) {
+      std::string until;
+      if (Protected(state, *pod, &until)) {
+        return "pod " + PodKey(pod->ns, pod->name) + " has karpenter.sh/do-not-disrupt" + until;
+      }
     }
   }
   if (state.pdbs.empty()) return {};
-  for (const Pod* pod : c.pods) {
+  for (const Pod* pod : pods) {
     std::vector<const PodDisruptionBudget*> matching;
     for (const auto& [key, pdb] : state.pdbs) {
       if (pdb.ns == pod->ns && SelectorMatches(pdb.selector, *pod->labels))
@@ -336,7 +337,8 @@ std::string MethodBlocker(const State& state, const std::string& method, Candida
   if (c.pool->consolidate_after.value < 0 && (method == kEmptiness || IsConsolidation(method))) {
     return "-";
   }
-  if (method == kEmptiness) return c.pods.empty() ? ConsolidatableBlocker(state, c) : "-";
+  const bool empty = c.bound->reschedulable.empty();
+  if (method == kEmptiness) return empty ? ConsolidatableBlocker(state, c) : "-";
   if (method == kDrift) {
     if (c.drifted->empty()) return "-";
     c.why = "drifted (" + *c.drifted + ")";
@@ -349,7 +351,7 @@ std::string MethodBlocker(const State& state, const std::string& method, Candida
             " ago, expireAfter " + DurationText(after) + ")";
     return "";
   }
-  if (c.pods.empty()) return "-";  // Emptiness's.
+  if (empty) return "-";  // Emptiness's.
   if (c.pool->consolidation_policy == ConsolidationPolicy::kWhenEmpty) {
     return "consolidationPolicy is WhenEmpty";
   }
@@ -374,12 +376,11 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
   MicroUsdPerHour total{0};
   bool all_spot = true;
   for (const Candidate* c : group) {
-    removals.push_back({c->claim, c->node, c->pods});
+    removals.push_back({c->claim, c->node, c->bound->reschedulable});
     total += c->claim->price;
     all_spot = all_spot && c->claim->capacity_type == kCapacitySpot;
   }
-  ScheduleResult result;
-  result = sim.Without(removals);
+  ScheduleResult result = sim.Without(removals);
   Plan plan;
   plan.removed = total;
   for (const auto& outcome : result.pods) {
@@ -469,23 +470,16 @@ struct ClaimFacts {
 };
 using Claims = std::vector<ClaimFacts>;
 
-// The state's nodes with their bound pods, by name, for one lookup per claim. Built by walking
-// the two name-ordered maps side by side.
+// The state's nodes with their bound pods, by name, for one lookup per claim.
 struct NodeEntry {
   const Node* node = nullptr;
   const PodTable::Bound* bound = nullptr;
 };
 NameIndex<NodeEntry> IndexNodes(const State& state) {
   NameIndex<NodeEntry> index;
-  const auto& bound = state.pods.Nodes();
-  const PodTable::Bound& none = state.pods.OnNode({});
-  auto b = bound.begin();
+  BoundWalk bound(state.pods);
   index.Reserve(state.nodes.size());
-  for (const auto& [name, node] : state.nodes) {
-    while (b != bound.end() && b->first < name) ++b;
-    const bool has = b != bound.end() && b->first == name;
-    index.Add(name, {&node, has ? &b->second : &none});
-  }
+  for (const auto& [name, node] : state.nodes) index.Add(name, {&node, &bound.At(name)});
   index.Seal();
   return index;
 }
@@ -519,7 +513,6 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
     c.node = facts.node;
     c.pool = facts.pool;
     c.bound = facts.bound;
-    c.pods = c.bound->reschedulable;
     c.drifted = &facts.drifted;
     std::string blocker = MethodBlocker(state, method, c);
     if (blocker == "-") continue;

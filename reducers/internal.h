@@ -64,6 +64,25 @@ class NameIndex {
   std::vector<Entry> entries_;
 };
 
+// What is bound to each of a series of nodes named in ascending order, found by walking the
+// PodTable's name-ordered nodes alongside rather than looking each name up (a pass over
+// thousands of nodes).
+class BoundWalk {
+ public:
+  explicit BoundWalk(const PodTable& pods)
+      : nodes_(pods.Nodes()), at_(nodes_.begin()), none_(pods.OnNode({})) {}
+  // `name` must not sort before the name asked for last.
+  const PodTable::Bound& At(std::string_view name) {
+    while (at_ != nodes_.end() && at_->first < name) ++at_;
+    return at_ != nodes_.end() && at_->first == name ? at_->second : none_;
+  }
+
+ private:
+  const std::map<std::string, PodTable::Bound, std::less<>>& nodes_;
+  std::map<std::string, PodTable::Bound, std::less<>>::const_iterator at_;
+  const PodTable::Bound& none_;
+};
+
 // Karpenter's eviction cost of a pod, 1 + pod-deletion-cost / 2^27 + priority / 2^25 clamped
 // to [-10, 10], in integer units of 2^-27 (no floating point on a decision path).
 inline constexpr std::int64_t kCostUnit = std::int64_t{1} << 27;

@@ -289,15 +289,10 @@ void Pass::BuildExistingBins() {
     if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end())
       bin.zone = zone->second;
   }
-  // The bound pods of each bin, walking the two name-ordered maps side by side rather than
-  // looking each name up.
-  const auto& nodes_with_pods = state_.pods.Nodes();
-  auto with_pods = nodes_with_pods.begin();
+  BoundWalk bound_to(state_.pods);  // `by_name` is in name order.
   for (const auto& [name, index] : by_name) {
     Bin& bin = existing_[index];
-    while (with_pods != nodes_with_pods.end() && with_pods->first < name) ++with_pods;
-    if (with_pods == nodes_with_pods.end() || with_pods->first != name) continue;
-    const PodTable::Bound& bound = with_pods->second;
+    const PodTable::Bound& bound = bound_to.At(name);
     if (bound.active.pods > 0) bin.remaining = bin.remaining - bound.active;
     if (bound.ports_or_volumes == 0) continue;
     for (const auto& [key, pod] : bound.pods) {
