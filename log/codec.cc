@@ -1436,6 +1436,7 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
   for (auto c : r.getNodeClaims()) {
     NodeClaim& claim = state.nodeclaims[S(c.getName())] = Get(c);
     state.claim_parts.Share(claim);
+    state.claims_by_node.Add(claim.node_name, claim.name);
   }
   for (auto u : r.getUnavailableOfferings()) {
     state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};

@@ -112,6 +112,35 @@ struct SharedClaimParts {
   friend bool operator==(const SharedClaimParts&, const SharedClaimParts&) { return true; }
 };
 
+// NodeClaims by their Node's name (NodeClaim::node_name), so a pod bound to or removed from a
+// node finds the node's claim without a walk over every claim. Derived from State::nodeclaims:
+// kept by the reducers that give a claim its node, take it away, or add or remove a claim
+// (SetClaimNode, IndexClaim, ForgetClaim in reducers/internal.h), rebuilt from the claims when a
+// snapshot is loaded; equality, hash and snapshot ignore it.
+class ClaimsByNode {
+ public:
+  void Add(const std::string& node, const std::string& claim) {
+    if (!node.empty()) entries_.emplace(node, claim);
+  }
+  void Remove(const std::string& node, const std::string& claim) {
+    if (!node.empty()) entries_.erase({node, claim});
+  }
+  // The claims on `node`, in name order.
+  template <class F>
+  void ForEach(const std::string& node, F&& f) const {
+    for (auto it = entries_.lower_bound({node, std::string()});
+         it != entries_.end() && it->first == node; ++it) {
+      f(it->second);
+    }
+  }
+  // Whether it holds exactly the (node, claim) pairs of `claims` (for tests).
+  bool Matches(const std::map<std::string, NodeClaim>& claims) const;
+  friend bool operator==(const ClaimsByNode&, const ClaimsByNode&) { return true; }
+
+ private:
+  std::set<std::pair<std::string, std::string>> entries_;
+};
+
 // What nodes share: the texts of their labels, one copy of each distinct key and value. A cache
 // like SharedPodParts, filled where a node enters the State. A node's hostname label is its
 // name, which its pods already hold: it is taken from the pods' node names so that the node and
@@ -235,6 +264,7 @@ struct State {
   SharedNodeParts node_parts;  // Each node's label keys and values, shared.
   std::map<std::string, NodeClaim> nodeclaims;
   SharedClaimParts claim_parts;  // Each claim's requirements and candidate types, shared.
+  ClaimsByNode claims_by_node;
   std::map<std::string, DaemonSet> daemonsets;        // Keyed by namespace/name.
   std::map<std::string, PersistentVolumeClaim> pvcs;  // Keyed by namespace/name.
   std::map<std::string, PersistentVolume> pvs;

@@ -770,12 +770,16 @@ void Execute(State& state, Seq seq, const std::string& method,
 // Karpenter v1's expiration: forceful and unbudgeted, unless soft expiration is asked for.
 void Expire(State& state, Seq seq, Output& out) {
   if (state.settings.soft_expiration) return;
+  const NodePool* pool = nullptr;  // The last claim's: a pool's claims are often neighbours.
   for (auto& [name, claim] : state.nodeclaims) {
-    auto pool = state.nodepools.find(claim.nodepool);
-    if (pool == state.nodepools.end() || claim.deleting) continue;
-    Nanos after = pool->second.expire_after;
-    if (after.value < 0 || claim.phase == ClaimPhase::kPending) continue;
-    if (state.now - claim.created < after) continue;
+    if (claim.deleting || claim.phase == ClaimPhase::kPending) continue;
+    if (pool == nullptr || pool->name != claim.nodepool) {
+      auto it = state.nodepools.find(claim.nodepool);
+      pool = it == state.nodepools.end() ? nullptr : &it->second;
+      if (pool == nullptr) continue;
+    }
+    Nanos after = pool->expire_after;
+    if (after.value < 0 || state.now - claim.created < after) continue;
     std::string reason = "expired: created " + DurationText(state.now - claim.created) +
                          " ago, expireAfter " + DurationText(after);
     Decide(state, seq,
@@ -1080,9 +1084,9 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
 
 void NotePodMoved(State& state, const std::string& node_name) {
   if (node_name.empty()) return;
-  for (auto& [name, claim] : state.nodeclaims) {
-    if (claim.node_name == node_name) claim.last_pod_change = state.now;
-  }
+  state.claims_by_node.ForEach(node_name, [&](const std::string& claim) {
+    state.nodeclaims.at(claim).last_pod_change = state.now;
+  });
 }
 
 }  // namespace tenon::core

@@ -145,4 +145,10 @@ void AdvanceDisruption(State& state, Seq seq, Output& out);
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);
 void NotePodMoved(State& state, const std::string& node_name);
 
+// Every change to which claims State::nodeclaims holds, or to a claim's node_name, goes
+// through these, so that State::claims_by_node stays in step (lifecycle.cc).
+void IndexClaim(State& state, const NodeClaim& claim);   // After it is added.
+void ForgetClaim(State& state, const NodeClaim& claim);  // Before it is erased.
+void SetClaimNode(State& state, NodeClaim& claim, const std::string& node);
+
 }  // namespace tenon::core

@@ -189,7 +189,7 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   bool registering = claim->phase == ClaimPhase::kLaunched;
   if (registering) {
     claim->phase = ClaimPhase::kRegistered;
-    claim->node_name = node.name;
+    SetClaimNode(state, *claim, node.name);
     claim->registered = state.now;
     state.registration_healthy[claim->nodepool] = true;
     RecordTransition(state, seq, *claim, "Registered", "node " + node.name + " has its providerID",
@@ -232,6 +232,7 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
   auto [it, inserted] = state.nodeclaims.emplace(claim.name, std::move(claim));
   assert(inserted);
   NodeClaim& adopted = it->second;
+  IndexClaim(state, adopted);
   // Its instance was launched by someone else; whether a Node registered is for the Nodes the
   // core knows to say, as for its own claims.
   const bool launched = adopted.phase != ClaimPhase::kPending;
@@ -258,9 +259,24 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
 
 void OnNodeDeleted(State& state, const std::string& name) {
   state.nodes.erase(name);
-  for (auto& [claim_name, claim] : state.nodeclaims) {
-    if (claim.node_name == name) claim.node_name.clear();
-  }
+  std::vector<NodeClaim*> on_node;
+  state.claims_by_node.ForEach(
+      name, [&](const std::string& claim) { on_node.push_back(&state.nodeclaims.at(claim)); });
+  for (NodeClaim* claim : on_node) SetClaimNode(state, *claim, "");
+}
+
+void IndexClaim(State& state, const NodeClaim& claim) {
+  state.claims_by_node.Add(claim.node_name, claim.name);
+}
+
+void ForgetClaim(State& state, const NodeClaim& claim) {
+  state.claims_by_node.Remove(claim.node_name, claim.name);
+}
+
+void SetClaimNode(State& state, NodeClaim& claim, const std::string& node) {
+  state.claims_by_node.Remove(claim.node_name, claim.name);
+  claim.node_name = node;
+  state.claims_by_node.Add(claim.node_name, claim.name);
 }
 
 void ExpireUnavailableOfferings(State& state) {

@@ -1,4 +1,4 @@
-// PodTable: the State's pods and the views kept beside them (core.h).
+// PodTable: the State's pods and the views kept beside them; ClaimsByNode (core.h).
 #include <algorithm>
 
 #include "reducers/internal.h"
@@ -117,6 +117,14 @@ void PodTable::Recount(Bound& bound) {
     if (pod->do_not_disrupt) bound.do_not_disrupt++;
     bound.eviction_cost += core::EvictionCost(*pod);
   }
+}
+
+bool ClaimsByNode::Matches(const std::map<std::string, NodeClaim>& claims) const {
+  std::set<std::pair<std::string, std::string>> expected;
+  for (const auto& [name, claim] : claims) {
+    if (!claim.node_name.empty()) expected.emplace(claim.node_name, name);
+  }
+  return expected == entries_;
 }
 
 }  // namespace tenon

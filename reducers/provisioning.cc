@@ -75,6 +75,7 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
   }
   state.claim_parts.Share(claim);
   state.nodeclaims[claim.name] = claim;
+  IndexClaim(state, claim);
   Issue(state, seq, CreateNodeClaim{claim}, out);
   Issue(state, seq, std::move(launch), out);
   return ClaimPlan{claim.name, claim.nodepool, plan.pods, plan.requests, plan.offerings};

@@ -291,6 +291,7 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
         return state.now - entry.second > kFinishedNodeClaimsKept;
       });
       state.finished_nodeclaims[claim->first] = state.now;
+      ForgetClaim(state, claim->second);
       state.nodeclaims.erase(claim);
     }
     return true;

@@ -263,6 +263,10 @@ TEST(Codec, SnapshotRestoresExactState) {
   f.Fold(FleetFailed{CommandId{999},
                      "none",
                      {{"c5.large", "us-east-1a", "spot", ErrorCode::kInsufficientCapacity, ""}}});
+  ASSERT_FALSE(f.state.nodeclaims.empty());
+  NodeClaim& registered = f.state.nodeclaims.begin()->second;
+  registered.node_name = "node-x";
+  f.state.claims_by_node.Add("node-x", registered.name);
   std::vector<std::string> parts = EncodeSnapshotParts(f.state);
   EXPECT_EQ(parts, EncodeSnapshotParts(f.state));
   std::uint64_t stored = 0;
@@ -270,6 +274,12 @@ TEST(Codec, SnapshotRestoresExactState) {
   EXPECT_EQ(restored, f.state);
   EXPECT_EQ(stored, StateHash(f.state));
   EXPECT_EQ(StateHash(restored), stored);
+  // The claims-by-node index is not in the snapshot: it is rebuilt from the claims.
+  EXPECT_TRUE(restored.claims_by_node.Matches(restored.nodeclaims));
+  bool found = false;
+  restored.claims_by_node.ForEach(
+      "node-x", [&](const std::string& claim) { found = claim == registered.name; });
+  EXPECT_TRUE(found);
 }
 
 // A state with thousands of pods is written as a head and slices of bounded size, and the

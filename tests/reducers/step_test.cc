@@ -330,6 +330,37 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
       CommandsOf<PatchNodeClaimStatus>(f.Fold(Tick{kT0 + Nanos{20 * kSecond.value}})).empty());
 }
 
+// A pod bound to or removed from a node stamps the node's claim (consolidateAfter counts from
+// it), found through State::claims_by_node, which follows the claim's node as it registers and
+// as its node goes.
+TEST(Disruption, PodMovesStampTheClaimOfTheirNode) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  std::string claim = LaunchFor(out);
+  f.Fold(LaunchedFor(out));
+  EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
+  f.Fold(NodeUpserted{LaunchedNode(true)});
+  ASSERT_EQ(f.state.nodeclaims.at(claim).node_name, "node-1");
+  EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
+
+  f.Fold(Tick{kT0 + Nanos{5 * kSecond.value}});
+  Pod bound = PendingPod("web-1", 500, 512);
+  bound.node_name = "node-1";
+  f.Fold(PodUpserted{bound});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Nanos{5 * kSecond.value});
+  f.Fold(Tick{kT0 + Nanos{7 * kSecond.value}});
+  f.Fold(PodDeleted{"default", "web-1"});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Nanos{7 * kSecond.value});
+
+  // Its node gone, the claim has none, and a pod naming that node stamps nothing.
+  f.Fold(NodeDeleted{"node-1"});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, "");
+  EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
+  f.Fold(Tick{kT0 + Nanos{9 * kSecond.value}});
+  f.Fold(PodUpserted{bound});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Nanos{7 * kSecond.value});
+}
+
 // SQS delivers at least once: the same message again (after a restart, say) is acknowledged
 // again and otherwise ignored.
 TEST(Disruption, RedeliveredInterruptionIsOnlyAcknowledged) {
