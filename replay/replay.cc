@@ -65,10 +65,9 @@ std::string CommandDiff(const std::vector<Command>& recorded, const std::vector<
 // events met at the start belong to the stretch before.
 class Verifier {
  public:
-  Verifier(const log::EventLog& log, log::Seq begin, log::Seq end)
-      : log_(log), begin_(begin), end_(end) {
-    for (auto seq : log.SnapshotSeqs()) snapshots_.insert(seq);
-  }
+  Verifier(const log::EventLog& log, log::Seq begin, log::Seq end,
+           const std::set<log::Seq>& snapshots)
+      : log_(log), begin_(begin), end_(end), snapshots_(snapshots) {}
 
   // Whether the stretch could start: its snapshot exists and holds its stored hash.
   bool Start() {
@@ -228,7 +227,7 @@ class Verifier {
   log::Seq end_;
   log::Seq at_ = begin_;
   State state_;
-  std::set<log::Seq> snapshots_;
+  const std::set<log::Seq>& snapshots_;  // Every snapshot's sequence number.
   std::map<Seq, Output> unrecorded_;
   VerifyReport report_;
 };
@@ -253,10 +252,10 @@ namespace {
 
 // Where to cut the log into `parts` stretches of about equal length: snapshot sequence
 // numbers, each stretch starting from the snapshot at its cut.
-std::vector<log::Seq> Cuts(const log::EventLog& log, std::size_t parts) {
+std::vector<log::Seq> Cuts(const log::EventLog& log, const std::vector<log::Seq>& snapshots,
+                           std::size_t parts) {
   std::vector<log::Seq> cuts;
   const log::Seq first = log.FirstSeq(), last = log.LastSeq();
-  std::vector<log::Seq> snapshots = log.SnapshotSeqs();
   for (std::size_t i = 1; i < parts; ++i) {
     const log::Seq target = first + (last - first) * i / parts;
     auto it = std::upper_bound(snapshots.begin(), snapshots.end(), target);
@@ -276,12 +275,14 @@ VerifyReport Verify(const log::EventLog& log,
   // at its cut, and the stretch before checks that snapshot against the state it folded, so
   // the chain is the same proof as one fold from zero.
   threads = std::min(threads, kVerifyThreadsMax);
+  const std::vector<log::Seq> listed = log.SnapshotSeqs();
+  const std::set<log::Seq> snapshots(listed.begin(), listed.end());
   const std::vector<log::Seq> cuts =
-      threads == 1 ? std::vector<log::Seq>{} : Cuts(log, threads * kStretchesPerThread);
+      threads == 1 ? std::vector<log::Seq>{} : Cuts(log, listed, threads * kStretchesPerThread);
   std::vector<std::unique_ptr<Verifier>> parts;
   for (std::size_t i = 0; i <= cuts.size(); ++i) {
-    parts.push_back(
-        std::make_unique<Verifier>(log, i == 0 ? 0 : cuts[i - 1], i < cuts.size() ? cuts[i] : 0));
+    parts.push_back(std::make_unique<Verifier>(log, i == 0 ? 0 : cuts[i - 1],
+                                               i < cuts.size() ? cuts[i] : 0, snapshots));
   }
   std::mutex mu;
   std::vector<std::uint64_t> read(parts.size(), 0);
