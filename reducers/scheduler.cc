@@ -90,7 +90,8 @@ class Pass {
  private:
   void BuildExistingBins();
   void AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const;
-  PodView MakeView(const Pod& pod);
+  // Makes `v` the pod's view (assigned over whatever view it held, reusing its allocations).
+  void MakeView(const Pod& pod, PodView& v);
   void Prepare(PodView& v);
   void Refresh(PodView& v);
   std::size_t ShapeOf(const PodView& v);
@@ -196,6 +197,7 @@ class Pass {
   PlannedClaim Launch(const Bin& bin);
   // [shape]: the topology groups selecting the shape's pods, and how many groups were seen.
   std::deque<std::pair<std::vector<std::size_t>, std::size_t>> selecting_;
+  std::vector<PodView> views_;  // Run's, kept between runs (only the first pods.size() count).
 };
 
 void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const {
@@ -251,13 +253,20 @@ void Pass::BuildExistingBins() {
     by_name.emplace_hint(by_name.end(), name, existing_.size());  // Nodes come in name order.
     existing_.push_back(std::move(bin));
   }
+  // The nodes' bins by name, for each claim to find its node's (one comparison, where the map
+  // misses the cache at every level).
+  NameIndex<std::size_t> node_bins;
+  node_bins.Reserve(by_name.size());
+  for (const auto& [name, index] : by_name) node_bins.Add(name, index);
+  node_bins.Seal();
   // A claim's node may still carry its startup taints; they will go, so they do not count.
   for (const auto& [name, claim] : state_.nodeclaims) {
     auto pool = state_.nodepools.find(claim.nodepool);
-    auto on_node = claim.node_name.empty() ? by_name.end() : by_name.find(claim.node_name);
-    if (on_node != by_name.end()) {
+    const std::size_t* on_node =
+        claim.node_name.empty() ? nullptr : node_bins.Find(claim.node_name);
+    if (on_node != nullptr) {
       if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kInitialized) continue;
-      auto& taints = existing_[on_node->second].taints;
+      auto& taints = existing_[*on_node].taints;
       std::erase_if(taints, [&](const Taint& t) {
         return std::find(pool->second.startup_taints.begin(), pool->second.startup_taints.end(),
                          t) != pool->second.startup_taints.end();
@@ -328,23 +337,23 @@ void Pass::RefreshBlock(std::size_t block) {
   block_room_[block] = most;
 }
 
-PodView Pass::MakeView(const Pod& pod) {
+void Pass::MakeView(const Pod& pod, PodView& v) {
   const bool shared = pod.constraints->volume_claims.empty();
   const auto base = std::make_tuple(static_cast<const void*>(&pod.ns.str()),
                                     static_cast<const void*>(&*pod.constraints),
                                     static_cast<const void*>(&*pod.labels));
   if (shared) {
     if (auto it = base_views_.find(base); it != base_views_.end()) {
-      PodView v = it->second;
+      v = it->second;
       v.pod = &pod;
-      v.key = PodKey(pod.ns, pod.name);
+      v.key.assign(pod.ns.str()).append("/").append(pod.name);  // PodKey, in v's own buffer.
       v.need = pod.requests;
       v.need.pods = 1;
       v.stamp = ++stamps_;
-      return v;
+      return;
     }
   }
-  PodView v;
+  v = PodView{};
   v.pod = &pod;
   v.key = PodKey(pod.ns, pod.name);
   v.need = pod.requests;
@@ -395,7 +404,6 @@ PodView Pass::MakeView(const Pod& pod) {
   }
   Refresh(v);
   if (shared) base_views_.emplace(base, v);
-  return v;
 }
 
 void Pass::Refresh(PodView& v) {
@@ -776,9 +784,10 @@ std::string Pass::Explain(PodView& v) {
 }
 
 ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
-  std::vector<PodView> views;
-  views.reserve(pods.size());
-  for (const Pod* pod : pods) views.push_back(MakeView(*pod));
+  // The views of the last run are assigned over: a trial's pods reuse their allocations.
+  if (views_.size() < pods.size()) views_.resize(pods.size());
+  const std::span<PodView> views(views_.data(), pods.size());
+  for (std::size_t i = 0; i < pods.size(); ++i) MakeView(*pods[i], views[i]);
   std::deque<std::size_t> queue;
   for (std::size_t i = 0; i < views.size(); ++i) queue.push_back(i);
   // view -> queue length when last tried; a pod seeing the same length again means a full
