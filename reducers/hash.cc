@@ -1,8 +1,11 @@
 // StateHash: XXH3-64 over a canonical, length-prefixed walk of the state. Maps are ordered,
 // integers are fed as little-endian 64-bit values, so the hash is the same on every machine.
 #include <xxhash.h>
+
 #include <bit>
 #include <cassert>
+#include <cstring>
+#include <string_view>
 
 #include "reducers/core.h"
 
@@ -21,16 +24,39 @@ class Hasher {
   Hasher(const Hasher&) = delete;
   Hasher& operator=(const Hasher&) = delete;
 
-  void Int(std::int64_t v) { XXH3_64bits_update(state_, &v, sizeof v); }
-  void Uint(std::uint64_t v) { XXH3_64bits_update(state_, &v, sizeof v); }
-  void Str(const std::string& s) {
+  void Int(std::int64_t v) { Put(&v, sizeof v); }
+  void Uint(std::uint64_t v) { Put(&v, sizeof v); }
+  void Str(std::string_view s) {
     Uint(s.size());
-    XXH3_64bits_update(state_, s.data(), s.size());
+    Put(s.data(), s.size());
   }
-  std::uint64_t Digest() const { return XXH3_64bits_digest(state_); }
+  std::uint64_t Digest() {
+    Flush();
+    return XXH3_64bits_digest(state_);
+  }
 
  private:
+  // The walk feeds millions of 8-byte fields; XXH3's streaming digest does not depend on how
+  // its input is cut, so they are gathered here and handed over a buffer at a time.
+  static constexpr std::size_t kBufferBytes = 16 * 1024;
+  void Put(const void* data, std::size_t n) {
+    if (n > kBufferBytes - used_) {
+      Flush();
+      if (n >= kBufferBytes) {
+        XXH3_64bits_update(state_, data, n);
+        return;
+      }
+    }
+    std::memcpy(buffer_ + used_, data, n);
+    used_ += n;
+  }
+  void Flush() {
+    if (used_ > 0) XXH3_64bits_update(state_, buffer_, used_);
+    used_ = 0;
+  }
   XXH3_state_t* state_;
+  std::size_t used_ = 0;
+  unsigned char buffer_[kBufferBytes];
 };
 
 template <class Tag, class Rep>
@@ -38,6 +64,9 @@ void H(Hasher& h, const Strong<Tag, Rep>& v) {
   h.Uint(static_cast<std::uint64_t>(v.value));
 }
 void H(Hasher& h, const std::string& v) {
+  h.Str(v);
+}
+void H(Hasher& h, std::string_view v) {
   h.Str(v);
 }
 void H(Hasher& h, bool v) {
@@ -79,8 +108,8 @@ void H(Hasher& h, const std::map<K, V>& m) {
 void H(Hasher& h, const NodeLabels& labels) {
   h.Uint(labels.size());
   for (const auto& [key, value] : labels) {
-    h.Str(key);
-    h.Str(value);
+    h.Str(key.str());
+    h.Str(value.str());
   }
 }
 void H(Hasher& h, const Pod& p);
@@ -140,7 +169,7 @@ void H(Hasher& h, const HostPort& p) {
 void H(Hasher& h, const Pod& p) {
   const PodConstraints& c = *p.constraints;
   All(h, p.ns, p.name, p.uid, p.requests, p.node_name.str(), p.unschedulable,
-      std::string(PodPhaseText(p.phase)), p.owner_kind, p.created, *p.labels, c.node_selector,
+      std::string_view(PodPhaseText(p.phase)), p.owner_kind, p.created, *p.labels, c.node_selector,
       c.tolerations);
   All(h, c.node_affinity_required, c.node_affinity_preferred, c.pod_affinity_required,
       c.pod_affinity_preferred, c.pod_anti_affinity_required, c.pod_anti_affinity_preferred,
