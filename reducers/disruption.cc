@@ -59,17 +59,23 @@ struct Allowance {
   std::string detail;
 };
 
+// The state's nodes with their bound pods, by name, for one lookup per claim.
+struct NodeEntry {
+  const Node* node = nullptr;
+  const PodTable::Bound* bound = nullptr;
+};
+
 // Karpenter's rule: the most restrictive active budget for `reason` wins, minus the pool's
 // nodes already deleting or not ready.
-Allowance Allowed(const State& state, const NodePool& pool, const std::string& reason) {
+Allowance Allowed(const State& state, const NodePool& pool, const std::string& reason,
+                  const NameIndex<NodeEntry>& nodes) {
   std::int64_t total = 0;
   std::int64_t disrupting = 0;
   for (const auto& [name, claim] : state.nodeclaims) {
     if (claim.nodepool != pool.name || claim.node_name.empty()) continue;
     ++total;
-    auto node = state.nodes.find(claim.node_name);
-    if (claim.deleting || node == state.nodes.end() || !node->second.ready ||
-        InReplacement(state, name)) {
+    const NodeEntry* node = nodes.Find(claim.node_name);
+    if (claim.deleting || node == nullptr || !node->node->ready || InReplacement(state, name)) {
       ++disrupting;
     }
   }
@@ -470,11 +476,15 @@ struct ClaimFacts {
 };
 using Claims = std::vector<ClaimFacts>;
 
-// The state's nodes with their bound pods, by name, for one lookup per claim.
-struct NodeEntry {
-  const Node* node = nullptr;
-  const PodTable::Bound* bound = nullptr;
+// What one disruption pass looks up once: the state's nodes by name, the claims it looks at,
+// and each pool's budget allowance per reason (several methods ask for the same one; nothing
+// they read changes while the pass evaluates).
+struct Lookups {
+  NameIndex<NodeEntry> nodes;
+  Claims claims;
+  std::map<std::pair<std::string, std::string>, Allowance> allowances;  // (pool, reason)
 };
+
 NameIndex<NodeEntry> IndexNodes(const State& state) {
   NameIndex<NodeEntry> index;
   BoundWalk bound(state.pods);
@@ -484,17 +494,17 @@ NameIndex<NodeEntry> IndexNodes(const State& state) {
   return index;
 }
 
-Claims LookUpClaims(State& state) {
-  const NameIndex<NodeEntry> nodes = IndexNodes(state);
+Lookups LookUpClaims(State& state) {
+  Lookups out;
+  out.nodes = IndexNodes(state);
   DriftReference reference;
-  Claims out;
   for (auto& [name, claim] : state.nodeclaims) {
     if (claim.deleting || claim.phase != ClaimPhase::kInitialized) continue;
     auto pool = state.nodepools.find(claim.nodepool);
-    const NodeEntry* node = nodes.Find(claim.node_name);
+    const NodeEntry* node = out.nodes.Find(claim.node_name);
     if (pool == state.nodepools.end() || node == nullptr) continue;
-    out.push_back({&claim, &pool->second, node->node, node->bound,
-                   Drifted(state, claim, pool->second, reference, node->node)});
+    out.claims.push_back({&claim, &pool->second, node->node, node->bound,
+                          Drifted(state, claim, pool->second, reference, node->node)});
   }
   return out;
 }
@@ -534,8 +544,8 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
 // The budget allowance of each pool, computed once per pass and recorded.
 class Budgets {
  public:
-  Budgets(const State& state, std::string reason, Pass& pass)
-      : state_(state), reason_(std::move(reason)), pass_(pass) {}
+  Budgets(const State& state, std::string reason, Pass& pass, Lookups& looked)
+      : state_(state), reason_(std::move(reason)), pass_(pass), looked_(looked) {}
   // What the pool's budgets still allow in this pass.
   std::int64_t& Left(const std::string& pool) { return Of(pool).left; }
   std::string Over(const std::string& pool) {
@@ -552,7 +562,11 @@ class Budgets {
   Entry& Of(const std::string& pool) {
     auto [it, fresh] = pools_.try_emplace(pool);
     if (fresh) {
-      it->second.allowed = Allowed(state_, state_.nodepools.at(pool), reason_);
+      auto [known, computed] = looked_.allowances.try_emplace({pool, reason_});
+      if (computed) {
+        known->second = Allowed(state_, state_.nodepools.at(pool), reason_, looked_.nodes);
+      }
+      it->second.allowed = known->second;
       it->second.left = it->second.allowed.allowed;
       pass_.budgets.push_back(
           {pool, reason_, it->second.allowed.allowed, it->second.allowed.detail});
@@ -562,6 +576,7 @@ class Budgets {
   const State& state_;
   std::string reason_;
   Pass& pass_;
+  Lookups& looked_;
   std::map<std::string, Entry> pools_;
 };
 
@@ -581,8 +596,8 @@ std::string Unsettled(const State& state) {
 // Multi-node: the longest prefix (at least two) of the cheapest-to-disrupt candidates within
 // budget that can go together, by binary search as Karpenter does.
 void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
-                       Pass& pass, bool validating) {
-  Budgets budgets(state, kReasonUnderutilized, pass);
+                       Pass& pass, Lookups& looked, bool validating) {
+  Budgets budgets(state, kReasonUnderutilized, pass, looked);
   std::vector<const Candidate*> within;
   for (const Candidate& c : cands) {
     std::int64_t& left = budgets.Left(c.claim->nodepool);
@@ -631,8 +646,8 @@ void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidat
 // fast enough); as in Karpenter, the first that can go is selected and the rest wait for the
 // next pass unsimulated.
 void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
-                        Pass& pass) {
-  Budgets budgets(state, kReasonUnderutilized, pass);
+                        Pass& pass, Lookups& looked) {
+  Budgets budgets(state, kReasonUnderutilized, pass, looked);
   for (const Candidate& c : cands) {
     auto& outcome = pass.candidates[c.record].outcome;
     if (budgets.Left(c.claim->nodepool) <= 0) {
@@ -664,7 +679,7 @@ struct Gathered {
   std::vector<Candidate> cands;
 };
 
-Pass Evaluate(const State& state, const std::string& method, Simulation& sim, const Claims& claims,
+Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lookups& looked,
               const std::vector<std::string>* only = nullptr, Gathered* consolidation = nullptr) {
   Pass pass;
   std::vector<Candidate> cands;
@@ -672,7 +687,7 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, co
     pass = consolidation->pass;
     cands = consolidation->cands;
   } else {
-    cands = Gather(state, claims, method, pass, only);
+    cands = Gather(state, looked.claims, method, pass, only);
     if (consolidation != nullptr) *consolidation = {true, pass, cands};
   }
   if (cands.empty()) return pass;
@@ -681,11 +696,11 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, co
       for (const Candidate& c : cands) pass.candidates[c.record].outcome = why;
       return pass;
     }
-    if (method == kMultiNode) EvaluateMultiNode(state, sim, cands, pass, only != nullptr);
-    if (method == kSingleNode) EvaluateSingleNode(state, sim, cands, pass);
+    if (method == kMultiNode) EvaluateMultiNode(state, sim, cands, pass, looked, only != nullptr);
+    if (method == kSingleNode) EvaluateSingleNode(state, sim, cands, pass, looked);
     return pass;
   }
-  Budgets budgets(state, BudgetReason(method), pass);
+  Budgets budgets(state, BudgetReason(method), pass, looked);
   for (const Candidate& c : cands) {
     auto& outcome = pass.candidates[c.record].outcome;
     std::int64_t& left = budgets.Left(c.claim->nodepool);
@@ -795,14 +810,14 @@ void Expire(State& state, Seq seq, Output& out) {
   }
 }
 
-void Validate(State& state, const Claims& looked_up, Seq seq, Output& out) {
+void Validate(State& state, Lookups& looked, Seq seq, Output& out) {
   std::string method = state.pending_method;
   std::vector<std::string> claims = state.pending_nodeclaims;
   state.pending_method.clear();
   state.pending_nodeclaims.clear();
   state.last_disruption_digest = 0;
   Simulation sim(state);
-  Pass now = Evaluate(state, method, sim, looked_up, &claims);
+  Pass now = Evaluate(state, method, sim, looked, &claims);
   std::string changed;
   for (const auto& name : claims) {
     if (std::find(now.selected.begin(), now.selected.end(), name) != now.selected.end()) continue;
@@ -960,17 +975,17 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
   AdvanceReplacements(state, seq, out);
   const bool due = state.last_disruption_pass.value == 0 ||
                    state.now - state.last_disruption_pass >= kDisruptionPassInterval;
-  Claims claims;
+  Lookups looked;
   if (due) {
     state.last_disruption_pass = state.now;
-    claims = LookUpClaims(state);
-    PublishConditions(state, claims, seq, out);
+    looked = LookUpClaims(state);
+    PublishConditions(state, looked.claims, seq, out);
   }
   // Whatever this tick has done so far (expiry, replacements, conditions) is a change.
   if (out.size() != before) ++state.cluster_generation;
   if (!due) return;
   if (!state.pending_method.empty()) {
-    if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, claims, seq, out);
+    if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, looked, seq, out);
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
   // Karpenter's consolidation state: consolidation that found nothing is not recomputed until
@@ -985,7 +1000,7 @@ void AdvanceDisruption(State& state, Seq seq, Output& out) {
   for (const char* method : {kEmptiness, kSoftExpiration, kDrift, kMultiNode, kSingleNode}) {
     if (method == std::string(kSoftExpiration) && !state.settings.soft_expiration) continue;
     if (consolidated && (IsConsolidation(method) || method == std::string(kEmptiness))) continue;
-    Pass pass = Evaluate(state, method, sim, claims, nullptr,
+    Pass pass = Evaluate(state, method, sim, looked, nullptr,
                          IsConsolidation(method) ? &consolidation : nullptr);
     if (!pass.selected.empty()) {
       state.pending_method = method;

@@ -169,11 +169,18 @@ void Republish(State& state, Seq seq, Output& out) {
     }
     now[name] = status;
   }
+  NodePoolStatus* pool = nullptr;  // The last claim's: a pool's claims are often neighbours.
+  const std::string* pool_name = nullptr;
   for (const auto& [name, claim] : state.nodeclaims) {
-    auto it = now.find(claim.nodepool);
-    if (it == now.end() || claim.phase == ClaimPhase::kPending) continue;
-    if (!claim.node_name.empty()) it->second.nodes++;
-    it->second.resources = it->second.resources + claim.allocatable;
+    if (claim.phase == ClaimPhase::kPending) continue;
+    if (pool_name == nullptr || *pool_name != claim.nodepool) {
+      auto it = now.find(claim.nodepool);
+      pool = it == now.end() ? nullptr : &it->second;
+      pool_name = it == now.end() ? nullptr : &it->first;
+      if (pool == nullptr) continue;
+    }
+    if (!claim.node_name.empty()) pool->nodes++;
+    pool->resources = pool->resources + claim.allocatable;
   }
   for (auto& [name, status] : now) {
     // Never published counts as the empty status: a pool with nothing to say stays quiet.
@@ -218,19 +225,22 @@ void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, 
 void AdvanceLifecycle(State& state, Seq seq, Output& out) {
   // Timeouts judge what the cluster shows: not before it has been read whole (a Node that
   // registered while tenon was down, a claim still to be adopted).
+  // One walk over the claims: the timeouts, and the claims deleting after them, which then
+  // take their next step in the same order (a step changes no other claim).
+  std::vector<NodeClaim*> deleting;
   for (auto& [name, claim] : state.nodeclaims) {
-    if (claim.deleting || !state.watches_synced) continue;
-    if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
-      BeginDeletion(state, seq, claim, "not launched within 5m", true, out);
-    } else if (claim.phase == ClaimPhase::kLaunched &&
-               state.now - claim.launched >= kRegistrationTtl) {
-      BeginDeletion(state, seq, claim, "no node registered within 15m", true, out);
-      state.registration_healthy[claim.nodepool] = false;  // NodeRegistrationHealthy=False
+    if (!claim.deleting && state.watches_synced) {
+      if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
+        BeginDeletion(state, seq, claim, "not launched within 5m", true, out);
+      } else if (claim.phase == ClaimPhase::kLaunched &&
+                 state.now - claim.launched >= kRegistrationTtl) {
+        BeginDeletion(state, seq, claim, "no node registered within 15m", true, out);
+        state.registration_healthy[claim.nodepool] = false;  // NodeRegistrationHealthy=False
+      }
     }
+    if (claim.deleting) deleting.push_back(&claim);
   }
-  for (auto& [name, claim] : state.nodeclaims) {
-    if (claim.deleting) Advance(state, seq, claim, out);
-  }
+  for (NodeClaim* claim : deleting) Advance(state, seq, *claim, out);
   Republish(state, seq, out);
 }
 
