@@ -89,6 +89,11 @@ class Pass {
 
  private:
   void BuildExistingBins();
+  // Takes the pods bound to the bin's node out of its room (their ports and volumes too).
+  void AddBound(Bin& bin, const PodTable::Bound& bound);
+  // An existing node's bin reads its labels and zone from the node when first needed: most
+  // bins of a full cluster never hold the pod a pass tries.
+  void Resolve(Bin& bin);
   void AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const;
   // Makes `v` the pod's view (assigned over whatever view it held, reusing its allocations).
   void MakeView(const Pod& pod, PodView& v);
@@ -125,7 +130,6 @@ class Pass {
   std::vector<PoolTemplate> templates_;
   Topology topology_;
   std::vector<Bin> existing_;
-  std::map<std::string, std::size_t, std::less<>> existing_by_name_;
   NameIndex<std::size_t> existing_index_;  // The same, for a trial's lookups.
   std::vector<Bin> planned_;
   // An existing bin as it was before a trial changed it.
@@ -217,7 +221,6 @@ void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string
 }
 
 void Pass::BuildExistingBins() {
-  auto& by_name = existing_by_name_;  // Empty until now.
   // Capacity being terminated is no place for a pod.
   std::set<std::string> leaving = excluded_nodes_;
   for (const auto& [name, claim] : state_.nodeclaims) {
@@ -232,17 +235,16 @@ void Pass::BuildExistingBins() {
   }
   // One allocation: growing the vector would hold two copies of thousands of bins at once.
   existing_.reserve(existing_.size() + state_.nodes.size() + state_.nodeclaims.size());
+  // The nodes' bins by name, for each claim to find its node's (one comparison, where a map
+  // misses the cache at every level).
+  NameIndex<std::size_t> node_bins;
+  node_bins.Reserve(state_.nodes.size());
+  BoundWalk bound_to(state_.pods);  // The nodes come in name order.
   for (const auto& [name, node] : state_.nodes) {
     if (leaving.contains(name)) continue;
     Bin bin;
     bin.name = name;
-    if (auto host = node.labels.find(label::kHostname);
-        host != node.labels.end() && host->second == name) {
-      bin.node_labels = &node.labels;
-    } else {
-      bin.own_labels = node.labels;
-      bin.own_labels.Set(label::kHostname, name);
-    }
+    bin.node = &node;  // Its labels and zone are read when a pod first tries it (Resolve).
     for (const auto& t : node.taints) {
       if (!Ephemeral(t)) bin.taints.push_back(t);
     }
@@ -250,16 +252,15 @@ void Pass::BuildExistingBins() {
     if (auto csi = state_.csi_nodes.find(name); csi != state_.csi_nodes.end()) {
       bin.volume_limits = csi->second.attach_limits;
     }
-    by_name.emplace_hint(by_name.end(), name, existing_.size());  // Nodes come in name order.
+    AddBound(bin, bound_to.At(name));
+    node_bins.Add(name, existing_.size());
     existing_.push_back(std::move(bin));
   }
-  // The nodes' bins by name, for each claim to find its node's (one comparison, where the map
-  // misses the cache at every level).
-  NameIndex<std::size_t> node_bins;
-  node_bins.Reserve(by_name.size());
-  for (const auto& [name, index] : by_name) node_bins.Add(name, index);
+  existing_index_ = node_bins;
   node_bins.Seal();
   // A claim's node may still carry its startup taints; they will go, so they do not count.
+  // A claim without a node is a bin of its own (pods bound to its name, if any, in it).
+  BoundWalk claim_bound(state_.pods);  // The claims come in name order.
   for (const auto& [name, claim] : state_.nodeclaims) {
     auto pool = state_.nodepools.find(claim.nodepool);
     const std::size_t* on_node =
@@ -289,29 +290,13 @@ void Pass::BuildExistingBins() {
     if (!claim.zone.empty()) labels[label::kZone] = claim.zone;
     if (!claim.capacity_type.empty()) labels[label::kCapacityType] = claim.capacity_type;
     bin.own_labels = labels;
+    if (auto zone = labels.find(label::kZone); zone != labels.end()) bin.zone = zone->second;
     bin.taints = pool->second.taints;
     bin.remaining = claim.allocatable;
-    by_name[name] = existing_.size();
+    AddBound(bin, claim_bound.At(name));
+    existing_index_.Add(name, existing_.size());
     existing_.push_back(std::move(bin));
   }
-  for (Bin& bin : existing_) {
-    if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end())
-      bin.zone = zone->second;
-  }
-  BoundWalk bound_to(state_.pods);  // `by_name` is in name order.
-  for (const auto& [name, index] : by_name) {
-    Bin& bin = existing_[index];
-    const PodTable::Bound& bound = bound_to.At(name);
-    if (bound.active.pods > 0) bin.remaining = bin.remaining - bound.active;
-    if (bound.ports_or_volumes == 0) continue;
-    for (const auto& [key, pod] : bound.pods) {
-      if (!IsActive(*pod)) continue;
-      for (const auto& p : pod->constraints->host_ports) bin.host_ports.push_back(p);
-      AddVolumes(*pod, bin.volumes);
-    }
-  }
-  existing_index_.Reserve(by_name.size());
-  for (const auto& [name, index] : by_name) existing_index_.Add(name, index);
   existing_index_.Seal();
   rooms_.clear();
   for (const Bin& bin : existing_) rooms_.push_back(RoomOf(bin));
@@ -558,8 +543,35 @@ bool Pass::VolumesFit(const PodView& v, const Bin& bin) const {
   return true;
 }
 
+void Pass::AddBound(Bin& bin, const PodTable::Bound& bound) {
+  if (bound.active.pods > 0) bin.remaining = bin.remaining - bound.active;
+  if (bound.ports_or_volumes == 0) return;
+  for (const auto& [key, pod] : bound.pods) {
+    if (!IsActive(*pod)) continue;
+    for (const auto& p : pod->constraints->host_ports) bin.host_ports.push_back(p);
+    AddVolumes(*pod, bin.volumes);
+  }
+}
+
+void Pass::Resolve(Bin& bin) {
+  if (bin.node == nullptr) return;
+  const Node& node = *bin.node;
+  bin.node = nullptr;
+  if (auto host = node.labels.find(label::kHostname);
+      host != node.labels.end() && host->second == bin.name) {
+    bin.node_labels = &node.labels;
+  } else {
+    bin.own_labels = node.labels;
+    bin.own_labels.Set(label::kHostname, bin.name);
+  }
+  if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end()) {
+    bin.zone = zone->second;
+  }
+}
+
 bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   if (!Fits(v.need, bin.remaining)) return false;
+  Resolve(bin);
   auto never = [&] {  // Refused for the rest of the pass and every trial of it.
     auto& refused = refused_existing_[v.shape];
     if (refused.size() < existing_.size()) refused.resize(existing_.size(), false);
@@ -711,10 +723,12 @@ bool Pass::TryPlace(PodView& v) {
       for (std::size_t i = b * kRoomBlock; i < end; ++i) {
         if (!Holds(rooms_[i], v.need)) continue;
         if (i < refused.size() && refused[i]) continue;
-        if (!memo_.refused_zones.empty() &&
-            std::find(memo_.refused_zones.begin(), memo_.refused_zones.end(), existing_[i].zone) !=
-                memo_.refused_zones.end()) {
-          continue;
+        if (!memo_.refused_zones.empty()) {
+          Resolve(existing_[i]);
+          if (std::find(memo_.refused_zones.begin(), memo_.refused_zones.end(),
+                        existing_[i].zone) != memo_.refused_zones.end()) {
+            continue;
+          }
         }
         if (TryExisting(v, existing_[i], i)) return true;
       }

@@ -158,6 +158,8 @@ struct Bin {
   // most of its memory), else `own_labels`.
   const NodeLabels* node_labels = nullptr;
   NodeLabels own_labels;
+  // Existing nodes' bins until Pass::Resolve: the node whose labels and zone are still to read.
+  const Node* node = nullptr;
   const NodeLabels& labels() const { return node_labels != nullptr ? *node_labels : own_labels; }
   std::string zone;  // Existing bins: their zone label, if any.
   std::vector<Taint> taints;
