@@ -160,27 +160,38 @@ void Advance(State& state, Seq seq, NodeClaim& claim, Output& out) {
   Issue(state, seq, RemoveFinalizer{name, claim.node_name}, out);
 }
 
-void Republish(State& state, Seq seq, Output& out) {
+// Each pool's nodes and resources as its status publishes them, summed over its claims (not
+// pending) by the walk AdvanceLifecycle makes anyway.
+class PoolSums {
+ public:
+  void Add(const NodeClaim& claim) {
+    if (claim.phase == ClaimPhase::kPending) return;
+    if (last_ == nullptr || last_->first != claim.nodepool) {
+      last_ = &*sums_.try_emplace(claim.nodepool).first;  // A pool's claims are often neighbours.
+    }
+    if (!claim.node_name.empty()) last_->second.nodes++;
+    last_->second.resources = last_->second.resources + claim.allocatable;
+  }
+  const std::map<std::string, NodePoolStatus>& sums() const { return sums_; }
+
+ private:
+  std::map<std::string, NodePoolStatus> sums_;  // Only nodes and resources are set.
+  std::pair<const std::string, NodePoolStatus>* last_ = nullptr;
+};
+
+// `sums`: of the claims as they are now.
+void Republish(State& state, const PoolSums& sums, Seq seq, Output& out) {
   std::map<std::string, NodePoolStatus> now;
   for (const auto& [name, pool] : state.nodepools) {
     NodePoolStatus status;
     if (auto h = state.registration_healthy.find(name); h != state.registration_healthy.end()) {
       status.registration_healthy = h->second;
     }
-    now[name] = status;
-  }
-  NodePoolStatus* pool = nullptr;  // The last claim's: a pool's claims are often neighbours.
-  const std::string* pool_name = nullptr;
-  for (const auto& [name, claim] : state.nodeclaims) {
-    if (claim.phase == ClaimPhase::kPending) continue;
-    if (pool_name == nullptr || *pool_name != claim.nodepool) {
-      auto it = now.find(claim.nodepool);
-      pool = it == now.end() ? nullptr : &it->second;
-      pool_name = it == now.end() ? nullptr : &it->first;
-      if (pool == nullptr) continue;
+    if (auto sum = sums.sums().find(name); sum != sums.sums().end()) {
+      status.nodes = sum->second.nodes;
+      status.resources = sum->second.resources;
     }
-    if (!claim.node_name.empty()) pool->nodes++;
-    pool->resources = pool->resources + claim.allocatable;
+    now[name] = status;
   }
   for (auto& [name, status] : now) {
     // Never published counts as the empty status: a pool with nothing to say stays quiet.
@@ -228,7 +239,9 @@ void AdvanceLifecycle(State& state, Seq seq, Output& out) {
   // One walk over the claims: the timeouts, and the claims deleting after them, which then
   // take their next step in the same order (a step changes no other claim).
   std::vector<NodeClaim*> deleting;
+  PoolSums sums;  // Nothing it sums changes after: a step issues commands, not claim fields.
   for (auto& [name, claim] : state.nodeclaims) {
+    sums.Add(claim);
     if (!claim.deleting && state.watches_synced) {
       if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
         BeginDeletion(state, seq, claim, "not launched within 5m", true, out);
@@ -241,7 +254,7 @@ void AdvanceLifecycle(State& state, Seq seq, Output& out) {
     if (claim.deleting) deleting.push_back(&claim);
   }
   for (NodeClaim* claim : deleting) Advance(state, seq, *claim, out);
-  Republish(state, seq, out);
+  Republish(state, sums, seq, out);
 }
 
 bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<ErrorCode> error,
