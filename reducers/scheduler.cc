@@ -201,7 +201,9 @@ class Pass {
   PlannedClaim Launch(const Bin& bin);
   // [shape]: the topology groups selecting the shape's pods, and how many groups were seen.
   std::deque<std::pair<std::vector<std::size_t>, std::size_t>> selecting_;
-  std::vector<PodView> views_;  // Run's, kept between runs (only the first pods.size() count).
+  std::vector<PodView> views_;     // Run's, kept between runs (only the first pods.size() count).
+  std::deque<std::size_t> queue_;  // Run's queue and when each view was last tried, kept
+  std::vector<std::size_t> last_seen_;  // between runs for their allocations.
 };
 
 void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const {
@@ -802,12 +804,14 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
   if (views_.size() < pods.size()) views_.resize(pods.size());
   const std::span<PodView> views(views_.data(), pods.size());
   for (std::size_t i = 0; i < pods.size(); ++i) MakeView(*pods[i], views[i]);
-  std::deque<std::size_t> queue;
+  std::deque<std::size_t>& queue = queue_;
+  queue.clear();
   for (std::size_t i = 0; i < views.size(); ++i) queue.push_back(i);
   // view -> queue length when last tried; a pod seeing the same length again means a full
   // turn of the queue placed nothing.
   constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
-  std::vector<std::size_t> last_seen(views.size(), kNever);
+  std::vector<std::size_t>& last_seen = last_seen_;
+  last_seen.assign(views.size(), kNever);
   std::size_t turns = 0;
   while (!queue.empty() && turns < kQueuePassesMax * (views.size() + 1)) {
     ++turns;
@@ -823,6 +827,8 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
     if (!placed) queue.push_back(i);
   }
   ScheduleResult result;
+  result.pods.reserve(views.size());
+  result.claims.reserve(planned_.size());
   for (std::size_t i = 0; i < views.size(); ++i) {
     PodView& v = views[i];
     PodOutcome outcome{std::move(v.key), {}, {}, std::move(v.relaxed)};
