@@ -335,22 +335,33 @@ std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
          " (consolidateAfter " + DurationText(c.pool->consolidate_after) + ")";
 }
 
+// The methods, for tests made once per claim of a pass.
+enum class Method { kEmptiness, kDrift, kSoftExpiration, kConsolidation };
+Method KindOf(const std::string& method) {
+  if (method == kEmptiness) return Method::kEmptiness;
+  if (method == kDrift) return Method::kDrift;
+  if (method == kSoftExpiration) return Method::kSoftExpiration;
+  assert(IsConsolidation(method));
+  return Method::kConsolidation;
+}
+
 // The method's own test of one claim: empty when it is a candidate, "-" when the method does
 // not look at it at all, else why it is not one.
-std::string MethodBlocker(const State& state, const std::string& method, Candidate& c) {
+std::string MethodBlocker(const State& state, Method method, Candidate& c) {
   // consolidateAfter: Never turns emptiness and consolidation off for the pool: they do not
   // look at its nodes, so their passes record nothing about them.
-  if (c.pool->consolidate_after.value < 0 && (method == kEmptiness || IsConsolidation(method))) {
+  if (c.pool->consolidate_after.value < 0 &&
+      (method == Method::kEmptiness || method == Method::kConsolidation)) {
     return "-";
   }
   const bool empty = c.bound->reschedulable.empty();
-  if (method == kEmptiness) return empty ? ConsolidatableBlocker(state, c) : "-";
-  if (method == kDrift) {
+  if (method == Method::kEmptiness) return empty ? ConsolidatableBlocker(state, c) : "-";
+  if (method == Method::kDrift) {
     if (c.drifted->empty()) return "-";
     c.why = "drifted (" + *c.drifted + ")";
     return "";
   }
-  if (method == kSoftExpiration) {
+  if (method == Method::kSoftExpiration) {
     Nanos after = c.pool->expire_after;
     if (after.value < 0 || state.now - c.claim->created < after) return "-";
     c.why = "expired (created " + DurationText(state.now - c.claim->created) +
@@ -512,6 +523,7 @@ Lookups LookUpClaims(State& state) {
 // Every claim the method could look at, in disruption-cost order, each with its record.
 std::vector<Candidate> Gather(const State& state, const Claims& claims, const std::string& method,
                               Pass& pass, const std::vector<std::string>* only) {
+  const Method kind = KindOf(method);
   std::vector<Candidate> out;
   for (const ClaimFacts& facts : claims) {
     const NodeClaim& claim = *facts.claim;
@@ -524,7 +536,7 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
     c.pool = facts.pool;
     c.bound = facts.bound;
     c.drifted = &facts.drifted;
-    std::string blocker = MethodBlocker(state, method, c);
+    std::string blocker = MethodBlocker(state, kind, c);
     if (blocker == "-") continue;
     if (blocker.empty() && claim.nominated_until > state.now) {
       blocker = "nominated for pending pods until " + ClockUtc(claim.nominated_until);
