@@ -4,20 +4,27 @@
 // The controller is `tenon simulate`'s: runtime::Runtime over a RocksDB event log in a temporary
 // folder ($TMPDIR), snapshots as `tenon run` takes them (every 1,000 events, at most one per 5
 // virtual minutes), no fsync, a tick every virtual second; the simulated cluster and cloud
-// (sim::World) in memory. The cluster is bench_run's churning one (bench/churn.h) at a fifth of
-// its size: 20 Deployments of 500 pods on 4- and 8-vCPU types; after 20 minutes one deployment
-// rescales every 60 s (by default), a spot interruption arrives every 5 minutes, a rebalance
-// recommendation every 15, an instance is terminated behind the controller's back and a
-// NodeClaim deleted by hand every hour; consolidation runs as the controller schedules it.
+// (sim::World) in memory. As `tenon simulate` without --log, the log's appends are pipelined
+// and the commands do not wait for them (runtime::Appends::kPipelinedAhead): a writer thread
+// encodes and appends the records, and encodes and writes the snapshots, beside the core's Step
+// (--wait-for-log: commands wait for their outputs to be in the log, kPipelined, as with --log;
+// --synchronous: every append and snapshot on the runtime's thread, as `tenon run`). The cluster is
+// bench_run's churning one (bench/churn.h) at a fifth of its size: 20 Deployments of 500 pods on 4-
+// and 8-vCPU types; after 20 minutes one deployment rescales every 60 s (by default), a spot
+// interruption arrives every 5 minutes, a rebalance recommendation every 15, an instance is
+// terminated behind the controller's back and a NodeClaim deleted by hand every hour; consolidation
+// runs as the controller schedules it.
 //
-// Printed: the run's wall time and events per second, split into the World, the log appends and
-// the core's Step; then `tenon replay --verify`'s work on the log (replay::Verify: every output,
-// decision and snapshot hash compared, the stretches between snapshots folded side by side, one
-// per core) with its events per second. Baseline in the same run: the log's events folded by the
-// core alone from zero on one core (Scan + decode + Step, nothing compared).
+// Printed: the run's wall time and events per second, split into the World, the core's Step,
+// the time the runtime's thread waited for the writer and the rest (and, beside it on the
+// writer thread, the encoding, appends and snapshots it overlapped; or, synchronous, the log
+// appends on the runtime's thread); then `tenon replay --verify`'s work on the log (replay::Verify:
+// every output, decision and snapshot hash compared, the stretches between snapshots folded side by
+// side, one per core) with its events per second. Baseline in the same run: the log's events folded
+// by the core alone from zero on one core (Scan + decode + Step, nothing compared).
 //
 //   bench_simulate [--catalog PATH] [--quick] [--hours N] [--deployments N] [--replicas N]
-//                  [--scale-every SECONDS]
+//                  [--scale-every SECONDS] [--wait-for-log | --synchronous]
 #include <unistd.h>
 
 #include <chrono>
@@ -51,7 +58,8 @@ double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Where the run's time goes: the log's appends and the core's Step, as the runtime reports them.
+// Where the run's time goes: the log's appends and the core's Step, as the runtime reports them
+// (on its own thread: pipelined appends are reported once written, not as the writer makes them).
 struct Split : runtime::Observer {
   void OnAppend(std::size_t n, std::size_t b, std::chrono::nanoseconds took, log::Seq) override {
     records += n;
@@ -74,6 +82,9 @@ struct Split : runtime::Observer {
 struct Args {
   bench::ChurnArgs churn;
   std::int64_t hours = 24;
+  // The world lives in memory and the log is removed at exit: nothing outlives the process, so
+  // commands need not wait for the log (runtime::Appends::kPipelinedAhead).
+  runtime::Appends appends = runtime::Appends::kPipelinedAhead;
 };
 
 struct RunFigures {
@@ -81,15 +92,19 @@ struct RunFigures {
   std::uint64_t events = 0, state_hash = 0;
   std::size_t nodes_max = 0, nodes_min = SIZE_MAX, pods_max = 0;
   Split split;
+  runtime::Appends appends = runtime::Appends::kSynchronous;
+  runtime::PipelineStats pipeline;
 };
 
-RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log) {
+RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::Appends appends) {
   RunFigures f;
   sim::World world(scenario, std::filesystem::path());
   runtime::Options options;
   options.snapshot_every_events = kSnapshotEvery;
   options.snapshot_min_interval = kSnapshotMinInterval;
   options.observer = &f.split;
+  options.appends = appends;
+  f.appends = appends;
   runtime::Runtime runtime(log, world, options);
   const auto start = Clock::now();
   runtime.Recover();
@@ -113,7 +128,9 @@ RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log) {
                 w.pods_pending, Since(start));
     std::fflush(stdout);
   }
+  runtime.Flush();  // The run ends once the log holds all of it.
   f.wall_seconds = Since(start);
+  f.pipeline = runtime.pipeline_stats();
   f.events = runtime.events_folded();
   f.state_hash = StateHash(runtime.state());
   return f;
@@ -131,6 +148,46 @@ const char* Verdict(bool pass) {
   return pass ? "PASS" : "MISS";
 }
 
+double Seconds(std::chrono::nanoseconds ns) {
+  return std::chrono::duration<double>(ns).count();
+}
+
+const char* AppendsName(runtime::Appends appends) {
+  switch (appends) {
+    case runtime::Appends::kSynchronous:
+      return "synchronous";
+    case runtime::Appends::kPipelined:
+      return "pipelined";
+    case runtime::Appends::kPipelinedAhead:
+      return "pipelined ahead";
+  }
+  return "?";
+}
+
+// Where the run's wall time went, on the runtime's thread; with pipelined appends, what the
+// writer thread did beside it (overlapped: not part of the wall time unless waited for).
+void PrintSplit(const RunFigures& run) {
+  const double core = run.split.step_seconds, append = run.split.append_seconds;
+  if (run.appends == runtime::Appends::kSynchronous) {
+    std::printf(
+        "  of the wall time (synchronous appends): core Step %.1f s, log appends %.1f s, World "
+        "%.1f s, the rest (encoding, snapshots, runtime) %.1f s\n",
+        core, append, run.world_seconds, run.wall_seconds - core - append - run.world_seconds);
+    return;
+  }
+  const double waited = Seconds(run.pipeline.waited);
+  std::printf(
+      "  of the wall time (%s appends): core Step %.1f s, World %.1f s, waiting for the log "
+      "writer %.1f s, the rest (snapshots, runtime) %.1f s\n",
+      AppendsName(run.appends), core, run.world_seconds, waited,
+      run.wall_seconds - core - run.world_seconds - waited);
+  std::printf("  on the writer thread, overlapped: encoding %.1f s, log appends %.1f s (%" PRIu64
+              " appends), snapshots %.1f s (%" PRIu64
+              "; their states copied in the rest: %.1f s)\n",
+              Seconds(run.pipeline.encode), append, run.pipeline.appends,
+              Seconds(run.pipeline.snapshot), run.pipeline.snapshots, Seconds(run.pipeline.copy));
+}
+
 // The run's figures, printed before the (as long) replay starts.
 void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
               const std::filesystem::path& dir) {
@@ -139,7 +196,6 @@ void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
     if (e.is_regular_file()) disk += e.file_size();
   }
   const double virtual_seconds = static_cast<double>(scenario.duration.value) / 1e9;
-  const double core = run.split.step_seconds, append = run.split.append_seconds;
   std::printf("\nsimulate: %.0f virtual seconds in %.1f s wall (%.0fx real time)\n",
               virtual_seconds, run.wall_seconds, virtual_seconds / run.wall_seconds);
   std::printf("  cluster after the ramp: %zu to %zu nodes, up to %zu pods bound\n", run.nodes_min,
@@ -149,10 +205,7 @@ void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
               run.events, static_cast<double>(run.events) / run.wall_seconds, run.split.records,
               static_cast<double>(run.split.bytes) / 1e6, run.split.snapshots,
               static_cast<double>(disk) / 1e6);
-  std::printf(
-      "  of the wall time: core Step %.1f s, log appends %.1f s, World %.1f s, the rest "
-      "(encoding, snapshots, runtime) %.1f s\n",
-      core, append, run.world_seconds, run.wall_seconds - core - append - run.world_seconds);
+  PrintSplit(run);
   std::printf("  the core's Step by event kind:");
   for (const auto& [kind, figures] : run.split.by_kind) {
     std::printf(" %s %" PRIu64 " (%.1f s)", kind.c_str(), figures.first, figures.second);
@@ -174,7 +227,7 @@ int Run(const Args& args) {
               " pods, %zu catalog types, %zu scaling steps, %zu actions; log in %s\n",
               args.hours, args.churn.deployments, args.churn.replicas, scenario.catalog.size(),
               scenario.workloads.size(), scenario.actions.size(), dir.c_str());
-  RunFigures run = Simulate(scenario, *log);
+  RunFigures run = Simulate(scenario, *log, args.appends);
   PrintRun(scenario, run, dir);
 
   const auto verify_start = Clock::now();
@@ -215,6 +268,10 @@ int main(int argc, char** argv) {
     auto next = [&] { return i + 1 < argc ? std::stoll(argv[++i]) : 0; };
     if (std::strcmp(argv[i], "--quick") == 0) {
       args.churn.deployments = 4, args.churn.replicas = 25, args.hours = 1;
+    } else if (std::strcmp(argv[i], "--synchronous") == 0) {
+      args.appends = runtime::Appends::kSynchronous;
+    } else if (std::strcmp(argv[i], "--wait-for-log") == 0) {
+      args.appends = runtime::Appends::kPipelined;
     } else if (std::strcmp(argv[i], "--catalog") == 0 && i + 1 < argc) {
       args.churn.catalog = argv[++i];
     } else if (std::strcmp(argv[i], "--hours") == 0) {

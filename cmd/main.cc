@@ -75,6 +75,8 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
   options.log_dir = log_dir;
   options.snapshot_every_events = args.snapshot_every;
   options.sync = args.sync;
+  // Without --log, the log and the world go with the process: commands need not wait for the log.
+  if (args.log_dir.empty()) options.appends = runtime::Appends::kPipelinedAhead;
   if (args.trace_acks) {
     options.on_ack = [](log::Seq seq, const std::string& payload) {
       std::printf("ack %" PRIu64 " %016" PRIx64 "\n", seq,

@@ -727,19 +727,23 @@ rocksdb::Options BaseOptions(const OpenOptions& options) {
 }
 
 // The decision index's keys are terms (a pod's, a NodeClaim's name) followed by a decision id,
-// so each flush's entries spread over the whole key range, and each compaction of level 0 into
-// level 1 rewrites all of level 1 (with the trimmed decisions some entries carry as values:
-// hundreds of MB an hour on a churning 1,000-node cluster). Compacting after this many level-0
-// files instead of RocksDB's 4 rewrites level 1 a quarter as often, for a few more files an
-// audit query reads. Writes are slowed and stopped only well past the trigger, as RocksDB's
-// defaults (20 and 36 files) are past its 4.
+// so each flush's entries spread over the whole key range (with the trimmed decisions some
+// entries carry as values: hundreds of MB an hour on a churning 1,000-node cluster). Leveled
+// compaction would merge every batch of level-0 files into all of level 1, which grows with the
+// log: over a 24-hour run at 1,000 nodes that rewrote the index again and again, 75 CPU-seconds
+// of a two-core machine against the core's 50 (bench_simulate). Universal compaction merges
+// sorted runs of similar size instead, so each entry is rewritten a few times in all (17 CPU-
+// seconds over the same run). It merges after this many sorted runs, for a few more runs an
+// audit query reads; writes are slowed and stopped only well past it. A log written with
+// leveled compaction opens as it is (each of its levels is one sorted run).
 // Events and decisions, keyed in order, are moved down without a rewrite and keep the defaults.
-constexpr int kIndexLevel0FilesToCompact = 16;
+constexpr int kIndexSortedRunsToCompact = 16;
 
 void DeferIndexCompactions(rocksdb::ColumnFamilyOptions& cf) {
-  cf.level0_file_num_compaction_trigger = kIndexLevel0FilesToCompact;
-  cf.level0_slowdown_writes_trigger = 3 * kIndexLevel0FilesToCompact;
-  cf.level0_stop_writes_trigger = 4 * kIndexLevel0FilesToCompact;
+  cf.compaction_style = rocksdb::kCompactionStyleUniversal;
+  cf.level0_file_num_compaction_trigger = kIndexSortedRunsToCompact;
+  cf.level0_slowdown_writes_trigger = 3 * kIndexSortedRunsToCompact;
+  cf.level0_stop_writes_trigger = 4 * kIndexSortedRunsToCompact;
 }
 
 // The families to open: all of them, except that a read-only open of a log written before a

@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 
+#include "adapters/runtime/log_writer.h"
 #include "log/codec.h"
 
 namespace tenon::runtime {
@@ -35,7 +36,55 @@ std::string Describe(const Output& output) {
 }  // namespace
 
 Runtime::Runtime(log::EventLog& log, Executor& executor, Options options)
-    : log_(log), executor_(executor), options_(std::move(options)) {}
+    : log_(log), executor_(executor), options_(std::move(options)) {
+  if (options_.appends == Appends::kSynchronous) return;
+  next_seq_ = log_.LastSeq() + 1;
+  writer_ = std::make_unique<LogWriter>(log_, log::AppendOptions{options_.sync},
+                                        static_cast<bool>(options_.on_ack));
+}
+
+Runtime::~Runtime() {
+  writer_.reset();  // First: the writer finishes while everything it was handed still stands.
+}
+
+void Runtime::Deliver() {
+  if (writer_ == nullptr) return;
+  const std::vector<Appended> appended = writer_->Collect();
+  // A snapshot's state copy was freed just now, with what encoding it allocated: see
+  // WriteSnapshot.
+  if (std::any_of(appended.begin(), appended.end(), [](const Appended& a) { return a.snapshot; })) {
+    ::malloc_trim(0);
+  }
+  for (const Appended& a : appended) {
+    if (a.snapshot) {
+      if (options_.observer != nullptr) options_.observer->OnSnapshot(a.last);
+      continue;
+    }
+    if (options_.observer != nullptr) {
+      options_.observer->OnAppend(a.records, a.bytes, a.took, a.last);
+    }
+    const log::Seq first = a.last + 1 - a.payloads.size();
+    for (std::size_t i = 0; i < a.payloads.size(); ++i) options_.on_ack(first + i, a.payloads[i]);
+  }
+}
+
+void Runtime::Flush() {
+  if (writer_ == nullptr) return;
+  try {
+    writer_->Drain();
+  } catch (...) {
+    Deliver();  // What was appended before the failure is still acknowledged.
+    throw;
+  }
+  Deliver();
+}
+
+PipelineStats Runtime::pipeline_stats() const {
+  if (writer_ == nullptr) return PipelineStats{};
+  PipelineStats stats = writer_->stats();
+  stats.copy = snapshot_copy_;
+  return stats;
+}
 
 std::vector<log::Seq> Runtime::AppendAcked(log::AppendBatch batch) {
   std::vector<std::string> copies;
@@ -57,9 +106,17 @@ std::vector<log::Seq> Runtime::AppendAcked(log::AppendBatch batch) {
 
 void Runtime::AppendOutputs(std::vector<std::pair<Seq, Output>> outputs) {
   if (outputs.empty()) return;
+  if (options_.observer != nullptr) {
+    for (const auto& [cause, output] : outputs) options_.observer->OnOutput(cause, output);
+  }
+  if (writer_ != nullptr) {
+    const log::Seq first = next_seq_;
+    next_seq_ += outputs.size();
+    writer_->Push(Records{.first = first, .outputs = std::move(outputs)});
+    return;
+  }
   log::AppendBatch batch;
   for (auto& [cause, output] : outputs) {
-    if (options_.observer != nullptr) options_.observer->OnOutput(cause, output);
     batch.events.push_back(log::EncodeOutput(cause, output));
     for (auto& d : output.decisions) {
       batch.decisions.push_back(log::DecisionRecordFor(d));
@@ -76,44 +133,79 @@ void Runtime::MaybeSnapshot() {
   if (events_since_snapshot_ < options_.snapshot_every_events) return;
   if (state_.now - snapshot_taken_ < options_.snapshot_min_interval) return;
   snapshot_taken_ = state_.now;
-  // Keyed by the last record written, so every output of the folded events is below the key.
-  const log::Seq at = log_.LastSeq();
+  events_since_snapshot_ = 0;
+  // Keyed by the last record folded, so every output of the folded events is below the key.
+  const log::Seq at = writer_ != nullptr ? next_seq_ - 1 : log_.LastSeq();
+  if (writer_ != nullptr) {
+    // The writer encodes a copy once every record up to `at` is written.
+    const auto start = std::chrono::steady_clock::now();
+    auto copy = std::make_unique<const State>(state_);
+    snapshot_copy_ += std::chrono::steady_clock::now() - start;
+    writer_->Push(Records{.first = next_seq_, .snapshot = std::move(copy)});
+  } else {
+    WriteSnapshot(at);
+  }
+  snapshot_times_[at] = state_.now;
+  if (options_.retain_age.value == 0 && options_.retain_bytes == 0) return;
+  Flush();  // Retention cuts at snapshots: with pipelined appends, once this one is written.
+  ApplyRetention();
+}
+
+void Runtime::WriteSnapshot(log::Seq at) {
   auto writer = log_.BeginSnapshot(at);
   log::EncodeSnapshot(state_, [&](std::string_view part) { writer->Add(part); });
   writer->Commit();
   // Encoding a snapshot frees as much as it allocated: hand those pages back to the system
   // rather than keep them as a resident high-water mark between snapshots.
   ::malloc_trim(0);
-  events_since_snapshot_ = 0;
   if (options_.observer != nullptr) options_.observer->OnSnapshot(at);
-  snapshot_times_[at] = state_.now;
-  ApplyRetention();
 }
 
-std::vector<Command> Runtime::AppendAndFold(const std::vector<Event>& events) {
-  log::AppendBatch batch;
-  for (const auto& e : events) batch.events.push_back(log::EncodeEvent(e));
-  auto seqs = AppendAcked(std::move(batch));
-  assert(seqs.size() == events.size());
-  std::vector<std::pair<Seq, Output>> outputs;
+std::vector<Command> Runtime::Fold(const std::vector<Event>& events, log::Seq first,
+                                   std::vector<std::pair<Seq, Output>>& outputs) {
   std::vector<Command> to_run;
   for (std::size_t i = 0; i < events.size(); ++i) {
+    const Seq seq{first + i};
     // The clock is read only for an observer.
     const auto start = options_.observer != nullptr ? std::chrono::steady_clock::now()
                                                     : std::chrono::steady_clock::time_point{};
-    Output out = Step(state_, Seq{seqs[i]}, events[i]);
+    Output out = Step(state_, seq, events[i]);
     if (options_.observer != nullptr) {
       const auto took = std::chrono::steady_clock::now() - start;
-      options_.observer->OnEvent(Seq{seqs[i]}, events[i]);
-      options_.observer->OnFolded(Seq{seqs[i]}, events[i], out, took);
+      options_.observer->OnEvent(seq, events[i]);
+      options_.observer->OnFolded(seq, events[i], out, took);
     }
     ++events_folded_;
     ++events_since_snapshot_;
     if (out.empty()) continue;
     to_run.insert(to_run.end(), out.commands.begin(), out.commands.end());
-    outputs.emplace_back(Seq{seqs[i]}, std::move(out));
+    outputs.emplace_back(seq, std::move(out));
   }
-  // The outputs are durable before any command of theirs runs.
+  return to_run;
+}
+
+std::vector<Command> Runtime::AppendAndFold(std::vector<Event> events) {
+  if (events.empty()) return {};
+  std::vector<std::pair<Seq, Output>> outputs;
+  std::vector<Command> to_run;
+  if (writer_ != nullptr) {
+    Deliver();
+    // The writer encodes the events while the core folds them.
+    auto shared = std::make_shared<const std::vector<Event>>(std::move(events));
+    const log::Seq first = next_seq_;
+    next_seq_ += shared->size();
+    writer_->Push(Records{.first = first, .events = shared});
+    to_run = Fold(*shared, first, outputs);
+  } else {
+    log::AppendBatch batch;
+    for (const auto& e : events) batch.events.push_back(log::EncodeEvent(e));
+    auto seqs = AppendAcked(std::move(batch));
+    // One append numbers its records one after another.
+    assert(seqs.size() == events.size() && seqs.back() + 1 == seqs.front() + seqs.size());
+    to_run = Fold(events, seqs.front(), outputs);
+  }
+  // The outputs are durable before any command of theirs runs (with pipelined appends, once
+  // Execute has waited for the writer, or not at all with kPipelinedAhead).
   AppendOutputs(std::move(outputs));
   MaybeSnapshot();
   return to_run;
@@ -142,6 +234,7 @@ void Runtime::ApplyRetention() {
 }
 
 std::vector<Event> Runtime::Execute(const Command& command) {
+  if (options_.appends == Appends::kPipelined) Flush();
   if (options_.observer == nullptr) return executor_.Execute(command);
   const auto start = std::chrono::steady_clock::now();
   std::vector<Event> results = executor_.Execute(command);
@@ -157,7 +250,7 @@ void Runtime::Ingest(std::vector<Event> events) {
     std::vector<Event> now(std::make_move_iterator(pending.begin()),
                            std::make_move_iterator(pending.end()));
     pending.clear();
-    for (const Command& command : AppendAndFold(now)) {
+    for (const Command& command : AppendAndFold(std::move(now))) {
       for (auto& result : Execute(command)) pending.push_back(std::move(result));
     }
   }

@@ -3,7 +3,12 @@
 //   events --append (durable)--> log --fold in seq order--> Step --> output
 //   output --append (durable)--> log --> execute commands --> result events --> ...
 //
-// A command is always in the log before it runs, and its result always comes back as an event.
+// A command is always in the log before it runs (unless a run that nothing outlives asks
+// otherwise, Appends::kPipelinedAhead), and its result always comes back as an event.
+//
+// With pipelined appends (Options::appends) the core does not wait for the log: the runtime
+// gives each record its sequence number itself, folds at once, and one writer thread encodes
+// and appends the records in the same order, so the log is always a prefix of what was folded.
 #pragma once
 
 #include <chrono>
@@ -35,8 +40,10 @@ class Executor {
   virtual std::vector<Event> Execute(const Command& command) = 0;
 };
 
-// Sees what the runtime does, for metrics and logs; called on the runtime's thread, after the
-// log has made each thing durable. Must not throw.
+// Sees what the runtime does, for metrics and logs; called on the runtime's thread. Must not
+// throw. With synchronous appends, each thing is durable before it is seen; with pipelined
+// ones, OnAppend and OnSnapshot (and on_ack) come once the writer has written them (at the
+// runtime's next fold, command or Flush), the rest as the core folds.
 class Observer {
  public:
   virtual ~Observer() = default;
@@ -91,6 +98,25 @@ class ObserverList : public Observer {
   std::vector<Observer*> observers_;
 };
 
+// How the log's appends go with the fold.
+enum class Appends {
+  // On the runtime's thread: each event is durable before it is folded, and each output before
+  // any command of its runs. `tenon run` against a real cluster: whatever a command did to the
+  // cluster or the cloud, the log holds it after a crash.
+  kSynchronous,
+  // On a writer thread, overlapping the core's Step: the runtime gives sequence numbers itself
+  // (it must be the log's only writer) and the writer encodes and appends in fold order. Before
+  // a command runs, the runtime waits until its output is durable, so a crash can lose only
+  // what nothing outside the process has seen yet: the same outcomes as kSynchronous (a caller
+  // that persists something of its own calls Flush first, as Simulate does before saving its
+  // world).
+  kPipelined,
+  // As kPipelined, but commands run without waiting for the log. Only for runs where nothing the
+  // commands change outlives the process together with the log (a world in memory; a log
+  // removed at exit): a crash there leaves no world to be consistent with.
+  kPipelinedAhead,
+};
+
 struct Options {
   std::uint64_t snapshot_every_events = 1000;
   // And at least this much cluster time (Tick) since the last snapshot: a large cluster folds
@@ -102,10 +128,25 @@ struct Options {
   Nanos retain_age{0};
   std::uint64_t retain_bytes = 0;
   bool sync = false;  // fsync the WAL on every append.
-  // Called after every append with the sequence numbers and payloads the log acknowledged.
+  Appends appends = Appends::kSynchronous;
+  // Called after every append with the sequence numbers and payloads the log acknowledged (with
+  // pipelined appends, on the runtime's thread at its next fold, command or Flush).
   std::function<void(log::Seq, const std::string&)> on_ack;
   Observer* observer = nullptr;  // Not owned; may be null.
 };
+
+// Where pipelined appends' time went.
+struct PipelineStats {
+  std::chrono::nanoseconds encode{0};    // On the writer thread: events, outputs, decisions.
+  std::chrono::nanoseconds append{0};    // On the writer thread: EventLog::Append.
+  std::chrono::nanoseconds snapshot{0};  // On the writer thread: encoding and writing them.
+  std::chrono::nanoseconds copy{0};      // On the runtime's thread: the states they encode.
+  std::chrono::nanoseconds waited{0};    // On the runtime's thread: for the writer.
+  std::uint64_t appends = 0;
+  std::uint64_t snapshots = 0;
+};
+
+class LogWriter;  // Pipelined appends' writer thread (log_writer.h).
 
 struct RecoveryReport {
   log::Seq snapshot_seq = 0;  // 0: folded from the start.
@@ -123,6 +164,12 @@ class DivergenceError : public std::runtime_error {
 class Runtime {
  public:
   Runtime(log::EventLog& log, Executor& executor, Options options);
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  // With pipelined appends, lets the writer append everything folded before it stops (so an
+  // exception that unwinds the runtime leaves the log a prefix of the fold); the observer sees
+  // nothing more: call Flush first to see every append and learn of any failure.
+  ~Runtime();
 
   // Loads the newest snapshot, folds the events after it, appends outputs a crash left
   // unwritten, then re-drives every command still in flight. Call once, before Ingest.
@@ -132,20 +179,40 @@ class Runtime {
   // same for the results, until nothing is left (bounded by kRoundsMax).
   void Ingest(std::vector<Event> events);
 
+  // Waits until the log holds every record of what was folded and hands the observer and
+  // on_ack what the writer appended (pipelined appends; nothing to wait for otherwise). Call it
+  // before reading the log, or persisting anything that must not get ahead of it. Throws the
+  // writer's failure (a LogError when the log failed), as every later call does.
+  void Flush();
+  // Where the pipelined appends' time went (zero with synchronous appends).
+  PipelineStats pipeline_stats() const;
+
   const State& state() const { return state_; }
   std::uint64_t events_folded() const { return events_folded_; }
 
  private:
-  std::vector<Command> AppendAndFold(const std::vector<Event>& events);
+  std::vector<Command> AppendAndFold(std::vector<Event> events);
+  // Folds `events` at seqs first, first + 1, ...; adds their non-empty outputs to `outputs` and
+  // returns their commands.
+  std::vector<Command> Fold(const std::vector<Event>& events, log::Seq first,
+                            std::vector<std::pair<Seq, Output>>& outputs);
   // Consumes `outputs`: each decision is freed once encoded (a disruption pass's can be MBs).
   void AppendOutputs(std::vector<std::pair<Seq, Output>> outputs);
+  // Hands the observer and on_ack what the writer appended since the last time.
+  void Deliver();
   void MaybeSnapshot();
+  // Encodes and writes the snapshot at `at` on this thread (synchronous appends).
+  void WriteSnapshot(log::Seq at);
   std::vector<Event> Execute(const Command& command);
   std::vector<log::Seq> AppendAcked(log::AppendBatch batch);
 
   log::EventLog& log_;
   Executor& executor_;
   Options options_;
+  // Pipelined appends only: the writer thread, and the seq the next record will be given.
+  std::unique_ptr<LogWriter> writer_;
+  log::Seq next_seq_ = 0;
+  std::chrono::nanoseconds snapshot_copy_{0};  // Copying the state for the writer's snapshots.
   State state_;
   std::uint64_t events_folded_ = 0;
   std::uint64_t events_since_snapshot_ = 0;

@@ -23,6 +23,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   runtime::Options runtime_options;
   runtime_options.snapshot_every_events = options.snapshot_every_events;
   runtime_options.sync = options.sync;
+  runtime_options.appends = options.appends;
   runtime_options.on_ack = options.on_ack;
   runtime::ObserverList observers;
   if (options.observer != nullptr) observers.Add(options.observer);
@@ -30,22 +31,28 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   runtime_options.observer =
       options.observer != nullptr || options.report != nullptr ? &observers : nullptr;
   runtime::Runtime runtime(*log, world, runtime_options);
+  // The world, once saved, must not be ahead of the log: a restart would find it holding
+  // changes whose events the log lost.
+  auto save_world = [&] {
+    if (options.appends != runtime::Appends::kPipelinedAhead) runtime.Flush();
+    world.Save();
+  };
   auto recovery = runtime.Recover();
   report.recovered_snapshot = recovery.snapshot_seq;
   report.outputs_restored = recovery.outputs_restored;
   report.commands_redriven = recovery.commands_redriven;
-  world.Save();
+  save_world();
   if (options.on_state) options.on_state(runtime.state());
 
   runtime.Ingest(world.StartupEvents());
-  world.Save();
+  save_world();
   if (options.on_state) options.on_state(runtime.state());
   Nanos end = scenario.start + scenario.duration;
   // A fresh world starts at `start`; a resumed one continues from where it stood.
   Nanos next = world.started() ? world.now() + scenario.tick : world.now();
   for (; next <= end; next += scenario.tick) {
     runtime.Ingest(world.Advance(next));
-    world.Save();
+    save_world();
     if (options.on_state) options.on_state(runtime.state());
     if (options.on_progress || options.report != nullptr) {
       const WorldSummary summary = world.Summary();
@@ -53,6 +60,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
       if (options.on_progress) options.on_progress(next, summary);
     }
   }
+  runtime.Flush();
   report.events_folded = runtime.events_folded();
   report.last_seq = log->LastSeq();
   report.world = world.Summary();

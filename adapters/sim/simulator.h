@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "adapters/runtime/runtime.h"
 #include "adapters/sim/report.h"
 #include "adapters/sim/scenario.h"
 #include "adapters/sim/world.h"
@@ -17,6 +18,10 @@ struct SimulateOptions {
   std::filesystem::path log_dir;
   std::uint64_t snapshot_every_events = 500;
   bool sync = false;
+  // Pipelined appends keep the world no further ahead of the log than synchronous ones would (the
+  // world is saved, and a command run, only once the log holds what led to it); a run whose log
+  // and world are removed at exit may let the commands run ahead (kPipelinedAhead).
+  runtime::Appends appends = runtime::Appends::kPipelined;
   // Called for every record the log acknowledges (tests use it to check nothing acked is lost).
   std::function<void(log::Seq, const std::string&)> on_ack;
   // Called once per virtual tick with the world's summary (progress display).

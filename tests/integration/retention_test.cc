@@ -5,6 +5,7 @@
 #include "adapters/runtime/runtime.h"
 #include "log/event_log.h"
 #include "replay/replay.h"
+#include "tests/integration/fixtures.h"
 #include "tests/support/temp_dir.h"
 
 namespace tenon::testing {
@@ -15,16 +16,6 @@ class Silent : public runtime::Executor {
  public:
   std::vector<Event> Execute(const Command&) override { return {}; }
 };
-
-Pod PendingPod(int i) {
-  Pod pod;
-  pod.ns = "default";
-  pod.name = "web-" + std::to_string(i);
-  pod.requests.cpu = Millicores{100};
-  pod.requests.memory = Bytes{64 << 20};
-  pod.unschedulable = true;
-  return pod;
-}
 
 // An hour of one-second ticks with a pod every minute.
 void FoldAnHour(runtime::Runtime& rt) {

@@ -7,8 +7,8 @@
 
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/world.h"
-#include "bench/churn.h"
 #include "log/event_log.h"
+#include "tests/integration/fixtures.h"
 #include "tests/integration/helpers.h"
 
 namespace tenon::testing {
@@ -42,15 +42,7 @@ std::map<std::string, std::int64_t> RecountOwners(const sim::World& world) {
 // finish: pods bind, finish, are scaled away, evicted by consolidation and deleted with their
 // nodes (interruptions, instances terminated and NodeClaims deleted by hand).
 sim::Scenario ChurningScenario() {
-  bench::ChurnArgs args;
-  args.catalog =
-      (std::filesystem::path(TENON_SOURCE_DIR) / "examples/catalogs/small.json").string();
-  args.deployments = 4;
-  args.replicas = 25;
-  args.build_seconds = 600;
-  args.churn_seconds = 3600;
-  args.scale_every_seconds = 30;
-  sim::Scenario scenario = bench::MakeScenario(args);
+  sim::Scenario scenario = bench::MakeScenario(SmallChurnArgs());
   sim::DaemonSetSpec daemon;
   daemon.name = "agent";
   daemon.requests = {Millicores{100}, Bytes{64 * kMebibyte.value}, 0, {}};
