@@ -148,12 +148,7 @@ Appended LogWriter::Write(std::vector<Records>& group) {
     if (r.events) {
       for (const Event& e : *r.events) batch.events.push_back(log::EncodeEvent(e));
     }
-    for (const auto& [cause, output] : r.outputs) {
-      batch.events.push_back(log::EncodeOutput(cause, output));
-      for (const Decision& d : output.decisions) {
-        batch.decisions.push_back(log::DecisionRecordFor(d));
-      }
-    }
+    for (const auto& [cause, output] : r.outputs) AddOutput(batch, cause, output);
   }
   Appended appended;
   appended.records = batch.events.size();
@@ -185,9 +180,7 @@ Appended LogWriter::WriteSnapshot(const State& state, log::Seq at) {
                             " while the log holds through " + std::to_string(log_.LastSeq()));
   }
   const auto start = SteadyClock::now();
-  auto writer = log_.BeginSnapshot(at);
-  log::EncodeSnapshot(state, [&](std::string_view part) { writer->Add(part); });
-  writer->Commit();
+  PutSnapshot(log_, state, at);
   Appended appended;
   appended.snapshot = true;
   appended.last = at;
@@ -219,6 +212,17 @@ void LogWriter::Run() {
     room_.notify_all();
     if (failure_) return;
   }
+}
+
+void AddOutput(log::AppendBatch& batch, Seq cause, const Output& output) {
+  batch.events.push_back(log::EncodeOutput(cause, output));
+  for (const Decision& d : output.decisions) batch.decisions.push_back(log::DecisionRecordFor(d));
+}
+
+void PutSnapshot(log::EventLog& log, const State& state, log::Seq at) {
+  auto writer = log.BeginSnapshot(at);
+  log::EncodeSnapshot(state, [&](std::string_view part) { writer->Add(part); });
+  writer->Commit();
 }
 
 }  // namespace tenon::runtime

@@ -30,6 +30,11 @@
 
 namespace tenon::runtime {
 
+// What both ways of appending write, the synchronous runtime's and the writer's: one output's
+// record (added to `batch` with its decisions), and the state's snapshot at `at`.
+void AddOutput(log::AppendBatch& batch, Seq cause, const Output& output);
+void PutSnapshot(log::EventLog& log, const State& state, log::Seq at);
+
 // Most hand-overs waiting for the writer (a few a tick: enough to ride out a snapshot's write),
 // most decisions among them (a disruption pass's can be MBs) and most snapshots (each a copy
 // of the State): the runtime waits for room beyond these, so the queue's memory stays bounded.

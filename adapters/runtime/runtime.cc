@@ -117,12 +117,9 @@ void Runtime::AppendOutputs(std::vector<std::pair<Seq, Output>> outputs) {
   }
   log::AppendBatch batch;
   for (auto& [cause, output] : outputs) {
-    batch.events.push_back(log::EncodeOutput(cause, output));
-    for (auto& d : output.decisions) {
-      batch.decisions.push_back(log::DecisionRecordFor(d));
-      // Encoded, the decision is not needed again: the batch is its only copy from here on.
-      d.body = DecisionBody{};
-    }
+    AddOutput(batch, cause, output);
+    // Encoded, the decisions are not needed again: the batch is their only copy from here on.
+    for (auto& d : output.decisions) d.body = DecisionBody{};
   }
   outputs.clear();
   AppendAcked(std::move(batch));
@@ -152,9 +149,7 @@ void Runtime::MaybeSnapshot() {
 }
 
 void Runtime::WriteSnapshot(log::Seq at) {
-  auto writer = log_.BeginSnapshot(at);
-  log::EncodeSnapshot(state_, [&](std::string_view part) { writer->Add(part); });
-  writer->Commit();
+  PutSnapshot(log_, state_, at);
   // Encoding a snapshot frees as much as it allocated: hand those pages back to the system
   // rather than keep them as a resident high-water mark between snapshots.
   ::malloc_trim(0);
