@@ -235,9 +235,10 @@ int Run(const Args& args) {
   const double verify_seconds = Since(verify_start);
   std::printf(
       "replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
-      " snapshots checked in %.2f s (%.0f events/s; %zu stretches side by side on %u "
-      "cores): %s\n",
-      verify.events, verify.outputs, verify.decisions, verify.snapshots_checked, verify_seconds,
+      " snapshots checked (%" PRIu64 " decoded) in %.2f s (%.0f events/s; %zu stretches side by "
+      "side on %u cores): %s\n",
+      verify.events, verify.outputs, verify.decisions, verify.snapshots_checked,
+      verify.snapshots_decoded, verify_seconds,
       static_cast<double>(verify.events) / verify_seconds, verify.cuts.size() + 1,
       std::thread::hardware_concurrency(), replay::VerdictName(verify.verdict));
   std::fflush(stdout);
@@ -247,9 +248,9 @@ int Run(const Args& args) {
   std::filesystem::remove_all(dir);
   std::printf(
       "baseline, same run: the core alone folding the log from zero (nothing compared): "
-      "%.2f s (%.0f events/s); final state %s the run's\n",
+      "%.2f s (%.0f events/s); final state %s the run's (%016" PRIx64 ")\n",
       alone_seconds, static_cast<double>(verify.events) / alone_seconds,
-      alone_hash == run.state_hash ? "equals" : "DIFFERS FROM");
+      alone_hash == run.state_hash ? "equals" : "DIFFERS FROM", run.state_hash);
   std::printf("\ntarget: run < %.0f s: %s (%.1f s); replay < %.0f s: %s (%.2f s)\n",
               kTargetRunSeconds, Verdict(run.wall_seconds < kTargetRunSeconds), run.wall_seconds,
               kTargetReplaySeconds, Verdict(verify_seconds < kTargetReplaySeconds), verify_seconds);

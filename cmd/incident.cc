@@ -21,6 +21,7 @@ struct IncidentCommands {
   CLI::App* replay = nullptr;
   std::string replay_dir;
   bool verify = false;
+  bool decode_snapshots = false;
   std::uint64_t to = 0;
   std::string until;
   std::string history_claim;
@@ -162,13 +163,13 @@ std::function<void(log::Seq, log::Seq)> ProgressBar() {
   };
 }
 
-int RunVerify(const log::EventLog& log) {
-  auto report = replay::Verify(log, ProgressBar());
+int RunVerify(const log::EventLog& log, bool decode_snapshots) {
+  auto report = replay::Verify(log, ProgressBar(), 0, decode_snapshots);
   if (::isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
   std::printf("replay: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
-              " snapshots checked; final state %016" PRIx64,
+              " snapshots checked (%" PRIu64 " decoded); final state %016" PRIx64,
               report.events, report.outputs, report.decisions, report.snapshots_checked,
-              report.final_hash);
+              report.snapshots_decoded, report.final_hash);
   if (report.newest_snapshot != 0) {
     std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot,
                 report.final_hash_from_snapshot);
@@ -214,7 +215,7 @@ int RunWhatIf(const IncidentCommands& c, const log::EventLog& log) {
 
 int RunReplay(const IncidentCommands& c) {
   auto log = OpenForReading(c.replay_dir);
-  if (c.verify) return RunVerify(*log);
+  if (c.verify) return RunVerify(*log, c.decode_snapshots);
   if (c.what_if || !c.with.empty()) return RunWhatIf(c, *log);
   log::Seq to = c.to;
   if (!c.until.empty()) {
@@ -387,6 +388,9 @@ void AddReplay(CLI::App& app, IncidentCommands& c) {
       ->check(CLI::ExistingDirectory);
   c.replay->add_flag("--verify", c.verify,
                      "re-fold from zero and from the newest snapshot and compare");
+  c.replay->add_flag("--decode-snapshots", c.decode_snapshots,
+                     "with --verify: decode every snapshot and check its state, not only its "
+                     "stored hash (the snapshots a fold starts from are always decoded)");
   c.replay->add_option("--to", c.to, "stop at this sequence number");
   c.replay->add_option("--until", c.until,
                        "stop at this time (2026-01-01T02:14:09Z, or 02:14:09 on the log's day)");

@@ -1480,6 +1480,10 @@ State DecodeSnapshot(const std::vector<std::string>& parts, std::uint64_t* store
   return state;
 }
 
+std::uint64_t SnapshotStoredHash(std::string_view head) {
+  return WithReader<s::Snapshot>(head, [](s::Snapshot::Reader r) { return r.getStateHash(); });
+}
+
 std::string EventKind(const Event& event) {
   constexpr const char* kNames[] = {"Tick",
                                     "ControllerStarted",

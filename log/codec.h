@@ -72,6 +72,8 @@ std::string DecisionKind(const Decision& decision);
 void EncodeSnapshot(const State& state, const std::function<void(std::string_view)>& sink);
 // Reads the parts EncodeSnapshot made (or the single part an older log holds).
 State DecodeSnapshot(const std::vector<std::string>& parts, std::uint64_t* stored_hash);
+// The hash a snapshot's state had when written, read from its head part alone.
+std::uint64_t SnapshotStoredHash(std::string_view head);
 
 // A short human name for an event kind ("PodUpserted") and a command kind ("LaunchInstances").
 std::string EventKind(const Event& event);

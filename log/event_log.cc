@@ -197,6 +197,7 @@ class RocksEventLog final : public EventLog {
       const std::function<bool(std::uint64_t id, std::string_view value)>& fn) const override;
   std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const override;
   std::vector<Seq> SnapshotSeqs() const override;
+  std::optional<std::string> SnapshotHead(Seq seq) const override;
   void Truncate(Seq through) override;
   Seq FirstSeq() const override;
   std::uint64_t DiskBytes() const override;
@@ -630,6 +631,10 @@ std::optional<Snapshot> RocksEventLog::SnapshotAtOrBelow(Seq at) const {
   }
   Check(it->status(), "reading a snapshot");
   return snapshot;
+}
+
+std::optional<std::string> RocksEventLog::SnapshotHead(Seq seq) const {
+  return Get(kSnapshots, seq);
 }
 
 std::vector<Seq> RocksEventLog::SnapshotSeqs() const {

@@ -168,6 +168,9 @@ class EventLog {
   // The newest snapshot whose seq <= at (at = 0: the newest of all).
   virtual std::optional<Snapshot> SnapshotAtOrBelow(Seq at) const = 0;
   virtual std::vector<Seq> SnapshotSeqs() const = 0;
+  // The head part of the snapshot at exactly `seq` (what its stored hash is read from, without
+  // the megabytes of the rest), nullopt if there is none.
+  virtual std::optional<std::string> SnapshotHead(Seq seq) const = 0;
 
   // Retention: drops every record at or below `through` and every older snapshot. There must be
   // a snapshot at `through` (it becomes where recovery and replay start). Decisions are kept:

@@ -30,7 +30,8 @@ struct VerifyReport {
   std::uint64_t events = 0;
   std::uint64_t outputs = 0;
   std::uint64_t decisions = 0;
-  std::uint64_t snapshots_checked = 0;
+  std::uint64_t snapshots_checked = 0;  // Whose stored hash matched the replayed state's.
+  std::uint64_t snapshots_decoded = 0;  // Of them, decoded and hashed again as well.
   log::Seq last_seq = 0;
   std::uint64_t final_hash = 0;
   std::uint64_t final_hash_from_snapshot = 0;
@@ -41,14 +42,17 @@ struct VerifyReport {
 
 const char* VerdictName(Verdict verdict);
 
-// Folds from zero comparing every recorded output and decision and every snapshot's hash, then
-// folds from the newest snapshot and checks both folds end in the same state. With `threads`
-// above one (0: one per core) the stretches between snapshots are folded side by side, each
-// from the snapshot at its start, which the stretch before has checked against its own fold.
-// `progress` (optional) is called now and then with about how far it has got.
+// Folds from zero comparing every recorded output and decision and every snapshot's stored
+// hash with the replayed state's, then folds from the newest snapshot and checks both folds end
+// in the same state. With `threads` above one (0: one per core) the stretches between snapshots
+// are folded side by side, each from the snapshot at its start, decoded and checked against its
+// stored hash, which the stretch before has checked against its own fold. The snapshots a fold
+// starts from are decoded; the others are decoded too (each must hash to what the replay
+// folded) only with `decode_snapshots`. `progress` (optional) is called now and then with about
+// how far it has got.
 VerifyReport Verify(const log::EventLog& log,
                     const std::function<void(log::Seq, log::Seq)>& progress = {},
-                    std::size_t threads = 0);
+                    std::size_t threads = 0, bool decode_snapshots = false);
 
 // The state after folding every event with seq <= `to` (0: all), starting at the newest
 // snapshot at or below `to` when `use_snapshot` is set.

@@ -209,5 +209,74 @@ TEST(Simulate, UndecodableSnapshotAtACutIsCorrupt) {
   EXPECT_EQ(verify.verdict, replay::Verdict::kCorrupt) << verify.detail;
 }
 
+// Verify reads the stored hash of each snapshot it passes and decodes only those a fold starts
+// from (the cuts and the newest); with decode_snapshots it decodes every one as well.
+TEST(Simulate, VerifyDecodesEverySnapshotOnlyWhenAsked) {
+  TempDir dir;
+  RunDemo(dir.path(), 40);
+  auto log = OpenReadOnly(dir.path());
+  const std::size_t snapshots = log->SnapshotSeqs().size();
+  auto quick = replay::Verify(*log, {}, 4);
+  auto deep = replay::Verify(*log, {}, 4, true);
+  ASSERT_GE(quick.cuts.size(), 3u);
+  EXPECT_EQ(quick.verdict, replay::Verdict::kIdentical) << quick.detail;
+  EXPECT_EQ(deep.verdict, replay::Verdict::kIdentical) << deep.detail;
+  EXPECT_EQ(quick.snapshots_checked, snapshots);
+  EXPECT_EQ(deep.snapshots_checked, snapshots);
+  EXPECT_EQ(quick.snapshots_decoded, quick.cuts.size() + 1);
+  EXPECT_EQ(deep.snapshots_decoded, snapshots + deep.cuts.size() + 1);
+}
+
+// A snapshot no fold starts from (not a cut, not the newest), rewritten by `rewrite`.
+log::Seq RewriteSnapshotBetweenCuts(const std::filesystem::path& dir,
+                                    const std::function<void(log::EventLog&, log::Seq)>& rewrite) {
+  RunDemo(dir, 40);
+  const std::vector<log::Seq> cuts = replay::Verify(*OpenReadOnly(dir), {}, 4).cuts;
+  log::OpenOptions open;
+  auto log = log::EventLog::Open(dir, open);
+  const std::vector<log::Seq> all = log->SnapshotSeqs();
+  for (std::size_t i = 0; i + 1 < all.size(); ++i) {
+    if (std::find(cuts.begin(), cuts.end(), all[i]) != cuts.end()) continue;
+    rewrite(*log, all[i]);
+    return all[i];
+  }
+  ADD_FAILURE() << "every snapshot is a cut or the newest";
+  return 0;
+}
+
+// A snapshot between cuts holding another state (with a hash matching that state) differs from
+// the replayed state's hash: caught without decoding it.
+TEST(Simulate, ForgedSnapshotBetweenCutsIsADivergence) {
+  TempDir dir;
+  const log::Seq at = RewriteSnapshotBetweenCuts(dir.path(), [](log::EventLog& log, log::Seq at) {
+    State forged = replay::FoldTo(log, at, false);
+    forged.now = forged.now + Nanos{1};
+    auto writer = log.BeginSnapshot(at);
+    log::EncodeSnapshot(forged, [&](std::string_view part) { writer->Add(part); });
+    writer->Commit();
+  });
+  auto verify = replay::Verify(*OpenReadOnly(dir.path()), {}, 4);
+  EXPECT_EQ(verify.verdict, replay::Verdict::kDiverged);
+  EXPECT_EQ(verify.first_bad_seq, at) << verify.detail;
+}
+
+// A snapshot between cuts whose head is intact (the right stored hash) but whose body does not
+// decode: only decoding finds it, and reports it as corruption.
+TEST(Simulate, DecodeSnapshotsFindsABrokenBodyBetweenCuts) {
+  TempDir dir;
+  RewriteSnapshotBetweenCuts(dir.path(), [](log::EventLog& log, log::Seq at) {
+    auto real = log.SnapshotAtOrBelow(at);
+    ASSERT_TRUE(real.has_value());
+    auto writer = log.BeginSnapshot(at);
+    writer->Add(real->parts.front());
+    writer->Add("not a snapshot part");
+    writer->Commit();
+  });
+  auto quick = replay::Verify(*OpenReadOnly(dir.path()), {}, 4);
+  EXPECT_EQ(quick.verdict, replay::Verdict::kIdentical) << quick.detail;
+  auto deep = replay::Verify(*OpenReadOnly(dir.path()), {}, 4, true);
+  EXPECT_EQ(deep.verdict, replay::Verdict::kCorrupt) << deep.detail;
+}
+
 }  // namespace
 }  // namespace tenon::testing
