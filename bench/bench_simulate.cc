@@ -233,14 +233,14 @@ int Run(const Args& args) {
   const auto verify_start = Clock::now();
   replay::VerifyReport verify = replay::Verify(*log);
   const double verify_seconds = Since(verify_start);
-  std::printf(
-      "replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
-      " snapshots checked (%" PRIu64 " decoded) in %.2f s (%.0f events/s; %zu stretches side by "
-      "side on %u cores): %s\n",
-      verify.events, verify.outputs, verify.decisions, verify.snapshots_checked,
-      verify.snapshots_decoded, verify_seconds,
-      static_cast<double>(verify.events) / verify_seconds, verify.cuts.size() + 1,
-      std::thread::hardware_concurrency(), replay::VerdictName(verify.verdict));
+  std::printf("replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64
+              " decisions, %" PRIu64 " snapshots checked (%" PRIu64
+              " decoded) in %.2f s (%.0f events/s; %zu stretches side by "
+              "side on %u cores): %s\n",
+              verify.events, verify.outputs, verify.decisions, verify.snapshots_checked,
+              verify.snapshots_decoded, verify_seconds,
+              static_cast<double>(verify.events) / verify_seconds, verify.cuts.size() + 1,
+              std::thread::hardware_concurrency(), replay::VerdictName(verify.verdict));
   std::fflush(stdout);
   std::uint64_t alone_hash = 0;
   const double alone_seconds = FoldAlone(*log, &alone_hash);

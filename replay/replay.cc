@@ -298,9 +298,8 @@ VerifyReport Verify(const log::EventLog& log,
       threads == 1 ? std::vector<log::Seq>{} : Cuts(log, listed, threads * kStretchesPerThread);
   std::vector<std::unique_ptr<Verifier>> parts;
   for (std::size_t i = 0; i <= cuts.size(); ++i) {
-    parts.push_back(std::make_unique<Verifier>(log, i == 0 ? 0 : cuts[i - 1],
-                                               i < cuts.size() ? cuts[i] : 0, snapshots,
-                                               decode_snapshots));
+    parts.push_back(std::make_unique<Verifier>(
+        log, i == 0 ? 0 : cuts[i - 1], i < cuts.size() ? cuts[i] : 0, snapshots, decode_snapshots));
   }
   std::mutex mu;
   std::vector<std::uint64_t> read(parts.size(), 0);
