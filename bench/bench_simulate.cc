@@ -24,7 +24,12 @@
 // by the core alone from zero on one core (Scan + decode + Step, nothing compared).
 //
 //   bench_simulate [--catalog PATH] [--quick] [--hours N] [--deployments N] [--replicas N]
-//                  [--scale-every SECONDS] [--wait-for-log | --synchronous]
+//                  [--scale-every SECONDS] [--wait-for-log | --synchronous] [--keep-log DIR]
+//   bench_simulate --fold DIR [--repeat N]
+//
+// --keep-log writes the log to DIR and leaves it there; --fold times the core alone folding
+// such a log from zero, N times (the fastest is the figure least disturbed by the machine), to
+// compare two builds of the core on the same events.
 #include <unistd.h>
 
 #include <chrono>
@@ -85,6 +90,9 @@ struct Args {
   // The world lives in memory and the log is removed at exit: nothing outlives the process, so
   // commands need not wait for the log (runtime::Appends::kPipelinedAhead).
   runtime::Appends appends = runtime::Appends::kPipelinedAhead;
+  std::filesystem::path keep_log;  // Empty: a temporary folder, removed at the end.
+  std::filesystem::path fold;      // Set: only fold this log, `repeat` times.
+  std::int64_t repeat = 3;
 };
 
 struct RunFigures {
@@ -216,8 +224,9 @@ void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
 
 int Run(const Args& args) {
   const sim::Scenario scenario = bench::MakeScenario(args.churn);
-  auto dir = std::filesystem::temp_directory_path() /
-             ("tenon-bench-simulate-" + std::to_string(::getpid()));
+  auto dir = !args.keep_log.empty() ? args.keep_log
+                                    : std::filesystem::temp_directory_path() /
+                                          ("tenon-bench-simulate-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   log::OpenOptions open;
   open.writer_version = "bench";
@@ -245,7 +254,7 @@ int Run(const Args& args) {
   std::uint64_t alone_hash = 0;
   const double alone_seconds = FoldAlone(*log, &alone_hash);
   log.reset();
-  std::filesystem::remove_all(dir);
+  if (args.keep_log.empty()) std::filesystem::remove_all(dir);
   std::printf(
       "baseline, same run: the core alone folding the log from zero (nothing compared): "
       "%.2f s (%.0f events/s); final state %s the run's (%016" PRIx64 ")\n",
@@ -257,6 +266,24 @@ int Run(const Args& args) {
   const bool ok = verify.verdict == replay::Verdict::kIdentical && alone_hash == run.state_hash;
   if (!ok) std::printf("FAILED: the replay is not identical: %s\n", verify.detail.c_str());
   return ok ? 0 : 1;
+}
+
+// --fold: the core alone on a kept log, `repeat` times.
+int Fold(const Args& args) {
+  log::OpenOptions open;
+  open.read_only = true;
+  open.create_if_missing = false;
+  auto log = log::EventLog::Open(args.fold, open);
+  double fastest = 0;
+  for (std::int64_t i = 0; i < args.repeat; ++i) {
+    std::uint64_t hash = 0;
+    const double seconds = FoldAlone(*log, &hash);
+    fastest = i == 0 ? seconds : std::min(fastest, seconds);
+    std::printf("fold %" PRId64 ": %.3f s, %" PRIu64 " records, final state %016" PRIx64 "\n",
+                i + 1, seconds, log->LastSeq(), hash);
+  }
+  std::printf("fastest: %.3f s\n", fastest);
+  return 0;
 }
 
 }  // namespace
@@ -283,6 +310,12 @@ int main(int argc, char** argv) {
       args.churn.replicas = next();
     } else if (std::strcmp(argv[i], "--scale-every") == 0) {
       args.churn.scale_every_seconds = next();
+    } else if (std::strcmp(argv[i], "--keep-log") == 0 && i + 1 < argc) {
+      args.keep_log = argv[++i];
+    } else if (std::strcmp(argv[i], "--fold") == 0 && i + 1 < argc) {
+      args.fold = argv[++i];
+    } else if (std::strcmp(argv[i], "--repeat") == 0) {
+      args.repeat = std::max<std::int64_t>(1, next());
     }
   }
   args.churn.churn_seconds = args.hours * 3600 - args.churn.build_seconds;
@@ -292,6 +325,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (!args.fold.empty()) return Fold(args);
     return Run(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_simulate: %s (run from the repository root or pass --catalog)\n",

@@ -201,7 +201,7 @@ PlannedClaim ChooseLaunch(const PoolTemplate& t, const Bin& bin) {
   PlannedClaim claim;
   claim.nodepool = t.pool->name;
   claim.nodeclass = t.pool->nodeclass;
-  claim.pods = bin.pods;
+  claim.pods = PodKeys(bin);
   claim.requests = bin.requests;
   claim.requirements = bin.requirements.ToList();
   claim.capacity_type = capacity;

@@ -690,7 +690,7 @@ bool Pass::TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch) {
 }
 
 void Pass::Commit(PodView& v, Bin& bin) {
-  if (bin.planned) bin.pods.push_back(v.key);  // Only a planned claim lists its pods.
+  if (bin.planned) bin.pods.push_back(&v.key);  // Only a planned claim lists its pods.
   for (const auto& p : v.pod->constraints->host_ports) bin.host_ports.push_back(p);
   for (const auto& [driver, ids] : v.volumes) bin.volumes[driver].insert(ids.begin(), ids.end());
   v.target = bin.name;
@@ -829,6 +829,8 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
   ScheduleResult result;
   result.pods.reserve(views.size());
   result.claims.reserve(planned_.size());
+  // The claims first: they copy their pods' keys, which the outcomes then take.
+  for (const Bin& bin : planned_) result.claims.push_back(Launch(bin));
   for (std::size_t i = 0; i < views.size(); ++i) {
     PodView& v = views[i];
     PodOutcome outcome{std::move(v.key), {}, {}, std::move(v.relaxed)};
@@ -842,7 +844,6 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
     }
     result.pods.push_back(std::move(outcome));
   }
-  for (const Bin& bin : planned_) result.claims.push_back(Launch(bin));
   return result;
 }
 
@@ -850,7 +851,7 @@ PlannedClaim Pass::Launch(const Bin& bin) {
   for (const Launched& l : launches_) {
     if (l.pool != bin.pool || l.types != bin.types || l.requirements != bin.requirements) continue;
     PlannedClaim claim = l.claim;
-    claim.pods = bin.pods;
+    claim.pods = PodKeys(bin);
     claim.requests = bin.requests;
     return claim;
   }
@@ -920,7 +921,7 @@ void Pass::EndTrial() {
     std::tie(templates_[i].reserved, templates_[i].nodes_reserved) = saved_reserved_[i];
   }
   planned_.clear();
-  order_ = ClaimOrder();
+  order_.Clear();
   for (auto& refused : refused_) refused.clear();
   std::fill(refused_forever_.begin(), refused_forever_.end(), 0);
   topology_.Undo();
@@ -952,6 +953,13 @@ void ClaimOrder::Add(std::size_t claim) {
     start_[b]++;
     at = first;
   }
+}
+
+void ClaimOrder::Clear() {
+  order_.clear();
+  pos_.clear();
+  count_.clear();
+  start_.clear();
 }
 
 void ClaimOrder::Bump(std::size_t claim) {

@@ -137,6 +137,8 @@ class ClaimOrder {
   void Add(std::size_t claim);
   // The claim has one more pod.
   void Bump(std::size_t claim);
+  // No claims (keeping the allocations, for the next trial).
+  void Clear();
   const std::vector<std::size_t>& claims() const { return order_; }
 
  private:
@@ -169,11 +171,20 @@ struct Bin {
   Resources requests;         // Planned claims only: pods plus daemonset overhead.
   Resources reservation;      // Planned claims: the largest capacity counted against limits.
   Resources room;             // Planned claims: per dimension, the most any candidate type holds.
-  std::vector<std::string> pods;
+  // Planned claims: their pods' keys (the scheduler's pod views hold the strings).
+  std::vector<const std::string*> pods;
   std::vector<HostPort> host_ports;
   std::map<std::string, std::set<std::string>> volumes;  // driver -> volume ids
   std::map<std::string, std::int64_t> volume_limits;     // driver -> attach limit
 };
+
+// A planned claim's pods' keys.
+inline std::vector<std::string> PodKeys(const Bin& bin) {
+  std::vector<std::string> keys;
+  keys.reserve(bin.pods.size());
+  for (const std::string* key : bin.pods) keys.push_back(*key);
+  return keys;
+}
 
 // A pending pod as the scheduler currently sees it: its constraints with the preferences
 // relaxed so far. Karpenter relaxes a copy of the pod; this is that copy.
