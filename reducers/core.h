@@ -402,7 +402,10 @@ class Simulation {
     const Node* node = nullptr;
     std::span<const Pod* const> pods;
   };
-  ScheduleResult Without(const std::vector<Removal>& removals);
+  // With `offerings` false each planned claim is brief: its pool, capacity type, requests,
+  // allocatable and only its first (cheapest) offering; no pods or requirements. Enough to tell
+  // what it would launch, for a question that asks no more (the pod outcomes are all there).
+  ScheduleResult Without(const std::vector<Removal>& removals, bool offerings = true);
 
  private:
   const State& state_;

@@ -397,7 +397,15 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
     total += c->claim->price;
     all_spot = all_spot && c->claim->capacity_type == kCapacitySpot;
   }
-  ScheduleResult result = sim.Without(removals);
+  // Spot nodes consolidated without spot-to-spot: a spot replacement is refused whatever it
+  // offers, so the simulation's claims need no offerings past the first unless the one
+  // replacement would be on-demand (then it runs again in full: the same answer, priced).
+  const bool brief =
+      IsConsolidation(method) && all_spot && !state.settings.spot_to_spot_consolidation;
+  ScheduleResult result = sim.Without(removals, !brief);
+  if (brief && result.claims.size() == 1 && result.claims.front().capacity_type != kCapacitySpot) {
+    result = sim.Without(removals);
+  }
   Plan plan;
   plan.removed = total;
   for (const auto& outcome : result.pods) {

@@ -84,7 +84,9 @@ class Pass {
 
   // Trials (consolidation's what-if): `nodes` and the pods bound there are taken away, Run
   // places `pods`, and EndTrial undoes all of it. Needs a pass that has planned nothing.
-  void BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods);
+  // `brief`: the trial's planned claims are brief (Simulation::Without without offerings).
+  void BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods,
+                  bool brief);
   void EndTrial();
 
  private:
@@ -141,6 +143,7 @@ class Pass {
     std::map<std::string, std::set<std::string>> volumes;
   };
   bool trial_ = false;
+  bool brief_ = false;  // This trial's planned claims are brief.
   std::vector<SavedBin> saved_bins_;
   std::vector<bool> bin_saved_;
   std::vector<std::size_t> gone_;
@@ -199,6 +202,7 @@ class Pass {
   static constexpr std::size_t kLaunchesKept = 32;
   std::vector<Launched> launches_;
   PlannedClaim Launch(const Bin& bin);
+  static PlannedClaim Brief(const PlannedClaim& full);
   // [shape]: the topology groups selecting the shape's pods, and how many groups were seen.
   std::deque<std::pair<std::vector<std::size_t>, std::size_t>> selecting_;
   std::vector<PodView> views_;     // Run's, kept between runs (only the first pods.size() count).
@@ -390,7 +394,8 @@ void Pass::MakeView(const Pod& pod, PodView& v) {
     if (soft && state_.settings.ignore_preferences) v.spread_dropped[i] = true;
   }
   Refresh(v);
-  if (shared) base_views_.emplace(base, v);
+  // The stored view keeps no key: each pod that copies it writes its own.
+  if (shared) base_views_.emplace(base, v).first->second.key.clear();
 }
 
 void Pass::Refresh(PodView& v) {
@@ -848,18 +853,39 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
 }
 
 PlannedClaim Pass::Launch(const Bin& bin) {
+  const PlannedClaim* known = nullptr;
   for (const Launched& l : launches_) {
     if (l.pool != bin.pool || l.types != bin.types || l.requirements != bin.requirements) continue;
-    PlannedClaim claim = l.claim;
-    claim.pods = PodKeys(bin);
+    known = &l.claim;
+    break;
+  }
+  if (known == nullptr) {
+    PlannedClaim claim = ChooseLaunch(templates_[bin.pool], bin);
+    if (launches_.size() >= kLaunchesKept) return brief_ ? Brief(claim) : claim;
+    launches_.push_back({bin.pool, bin.types, bin.requirements, std::move(claim)});
+    launches_.back().claim.pods.clear();
+    known = &launches_.back().claim;
+  }
+  if (brief_) {
+    PlannedClaim claim = Brief(*known);
     claim.requests = bin.requests;
     return claim;
   }
-  PlannedClaim claim = ChooseLaunch(templates_[bin.pool], bin);
-  if (launches_.size() < kLaunchesKept) {
-    launches_.push_back({bin.pool, bin.types, bin.requirements, claim});
-    launches_.back().claim.pods.clear();
-  }
+  PlannedClaim claim = *known;
+  claim.pods = PodKeys(bin);
+  claim.requests = bin.requests;
+  return claim;
+}
+
+PlannedClaim Pass::Brief(const PlannedClaim& full) {
+  PlannedClaim claim;
+  claim.nodepool = full.nodepool;
+  claim.nodeclass = full.nodeclass;
+  claim.requests = full.requests;
+  claim.capacity_type = full.capacity_type;
+  claim.allocation_strategy = full.allocation_strategy;
+  if (!full.offerings.empty()) claim.offerings.push_back(full.offerings.front());
+  claim.allocatable = full.allocatable;
   return claim;
 }
 
@@ -873,9 +899,11 @@ void Pass::Save(const Bin& bin) {
       {index, bin.remaining, bin.pods.size(), bin.host_ports.size(), bin.volumes});
 }
 
-void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods) {
+void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods,
+                      bool brief) {
   assert(!trial_ && planned_.empty());
   trial_ = true;
+  brief_ = brief;
   existing_room_dirty_ = true;
   bin_saved_.assign(existing_.size(), false);
   saved_reserved_.clear();
@@ -926,6 +954,7 @@ void Pass::EndTrial() {
   std::fill(refused_forever_.begin(), refused_forever_.end(), 0);
   topology_.Undo();
   trial_ = false;
+  brief_ = false;
 }
 
 }  // namespace
@@ -1019,7 +1048,7 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
   return Without(removals);
 }
 
-ScheduleResult Simulation::Without(const std::vector<Removal>& removals) {
+ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool offerings) {
   std::vector<const Node*> nodes;
   std::vector<const Pod*> pods;
   for (const Removal& r : removals) {
@@ -1030,7 +1059,7 @@ ScheduleResult Simulation::Without(const std::vector<Removal>& removals) {
   // The pass over the whole cluster is built on the first question: most disruption passes
   // find no candidate worth simulating.
   if (impl_ == nullptr) impl_ = std::make_unique<SimulationImpl>(state_);
-  impl_->pass.BeginTrial(nodes, pods);
+  impl_->pass.BeginTrial(nodes, pods, !offerings);
   ScheduleResult result = impl_->pass.Run(pods);
   impl_->pass.EndTrial();
   return result;

@@ -49,12 +49,9 @@ Runtime::~Runtime() {
 
 void Runtime::Deliver() {
   if (writer_ == nullptr) return;
+  // Frees what the writer has written: a snapshot's state copy is trimmed away by the writer's
+  // next snapshot (LogWriter::WriteSnapshot).
   const std::vector<Appended> appended = writer_->Collect();
-  // A snapshot's state copy was freed just now, with what encoding it allocated: see
-  // WriteSnapshot.
-  if (std::any_of(appended.begin(), appended.end(), [](const Appended& a) { return a.snapshot; })) {
-    ::malloc_trim(0);
-  }
   for (const Appended& a : appended) {
     if (a.snapshot) {
       if (options_.observer != nullptr) options_.observer->OnSnapshot(a.last);
