@@ -243,7 +243,7 @@ CoreOnly FoldCoreOnly(const log::EventLog& log, log::Seq churn_from) {
   core.pods_heap_mb = freed(state.pods);
   core.nodes_heap_mb = freed(state.nodes);
   core.nodeclaims_heap_mb = freed(state.nodeclaims);
-  core.catalog_heap_mb = freed(state.catalog);
+  core.catalog_heap_mb = freed(state.catalog.Mutable());
   return core;
 }
 

@@ -140,7 +140,7 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
   Step(state, Seq{5}, NodePoolUpserted{pool});
   for (Pod& pod : DiversePods(pods, true)) state.pods.Upsert(PodKey(pod.ns, pod.name), pod);
   ScheduleResult result = Schedule(state);
-  const CatalogEntry& entry = state.catalog.at(type);
+  const CatalogEntry& entry = state.catalog->at(type);
   for (std::size_t i = 0; i < result.claims.size(); ++i) {
     const PlannedClaim& plan = result.claims[i];
     const OfferingChoice& offer = plan.offerings.front();

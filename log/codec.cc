@@ -1379,7 +1379,7 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
   Put(b.initFinishedNodeClaims(finished.size()), finished);
   sink(ToBytes(message));
   PutSlices(
-      state.catalog, [](s::Snapshot::Builder p, unsigned n) { return p.initCatalog(n); }, sink);
+      *state.catalog, [](s::Snapshot::Builder p, unsigned n) { return p.initCatalog(n); }, sink);
   PutSlices(
       state.pods, [](s::Snapshot::Builder p, unsigned n) { return p.initPods(n); }, sink);
   PutSlices(
@@ -1422,7 +1422,10 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
   }
   for (auto p : r.getNodePools()) state.nodepools[S(p.getName())] = Get(p);
   for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
-  for (auto e : r.getCatalog()) state.catalog[S(e.getType().getName())] = Get(e);
+  if (r.getCatalog().size() > 0) {
+    Catalog& catalog = state.catalog.Mutable();
+    for (auto e : r.getCatalog()) catalog[S(e.getType().getName())] = Get(e);
+  }
   for (auto p : r.getPods()) {
     Pod pod = Get(p);
     state.pod_parts.Share(pod);

@@ -178,8 +178,8 @@ class DriftReference {
   const CatalogEntry* Type(const State& state, const std::string& name) {
     auto [it, fresh] = types_.try_emplace(name, nullptr);
     if (fresh) {
-      auto entry = state.catalog.find(name);
-      if (entry != state.catalog.end()) it->second = &entry->second;
+      auto entry = state.catalog->find(name);
+      if (entry != state.catalog->end()) it->second = &entry->second;
     }
     return it->second;
   }

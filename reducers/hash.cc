@@ -301,7 +301,7 @@ std::uint64_t NodeClassHash(const NodeClass& c) {
 std::uint64_t StateHash(const State& s) {
   Hasher h;
   All(h, s.last_seq, s.now, s.started, s.seed, s.version, s.settings);
-  All(h, s.nodepools, s.nodeclasses, s.catalog, s.pods, s.nodes, s.nodeclaims,
+  All(h, s.nodepools, s.nodeclasses, *s.catalog, s.pods, s.nodes, s.nodeclaims,
       s.unavailable_offerings);
   All(h, s.batch, s.inflight, s.next_command, s.next_decision, s.next_nodeclaim, s.rejected_inputs);
   All(h, s.daemonsets, s.pvcs, s.pvs, s.storage_classes, s.csi_nodes);

@@ -290,7 +290,7 @@ void Pass::BuildExistingBins() {
     for (const auto& r : *claim.requirements) {
       if (r.op == RequirementOp::kIn && r.values.size() == 1) labels[r.key] = r.values[0];
     }
-    if (auto type = state_.catalog.find(claim.instance_type); type != state_.catalog.end()) {
+    if (auto type = state_.catalog->find(claim.instance_type); type != state_.catalog->end()) {
       for (const auto& [k, v] : type->second.labels) labels[k] = v;
     }
     if (!claim.zone.empty()) labels[label::kZone] = claim.zone;

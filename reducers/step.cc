@@ -35,13 +35,18 @@ void OnStarted(State& state, const ControllerStarted& started) {
   state.started = true;
   state.version = started.version;
   state.settings = started.settings;
-  for (auto& [name, entry] : state.catalog) entry = MakeCatalogEntry(entry.type, state.settings);
+  if (!state.catalog->empty()) {
+    for (auto& [name, entry] : state.catalog.Mutable()) {
+      entry = MakeCatalogEntry(entry.type, state.settings);
+    }
+  }
 }
 
 void OnCatalog(State& state, const CatalogRefreshed& refreshed) {
-  state.catalog.clear();
+  Catalog& catalog = state.catalog.Mutable();
+  catalog.clear();
   for (const auto& type : refreshed.instance_types) {
-    state.catalog[type.name] = MakeCatalogEntry(type, state.settings);
+    catalog[type.name] = MakeCatalogEntry(type, state.settings);
   }
 }
 

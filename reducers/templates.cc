@@ -117,12 +117,12 @@ void ApplyLimits(const State& state, PoolTemplate& t) {
     if (claim.nodepool != t.pool->name) continue;
     t.nodes_remaining -= 1;
     Resources used;
-    if (auto it = state.catalog.find(claim.instance_type); it != state.catalog.end()) {
+    if (auto it = state.catalog->find(claim.instance_type); it != state.catalog->end()) {
       used = Capacity(it->second.type);
     } else {
       // Not launched yet: count the largest type it could become, as Karpenter does.
       for (const auto& type : *claim.instance_types) {
-        if (auto c = state.catalog.find(type); c != state.catalog.end()) {
+        if (auto c = state.catalog->find(type); c != state.catalog->end()) {
           used = Max(used, Capacity(c->second.type));
         }
       }
@@ -306,13 +306,13 @@ void FillTypes(const State& state, PoolTemplate& t, AllocatableCache& per_nodecl
   const ValueSet* named = t.requirements.Get(label::kInstanceType);
   if (named != nullptr && !named->complement && !named->gt && !named->lt) {
     for (const auto& name : named->values) {
-      auto entry = state.catalog.find(name);
-      if (entry == state.catalog.end()) continue;
+      auto entry = state.catalog->find(name);
+      if (entry == state.catalog->end()) continue;
       assert(entry->second.labels.at(label::kInstanceType) == name);
       consider(entry->second);
     }
   } else {
-    for (const auto& [name, entry] : state.catalog) consider(entry);
+    for (const auto& [name, entry] : *state.catalog) consider(entry);
   }
   IndexOffers(t);
   t.all = TypeMask(t.types.size(), true);

@@ -390,8 +390,8 @@ aws::Result<aws::LaunchContext> CloudSource::ResolveLaunch(const LaunchInstances
   // The AMI of the cheapest override's architecture; types of another architecture are left
   // out of this fleet (their AMI would differ).
   const auto type_of = [&](const std::string& name) -> const InstanceType* {
-    const auto it = state_->catalog.find(name);
-    return it == state_->catalog.end() ? nullptr : &it->second.type;
+    const auto it = state_->catalog->find(name);
+    return it == state_->catalog->end() ? nullptr : &it->second.type;
   };
   const InstanceType* first = type_of(launch.overrides.front().instance_type);
   const std::string arch = first != nullptr ? first->arch : "amd64";
