@@ -803,18 +803,14 @@ void Execute(State& state, Seq seq, const std::string& method,
 }
 
 // Karpenter v1's expiration: forceful and unbudgeted, unless soft expiration is asked for.
-void Expire(State& state, Seq seq, Output& out) {
+void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out) {
   if (state.settings.soft_expiration) return;
-  const NodePool* pool = nullptr;  // The last claim's: a pool's claims are often neighbours.
-  for (auto& [name, claim] : state.nodeclaims) {
-    if (claim.deleting || claim.phase == ClaimPhase::kPending) continue;
-    if (pool == nullptr || pool->name != claim.nodepool) {
-      auto it = state.nodepools.find(claim.nodepool);
-      pool = it == state.nodepools.end() ? nullptr : &it->second;
-      if (pool == nullptr) continue;
-    }
-    Nanos after = pool->expire_after;
-    if (after.value < 0 || state.now - claim.created < after) continue;
+  const NodePool* pool = nullptr;
+  for (NodeClaim* c : expired) {
+    NodeClaim& claim = *c;
+    const std::string& name = claim.name;
+    if (claim.deleting || !Expired(state, claim, pool)) continue;
+    const Nanos after = pool->expire_after;
     std::string reason = "expired: created " + DurationText(state.now - claim.created) +
                          " ago, expireAfter " + DurationText(after);
     Decide(state, seq,
@@ -969,6 +965,14 @@ void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out)
     c.pool = facts.pool;
     const bool consolidatable = Consolidatable(state, c);
     const std::string& drift = facts.drifted;
+    // Most claims, most passes: both conditions already published as they are now.
+    if (const auto& held = claim.disruption_conditions; held.size() == 2) {
+      const auto& [first, second] = std::tie(*held.begin(), *std::next(held.begin()));
+      if (first.second == (consolidatable ? 1 : 0) && second.second == (drift.empty() ? 0 : 1) &&
+          first.first == "Consolidatable" && second.first == "Drifted") {
+        continue;
+      }
+    }
     const std::pair<const char*, bool> conditions[] = {{"Consolidatable", consolidatable},
                                                        {"Drifted", !drift.empty()}};
     for (const auto& [type, value] : conditions) {
@@ -989,9 +993,20 @@ void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out)
 
 }  // namespace
 
-void AdvanceDisruption(State& state, Seq seq, Output& out) {
+bool Expired(const State& state, const NodeClaim& claim, const NodePool*& pool) {
+  if (claim.deleting || claim.phase == ClaimPhase::kPending) return false;
+  if (pool == nullptr || pool->name != claim.nodepool) {
+    auto it = state.nodepools.find(claim.nodepool);
+    pool = it == state.nodepools.end() ? nullptr : &it->second;
+    if (pool == nullptr) return false;
+  }
+  const Nanos after = pool->expire_after;
+  return after.value >= 0 && state.now - claim.created >= after;
+}
+
+void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out) {
   const std::size_t before = out.size();
-  Expire(state, seq, out);
+  Expire(state, seq, expired, out);
   AdvanceReplacements(state, seq, out);
   const bool due = state.last_disruption_pass.value == 0 ||
                    state.now - state.last_disruption_pass >= kDisruptionPassInterval;

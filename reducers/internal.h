@@ -131,8 +131,13 @@ void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, 
 // A NodeClaim seen in the API: adopted when the core does not know it (lifecycle.cc).
 void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Output& out);
 // On each tick: launch and registration timeouts, the next step of every termination, and
-// NodePool status.
-void AdvanceLifecycle(State& state, Seq seq, Output& out);
+// NodePool status. Returns, from the same walk over the claims, those whose NodePool's
+// expireAfter has passed (launched, not deleting), in name order: AdvanceDisruption expires
+// them (nothing between the two changes which claims those are).
+std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out);
+// Whether `claim` (launched, not deleting) has outlived its NodePool's expireAfter. `pool`:
+// the pool last looked up (a pool's claims are often neighbours), updated.
+bool Expired(const State& state, const NodeClaim& claim, const NodePool*& pool);
 // The result of a termination command (eviction, pod deletion, instance termination,
 // finalizer removal, status patch); false when `id` is not one. `error` empty on success.
 bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<ErrorCode> error,
@@ -141,7 +146,8 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
 
 // Disruption (disruption.cc): expiration on every tick, then the 10 s pass (emptiness with
 // budgets and validation); interruption messages; pod moves for consolidateAfter.
-void AdvanceDisruption(State& state, Seq seq, Output& out);
+// `expired`: what AdvanceLifecycle returned on this tick.
+void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out);
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);
 void NotePodMoved(State& state, const std::string& node_name);
 

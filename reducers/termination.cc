@@ -233,12 +233,14 @@ void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, 
   BeginDeletion(state, seq, it->second, "deleted through the API", false, out);
 }
 
-void AdvanceLifecycle(State& state, Seq seq, Output& out) {
+std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
   // Timeouts judge what the cluster shows: not before it has been read whole (a Node that
   // registered while tenon was down, a claim still to be adopted).
   // One walk over the claims: the timeouts, and the claims deleting after them, which then
   // take their next step in the same order (a step changes no other claim).
   std::vector<NodeClaim*> deleting;
+  std::vector<NodeClaim*> expired;
+  const NodePool* pool = nullptr;
   PoolSums sums;  // Nothing it sums changes after: a step issues commands, not claim fields.
   for (auto& [name, claim] : state.nodeclaims) {
     sums.Add(claim);
@@ -251,10 +253,15 @@ void AdvanceLifecycle(State& state, Seq seq, Output& out) {
         state.registration_healthy[claim.nodepool] = false;  // NodeRegistrationHealthy=False
       }
     }
-    if (claim.deleting) deleting.push_back(&claim);
+    if (claim.deleting) {
+      deleting.push_back(&claim);
+    } else if (Expired(state, claim, pool)) {
+      expired.push_back(&claim);
+    }
   }
   for (NodeClaim* claim : deleting) Advance(state, seq, *claim, out);
   Republish(state, sums, seq, out);
+  return expired;
 }
 
 bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<ErrorCode> error,
