@@ -202,6 +202,14 @@ class Pass {
   static constexpr std::size_t kLaunchesKept = 32;
   std::vector<Launched> launches_;
   PlannedClaim Launch(const Bin& bin);
+  // "#<index>", kept for the pass: a planned bin's name.
+  std::string_view PlannedName(std::size_t index) {
+    while (planned_names_.size() <= index) {
+      planned_names_.push_back("#" + std::to_string(planned_names_.size()));
+    }
+    return planned_names_[index];
+  }
+  std::deque<std::string> planned_names_;
   static PlannedClaim Brief(const PlannedClaim& full);
   // [shape]: the topology groups selecting the shape's pods, and how many groups were seen.
   std::deque<std::pair<std::vector<std::size_t>, std::size_t>> selecting_;
@@ -569,7 +577,7 @@ void Pass::Resolve(Bin& bin) {
     bin.node_labels = &node.labels;
   } else {
     bin.own_labels = node.labels;
-    bin.own_labels.Set(label::kHostname, bin.name);
+    bin.own_labels.Set(label::kHostname, std::string(bin.name));
   }
   if (auto zone = bin.labels().find(label::kZone); zone != bin.labels().end()) {
     bin.zone = zone->second;
@@ -757,7 +765,7 @@ bool Pass::TryPlace(PodView& v) {
     Bin bin;
     bin.planned = true;
     bin.pool = p;
-    bin.name = "#" + std::to_string(planned_.size());
+    bin.name = PlannedName(planned_.size());
     bin.taints = t.pool->taints;
     bin.requirements = t.requirements;
     bin.types = t.all;

@@ -151,7 +151,9 @@ class ClaimOrder {
 
 // A place a pod can go: an existing node, an in-flight NodeClaim, or a claim planned now.
 struct Bin {
-  std::string name;  // Node name, NodeClaim name, or "#<index>" for a planned claim.
+  // Node name or NodeClaim name (the state's key, which outlives the pass), or "#<index>" for a
+  // planned claim (Pass::PlannedName).
+  std::string_view name;
   bool planned = false;
   bool gone = false;     // Existing bins: taken away for a consolidation trial.
   std::size_t pool = 0;  // Planned claims: index into the pool templates.

@@ -295,7 +295,7 @@ bool Topology::Narrow(const PodView& view, const TopologyGroup& g, bool owned,
   return true;
 }
 
-bool Topology::Check(const PodView& view, const std::string& bin_name, const NodeLabels* labels,
+bool Topology::Check(const PodView& view, std::string_view bin_name, const NodeLabels* labels,
                      const Requirements* claim, Choices* chosen, bool* permanent, std::string* why,
                      Memo* memo) const {
   std::vector<std::string_view> node_domains;
@@ -356,7 +356,7 @@ bool Topology::Check(const PodView& view, const std::string& bin_name, const Nod
   return true;
 }
 
-bool Topology::RefusalOutlivesTrial(const PodView& view, const std::string& bin_name) const {
+bool Topology::RefusalOutlivesTrial(const PodView& view, std::string_view bin_name) const {
   auto refuses = [&](std::size_t index, bool owned) {
     const TopologyGroup& g = groups_[index];
     if (!IsHostname(g.key) || g.kind == GroupKind::kAffinity) return false;
@@ -399,7 +399,7 @@ void Topology::Apply(const Choices& chosen, Requirements& claim) const {
   }
 }
 
-void Topology::Record(const PodView& view, const std::string& bin_name, const NodeLabels* labels,
+void Topology::Record(const PodView& view, std::string_view bin_name, const NodeLabels* labels,
                       const PoolTemplate* t, const Requirements* claim_reqs) {
   std::vector<std::string_view> domains;
   auto record = [&](std::size_t index, bool selected, bool owned) {

@@ -40,18 +40,18 @@ class Topology {
     std::vector<std::tuple<std::size_t, bool, std::string_view, bool>> verdicts;
     std::vector<std::string_view> refused_zones;  // Zones some zone group refused.
   };
-  bool Check(const PodView& view, const std::string& bin_name, const NodeLabels* labels,
+  bool Check(const PodView& view, std::string_view bin_name, const NodeLabels* labels,
              const Requirements* claim, Choices* chosen, bool* permanent = nullptr,
              std::string* why = nullptr, Memo* memo = nullptr) const;
   // For an existing node that Check refused: whether the refusal holds for the whole pass and
   // for every trial of it, because it comes from a hostname spread or anti-affinity count (those
   // only grow) that the current trial has not changed.
-  bool RefusalOutlivesTrial(const PodView& view, const std::string& bin_name) const;
+  bool RefusalOutlivesTrial(const PodView& view, std::string_view bin_name) const;
   // Whether applying a check's choices would narrow `claim`, and applying them.
   bool Narrows(const Choices& chosen, const Requirements& claim) const;
   void Apply(const Choices& chosen, Requirements& claim) const;
   // Counts a placed pod in every group that selects it.
-  void Record(const PodView& view, const std::string& bin_name, const NodeLabels* labels,
+  void Record(const PodView& view, std::string_view bin_name, const NodeLabels* labels,
               const PoolTemplate* t, const Requirements* claim_reqs);
 
   // The groups selecting `pod`, appended to `cache` for the groups made since it was last
