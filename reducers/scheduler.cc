@@ -290,6 +290,8 @@ void Pass::BuildExistingBins() {
     }
     if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kFailed) continue;
     if (claim.deleting || excluded_.contains(name)) continue;
+    // Its node is left out (being replaced, or taken away by a trial): so is the claim.
+    if (!claim.node_name.empty() && leaving.contains(claim.node_name)) continue;
     Bin bin;
     bin.name = name;
     Labels labels = pool->second.labels;

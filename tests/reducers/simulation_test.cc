@@ -44,6 +44,28 @@ TEST(NameIndex, FindsEachNameAndNothingElse) {
   EXPECT_EQ(index.Find(""), nullptr);
 }
 
+// A node tainted for a disruption that waits on its replacements is no place for a pod, and
+// neither is its NodeClaim: the claim of a node left out must not come back as an empty bin of
+// its own (it did, with the node's whole allocatable as room).
+TEST(Schedule, CapacityBeingReplacedTakesNoPods) {
+  State state = bench::MakeCluster(SmallCatalog(), "m5.xlarge", 400, 12, "100%");
+  const NodeClaim& candidate = state.nodeclaims.at("claim-0");
+  ReplacementWait wait;
+  wait.method = "SingleNodeConsolidation";
+  wait.candidates = {candidate.name};
+  wait.started = state.now;
+  state.replacing.push_back(wait);
+  // As large as an empty m5.xlarge holds: no node with pods on it has the room.
+  Pod big = PendingPod("big", candidate.allocatable.cpu.value - 100, 1024);
+  ScheduleResult result = Schedule(state, {&big});
+  ASSERT_EQ(result.pods.size(), 1u);
+  EXPECT_NE(result.pods[0].target, candidate.name);
+  EXPECT_NE(result.pods[0].target, candidate.node_name);
+  EXPECT_EQ(result.pods[0].target, "#0") << result.pods[0].reason;
+  state.replacing.clear();
+  EXPECT_EQ(Schedule(state, {&big}).pods[0].target, "#0");  // Nothing else makes room for it.
+}
+
 TEST(Simulation, MatchesAFreshPassForEveryCandidateInAnyOrder) {
   State state = bench::MakeCluster(SmallCatalog(), "m5.xlarge", 400, 12, "100%");
   std::vector<std::string> claims = Claims(state);
