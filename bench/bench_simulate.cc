@@ -30,6 +30,7 @@
 // --keep-log writes the log to DIR and leaves it there; --fold times the core alone folding
 // such a log from zero, N times (the fastest is the figure least disturbed by the machine), to
 // compare two builds of the core on the same events.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -238,6 +239,13 @@ int Run(const Args& args) {
               scenario.workloads.size(), scenario.actions.size(), dir.c_str());
   RunFigures run = Simulate(scenario, *log, args.appends);
   PrintRun(scenario, run, dir);
+  // The pipelined modes hold a state copy per snapshot and the records not yet written: the
+  // process's peak resident memory so far is the run's (the replay has not started).
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  std::printf("  peak resident memory of the process during the run: %.1f MB\n",
+              static_cast<double>(usage.ru_maxrss) / 1024.0);
+  std::fflush(stdout);
 
   const auto verify_start = Clock::now();
   replay::VerifyReport verify = replay::Verify(*log);
