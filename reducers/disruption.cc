@@ -163,7 +163,10 @@ class DriftReference {
     std::vector<Requirements> requirements;
   };
   const Pool& Of(const NodePool& pool) {
+    if (&pool == last_pool_) return *last_;  // A pool's claims are often neighbours.
     auto [it, fresh] = pools_.try_emplace(&pool);
+    last_pool_ = &pool;
+    last_ = &it->second;
     if (fresh) {
       it->second.hash = TemplateHash(pool);
       for (const auto& r : pool.requirements) it->second.requirements.emplace_back().Add(r);
@@ -174,6 +177,14 @@ class DriftReference {
     auto [it, fresh] = classes_.try_emplace(&nodeclass, 0);
     if (fresh) it->second = NodeClassHash(nodeclass);
     return it->second;
+  }
+  // The EC2NodeClass named `name`, or null (the last one found is asked for again first).
+  const NodeClass* Class(const State& state, const std::string& name) {
+    if (last_class_ != nullptr && last_class_->name == name) return last_class_;
+    auto it = state.nodeclasses.find(name);
+    if (it == state.nodeclasses.end()) return nullptr;
+    last_class_ = &it->second;
+    return last_class_;
   }
   const CatalogEntry* Type(const State& state, const std::string& name) {
     auto [it, fresh] = types_.try_emplace(name, nullptr);
@@ -188,6 +199,9 @@ class DriftReference {
   std::map<std::string, const CatalogEntry*, std::less<>> types_;
   std::map<const NodePool*, Pool> pools_;
   std::map<const NodeClass*, std::uint64_t> classes_;
+  const NodePool* last_pool_ = nullptr;
+  const Pool* last_ = nullptr;
+  const NodeClass* last_class_ = nullptr;
 };
 
 // What disrupting some candidates would take: nothing, or new claims launched first.
@@ -229,8 +243,8 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
   if (claim.nodepool_hash != 0 && claim.nodepool_hash != now.hash) {
     return "NodePool " + pool.name + " template changed (labels, taints or nodeClassRef)";
   }
-  if (auto nc = state.nodeclasses.find(claim.nodeclass); nc != state.nodeclasses.end()) {
-    const NodeClass& c = nc->second;
+  if (const NodeClass* nc = reference.Class(state, claim.nodeclass); nc != nullptr) {
+    const NodeClass& c = *nc;
     if (claim.nodeclass_hash != 0 && claim.nodeclass_hash != reference.Of(c)) {
       return "EC2NodeClass " + claim.nodeclass + " changed";
     }
@@ -517,13 +531,17 @@ Lookups LookUpClaims(State& state) {
   Lookups out;
   out.nodes = IndexNodes(state);
   DriftReference reference;
+  const NodePool* pool = nullptr;  // The last claim's: a pool's claims are often neighbours.
   for (auto& [name, claim] : state.nodeclaims) {
     if (claim.deleting || claim.phase != ClaimPhase::kInitialized) continue;
-    auto pool = state.nodepools.find(claim.nodepool);
+    if (pool == nullptr || pool->name != claim.nodepool) {
+      auto it = state.nodepools.find(claim.nodepool);
+      pool = it == state.nodepools.end() ? nullptr : &it->second;
+    }
     const NodeEntry* node = out.nodes.Find(claim.node_name);
-    if (pool == state.nodepools.end() || node == nullptr) continue;
-    out.claims.push_back({&claim, &pool->second, node->node, node->bound,
-                          Drifted(state, claim, pool->second, reference, node->node)});
+    if (pool == nullptr || node == nullptr) continue;
+    out.claims.push_back({&claim, pool, node->node, node->bound,
+                          Drifted(state, claim, *pool, reference, node->node)});
   }
   return out;
 }
@@ -704,8 +722,10 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lo
   Pass pass;
   std::vector<Candidate> cands;
   if (consolidation != nullptr && consolidation->filled) {
-    pass = consolidation->pass;
-    cands = consolidation->cands;
+    // The second to ask takes them: no third does.
+    pass = std::move(consolidation->pass);
+    cands = std::move(consolidation->cands);
+    consolidation->filled = false;
   } else {
     cands = Gather(state, looked.claims, method, pass, only);
     if (consolidation != nullptr) *consolidation = {true, pass, cands};
