@@ -204,6 +204,9 @@ class PodTable {
     // move if the node went (active, not DaemonSet or mirror pods) in key order, how many of
     // them carry karpenter.sh/do-not-disrupt, and the sum of their eviction costs.
     std::vector<const Pod*> reschedulable;
+    // The same pods in the order the scheduler places them (largest first, then oldest), so a
+    // consolidation trial of this node needs no sort of its own.
+    std::vector<const Pod*> reschedulable_in_placement_order;
     std::size_t do_not_disrupt = 0;
     std::int64_t eviction_cost = 0;
   };
@@ -405,6 +408,7 @@ class Simulation {
     const NodeClaim* claim = nullptr;
     const Node* node = nullptr;
     std::span<const Pod* const> pods;
+    bool in_placement_order = false;  // `pods` already are (Bound::..._in_placement_order).
   };
   // With `offerings` false each planned claim is brief: its pool, capacity type, requests,
   // allocatable and only its first (cheapest) offering; no pods or requirements. Enough to tell

@@ -407,7 +407,7 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
   MicroUsdPerHour total{0};
   bool all_spot = true;
   for (const Candidate* c : group) {
-    removals.push_back({c->claim, c->node, c->bound->reschedulable});
+    removals.push_back({c->claim, c->node, c->bound->reschedulable_in_placement_order, true});
     total += c->claim->price;
     all_spot = all_spot && c->claim->capacity_type == kCapacitySpot;
   }

@@ -20,6 +20,15 @@ inline bool IsActive(const Pod& pod) {
 }
 
 // A pod that would have to move if its node went: active, not a DaemonSet or mirror pod.
+// The order a scheduling pass places pods in: largest (CPU, then memory) first, then oldest,
+// then by uid (a total order: the same pods always come in the same order).
+inline bool PlacedBefore(const Pod* a, const Pod* b) {
+  if (a->requests.cpu != b->requests.cpu) return a->requests.cpu > b->requests.cpu;
+  if (a->requests.memory != b->requests.memory) return a->requests.memory > b->requests.memory;
+  if (a->created != b->created) return a->created < b->created;
+  return a->uid < b->uid;
+}
+
 inline bool IsReschedulable(const Pod& pod) {
   return IsActive(pod) && pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
 }

@@ -117,6 +117,9 @@ void PodTable::Recount(Bound& bound) {
     if (pod->do_not_disrupt) bound.do_not_disrupt++;
     bound.eviction_cost += core::EvictionCost(*pod);
   }
+  bound.reschedulable_in_placement_order = bound.reschedulable;
+  std::sort(bound.reschedulable_in_placement_order.begin(),
+            bound.reschedulable_in_placement_order.end(), core::PlacedBefore);
 }
 
 bool ClaimsByNode::Matches(const std::map<std::string, NodeClaim>& claims) const {

@@ -23,13 +23,6 @@ namespace {
 constexpr const char* kDaemonSetKind = "DaemonSet";
 constexpr const char* kMirrorKind = "Node";
 
-bool SortsBefore(const Pod* a, const Pod* b) {
-  if (a->requests.cpu != b->requests.cpu) return a->requests.cpu > b->requests.cpu;
-  if (a->requests.memory != b->requests.memory) return a->requests.memory > b->requests.memory;
-  if (a->created != b->created) return a->created < b->created;
-  return a->uid < b->uid;
-}
-
 // Taints on an existing node that say nothing about where pods belong once it is up.
 bool Ephemeral(const Taint& t) {
   return t.key == label::kUnregisteredTaint || t.key == "node.kubernetes.io/not-ready" ||
@@ -1024,7 +1017,7 @@ ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods,
                         const std::set<std::string>& excluded_nodeclaims) {
   using namespace core;
   std::vector<const Pod*> sorted = pods;
-  std::sort(sorted.begin(), sorted.end(), SortsBefore);
+  std::sort(sorted.begin(), sorted.end(), PlacedBefore);
   return Pass(state, excluded_nodeclaims).Run(sorted);
 }
 
@@ -1065,7 +1058,10 @@ ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool of
     if (r.node != nullptr) nodes.push_back(r.node);
     pods.insert(pods.end(), r.pods.begin(), r.pods.end());
   }
-  std::sort(pods.begin(), pods.end(), core::SortsBefore);
+  if (removals.size() != 1 || !removals.front().in_placement_order) {
+    std::sort(pods.begin(), pods.end(), core::PlacedBefore);
+  }
+  assert(std::is_sorted(pods.begin(), pods.end(), core::PlacedBefore));
   // The pass over the whole cluster is built on the first question: most disruption passes
   // find no candidate worth simulating.
   if (impl_ == nullptr) impl_ = std::make_unique<SimulationImpl>(state_);
