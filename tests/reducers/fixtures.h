@@ -85,6 +85,10 @@ std::vector<const T*> CommandsOf(const Output& out) {
   }
   return found;
 }
+// The pointers point into `out`: an Output that dies with the expression would leave them
+// dangling (AddressSanitizer found one such test).
+template <class T>
+std::vector<const T*> CommandsOf(Output&& out) = delete;
 
 // The id of the first command of kind T in `out`.
 template <class T>

@@ -236,7 +236,8 @@ TEST(Lifecycle, RegistrationAddsMissingPoolTaints) {
   f.state.nodepools.at("default").taints = {{"dedicated", "web", TaintEffect::kNoSchedule}};
   f.Fold(LaunchedFor(out));
   Node node = LaunchedNode(false);
-  auto patches = CommandsOf<PatchNode>(f.Fold(NodeUpserted{node}));
+  const Output registered = f.Fold(NodeUpserted{node});
+  auto patches = CommandsOf<PatchNode>(registered);
   ASSERT_EQ(patches.size(), 1u);
   EXPECT_EQ(patches[0]->add_taints,
             (std::vector<Taint>{{"dedicated", "web", TaintEffect::kNoSchedule}}));
@@ -326,8 +327,8 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   EXPECT_EQ(conditions[1]->condition, "Drifted");
   EXPECT_FALSE(conditions[1]->status);
   // Unchanged conditions are not published again.
-  EXPECT_TRUE(
-      CommandsOf<PatchNodeClaimStatus>(f.Fold(Tick{kT0 + Nanos{20 * kSecond.value}})).empty());
+  const Output again = f.Fold(Tick{kT0 + Nanos{20 * kSecond.value}});
+  EXPECT_TRUE(CommandsOf<PatchNodeClaimStatus>(again).empty());
 }
 
 // A pod bound to or removed from a node stamps the node's claim (consolidateAfter counts from
