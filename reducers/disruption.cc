@@ -531,13 +531,10 @@ Lookups LookUpClaims(State& state) {
   Lookups out;
   out.nodes = IndexNodes(state);
   DriftReference reference;
-  const NodePool* pool = nullptr;  // The last claim's: a pool's claims are often neighbours.
+  const NodePool* pool = nullptr;  // PoolOf's last.
   for (auto& [name, claim] : state.nodeclaims) {
     if (claim.deleting || claim.phase != ClaimPhase::kInitialized) continue;
-    if (pool == nullptr || pool->name != claim.nodepool) {
-      auto it = state.nodepools.find(claim.nodepool);
-      pool = it == state.nodepools.end() ? nullptr : &it->second;
-    }
+    PoolOf(state, claim, pool);
     const NodeEntry* node = out.nodes.Find(claim.node_name);
     if (pool == nullptr || node == nullptr) continue;
     out.claims.push_back({&claim, pool, node->node, node->bound,
@@ -1015,11 +1012,7 @@ void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out)
 
 bool Expired(const State& state, const NodeClaim& claim, const NodePool*& pool) {
   if (claim.deleting || claim.phase == ClaimPhase::kPending) return false;
-  if (pool == nullptr || pool->name != claim.nodepool) {
-    auto it = state.nodepools.find(claim.nodepool);
-    pool = it == state.nodepools.end() ? nullptr : &it->second;
-    if (pool == nullptr) return false;
-  }
+  if (PoolOf(state, claim, pool) == nullptr) return false;
   const Nanos after = pool->expire_after;
   return after.value >= 0 && state.now - claim.created >= after;
 }

@@ -145,8 +145,17 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
 // them (nothing between the two changes which claims those are).
 std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out);
 // Whether `claim` (launched, not deleting) has outlived its NodePool's expireAfter. `pool`:
-// the pool last looked up (a pool's claims are often neighbours), updated.
+// the pool last looked up (PoolOf), updated.
 bool Expired(const State& state, const NodeClaim& claim, const NodePool*& pool);
+// The claim's NodePool, or null. `last`, the pool found for the claim before, is asked first
+// (walking the claims in name order, a pool's claims are often neighbours), and updated.
+inline const NodePool* PoolOf(const State& state, const NodeClaim& claim, const NodePool*& last) {
+  if (last == nullptr || last->name != claim.nodepool) {
+    auto it = state.nodepools.find(claim.nodepool);
+    last = it == state.nodepools.end() ? nullptr : &it->second;
+  }
+  return last;
+}
 // The result of a termination command (eviction, pod deletion, instance termination,
 // finalizer removal, status patch); false when `id` is not one. `error` empty on success.
 bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<ErrorCode> error,
