@@ -101,14 +101,6 @@ double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::uintmax_t DirBytes(const std::filesystem::path& dir) {
-  std::uintmax_t bytes = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-    if (entry.is_regular_file()) bytes += entry.file_size();
-  }
-  return bytes;
-}
-
 // ---- the controller's surroundings ----
 
 // Counts what the runtime appends to the log.
@@ -141,6 +133,7 @@ struct TimedWorld : runtime::Executor {
   double cpu_seconds = 0;
 };
 
+using bench::DirBytes;
 using bench::MakeScenario;
 using bench::Seconds;
 

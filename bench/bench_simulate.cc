@@ -200,10 +200,7 @@ void PrintSplit(const RunFigures& run) {
 // The run's figures, printed before the (as long) replay starts.
 void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
               const std::filesystem::path& dir) {
-  std::uintmax_t disk = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) disk += e.file_size();
-  }
+  const std::uintmax_t disk = bench::DirBytes(dir);
   const double virtual_seconds = static_cast<double>(scenario.duration.value) / 1e9;
   std::printf("\nsimulate: %.0f virtual seconds in %.1f s wall (%.0fx real time)\n",
               virtual_seconds, run.wall_seconds, virtual_seconds / run.wall_seconds);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <string>
 
@@ -29,6 +30,20 @@ struct ChurnArgs {
   std::int64_t churn_seconds = 3600;
   std::int64_t scale_every_seconds = 20;
 };
+
+// The bytes of the files under `dir`. RocksDB may delete a compacted table file while the walk
+// is under way (the log is still open): a file that vanishes counts as nothing, not an error.
+inline std::uintmax_t DirBytes(const std::filesystem::path& dir) {
+  std::uintmax_t bytes = 0;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code size_ec;
+    const std::uintmax_t size = it->file_size(size_ec);
+    if (!size_ec && it->is_regular_file(size_ec)) bytes += size;
+  }
+  return bytes;
+}
 
 inline Nanos Seconds(std::int64_t s) {
   return Nanos{s * kSecond.value};
