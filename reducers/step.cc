@@ -50,11 +50,30 @@ void OnCatalog(State& state, const CatalogRefreshed& refreshed) {
   }
 }
 
-// Whether folding `event` could change what consolidation finds. Ticks count through what
-// they do (AdvanceDisruption); a pod only when it changed (OnPodUpserted); a command's result
-// unless the command only published status or acknowledged a message.
+// A node as consolidation sees it: without the labels the controller writes to mirror its
+// claim's registration and initialization, whose transitions counted when the claim made them.
+Node WithoutLifecycleLabels(const Node& node) {
+  Node out = node;
+  Labels labels = node.labels.ToLabels();
+  labels.erase(label::kRegistered);
+  labels.erase(label::kInitialized);
+  out.labels = NodeLabels(labels);
+  return out;
+}
+
+// Whether folding `event` could change what consolidation finds: as Karpenter's
+// MarkUnconsolidated, anything that may turn a cluster with nothing to consolidate into one
+// with something. Ticks count through what they do (AdvanceDisruption), a pod only when it
+// changed (OnPodUpserted), a listing of the instances only when garbage collection acted on it
+// (Step). Never: a command's result that only published status, acknowledged a message or
+// patched a node (the node's change arrives as its own NodeUpserted); a node reported again
+// unchanged, or changed only in its registered/initialized labels (the echo of the controller's
+// own patch, after the claim's transition); a change to a node whose NodeClaim is already being
+// deleted (it is neither a candidate nor a place for pods: Karpenter's MarkedForDeletion is
+// already true).
 bool ChangesCluster(const State& state, const Event& event) {
-  if (std::holds_alternative<Tick>(event) || std::holds_alternative<PodUpserted>(event)) {
+  if (std::holds_alternative<Tick>(event) || std::holds_alternative<PodUpserted>(event) ||
+      std::holds_alternative<InstancesListed>(event)) {
     return false;
   }
   if (const auto* done = std::get_if<CommandSucceeded>(&event)) {
@@ -62,9 +81,27 @@ bool ChangesCluster(const State& state, const Event& event) {
     if (it != state.inflight.end() &&
         (std::holds_alternative<PatchNodeClaimStatus>(it->second.body) ||
          std::holds_alternative<PatchNodePoolStatus>(it->second.body) ||
-         std::holds_alternative<AcknowledgeMessage>(it->second.body))) {
+         std::holds_alternative<AcknowledgeMessage>(it->second.body) ||
+         std::holds_alternative<PatchNode>(it->second.body))) {
       return false;
     }
+  }
+  if (const auto* upserted = std::get_if<NodeUpserted>(&event)) {
+    auto known = state.nodes.find(upserted->node.name);
+    if (known == state.nodes.end()) return true;
+    const Node& before = known->second;
+    const Node& after = upserted->node;
+    if (before == after) return false;
+    if (!(before.labels == after.labels) &&
+        WithoutLifecycleLabels(before) == WithoutLifecycleLabels(after)) {
+      return false;
+    }
+    bool leaving = false;
+    state.claims_by_node.ForEach(upserted->node.name, [&](const std::string& name) {
+      auto claim = state.nodeclaims.find(name);
+      leaving = leaving || (claim != state.nodeclaims.end() && claim->second.deleting);
+    });
+    return !leaving;
   }
   return true;
 }
@@ -184,7 +221,10 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const CsiNodeUpserted& e) { state.csi_nodes[e.csi_node.name] = e.csi_node; },
           [&](const CsiNodeDeleted& e) { state.csi_nodes.erase(e.name); },
           [&](const NodeClaimDeleting& e) { OnNodeClaimDeleting(state, seq, e, out); },
-          [&](const InstancesListed& e) { OnInstancesListed(state, seq, e, out); },
+          [&](const InstancesListed& e) {
+            OnInstancesListed(state, seq, e, out);
+            if (!out.empty()) ++state.cluster_generation;  // Garbage collection acted.
+          },
           [&](const InterruptionReceived& e) { OnInterruption(state, seq, e, out); },
           [&](const PodDisruptionBudgetUpserted& e) {
             state.pdbs[PodKey(e.pdb.ns, e.pdb.name)] = e.pdb;

@@ -229,6 +229,70 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   EXPECT_EQ(initialized[0]->condition, "Initialized");
 }
 
+// Consolidation is recomputed when the cluster may have become consolidatable (Karpenter's
+// MarkUnconsolidated), not when an input only echoes a change already counted: the result of a
+// node patch, the node coming back with the labels the controller wrote for the claim's
+// registration and initialization, the same node again, a listing in which every instance is
+// alive, a change to a node whose claim is already being deleted. A label someone else adds,
+// and a listing that finds an instance gone, do count.
+TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  std::string claim = LaunchFor(out);
+  f.Fold(LaunchedFor(out));
+  Node node = LaunchedNode(false);
+  node.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
+  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
+  Output registered = f.Fold(NodeUpserted{node});
+  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
+  const auto generation = [&] { return f.state.cluster_generation; };
+  // The registration patch lands: the pool's labels (pods select on them) and Ready.
+  std::uint64_t before = generation();
+  f.Fold(CommandSucceeded{IdOf<PatchNode>(registered)});
+  EXPECT_EQ(generation(), before) << "a node patch's result";
+  for (const auto& [key, value] : CommandsOf<PatchNode>(registered)[0]->add_labels) {
+    node.labels.Set(key, value);
+  }
+  node.taints.clear();
+  node.ready = true;
+  Output initialized = f.Fold(NodeUpserted{node});
+  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_GT(generation(), before) << "a new initialized node";
+
+  // The initialization patch lands: only the initialized label.
+  before = generation();
+  auto patches = CommandsOf<PatchNode>(initialized);
+  ASSERT_EQ(patches.size(), 1u);
+  ASSERT_EQ(patches[0]->add_labels, (Labels{{label::kInitialized, "true"}}));
+  f.Fold(CommandSucceeded{IdOf<PatchNode>(initialized)});
+  node.labels.Set(label::kInitialized, "true");
+  Output echo = f.Fold(NodeUpserted{node});
+  EXPECT_TRUE(echo.empty());
+  EXPECT_EQ(generation(), before) << "the initialized label coming back";
+  f.Fold(NodeUpserted{node});
+  EXPECT_EQ(generation(), before) << "the same node again";
+
+  node.labels.Set("team", "payments");
+  f.Fold(NodeUpserted{node});
+  EXPECT_EQ(generation(), before + 1) << "a label pods may select on";
+
+  const std::string instance = f.state.nodeclaims.at(claim).instance_id;
+  const Nanos later = kT0 + Nanos{5 * kMinute.value};
+  f.Fold(InstancesListed{{{instance, claim, kT0, "running"}}});
+  EXPECT_EQ(generation(), before + 1) << "a listing with nothing for garbage collection";
+
+  f.Fold(Tick{later});
+  before = generation();
+  f.Fold(InstancesListed{{}});
+  ASSERT_TRUE(f.state.nodeclaims.at(claim).deleting) << "its instance is gone";
+  EXPECT_GT(generation(), before) << "garbage collection deleted a claim";
+
+  before = generation();
+  node.taints.push_back({label::kDisruptedTaint, "", TaintEffect::kNoSchedule});
+  f.Fold(NodeUpserted{node});
+  EXPECT_EQ(generation(), before) << "a node whose claim is being deleted";
+}
+
 // At registration the NodePool's taints are added to a node that came up without them.
 TEST(Lifecycle, RegistrationAddsMissingPoolTaints) {
   Folder f;
