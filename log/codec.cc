@@ -1368,6 +1368,7 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
   b.setClusterGeneration(state.cluster_generation);
   b.setConsolidatedGeneration(state.consolidated_generation);
   b.setConsolidatedAtNs(state.consolidated_at.value);
+  b.setConsolidationRecheckAtNs(state.consolidation_recheck_at.value);
   PutValues(b.initPodDisruptionBudgets(state.pdbs.size()), state.pdbs);
   b.setPendingReplacements(state.pending_replacements);
   PutList(b.initReplacing(state.replacing.size()), state.replacing);
@@ -1417,6 +1418,7 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
     state.cluster_generation = r.getClusterGeneration();
     state.consolidated_generation = r.getConsolidatedGeneration();
     state.consolidated_at = Nanos{r.getConsolidatedAtNs()};
+    state.consolidation_recheck_at = Nanos{r.getConsolidationRecheckAtNs()};
     state.pending_replacements = r.getPendingReplacements();
     state.replacing = GetList<ReplacementWait>(r.getReplacing());
   }

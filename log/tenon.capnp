@@ -615,4 +615,5 @@ struct Snapshot {
   clusterGeneration @41 :UInt64;
   consolidatedGeneration @42 :UInt64;
   consolidatedAtNs @43 :Int64;
+  consolidationRecheckAtNs @44 :Int64;
 }

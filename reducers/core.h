@@ -304,10 +304,13 @@ struct State {
   // Karpenter's consolidation state: a count bumped by every change that could change what
   // consolidation finds, and its value (and the time) when the last pass found nothing to
   // consolidate. While the count stands still, consolidation is not recomputed, for at most
-  // kConsolidationRecheck.
+  // kConsolidationRecheck, or (beyond Karpenter, which waits for its recheck) until
+  // consolidation_recheck_at: the earliest a blocker that pass found runs out on its own (a
+  // do-not-disrupt duration, a nomination); 0 when none does.
   std::uint64_t cluster_generation = 0;
   std::uint64_t consolidated_generation = 0;
   Nanos consolidated_at{0};
+  Nanos consolidation_recheck_at{0};
 
   BatchWindow batch;
   std::map<CommandId, Command> inflight;  // Issued, no result yet.

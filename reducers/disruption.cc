@@ -217,6 +217,7 @@ struct Pass {
   std::vector<BudgetState> budgets;
   std::vector<std::string> selected;
   std::vector<Plan> plans;  // Per selected claim (Emptiness, Drift) or one for the group.
+  Nanos runs_out{0};        // The earliest a candidate's blocker goes away by itself, or 0.
 };
 
 // A label of a claim's node as far as its NodePool's requirements are concerned: its instance
@@ -282,24 +283,26 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
 }
 
 // The pod's do-not-disrupt, including the duration form (protected for that long after the
-// pod was created).
-bool Protected(const State& state, const Pod& pod, std::string* until) {
+// pod was created: `runs_out` is then when).
+bool Protected(const State& state, const Pod& pod, std::string* until, Nanos* runs_out) {
   if (!DoNotDisrupt(pod, state.now)) return false;
   if (pod.do_not_disrupt_for.value > 0) {
-    *until = " until " + ClockUtc(pod.created + pod.do_not_disrupt_for);
+    *runs_out = pod.created + pod.do_not_disrupt_for;
+    *until = " until " + ClockUtc(*runs_out);
   }
   return true;
 }
 
 // Why the candidate may not be disrupted gracefully now, or empty: do-not-disrupt on its node
-// or a pod, or a PodDisruptionBudget that would refuse an eviction.
-std::string GracefulBlocker(const State& state, const Candidate& c) {
+// or a pod, or a PodDisruptionBudget that would refuse an eviction. `runs_out`: set when the
+// blocker goes away by itself at a known time.
+std::string GracefulBlocker(const State& state, const Candidate& c, Nanos* runs_out) {
   if (c.node->do_not_disrupt) return "node " + c.node->name + " has karpenter.sh/do-not-disrupt";
   const std::vector<const Pod*>& pods = c.bound->reschedulable;
   if (c.bound->do_not_disrupt > 0) {
     for (const Pod* pod : pods) {
       std::string until;
-      if (Protected(state, *pod, &until)) {
+      if (Protected(state, *pod, &until, runs_out)) {
         return "pod " + PodKey(pod->ns, pod->name) + " has karpenter.sh/do-not-disrupt" + until;
       }
     }
@@ -561,10 +564,15 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
     c.drifted = &facts.drifted;
     std::string blocker = MethodBlocker(state, kind, c);
     if (blocker == "-") continue;
+    Nanos runs_out{0};
     if (blocker.empty() && claim.nominated_until > state.now) {
       blocker = "nominated for pending pods until " + ClockUtc(claim.nominated_until);
+      runs_out = claim.nominated_until;
     }
-    if (blocker.empty()) blocker = GracefulBlocker(state, c);
+    if (blocker.empty()) blocker = GracefulBlocker(state, c, &runs_out);
+    if (runs_out.value != 0 && (pass.runs_out.value == 0 || runs_out < pass.runs_out)) {
+      pass.runs_out = runs_out;
+    }
     if (!blocker.empty() && !c.why.empty()) blocker = c.why + ", but " + blocker;
     c.cost = DisruptionCost(state, c);
     c.record = pass.candidates.size();
@@ -1037,10 +1045,13 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
   // Karpenter's consolidation state: consolidation that found nothing is not recomputed until
-  // the cluster changes, or kConsolidationRecheck has passed. Drift and expiration still are.
-  const bool consolidated = state.consolidated_generation == state.cluster_generation &&
-                            state.consolidated_at.value != 0 &&
-                            state.now - state.consolidated_at < kConsolidationRecheck;
+  // the cluster changes, or kConsolidationRecheck has passed, or (beyond Karpenter) a blocker
+  // it found runs out by itself. Drift and expiration still are.
+  const bool consolidated =
+      state.consolidated_generation == state.cluster_generation &&
+      state.consolidated_at.value != 0 &&
+      state.now - state.consolidated_at < kConsolidationRecheck &&
+      (state.consolidation_recheck_at.value == 0 || state.now < state.consolidation_recheck_at);
   // Karpenter's order: the first method with something to do acts; the others wait.
   Simulation sim(state);
   std::vector<std::pair<std::string, Pass>> passes;
@@ -1072,6 +1083,14 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   if (consolidated) return;
   state.consolidated_generation = state.cluster_generation;
   state.consolidated_at = state.now;
+  state.consolidation_recheck_at = Nanos{0};
+  for (const auto& [method, pass] : passes) {
+    const Nanos at = pass.runs_out;
+    if (at.value != 0 &&
+        (state.consolidation_recheck_at.value == 0 || at < state.consolidation_recheck_at)) {
+      state.consolidation_recheck_at = at;
+    }
+  }
   // Blocked candidates are recorded when what blocks them changes, not every 10 s.
   std::string text;
   for (const auto& [method, pass] : passes) text += method + "\n" + Summary(pass);

@@ -316,6 +316,7 @@ std::uint64_t StateHash(const State& s) {
   if (s.cluster_generation != 0 || s.consolidated_generation != 0) {
     All(h, s.cluster_generation, s.consolidated_generation, s.consolidated_at);
   }
+  if (s.consolidation_recheck_at.value != 0) All(h, s.consolidation_recheck_at);
   return h.Digest();
 }
 
