@@ -75,11 +75,11 @@ class Pass {
 
   ScheduleResult Run(const std::vector<const Pod*>& pods);
 
-  // Trials (consolidation's what-if): `nodes` and the pods bound there are taken away, Run
-  // places `pods`, and EndTrial undoes all of it. Needs a pass that has planned nothing.
-  // `brief`: the trial's planned claims are brief (Simulation::Without without offerings).
-  void BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods,
-                  bool brief);
+  // Trials (consolidation's what-if): the removals' nodes and the pods bound there are taken
+  // away, Run places the pods, and EndTrial undoes all of it. Needs a pass that has planned
+  // nothing. `brief`: the trial's planned claims are brief (Simulation::Without without
+  // offerings).
+  void BeginTrial(const std::vector<Simulation::Removal>& removals, bool brief);
   void EndTrial();
 
  private:
@@ -902,8 +902,7 @@ void Pass::Save(const Bin& bin) {
       {index, bin.remaining, bin.pods.size(), bin.host_ports.size(), bin.volumes});
 }
 
-void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<const Pod*>& pods,
-                      bool brief) {
+void Pass::BeginTrial(const std::vector<Simulation::Removal>& removals, bool brief) {
   assert(!trial_ && planned_.empty());
   trial_ = true;
   brief_ = brief;
@@ -913,22 +912,15 @@ void Pass::BeginTrial(const std::vector<const Node*>& nodes, const std::vector<c
   for (const PoolTemplate& t : templates_)
     saved_reserved_.emplace_back(t.reserved, t.nodes_reserved);
   topology_.BeginTrial();
-  for (const Node* node : nodes) {
-    const std::size_t* index = existing_index_.Find(node->name);
-    if (index == nullptr) continue;
-    existing_[*index].gone = true;
-    SetRoom(*index, RoomOf(existing_[*index]));
-    gone_.push_back(*index);
+  for (const Simulation::Removal& r : removals) {
+    if (r.node == nullptr) continue;
+    if (const std::size_t* index = existing_index_.Find(r.node->name)) {
+      existing_[*index].gone = true;
+      SetRoom(*index, RoomOf(existing_[*index]));
+      gone_.push_back(*index);
+    }
+    for (const Pod* pod : r.pods) topology_.Unbind(*pod, *r.node);  // Each is bound there.
   }
-  std::size_t unbound = 0;
-  for (const Pod* pod : pods) {  // Each is bound to one of `nodes`.
-    auto node = std::find_if(nodes.begin(), nodes.end(),
-                             [&](const Node* n) { return n->name == pod->node_name.str(); });
-    if (node == nodes.end()) continue;
-    topology_.Unbind(*pod, **node);
-    ++unbound;
-  }
-  assert(unbound <= pods.size());
 }
 
 void Pass::EndTrial() {
@@ -1052,12 +1044,8 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
 }
 
 ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool offerings) {
-  std::vector<const Node*> nodes;
   std::vector<const Pod*> pods;
-  for (const Removal& r : removals) {
-    if (r.node != nullptr) nodes.push_back(r.node);
-    pods.insert(pods.end(), r.pods.begin(), r.pods.end());
-  }
+  for (const Removal& r : removals) pods.insert(pods.end(), r.pods.begin(), r.pods.end());
   if (removals.size() != 1 || !removals.front().in_placement_order) {
     std::sort(pods.begin(), pods.end(), core::PlacedBefore);
   }
@@ -1065,7 +1053,7 @@ ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool of
   // The pass over the whole cluster is built on the first question: most disruption passes
   // find no candidate worth simulating.
   if (impl_ == nullptr) impl_ = std::make_unique<SimulationImpl>(state_);
-  impl_->pass.BeginTrial(nodes, pods, !offerings);
+  impl_->pass.BeginTrial(removals, !offerings);
   ScheduleResult result = impl_->pass.Run(pods);
   impl_->pass.EndTrial();
   return result;
