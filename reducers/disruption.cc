@@ -579,9 +579,16 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
     pass.candidates.push_back({name, claim.nodepool, blocker.empty() ? "selected" : blocker});
     if (blocker.empty()) out.push_back(std::move(c));
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.cost < b.cost; });
-  return out;
+  // Disruption-cost order, ties in the order gathered: a sort of (cost, position) keys, then
+  // one move of each candidate.
+  std::vector<std::pair<std::int64_t, std::size_t>> order;
+  order.reserve(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) order.emplace_back(out[i].cost, i);
+  std::sort(order.begin(), order.end());
+  std::vector<Candidate> sorted;
+  sorted.reserve(out.size());
+  for (const auto& [cost, i] : order) sorted.push_back(std::move(out[i]));
+  return sorted;
 }
 
 // The budget allowance of each pool, computed once per pass and recorded.

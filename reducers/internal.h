@@ -48,10 +48,13 @@ class NameIndex {
  public:
   void Reserve(std::size_t n) { entries_.reserve(n); }
   void Add(std::string_view name, T value) { entries_.push_back({Hash(name), name, value}); }
-  // After the last Add, before the first Find.
+  // After the last Add, before the first Find. A sealed index copied and then extended sorts
+  // only what was added since, and merges it in.
   void Seal() {
-    std::sort(entries_.begin(), entries_.end(),
-              [](const Entry& a, const Entry& b) { return a.hash < b.hash; });
+    const auto by_hash = [](const Entry& a, const Entry& b) { return a.hash < b.hash; };
+    const auto added = std::is_sorted_until(entries_.begin(), entries_.end(), by_hash);
+    std::sort(added, entries_.end(), by_hash);
+    std::inplace_merge(entries_.begin(), added, entries_.end(), by_hash);
   }
   const T* Find(std::string_view name) const {
     const std::uint64_t hash = Hash(name);

@@ -263,8 +263,8 @@ void Pass::BuildExistingBins() {
     node_bins.Add(name, existing_.size());
     existing_.push_back(std::move(bin));
   }
-  existing_index_ = node_bins;
   node_bins.Seal();
+  existing_index_ = node_bins;  // The claims' bins are added to it, then merged in (Seal).
   // A claim's node may still carry its startup taints; they will go, so they do not count.
   // A claim without a node is a bin of its own (pods bound to its name, if any, in it).
   BoundWalk claim_bound(state_.pods);  // The claims come in name order.
