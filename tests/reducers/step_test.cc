@@ -188,6 +188,14 @@ FleetLaunched LaunchedFor(const Output& out) {
                        {"sg-1"}};
 }
 
+// ProvisionOne and EC2's answer to its launch folded: the claim, Launched.
+std::string LaunchOne(Folder& f) {
+  Output out = ProvisionOne(f);
+  std::string claim = LaunchFor(out);
+  f.Fold(LaunchedFor(out));
+  return claim;
+}
+
 // Launched -> Registered (labels synced, unregistered taint removed) -> Initialized.
 TEST(Lifecycle, LaunchRegisterInitialize) {
   Folder f;
@@ -237,9 +245,7 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
 // and a listing that finds an instance gone, do count.
 TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
   Folder f;
-  Output out = ProvisionOne(f);
-  std::string claim = LaunchFor(out);
-  f.Fold(LaunchedFor(out));
+  std::string claim = LaunchOne(f);
   Node node = LaunchedNode(false);
   node.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
   node.allocatable = f.state.nodeclaims.at(claim).allocatable;
@@ -361,9 +367,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
 // Consolidatable and Drifted conditions when they change.
 TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   Folder f;
-  Output out = ProvisionOne(f);
-  std::string claim = LaunchFor(out);
-  f.Fold(LaunchedFor(out));
+  std::string claim = LaunchOne(f);
   Node node = LaunchedNode(true);
   node.allocatable = f.state.nodeclaims.at(claim).allocatable;
   f.Fold(NodeUpserted{node});
@@ -400,9 +404,7 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
 // as its node goes.
 TEST(Disruption, PodMovesStampTheClaimOfTheirNode) {
   Folder f;
-  Output out = ProvisionOne(f);
-  std::string claim = LaunchFor(out);
-  f.Fold(LaunchedFor(out));
+  std::string claim = LaunchOne(f);
   EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
   f.Fold(NodeUpserted{LaunchedNode(true)});
   ASSERT_EQ(f.state.nodeclaims.at(claim).node_name, "node-1");
@@ -447,9 +449,7 @@ TEST(Disruption, RedeliveredInterruptionIsOnlyAcknowledged) {
 // plugin advertises them.
 TEST(Lifecycle, InitializedWaitsForExtendedResources) {
   Folder f;
-  Output out = ProvisionOne(f);
-  std::string claim = LaunchFor(out);
-  f.Fold(LaunchedFor(out));
+  std::string claim = LaunchOne(f);
   f.state.nodeclaims.at(claim).allocatable.extended["nvidia.com/gpu"] = 1;
   Node node = LaunchedNode(true);
   f.Fold(NodeUpserted{node});
@@ -462,9 +462,7 @@ TEST(Lifecycle, InitializedWaitsForExtendedResources) {
 // After the drain, the instance is only terminated once the node's volumes have detached.
 TEST(Termination, WaitsForVolumesToDetach) {
   Folder f;
-  Output out = ProvisionOne(f);
-  std::string claim = LaunchFor(out);
-  f.Fold(LaunchedFor(out));
+  std::string claim = LaunchOne(f);
   Node node = LaunchedNode(true);
   node.taints = {{label::kDisruptedTaint, "", TaintEffect::kNoSchedule}};
   node.volumes_attached = {"vol-1"};
