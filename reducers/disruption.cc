@@ -220,6 +220,11 @@ struct Pass {
   Nanos runs_out{0};        // The earliest a candidate's blocker goes away by itself, or 0.
 };
 
+// `earliest` becomes `at` when `at` is set and earlier (0: not set).
+void KeepEarlier(Nanos& earliest, Nanos at) {
+  if (at.value != 0 && (earliest.value == 0 || at < earliest)) earliest = at;
+}
+
 // A label of a claim's node as far as its NodePool's requirements are concerned: its instance
 // type, zone, capacity type and pool, else what the node shows, else the instance type's.
 std::optional<std::string_view> ClaimLabel(const NodeClaim& claim, const Node* node,
@@ -570,9 +575,7 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
       runs_out = claim.nominated_until;
     }
     if (blocker.empty()) blocker = GracefulBlocker(state, c, &runs_out);
-    if (runs_out.value != 0 && (pass.runs_out.value == 0 || runs_out < pass.runs_out)) {
-      pass.runs_out = runs_out;
-    }
+    KeepEarlier(pass.runs_out, runs_out);
     if (!blocker.empty() && !c.why.empty()) blocker = c.why + ", but " + blocker;
     c.cost = DisruptionCost(state, c);
     c.record = pass.candidates.size();
@@ -1091,13 +1094,8 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   state.consolidated_generation = state.cluster_generation;
   state.consolidated_at = state.now;
   state.consolidation_recheck_at = Nanos{0};
-  for (const auto& [method, pass] : passes) {
-    const Nanos at = pass.runs_out;
-    if (at.value != 0 &&
-        (state.consolidation_recheck_at.value == 0 || at < state.consolidation_recheck_at)) {
-      state.consolidation_recheck_at = at;
-    }
-  }
+  for (const auto& [method, pass] : passes)
+    KeepEarlier(state.consolidation_recheck_at, pass.runs_out);
   // Blocked candidates are recorded when what blocks them changes, not every 10 s.
   std::string text;
   for (const auto& [method, pass] : passes) text += method + "\n" + Summary(pass);
