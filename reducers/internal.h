@@ -19,7 +19,6 @@ inline bool IsActive(const Pod& pod) {
   return pod.phase != PodPhase::kSucceeded && pod.phase != PodPhase::kFailed;
 }
 
-// A pod that would have to move if its node went: active, not a DaemonSet or mirror pod.
 // The order a scheduling pass places pods in: largest (CPU, then memory) first, then oldest,
 // then by uid (a total order: the same pods always come in the same order).
 inline bool PlacedBefore(const Pod* a, const Pod* b) {
@@ -29,6 +28,7 @@ inline bool PlacedBefore(const Pod* a, const Pod* b) {
   return a->uid < b->uid;
 }
 
+// A pod that would have to move if its node went: active, not a DaemonSet or mirror pod.
 inline bool IsReschedulable(const Pod& pod) {
   return IsActive(pod) && pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
 }
