@@ -85,8 +85,12 @@ class BoundWalk {
       : nodes_(pods.Nodes()), at_(nodes_.begin()), none_(pods.OnNode({})) {}
   // `name` must not sort before the name asked for last.
   const PodTable::Bound& At(std::string_view name) {
-    while (at_ != nodes_.end() && at_->first < name) ++at_;
-    return at_ != nodes_.end() && at_->first == name ? at_->second : none_;
+    for (; at_ != nodes_.end(); ++at_) {
+      const int order = std::string_view(at_->first).compare(name);  // One comparison a step.
+      if (order == 0) return at_->second;
+      if (order > 0) break;
+    }
+    return none_;
   }
 
  private:

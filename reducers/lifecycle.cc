@@ -15,8 +15,17 @@ NodeClaim* ClaimByName(State& state, const std::string& name) {
   return it == state.nodeclaims.end() ? nullptr : &it->second;
 }
 
-NodeClaim* ClaimByProviderId(State& state, const std::string& provider_id) {
+NodeClaim* ClaimByProviderId(State& state, const std::string& provider_id,
+                             const std::string& node) {
   if (provider_id.empty()) return nullptr;
+  // A registered node's claim is indexed by the node's name: found without walking every
+  // claim (a node is reported again at every status change, thousands of times an hour).
+  NodeClaim* on_node = nullptr;
+  state.claims_by_node.ForEach(node, [&](const std::string& name) {
+    NodeClaim& claim = state.nodeclaims.at(name);
+    if (on_node == nullptr && claim.provider_id == provider_id) on_node = &claim;
+  });
+  if (on_node != nullptr) return on_node;
   for (auto& [name, claim] : state.nodeclaims) {
     if (claim.provider_id == provider_id) return &claim;
   }
@@ -184,7 +193,7 @@ void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& 
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   Node& slot = state.nodes[node.name] = node;
   state.node_parts.Share(slot, state.pod_parts.node_names);
-  NodeClaim* claim = ClaimByProviderId(state, node.provider_id);
+  NodeClaim* claim = ClaimByProviderId(state, node.provider_id, node.name);
   if (claim == nullptr) return;
   bool registering = claim->phase == ClaimPhase::kLaunched;
   if (registering) {

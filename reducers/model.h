@@ -159,6 +159,9 @@ struct Resources {
 
 Resources operator+(const Resources& a, const Resources& b);
 Resources operator-(const Resources& a, const Resources& b);
+// In place, without the temporaries of a = a + b.
+Resources& operator+=(Resources& a, const Resources& b);
+Resources& operator-=(Resources& a, const Resources& b);
 // True when `need` fits inside `have` on every dimension.
 bool Fits(const Resources& need, const Resources& have);
 // The larger (smaller) of each dimension.

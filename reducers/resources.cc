@@ -18,6 +18,18 @@ std::map<std::string, std::int64_t> Combine(const std::map<std::string, std::int
   return out;
 }
 
+// `a` op= `b` in place, as Combine (a dimension that comes to 0 is dropped); no map is copied,
+// and none is touched when both are empty (most pods and instance types ask for none).
+template <class Op>
+void CombineInto(std::map<std::string, std::int64_t>& a,
+                 const std::map<std::string, std::int64_t>& b, Op op) {
+  for (const auto& [name, quantity] : b) {
+    std::int64_t& slot = a[name];
+    slot = op(slot, quantity);
+  }
+  if (!a.empty()) std::erase_if(a, [](const auto& kv) { return kv.second == 0; });
+}
+
 std::int64_t Get(const std::map<std::string, std::int64_t>& m, const std::string& name) {
   auto it = m.find(name);
   return it == m.end() ? 0 : it->second;
@@ -28,6 +40,22 @@ std::int64_t Get(const std::map<std::string, std::int64_t>& m, const std::string
 Resources operator+(const Resources& a, const Resources& b) {
   return {a.cpu + b.cpu, a.memory + b.memory, a.pods + b.pods,
           Combine(a.extended, b.extended, std::plus<>())};
+}
+
+Resources& operator+=(Resources& a, const Resources& b) {
+  a.cpu = a.cpu + b.cpu;
+  a.memory = a.memory + b.memory;
+  a.pods += b.pods;
+  CombineInto(a.extended, b.extended, std::plus<>());
+  return a;
+}
+
+Resources& operator-=(Resources& a, const Resources& b) {
+  a.cpu = a.cpu - b.cpu;
+  a.memory = a.memory - b.memory;
+  a.pods -= b.pods;
+  CombineInto(a.extended, b.extended, std::minus<>());
+  return a;
 }
 
 Resources operator-(const Resources& a, const Resources& b) {
@@ -60,12 +88,12 @@ Resources PodRequests(const std::vector<ContainerRequests>& containers,
                       const std::vector<ContainerRequests>& init_containers,
                       const Resources& overhead) {
   Resources sum;
-  for (const auto& c : containers) sum = sum + c.requests;
+  for (const auto& c : containers) sum += c.requests;
   Resources sidecars;
   Resources init_peak;
   for (const auto& c : init_containers) {
     if (c.sidecar) {
-      sidecars = sidecars + c.requests;
+      sidecars += c.requests;
       init_peak = Max(init_peak, sidecars);
     } else {
       init_peak = Max(init_peak, sidecars + c.requests);

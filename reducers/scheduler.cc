@@ -554,7 +554,7 @@ bool Pass::VolumesFit(const PodView& v, const Bin& bin) const {
 }
 
 void Pass::AddBound(Bin& bin, const PodTable::Bound& bound) {
-  if (bound.active.pods > 0) bin.remaining = bin.remaining - bound.active;
+  if (bound.active.pods > 0) bin.remaining -= bound.active;
   if (bound.ports_or_volumes == 0) return;
   for (const auto& [key, pod] : bound.pods) {
     if (!IsActive(*pod)) continue;
@@ -597,7 +597,7 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
     return topology_.RefusalOutlivesTrial(v, bin.name) ? never() : false;
   }
   Save(bin);
-  bin.remaining = bin.remaining - v.need;
+  bin.remaining -= v.need;
   SetRoom(index, RoomOf(bin));
   existing_room_dirty_ = true;
   topology_.Record(v, bin.name, &bin.labels(), nullptr, nullptr);

@@ -93,9 +93,9 @@ void ApplyDaemonSets(const State& state, PoolTemplate& t) {
       if (!DaemonRunsOn(t, *pod, reqs, row)) continue;
       Resources need = pod->requests;
       need.pods = 1;
-      row.daemon_overhead = row.daemon_overhead + need;
+      row.daemon_overhead += need;
     }
-    row.allocatable = row.allocatable - row.daemon_overhead;
+    row.allocatable -= row.daemon_overhead;
   }
 }
 
@@ -127,7 +127,7 @@ void ApplyLimits(const State& state, PoolTemplate& t) {
         }
       }
     }
-    t.remaining = t.remaining - used;
+    t.remaining -= used;
   }
 }
 

@@ -170,7 +170,7 @@ class PoolSums {
       last_ = &*sums_.try_emplace(claim.nodepool).first;  // A pool's claims are often neighbours.
     }
     if (!claim.node_name.empty()) last_->second.nodes++;
-    last_->second.resources = last_->second.resources + claim.allocatable;
+    last_->second.resources += claim.allocatable;
   }
   const std::map<std::string, NodePoolStatus>& sums() const { return sums_; }
 
