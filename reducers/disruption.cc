@@ -601,16 +601,21 @@ class Budgets {
       : state_(state), reason_(std::move(reason)), pass_(pass), looked_(looked) {}
   // What the pool's budgets still allow in this pass.
   std::int64_t& Left(const std::string& pool) { return Of(pool).left; }
-  std::string Over(const std::string& pool) {
-    const Entry& e = Of(pool);
-    return "over budget: " + reason_ + " allows " + std::to_string(e.allowed.allowed) + " now (" +
-           e.allowed.detail + ")";
+  // Written once per pool: most of a large pool's candidates are over its budget.
+  const std::string& Over(const std::string& pool) {
+    Entry& e = Of(pool);
+    if (e.over.empty()) {
+      e.over = "over budget: " + reason_ + " allows " + std::to_string(e.allowed.allowed) +
+               " now (" + e.allowed.detail + ")";
+    }
+    return e.over;
   }
 
  private:
   struct Entry {
     Allowance allowed;
     std::int64_t left = 0;
+    std::string over;  // Over's text, once asked for.
   };
   Entry& Of(const std::string& pool) {
     auto [it, fresh] = pools_.try_emplace(pool);
@@ -780,11 +785,14 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lo
   return pass;
 }
 
-std::string Summary(const Pass& pass) {
-  std::string text;
-  for (const auto& c : pass.candidates) text += c.nodeclaim + "|" + c.outcome + "\n";
-  for (const auto& b : pass.budgets) text += b.nodepool + "|" + std::to_string(b.allowed) + "\n";
-  return text;
+// The pass as its digest reads it, appended to `text` (no temporary string per candidate).
+void AppendSummary(const Pass& pass, std::string& text) {
+  for (const auto& c : pass.candidates) {
+    text.append(c.nodeclaim).append("|").append(c.outcome) += '\n';
+  }
+  for (const auto& b : pass.budgets) {
+    text.append(b.nodepool).append("|").append(std::to_string(b.allowed)) += '\n';
+  }
 }
 
 // What carrying out `plans` removes, their replacements' first choices, and the saving at
@@ -1098,7 +1106,10 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
     KeepEarlier(state.consolidation_recheck_at, pass.runs_out);
   // Blocked candidates are recorded when what blocks them changes, not every 10 s.
   std::string text;
-  for (const auto& [method, pass] : passes) text += method + "\n" + Summary(pass);
+  for (const auto& [method, pass] : passes) {
+    text.append(method) += '\n';
+    AppendSummary(pass, text);
+  }
   std::uint64_t digest = passes.empty() ? 0 : XXH3_64bits(text.data(), text.size());
   if (digest == state.last_disruption_digest) return;
   state.last_disruption_digest = digest;

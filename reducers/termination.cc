@@ -10,6 +10,7 @@
 // only delays it.
 #include <algorithm>
 #include <cassert>
+#include <limits>
 
 #include "reducers/internal.h"
 
@@ -242,6 +243,12 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
   std::vector<NodeClaim*> expired;
   const NodePool* pool = nullptr;
   PoolSums sums;  // Nothing it sums changes after: a step issues commands, not claim fields.
+  // No claim younger than the shortest expireAfter of any pool has expired: most claims, most
+  // ticks, are ruled out without looking up their pool.
+  Nanos shortest{std::numeric_limits<std::int64_t>::max()};
+  for (const auto& [name, p] : state.nodepools) {
+    if (p.expire_after.value >= 0) shortest = std::min(shortest, p.expire_after);
+  }
   for (auto& [name, claim] : state.nodeclaims) {
     sums.Add(claim);
     if (!claim.deleting && state.watches_synced) {
@@ -255,7 +262,7 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
     }
     if (claim.deleting) {
       deleting.push_back(&claim);
-    } else if (Expired(state, claim, pool)) {
+    } else if (state.now - claim.created >= shortest && Expired(state, claim, pool)) {
       expired.push_back(&claim);
     }
   }
