@@ -229,10 +229,11 @@ void KeepEarlier(Nanos& earliest, Nanos at) {
 // type, zone, capacity type and pool, else what the node shows, else the instance type's.
 std::optional<std::string_view> ClaimLabel(const NodeClaim& claim, const Node* node,
                                            const CatalogEntry* entry, const std::string& key) {
-  if (key == label::kInstanceType) return claim.instance_type;
-  if (key == label::kZone) return claim.zone;
-  if (key == label::kCapacityType) return claim.capacity_type;
-  if (key == label::kNodePool) return claim.nodepool;
+  // As string_views: their lengths are known, so most comparisons end at the size.
+  if (key == std::string_view(label::kInstanceType)) return claim.instance_type;
+  if (key == std::string_view(label::kZone)) return claim.zone;
+  if (key == std::string_view(label::kCapacityType)) return claim.capacity_type;
+  if (key == std::string_view(label::kNodePool)) return claim.nodepool;
   if (node != nullptr) {
     if (auto value = node->labels.Lookup(key)) return value;
   }
