@@ -16,9 +16,11 @@ TEST(Resources, InPlaceSumsEqualTheCopyingOnes) {
   const Resources a = Make(1000, 512, 2, {{"nvidia.com/gpu", 1}, {"example.com/zero", 0}});
   const std::vector<Resources> others = {
       Make(250, 64, 1, {}),
-      Make(0, 0, 0, {{"nvidia.com/gpu", -1}}),  // Brings a dimension to zero.
+      // Brings a dimension to zero.
+      Make(0, 0, 0, {{"nvidia.com/gpu", -1}}),
       Make(-1000, -512, -2, {{"example.com/fpga", 3}}),
-      Make(0, 0, 0, {}),  // Nothing: the zero already in `a` is still dropped, as + drops it.
+      // Nothing: the zero already in `a` is still dropped, as + drops it.
+      Make(0, 0, 0, {}),
   };
   for (const Resources& b : others) {
     Resources sum = a;
