@@ -6,20 +6,9 @@
 namespace tenon {
 namespace {
 
-template <class Op>
-std::map<std::string, std::int64_t> Combine(const std::map<std::string, std::int64_t>& a,
-                                            const std::map<std::string, std::int64_t>& b, Op op) {
-  std::map<std::string, std::int64_t> out = a;
-  for (const auto& [name, quantity] : b) {
-    std::int64_t& slot = out[name];
-    slot = op(slot, quantity);
-  }
-  std::erase_if(out, [](const auto& kv) { return kv.second == 0; });
-  return out;
-}
-
-// `a` op= `b` in place, as Combine (a dimension that comes to 0 is dropped); no map is copied,
-// and none is touched when both are empty (most pods and instance types ask for none).
+// `a` op= `b`, dimension by dimension; a dimension that comes to 0 is dropped (and one `a`
+// already held at 0). No map is copied, and none is touched when both are empty (most pods and
+// instance types ask for no extended resource).
 template <class Op>
 void CombineInto(std::map<std::string, std::int64_t>& a,
                  const std::map<std::string, std::int64_t>& b, Op op) {
@@ -37,35 +26,37 @@ std::int64_t Get(const std::map<std::string, std::int64_t>& m, const std::string
 
 }  // namespace
 
-Resources operator+(const Resources& a, const Resources& b) {
-  return {a.cpu + b.cpu, a.memory + b.memory, a.pods + b.pods,
-          Combine(a.extended, b.extended, std::plus<>())};
-}
-
 Resources& operator+=(Resources& a, const Resources& b) {
-  a.cpu = a.cpu + b.cpu;
-  a.memory = a.memory + b.memory;
+  a.cpu += b.cpu;
+  a.memory += b.memory;
   a.pods += b.pods;
   CombineInto(a.extended, b.extended, std::plus<>());
   return a;
 }
 
 Resources& operator-=(Resources& a, const Resources& b) {
-  a.cpu = a.cpu - b.cpu;
-  a.memory = a.memory - b.memory;
+  a.cpu -= b.cpu;
+  a.memory -= b.memory;
   a.pods -= b.pods;
   CombineInto(a.extended, b.extended, std::minus<>());
   return a;
 }
 
+Resources operator+(const Resources& a, const Resources& b) {
+  Resources out = a;
+  return out += b;
+}
+
 Resources operator-(const Resources& a, const Resources& b) {
-  return {a.cpu - b.cpu, a.memory - b.memory, a.pods - b.pods,
-          Combine(a.extended, b.extended, std::minus<>())};
+  Resources out = a;
+  return out -= b;
 }
 
 Resources Max(const Resources& a, const Resources& b) {
-  return {std::max(a.cpu, b.cpu), std::max(a.memory, b.memory), std::max(a.pods, b.pods),
-          Combine(a.extended, b.extended, [](auto x, auto y) { return std::max(x, y); })};
+  Resources out{std::max(a.cpu, b.cpu), std::max(a.memory, b.memory), std::max(a.pods, b.pods),
+                a.extended};
+  CombineInto(out.extended, b.extended, [](auto x, auto y) { return std::max(x, y); });
+  return out;
 }
 
 Resources Min(const Resources& a, const Resources& b) {

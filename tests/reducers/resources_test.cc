@@ -1,5 +1,5 @@
-// Resource arithmetic: the in-place forms agree with + and - (zeroed extended dimensions
-// dropped, whatever the order), so sums kept in place hash and compare as before.
+// Resource arithmetic: sums and differences dimension by dimension, zeroed extended dimensions
+// dropped (one already held at zero too), the in-place forms agreeing with + and -.
 #include <gtest/gtest.h>
 
 #include "reducers/core.h"
@@ -30,6 +30,11 @@ TEST(Resources, InPlaceSumsEqualTheCopyingOnes) {
     difference -= b;
     EXPECT_EQ(difference, a - b);
   }
+  EXPECT_EQ(a + others[0], Make(1250, 576, 3, {{"nvidia.com/gpu", 1}}));
+  EXPECT_EQ(a - others[1], Make(1000, 512, 2, {{"nvidia.com/gpu", 2}}));
+  EXPECT_EQ(a + others[2], Make(0, 0, 0, {{"nvidia.com/gpu", 1}, {"example.com/fpga", 3}}));
+  EXPECT_EQ(Max(a, others[2]),
+            Make(1000, 512, 2, {{"nvidia.com/gpu", 1}, {"example.com/fpga", 3}}));
   Resources sum = a;
   sum += Make(0, 0, 0, {{"nvidia.com/gpu", -1}});
   EXPECT_FALSE(sum.extended.contains("nvidia.com/gpu"));
