@@ -234,6 +234,7 @@ class RocksEventLog final : public EventLog {
   std::string writer_version_;
   std::string cluster_id_;
   bool has_decision_index_ = false;
+  bool write_ahead_log_ = true;  // OpenOptions::write_ahead_log.
 
   mutable std::mutex mu_;
   mutable std::condition_variable appended_;
@@ -284,6 +285,7 @@ void RocksEventLog::InitMeta(const OpenOptions& options, OpenReport& report) {
     has_decision_index_ = true;
   }
   writer_version_ = options.writer_version;
+  write_ahead_log_ = options.write_ahead_log;
   batch.Put(handles_[kMeta], kMetaWriterVersion, writer_version_);
   rocksdb::WriteOptions write;
   write.sync = true;
@@ -393,13 +395,18 @@ void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
   }
   const bool apart = decision_bytes > kDecisionsApartBytes;
   lock.unlock();
+  rocksdb::WriteOptions write;
+  write.sync = sync;  // The WAL is one file: syncing this write syncs the decisions' too.
+  write.disableWAL = !write_ahead_log_ && !sync;
   rocksdb::Status status;
   for (Writer* w : group) {
     for (auto& d : w->batch->decisions) {
       if (!apart || !status.ok()) break;
       rocksdb::WriteBatch one(kBatchHeaderBytes + DecisionBytesMax(d));
       PutDecision(one, d);
-      status = db_->Write({}, &one);
+      rocksdb::WriteOptions unsynced;  // The group's write below syncs the WAL, if asked.
+      unsynced.disableWAL = write.disableWAL;
+      status = db_->Write(unsynced, &one);
     }
   }
   if (status.ok()) {
@@ -416,8 +423,6 @@ void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
       if (apart) continue;
       for (auto& d : w->batch->decisions) PutDecision(batch, d);
     }
-    rocksdb::WriteOptions write;
-    write.sync = sync;  // The WAL is one file: syncing this write syncs the decisions' too.
     status = db_->Write(write, &batch);
   }
   lock.lock();
@@ -722,7 +727,8 @@ rocksdb::Options BaseOptions(const OpenOptions& options) {
   rocksdb::Options db;
   db.create_if_missing = options.create_if_missing;
   db.create_missing_column_families = true;
-  db.avoid_flush_during_shutdown = options.avoid_flush_during_shutdown;
+  // Without the WAL, what the memtables hold is only kept by flushing them at close.
+  db.avoid_flush_during_shutdown = options.avoid_flush_during_shutdown && options.write_ahead_log;
   db.keep_log_file_num = 4;
   db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   // Every family's memtables together, flushed early past this.

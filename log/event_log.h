@@ -64,6 +64,11 @@ struct OpenOptions {
   // Keep writes in the WAL instead of flushing memtables at close. Tests use this to produce
   // logs whose tail lives in the WAL; production leaves it off.
   bool avoid_flush_during_shutdown = false;
+  // Appends also go to RocksDB's write-ahead log, so that they survive the process. Off only
+  // for a log removed when its process ends (`tenon simulate` without --log): its appends then
+  // skip the WAL's write and checksum, and its memtables are flushed when it closes. An append
+  // asked to sync still goes through the WAL.
+  bool write_ahead_log = true;
 };
 
 // What Open found; callers print `message` when `torn_tail_truncated` is set.

@@ -295,6 +295,48 @@ TEST(Store, TornWalTailIsTruncatedAndReported) {
   EXPECT_EQ(log->Append(Events({"after"})), std::vector<Seq>{next});
 }
 
+// The bytes of every write-ahead log file in `dir`.
+std::uintmax_t WalBytes(const std::filesystem::path& dir) {
+  std::uintmax_t bytes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log") bytes += entry.file_size();
+  }
+  return bytes;
+}
+
+// A log opened without the WAL (one removed with its process) writes its appends past the WAL,
+// and still hands every record to the next open: its memtables are flushed at close, even when
+// the caller asked to keep writes in the WAL instead.
+TEST(Store, WithoutTheWalAppendsSkipItAndCloseFlushes) {
+  constexpr int kRecords = 200;
+  const std::string payload(100, 'x');
+  std::uintmax_t wal_bytes[2] = {0, 0};
+  for (const bool wal : {true, false}) {
+    TempDir dir;
+    {
+      OpenOptions options;
+      options.writer_version = "test";
+      options.cluster_id = "c1";
+      options.avoid_flush_during_shutdown = true;
+      options.write_ahead_log = wal;
+      auto log = EventLog::Open(dir.path(), options);
+      for (int i = 1; i <= kRecords; ++i) {
+        log->Append(AppendBatch{{payload + std::to_string(i)},
+                                {{static_cast<std::uint64_t>(i), "decision", {"term"}}}});
+      }
+      wal_bytes[wal ? 1 : 0] = WalBytes(dir.path());
+    }
+    auto log = Open(dir.path());
+    ASSERT_EQ(log->LastSeq(), static_cast<Seq>(kRecords)) << (wal ? "with" : "without");
+    for (Seq s = 1; s <= kRecords; ++s) {
+      EXPECT_EQ(log->Read(s)->payload, payload + std::to_string(s));
+    }
+    EXPECT_EQ(log->ReadDecision(kRecords)->payload, "decision");
+  }
+  EXPECT_GE(wal_bytes[1], std::uintmax_t{kRecords} * payload.size());
+  EXPECT_LT(wal_bytes[0], payload.size() * 10) << "appends went through the WAL";
+}
+
 // A bad record in the middle is reported with its sequence number by Read and by Scan, which
 // delivers every record before it and none after.
 TEST(Store, CorruptRecordIsNamedNeverSkipped) {
