@@ -2,11 +2,12 @@
 // with churn, and the replay of its log.
 //
 // The controller is `tenon simulate`'s: runtime::Runtime over a RocksDB event log in a temporary
-// folder ($TMPDIR), snapshots as `tenon run` takes them (every 1,000 events, at most one per 5
-// virtual minutes), no fsync, a tick every virtual second; the simulated cluster and cloud
-// (sim::World) in memory. As `tenon simulate` without --log, the log's appends are pipelined
-// and the commands do not wait for them (runtime::Appends::kPipelinedAhead): a writer thread
-// encodes and appends the records, and encodes and writes the snapshots, beside the core's Step
+// folder ($TMPDIR) without RocksDB's WAL, snapshots as `tenon simulate` takes them (every 500
+// events, at most one per 5 virtual minutes, as `tenon run`), no fsync, a tick every virtual
+// second; the simulated cluster and cloud (sim::World) in memory. As `tenon simulate` without
+// --log, the log's appends are pipelined and the commands do not wait for them
+// (runtime::Appends::kPipelinedAhead): a writer thread encodes and appends the records, and encodes
+// and writes the snapshots, beside the core's Step
 // (--wait-for-log: commands wait for their outputs to be in the log, kPipelined, as with --log;
 // --synchronous: every append and snapshot on the runtime's thread, as `tenon run`). The cluster is
 // bench_run's churning one (bench/churn.h) at a fifth of its size: 20 Deployments of 500 pods on 4-
@@ -44,6 +45,7 @@
 #include <thread>
 
 #include "adapters/runtime/runtime.h"
+#include "adapters/sim/simulator.h"
 #include "adapters/sim/world.h"
 #include "bench/churn.h"
 #include "log/codec.h"
@@ -57,8 +59,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kTargetRunSeconds = 60;
 constexpr double kTargetReplaySeconds = 5;
-constexpr std::uint64_t kSnapshotEvery = 1000;
-constexpr Nanos kSnapshotMinInterval{5 * 60 * kSecond.value};
+// `tenon simulate`'s snapshot schedule (every 500 events, at most one per 5 virtual minutes).
+const sim::SimulateOptions kSimulateDefaults;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -109,8 +111,8 @@ RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::
   RunFigures f;
   sim::World world(scenario, std::filesystem::path());
   runtime::Options options;
-  options.snapshot_every_events = kSnapshotEvery;
-  options.snapshot_min_interval = kSnapshotMinInterval;
+  options.snapshot_every_events = kSimulateDefaults.snapshot_every_events;
+  options.snapshot_min_interval = kSimulateDefaults.snapshot_min_interval;
   options.observer = &f.split;
   options.appends = appends;
   f.appends = appends;

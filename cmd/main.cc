@@ -61,6 +61,7 @@ struct SimulateArgs {
   std::string log_dir;
   std::string compare;
   std::uint64_t snapshot_every = 500;
+  std::string snapshot_min_interval = "5m";
   bool trace_acks = false;
   bool quiet = false;
   bool sync = false;
@@ -74,6 +75,10 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
   sim::SimulateOptions options;
   options.log_dir = log_dir;
   options.snapshot_every_events = args.snapshot_every;
+  options.snapshot_min_interval = kube::ParseDuration(args.snapshot_min_interval);
+  if (options.snapshot_min_interval.value < 0) {
+    throw std::invalid_argument("--snapshot-min-interval must be a duration, e.g. 5m or 0s");
+  }
   options.sync = args.sync;
   // Without --log, the log and the world go with the process: commands need not wait for the log.
   if (args.log_dir.empty()) options.appends = runtime::Appends::kPipelinedAhead;
@@ -269,6 +274,10 @@ int main(int argc, char** argv) {
                    "same workload (log in LOG-compare) and print the differences")
       ->check(CLI::ExistingFile);
   simulate->add_option("--snapshot-every", sim_args.snapshot_every, "events between snapshots");
+  simulate
+      ->add_option("--snapshot-min-interval", sim_args.snapshot_min_interval,
+                   "and at least this much virtual time between them (0s: none)")
+      ->capture_default_str();
   simulate->add_flag("--sync", sim_args.sync, "fsync the log on every append");
   simulate->add_flag("--quiet", sim_args.quiet, "print nothing but errors");
   simulate->add_flag("--trace-acks", sim_args.trace_acks,

@@ -1,5 +1,6 @@
 // PodTable: the State's pods and the views kept beside them; ClaimsByNode (core.h).
 #include <algorithm>
+#include <cassert>
 
 #include "reducers/internal.h"
 
@@ -14,10 +15,19 @@ PodTable& PodTable::operator=(const PodTable& other) {
   clear();
   pods_ = other.pods_;
   for (const auto& entry : pods_) Index(entry);
+  indexed_ = true;
   return *this;
 }
 
+PodTable PodTable::PodsOnly(const PodTable& other) {
+  PodTable copy;
+  copy.pods_ = other.pods_;
+  copy.indexed_ = false;
+  return copy;
+}
+
 const Pod& PodTable::Upsert(const std::string& key, Pod pod) {
+  assert(indexed_);
   auto [it, fresh] = pods_.try_emplace(key);
   if (!fresh) Unindex(*it);
   it->second = std::move(pod);
@@ -26,6 +36,7 @@ const Pod& PodTable::Upsert(const std::string& key, Pod pod) {
 }
 
 void PodTable::Erase(const_iterator it) {
+  assert(indexed_);
   Unindex(*it);
   pods_.erase(it);
 }
@@ -35,6 +46,7 @@ void PodTable::clear() {
   by_node_.clear();
   provisionable_.clear();
   anti_affinity_.clear();
+  indexed_ = true;  // Empty views are the views of no pods.
 }
 
 void PodTable::swap(PodTable& other) noexcept {
@@ -42,9 +54,11 @@ void PodTable::swap(PodTable& other) noexcept {
   by_node_.swap(other.by_node_);
   provisionable_.swap(other.provisionable_);
   anti_affinity_.swap(other.anti_affinity_);
+  std::swap(indexed_, other.indexed_);
 }
 
 const PodTable::Bound& PodTable::OnNode(std::string_view node) const {
+  assert(indexed_);
   static const Bound kNone;
   auto it = by_node_.find(node);
   return it == by_node_.end() ? kNone : it->second;

@@ -133,7 +133,7 @@ void Runtime::MaybeSnapshot() {
   if (writer_ != nullptr) {
     // The writer encodes a copy once every record up to `at` is written.
     const auto start = std::chrono::steady_clock::now();
-    auto copy = std::make_unique<const State>(state_);
+    auto copy = SnapshotCopy();
     snapshot_copy_ += std::chrono::steady_clock::now() - start;
     writer_->Push(Records{.first = next_seq_, .snapshot = std::move(copy)});
   } else {
@@ -143,6 +143,20 @@ void Runtime::MaybeSnapshot() {
   if (options_.retain_age.value == 0 && options_.retain_bytes == 0) return;
   Flush();  // Retention cuts at snapshots: with pipelined appends, once this one is written.
   ApplyRetention();
+}
+
+std::unique_ptr<const State> Runtime::SnapshotCopy() {
+  // The copy is only encoded and hashed: its pods are copied without the views a pass reads.
+  // The State's other members are copied with the pods moved aside (a move keeps the nodes
+  // the views point at), then the pods come back.
+  struct Aside {
+    State& state;
+    PodTable pods;
+    ~Aside() { state.pods = std::move(pods); }
+  } aside{state_, std::move(state_.pods)};
+  auto copy = std::make_unique<State>(state_);
+  copy->pods = PodTable::PodsOnly(aside.pods);
+  return copy;
 }
 
 void Runtime::WriteSnapshot(log::Seq at) {

@@ -203,6 +203,8 @@ class Runtime {
   void MaybeSnapshot();
   // Encodes and writes the snapshot at `at` on this thread (synchronous appends).
   void WriteSnapshot(log::Seq at);
+  // The state as the writer thread encodes it for a snapshot (PodTable::PodsOnly).
+  std::unique_ptr<const State> SnapshotCopy();
   std::vector<Event> Execute(const Command& command);
   std::vector<log::Seq> AppendAcked(log::AppendBatch batch);
 

@@ -24,6 +24,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
 
   runtime::Options runtime_options;
   runtime_options.snapshot_every_events = options.snapshot_every_events;
+  runtime_options.snapshot_min_interval = options.snapshot_min_interval;
   runtime_options.sync = options.sync;
   runtime_options.appends = options.appends;
   runtime_options.on_ack = options.on_ack;

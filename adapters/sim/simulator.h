@@ -17,6 +17,10 @@ namespace tenon::sim {
 struct SimulateOptions {
   std::filesystem::path log_dir;
   std::uint64_t snapshot_every_events = 500;
+  // And at most one snapshot per this much virtual time, as `tenon run` takes them (5 minutes):
+  // a day of a 1,000-node cluster folds ~1.6 million events, which every 500 events alone would
+  // snapshot over 3,000 times. A short scenario still gets one every 500 events.
+  Nanos snapshot_min_interval{5 * kMinute.value};
   bool sync = false;
   // Pipelined appends keep the world no further ahead of the log than synchronous ones would (the
   // world is saved, and a command run, only once the log holds what led to it); a run whose log

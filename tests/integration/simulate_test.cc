@@ -20,6 +20,7 @@ sim::SimulateReport RunDemo(const std::filesystem::path& dir, std::uint64_t snap
   sim::SimulateOptions options;
   options.log_dir = dir;
   options.snapshot_every_events = snapshot_every;
+  options.snapshot_min_interval = Nanos{0};  // Every `snapshot_every` events, however close.
   return sim::Simulate(scenario, options);
 }
 

@@ -282,6 +282,28 @@ TEST(Codec, SnapshotRestoresExactState) {
   EXPECT_TRUE(found);
 }
 
+// A snapshot's copy of the pods without their views (PodTable::PodsOnly, what the pipelined
+// runtime hands its writer) encodes and hashes as the State it was taken from.
+TEST(Codec, PodsOnlyCopyEncodesAsTheState) {
+  Folder f;
+  f.Start({Pool("default")});
+  for (int i = 0; i < 4; ++i) {
+    Pod pod = PendingPod("web-" + std::to_string(i), 500, 512);
+    if (i % 2 == 0) pod.node_name = "ip-10-0-0-1";
+    f.Fold(PodUpserted{pod});
+  }
+  ASSERT_EQ(f.state.pods.OnNode("ip-10-0-0-1").pods.size(), 2u);
+  State copy = f.state;
+  copy.pods = PodTable::PodsOnly(f.state.pods);
+  EXPECT_EQ(copy, f.state);
+  EXPECT_EQ(StateHash(copy), StateHash(f.state));
+  const std::vector<std::string> parts = EncodeSnapshotParts(copy);
+  EXPECT_EQ(parts, EncodeSnapshotParts(f.state));
+  State decoded = log::DecodeSnapshot(parts, nullptr);
+  EXPECT_EQ(decoded.pods.OnNode("ip-10-0-0-1").pods.size(), 2u) << "a decoded State has its views";
+  EXPECT_EQ(decoded.pods.Provisionable().size(), f.state.pods.Provisionable().size());
+}
+
 // A state with thousands of pods is written as a head and slices of bounded size, and the
 // slices put it back exactly.
 // A snapshot of nodes and pods whose texts the State shares (label keys and values, namespaces,
