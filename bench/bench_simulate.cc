@@ -34,10 +34,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -98,7 +100,37 @@ struct Args {
   std::int64_t repeat = 3;
 };
 
+// CPU seconds of the calling thread, of the whole process (every thread: the runtime's, the log
+// writer, RocksDB's flushes and compactions), and the machine's steal time (what the hypervisor
+// gave other guests while this one had work: /proc/stat's steal column over all CPUs, 0 where
+// it cannot be read). On a shared VM the wall time moves with the neighbours; these move less.
+struct CpuClock {
+  double thread = 0, process = 0, steal = 0;
+  static CpuClock Now() {
+    CpuClock c;
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    c.thread = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    auto seconds = [](const timeval& tv) {
+      return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+    };
+    c.process = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    if (std::FILE* stat = std::fopen("/proc/stat", "r")) {
+      unsigned long long v[8] = {};
+      if (std::fscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                      &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+        c.steal = static_cast<double>(v[7]) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+      }
+      std::fclose(stat);
+    }
+    return c;
+  }
+};
+
 struct RunFigures {
+  CpuClock cpu;  // Spent during the run (end minus start).
   double wall_seconds = 0, world_seconds = 0;
   std::uint64_t events = 0, state_hash = 0;
   std::size_t nodes_max = 0, nodes_min = SIZE_MAX, pods_max = 0;
@@ -118,6 +150,7 @@ RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::
   f.appends = appends;
   runtime::Runtime runtime(log, world, options);
   const auto start = Clock::now();
+  const CpuClock cpu_start = CpuClock::Now();
   runtime.Recover();
   runtime.Ingest(world.StartupEvents());
   const Nanos end = scenario.start + scenario.duration;
@@ -141,6 +174,9 @@ RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::
   }
   runtime.Flush();  // The run ends once the log holds all of it.
   f.wall_seconds = Since(start);
+  const CpuClock cpu_end = CpuClock::Now();
+  f.cpu = {cpu_end.thread - cpu_start.thread, cpu_end.process - cpu_start.process,
+           cpu_end.steal - cpu_start.steal};
   f.pipeline = runtime.pipeline_stats();
   f.events = runtime.events_folded();
   f.state_hash = StateHash(runtime.state());
@@ -214,6 +250,12 @@ void PrintRun(const sim::Scenario& scenario, const RunFigures& run,
               static_cast<double>(run.split.bytes) / 1e6, run.split.snapshots,
               static_cast<double>(disk) / 1e6);
   PrintSplit(run);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::printf(
+      "  CPU during the run: the runtime's thread %.1f s, the whole process %.1f s "
+      "(%.2f of %u cores over the wall time); the hypervisor stole %.1f CPU-seconds\n",
+      run.cpu.thread, run.cpu.process, run.cpu.process / (cores * run.wall_seconds), cores,
+      run.cpu.steal);
   std::printf("  the core's Step by event kind:");
   for (const auto& [kind, figures] : run.split.by_kind) {
     std::printf(" %s %" PRIu64 " (%.1f s)", kind.c_str(), figures.first, figures.second);
