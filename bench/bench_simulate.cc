@@ -273,8 +273,7 @@ int Run(const Args& args) {
   log::OpenOptions open;
   open.writer_version = "bench";
   open.cluster_id = scenario.settings.cluster_name;
-  // As `tenon simulate` without --log: commands that run ahead of the log need no WAL.
-  open.write_ahead_log = args.appends != runtime::Appends::kPipelinedAhead;
+  open.write_ahead_log = runtime::NeedsWriteAheadLog(args.appends);  // As `tenon simulate`.
   auto log = log::EventLog::Open(dir, open);
   std::printf("scenario: %" PRId64 " virtual hours, %" PRId64 " deployments x %" PRId64
               " pods, %zu catalog types, %zu scaling steps, %zu actions; log in %s\n",

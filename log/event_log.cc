@@ -398,14 +398,14 @@ void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
   rocksdb::WriteOptions write;
   write.sync = sync;  // The WAL is one file: syncing this write syncs the decisions' too.
   write.disableWAL = !write_ahead_log_ && !sync;
+  rocksdb::WriteOptions unsynced;  // Decisions written apart: the group's write syncs the WAL.
+  unsynced.disableWAL = write.disableWAL;
   rocksdb::Status status;
   for (Writer* w : group) {
     for (auto& d : w->batch->decisions) {
       if (!apart || !status.ok()) break;
       rocksdb::WriteBatch one(kBatchHeaderBytes + DecisionBytesMax(d));
       PutDecision(one, d);
-      rocksdb::WriteOptions unsynced;  // The group's write below syncs the WAL, if asked.
-      unsynced.disableWAL = write.disableWAL;
       status = db_->Write(unsynced, &one);
     }
   }

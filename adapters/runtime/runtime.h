@@ -117,6 +117,13 @@ enum class Appends {
   kPipelinedAhead,
 };
 
+// Whether the log of a run with these appends needs RocksDB's write-ahead log
+// (log::OpenOptions::write_ahead_log): not when its commands run ahead of it, since its log is
+// removed with the process.
+inline bool NeedsWriteAheadLog(Appends appends) {
+  return appends != Appends::kPipelinedAhead;
+}
+
 struct Options {
   std::uint64_t snapshot_every_events = 1000;
   // And at least this much cluster time (Tick) since the last snapshot: a large cluster folds

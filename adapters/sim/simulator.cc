@@ -13,8 +13,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   log::OpenOptions open;
   open.writer_version = kWriterVersion;
   open.cluster_id = scenario.settings.cluster_name;
-  // Commands that run ahead of the log belong to a run whose log is removed at exit.
-  open.write_ahead_log = options.appends != runtime::Appends::kPipelinedAhead;
+  open.write_ahead_log = runtime::NeedsWriteAheadLog(options.appends);
   log::OpenReport opened;
   auto log = log::EventLog::Open(options.log_dir, open, &opened);
   report.open_message = opened.message;
