@@ -1,11 +1,11 @@
 #include "adapters/runtime/log_writer.h"
 
-#include <malloc.h>
 #include <pthread.h>
 
 #include <cassert>
 #include <stdexcept>
 
+#include "adapters/runtime/runtime.h"
 #include "log/codec.h"
 
 namespace tenon::runtime {
@@ -184,8 +184,8 @@ Appended LogWriter::WriteSnapshot(const State& state, log::Seq at) {
   PutSnapshot(log_, state, at);
   // Encoding frees as much as it allocated, and the runtime's thread has freed the previous
   // snapshot's state copy since the last one: hand those pages back to the system here, off the
-  // runtime's thread (malloc_trim walks the whole heap: ~5 ms at 10,000 pods).
-  ::malloc_trim(0);
+  // runtime's thread (glibc's malloc_trim walks the whole heap: ~5 ms at 10,000 pods).
+  ReleaseFreeMemory();
   Appended appended;
   appended.snapshot = true;
   appended.last = at;

@@ -20,6 +20,24 @@ void TuneAllocatorForLongRun() {
   ::mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes);
   ::mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes);
 }
+
+}  // namespace tenon::runtime
+
+// jemalloc's control interface, present only when the program links jemalloc (weak: null
+// otherwise).
+extern "C" int mallctl(const char* name, void* oldp, std::size_t* oldlenp, void* newp,
+                       std::size_t newlen) __attribute__((weak));
+
+namespace tenon::runtime {
+
+void ReleaseFreeMemory() {
+  if (mallctl != nullptr) {
+    // "arena.4096.purge": 4096 is MALLCTL_ARENAS_ALL, every arena.
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+    return;
+  }
+  ::malloc_trim(0);
+}
 namespace {
 
 // Command results feeding further commands must settle; a chain longer than this is a bug.
@@ -163,7 +181,7 @@ void Runtime::WriteSnapshot(log::Seq at) {
   PutSnapshot(log_, state_, at);
   // Encoding a snapshot frees as much as it allocated: hand those pages back to the system
   // rather than keep them as a resident high-water mark between snapshots.
-  ::malloc_trim(0);
+  ReleaseFreeMemory();
   if (options_.observer != nullptr) options_.observer->OnSnapshot(at);
 }
 

@@ -25,11 +25,16 @@
 
 namespace tenon::runtime {
 
-// Sets the C allocator up for a process that runs for weeks: at most two malloc arenas (one per
+// Sets glibc's allocator up for a process that runs for weeks: at most two malloc arenas (one per
 // thread by default, each holding on to freed memory of its own) and a fixed mmap threshold, so
 // that large short-lived buffers go back to the system when freed instead of raising the
-// threshold and fragmenting the heap. Call once, first thing in main.
+// threshold and fragmenting the heap. Call once, first thing in main. A program linked with
+// jemalloc (tenon is: cmd/malloc_conf.cc) takes its settings from there; this changes nothing.
 void TuneAllocatorForLongRun();
+
+// Hands memory the allocator holds free back to the system: malloc_trim under glibc, a purge
+// of every arena under jemalloc (whichever this process runs with).
+void ReleaseFreeMemory();
 
 // Performs commands against the world. Results are returned as events (possibly none, when the
 // result arrives later through another adapter). Implementations must be idempotent per command
