@@ -9,6 +9,8 @@
 
 #include <cassert>
 #include <cstring>
+#include <string_view>
+#include <unordered_map>
 
 #include "tenon.capnp.h"
 
@@ -1119,6 +1121,30 @@ Command Get(s::Command::Reader r) {
   throw CodecError("unknown command kind " + std::to_string(static_cast<unsigned>(r.which())));
 }
 
+// A disruption pass's candidates, their pools and outcomes written once each in the decision's
+// `texts` and named by position: a pass over a thousand spot nodes repeats one pool and one
+// blocker a thousand times, and a multi-node group's plan (every pod's move) once per member.
+void PutCandidates(s::Decision::Disruption::Builder g,
+                   const std::vector<DisruptionCandidate>& from) {
+  std::unordered_map<std::string_view, std::uint32_t> refs;  // text -> position + 1
+  std::vector<std::string_view> texts;
+  auto ref = [&](const std::string& text) {
+    auto [it, fresh] = refs.try_emplace(text, static_cast<std::uint32_t>(texts.size() + 1));
+    if (fresh) texts.push_back(text);
+    return it->second;
+  };
+  auto candidates = g.initCandidates(from.size());
+  for (unsigned i = 0; i < from.size(); ++i) {
+    candidates[i].setNodeClaim(T(from[i].nodeclaim));
+    candidates[i].setNodePoolText(ref(from[i].nodepool));
+    candidates[i].setOutcomeText(ref(from[i].outcome));
+  }
+  auto table = g.initTexts(texts.size());
+  for (unsigned i = 0; i < texts.size(); ++i) {
+    table.set(i, capnp::Text::Reader(texts[i].data(), texts[i].size()));
+  }
+}
+
 void Put(s::Decision::Builder b, const Decision& d) {
   b.setId(d.id.value);
   b.setCauseSeq(d.cause.value);
@@ -1135,12 +1161,7 @@ void Put(s::Decision::Builder b, const Decision& d) {
                    g.setMethod(T(x.method));
                    g.setPhase(T(x.phase));
                    PutTexts(g.initNodeClaims(x.nodeclaims.size()), x.nodeclaims);
-                   auto candidates = g.initCandidates(x.candidates.size());
-                   for (unsigned i = 0; i < x.candidates.size(); ++i) {
-                     candidates[i].setNodeClaim(T(x.candidates[i].nodeclaim));
-                     candidates[i].setNodePool(T(x.candidates[i].nodepool));
-                     candidates[i].setOutcome(T(x.candidates[i].outcome));
-                   }
+                   PutCandidates(g, x.candidates);
                    auto budgets = g.initBudgets(x.budgets.size());
                    for (unsigned i = 0; i < x.budgets.size(); ++i) {
                      budgets[i].setNodePool(T(x.budgets[i].nodepool));
@@ -1191,9 +1212,21 @@ Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
                            {MicroUsdPerHour{g.getRemovedPriceMicroUsdHour()},
                             GetList<OfferingChoice>(g.getReplacements()),
                             MicroUsdPerHour{g.getSavingMicroUsdHour()}}};
+      const auto texts = g.getTexts();
+      // A candidate's pool or outcome: its own field, or the shared text it names.
+      auto text = [&](std::uint32_t ref, capnp::Text::Reader own) {
+        if (ref == 0) return View(own);
+        if (ref > texts.size()) {
+          throw CodecError("disruption candidate names text " + std::to_string(ref) + " of " +
+                           std::to_string(texts.size()));
+        }
+        return View(texts[ref - 1]);
+      };
       for (auto c : g.getCandidates()) {
-        if (keep && !keep(View(c.getNodeClaim()), View(c.getNodePool()))) continue;
-        x.candidates.push_back({S(c.getNodeClaim()), S(c.getNodePool()), S(c.getOutcome())});
+        const std::string_view pool = text(c.getNodePoolText(), c.getNodePool());
+        if (keep && !keep(View(c.getNodeClaim()), pool)) continue;
+        x.candidates.push_back({S(c.getNodeClaim()), std::string(pool),
+                                std::string(text(c.getOutcomeText(), c.getOutcome()))});
       }
       for (auto b : g.getBudgets()) {
         x.budgets.push_back(

@@ -277,6 +277,10 @@ void RocksEventLog::InitMeta(const OpenOptions& options, OpenReport& report) {
   report.created = !schema.has_value();
   if (read_only_) return;
   rocksdb::WriteBatch batch;
+  if (schema && schema_version_ < kSchemaVersion) {
+    schema_version_ = kSchemaVersion;
+    batch.Put(handles_[kMeta], kMetaSchemaVersion, std::to_string(kSchemaVersion));
+  }
   if (!schema) {
     cluster_id_ = options.cluster_id;
     batch.Put(handles_[kMeta], kMetaSchemaVersion, std::to_string(kSchemaVersion));

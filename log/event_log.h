@@ -28,7 +28,10 @@ namespace tenon::log {
 using Seq = std::uint64_t;  // 1-based; 0 means "none".
 
 // The schema version this build writes into meta. Bump only with a migration note.
-inline constexpr std::uint32_t kSchemaVersion = 1;
+// 2: disruption decisions store their candidates' pools and outcomes once each, in `texts`
+//    (a build reading 1 would show them empty). A version-1 log opened for writing becomes 2,
+//    since what this build appends to it an older build cannot read; read-only, it stays 1.
+inline constexpr std::uint32_t kSchemaVersion = 2;
 // Most records one Append call may carry; larger batches are a caller bug.
 inline constexpr std::size_t kAppendBatchMax = 65536;
 // Largest payload accepted for one record.

@@ -525,6 +525,10 @@ struct Decision {
       removedPriceMicroUsdHour @18 :Int64;
       replacements @19 :List(OfferingChoice);
       savingMicroUsdHour @20 :Int64;
+      # Added later: the candidates' pools and outcomes, each distinct text once (a pass over a
+      # thousand candidates names one pool and a few dozen blockers). Empty in decisions
+      # recorded before, whose candidates carry their own texts.
+      texts @21 :List(Text);
     }
   }
 }
@@ -533,6 +537,10 @@ struct DisruptionCandidate {
   nodeClaim @0 :Text;
   nodePool @1 :Text;
   outcome @2 :Text;
+  # Added later: a position in the decision's `texts`, plus one; zero reads the field above
+  # (what decisions recorded before the table hold).
+  nodePoolText @3 :UInt32;
+  outcomeText @4 :UInt32;
 }
 
 struct BudgetState {

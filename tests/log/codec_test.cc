@@ -2,9 +2,13 @@
 // deterministically, and turns malformed bytes into CodecError instead of crashing.
 #include <gtest/gtest.h>
 
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
 #include <random>
 
 #include "log/codec.h"
+#include "tenon.capnp.h"
 #include "tests/reducers/fixtures.h"
 
 namespace tenon::testing {
@@ -216,6 +220,63 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
            {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96'000}}},
            MicroUsdPerHour{96'000}}}};
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(disruption)), disruption);
+}
+
+// A pass's candidates share their pools and outcomes: each distinct text is stored once, so a
+// pass over many candidates with one blocker is a fraction of the candidates' texts.
+TEST(Codec, DisruptionCandidatesShareTheirTexts) {
+  const std::string blocker(120, 'b');
+  DisruptionDecision pass{"SingleNodeConsolidation", "blocked", {}, {}, {}, "pass", {}};
+  for (int i = 0; i < 1000; ++i) {
+    pass.candidates.push_back({"claim-" + std::to_string(i), "default", blocker});
+  }
+  pass.candidates[7].outcome = "selected";
+  const Decision decision{DecisionId{3}, Seq{2}, kT0, pass};
+  const std::string bytes = log::EncodeDecision(decision);
+  EXPECT_EQ(log::DecodeDecision(bytes), decision);
+  EXPECT_LT(bytes.size(), 1000 * blocker.size() / 2);  // Not every copy of the blocker.
+  // Decoding the candidates of one pool decodes only them, texts resolved.
+  const Decision kept =
+      log::DecodeDecisionKeeping(bytes, [](std::string_view claim, std::string_view pool) {
+        return pool == "default" && claim == "claim-7";
+      });
+  const auto& only = std::get<DisruptionDecision>(kept.body).candidates;
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0], (DisruptionCandidate{"claim-7", "default", "selected"}));
+}
+
+// Decisions recorded before the shared texts carry each candidate's pool and outcome in the
+// candidate itself; they decode as they always did. A reference past the table is an error.
+TEST(Codec, DisruptionCandidatesWithTheirOwnTextsStillDecode) {
+  capnp::MallocMessageBuilder message;
+  auto d = message.initRoot<tenon::schema::Decision>();
+  d.setId(5);
+  d.setCauseSeq(4);
+  d.setAtNs(kT0.value);
+  auto g = d.initDisruption();
+  g.setMethod("Emptiness");
+  g.setPhase("blocked");
+  auto candidates = g.initCandidates(2);
+  candidates[0].setNodeClaim("c1");
+  candidates[0].setNodePool("default");
+  candidates[0].setOutcome("budget allows 0 now");
+  candidates[1].setNodeClaim("c2");
+  candidates[1].setNodePool("spot");
+  candidates[1].setOutcome("selected");
+  const auto words = capnp::messageToFlatArray(message);
+  const std::string old(reinterpret_cast<const char*>(words.asBytes().begin()),
+                        words.asBytes().size());
+  const Decision decoded = log::DecodeDecision(old);
+  const auto& got = std::get<DisruptionDecision>(decoded.body);
+  ASSERT_EQ(got.candidates.size(), 2u);
+  EXPECT_EQ(got.candidates[0], (DisruptionCandidate{"c1", "default", "budget allows 0 now"}));
+  EXPECT_EQ(got.candidates[1], (DisruptionCandidate{"c2", "spot", "selected"}));
+
+  candidates[1].setOutcomeText(3);  // The decision has no shared texts.
+  const auto bad = capnp::messageToFlatArray(message);
+  EXPECT_THROW(log::DecodeDecision(std::string(reinterpret_cast<const char*>(bad.asBytes().begin()),
+                                               bad.asBytes().size())),
+               log::CodecError);
 }
 
 // Under each candidate's NodeClaim term, a disruption pass's record stores the pass with only

@@ -137,6 +137,46 @@ TEST(Store, DecisionIndexCompactsAfterSixteenLevel0Files) {
   EXPECT_EQ(trigger["decisions"], 4);
 }
 
+// Opens the log's RocksDB directly and hands `fn` each column family, to make a log look as an
+// older build left it.
+template <class Fn>
+void WithRawFamilies(const std::filesystem::path& dir, Fn fn) {
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies({}, dir.string(), &names).ok());
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const auto& name : names) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open({}, dir.string(), families, &handles, &db).ok());
+  for (std::size_t i = 0; i < names.size(); ++i) fn(*db, names[i], handles[i]);
+  for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
+  ASSERT_TRUE(db->Close().ok());
+  delete db;
+}
+
+// A log of schema version 1 (before disruption decisions shared their candidates' texts) reads
+// as version 1; opened for writing it becomes the current version, since what this build
+// appends to it an older build would misread.
+TEST(Store, OlderSchemaIsUpgradedOnlyWhenWritten) {
+  TempDir dir;
+  Open(dir.path())->Append(AppendBatch{{"e"}, {}});
+  WithRawFamilies(dir.path(), [](rocksdb::DB& db, const std::string& name,
+                                 rocksdb::ColumnFamilyHandle* handle) {
+    if (name == "meta") {
+      ASSERT_TRUE(db.Put({}, handle, "schema_version", "1").ok());
+    }
+  });
+  OpenOptions read_only;
+  read_only.read_only = true;
+  read_only.create_if_missing = false;
+  EXPECT_EQ(EventLog::Open(dir.path(), read_only)->SchemaVersion(), 1u);
+  EXPECT_EQ(EventLog::Open(dir.path(), read_only)->SchemaVersion(),
+            1u);  // Reading changed nothing.
+  EXPECT_EQ(Open(dir.path())->SchemaVersion(), log::kSchemaVersion);
+  EXPECT_EQ(EventLog::Open(dir.path(), read_only)->SchemaVersion(), log::kSchemaVersion);
+  EXPECT_EQ(log::kSchemaVersion, 2u);
+}
+
 // A log written before the decision index existed (no decision_index family, no meta key)
 // still opens read-only, says it has no index and finds nothing in it; opened for writing, it
 // gains the family but still says so, because its older decisions were never indexed.
@@ -146,27 +186,16 @@ TEST(Store, LogWithoutTheIndexStillOpens) {
     auto log = Open(dir.path());
     log->Append(AppendBatch{{"e"}, {{3, "three", {std::string("cweb-1") + '\0'}}}});
   }
-  {
-    // Make it look like an old log: drop the family and the meta key.
-    std::vector<std::string> names;
-    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies({}, dir.path().string(), &names).ok());
-    std::vector<rocksdb::ColumnFamilyDescriptor> families;
-    for (const auto& name : names) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open({}, dir.path().string(), families, &handles, &db).ok());
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == "decision_index") {
-        ASSERT_TRUE(db->DropColumnFamily(handles[i]).ok());
-      }
-      if (names[i] == "meta") {
-        ASSERT_TRUE(db->Delete({}, handles[i], "decision_index").ok());
-      }
+  // Make it look like an old log: drop the family and the meta key.
+  WithRawFamilies(dir.path(), [](rocksdb::DB& db, const std::string& name,
+                                 rocksdb::ColumnFamilyHandle* handle) {
+    if (name == "decision_index") {
+      ASSERT_TRUE(db.DropColumnFamily(handle).ok());
     }
-    for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
-    ASSERT_TRUE(db->Close().ok());
-    delete db;
-  }
+    if (name == "meta") {
+      ASSERT_TRUE(db.Delete({}, handle, "decision_index").ok());
+    }
+  });
   auto scan_all = [](const EventLog& log) {
     std::size_t n = 0;
     log.ScanDecisionIndex(std::string(1, '\0'), std::string(4, '\xff'), [&](std::uint64_t) {
