@@ -1126,6 +1126,17 @@ Command Get(s::Command::Reader r) {
 // blocker a thousand times, and a multi-node group's plan (every pod's move) once per member.
 void PutCandidates(s::Decision::Disruption::Builder g,
                    const std::vector<DisruptionCandidate>& from) {
+  // A handful (an index entry's one candidate) is smaller with its texts in place.
+  constexpr std::size_t kSharedTextsFrom = 4;
+  auto candidates = g.initCandidates(from.size());
+  if (from.size() < kSharedTextsFrom) {
+    for (unsigned i = 0; i < from.size(); ++i) {
+      candidates[i].setNodeClaim(T(from[i].nodeclaim));
+      candidates[i].setNodePool(T(from[i].nodepool));
+      candidates[i].setOutcome(T(from[i].outcome));
+    }
+    return;
+  }
   std::unordered_map<std::string_view, std::uint32_t> refs;  // text -> position + 1
   std::vector<std::string_view> texts;
   auto ref = [&](const std::string& text) {
@@ -1133,7 +1144,6 @@ void PutCandidates(s::Decision::Disruption::Builder g,
     if (fresh) texts.push_back(text);
     return it->second;
   };
-  auto candidates = g.initCandidates(from.size());
   for (unsigned i = 0; i < from.size(); ++i) {
     candidates[i].setNodeClaim(T(from[i].nodeclaim));
     candidates[i].setNodePoolText(ref(from[i].nodepool));

@@ -60,9 +60,17 @@ std::string TimeTerm(Nanos at);
 // Every term of one decision, sorted, without repeats.
 std::vector<std::string> DecisionIndexTerms(const Decision& decision);
 // The record Append stores: the encoded decision with its index terms, and for a disruption
-// pass over several candidates, under each NodeClaim's term, the decision trimmed to that
-// claim's candidates (what audit shows about it).
+// pass over several candidates, under each NodeClaim's term, that claim's candidates alone (a
+// decision without a method: IsCandidatesOnly), and under its kind term the pass's head
+// (DecisionHead). Logs indexed before kept, under each NodeClaim's term, the whole pass trimmed
+// to that claim's candidates; audit reads both.
 DecisionRecord DecisionRecordFor(const Decision& decision);
+// The decision without its disruption candidates.
+Decision DecisionHead(const Decision& decision);
+// Whether an index value holds a pass's candidates only (its head is under the kind term).
+bool IsCandidatesOnly(const Decision& decision);
+// The pass `head` with the candidates of a candidates-only value.
+Decision WithHead(Decision head, Decision candidates);
 // "provisioning", "lifecycle" or "disruption".
 std::string DecisionKind(const Decision& decision);
 

@@ -37,8 +37,9 @@ void AddTerms(std::vector<std::string>& terms, const DisruptionDecision& d) {
 }
 
 // A disruption pass over at least this many candidates carries, in each NodeClaim's index entry,
-// the decision trimmed to that claim's candidates: `tenon audit --node` then reads one range of
-// the index instead of every pass the node sat in (each as large as its candidate list).
+// that claim's candidates, and in its kind entry the pass without candidates (its head): `tenon
+// audit --node` then reads one range of the index and one head per pass instead of every pass
+// the node sat in (each as large as its candidate list).
 constexpr std::size_t kTrimmedFromCandidates = 4;
 
 // The values to store beside `terms` (sorted, one per term; empty: none worth storing).
@@ -54,21 +55,24 @@ std::vector<std::string> IndexValues(const Decision& decision,
     return a->nodeclaim < b->nodeclaim;
   };
   std::stable_sort(by_claim.begin(), by_claim.end(), claim_less);
-  // One trimmed decision whose candidates are replaced term by term: the rest is copied once.
-  Decision trimmed{
-      decision.id, decision.cause, decision.at,
-      DisruptionDecision{d->method, d->phase, d->nodeclaims, {}, d->budgets, d->reason, d->prices}};
-  auto& candidates = std::get<DisruptionDecision>(trimmed.body).candidates;
+  // Each claim's value: a decision holding only its candidates (no method: the head is apart).
+  Decision only{decision.id, decision.cause, decision.at, DisruptionDecision{}};
+  auto& candidates = std::get<DisruptionDecision>(only.body).candidates;
+  const std::string kind = IndexTerm(IndexKind::kKind, DecisionKind(decision));
   std::vector<std::string> values(terms.size());
   DisruptionCandidate key;
   for (std::size_t i = 0; i < terms.size(); ++i) {
     const std::string& term = terms[i];
+    if (term == kind) {
+      values[i] = EncodeDecision(DecisionHead(decision));
+      continue;
+    }
     if (term.front() != static_cast<char>(IndexKind::kNodeClaim)) continue;
     key.nodeclaim.assign(term, 1, term.size() - 2);
     auto [from, to] = std::equal_range(by_claim.begin(), by_claim.end(), &key, claim_less);
     candidates.clear();
     for (auto it = from; it != to; ++it) candidates.push_back(**it);
-    values[i] = EncodeDecision(trimmed);
+    values[i] = EncodeDecision(only);
   }
   return values;
 }
@@ -106,6 +110,27 @@ std::vector<std::string> DecisionIndexTerms(const Decision& decision) {
   std::sort(terms.begin(), terms.end());
   terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
   return terms;
+}
+
+Decision DecisionHead(const Decision& decision) {
+  Decision head = decision;
+  if (auto* d = std::get_if<DisruptionDecision>(&head.body)) d->candidates.clear();
+  return head;
+}
+
+bool IsCandidatesOnly(const Decision& decision) {
+  const auto* d = std::get_if<DisruptionDecision>(&decision.body);
+  return d != nullptr && d->method.empty();
+}
+
+Decision WithHead(Decision head, Decision candidates) {
+  if (!std::holds_alternative<DisruptionDecision>(head.body) || !IsCandidatesOnly(candidates)) {
+    throw CodecError("decision " + std::to_string(head.id.value) +
+                     ": an index head or candidates entry is not a disruption pass's");
+  }
+  auto& into = std::get<DisruptionDecision>(head.body).candidates;
+  into = std::move(std::get<DisruptionDecision>(candidates.body).candidates);
+  return head;
 }
 
 DecisionRecord DecisionRecordFor(const Decision& decision) {

@@ -192,6 +192,8 @@ class RocksEventLog final : public EventLog {
   bool HasDecisionIndex() const override { return has_decision_index_; }
   void ScanDecisionIndex(std::string_view from, std::string_view to,
                          const std::function<bool(std::uint64_t id)>& fn) const override;
+  std::optional<std::string> ReadDecisionIndexValue(std::string_view term,
+                                                    std::uint64_t id) const override;
   void ScanDecisionIndexValues(
       std::string_view from, std::string_view to,
       const std::function<bool(std::uint64_t id, std::string_view value)>& fn) const override;
@@ -498,6 +500,18 @@ void RocksEventLog::ScanDecisions(std::uint64_t from_id,
     if (!fn(record)) return;
   }
   Check(it->status(), "scanning decisions");
+}
+
+std::optional<std::string> RocksEventLog::ReadDecisionIndexValue(std::string_view term,
+                                                                 std::uint64_t id) const {
+  if (handles_[kDecisionIndex] == nullptr) return std::nullopt;
+  const std::string key = std::string(term) + Key(id);
+  std::string value;
+  auto status = db_->Get({}, handles_[kDecisionIndex], key, &value);
+  if (status.IsNotFound()) return std::nullopt;
+  Check(status, "reading a decision index entry");
+  if (value.empty()) return value;
+  return Unframe("decision_index", id, key, value);
 }
 
 void RocksEventLog::ScanDecisionIndex(std::string_view from, std::string_view to,

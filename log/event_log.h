@@ -162,6 +162,9 @@ class EventLog {
   // order (for one term: ascending ids), until `fn` returns false.
   virtual void ScanDecisionIndex(std::string_view from, std::string_view to,
                                  const std::function<bool(std::uint64_t id)>& fn) const = 0;
+  // The value of one index entry (`term` for decision `id`), or nullopt without the entry.
+  virtual std::optional<std::string> ReadDecisionIndexValue(std::string_view term,
+                                                            std::uint64_t id) const = 0;
   // The same, with each entry's value (empty for most terms, and for every entry of a log
   // indexed before values were stored).
   virtual void ScanDecisionIndexValues(

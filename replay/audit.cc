@@ -112,23 +112,35 @@ log::CandidateFilter KeptCandidates(const AuditQuery& query, const AuditResult& 
 }
 
 // The decisions about the node's NodeClaims, by id, each with those claims' candidates: the
-// trimmed copy an index entry carries where there is one (one range read per claim), else --
-// an entry without one (a small decision, a log indexed before values), or a decision under
-// two of the claims -- the decision itself, read and decoded keeping `keep`'s candidates.
+// candidates an index entry carries where there are some (one range read per claim), with the
+// pass's head from its kind entry (one point read per pass; a log indexed before heads stored
+// the pass trimmed to the claim in the entry itself), else -- an entry without them (a small
+// decision, a log indexed before values), or a decision under two of the claims -- the decision
+// itself, read and decoded keeping `keep`'s candidates.
 std::map<std::uint64_t, Decision> NodeDecisions(const log::EventLog& log, AuditResult& result,
                                                 const log::CandidateFilter& keep) {
   std::map<std::uint64_t, Decision> found;
   std::set<std::uint64_t> whole;
+  const std::string disruption = log::IndexTerm(log::IndexKind::kKind, "disruption");
   for (const auto& claim : result.nodeclaims) {
     const std::string term = log::IndexTerm(log::IndexKind::kNodeClaim, claim);
     log.ScanDecisionIndexValues(term, term + std::string(9, '\xff'),
                                 [&](std::uint64_t id, std::string_view value) {
                                   if (value.empty() || found.contains(id)) {
                                     whole.insert(id);
-                                  } else {
-                                    found.emplace(id, log::DecodeDecision(value));
-                                    ++result.decisions_read;
+                                    return true;
                                   }
+                                  Decision d = log::DecodeDecision(value);
+                                  ++result.decisions_read;
+                                  if (log::IsCandidatesOnly(d)) {
+                                    auto head = log.ReadDecisionIndexValue(disruption, id);
+                                    if (!head || head->empty()) {
+                                      whole.insert(id);  // No head: read the pass itself.
+                                      return true;
+                                    }
+                                    d = log::WithHead(log::DecodeDecision(*head), std::move(d));
+                                  }
+                                  found.emplace(id, std::move(d));
                                   return true;
                                 });
   }

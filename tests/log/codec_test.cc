@@ -5,6 +5,7 @@
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 
+#include <optional>
 #include <random>
 
 #include "log/codec.h"
@@ -279,9 +280,10 @@ TEST(Codec, DisruptionCandidatesWithTheirOwnTextsStillDecode) {
                log::CodecError);
 }
 
-// Under each candidate's NodeClaim term, a disruption pass's record stores the pass with only
-// that claim's candidates, in the pass's order (a claim may be a candidate twice, apart), and
-// everything else of the pass; other terms carry no value.
+// Under each candidate's NodeClaim term, a disruption pass's record stores only that claim's
+// candidates, in the pass's order (a claim may be a candidate twice, apart), and under its kind
+// term the pass without candidates; the two make the pass trimmed to the claim. Other terms
+// carry no value.
 TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
   DisruptionDecision pass{"SingleNodeConsolidation",
                           "blocked",
@@ -297,9 +299,20 @@ TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
   const Decision decision{DecisionId{4}, Seq{9}, kT0, pass};
   const log::DecisionRecord record = log::DecisionRecordFor(decision);
   ASSERT_EQ(record.index_values.size(), record.index_terms.size());
+  const std::string kind = log::IndexTerm(log::IndexKind::kKind, "disruption");
+  std::optional<Decision> head;
+  for (std::size_t i = 0; i < record.index_terms.size(); ++i) {
+    if (record.index_terms[i] == kind) head = log::DecodeDecision(record.index_values[i]);
+  }
+  ASSERT_TRUE(head.has_value());
+  DisruptionDecision headless = pass;
+  headless.candidates.clear();
+  EXPECT_EQ(*head, (Decision{decision.id, decision.cause, decision.at, headless}));
+  EXPECT_FALSE(log::IsCandidatesOnly(*head));
   std::size_t valued = 0;
   for (std::size_t i = 0; i < record.index_terms.size(); ++i) {
     const std::string& term = record.index_terms[i];
+    if (term == kind) continue;
     if (term.front() != 'c') {
       EXPECT_TRUE(record.index_values[i].empty()) << term;
       continue;
@@ -307,12 +320,15 @@ TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
     const std::string claim = term.substr(1, term.size() - 2);
     DisruptionDecision trimmed = pass;
     std::erase_if(trimmed.candidates, [&](const auto& c) { return c.nodeclaim != claim; });
-    EXPECT_EQ(log::DecodeDecision(record.index_values[i]),
+    const Decision only = log::DecodeDecision(record.index_values[i]);
+    EXPECT_TRUE(log::IsCandidatesOnly(only)) << claim;
+    EXPECT_EQ(log::WithHead(*head, only),
               (Decision{decision.id, decision.cause, decision.at, trimmed}))
         << claim;
     ++valued;
   }
-  EXPECT_EQ(valued, 4u);  // c-1, c-10, c-2, c-3.
+  EXPECT_EQ(valued, 4u);                                       // c-1, c-10, c-2, c-3.
+  EXPECT_THROW(log::WithHead(*head, *head), log::CodecError);  // A head is not candidates.
 }
 
 // A snapshot restores the exact state, hash included; encoding it twice gives the same bytes.

@@ -2,6 +2,7 @@
 // budget state, the replacement's price and the saving, every filter, and the index answering
 // exactly what a full scan of the decisions answers.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "tests/replay/incident.h"
@@ -289,7 +290,29 @@ TEST(Audit, IndexAgreesWithAFullScan) {
 
 // A log of passes over six candidates each (two claims on one node), written with the index's
 // trimmed copies, and the same log as an index of the earlier format (terms only) writes it.
-void WritePasses(log::EventLog& log, bool with_values) {
+// How the index entries of a pass carry it: not at all (indexed before values), each claim's
+// entry the whole pass trimmed to the claim (before heads), or the claim's candidates with the
+// head under the kind term (now).
+enum class IndexValues { kNone, kWholeTrimmed, kCandidatesAndHead };
+
+// Rewrites `record`'s index values as a log written before heads holds them.
+void AsWholeTrimmed(log::DecisionRecord& record) {
+  const std::string kind = log::IndexTerm(log::IndexKind::kKind, "disruption");
+  std::optional<Decision> head;
+  for (std::size_t i = 0; i < record.index_terms.size(); ++i) {
+    if (record.index_terms[i] == kind) {
+      head = log::DecodeDecision(record.index_values[i]);
+      record.index_values[i].clear();
+    }
+  }
+  ASSERT_TRUE(head.has_value());
+  for (auto& value : record.index_values) {
+    if (value.empty()) continue;
+    value = log::EncodeDecision(log::WithHead(*head, log::DecodeDecision(value)));
+  }
+}
+
+void WritePasses(log::EventLog& log, IndexValues values) {
   log::AppendBatch batch;
   std::uint64_t id = 0;
   for (int claim = 0; claim < 8; ++claim) {
@@ -309,30 +332,37 @@ void WritePasses(log::EventLog& log, bool with_values) {
     if (d.phase == "executed") d.nodeclaims.push_back(d.candidates.front().nodeclaim);
     d.budgets.push_back({"a", "Underutilized", 1, "budget"});
     auto record = log::DecisionRecordFor({DecisionId{++id}, Seq{id}, Minutes(2 + pass), d});
-    if (!with_values) record.index_values.clear();
+    if (values == IndexValues::kNone) record.index_values.clear();
+    if (values == IndexValues::kWholeTrimmed) AsWholeTrimmed(record);
     batch.decisions.push_back(std::move(record));
   }
   batch.events.push_back(log::EncodeEvent(Event{Tick{Minutes(1)}}));
   log.Append(std::move(batch));
 }
 
-// A node query answers from the trimmed copies the same text and JSON as from the decisions
-// themselves, as a scan, and as an index without values (a log indexed by an earlier version).
+// A node query answers from the index's candidates and heads the same text and JSON as from
+// the decisions themselves, as a scan, as an index without values and as one holding whole
+// trimmed passes (logs indexed by earlier versions).
 TEST(Audit, TrimmedIndexCopiesAnswerAsTheDecisionsDo) {
   TempDir dir;
   auto with = log::EventLog::Open(dir.path() / "with", {});
   auto without = log::EventLog::Open(dir.path() / "without", {});
-  WritePasses(*with, true);
-  WritePasses(*without, false);
+  auto trimmed = log::EventLog::Open(dir.path() / "trimmed", {});
+  WritePasses(*with, IndexValues::kCandidatesAndHead);
+  WritePasses(*without, IndexValues::kNone);
+  WritePasses(*trimmed, IndexValues::kWholeTrimmed);
   std::size_t shown = 0;
   for (int node = 0; node < 4; ++node) {
     for (const std::string pool : {"", "a"}) {
       const replay::AuditQuery q{.node = "node-" + std::to_string(node), .nodepool = pool};
       const auto fast = replay::Audit(*with, q);
       const auto old = replay::Audit(*without, q);
+      const auto before = replay::Audit(*trimmed, q);
       auto scan = replay::AuditByScan(*with, q);
       scan.used_index = true;  // Only the closing line's note says how the answer was found.
       EXPECT_EQ(replay::AuditText(fast, q), replay::AuditText(old, q));
+      EXPECT_EQ(replay::AuditText(fast, q), replay::AuditText(before, q));
+      EXPECT_EQ(replay::AuditJson(fast, q), replay::AuditJson(before, q));
       EXPECT_EQ(replay::AuditText(fast, q), replay::AuditText(scan, q));
       EXPECT_EQ(replay::AuditJson(fast, q), replay::AuditJson(scan, q));
       shown += fast.decisions.size();
