@@ -29,8 +29,9 @@ using Seq = std::uint64_t;  // 1-based; 0 means "none".
 
 // The schema version this build writes into meta. Bump only with a migration note.
 // 2: disruption decisions store their candidates' pools and outcomes once each, in `texts`
-//    (a build reading 1 would show them empty). A version-1 log opened for writing becomes 2,
-//    since what this build appends to it an older build cannot read; read-only, it stays 1.
+//    (a build reading 1 would show them empty), and a NodeClaim's index entry only its
+//    candidates, the pass's head under the kind entry. A version-1 log opened for writing becomes
+//    2, since what this build appends to it an older build cannot read; read-only, it stays 1.
 inline constexpr std::uint32_t kSchemaVersion = 2;
 // Most records one Append call may carry; larger batches are a caller bug.
 inline constexpr std::size_t kAppendBatchMax = 65536;
