@@ -27,10 +27,14 @@
 //   bench_simulate [--catalog PATH] [--quick] [--hours N] [--deployments N] [--replicas N]
 //                  [--scale-every SECONDS] [--wait-for-log | --synchronous] [--keep-log DIR]
 //   bench_simulate --fold DIR [--repeat N]
+//   bench_simulate --verify DIR [--repeat N] [--verify-threads N]
 //
 // --keep-log writes the log to DIR and leaves it there; --fold times the core alone folding
 // such a log from zero, N times (the fastest is the figure least disturbed by the machine), to
-// compare two builds of the core on the same events.
+// compare two builds of the core on the same events; --verify times the replay alone on such a
+// log. --verify-threads sets the replay's threads (0, the default: one per core, at most 8):
+// each thread takes 4 stretches, and the longest stretch's CPU time is what the replay would
+// take on a machine with a core for each.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -97,6 +101,8 @@ struct Args {
   runtime::Appends appends = runtime::Appends::kPipelinedAhead;
   std::filesystem::path keep_log;  // Empty: a temporary folder, removed at the end.
   std::filesystem::path fold;      // Set: only fold this log, `repeat` times.
+  std::filesystem::path verify;    // Set: only verify this log, `repeat` times.
+  std::size_t verify_threads = 0;  // replay::Verify's threads (0: one per core, at most 8).
   std::int64_t repeat = 3;
 };
 
@@ -128,6 +134,32 @@ struct CpuClock {
     return c;
   }
 };
+
+// replay::Verify's figures: the wall time with its events per second, then the CPU time of its
+// jobs (the stretches and the fold from the newest snapshot), whose longest is about what the
+// replay would take with a core for each.
+void PrintVerify(const replay::VerifyReport& verify, double seconds) {
+  std::printf("replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64
+              " decisions, %" PRIu64 " snapshots checked (%" PRIu64
+              " decoded) in %.2f s (%.0f events/s; %zu stretches side by side on %u cores): %s\n",
+              verify.events, verify.outputs, verify.decisions, verify.snapshots_checked,
+              verify.snapshots_decoded, seconds, static_cast<double>(verify.events) / seconds,
+              verify.cuts.size() + 1, std::thread::hardware_concurrency(),
+              replay::VerdictName(verify.verdict));
+  double total = 0, longest = 0;
+  for (const auto cpu : verify.stretch_cpu) {
+    const double s = std::chrono::duration<double>(cpu).count();
+    total += s;
+    longest = std::max(longest, s);
+  }
+  const double newest = std::chrono::duration<double>(verify.newest_cpu).count();
+  std::printf(
+      "  CPU time: %.2f s in all; its %zu stretches %.2f s, the longest %.2f s, and the "
+      "fold from the newest snapshot beside them %.2f s: with a core for each, the wall "
+      "time would be about %.2f s\n",
+      total + newest, verify.stretch_cpu.size(), total, longest, newest, std::max(longest, newest));
+  std::fflush(stdout);
+}
 
 struct RunFigures {
   CpuClock cpu;  // Spent during the run (end minus start).
@@ -290,17 +322,9 @@ int Run(const Args& args) {
   std::fflush(stdout);
 
   const auto verify_start = Clock::now();
-  replay::VerifyReport verify = replay::Verify(*log);
+  replay::VerifyReport verify = replay::Verify(*log, {}, args.verify_threads);
   const double verify_seconds = Since(verify_start);
-  std::printf("replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64
-              " decisions, %" PRIu64 " snapshots checked (%" PRIu64
-              " decoded) in %.2f s (%.0f events/s; %zu stretches side by "
-              "side on %u cores): %s\n",
-              verify.events, verify.outputs, verify.decisions, verify.snapshots_checked,
-              verify.snapshots_decoded, verify_seconds,
-              static_cast<double>(verify.events) / verify_seconds, verify.cuts.size() + 1,
-              std::thread::hardware_concurrency(), replay::VerdictName(verify.verdict));
-  std::fflush(stdout);
+  PrintVerify(verify, verify_seconds);
   std::uint64_t alone_hash = 0;
   const double alone_seconds = FoldAlone(*log, &alone_hash);
   log.reset();
@@ -316,6 +340,22 @@ int Run(const Args& args) {
   const bool ok = verify.verdict == replay::Verdict::kIdentical && alone_hash == run.state_hash;
   if (!ok) std::printf("FAILED: the replay is not identical: %s\n", verify.detail.c_str());
   return ok ? 0 : 1;
+}
+
+// --verify: `tenon replay --verify`'s work on a kept log, `repeat` times.
+int VerifyOnly(const Args& args) {
+  log::OpenOptions open;
+  open.read_only = true;
+  open.create_if_missing = false;
+  auto log = log::EventLog::Open(args.verify, open);
+  bool identical = true;
+  for (std::int64_t i = 0; i < args.repeat; ++i) {
+    const auto start = Clock::now();
+    replay::VerifyReport verify = replay::Verify(*log, {}, args.verify_threads);
+    PrintVerify(verify, Since(start));
+    identical = identical && verify.verdict == replay::Verdict::kIdentical;
+  }
+  return identical ? 0 : 1;
 }
 
 // --fold: the core alone on a kept log, `repeat` times.
@@ -364,6 +404,10 @@ int main(int argc, char** argv) {
       args.keep_log = argv[++i];
     } else if (std::strcmp(argv[i], "--fold") == 0 && i + 1 < argc) {
       args.fold = argv[++i];
+    } else if (std::strcmp(argv[i], "--verify") == 0 && i + 1 < argc) {
+      args.verify = argv[++i];
+    } else if (std::strcmp(argv[i], "--verify-threads") == 0) {
+      args.verify_threads = static_cast<std::size_t>(std::max<long long>(0, next()));
     } else if (std::strcmp(argv[i], "--repeat") == 0) {
       args.repeat = std::max<std::int64_t>(1, next());
     }
@@ -376,6 +420,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (!args.fold.empty()) return Fold(args);
+    if (!args.verify.empty()) return VerifyOnly(args);
     return Run(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_simulate: %s (run from the repository root or pass --catalog)\n",

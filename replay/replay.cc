@@ -1,5 +1,7 @@
 #include "replay/replay.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -266,6 +268,13 @@ const char* VerdictName(Verdict verdict) {
 
 namespace {
 
+// The CPU time the calling thread has used.
+std::chrono::nanoseconds ThreadCpu() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
 // Where to cut the log into `parts` stretches of about equal length: snapshot sequence
 // numbers, each stretch starting from the snapshot at its cut.
 std::vector<log::Seq> Cuts(const log::EventLog& log, const std::vector<log::Seq>& snapshots,
@@ -303,7 +312,7 @@ VerifyReport Verify(const log::EventLog& log,
   }
   std::mutex mu;
   std::vector<std::uint64_t> read(parts.size(), 0);
-  auto run = [&](std::size_t i) {
+  auto verify = [&](std::size_t i) {
     Verifier& part = *parts[i];
     try {
       if (!part.Start()) return;
@@ -323,13 +332,39 @@ VerifyReport Verify(const log::EventLog& log,
     }
     if (i + 1 < parts.size()) part.ReleaseState();  // Only the last stretch's is reported.
   };
-  std::atomic<std::size_t> next{0};
+  // Beside the stretches, first in the queue (it is as long as a stretch's start and no
+  // shorter for more cores): the fold from the newest snapshot, as a restart does it.
+  const log::Seq newest = listed.empty() ? 0 : listed.back();
+  std::uint64_t from_newest = 0;
+  std::string newest_error;
+  auto fold_from_newest = [&] {
+    try {
+      from_newest = StateHash(FoldTo(log, 0, true));
+    } catch (const std::exception& e) {
+      newest_error = e.what();
+    }
+  };
+  // Job 0 is the fold from the newest snapshot (when there is one), job i + 1 stretch i.
+  std::vector<std::chrono::nanoseconds> cpu(parts.size());
+  std::chrono::nanoseconds newest_cpu{0};
+  std::atomic<std::size_t> next{newest == 0 ? 1u : 0u};
   auto work = [&] {
-    for (std::size_t i = next++; i < parts.size(); i = next++) run(i);
+    for (std::size_t job = next++; job <= parts.size(); job = next++) {
+      const std::chrono::nanoseconds start = ThreadCpu();
+      if (job == 0) {
+        fold_from_newest();
+        newest_cpu = ThreadCpu() - start;
+        continue;
+      }
+      verify(job - 1);
+      cpu[job - 1] = ThreadCpu() - start;
+    }
   };
   {
     std::vector<std::jthread> workers;
-    for (std::size_t t = 1; t < std::min(threads, parts.size()); ++t) workers.emplace_back(work);
+    for (std::size_t t = 1; t < std::min(threads, parts.size() + 1); ++t) {
+      workers.emplace_back(work);
+    }
     work();
   }
   // The earliest failing stretch speaks for the log; the counts add up.
@@ -348,19 +383,24 @@ VerifyReport Verify(const log::EventLog& log,
     report.snapshots_decoded += part.snapshots_decoded;
   }
   report.cuts = cuts;
+  report.stretch_cpu = std::move(cpu);
+  report.newest_cpu = newest_cpu;
   report.last_seq = log.LastSeq();
   report.final_hash = StateHash(parts.back()->state());
-  if (report.verdict != Verdict::kIdentical) return report;
-  if (auto newest = log.SnapshotAtOrBelow(0)) {
-    report.newest_snapshot = newest->seq;
-    report.final_hash_from_snapshot = StateHash(FoldTo(log, 0, true));
-    ++report.snapshots_decoded;
-    if (report.final_hash_from_snapshot != report.final_hash) {
-      report.verdict = Verdict::kDiverged;
-      report.first_bad_seq = newest->seq;
-      report.detail = "folding from the snapshot at seq " + std::to_string(newest->seq) +
-                      " ends in another state than folding from zero";
-    }
+  if (report.verdict != Verdict::kIdentical || newest == 0) return report;
+  report.newest_snapshot = newest;
+  report.final_hash_from_snapshot = from_newest;
+  ++report.snapshots_decoded;
+  if (!newest_error.empty()) {
+    report.verdict = Verdict::kCorrupt;
+    report.first_bad_seq = newest;
+    report.detail =
+        "folding from the snapshot at seq " + std::to_string(newest) + " failed: " + newest_error;
+  } else if (from_newest != report.final_hash) {
+    report.verdict = Verdict::kDiverged;
+    report.first_bad_seq = newest;
+    report.detail = "folding from the snapshot at seq " + std::to_string(newest) +
+                    " ends in another state than folding from zero";
   }
   return report;
 }

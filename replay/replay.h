@@ -1,6 +1,7 @@
 // Replay: fold a log through the core again and compare with what was recorded.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -38,16 +39,21 @@ struct VerifyReport {
   log::Seq newest_snapshot = 0;
   log::Seq first_seq = 1;      // Where the log begins (above 1: truncated by retention).
   std::vector<log::Seq> cuts;  // Where the stretches folded side by side begin (snapshots).
+  // The CPU time each stretch took on its thread (decoding its first snapshot, folding and
+  // checking), in log order: their sum is the verify's work, the longest its wall time on a
+  // machine with a core for every stretch.
+  std::vector<std::chrono::nanoseconds> stretch_cpu;
+  std::chrono::nanoseconds newest_cpu{0};  // The same for the fold from the newest snapshot.
 };
 
 const char* VerdictName(Verdict verdict);
 
 // Folds from zero comparing every recorded output and decision and every snapshot's stored
-// hash with the replayed state's, then folds from the newest snapshot and checks both folds end
-// in the same state. With `threads` above one (0: one per core) the stretches between snapshots
-// are folded side by side, each from the snapshot at its start, decoded and checked against its
-// stored hash, which the stretch before has checked against its own fold. The snapshots a fold
-// starts from are decoded; the others are decoded too (each must hash to what the replay
+// hash with the replayed state's, and (beside it) folds from the newest snapshot, and checks both
+// folds end in the same state. With `threads` above one (0: one per core) the stretches between
+// snapshots are folded side by side, each from the snapshot at its start, decoded and checked
+// against its stored hash, which the stretch before has checked against its own fold. The snapshots
+// a fold starts from are decoded; the others are decoded too (each must hash to what the replay
 // folded) only with `decode_snapshots`. `progress` (optional) is called now and then with about
 // how far it has got.
 VerifyReport Verify(const log::EventLog& log,

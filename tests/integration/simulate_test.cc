@@ -149,6 +149,29 @@ TEST(Simulate, VerifyInStretchesMatchesOneFold) {
   EXPECT_EQ(four.snapshots_checked, one.snapshots_checked);
   EXPECT_EQ(four.final_hash, report.state_hash);
   EXPECT_EQ(one.final_hash, report.state_hash);
+  // Each stretch's CPU time is reported, as is the fold from the newest snapshot's.
+  ASSERT_EQ(four.stretch_cpu.size(), four.cuts.size() + 1);
+  ASSERT_EQ(one.stretch_cpu.size(), 1u);
+  for (auto cpu : four.stretch_cpu) EXPECT_GT(cpu.count(), 0);
+  EXPECT_GT(one.newest_cpu.count(), 0);
+  EXPECT_EQ(four.final_hash_from_snapshot, report.state_hash);
+}
+
+// The newest snapshot, folded from beside the stretches, is checked as a restart reads it: one
+// that does not decode is corruption at its seq, not an exception out of Verify.
+TEST(Simulate, UndecodableNewestSnapshotIsCorrupt) {
+  TempDir dir;
+  RunDemo(dir.path(), 40);
+  log::Seq newest = 0;
+  {
+    log::OpenOptions open;
+    auto log = log::EventLog::Open(dir.path(), open);
+    newest = log->SnapshotSeqs().back();
+    log->PutSnapshot(newest, "not a snapshot");
+  }
+  auto verify = replay::Verify(*OpenReadOnly(dir.path()), {}, 4);
+  EXPECT_EQ(verify.verdict, replay::Verdict::kCorrupt) << verify.detail;
+  EXPECT_EQ(verify.first_bad_seq, newest) << verify.detail;
 }
 
 // A corrupt record in a later stretch is named as one fold names it.
