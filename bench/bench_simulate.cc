@@ -3,7 +3,7 @@
 //
 // The controller is `tenon simulate`'s: runtime::Runtime over a RocksDB event log in a temporary
 // folder ($TMPDIR) without RocksDB's WAL, snapshots as `tenon simulate` takes them (every 500
-// events, at most one per 5 virtual minutes, as `tenon run`), no fsync, a tick every virtual
+// events, at most one per 15 virtual minutes), no fsync, a tick every virtual
 // second; the simulated cluster and cloud (sim::World) in memory. As `tenon simulate` without
 // --log, the log's appends are pipelined and the commands do not wait for them
 // (runtime::Appends::kPipelinedAhead): a writer thread encodes and appends the records, and encodes
@@ -26,6 +26,7 @@
 //
 //   bench_simulate [--catalog PATH] [--quick] [--hours N] [--deployments N] [--replicas N]
 //                  [--scale-every SECONDS] [--wait-for-log | --synchronous] [--keep-log DIR]
+//                  [--snapshot-min-interval SECONDS] [--verify-threads N]
 //   bench_simulate --fold DIR [--repeat N]
 //   bench_simulate --verify DIR [--repeat N] [--verify-threads N]
 //
@@ -65,7 +66,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kTargetRunSeconds = 60;
 constexpr double kTargetReplaySeconds = 5;
-// `tenon simulate`'s snapshot schedule (every 500 events, at most one per 5 virtual minutes).
+// `tenon simulate`'s snapshot schedule (every 500 events, at most one per 15 virtual minutes;
+// --snapshot-min-interval sets another minimum).
 const sim::SimulateOptions kSimulateDefaults;
 
 double Since(Clock::time_point start) {
@@ -103,6 +105,7 @@ struct Args {
   std::filesystem::path fold;      // Set: only fold this log, `repeat` times.
   std::filesystem::path verify;    // Set: only verify this log, `repeat` times.
   std::size_t verify_threads = 0;  // replay::Verify's threads (0: one per core, at most 8).
+  Nanos snapshot_min_interval = kSimulateDefaults.snapshot_min_interval;
   std::int64_t repeat = 3;
 };
 
@@ -171,12 +174,13 @@ struct RunFigures {
   runtime::PipelineStats pipeline;
 };
 
-RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::Appends appends) {
+RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::Appends appends,
+                    Nanos snapshot_min_interval) {
   RunFigures f;
   sim::World world(scenario, std::filesystem::path());
   runtime::Options options;
   options.snapshot_every_events = kSimulateDefaults.snapshot_every_events;
-  options.snapshot_min_interval = kSimulateDefaults.snapshot_min_interval;
+  options.snapshot_min_interval = snapshot_min_interval;
   options.observer = &f.split;
   options.appends = appends;
   f.appends = appends;
@@ -311,7 +315,7 @@ int Run(const Args& args) {
               " pods, %zu catalog types, %zu scaling steps, %zu actions; log in %s\n",
               args.hours, args.churn.deployments, args.churn.replicas, scenario.catalog.size(),
               scenario.workloads.size(), scenario.actions.size(), dir.c_str());
-  RunFigures run = Simulate(scenario, *log, args.appends);
+  RunFigures run = Simulate(scenario, *log, args.appends, args.snapshot_min_interval);
   PrintRun(scenario, run, dir);
   // The pipelined modes hold a state copy per snapshot and the records not yet written: the
   // process's peak resident memory so far is the run's (the replay has not started).
@@ -321,6 +325,14 @@ int Run(const Args& args) {
               static_cast<double>(usage.ru_maxrss) / 1024.0);
   std::fflush(stdout);
 
+  // `tenon replay --verify` reads a closed log (copied out of a cluster, or left by `tenon
+  // simulate --log`): the run's log is closed (its memtables flushed) and opened again read-only,
+  // so no flush or compaction of the run's shares the cores with the replay.
+  log.reset();
+  log::OpenOptions read_only;
+  read_only.read_only = true;
+  read_only.create_if_missing = false;
+  log = log::EventLog::Open(dir, read_only);
   const auto verify_start = Clock::now();
   replay::VerifyReport verify = replay::Verify(*log, {}, args.verify_threads);
   const double verify_seconds = Since(verify_start);
@@ -406,6 +418,8 @@ int main(int argc, char** argv) {
       args.fold = argv[++i];
     } else if (std::strcmp(argv[i], "--verify") == 0 && i + 1 < argc) {
       args.verify = argv[++i];
+    } else if (std::strcmp(argv[i], "--snapshot-min-interval") == 0) {
+      args.snapshot_min_interval = Nanos{next() * kSecond.value};
     } else if (std::strcmp(argv[i], "--verify-threads") == 0) {
       args.verify_threads = static_cast<std::size_t>(std::max<long long>(0, next()));
     } else if (std::strcmp(argv[i], "--repeat") == 0) {

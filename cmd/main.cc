@@ -61,7 +61,7 @@ struct SimulateArgs {
   std::string log_dir;
   std::string compare;
   std::uint64_t snapshot_every = 500;
-  std::string snapshot_min_interval = "5m";
+  std::string snapshot_min_interval = "15m";  // sim::SimulateOptions's.
   bool trace_acks = false;
   bool quiet = false;
   bool sync = false;

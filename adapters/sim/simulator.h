@@ -17,10 +17,16 @@ namespace tenon::sim {
 struct SimulateOptions {
   std::filesystem::path log_dir;
   std::uint64_t snapshot_every_events = 500;
-  // And at most one snapshot per this much virtual time, as `tenon run` takes them (5 minutes):
-  // a day of a 1,000-node cluster folds ~1.6 million events, which every 500 events alone would
-  // snapshot over 3,000 times. A short scenario still gets one every 500 events.
-  Nanos snapshot_min_interval{5 * kMinute.value};
+  // And at most one snapshot per this much virtual time: a day of a 1,000-node cluster folds ~1.6
+  // million events, which every 500 events alone would snapshot over 3,000 times. 15 minutes,
+  // where `tenon run` takes 5 (a crashed controller refolds at most that much before it acts
+  // again): a simulation's snapshots serve replay's stretches side by side, the time-travel
+  // queries (each folds at most 15 virtual minutes from the one before its time, ~0.5 s at
+  // 1,000 nodes) and resuming with --log, and each costs the run its encoding and write (a day
+  // at 1,000 nodes: 96 snapshots instead of 288, the writer thread's snapshot time 18 -> 6 s,
+  // the log on disk 1.1 -> 0.8 GB). A scenario shorter than that still gets one after its first
+  // 500 events.
+  Nanos snapshot_min_interval{15 * kMinute.value};
   bool sync = false;
   // Pipelined appends keep the world no further ahead of the log than synchronous ones would (the
   // world is saved, and a command run, only once the log holds what led to it); a run whose log
