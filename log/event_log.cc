@@ -753,7 +753,7 @@ rocksdb::Options BaseOptions(const OpenOptions& options) {
   // Every family's memtables together, flushed early past this.
   db.db_write_buffer_size = 4 * kWriteBufferBytes;
   db.writable_file_max_buffer_size = kWritableFileBufferBytes;
-  // Required by the decision index's vector memtable; the log has one writer at a time anyway.
+  // Required by a writer's decision index memtable (a vector); the log has one writer anyway.
   db.allow_concurrent_memtable_write = false;
   return db;
 }
@@ -776,17 +776,24 @@ void DeferIndexCompactions(rocksdb::ColumnFamilyOptions& cf) {
   cf.level0_file_num_compaction_trigger = kIndexSortedRunsToCompact;
   cf.level0_slowdown_writes_trigger = 3 * kIndexSortedRunsToCompact;
   cf.level0_stop_writes_trigger = 4 * kIndexSortedRunsToCompact;
-  // Its keys come in no order, so a skiplist memtable walked its levels with a comparison each
-  // for every entry: 31% of the log writer's thread on the 3-hour bench_simulate. A vector
-  // memtable appends them and sorts once, at flush, on RocksDB's thread (the writer's appends
-  // 2.4 -> 1.2 s, the process 13.5 -> 12.2 CPU-seconds). A read of the unflushed entries sorts a
-  // copy of them: audit's queries are few.
+}
+
+// A writer's decision index memtable. Its keys come in no order, so a skiplist memtable walked
+// its levels with a comparison each for every entry: 31% of the log writer's thread on the
+// 3-hour bench_simulate. A vector memtable appends them and sorts once, at flush, on RocksDB's
+// thread (the writer's appends 2.4 -> 1.2 s, the process 13.5 -> 12.2 CPU-seconds). But every
+// read of its unflushed entries sorts a copy of all of them (an audit query reads ~175 entries:
+// 6 ms became 670 ms on bench_audit's live log), so only a writable open uses it: the readers
+// (`tenon audit`, `explain`, replay) open the log read-only, and a live log's write-ahead log
+// is then replayed into a skiplist.
+void AppendOnlyIndexMemtable(rocksdb::ColumnFamilyOptions& cf) {
   cf.memtable_factory.reset(new rocksdb::VectorRepFactory());
 }
 
 // The families to open: all of them, except that a read-only open of a log written before a
 // family existed (which RocksDB cannot create read-only) leaves that one out.
-std::vector<rocksdb::ColumnFamilyDescriptor> Families(const std::vector<std::string>& present) {
+std::vector<rocksdb::ColumnFamilyDescriptor> Families(const std::vector<std::string>& present,
+                                                      bool writable) {
   rocksdb::ColumnFamilyOptions cf;
   // The log is append-mostly and read back in order: small memtables (RocksDB's default is
   // 64 MB per family, five families) keep a long-running controller's memory bounded.
@@ -811,7 +818,10 @@ std::vector<rocksdb::ColumnFamilyDescriptor> Families(const std::vector<std::str
         present.empty() || std::find(present.begin(), present.end(), name) != present.end();
     if (!found) continue;
     families.emplace_back(name, cf);
-    if (f == kDecisionIndex) DeferIndexCompactions(families.back().options);
+    if (f == kDecisionIndex) {
+      DeferIndexCompactions(families.back().options);
+      if (writable) AppendOnlyIndexMemtable(families.back().options);
+    }
   }
   return families;
 }
@@ -867,17 +877,17 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
     std::vector<std::string> present;
     Check(rocksdb::DB::ListColumnFamilies(db_options, dir.string(), &present),
           "listing the families of " + dir.string());
-    auto families = Families(present);
+    auto families = Families(present, false);
     status = rocksdb::DB::OpenForReadOnly(db_options, dir.string(), families, &handles, &db);
     if (status.ok()) handles = InAllFamilies(families, std::move(handles));
   } else {
     // Strict first: any damage in the write-ahead log fails the open, so we can say so.
     db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
-    status = rocksdb::DB::Open(db_options, dir.string(), Families({}), &handles, &db);
+    status = rocksdb::DB::Open(db_options, dir.string(), Families({}, true), &handles, &db);
     if (status.IsCorruption()) {
       std::string why = status.ToString();
       db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
-      status = rocksdb::DB::Open(db_options, dir.string(), Families({}), &handles, &db);
+      status = rocksdb::DB::Open(db_options, dir.string(), Families({}, true), &handles, &db);
       out.torn_tail_truncated = status.ok();
       out.message = why;
     }
