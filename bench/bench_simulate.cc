@@ -138,6 +138,14 @@ struct CpuClock {
   }
 };
 
+// A log as `tenon replay` opens it: read-only, and only if it is there.
+std::unique_ptr<log::EventLog> OpenReadOnly(const std::filesystem::path& dir) {
+  log::OpenOptions open;
+  open.read_only = true;
+  open.create_if_missing = false;
+  return log::EventLog::Open(dir, open);
+}
+
 // replay::Verify's figures: the wall time with its events per second, then the CPU time of its
 // jobs (the stretches and the fold from the newest snapshot), whose longest is about what the
 // replay would take with a core for each.
@@ -329,10 +337,7 @@ int Run(const Args& args) {
   // simulate --log`): the run's log is closed (its memtables flushed) and opened again read-only,
   // so no flush or compaction of the run's shares the cores with the replay.
   log.reset();
-  log::OpenOptions read_only;
-  read_only.read_only = true;
-  read_only.create_if_missing = false;
-  log = log::EventLog::Open(dir, read_only);
+  log = OpenReadOnly(dir);
   const auto verify_start = Clock::now();
   replay::VerifyReport verify = replay::Verify(*log, {}, args.verify_threads);
   const double verify_seconds = Since(verify_start);
@@ -356,10 +361,7 @@ int Run(const Args& args) {
 
 // --verify: `tenon replay --verify`'s work on a kept log, `repeat` times.
 int VerifyOnly(const Args& args) {
-  log::OpenOptions open;
-  open.read_only = true;
-  open.create_if_missing = false;
-  auto log = log::EventLog::Open(args.verify, open);
+  auto log = OpenReadOnly(args.verify);
   bool identical = true;
   for (std::int64_t i = 0; i < args.repeat; ++i) {
     const auto start = Clock::now();
@@ -372,10 +374,7 @@ int VerifyOnly(const Args& args) {
 
 // --fold: the core alone on a kept log, `repeat` times.
 int Fold(const Args& args) {
-  log::OpenOptions open;
-  open.read_only = true;
-  open.create_if_missing = false;
-  auto log = log::EventLog::Open(args.fold, open);
+  auto log = OpenReadOnly(args.fold);
   double fastest = 0;
   for (std::int64_t i = 0; i < args.repeat; ++i) {
     std::uint64_t hash = 0;
