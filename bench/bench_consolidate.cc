@@ -1,4 +1,5 @@
-// Consolidation at scale (issue 5's targets), over the shared us-east-1 catalog:
+// Consolidation at scale against tenon's targets (printed at the end), over the us-east-1
+// catalog in data/catalog/:
 //
 //   single-node: a 1,000-node / 10,000-pod cluster (Karpenter's five-way constraint mix) after
 //     a scale-down; every candidate simulated on its own, once directly through Simulation and
@@ -155,7 +156,7 @@ bool MultiNode(const std::vector<InstanceType>& types, std::size_t pods) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string catalog = "../shared/data/ec2-us-east-1.json";
+  std::string catalog = "data/catalog/ec2-us-east-1.json";
   bool quick = false;
   std::size_t single_pods = 12000;  // About 1,000 nodes and 10,000 pods after the scale-down.
   std::size_t multi_pods = 60000;   // About 5,000 nodes and 50,000 pods.

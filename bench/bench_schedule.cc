@@ -154,7 +154,7 @@ void Print(const char* label, const Row& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string catalog = "../shared/data/ec2-us-east-1.json";
+  std::string catalog = "data/catalog/ec2-us-east-1.json";
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;

@@ -23,7 +23,7 @@ inline constexpr const char* kTypes[] = {"m5.2xlarge",  "m5a.2xlarge", "m6i.2xla
                                          "m6a.2xlarge", "m5.xlarge",   "m6i.xlarge"};
 
 struct ChurnArgs {
-  std::string catalog = "../shared/data/ec2-us-east-1.json";
+  std::string catalog = "data/catalog/ec2-us-east-1.json";
   std::int64_t deployments = 100;
   std::int64_t replicas = 500;
   std::int64_t build_seconds = 1200;  // Deployments appear over the first half of it.

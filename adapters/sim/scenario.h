@@ -170,7 +170,7 @@ Scenario LoadScenario(const std::filesystem::path& path);
 // `tenon simulate --compare` runs, so both configurations see the same workload.
 Scenario WithConfigurationOf(const Scenario& base, const Scenario& config);
 
-// Reads a catalog in the JSON shape of ../shared/data/ec2-us-east-1.json. Prices become integer
+// Reads a catalog in the JSON shape of data/catalog/ec2-us-east-1.json. Prices become integer
 // micro-dollars; spot prices, which the file does not carry, are modelled from the seed.
 std::vector<InstanceType> LoadCatalogJson(const std::filesystem::path& path, std::uint64_t seed);
 

@@ -128,8 +128,7 @@ TEST(Consolidation, SpotToSpotNeedsTheGateAndFifteenTypes) {
 // With the gate on and the full us-east-1 catalog, a spot node is replaced by a cheaper spot
 // node chosen from the 15 cheapest types that fit.
 TEST(Consolidation, SpotToSpotReplacesFromTheFifteenCheapest) {
-  const std::string catalog =
-      (std::filesystem::path(TENON_SHARED_DATA_DIR) / "ec2-us-east-1.json").string();
+  const std::string catalog = TENON_CATALOG;
   std::string yaml = PoolScenario(kOneSmallPod, "spot", "",
                                   "settings: {featureGates: SpotToSpotConsolidation=true}\n");
   yaml.replace(yaml.find(kCatalog), kCatalog.size(), catalog);

@@ -26,7 +26,7 @@ constexpr std::size_t kGoldenCasesMin = 60;
 
 const std::vector<InstanceType>& Catalog() {
   static const auto* types = new std::vector<InstanceType>(
-      sim::LoadCatalogJson(fs::path(TENON_SHARED_DATA_DIR) / "ec2-us-east-1.json", 42));
+      sim::LoadCatalogJson(fs::path(TENON_CATALOG), 42));
   return *types;
 }
 
