@@ -1,4 +1,4 @@
-// What `tenon run` costs (issue 8): resident memory and CPU of the controller on a simulated
+// What `tenon run` costs: resident memory and CPU of the controller on a simulated
 // ~5,000-node / ~50,000-pod cluster over one virtual hour of churn.
 //
 // The controller is the one `tenon run` runs: runtime::Runtime over a RocksDB event log in a

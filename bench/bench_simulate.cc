@@ -1,4 +1,4 @@
-// What `tenon simulate` costs at scale (issue 9): a 24-hour virtual run of a ~1,000-node cluster
+// What `tenon simulate` costs at scale: a 24-hour virtual run of a ~1,000-node cluster
 // with churn, and the replay of its log.
 //
 // The controller is `tenon simulate`'s: runtime::Runtime over a RocksDB event log in a temporary
@@ -112,7 +112,8 @@ struct Args {
 // CPU seconds of the calling thread, of the whole process (every thread: the runtime's, the log
 // writer, RocksDB's flushes and compactions), and the machine's steal time (what the hypervisor
 // gave other guests while this one had work: /proc/stat's steal column over all CPUs, 0 where
-// it cannot be read). On a shared VM the wall time moves with the neighbours; these move less.
+// it cannot be read). On a shared host the wall time moves with the other guests' load; the CPU
+// times move less, and the steal time shows how much of the wall time the host took away.
 struct CpuClock {
   double thread = 0, process = 0, steal = 0;
   static CpuClock Now() {

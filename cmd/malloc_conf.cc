@@ -1,6 +1,7 @@
 // The allocator of the programs that run the controller (tenon, bench_simulate, bench_run):
-// jemalloc, linked in place of glibc's malloc (see README, Libraries), and its settings, read by
-// jemalloc from this symbol when the program starts (MALLOC_CONF in the environment still wins).
+// jemalloc, linked in place of glibc's malloc because the core's passes allocate and free many
+// small objects, and its settings, read by jemalloc from this symbol when the program starts
+// (MALLOC_CONF in the environment still wins).
 //
 // narenas:2 — the controller allocates on two threads that matter (the runtime's and the log
 // writer's); jemalloc's default of four arenas per core keeps more partly used pages resident.

@@ -1,5 +1,6 @@
 // Allocatable capacity and well-known labels per instance type, computed once per catalog
-// refresh. The formulas follow Karpenter's AWS provider (see KARPENTER.md, Provisioning).
+// refresh. The formulas are those of Karpenter's AWS provider: maximum pods from the ENI limits,
+// allocatable as capacity less the VM memory overhead, kube-reserved and the eviction threshold.
 #include <algorithm>
 #include <array>
 #include <cassert>

@@ -20,7 +20,7 @@
 
 namespace tenon {
 
-// Limits, each a named constant (see STYLE.md: a limit on everything).
+// Limits, each a named constant: what one request, pass or rejected payload may hold.
 inline constexpr std::size_t kFleetOverridesMax = 60;          // CreateFleet overrides per request.
 inline constexpr std::size_t kPodsPerBatchMax = 100'000;       // Pending pods one pass considers.
 inline constexpr std::size_t kNodeClaimsPerBatchMax = 10'000;  // New NodeClaims one pass plans.
@@ -393,7 +393,8 @@ struct ScheduleResult {
   friend bool operator==(const ScheduleResult&, const ScheduleResult&) = default;
 };
 
-// Places every provisionable pod of `state` (see KARPENTER.md, Provisioning and Launch).
+// Places every provisionable pod of `state` on an existing node, an in-flight NodeClaim or a
+// new NodeClaim, as Karpenter's provisioner does.
 ScheduleResult Schedule(const State& state);
 // The same over an explicit pod list (the benchmark and tests call this directly).
 ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods);
@@ -404,10 +405,11 @@ ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods,
 
 struct SimulationImpl;
 
-// Consolidation's what-if (KARPENTER.md, Disruption): the scheduling pass over the whole
-// cluster, built once, then asked many times where the pods of some NodeClaims would go if
-// those claims (and their nodes) were gone. Each answer is undone before the next, so an
-// answer does not depend on what was asked before. `state` must outlive it, unchanged.
+// Consolidation's what-if, as Karpenter's disruption controller simulates it: the scheduling
+// pass over the whole cluster, built once, then asked many times where the pods of some
+// NodeClaims would go if those claims (and their nodes) were gone. Each answer is undone before
+// the next, so an answer does not depend on what was asked before. `state` must outlive it,
+// unchanged.
 class Simulation {
  public:
   explicit Simulation(const State& state);
@@ -443,13 +445,13 @@ inline constexpr const char* kAllocationOnDemand = "lowest-price";
 
 // How long a capacity error keeps an offering out of consideration.
 inline constexpr Nanos kUnavailableOfferingTtl{3 * kMinute.value};
-// NodeClaim lifecycle and termination (KARPENTER.md, NodeClaim lifecycle).
+// NodeClaim lifecycle and termination, with Karpenter's timeouts.
 inline constexpr Nanos kLaunchTimeout{5 * kMinute.value};        // Pending without a launch.
 inline constexpr Nanos kRegistrationTtl{15 * kMinute.value};     // Launched, no Node yet.
 inline constexpr Nanos kLeakedInstanceAge{30 * kSecond.value};   // Untracked instance age.
 inline constexpr Nanos kEvictionBackoffBase{100 * 1'000'000};    // First retry after a 429.
 inline constexpr Nanos kEvictionBackoffMax{10 * kSecond.value};  // Retries back off to this.
-// Disruption (KARPENTER.md, Disruption).
+// Disruption: Karpenter's pass interval and validation delay.
 inline constexpr Nanos kDisruptionPassInterval{10 * kSecond.value};
 // An unchanged cluster is consolidated again after this long anyway: what the core cannot see
 // change (offering availability, budget windows, do-not-disrupt durations) may allow it now.

@@ -1,5 +1,5 @@
-// Disruption (KARPENTER.md, Disruption and Interruption): expiration, interruption, and the
-// 10 s disruption pass with emptiness, budgets and the 15 s validation.
+// Disruption, as Karpenter's disruption and interruption controllers do it: expiration,
+// interruption, and the 10 s disruption pass with emptiness, budgets and the 15 s validation.
 //
 // Expiration and interruption are forceful: they start termination at once and are not
 // budgeted (the drain still honours PDBs until the terminationGracePeriod). Emptiness is

@@ -1,4 +1,5 @@
-// Private to reducers/: turning a planned claim into a launch (KARPENTER.md, Launch).
+// Private to reducers/: turning a planned claim into a launch: which offerings go to its
+// CreateFleet request, and in what order, as Karpenter's AWS provider chooses them.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The scheduler: one provisioning pass over the pending pods (KARPENTER.md, Provisioning).
+// The scheduler: one provisioning pass over the pending pods, as Karpenter's provisioner runs it.
 //
 // Pods are taken largest first. Each goes to an existing node or in-flight NodeClaim, else to
 // a NodeClaim planned in this pass (fewest pods first), else to a new NodeClaim from the

@@ -1,4 +1,5 @@
-// Termination, timeouts and garbage collection (KARPENTER.md, NodeClaim lifecycle).
+// Termination, timeouts and garbage collection of NodeClaims, as Karpenter's lifecycle and
+// termination controllers do them.
 //
 // A NodeClaim being deleted moves through: the karpenter.sh/disrupted:NoSchedule taint on its
 // Node; a drain through the Eviction API in four tiers (non-critical workload, non-critical

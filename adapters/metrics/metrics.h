@@ -1,6 +1,7 @@
-// Prometheus metrics for `tenon run` and `tenon simulate`, under Karpenter's names and label
-// names (KARPENTER.md, Observability) so existing dashboards keep working, plus tenon's own
-// tenon_* metrics about the log and the core.
+// Prometheus metrics for `tenon run` and `tenon simulate`, under the metric and label names
+// Karpenter exports (karpenter_nodeclaims_created_total, karpenter_nodepools_allowed_disruptions,
+// ...) so existing dashboards keep working, plus tenon's own tenon_* metrics about the log and
+// the core.
 //
 // Counters come from what the runtime folds and executes (the runtime::Observer callbacks);
 // gauges come from ObserveState, which the controller calls after each ingest round. Nothing is

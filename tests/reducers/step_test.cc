@@ -621,8 +621,9 @@ TEST(NodeLabels, ReadsAsALabelsMap) {
   EXPECT_FALSE(labels == NodeLabels(Labels{{"a", "one"}}));
 }
 
-// AWS allocatable for m5.large: 29 pods (3 ENIs x 9 + 2), 1930m CPU, memory after the VM
-// overhead (7.5%), kube-reserved (255 Mi + 11 Mi x 29) and the 100 Mi eviction threshold.
+// AWS allocatable for m5.large: 29 pods (3 ENIs x 9 + 2), 1930m CPU, memory after the
+// VM memory overhead (7.5%), kube-reserved (255 Mi + 11 Mi x 29) and the 100 Mi eviction
+// threshold.
 TEST(Catalog, AllocatableFollowsAwsFormulas) {
   InstanceType t = Type("m5.large", 2, 8, 96'000);
   t.max_enis = 3;

@@ -25,8 +25,8 @@ constexpr Nanos kT0{1'767'225'600'000'000'000};
 constexpr std::size_t kGoldenCasesMin = 60;
 
 const std::vector<InstanceType>& Catalog() {
-  static const auto* types = new std::vector<InstanceType>(
-      sim::LoadCatalogJson(fs::path(TENON_CATALOG), 42));
+  static const auto* types =
+      new std::vector<InstanceType>(sim::LoadCatalogJson(fs::path(TENON_CATALOG), 42));
   return *types;
 }
 
