@@ -241,12 +241,11 @@ Result<FleetResult> Ec2::CreateFleet(const FleetRequest& r) {
   return Result<FleetResult>::Ok(std::move(*parsed));
 }
 
-Result<std::vector<InstanceSummary>> Ec2::DescribeInstancesByTag(const std::string& key,
-                                                                 const std::string& value,
-                                                                 std::int32_t page_size) {
+Result<std::vector<InstanceSummary>> Ec2::DescribeInstancesByTags(const Labels& tags,
+                                                                  std::int32_t page_size) {
   Pairs params{{"MaxResults", std::to_string(std::clamp(page_size, 5, 1000))}};
   std::int32_t filter = 1;
-  AddTagFilters(Labels{{key, value}}, params, filter);
+  AddTagFilters(tags, params, filter);
   const std::string prefix = "Filter." + std::to_string(filter);
   params.emplace_back(prefix + ".Name", "instance-state-name");
   std::int32_t n = 1;
@@ -394,6 +393,10 @@ std::vector<Image> NewestPerArch(std::vector<Image> images) {
   std::vector<Image> out;
   for (auto& [arch, image] : newest) out.push_back(std::move(image));
   return out;
+}
+
+Labels LaunchedByNodePoolTags(const std::string& cluster_name) {
+  return {{"kubernetes.io/cluster/" + cluster_name, "owned"}, {label::kNodePool, "*"}};
 }
 
 }  // namespace tenon::aws

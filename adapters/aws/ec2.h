@@ -81,10 +81,10 @@ class Ec2 {
       const std::vector<std::string>& names);
   Result<Unit> DeleteLaunchTemplate(const std::string& name);
   Result<FleetResult> CreateFleet(const FleetRequest& request);
-  // Live instances (not terminated) carrying the tag; `page_size` bounds each answer.
-  Result<std::vector<InstanceSummary>> DescribeInstancesByTag(const std::string& key,
-                                                              const std::string& value,
-                                                              std::int32_t page_size = 500);
+  // Live instances (not terminated) carrying every tag in `tags` (a value of "*": the key with
+  // any value); `page_size` bounds each answer.
+  Result<std::vector<InstanceSummary>> DescribeInstancesByTags(const Labels& tags,
+                                                               std::int32_t page_size = 500);
   Result<TerminateResult> TerminateInstances(std::vector<std::string> ids);
   Result<Unit> CreateTags(const std::vector<std::string>& ids, const Labels& tags);
 
@@ -124,5 +124,11 @@ std::vector<Image> NewestPerArch(std::vector<Image> images);
 // The ids an InvalidInstanceID.NotFound message names.
 std::vector<std::string> IdsInNotFoundMessage(const std::string& message);
 std::string Base64(std::string_view data);
+
+// The tags that select the instances NodePools launched in a cluster, for garbage collection:
+// the cluster's, and the NodePool tag that only instances tenon or Karpenter launched carry. The
+// cluster's tag alone also selects the instances of EKS managed node groups, which no NodeClaim
+// tracks and which must never be collected.
+Labels LaunchedByNodePoolTags(const std::string& cluster_name);
 
 }  // namespace tenon::aws

@@ -261,8 +261,7 @@ void CloudSource::GarbageLoop() {
   aws::AwsConnection connection(options_.aws, aws::ProcessEnv());
   aws::Ec2 ec2(connection.client());
   while (Sleep(options_.gc_every)) {
-    auto listed =
-        ec2.DescribeInstancesByTag("kubernetes.io/cluster/" + options_.cluster_name, "owned");
+    auto listed = ec2.DescribeInstancesByTags(aws::LaunchedByNodePoolTags(options_.cluster_name));
     if (!listed.ok()) {
       spdlog::warn("gc: DescribeInstances: {}: {}", listed.error.aws_code, listed.error.message);
       continue;

@@ -5,7 +5,8 @@
 //                every 12 h (Pricing API, else the operator's price file) -> CatalogRefreshed
 //                when anything changed
 //   interruption long polls of the SQS queue -> InterruptionReceived (or InputRejected)
-//   gc           DescribeInstances by the cluster's tag every 2 min -> InstancesListed
+//   gc           DescribeInstances by the cluster's and the NodePool tag every 2 min ->
+//                InstancesListed
 //   nodeclass    every EC2NodeClass's selector terms resolved every minute (and when one
 //                changes): AMIs, subnets, security groups, the instance profile; written to its
 //                status with the Ready condition, which the informer brings back into the log

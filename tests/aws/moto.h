@@ -1,5 +1,6 @@
-// Test servers on loopback: moto_server on a free port and the fault-injecting proxy in front of
-// it. Each is started as its own process group and killed (SIGTERM, then SIGKILL) at teardown.
+// Test servers on loopback: moto_server on a free port, the fault-injecting proxy in front of it
+// and the recording proxy. Each is started as its own process group and killed (SIGTERM, then
+// SIGKILL) at teardown.
 #pragma once
 
 #include <arpa/inet.h>
@@ -16,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "adapters/aws/credentials.h"
 #include "adapters/aws/http.h"
@@ -73,6 +76,33 @@ class FaultProxy {
   Child child_;
 };
 
+#ifdef TENON_RECORDING_PROXY
+// tests/aws/recording_proxy.py in front of the server on `upstream_port`: it keeps every
+// request it forwards, in the format of moto's recorder, for tests/deploy/iam_check.py.
+class RecordingProxy {
+ public:
+  explicit RecordingProxy(int upstream_port)
+      : child_({"/usr/bin/env", "python3", TENON_RECORDING_PROXY, std::to_string(upstream_port)},
+               {}, true) {
+    WaitUntilAnswering(child_.port(), "/__ping");
+  }
+  int port() const { return child_.port(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+  // Every request so far, one JSON object per line.
+  std::string Recording() const {
+    CurlTransport transport;
+    HttpRequest r;
+    r.scheme = "http";
+    r.host = "127.0.0.1:" + std::to_string(port());
+    r.path = "/__recording";
+    return transport.Send(r).body;
+  }
+
+ private:
+  Child child_;
+};
+#endif  // TENON_RECORDING_PROXY
+
 // Hooks that never sleep, with fixed jitter, and the real clock (moto checks nothing of it).
 inline ClientHooks FastHooks(std::vector<Nanos>* sleeps = nullptr) {
   ClientHooks hooks = RealHooks();
@@ -86,6 +116,21 @@ inline ClientHooks FastHooks(std::vector<Nanos>* sleeps = nullptr) {
 inline Credentials DummyCredentials() {
   return Credentials{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "",
                      Nanos{0}, "test"};
+}
+
+// The body of a call that must succeed; a failure fails the test and gives "".
+inline std::string Must(Result<std::string> r) {
+  EXPECT_TRUE(r.ok()) << r.error.aws_code << ": " << r.error.message;
+  return r.ok() ? *r.value : "";
+}
+
+// The text between the first `open` and the `close` after it ("" without `open`).
+inline std::string Between(const std::string& text, const std::string& open,
+                           const std::string& close) {
+  const auto a = text.find(open);
+  if (a == std::string::npos) return "";
+  const auto b = text.find(close, a + open.size());
+  return text.substr(a + open.size(), b - a - open.size());
 }
 
 }  // namespace tenon::aws::testing

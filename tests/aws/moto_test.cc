@@ -27,8 +27,10 @@
 namespace tenon::aws {
 namespace {
 
+using testing::Between;
 using testing::DummyCredentials;
 using testing::FastHooks;
+using testing::Must;
 
 struct Servers {
   testing::Moto moto;
@@ -85,18 +87,6 @@ std::string LastBody(const std::string& action) {
   r.path = "/__last";
   r.query = {{"action", action}};
   return transport.Send(r).body;
-}
-
-std::string Must(Result<std::string> r) {
-  EXPECT_TRUE(r.ok()) << r.error.aws_code << ": " << r.error.message;
-  return r.ok() ? *r.value : "";
-}
-
-std::string Between(const std::string& text, const std::string& open, const std::string& close) {
-  const auto a = text.find(open);
-  if (a == std::string::npos) return "";
-  const auto b = text.find(close, a + open.size());
-  return text.substr(a + open.size(), b - a - open.size());
 }
 
 // A VPC with one tagged subnet per zone and a tagged security group; returns zone -> subnet.
@@ -250,16 +240,17 @@ struct Fleet {
 };
 
 LaunchInstances Launch(const std::string& claim, const std::string& cluster) {
-  return LaunchInstances{
-      claim,
-      "default",
-      "default",
-      claim,
-      "on-demand",
-      {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000}},
-       {"c5.large", "us-east-1b", "on-demand", MicroUsdPerHour{85000}}},
-      {{"karpenter.sh/nodeclaim", claim}, {"kubernetes.io/cluster/" + cluster, "owned"}},
-      "lowest-price"};
+  return LaunchInstances{claim,
+                         "default",
+                         "default",
+                         claim,
+                         "on-demand",
+                         {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000}},
+                          {"c5.large", "us-east-1b", "on-demand", MicroUsdPerHour{85000}}},
+                         {{"karpenter.sh/nodeclaim", claim},
+                          {"karpenter.sh/nodepool", "default"},
+                          {"kubernetes.io/cluster/" + cluster, "owned"}},
+                         "lowest-price"};
 }
 
 TEST(AwsMoto, CreateFleetLaunchesListsTagsAndTerminates) {
@@ -281,13 +272,33 @@ TEST(AwsMoto, CreateFleetLaunchesListsTagsAndTerminates) {
   EXPECT_EQ(wire.find("TagSpecifications."), std::string::npos);
   EXPECT_NE(wire.find("ClientToken=claim-a"), std::string::npos);
   EXPECT_NE(wire.find("Type=instant"), std::string::npos);
-  const auto listed = f.client.ec2.DescribeInstancesByTag("kubernetes.io/cluster/fleet", "owned");
+  const auto listed =
+      f.client.ec2.DescribeInstancesByTags({{"kubernetes.io/cluster/fleet", "owned"}});
   ASSERT_TRUE(listed.ok()) << listed.error.message;
   ASSERT_EQ(listed.value->size(), 1u);
   EXPECT_EQ(listed.value->at(0).id, launched->instance_id);
   EXPECT_EQ(listed.value->at(0).tags.at("karpenter.sh/nodeclaim"), "claim-a");
+  // An instance of an EKS managed node group carries the cluster's tag too, but no NodePool's:
+  // garbage collection never lists it.
+  Must(f.client.client.Query("ec2", "RunInstances", kEc2Version,
+                             {{"ImageId", "ami-12c6146b"},
+                              {"InstanceType", "m5.large"},
+                              {"MinCount", "1"},
+                              {"MaxCount", "1"},
+                              {"TagSpecification.1.ResourceType", "instance"},
+                              {"TagSpecification.1.Tag.1.Key", "kubernetes.io/cluster/fleet"},
+                              {"TagSpecification.1.Tag.1.Value", "owned"},
+                              {"TagSpecification.1.Tag.2.Key", "eks:nodegroup-name"},
+                              {"TagSpecification.1.Tag.2.Value", "system"}}));
+  const auto collected = f.client.ec2.DescribeInstancesByTags(LaunchedByNodePoolTags("fleet"));
+  ASSERT_TRUE(collected.ok()) << collected.error.message;
+  ASSERT_EQ(collected.value->size(), 1u);
+  EXPECT_EQ(collected.value->at(0).id, launched->instance_id);
+  EXPECT_EQ(f.client.ec2.DescribeInstancesByTags({{"kubernetes.io/cluster/fleet", "owned"}})
+                .value->size(),
+            2u);
   ASSERT_TRUE(f.client.ec2.CreateTags({launched->instance_id}, {{"Name", "claim-a"}}).ok());
-  EXPECT_EQ(f.client.ec2.DescribeInstancesByTag("Name", "claim-a").value->size(), 1u);
+  EXPECT_EQ(f.client.ec2.DescribeInstancesByTags({{"Name", "claim-a"}}).value->size(), 1u);
   // An unknown id fails the whole call; the adapter drops it and terminates the rest.
   const auto terminated =
       f.client.ec2.TerminateInstances({launched->instance_id, "i-0123456789abcdef0"});
@@ -504,7 +515,8 @@ TEST(AwsMoto, InstancesListedFollowsDescribeInstancesPages) {
                          {"TagSpecification.1.Tag.2.Value", "claim-paged"}}));
   }
   const std::int64_t before = c.client.attempts_made();
-  const auto instances = c.ec2.DescribeInstancesByTag("kubernetes.io/cluster/paged", "owned", 5);
+  const auto instances =
+      c.ec2.DescribeInstancesByTags({{"kubernetes.io/cluster/paged", "owned"}}, 5);
   ASSERT_TRUE(instances.ok()) << instances.error.message;
   EXPECT_EQ(c.client.attempts_made() - before, 2);  // 5 + 2, following NextToken.
   const InstancesListed listed = ToInstancesListed(*instances.value);
@@ -551,8 +563,25 @@ TEST(AwsMoto, SsmParametersUnderAConfigurablePrefix) {
   const Result<std::string> value = ssm.GetParameter(path);
   ASSERT_TRUE(value.ok()) << value.error.message;
   EXPECT_EQ(*value.value, "ami-0123456789abcdef0");
-  EXPECT_EQ(ssm.AliasPath("bottlerocket@v1.20.0", "arm64", "1.31"),
-            "/tenon-test/bottlerocket/aws-k8s-1.31/arm64/v1.20.0/image_id");
+  // Pinned releases name their own parameters, as Karpenter's AWS provider reads them.
+  EXPECT_EQ(ssm.AliasPath("al2023@v20240807", "amd64", "1.31"),
+            "/tenon-test/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/"
+            "amazon-eks-node-al2023-x86_64-standard-1.31-v20240807/image_id");
+  EXPECT_EQ(ssm.AliasPath("al2023@v20240807", "arm64", "1.31"),
+            "/tenon-test/eks/optimized-ami/1.31/amazon-linux-2023/arm64/standard/"
+            "amazon-eks-node-al2023-arm64-standard-1.31-v20240807/image_id");
+  EXPECT_EQ(ssm.AliasPath("al2@v20240807", "amd64", "1.31"),
+            "/tenon-test/eks/optimized-ami/1.31/amazon-linux-2/amazon-eks-node-1.31-v20240807/"
+            "image_id");
+  EXPECT_EQ(ssm.AliasPath("al2@v20240807", "arm64", "1.31"),
+            "/tenon-test/eks/optimized-ami/1.31/amazon-linux-2-arm64/"
+            "amazon-eks-arm64-node-1.31-v20240807/image_id");
+  EXPECT_EQ(ssm.AliasPath("al2@latest", "amd64", "1.31"),
+            "/tenon-test/eks/optimized-ami/1.31/amazon-linux-2/recommended/image_id");
+  EXPECT_EQ(ssm.AliasPath("bottlerocket@v1.20.1", "arm64", "1.31"),
+            "/tenon-test/bottlerocket/aws-k8s-1.31/arm64/1.20.1/image_id");
+  EXPECT_EQ(ssm.AliasPath("bottlerocket@latest", "amd64", "1.31"),
+            "/tenon-test/bottlerocket/aws-k8s-1.31/x86_64/latest/image_id");
   const Result<std::string> missing = ssm.GetParameter("eks/none");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error.code, ErrorCode::kNotFound);
