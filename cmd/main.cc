@@ -257,6 +257,8 @@ int main(int argc, char** argv) {
   // Everything tenon writes (the log above all) is for its owner only.
   ::umask(077);
   CLI::App app{"tenon: a Karpenter-compatible node autoscaler built on a replayable log"};
+  // Every option's default shows in --help, and so in docs/reference (scripts/gen-reference).
+  app.option_defaults()->always_capture_default();
   app.require_subcommand(1);
   app.set_version_flag("--version", kVersion);
 
