@@ -349,7 +349,6 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
       } else {
         entry.resolution = std::move(*resolution.value);
         resolved[name] = std::move(entry);
-        ++nodeclasses_resolved_;
       }
       if (options_.read_only) continue;
       if (!writer.PatchNodeClassStatus(name, status)) {
@@ -367,8 +366,13 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
       if (!options_.read_only) writer.PatchNodeClassStatus(name, status);
     }
   }
-  std::lock_guard lock(mu_);
-  resolved_ = std::move(resolved);
+  const auto published = static_cast<std::int64_t>(resolved.size());
+  {
+    std::lock_guard lock(mu_);
+    resolved_ = std::move(resolved);
+  }
+  // Counted once launches can use them.
+  nodeclasses_resolved_ += published;
 }
 
 aws::Result<aws::LaunchContext> CloudSource::ResolveLaunch(const LaunchInstances& launch) {

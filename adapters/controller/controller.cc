@@ -252,7 +252,9 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     }
   }
   if (report.torn_tail_truncated) spdlog::warn("log: {}", report.message);
-  kube::KubeExecutor kube_executor(client, {}, may_act);
+  kube::ExecutorOptions executor_options;
+  executor_options.on_write_failed = [&metrics] { metrics.KubeWriteFailed(); };
+  kube::KubeExecutor kube_executor(client, executor_options, may_act);
   CloudOptions cloud_options = options.cloud;
   cloud_options.cluster_name = options.settings.cluster_name;
   cloud_options.refresh_catalog = options.catalog_file.empty();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <regex>
 
 #include "adapters/kube/informer.h"
 #include "adapters/kube/objects.h"
@@ -17,6 +18,9 @@ using nlohmann::json;
 constexpr long kConflict = 409;
 constexpr long kNotFound = 404;
 constexpr char kMergePatch[] = "application/merge-patch+json";
+// The CRDs' bounds on a condition's reason and message (Kubernetes' metav1.Condition).
+constexpr std::size_t kConditionReasonMax = 1024;
+constexpr std::size_t kConditionMessageMax = 32768;
 
 json ResourceList(const Resources& r) {
   json out = json::object();
@@ -58,8 +62,9 @@ json MergeCondition(json conditions, const std::string& type, bool status,
   return conditions;
 }
 
-std::string Reason(const std::string& reason, const std::string& fallback) {
-  return reason.empty() ? fallback : reason;
+bool IsConditionReason(const std::string& text) {
+  static const std::regex kReason("[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?");
+  return !text.empty() && text.size() <= kConditionReasonMax && std::regex_match(text, kReason);
 }
 
 json WithoutFinalizer(const json& object, const std::string& finalizer) {
@@ -84,6 +89,21 @@ bool HasFinalizer(const json& object, const std::string& finalizer) {
 }
 
 }  // namespace
+
+ConditionText ConditionReason(const std::string& text, const std::string& fallback) {
+  if (IsConditionReason(text)) return {text, ""};
+  return {fallback, text.substr(0, kConditionMessageMax)};
+}
+
+bool IsRefusedWrite(const std::string& method, const std::string& path, int status) {
+  if (status < 400 || method == "GET") return false;
+  if (status == kNotFound && method == "DELETE") return false;
+  if (status == kConflict) return false;
+  const std::string eviction = "/eviction";
+  const bool evicting = path.size() >= eviction.size() &&
+                        path.compare(path.size() - eviction.size(), eviction.size(), eviction) == 0;
+  return !(evicting && status == 429);
+}
 
 std::string CpuQuantity(Millicores cpu) {
   if (cpu.value % 1000 == 0) return std::to_string(cpu.value / 1000);
@@ -172,7 +192,13 @@ void KubeExecutor::CheckLeader(const Command* command) const {
 Response KubeExecutor::Send(const std::string& method, const std::string& path, const json& body,
                             const std::string& content_type) {
   CheckLeader(nullptr);
-  return client_.Request(method, path, body.is_null() ? "" : body.dump(), content_type);
+  Response response =
+      client_.Request(method, path, body.is_null() ? "" : body.dump(), content_type);
+  if (IsRefusedWrite(method, path, response.status)) {
+    spdlog::warn("kube write refused: {} {}: {}", method, path, Describe(response));
+    if (options_.on_write_failed) options_.on_write_failed();
+  }
+  return response;
 }
 
 std::vector<Event> KubeExecutor::Result(const Command& command, const Response& response,
@@ -333,8 +359,9 @@ std::vector<Event> KubeExecutor::ClaimStatus(const Command& command,
   const auto response = Update(path, "status", [&](const json& claim) -> std::optional<json> {
     const json status = claim.value("status", json::object());
     json out = json::object();
+    const ConditionText text = ConditionReason(patch.reason, patch.condition);
     out["conditions"] = MergeCondition(status.value("conditions", json::array()), patch.condition,
-                                       patch.status, Reason(patch.reason, patch.condition), "");
+                                       patch.status, text.reason, text.message);
     if (!patch.provider_id.empty()) out["providerID"] = patch.provider_id;
     if (!patch.node_name.empty()) out["nodeName"] = patch.node_name;
     return StatusPatch(status, out);
@@ -391,9 +418,14 @@ bool KubeExecutor::PatchNodeClassStatus(const std::string& name, const NodeClass
     out["subnets"] = subnets;
     out["securityGroups"] = groups;
     if (!status.instance_profile.empty()) out["instanceProfile"] = status.instance_profile;
-    out["conditions"] =
-        MergeCondition(current.value("conditions", json::array()), "Ready", status.ready,
-                       status.ready ? "Ready" : Reason(status.reason, "NotReady"), status.message);
+    ConditionText text{"Ready", status.message};
+    if (!status.ready) {
+      text = ConditionReason(status.reason.empty() ? "NotReady" : status.reason, "NotReady");
+      const std::string separator = text.message.empty() || status.message.empty() ? "" : ": ";
+      text.message += separator + status.message;
+    }
+    out["conditions"] = MergeCondition(current.value("conditions", json::array()), "Ready",
+                                       status.ready, text.reason, text.message);
     return StatusPatch(current, out);
   });
   if (!response.ok()) spdlog::warn("EC2NodeClass {} status: {}", name, Describe(response));

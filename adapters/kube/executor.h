@@ -31,7 +31,24 @@ struct ExecutorOptions {
   int conflict_attempts_max = 5;
   std::string events_namespace = "default";  // Events about cluster-scoped objects go here.
   std::string component = "karpenter";       // Event source: dashboards filter on it.
+  // Called for every write the API server refused (after the warning is logged): the
+  // controller counts them in tenon_kube_write_failures_total.
+  std::function<void()> on_write_failed;
 };
+
+// A status condition as the CRDs accept it: `reason` must be a CamelCase code (the pattern
+// ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, at most 1,024 characters). A text that is one stays
+// the reason; any other text becomes the message, under `fallback` (the condition's type).
+struct ConditionText {
+  std::string reason;
+  std::string message;
+};
+ConditionText ConditionReason(const std::string& text, const std::string& fallback);
+
+// Whether the API server refused a write in a way someone should hear of: not a deletion of
+// what is already gone, not a conflict (retried), not an eviction a PDB refused (429, an
+// EvictionRefused for the core).
+bool IsRefusedWrite(const std::string& method, const std::string& path, int status);
 
 // The closed error set from an API answer.
 ErrorCode MapStatus(const Response& response);

@@ -407,6 +407,11 @@ struct Metrics::Families {
                       .Name("tenon_decisions_total")
                       .Help("Decisions recorded, by kind (provisioning, lifecycle, disruption).")
                       .Register(r)),
+        kube_write_failures(prometheus::BuildCounter()
+                                .Name("tenon_kube_write_failures_total")
+                                .Help("Writes the Kubernetes API server refused (each also logged "
+                                      "as a warning with its HTTP status and message).")
+                                .Register(r)),
         node_gauges({&nodes_allocatable, &nodes_pod_requests, &nodes_daemon_requests}),
         pool_gauges{GaugeSet(nodepools_usage), GaugeSet(nodepools_limit)} {}
 
@@ -442,6 +447,7 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>& events;
   prometheus::Family<prometheus::Counter>& commands;
   prometheus::Family<prometheus::Counter>& decisions;
+  prometheus::Family<prometheus::Counter>& kube_write_failures;
   // allocatable, pod requests, daemon requests; usage, limit.
   NodeGauges node_gauges;
   GaugeSet pool_gauges[2];
@@ -455,6 +461,11 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
   f_->snapshot_age.Add({}).Set(-1);
   f_->interruption_deleted.Add({});
   f_->cluster_synced.Add({}).Set(0);
+  f_->kube_write_failures.Add({});
+}
+
+void Metrics::KubeWriteFailed() {
+  f_->kube_write_failures.Add({}).Increment();
 }
 
 Metrics::~Metrics() = default;

@@ -49,6 +49,8 @@ class Metrics : public runtime::Observer {
   // no per-node index in State). Label sets that no longer exist (a node gone) are removed.
   // Call after each ingest round, at most about once a second on a large cluster.
   void ObserveState(const State& state);
+  // A write the Kubernetes API server refused (thread-safe).
+  void KubeWriteFailed();
 
   // The registry in the Prometheus text format (what /metrics serves).
   std::string Serialize() const;

@@ -794,9 +794,24 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
   claim.requests.memory = Bytes{6LL << 30};
   claim.requests.pods = 4;
   Commands run(executor);
+  json objects_not_ready;
   run(CreateNodeClaim{claim});
-  run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///us-east-1a/i-0abc", ""});
+  // The core explains a launch in prose; the CRD takes only a CamelCase reason, so the prose
+  // goes to the condition's message.
+  const std::string launched = "m5.2xlarge in us-east-1a (on-demand, 384000 micro-USD/h)";
+  run(PatchNodeClaimStatus{claim.name, "Launched", true, launched, "aws:///us-east-1a/i-0abc", ""});
   run(PatchNodeClaimStatus{claim.name, "Registered", false, "NodeNotFound", "", ""});
+  const json written = admin.Get("/apis/karpenter.sh/v1/nodeclaims/default-x7k2p").Json();
+  for (const json& c : written["status"]["conditions"]) {
+    if (c["type"] == "Launched") {
+      EXPECT_EQ(c["reason"], "Launched");
+      EXPECT_EQ(c["message"], launched);
+    }
+    if (c["type"] == "Registered") {
+      EXPECT_EQ(c["reason"], "NodeNotFound");
+      EXPECT_EQ(c["message"], "");
+    }
+  }
   NodePoolStatus pool_status;
   pool_status.registration_healthy = true;
   pool_status.nodes = 1;
@@ -808,10 +823,15 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
   nodeclass_status.subnets = {{"subnet-1", "us-east-1a", "use1-az1"}};
   nodeclass_status.security_groups = {"sg-1"};
   nodeclass_status.instance_profile = "tenon_profile";
+  nodeclass_status.ready = false;
+  nodeclass_status.reason = "no AMI matched: al2023@v20240807";
+  ASSERT_TRUE(executor.PatchNodeClassStatus("d", nodeclass_status));
+  objects_not_ready = admin.Get("/apis/karpenter.k8s.aws/v1/ec2nodeclasses/d").Json();
   nodeclass_status.ready = true;
+  nodeclass_status.reason.clear();
   ASSERT_TRUE(executor.PatchNodeClassStatus("d", nodeclass_status));
 
-  json objects = json::array({NodeClaimObject(claim)});
+  json objects = json::array({NodeClaimObject(claim), objects_not_ready});
   for (const char* path :
        {"/apis/karpenter.sh/v1/nodeclaims/default-x7k2p", "/apis/karpenter.sh/v1/nodepools/default",
         "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/d"}) {
@@ -820,6 +840,45 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
     objects.push_back(object);
   }
   ExpectCheckPasses(TENON_VALIDATE_OBJECTS, objects);
+}
+
+// A condition's reason is a CamelCase code as the CRDs' pattern has it; anything else is kept
+// as the message under the condition's type.
+TEST(KubeWriterSchemas, ConditionReasonsAreCodesAndProseIsTheMessage) {
+  EXPECT_EQ(ConditionReason("NodeNotFound", "Registered").reason, "NodeNotFound");
+  EXPECT_EQ(ConditionReason("NodeNotFound", "Registered").message, "");
+  EXPECT_EQ(ConditionReason("Drifted:NodePool", "Drifted").reason, "Drifted:NodePool");
+  for (const std::string& text :
+       std::vector<std::string>{"", "Launch Failed", "m5.large in us-east-1a (spot)", "_x",
+                                "Trailing:", std::string(1025, 'A')}) {
+    const ConditionText c = ConditionReason(text, "Launched");
+    EXPECT_EQ(c.reason, "Launched") << text;
+    EXPECT_EQ(c.message, text) << text;
+  }
+}
+
+// Refused writes are the ones someone must hear of: not a deletion of what is gone, a conflict
+// (retried) or an eviction a PDB refused.
+TEST(KubeWriteFailures, RefusedWritesAreWarnedAndCounted) {
+  EXPECT_TRUE(IsRefusedWrite("PATCH", "/apis/karpenter.sh/v1/nodeclaims/a/status", 422));
+  EXPECT_TRUE(IsRefusedWrite("POST", "/api/v1/namespaces/default/events", 403));
+  EXPECT_TRUE(IsRefusedWrite("POST", "/api/v1/namespaces/d/pods/p/eviction", 500));
+  EXPECT_FALSE(IsRefusedWrite("POST", "/api/v1/namespaces/d/pods/p/eviction", 429));
+  EXPECT_FALSE(IsRefusedWrite("DELETE", "/api/v1/nodes/n", 404));
+  EXPECT_FALSE(IsRefusedWrite("PATCH", "/api/v1/nodes/n", 409));
+  EXPECT_FALSE(IsRefusedWrite("GET", "/api/v1/nodes/n", 403));
+  EXPECT_FALSE(IsRefusedWrite("PATCH", "/api/v1/nodes/n", 200));
+
+  ApiServer server;
+  ClusterConfig config = Loopback(server.port());
+  config.token = "not-the-token";  // Every request is refused with 401.
+  Client client(config);
+  int refused = 0;
+  ExecutorOptions options;
+  options.on_write_failed = [&refused] { ++refused; };
+  KubeExecutor executor(client, options, [] { return true; });
+  EXPECT_FALSE(executor.RecordEvent({"v1", "Node", "", "n"}, "Normal", "Reason", "text"));
+  EXPECT_EQ(refused, 1);
 }
 
 }  // namespace
