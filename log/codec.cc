@@ -1055,6 +1055,10 @@ void Put(s::Command::Builder b, const Command& c) {
                    g.setReason(T(x.reason));
                    g.setProviderId(T(x.provider_id));
                    g.setNodeName(T(x.node_name));
+                   Put(g.initLabels(x.labels.size()), x.labels);
+                   g.setImageId(T(x.image_id));
+                   Put(g.initCapacity(), x.capacity);
+                   Put(g.initAllocatable(), x.allocatable);
                  },
              },
              c.body);
@@ -1113,8 +1117,14 @@ Command Get(s::Command::Reader r) {
       return c;
     case s::Command::PATCH_NODE_CLAIM_STATUS: {
       auto g = r.getPatchNodeClaimStatus();
-      c.body = PatchNodeClaimStatus{S(g.getNodeClaim()), S(g.getCondition()),  g.getStatus(),
-                                    S(g.getReason()),    S(g.getProviderId()), S(g.getNodeName())};
+      PatchNodeClaimStatus patch =
+          ClaimCondition(S(g.getNodeClaim()), S(g.getCondition()), g.getStatus(), S(g.getReason()),
+                         S(g.getProviderId()), S(g.getNodeName()));
+      patch.labels = GetLabels(g.getLabels());
+      patch.image_id = S(g.getImageId());
+      patch.capacity = Get(g.getCapacity());
+      patch.allocatable = Get(g.getAllocatable());
+      c.body = std::move(patch);
       return c;
     }
   }

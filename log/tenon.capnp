@@ -456,6 +456,10 @@ struct Command {
       reason @31 :Text;
       providerId @32 :Text;
       nodeName @33 :Text;
+      labels @35 :List(KeyValue);  # Set on Launched, with the three fields below.
+      imageId @36 :Text;
+      capacity @37 :Resources;
+      allocatable @38 :Resources;
     }
     acknowledgeMessage @34 :Text;
   }

@@ -1028,8 +1028,8 @@ void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out)
                                 ? (value ? drift : "NotDrifted")
                                 : (value ? "Consolidatable" : ConsolidatableBlocker(state, c));
       Issue(state, seq,
-            PatchNodeClaimStatus{claim.name, type, value, std::move(message), claim.provider_id,
-                                 claim.node_name},
+            ClaimCondition(claim.name, type, value, std::move(message), claim.provider_id,
+                           claim.node_name),
             out);
     }
   }

@@ -275,7 +275,8 @@ void H(Hasher& h, const AcknowledgeMessage& c) {
   H(h, c.message_id);
 }
 void H(Hasher& h, const PatchNodeClaimStatus& c) {
-  All(h, c.nodeclaim, c.condition, c.status, c.reason, c.provider_id, c.node_name);
+  All(h, c.nodeclaim, c.condition, c.status, c.reason, c.provider_id, c.node_name, c.labels,
+      c.image_id, c.capacity, c.allocatable);
 }
 void H(Hasher& h, const PatchNodePoolStatus& c) {
   All(h, c.nodepool, c.status);

@@ -867,8 +867,28 @@ struct PatchNodeClaimStatus {
   std::string reason;
   std::string provider_id;
   std::string node_name;
+  // Set when the instance is launched, as Karpenter fills a NodeClaim in: the instance type's
+  // well-known labels with its zone and capacity type, and the status's imageID, capacity and
+  // allocatable. Empty on every other condition.
+  Labels labels;
+  std::string image_id;
+  Resources capacity;
+  Resources allocatable;
   friend bool operator==(const PatchNodeClaimStatus&, const PatchNodeClaimStatus&) = default;
 };
+// A condition with the claim's providerID and node name, no launch details.
+inline PatchNodeClaimStatus ClaimCondition(std::string nodeclaim, std::string condition,
+                                           bool status, std::string reason, std::string provider_id,
+                                           std::string node_name) {
+  PatchNodeClaimStatus patch;
+  patch.nodeclaim = std::move(nodeclaim);
+  patch.condition = std::move(condition);
+  patch.status = status;
+  patch.reason = std::move(reason);
+  patch.provider_id = std::move(provider_id);
+  patch.node_name = std::move(node_name);
+  return patch;
+}
 
 // Deletes a handled message from the interruption queue.
 struct AcknowledgeMessage {

@@ -123,13 +123,30 @@ std::optional<std::pair<const char*, bool>> ConditionOf(const std::string& trans
   return std::nullopt;
 }
 
+// What a launched instance tells of its NodeClaim, as Karpenter writes it: the instance type's
+// well-known labels with zone and capacity type, and the status's image, capacity, allocatable.
+void AddLaunchDetails(const State& state, const NodeClaim& claim, PatchNodeClaimStatus& patch) {
+  patch.image_id = claim.image_id;
+  patch.allocatable = claim.allocatable;
+  const auto entry = state.catalog->find(claim.instance_type);
+  if (entry != state.catalog->end()) {
+    patch.labels = entry->second.labels;
+    patch.capacity = entry->second.allocatable;
+    patch.capacity.cpu = entry->second.type.cpu;
+    patch.capacity.memory = entry->second.type.memory;
+  }
+  patch.labels[label::kInstanceType] = claim.instance_type;
+  patch.labels[label::kZone] = claim.zone;
+  patch.labels[label::kCapacityType] = claim.capacity_type;
+}
+
 void Record(State& state, Seq seq, const NodeClaim& claim, std::string transition,
             std::string reason, Output& out) {
   if (auto condition = ConditionOf(transition)) {
-    Issue(state, seq,
-          PatchNodeClaimStatus{claim.name, condition->first, condition->second, reason,
-                               claim.provider_id, claim.node_name},
-          out);
+    PatchNodeClaimStatus patch = ClaimCondition(claim.name, condition->first, condition->second,
+                                                reason, claim.provider_id, claim.node_name);
+    if (transition == "Launched") AddLaunchDetails(state, claim, patch);
+    Issue(state, seq, std::move(patch), out);
   }
   Decide(state, seq,
          LifecycleDecision{claim.name, std::move(transition), std::move(reason), claim.node_name,

@@ -270,8 +270,25 @@ std::vector<Event> KubeExecutor::Execute(const Command& command) {
 
 std::vector<Event> KubeExecutor::CreateClaim(const Command& command,
                                              const CreateNodeClaim& create) {
+  // Owned by its NodePool, as Karpenter's NodeClaims are: deleting the NodePool has the garbage
+  // collector delete its NodeClaims, and their finalizer terminates the instances.
+  const auto pool =
+      Send("GET", ResourceNamed("nodepools").ObjectPath("", create.claim.nodepool), nullptr);
+  if (!pool.ok()) return Result(command, pool, false);
+  json object = NodeClaimObject(create.claim);
+  const json pool_object = json::parse(pool.body, nullptr, false);
+  const std::string uid = pool_object.is_object() && pool_object.contains("metadata")
+                              ? pool_object["metadata"].value("uid", "")
+                              : "";
+  if (!uid.empty()) {
+    object["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "karpenter.sh/v1"},
+                                                          {"kind", "NodePool"},
+                                                          {"name", create.claim.nodepool},
+                                                          {"uid", uid},
+                                                          {"blockOwnerDeletion", true}}});
+  }
   const auto& nodeclaims = ResourceNamed("nodeclaims");
-  const auto response = Send("POST", nodeclaims.CollectionPath(), NodeClaimObject(create.claim));
+  const auto response = Send("POST", nodeclaims.CollectionPath(), object);
   // The name is the idempotency key: a re-driven create finds its own object.
   if (response.status == kConflict) {
     const auto json_body = json::parse(response.body, nullptr, false);
@@ -356,9 +373,25 @@ std::vector<Event> KubeExecutor::Finalize(const Command& command, const RemoveFi
 std::vector<Event> KubeExecutor::ClaimStatus(const Command& command,
                                              const PatchNodeClaimStatus& patch) {
   const auto path = ResourceNamed("nodeclaims").ObjectPath("", patch.nodeclaim);
+  if (!patch.labels.empty()) {
+    // The launched instance's labels, beside the ones the NodeClaim was created with.
+    const auto labelled = Update(path, "", [&](const json& claim) -> std::optional<json> {
+      const json labels = claim["metadata"].value("labels", json::object());
+      json add = json::object();
+      for (const auto& [k, v] : patch.labels) {
+        if (labels.value(k, std::string("\x01")) != v) add[k] = v;
+      }
+      if (add.empty()) return std::nullopt;
+      return json{{"metadata", {{"labels", add}}}};
+    });
+    if (!labelled.ok()) return Result(command, labelled, false);
+  }
   const auto response = Update(path, "status", [&](const json& claim) -> std::optional<json> {
     const json status = claim.value("status", json::object());
     json out = json::object();
+    if (!patch.image_id.empty()) out["imageID"] = patch.image_id;
+    if (patch.capacity != Resources{}) out["capacity"] = ResourceList(patch.capacity);
+    if (patch.allocatable != Resources{}) out["allocatable"] = ResourceList(patch.allocatable);
     const ConditionText text = ConditionReason(patch.reason, patch.condition);
     out["conditions"] = MergeCondition(status.value("conditions", json::array()), patch.condition,
                                        patch.status, text.reason, text.message);

@@ -551,19 +551,36 @@ TEST_F(KubeWriters, NodeClaimCreateIsIdempotentAndFinalizerHoldsDeletion) {
       std::vector<Requirement>{{"karpenter.sh/capacity-type", RequirementOp::kIn, {"spot"}, 0}};
   claim.requests.cpu = Millicores{1500};
   claim.requests.memory = Bytes{2LL << 30};
+  // Without its NodePool a NodeClaim is not created: it would have no owner.
+  const auto orphan = Run(CreateNodeClaim{claim});
+  ASSERT_TRUE(std::holds_alternative<CommandFailed>(orphan.at(0)));
+  EXPECT_EQ(std::get<CommandFailed>(orphan.at(0)).code, ErrorCode::kNotFound);
+  const auto pool = admin_.Post("/apis/karpenter.sh/v1/nodepools", json::parse(R"({
+      "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+      "spec": {"template": {"spec": {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+        "requirements": []}}}})"));
+  ASSERT_EQ(pool.status, 201);
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(Run(CreateNodeClaim{claim}).at(0)));
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(Run(CreateNodeClaim{claim}).at(0)))
       << "a re-driven create finds its own object";
   const std::string path = "/apis/karpenter.sh/v1/nodeclaims/default-abc12";
   json object = admin_.Get(path).Json();
+  // Owned by its NodePool as Karpenter's are, so the garbage collector deletes it with the pool.
+  ASSERT_EQ(object["metadata"]["ownerReferences"].size(), 1u);
+  const json& owner = object["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(owner["apiVersion"], "karpenter.sh/v1");
+  EXPECT_EQ(owner["kind"], "NodePool");
+  EXPECT_EQ(owner["name"], "default");
+  EXPECT_EQ(owner["uid"], pool.Json()["metadata"]["uid"]);
+  EXPECT_EQ(owner["blockOwnerDeletion"], true);
   EXPECT_EQ(object["spec"]["resources"]["requests"]["cpu"], "1500m");
   EXPECT_EQ(object["spec"]["resources"]["requests"]["memory"], "2Gi");
   EXPECT_EQ(object["metadata"]["finalizers"][0], "karpenter.sh/termination");
 
-  auto status =
-      Run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///us-east-1a/i-1", ""});
+  auto status = Run(ClaimCondition(claim.name, "Launched", true, "", "aws:///us-east-1a/i-1", ""));
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(status.at(0)));
-  Run(PatchNodeClaimStatus{claim.name, "Registered", true, "", "", "ip-10-0-0-1"});
+  Run(ClaimCondition(claim.name, "Registered", true, "", "", "ip-10-0-0-1"));
   object = admin_.Get(path).Json();
   EXPECT_EQ(object["status"]["providerID"], "aws:///us-east-1a/i-1");
   EXPECT_EQ(object["status"]["nodeName"], "ip-10-0-0-1");
@@ -725,7 +742,7 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   claim.nodepool = "default";
   claim.nodeclass = "d";
   run(CreateNodeClaim{claim});
-  run(PatchNodeClaimStatus{claim.name, "Launched", true, "", "aws:///z/i-1", ""});
+  run(ClaimCondition(claim.name, "Launched", true, "", "aws:///z/i-1", ""));
   run(PatchNodePoolStatus{"default", NodePoolStatus{true, 1, {}}});
   run(PatchNode{"n1", {{"karpenter.sh/registered", "true"}}, {"a"}, {}});
   run(EvictPod{"default", "web-1", claim.name});
@@ -799,9 +816,27 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
   // The core explains a launch in prose; the CRD takes only a CamelCase reason, so the prose
   // goes to the condition's message.
   const std::string launched = "m5.2xlarge in us-east-1a (on-demand, 384000 micro-USD/h)";
-  run(PatchNodeClaimStatus{claim.name, "Launched", true, launched, "aws:///us-east-1a/i-0abc", ""});
-  run(PatchNodeClaimStatus{claim.name, "Registered", false, "NodeNotFound", "", ""});
+  PatchNodeClaimStatus launch =
+      ClaimCondition(claim.name, "Launched", true, launched, "aws:///us-east-1a/i-0abc", "");
+  // And the instance's details, as Karpenter fills a launched NodeClaim in.
+  launch.labels = {{label::kInstanceType, "m5.2xlarge"},
+                   {label::kZone, "us-east-1a"},
+                   {label::kCapacityType, "on-demand"},
+                   {label::kArch, "amd64"}};
+  launch.image_id = "ami-0123456789abcdef0";
+  launch.capacity = {Millicores{8000}, Bytes{32LL << 30}, 58, {}};
+  launch.allocatable = {Millicores{7910}, Bytes{30LL << 30}, 58, {}};
+  run(launch);
+  run(ClaimCondition(claim.name, "Registered", false, "NodeNotFound", "", ""));
   const json written = admin.Get("/apis/karpenter.sh/v1/nodeclaims/default-x7k2p").Json();
+  EXPECT_EQ(written["metadata"]["labels"][label::kInstanceType], "m5.2xlarge");
+  EXPECT_EQ(written["metadata"]["labels"][label::kZone], "us-east-1a");
+  EXPECT_EQ(written["metadata"]["labels"][label::kCapacityType], "on-demand");
+  EXPECT_EQ(written["metadata"]["labels"][label::kNodePool], "default") << "kept";
+  EXPECT_EQ(written["status"]["imageID"], "ami-0123456789abcdef0");
+  EXPECT_EQ(written["status"]["capacity"]["cpu"], "8");
+  EXPECT_EQ(written["status"]["allocatable"]["memory"], "30Gi");
+  EXPECT_EQ(written["status"]["allocatable"]["pods"], "58");
   for (const json& c : written["status"]["conditions"]) {
     if (c["type"] == "Launched") {
       EXPECT_EQ(c["reason"], "Launched");

@@ -194,7 +194,15 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   out.commands.push_back({CommandId{96}, Seq{3}, PatchNodePoolStatus{"default", status}});
   out.commands.push_back(
       {CommandId{97}, Seq{3},
-       PatchNodeClaimStatus{"c1", "Registered", true, "node n1", "aws:///z/i-1", "n1"}});
+       ClaimCondition("c1", "Registered", true, "node n1", "aws:///z/i-1", "n1")});
+  PatchNodeClaimStatus launched =
+      ClaimCondition("c1", "Launched", true, "m5.large", "aws:///z/i-1", "");
+  launched.labels = {{"node.kubernetes.io/instance-type", "m5.large"},
+                     {"topology.kubernetes.io/zone", "us-east-1a"}};
+  launched.image_id = "ami-0123456789abcdef0";
+  launched.capacity = {Millicores{2000}, Bytes{8LL << 30}, 29, {{"nvidia.com/gpu", 1}}};
+  launched.allocatable = {Millicores{1930}, Bytes{7LL << 30}, 29, {}};
+  out.commands.push_back({CommandId{99}, Seq{3}, launched});
   out.commands.push_back({CommandId{98}, Seq{3}, AcknowledgeMessage{"msg-1"}});
   ASSERT_FALSE(out.decisions.empty());
   auto entry = log::DecodeEntry(log::EncodeOutput(Seq{12}, out));

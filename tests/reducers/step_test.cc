@@ -201,9 +201,25 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   Folder f;
   Output out = ProvisionOne(f);
   std::string claim = LaunchFor(out);
-  f.Fold(LaunchedFor(out));
+  Output launched = f.Fold(LaunchedFor(out));
   EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kLaunched);
   EXPECT_FALSE(f.state.inflight.contains(LaunchId(out)));
+  // Launched fills the NodeClaim in as Karpenter does: the instance type's labels with its zone
+  // and capacity type, and the image, capacity and allocatable in the status.
+  auto launch = CommandsOf<PatchNodeClaimStatus>(launched);
+  ASSERT_EQ(launch.size(), 1u);
+  EXPECT_EQ(launch[0]->condition, "Launched");
+  EXPECT_EQ(launch[0]->labels.at(label::kInstanceType), "m6g.large");
+  EXPECT_EQ(launch[0]->labels.at(label::kZone), "us-east-1a");
+  EXPECT_EQ(launch[0]->labels.at(label::kCapacityType), kCapacitySpot);
+  EXPECT_EQ(launch[0]->labels.at(label::kArch), "arm64");
+  EXPECT_EQ(launch[0]->labels.at(label::kInstanceFamily), "m6g");
+  EXPECT_EQ(launch[0]->image_id, "ami-1");
+  const CatalogEntry& m6g = f.state.catalog->at("m6g.large");
+  EXPECT_EQ(launch[0]->allocatable, m6g.allocatable);
+  EXPECT_EQ(launch[0]->capacity.cpu, m6g.type.cpu);
+  EXPECT_EQ(launch[0]->capacity.memory, m6g.type.memory);
+  EXPECT_EQ(launch[0]->capacity.pods, m6g.allocatable.pods);
 
   Node node{"node-1", "aws:///us-east-1a/i-1",
             {},       {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}},
