@@ -249,11 +249,19 @@ AwsClient::AwsClient(Transport& transport, CredentialsProvider* credentials, Cli
   assert(hooks_.now && hooks_.sleep && hooks_.jitter);
 }
 
+// AWS's endpoints: most services are regional; IAM is global (signed for us-east-1), and the
+// Price List query API answers under api.pricing.
 std::string AwsClient::Endpoint(const std::string& service) const {
   if (const auto it = options_.endpoints.find(service); it != options_.endpoints.end()) {
     return it->second;
   }
+  if (service == "iam") return "https://iam.amazonaws.com";
+  if (service == "pricing") return "https://api.pricing." + options_.region + ".amazonaws.com";
   return "https://" + service + "." + options_.region + ".amazonaws.com";
+}
+
+std::string AwsClient::SigningRegion(const std::string& service) const {
+  return service == "iam" ? "us-east-1" : options_.region;
 }
 
 Result<std::string> AwsClient::Query(const std::string& service, const std::string& action,
@@ -312,7 +320,7 @@ Result<std::string> AwsClient::Perform(const std::string& service, const std::st
     if (credentials_ != nullptr) {
       Result<Credentials> credentials = credentials_->Get(now);
       if (!credentials.ok()) return Result<std::string>::Fail(credentials.error);
-      Sign(signed_request, *credentials.value, SigningScope{options_.region, service}, now);
+      Sign(signed_request, *credentials.value, SigningScope{SigningRegion(service), service}, now);
     }
     ++attempts_made_;
     const HttpResponse response = transport_.Send(signed_request);

@@ -113,6 +113,8 @@ class AwsClient {
                            const std::string& path, std::string body);
 
   std::string Endpoint(const std::string& service) const;
+  // The region a request to `service` is signed for: the client's, but us-east-1 for IAM.
+  std::string SigningRegion(const std::string& service) const;
   const ClientOptions& options() const { return options_; }
   std::int64_t attempts_made() const { return attempts_made_; }
 

@@ -139,6 +139,32 @@ TEST(AwsHttp, QueryIsASignedFormPostToTheOverriddenEndpoint) {
   EXPECT_EQ(f.client.Endpoint("sqs"), "https://sqs.us-east-1.amazonaws.com");
 }
 
+// Regional services answer in the client's region; IAM is global and signed for us-east-1, and
+// the Price List API answers under api.pricing, as AWS publishes them.
+TEST(AwsHttp, GlobalAndPriceListEndpointsAreAwssOwn) {
+  ScriptedTransport transport;
+  StaticProvider credentials{Credentials{"AKID", "SECRET", "", Nanos{0}, "test"}};
+  AwsClient client{
+      transport, &credentials,
+      ClientOptions{.region = "eu-west-1", .endpoints = {{"sts", "http://127.0.0.1:1"}}},
+      ClientHooks{
+          .now = [] { return Nanos{0}; }, .sleep = [](Nanos) {}, .jitter = [] { return 0.5; }}};
+  EXPECT_EQ(client.Endpoint("ec2"), "https://ec2.eu-west-1.amazonaws.com");
+  EXPECT_EQ(client.Endpoint("iam"), "https://iam.amazonaws.com");
+  EXPECT_EQ(client.Endpoint("pricing"), "https://api.pricing.eu-west-1.amazonaws.com");
+  EXPECT_EQ(client.Endpoint("sts"), "http://127.0.0.1:1");
+  EXPECT_EQ(client.SigningRegion("iam"), "us-east-1");
+  EXPECT_EQ(client.SigningRegion("ec2"), "eu-west-1");
+  ASSERT_TRUE(client.Query("iam", "GetInstanceProfile", "2010-05-08", {}).ok());
+  bool signed_for_iam_in_us_east_1 = false;
+  for (const auto& [name, value] : transport.sent.at(0).headers) {
+    signed_for_iam_in_us_east_1 |=
+        name == "Authorization" && value.find("/us-east-1/iam/aws4_request") != std::string::npos;
+  }
+  EXPECT_TRUE(signed_for_iam_in_us_east_1);
+  EXPECT_EQ(transport.sent.at(0).host, "iam.amazonaws.com");
+}
+
 class RotatingProvider : public CredentialsProvider {
  public:
   int fetches = 0;
