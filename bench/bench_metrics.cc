@@ -34,6 +34,7 @@ tenon::State MakeState(int nodes, int pods_per_node, int pools) {
     claim.node_name = node.name;
     claim.allocatable = node.allocatable;
     state.nodeclaims[claim.name] = claim;
+    state.claims_by_node.Add(claim.node_name, claim.name);
     for (int i = 0; i < pods_per_node; ++i) {
       tenon::Pod pod;
       pod.ns = "default";

@@ -174,6 +174,7 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
     node.created = kT0;
     state.nodes[node.name] = node;
     state.nodeclaims[claim.name] = claim;
+    state.claims_by_node.Add(claim.node_name, claim.name);
   }
   std::size_t n = 0;
   for (const auto& outcome : result.pods) {

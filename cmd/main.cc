@@ -1,6 +1,7 @@
 // tenon: one binary, subcommands. Thin: parse flags, call into adapters/ and replay/, print.
 #include <sys/stat.h>
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include <CLI/CLI.hpp>
@@ -9,10 +10,12 @@
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <random>
+#include <string_view>
 
 #include "adapters/aws/catalog_export.h"
 #include "adapters/aws/connection.h"
@@ -188,6 +191,32 @@ int RunCatalogExport(const CatalogExportArgs& args) {
 
 std::atomic<bool> g_stop{false};
 
+// Whether `tenon run` logs JSON: --log-format (json unless it says text). Read from the
+// arguments before they are parsed, so that even a parse error is a JSON line.
+bool RunLogsJson(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "run") return false;
+  std::string format = "json";
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--log-format" && i + 1 < argc) format = argv[i + 1];
+    if (arg.rfind("--log-format=", 0) == 0) format = arg.substr(std::strlen("--log-format="));
+  }
+  return format != "text";
+}
+
+// An error that ends the process: one JSON log line at level fatal when `tenon run` logs JSON,
+// "tenon: MESSAGE" on stderr otherwise. Returns `code`.
+bool g_fatal_as_json = false;
+int Fatal(int code, const std::string& message) {
+  if (g_fatal_as_json) {
+    spdlog::critical("{}", message);
+    spdlog::default_logger()->flush();
+  } else {
+    std::fprintf(stderr, "tenon: %s\n", message.c_str());
+  }
+  return code;
+}
+
 void OnSignal(int) {
   g_stop = true;
 }
@@ -207,8 +236,17 @@ struct RunArgs {
   bool disable_leader_election = false;
 };
 
+// A duration flag's value; the error names the flag.
+Nanos Duration(const std::string& flag, const std::string& text) {
+  try {
+    return kube::ParseDuration(text);
+  } catch (const kube::ObjectError& e) {
+    throw std::invalid_argument(flag + ": " + e.what());
+  }
+}
+
 std::chrono::milliseconds Millis(const std::string& flag, const std::string& text) {
-  const Nanos d = kube::ParseDuration(text);
+  const Nanos d = Duration(flag, text);
   if (d.value <= 0) throw std::invalid_argument(flag + " must be a positive duration");
   return std::chrono::milliseconds(d.value / 1'000'000);
 }
@@ -223,7 +261,7 @@ int RunController(RunArgs& args) {
   options.lease.retry_period = Millis("--retry-period", args.retry_period);
   options.tick = Millis("--tick", args.tick);
   options.cloud.catalog_every = Millis("--catalog-every", args.catalog_every);
-  options.retain_age = args.retain_age == "0" ? Nanos{0} : kube::ParseDuration(args.retain_age);
+  options.retain_age = args.retain_age == "0" ? Nanos{0} : Duration("--retain", args.retain_age);
   options.cloud.gc_every = Millis("--gc-every", args.gc_every);
   options.cloud.nodeclass_every = Millis("--nodeclass-every", args.nodeclass_every);
   options.cloud_provider = args.cloud_provider == "none" ? controller::CloudProvider::kNone
@@ -248,7 +286,9 @@ int RunController(RunArgs& args) {
   }
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  return controller::Run(options, g_stop);
+  const int code = controller::Run(options, g_stop);
+  spdlog::info("shutdown complete: exit code {}", code);
+  return code;
 }
 
 }  // namespace
@@ -365,24 +405,27 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     environment_error = e.what();
   }
-  CLI11_PARSE(app, argc, argv);
+  g_fatal_as_json = RunLogsJson(argc, argv);
+  if (g_fatal_as_json) metrics::ConfigureLogging("info", true);  // Until --log-level is read.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are parse "errors" with exit code 0.
+    if (!g_fatal_as_json || e.get_exit_code() == 0) return app.exit(e);
+    return Fatal(e.get_exit_code(), std::string(e.get_name()) + ": " + e.what());
+  }
   try {
     if (simulate->parsed()) return RunSimulate(sim_args);
     if (auto code = cmd::RunIncidentCommand(*incident)) return *code;
     if (export_cmd->parsed()) return RunCatalogExport(export_args);
     if (run_cmd->parsed()) {
-      if (!environment_error.empty()) {
-        std::fprintf(stderr, "tenon: bad setting: %s\n", environment_error.c_str());
-        return 2;
-      }
+      if (!environment_error.empty()) return Fatal(2, "bad setting: " + environment_error);
       return RunController(run_args);
     }
   } catch (const log::LogError& e) {
-    std::fprintf(stderr, "tenon: log error: %s\n", e.what());
-    return 1;
+    return Fatal(1, std::string("log error: ") + e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tenon: %s\n", e.what());
-    return 1;
+    return Fatal(1, e.what());
   }
   return 0;
 }

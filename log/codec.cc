@@ -389,6 +389,7 @@ void Put(s::Pod::Builder b, const Pod& p) {
   PutOpt(b.initPriority(),
          p.priority ? std::optional<std::int64_t>(*p.priority) : std::optional<std::int64_t>());
   b.setDeletionCost(p.deletion_cost);
+  b.setDeletionNs(p.deletion.value);
 }
 PodConstraints GetConstraints(s::Pod::Reader r) {
   PodConstraints c;
@@ -427,6 +428,7 @@ Pod Get(s::Pod::Reader r) {
     p.priority = static_cast<std::int32_t>(*priority);
   }
   p.deletion_cost = r.getDeletionCost();
+  p.deletion = Nanos{r.getDeletionNs()};
   return p;
 }
 
@@ -440,6 +442,7 @@ void Put(s::Node::Builder b, const Node& n) {
   b.setCreatedNs(n.created.value);
   PutTexts(b.initVolumesAttached(n.volumes_attached.size()), n.volumes_attached);
   b.setDoNotDisrupt(n.do_not_disrupt);
+  b.setDeleting(n.deleting);
 }
 Node Get(s::Node::Reader r) {
   return {S(r.getName()),
@@ -450,7 +453,8 @@ Node Get(s::Node::Reader r) {
           Get(r.getAllocatable()),
           Nanos{r.getCreatedNs()},
           GetTexts(r.getVolumesAttached()),
-          r.getDoNotDisrupt()};
+          r.getDoNotDisrupt(),
+          r.getDeleting()};
 }
 
 void Put(s::NodePool::Builder b, const NodePool& p) {
@@ -516,6 +520,7 @@ void Put(s::NodeClass::Builder b, const NodeClass& c) {
   PutTexts(b.initAmis(c.amis.size()), c.amis);
   PutTexts(b.initSubnets(c.subnets.size()), c.subnets);
   PutTexts(b.initSecurityGroups(c.security_groups.size()), c.security_groups);
+  b.setTerminating(c.terminating);
 }
 NodeClass Get(s::NodeClass::Reader r) {
   auto narrow = [](std::optional<std::int64_t> v) -> std::optional<std::int32_t> {
@@ -529,7 +534,8 @@ NodeClass Get(s::NodeClass::Reader r) {
           narrow(GetOpt<std::int64_t>(r.getPodsPerCore())),
           GetTexts(r.getAmis()),
           GetTexts(r.getSubnets()),
-          GetTexts(r.getSecurityGroups())};
+          GetTexts(r.getSecurityGroups()),
+          r.getTerminating()};
 }
 
 void Put(s::Offering::Builder b, const Offering& o) {
@@ -706,12 +712,16 @@ void Put(s::NodePoolStatus::Builder b, const NodePoolStatus& v) {
   b.setRegistrationHealthy(v.registration_healthy.value_or(false));
   b.setNodes(v.nodes);
   Put(b.initResources(), v.resources);
+  b.setValidated(v.validated);
+  b.setNodeClassUnready(T(v.nodeclass_unready));
 }
 NodePoolStatus Get(s::NodePoolStatus::Reader r) {
   NodePoolStatus v;
   if (r.getRegistrationHealthKnown()) v.registration_healthy = r.getRegistrationHealthy();
   v.nodes = r.getNodes();
   v.resources = Get(r.getResources());
+  v.validated = r.getValidated();
+  v.nodeclass_unready = S(r.getNodeClassUnready());
   return v;
 }
 
@@ -1018,6 +1028,7 @@ void Put(s::Command::Builder b, const Command& c) {
                    Put(g.initAddLabels(x.add_labels.size()), x.add_labels);
                    PutTexts(g.initRemoveTaints(x.remove_taints.size()), x.remove_taints);
                    PutList(g.initAddTaints(x.add_taints.size()), x.add_taints);
+                   g.setOwnerNodeClaim(T(x.owner_nodeclaim));
                  },
                  [&](const EvictPod& x) {
                    auto g = b.initEvictPod();
@@ -1083,8 +1094,9 @@ Command Get(s::Command::Reader r) {
     }
     case s::Command::PATCH_NODE: {
       auto g = r.getPatchNode();
-      c.body = PatchNode{S(g.getNodeName()), GetLabels(g.getAddLabels()),
-                         GetTexts(g.getRemoveTaints()), GetList<Taint>(g.getAddTaints())};
+      c.body =
+          PatchNode{S(g.getNodeName()), GetLabels(g.getAddLabels()), GetTexts(g.getRemoveTaints()),
+                    GetList<Taint>(g.getAddTaints()), S(g.getOwnerNodeClaim())};
       return c;
     }
     case s::Command::EVICT_POD: {

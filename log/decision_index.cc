@@ -18,7 +18,15 @@ void AddTerms(std::vector<std::string>& terms, const ProvisioningDecision& d) {
     AddName(terms, IndexKind::kNodePool, claim.nodepool);
     for (const auto& pod : claim.pods) AddName(terms, IndexKind::kPod, pod);
   }
-  for (const auto& outcome : d.pods) AddName(terms, IndexKind::kPod, outcome.pod);
+  for (const auto& outcome : d.pods) {
+    AddName(terms, IndexKind::kPod, outcome.pod);
+    // A pod placed on capacity that exists already: the target names its node (or a claim
+    // still without one), which `explain node` looks the batch up by.
+    const bool new_claim =
+        std::any_of(d.new_claims.begin(), d.new_claims.end(),
+                    [&](const ClaimPlan& c) { return c.nodeclaim == outcome.target; });
+    if (!new_claim) AddName(terms, IndexKind::kNode, outcome.target);
+  }
 }
 
 void AddTerms(std::vector<std::string>& terms, const LifecycleDecision& d) {

@@ -117,6 +117,7 @@ struct Pod {
   doNotDisruptForNs @25 :Int64;
   priority @26 :OptionalInt64;
   deletionCost @27 :Int32;
+  deletionNs @28 :Int64;
 }
 
 struct PodDisruptionBudget {
@@ -176,6 +177,7 @@ struct Node {
   createdNs @6 :Int64;
   volumesAttached @7 :List(Text);
   doNotDisrupt @8 :Bool;
+  deleting @9 :Bool;
 }
 
 struct OptionalInt64 {
@@ -219,6 +221,7 @@ struct NodeClass {
   amis @6 :List(Text);
   subnets @7 :List(Text);
   securityGroups @8 :List(Text);
+  terminating @9 :Bool;
 }
 
 struct Offering {
@@ -426,6 +429,7 @@ struct Command {
       addLabels @12 :List(KeyValue);
       removeTaints @13 :List(Text);
       addTaints @15 :List(Taint);
+      ownerNodeClaim @39 :Text;
     }
     evictPod :group {
       namespace @16 :Text;
@@ -470,6 +474,8 @@ struct NodePoolStatus {
   registrationHealthy @1 :Bool;
   nodes @2 :Int64;
   resources @3 :Resources;
+  validated @4 :Bool;
+  nodeClassUnready @5 :Text;
 }
 
 struct NamedNodePoolStatus {

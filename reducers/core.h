@@ -134,6 +134,10 @@ class ClaimsByNode {
       f(it->second);
     }
   }
+  bool Has(const std::string& node) const {
+    auto it = entries_.lower_bound({node, std::string()});
+    return it != entries_.end() && it->first == node;
+  }
   // Whether it holds exactly the (node, claim) pairs of `claims` (for tests).
   bool Matches(const std::map<std::string, NodeClaim>& claims) const;
   friend bool operator==(const ClaimsByNode&, const ClaimsByNode&) { return true; }

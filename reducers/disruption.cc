@@ -836,7 +836,7 @@ void Execute(State& state, Seq seq, const std::string& method,
   ReplacementWait wait{method, claims, {}, state.now, reason};
   for (const auto& name : claims) {
     const NodeClaim& claim = state.nodeclaims.at(name);
-    Issue(state, seq, PatchNode{claim.node_name, {}, {}, {kDisruptedTaint}}, out);
+    Issue(state, seq, PatchNode{claim.node_name, {}, {}, {kDisruptedTaint}, {}}, out);
     RecordTransition(state, seq, claim, "Tainted", "disrupted taint before replacement: " + reason,
                      out);
   }
@@ -972,7 +972,7 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
       if (failed.empty()) {
         BeginDeletion(state, seq, claim->second, w.reason, true, out);
       } else {
-        Issue(state, seq, PatchNode{claim->second.node_name, {}, {label::kDisruptedTaint}, {}},
+        Issue(state, seq, PatchNode{claim->second.node_name, {}, {label::kDisruptedTaint}, {}, {}},
               out);
         RecordTransition(state, seq, claim->second, "Untainted",
                          "replacement " + failed + "; disruption rolled back", out);

@@ -176,6 +176,7 @@ void H(Hasher& h, const Pod& p) {
       c.topology_spread, c.volume_claims, c.host_ports, p.nominated_node);
   All(h, p.do_not_disrupt, p.do_not_disrupt_for, p.priority_class, p.termination_grace, p.priority,
       p.deletion_cost);
+  if (p.Terminating()) H(h, p.deletion);  // Added later: hashed only when set (see StateHash).
 }
 void H(Hasher& h, const PodDisruptionBudget& b) {
   All(h, b.ns, b.name, b.selector, b.disruptions_allowed);
@@ -201,6 +202,7 @@ void H(Hasher& h, const CsiNode& c) {
 void H(Hasher& h, const Node& n) {
   All(h, n.name, n.provider_id, n.labels, n.taints, n.ready, n.allocatable, n.created,
       n.volumes_attached, n.do_not_disrupt);
+  if (n.deleting) H(h, n.deleting);  // Added later: hashed only when set.
 }
 void H(Hasher& h, const DisruptionBudget& b) {
   All(h, b.nodes, b.schedule, b.duration, b.reasons);
@@ -216,6 +218,7 @@ void H(Hasher& h, const NodePool& p) {
 void H(Hasher& h, const NodeClass& c) {
   All(h, c.name, c.ami_family, c.role, c.ready, c.max_pods, c.pods_per_core, c.amis, c.subnets,
       c.security_groups);
+  if (c.terminating) H(h, c.terminating);  // Added later: hashed only when set.
 }
 void H(Hasher& h, const Offering& o) {
   All(h, o.zone, o.capacity_type, o.price, o.available);
@@ -255,6 +258,7 @@ void H(Hasher& h, const LaunchInstances& c) {
 }
 void H(Hasher& h, const PatchNode& c) {
   All(h, c.node_name, c.add_labels, c.remove_taints, c.add_taints);
+  if (!c.owner_nodeclaim.empty()) H(h, c.owner_nodeclaim);  // Added later: hashed when set.
 }
 void H(Hasher& h, const EvictPod& c) {
   All(h, c.ns, c.name, c.nodeclaim);
@@ -270,6 +274,8 @@ void H(Hasher& h, const RemoveFinalizer& c) {
 }
 void H(Hasher& h, const NodePoolStatus& s) {
   All(h, s.registration_healthy, s.nodes, s.resources);
+  // Added later: hashed only when set.
+  if (s.validated || !s.nodeclass_unready.empty()) All(h, s.validated, s.nodeclass_unready);
 }
 void H(Hasher& h, const AcknowledgeMessage& c) {
   H(h, c.message_id);

@@ -134,6 +134,10 @@ void OnFleetFailed(State& state, Seq seq, const FleetFailed& event, Output& out)
 void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& out);
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out);
 void OnNodeDeleted(State& state, const std::string& name);
+// A patch of the node landed: an initialization that came while it was in flight is synced
+// now, not on the node's next change, which may never come. Asks for nothing `landed` asked for
+// already: its echo from the watch may still be on its way.
+void ResyncNode(State& state, Seq seq, const PatchNode& landed, Output& out);
 void ExpireUnavailableOfferings(State& state);
 
 // Termination, timeouts and garbage collection (termination.cc).

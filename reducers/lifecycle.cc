@@ -107,10 +107,11 @@ bool HasLabel(const Node& node, const std::string& key, const std::string& value
 // Karpenter's reconcilers: a node that drifts back out of sync (a kubelet re-registering after
 // a restart, a lost patch) is patched again.
 // At registration the NodePool's taints are added too, if the kubelet did not bring them
-// (Karpenter syncs them once, so an operator may remove one later).
+// (Karpenter syncs them once, so an operator may remove one later). Every patch also makes sure
+// the Node is owned by its NodeClaim and holds the termination finalizer.
 PatchNode SyncPatch(const State& state, const NodeClaim& claim, const Node& node,
                     bool registering) {
-  PatchNode patch{node.name, {}, {}, {}};
+  PatchNode patch{node.name, {}, {}, {}, claim.name};
   if (auto pool = state.nodepools.find(claim.nodepool);
       registering && pool != state.nodepools.end()) {
     for (const Taint& t : pool->second.taints) {
@@ -135,7 +136,9 @@ PatchNode SyncPatch(const State& state, const NodeClaim& claim, const Node& node
 void SyncNode(State& state, Seq seq, const NodeClaim& claim, const Node& node, bool registering,
               Output& out) {
   PatchNode patch = SyncPatch(state, claim, node, registering);
-  if (patch.add_labels.empty() && patch.remove_taints.empty() && patch.add_taints.empty()) return;
+  const bool in_sync =
+      patch.add_labels.empty() && patch.remove_taints.empty() && patch.add_taints.empty();
+  if (in_sync && !registering) return;
   if (PatchInflight(state, node.name)) return;
   Issue(state, seq, std::move(patch), out);
 }
@@ -214,6 +217,11 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   }
   bool synced = claim->phase == ClaimPhase::kRegistered || claim->phase == ClaimPhase::kInitialized;
   if (synced && !claim->deleting) SyncNode(state, seq, *claim, node, registering, out);
+  // Deleting a Node deletes its NodeClaim, as in Karpenter: the Node's finalizer holds it while
+  // the claim's termination drains it and terminates the instance.
+  if (node.deleting && !claim->deleting) {
+    BeginDeletion(state, seq, *claim, "its node was deleted", true, out);
+  }
 }
 
 // What the catalog says the adopted claim's offering costs, and the type's allocatable.
@@ -264,6 +272,23 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
       break;
     }
   }
+}
+
+void ResyncNode(State& state, Seq seq, const PatchNode& landed, Output& out) {
+  auto node = state.nodes.find(landed.node_name);
+  if (node == state.nodes.end()) return;
+  NodeClaim* claim = ClaimByProviderId(state, node->second.provider_id, landed.node_name);
+  if (claim == nullptr || claim->deleting) return;
+  // Initialization is what can happen while the registration patch is in flight; the rest of
+  // the sync waits for the node's next change, as it is level-triggered.
+  if (claim->phase != ClaimPhase::kInitialized) return;
+  if (HasLabel(node->second, label::kInitialized, "true") ||
+      landed.add_labels.contains(label::kInitialized)) {
+    return;
+  }
+  if (PatchInflight(state, node->second.name)) return;
+  Issue(state, seq,
+        PatchNode{node->second.name, {{label::kInitialized, "true"}}, {}, {}, claim->name}, out);
 }
 
 void OnNodeDeleted(State& state, const std::string& name) {

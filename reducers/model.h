@@ -200,6 +200,9 @@ inline constexpr const char* kUnregisteredTaint = "karpenter.sh/unregistered";
 inline constexpr const char* kDisruptedTaint = "karpenter.sh/disrupted";
 inline constexpr const char* kTerminationFinalizer = "karpenter.sh/termination";
 inline constexpr const char* kDoNotDisrupt = "karpenter.sh/do-not-disrupt";  // Pod/Node annotation.
+// Instance tags, as Karpenter's: the cluster's name, and the Node's name once it registers.
+inline constexpr const char* kEksClusterName = "eks:eks-cluster-name";
+inline constexpr const char* kNameTag = "Name";
 }  // namespace label
 
 inline constexpr const char* kCapacityOnDemand = "on-demand";
@@ -354,6 +357,10 @@ struct Pod {
   SharedText priority_class;    // system-cluster-critical / system-node-critical are critical.
   std::optional<std::int32_t> priority;  // spec.priority (resolved from the class by admission).
   Nanos termination_grace{30 * kSecond.value};  // spec.terminationGracePeriodSeconds
+  // metadata.deletionTimestamp: when a pod being deleted should be gone (the deletion's time
+  // plus its grace period). Zero when it is not being deleted.
+  Nanos deletion{0};
+  bool Terminating() const { return deletion.value != 0; }
   friend bool operator==(const Pod&, const Pod&) = default;
 };
 
@@ -414,6 +421,7 @@ struct Node {
   Nanos created{0};
   std::vector<std::string> volumes_attached;  // status.volumesAttached[].name
   bool do_not_disrupt = false;                // Annotation karpenter.sh/do-not-disrupt: "true".
+  bool deleting = false;  // metadata.deletionTimestamp is set (its finalizer holds it).
   friend bool operator==(const Node&, const Node&) = default;
 };
 
@@ -467,6 +475,7 @@ struct NodeClass {
   std::vector<std::string> amis;
   std::vector<std::string> subnets;
   std::vector<std::string> security_groups;
+  bool terminating = false;  // metadata.deletionTimestamp is set: nothing new launches with it.
   friend bool operator==(const NodeClass&, const NodeClass&) = default;
 };
 
@@ -817,6 +826,9 @@ struct PatchNode {
   Labels add_labels;
   std::vector<std::string> remove_taints;
   std::vector<Taint> add_taints;
+  // Set: the Node gets an ownerReference to this NodeClaim and the karpenter.sh/termination
+  // finalizer, as Karpenter's registration gives it (both kept if present).
+  std::string owner_nodeclaim;
   friend bool operator==(const PatchNode&, const PatchNode&) = default;
 };
 // POST pods/eviction: the API server answers 429 while a PodDisruptionBudget forbids it.
@@ -845,11 +857,18 @@ struct RemoveFinalizer {
   std::string node_name;  // Empty when the claim never registered a Node.
   friend bool operator==(const RemoveFinalizer&, const RemoveFinalizer&) = default;
 };
-// NodePool status: the NodeRegistrationHealthy condition and what the pool holds.
+// NodePool status: its conditions and what the pool holds.
 struct NodePoolStatus {
   std::optional<bool> registration_healthy;  // Unknown until a claim registers or times out.
   std::int64_t nodes = 0;
   Resources resources;  // Sum of the claims' allocatable.
+  // ValidationSucceeded: the pool passed tenon's checks (a pool that fails them never reaches
+  // the core). Set on every status the core publishes, so the first is never "no change".
+  bool validated = false;
+  // NodeClassReady, as Karpenter's readiness controller sets it: empty when the pool's
+  // EC2NodeClass exists and is Ready, else the reason it is not (NodeClassNotFound,
+  // NodeClassNotReady, NodeClassTerminating). Ready is the root of the two.
+  std::string nodeclass_unready;
   friend bool operator==(const NodePoolStatus&, const NodePoolStatus&) = default;
 };
 struct PatchNodePoolStatus {

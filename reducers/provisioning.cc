@@ -36,11 +36,14 @@ std::string NextClaimName(State& state, const std::string& pool) {
   return pool + "-" + std::to_string(state.next_nodeclaim);
 }
 
+// The tags of a launch, as Karpenter's getTags: the NodePool, the NodeClaim, the EC2NodeClass,
+// and the cluster (kubernetes.io/cluster/NAME and eks:eks-cluster-name).
 Labels LaunchTags(const State& state, const NodeClaim& claim) {
   return {{label::kNodePool, claim.nodepool},
           {label::kNodeClaim, claim.name},
           {"karpenter.k8s.aws/ec2nodeclass", claim.nodeclass},
-          {"kubernetes.io/cluster/" + state.settings.cluster_name, "owned"}};
+          {"kubernetes.io/cluster/" + state.settings.cluster_name, "owned"},
+          {label::kEksClusterName, state.settings.cluster_name}};
 }
 
 }  // namespace

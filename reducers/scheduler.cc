@@ -30,6 +30,20 @@ bool Ephemeral(const Taint& t) {
          t.key == "node.cloudprovider.kubernetes.io/uninitialized";
 }
 
+// Whether pods may be planned onto an existing node. Not one being deleted, and not a node made
+// for a NodePool (its label or the unregistered taint) that no NodeClaim owns: nothing will
+// register it or take the unregistered taint off, so pods planned there would wait on it for
+// ever (a leaked instance's node, one whose NodeClaim was deleted).
+bool IsCapacity(const State& state, const Node& node) {
+  if (node.deleting) return false;
+  if (state.claims_by_node.Has(node.name)) return true;
+  const bool made_for_a_pool =
+      node.labels.contains(label::kNodePool) ||
+      std::any_of(node.taints.begin(), node.taints.end(),
+                  [](const Taint& t) { return t.key == label::kUnregisteredTaint; });
+  return !made_for_a_pool;
+}
+
 std::string TaintText(const Taint& t) {
   static constexpr const char* kEffects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
   return t.key + (t.value.empty() ? "" : "=" + t.value) + ":" +
@@ -248,7 +262,7 @@ void Pass::BuildExistingBins() {
   node_bins.Reserve(state_.nodes.size());
   BoundWalk bound_to(state_.pods);  // The nodes come in name order.
   for (const auto& [name, node] : state_.nodes) {
-    if (leaving.contains(name)) continue;
+    if (leaving.contains(name) || !IsCapacity(state_, node)) continue;
     Bin bin;
     bin.name = name;
     bin.node = &node;  // Its labels and zone are read when a pod first tries it (Resolve).

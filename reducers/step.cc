@@ -180,7 +180,11 @@ Output Step(State& state, Seq seq, const Event& event) {
             }
           },
           [&](const NodeUpserted& e) { OnNodeUpserted(state, seq, e.node, out); },
-          [&](const NodeDeleted& e) { OnNodeDeleted(state, e.name); },
+          // Pods planned onto the node are planned for again.
+          [&](const NodeDeleted& e) {
+            OnNodeDeleted(state, e.name);
+            ReconsiderPendingPods(state);
+          },
           [&](const FleetLaunched& e) {
             Complete(state, e.command);
             OnFleetLaunched(state, seq, e, out);
@@ -192,7 +196,12 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const CommandSucceeded& e) {
             const std::size_t claims = state.nodeclaims.size();
             OnTerminationResult(state, seq, e.command, std::nullopt, out);
+            std::optional<PatchNode> patched;
+            if (auto it = state.inflight.find(e.command); it != state.inflight.end()) {
+              if (const auto* p = std::get_if<PatchNode>(&it->second.body)) patched = *p;
+            }
             Complete(state, e.command);
+            if (patched) ResyncNode(state, seq, *patched, out);
             // A NodeClaim gone gives its NodePool's limit back: the pods the limit kept out
             // are worth another provisioning pass (nothing else would bring them back).
             if (state.nodeclaims.size() < claims) ReconsiderPendingPods(state);

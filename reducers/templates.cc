@@ -201,6 +201,8 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
       t.unusable = "EC2NodeClass " + pool.nodeclass + " not found";
     } else if (!nc->second.ready) {
       t.unusable = "EC2NodeClass " + pool.nodeclass + " not ready";
+    } else if (nc->second.terminating) {
+      t.unusable = "EC2NodeClass " + pool.nodeclass + " is being deleted";
     } else {
       t.nodeclass = &nc->second;
     }

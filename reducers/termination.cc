@@ -31,13 +31,16 @@ int Tier(const Pod& pod) {
 
 const Taint kDisrupted{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
 
-// Pods the drain must see off the node: active, not mirror pods, and not pods that tolerate
-// the disrupted taint (they would only be scheduled straight back).
+// Pods the drain must see off the node: active, not mirror pods, not pods that tolerate the
+// disrupted taint (they would only be scheduled straight back), and not pods stuck terminating:
+// a minute past the time their deletion gave them, as Karpenter has it, the node's kubelet is
+// taken not to be removing them (it may be gone) and the drain stops waiting for them.
 std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node) {
   std::vector<const Pod*> out;
   for (const auto& [key, pod_ptr] : state.pods.OnNode(node).pods) {
     const Pod& pod = *pod_ptr;
     if (!IsActive(pod) || pod.owner_kind == "Node") continue;
+    if (pod.Terminating() && state.now > pod.deletion + kMinute) continue;
     if (Tolerates(pod.constraints->tolerations, kDisrupted)) continue;
     out.push_back(&pod);
   }
@@ -74,7 +77,7 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
   if (std::none_of(node.taints.begin(), node.taints.end(),
                    [](const Taint& t) { return t.key == label::kDisruptedTaint; }) &&
       !Inflight<PatchNode>(state, [&](const PatchNode& p) { return p.node_name == node.name; })) {
-    Issue(state, seq, PatchNode{node.name, {}, {}, {kDisrupted}}, out);
+    Issue(state, seq, PatchNode{node.name, {}, {}, {kDisrupted}, {}}, out);
   }
   std::vector<const Pod*> pods = PodsToDrain(state, node.name);
   if (pods.empty()) return true;
@@ -87,9 +90,11 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
                state, [&](const DeletePod& d) { return d.ns == pod.ns && d.name == pod.name; });
   };
   // Pods whose own grace period no longer fits before the deadline go now, whatever their
-  // PDBs or do-not-disrupt say.
+  // PDBs or do-not-disrupt say. A pod already being deleted is only waited for: evicting it
+  // again would ask the API server for what it is doing already (Karpenter skips them too).
   std::vector<const Pod*> waiting;
   for (const Pod* pod : pods) {
+    if (pod->Terminating()) continue;
     if (deadline && state.now + pod->termination_grace >= *deadline) {
       if (!evicting(*pod)) Issue(state, seq, DeletePod{pod->ns, pod->name, claim.name}, out);
     } else {
@@ -97,9 +102,14 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
     }
   }
   if (waiting.empty()) return false;
+  // A later tier waits while a pod of an earlier one is still terminating, as it waits while
+  // one is evicted.
   int tier =
       Tier(**std::min_element(waiting.begin(), waiting.end(),
                               [](const Pod* a, const Pod* b) { return Tier(*a) < Tier(*b); }));
+  for (const Pod* pod : pods) {
+    if (pod->Terminating()) tier = std::min(tier, Tier(*pod));
+  }
   for (const Pod* pod : waiting) {
     if (Tier(*pod) != tier || DoNotDisrupt(*pod, state.now) || evicting(*pod)) continue;
     std::string key = PodKey(pod->ns, pod->name);
@@ -198,11 +208,22 @@ class PoolSums {
   std::pair<const std::string, NodePoolStatus>* last_ = nullptr;
 };
 
+// Why the pool's EC2NodeClass keeps it from being Ready; empty when nothing does.
+std::string NodeClassUnready(const State& state, const NodePool& pool) {
+  const auto nodeclass = state.nodeclasses.find(pool.nodeclass);
+  if (nodeclass == state.nodeclasses.end()) return "NodeClassNotFound";
+  if (nodeclass->second.terminating) return "NodeClassTerminating";
+  if (!nodeclass->second.ready) return "NodeClassNotReady";
+  return "";
+}
+
 // `sums`: of the claims as they are now.
 void Republish(State& state, const PoolSums& sums, Seq seq, Output& out) {
   std::map<std::string, NodePoolStatus> now;
   for (const auto& [name, pool] : state.nodepools) {
     NodePoolStatus status;
+    status.validated = true;
+    status.nodeclass_unready = NodeClassUnready(state, pool);
     if (auto h = state.registration_healthy.find(name); h != state.registration_healthy.end()) {
       status.registration_healthy = h->second;
     }

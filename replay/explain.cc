@@ -119,33 +119,85 @@ std::vector<std::string> ClaimsOf(const log::EventLog& log, const std::string& n
   return {claims.begin(), claims.end()};
 }
 
-// What the events say about the pod: pending, bound (and to which node), deleted.
-void PodEventLines(const log::EventLog& log, const std::string& key, Nanos at,
-                   std::vector<ExplainLine>& out) {
+// The batches that placed pods on the node as it stood.
+void NodePlacementLines(const log::EventLog& log, const std::string& node, Nanos at,
+                        std::vector<ExplainLine>& out) {
+  auto decisions = DecisionsUnder(
+      log, log::IndexTerm(log::IndexKind::kNode, node), at,
+      [](const Decision& d) { return std::holds_alternative<ProvisioningDecision>(d.body); });
+  for (const Decision& d : decisions) {
+    const auto& p = std::get<ProvisioningDecision>(d.body);
+    std::vector<const PodOutcome*> placed;
+    for (const auto& outcome : p.pods) {
+      if (outcome.target == node) placed.push_back(&outcome);
+    }
+    if (placed.empty()) continue;
+    std::string text = "batch closed with " + std::to_string(p.pods.size()) + " pods; " +
+                       std::to_string(placed.size()) + " placed on node " + node + " (" +
+                       placed.front()->pod + (placed.size() > 1 ? ", ..." : "") +
+                       "): " + placed.front()->reason;
+    out.push_back({d.at, d.cause.value, text});
+  }
+}
+
+// Each event of the log through `at` (zero: all of it), with the time of the last tick before it.
+void ScanEventsThrough(const log::EventLog& log, Nanos at,
+                       const std::function<void(Nanos, log::Seq, const Event&)>& each) {
   Nanos now{0};
-  std::optional<std::string> node;  // Unknown until the pod's first upsert.
-  bool stop = false;
   log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
     if (event == nullptr) return true;
     if (const auto* tick = std::get_if<Tick>(event)) {
-      stop = at.value != 0 && tick->now > at;
+      if (at.value != 0 && tick->now > at) return false;
       now = std::max(now, tick->now);
     }
-    if (stop) return false;
-    if (const auto* u = std::get_if<PodUpserted>(event)) {
-      if (u->pod.ns + "/" + u->pod.name != key || node == u->pod.node_name) return true;
+    each(now, record.seq, *event);
+    return true;
+  });
+}
+
+// What the events say about the node: first seen, being deleted, deleted.
+void NodeEventLines(const log::EventLog& log, const std::string& name, Nanos at,
+                    std::vector<ExplainLine>& out) {
+  bool seen = false, deleting = false;
+  ScanEventsThrough(log, at, [&](Nanos now, log::Seq seq, const Event& event) {
+    if (const auto* u = std::get_if<NodeUpserted>(&event)) {
+      if (u->node.name != name) return;
+      if (!seen) {
+        out.push_back({now, seq,
+                       "node " + name + " appeared" +
+                           (u->node.provider_id.empty() ? "" : " (" + u->node.provider_id + ")")});
+      }
+      if (u->node.deleting && !deleting) {
+        out.push_back({now, seq, "node " + name + " is being deleted"});
+      }
+      seen = true;
+      deleting = u->node.deleting;
+    } else if (const auto* d = std::get_if<NodeDeleted>(&event)) {
+      if (d->name != name) return;
+      out.push_back({now, seq, "node " + name + " deleted"});
+      seen = deleting = false;
+    }
+  });
+}
+
+// What the events say about the pod: pending, bound (and to which node), deleted.
+void PodEventLines(const log::EventLog& log, const std::string& key, Nanos at,
+                   std::vector<ExplainLine>& out) {
+  std::optional<std::string> node;  // Unknown until the pod's first upsert.
+  ScanEventsThrough(log, at, [&](Nanos now, log::Seq seq, const Event& event) {
+    if (const auto* u = std::get_if<PodUpserted>(&event)) {
+      if (u->pod.ns + "/" + u->pod.name != key || node == u->pod.node_name) return;
       out.push_back(
-          {now, record.seq,
+          {now, seq,
            u->pod.node_name.empty()
                ? "pod " + key + " pending" + (u->pod.unschedulable ? " (unschedulable)" : "")
                : "pod " + key + " bound to node " + u->pod.node_name.str()});
       node = u->pod.node_name;
-    } else if (const auto* d = std::get_if<PodDeleted>(event)) {
-      if (d->ns + "/" + d->name == key) out.push_back({now, record.seq, "pod " + key + " deleted"});
+    } else if (const auto* d = std::get_if<PodDeleted>(&event)) {
+      if (d->ns + "/" + d->name == key) out.push_back({now, seq, "pod " + key + " deleted"});
     }
-    return true;
   });
 }
 
@@ -190,6 +242,8 @@ std::vector<ExplainLine> Explain(const log::EventLog& log, Subject subject, cons
       claims = PodDecisionLines(log, name, at, out);
       break;
     case Subject::kNode:
+      NodeEventLines(log, name, at, out);
+      NodePlacementLines(log, name, at, out);
       claims = ClaimsOf(log, name, at);
       break;
     case Subject::kNodeClaim:

@@ -196,10 +196,17 @@ Result<std::vector<LaunchTemplate>> Ec2::DescribeLaunchTemplates(
   return Paginate<LaunchTemplate>("DescribeLaunchTemplates", params, ParseLaunchTemplates);
 }
 
+Result<std::vector<LaunchTemplate>> Ec2::DescribeLaunchTemplatesByTags(const Labels& tags) {
+  Pairs params{{"MaxResults", "200"}};
+  std::int32_t filter = 1;
+  AddTagFilters(tags, params, filter);
+  return Paginate<LaunchTemplate>("DescribeLaunchTemplates", params, ParseLaunchTemplates);
+}
+
 Result<Unit> Ec2::DeleteLaunchTemplate(const std::string& name) {
   Result<std::string> body =
       client_.Query("ec2", "DeleteLaunchTemplate", kEc2Version, {{"LaunchTemplateName", name}});
-  if (!body.ok()) return Failed<Unit>(body.error);
+  if (!body.ok() && body.error.code != ErrorCode::kNotFound) return Failed<Unit>(body.error);
   return Result<Unit>::Ok(Unit{});
 }
 
@@ -251,6 +258,14 @@ Result<std::vector<InstanceSummary>> Ec2::DescribeInstancesByTags(const Labels& 
   std::int32_t n = 1;
   for (const char* state : {"pending", "running", "stopping", "stopped", "shutting-down"}) {
     params.emplace_back(prefix + ".Value." + std::to_string(n++), state);
+  }
+  return Paginate<InstanceSummary>("DescribeInstances", params, ParseInstances);
+}
+
+Result<std::vector<InstanceSummary>> Ec2::DescribeInstances(const std::vector<std::string>& ids) {
+  Pairs params;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    params.emplace_back("InstanceId." + std::to_string(i + 1), ids[i]);
   }
   return Paginate<InstanceSummary>("DescribeInstances", params, ParseInstances);
 }
@@ -355,9 +370,13 @@ std::vector<InstanceType> BuildCatalog(
   return types;
 }
 
+std::string LaunchTemplatePrefix(const std::string& cluster) {
+  return "tenon/" + cluster + "/";
+}
+
 std::string LaunchTemplateName(const std::string& cluster, const std::string& nodeclass_hash,
                                const std::string& image_id) {
-  return "tenon/" + cluster + "/" + Sha256Hex(nodeclass_hash + "/" + image_id).substr(0, 16);
+  return LaunchTemplatePrefix(cluster) + Sha256Hex(nodeclass_hash + "/" + image_id).substr(0, 16);
 }
 
 Result<LaunchTemplate> EnsureLaunchTemplate(Ec2& ec2, const LaunchTemplateSpec& spec) {
@@ -366,6 +385,31 @@ Result<LaunchTemplate> EnsureLaunchTemplate(Ec2& ec2, const LaunchTemplateSpec& 
   if (!found.ok() && found.error.code != ErrorCode::kNotFound)
     return Result<LaunchTemplate>::Fail(found.error);
   return ec2.CreateLaunchTemplate(spec);
+}
+
+Labels NodeClassOwnerTags(const std::string& cluster, const std::string& nodeclass) {
+  return {{"kubernetes.io/cluster/" + cluster, "owned"},
+          {"karpenter.k8s.aws/ec2nodeclass", nodeclass}};
+}
+
+Result<std::vector<std::string>> DeleteNodeClassLaunchTemplates(Ec2& ec2,
+                                                                const std::string& cluster,
+                                                                const std::string& nodeclass) {
+  using R = Result<std::vector<std::string>>;
+  Result<std::vector<LaunchTemplate>> found =
+      ec2.DescribeLaunchTemplatesByTags(NodeClassOwnerTags(cluster, nodeclass));
+  if (!found.ok()) return R::Fail(found.error);
+  // Only names LaunchTemplateName gives: a template someone else tagged alike is not tenon's.
+  const std::string prefix = LaunchTemplatePrefix(cluster);
+  std::vector<std::string> deleted;
+  for (const LaunchTemplate& t : *found.value) {
+    if (t.name.rfind(prefix, 0) != 0) continue;
+    Result<Unit> done = ec2.DeleteLaunchTemplate(t.name);
+    if (!done.ok()) return R::Fail(done.error);
+    deleted.push_back(t.name);
+  }
+  std::sort(deleted.begin(), deleted.end());
+  return R::Ok(std::move(deleted));
 }
 
 InstancesListed ToInstancesListed(const std::vector<InstanceSummary>& instances) {

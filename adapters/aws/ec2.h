@@ -79,12 +79,17 @@ class Ec2 {
   Result<LaunchTemplate> CreateLaunchTemplate(const LaunchTemplateSpec& spec);
   Result<std::vector<LaunchTemplate>> DescribeLaunchTemplates(
       const std::vector<std::string>& names);
+  // Launch templates carrying every tag in `tags`.
+  Result<std::vector<LaunchTemplate>> DescribeLaunchTemplatesByTags(const Labels& tags);
+  // A template EC2 does not know counts as deleted.
   Result<Unit> DeleteLaunchTemplate(const std::string& name);
   Result<FleetResult> CreateFleet(const FleetRequest& request);
   // Live instances (not terminated) carrying every tag in `tags` (a value of "*": the key with
   // any value); `page_size` bounds each answer.
   Result<std::vector<InstanceSummary>> DescribeInstancesByTags(const Labels& tags,
                                                                std::int32_t page_size = 500);
+  // The instances named, in any state; an unknown id fails the call (kNotFound).
+  Result<std::vector<InstanceSummary>> DescribeInstances(const std::vector<std::string>& ids);
   Result<TerminateResult> TerminateInstances(std::vector<std::string> ids);
   Result<Unit> CreateTags(const std::vector<std::string>& ids, const Labels& tags);
 
@@ -114,8 +119,19 @@ std::vector<InstanceType> BuildCatalog(
 // drifted NodeClass never launches from a stale template.
 std::string LaunchTemplateName(const std::string& cluster, const std::string& nodeclass_hash,
                                const std::string& image_id);
+// What every LaunchTemplateName in `cluster` begins with.
+std::string LaunchTemplatePrefix(const std::string& cluster);
 // Describes the template by name and creates it only when EC2 does not know it.
 Result<LaunchTemplate> EnsureLaunchTemplate(Ec2& ec2, const LaunchTemplateSpec& spec);
+// The tags that mark what tenon made for an EC2NodeClass in a cluster (its launch templates and
+// its instance profile): kubernetes.io/cluster/CLUSTER=owned, karpenter.k8s.aws/ec2nodeclass.
+Labels NodeClassOwnerTags(const std::string& cluster, const std::string& nodeclass);
+// Deletes the launch templates tenon made for `nodeclass`, as Karpenter's EC2NodeClass
+// termination does: those carrying NodeClassOwnerTags whose name LaunchTemplateName gave.
+// Returns the names deleted.
+Result<std::vector<std::string>> DeleteNodeClassLaunchTemplates(Ec2& ec2,
+                                                                const std::string& cluster,
+                                                                const std::string& nodeclass);
 
 // The core's view of the cluster's instances, for garbage collection and recovery.
 InstancesListed ToInstancesListed(const std::vector<InstanceSummary>& instances);

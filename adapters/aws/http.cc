@@ -18,6 +18,8 @@ namespace tenon::aws {
 namespace {
 
 constexpr std::size_t kErrorExcerptBytesMax = 200;
+// The longest a transfer waits in one poll; curl's own timers and an AbortSignal end it sooner.
+constexpr int kPollMillis = 1000;
 
 struct Received {
   std::string* body;
@@ -95,22 +97,52 @@ std::optional<AwsError> ParseJsonError(const HttpResponse& response) {
 
 }  // namespace
 
+void AbortSignal::Trigger() {
+  std::lock_guard lock(mu_);
+  triggered_ = true;
+  // Thread-safe in libcurl; the wake-up stays pending until the poll it ends takes it.
+  for (void* multi : multis_) curl_multi_wakeup(static_cast<CURLM*>(multi));
+}
+
+void AbortSignal::Attach(void* multi) {
+  std::lock_guard lock(mu_);
+  multis_.insert(multi);
+}
+
+void AbortSignal::Detach(void* multi) {
+  std::lock_guard lock(mu_);
+  multis_.erase(multi);
+}
+
 CurlTransport::CurlTransport(TransportOptions options) : options_(options) {
   static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
   assert(global == CURLE_OK);
   (void)global;
   curl_ = curl_easy_init();
   assert(curl_ != nullptr);
+  multi_ = curl_multi_init();
+  assert(multi_ != nullptr);
+  if (options_.abort != nullptr) options_.abort->Attach(multi_);
 }
 
 CurlTransport::~CurlTransport() {
+  if (options_.abort != nullptr) options_.abort->Detach(multi_);
   curl_easy_cleanup(static_cast<CURL*>(curl_));
+  curl_multi_cleanup(static_cast<CURLM*>(multi_));  // Closes the cached connections.
 }
 
 HttpResponse CurlTransport::Send(const HttpRequest& request) {
-  CURL* curl = static_cast<CURL*>(curl_);
-  curl_easy_reset(curl);  // Keeps the connection cache: the easy handle still owns it.
   HttpResponse response;
+  const auto aborted = [&] {
+    response.status = 0;
+    response.aborted = true;
+    response.transport_error = "aborted: the process is stopping";
+    return response;
+  };
+  if (options_.abort != nullptr && options_.abort->triggered()) return aborted();
+  CURL* curl = static_cast<CURL*>(curl_);
+  CURLM* multi = static_cast<CURLM*>(multi_);
+  curl_easy_reset(curl);  // The connections stay in the multi handle's cache.
   Received received{&response.body, &response.headers, options_.response_bytes_max};
   const std::string url = FullUrl(request);
   curl_slist* headers = nullptr;
@@ -133,11 +165,32 @@ HttpResponse CurlTransport::Send(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &received);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &received);
-  const CURLcode code = curl_easy_perform(curl);
+  // curl_easy_perform's loop, on a multi handle an AbortSignal can wake from its poll.
+  curl_multi_add_handle(multi, curl);
+  std::optional<CURLcode> code;
+  std::string failure;
+  bool abort = false;
+  while (!code && failure.empty() && !abort) {
+    int running = 0;
+    CURLMcode step = curl_multi_perform(multi, &running);
+    int queued = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi, &queued)) {
+      if (message->msg == CURLMSG_DONE) code = message->data.result;
+    }
+    if (code) break;
+    abort = options_.abort != nullptr && options_.abort->triggered();
+    if (step == CURLM_OK && running == 0) failure = "the transfer ended without a result";
+    if (step == CURLM_OK && running > 0 && !abort) {
+      step = curl_multi_poll(multi, nullptr, 0, kPollMillis, nullptr);
+    }
+    if (step != CURLM_OK) failure = curl_multi_strerror(step);
+  }
+  curl_multi_remove_handle(multi, curl);  // Mid-transfer, this closes the connection.
   curl_slist_free_all(headers);
-  if (code != CURLE_OK) {
+  if (abort && !code) return aborted();
+  if (!code || *code != CURLE_OK) {
     response.status = 0;
-    response.transport_error = curl_easy_strerror(code);
+    response.transport_error = code ? curl_easy_strerror(*code) : failure;
     return response;
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
@@ -324,6 +377,11 @@ Result<std::string> AwsClient::Perform(const std::string& service, const std::st
     }
     ++attempts_made_;
     const HttpResponse response = transport_.Send(signed_request);
+    if (response.aborted) {
+      spdlog::debug("aws {} {}: {}", service, operation, response.transport_error);
+      return Result<std::string>::Fail(
+          AwsError{ErrorCode::kTransient, "Aborted", response.transport_error, 0});
+    }
     if (response.status >= 200 && response.status < 300) {
       spdlog::debug("aws {} {}: HTTP {} ({} bytes, attempt {})", service, operation,
                     response.status, response.body.size(), attempt + 1);

@@ -3,11 +3,14 @@
 // failure into the closed ErrorCode set the core switches over.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -21,6 +24,7 @@ struct HttpResponse {
   std::string body;
   std::map<std::string, std::string> headers;  // Lower-case names.
   std::string transport_error;
+  bool aborted = false;  // Ended (or never sent) by an AbortSignal.
 };
 
 // Sends one request; never throws. Implementations are not thread-safe.
@@ -30,10 +34,32 @@ class Transport {
   virtual HttpResponse Send(const HttpRequest& request) = 0;
 };
 
+// Ends the requests in flight on every transport given it, at once, and fails every later one
+// without sending it: a stopping process need not wait out an SQS long poll. Trigger is
+// thread-safe and cannot be undone. An aborted request answers with `aborted` set; the client
+// does not retry it. Must outlive the transports that use it.
+class AbortSignal {
+ public:
+  AbortSignal() = default;
+  AbortSignal(const AbortSignal&) = delete;
+  AbortSignal& operator=(const AbortSignal&) = delete;
+  void Trigger();
+  bool triggered() const { return triggered_.load(); }
+
+ private:
+  friend class CurlTransport;
+  void Attach(void* multi);
+  void Detach(void* multi);
+  std::mutex mu_;  // Guards multis_ and orders Trigger's wake-ups with Detach.
+  std::set<void*> multis_;
+  std::atomic<bool> triggered_{false};
+};
+
 struct TransportOptions {
   std::int64_t connect_timeout_ms = 3000;
   std::int64_t total_timeout_ms = 30000;  // Must exceed the SQS long-poll wait.
   std::int64_t response_bytes_max = 64 << 20;
+  AbortSignal* abort = nullptr;  // None: requests run to their answer or their timeout.
 };
 
 // One CURL easy handle reused for every request, so keep-alive connections are reused.
@@ -48,6 +74,7 @@ class CurlTransport : public Transport {
  private:
   TransportOptions options_;
   void* curl_;
+  void* multi_;  // Runs curl_ so that an AbortSignal can wake it.
 };
 
 // An AWS error after mapping. `aws_code` is what the service said (or HTTP<status>).

@@ -6,6 +6,7 @@ namespace tenon::aws {
 namespace {
 
 constexpr std::size_t kRolesMax = 10;
+constexpr std::size_t kTagsMax = 50;  // IAM's limit per resource.
 
 Result<InstanceProfile> Parsed(const Result<std::string>& body, const char* action) {
   if (!body.ok()) return Result<InstanceProfile>::Fail(body.error);
@@ -20,15 +21,24 @@ Result<InstanceProfile> Parsed(const Result<std::string>& body, const char* acti
 
 }  // namespace
 
+std::string InstanceProfileName(const std::string& cluster, const std::string& nodeclass) {
+  return cluster + "_" + nodeclass;
+}
+
 std::optional<InstanceProfile> ParseInstanceProfile(const std::string& xml) {
   pugi::xml_document doc;
   if (!doc.load_buffer(xml.data(), xml.size())) return std::nullopt;
   const pugi::xml_node p = doc.select_node("//InstanceProfile").node();
   if (!p || std::string_view(p.child_value("InstanceProfileName")).empty()) return std::nullopt;
-  InstanceProfile out{p.child_value("InstanceProfileName"), p.child_value("Arn"), {}};
+  InstanceProfile out{p.child_value("InstanceProfileName"), p.child_value("Arn"), {}, {}};
   for (pugi::xml_node member : p.child("Roles").children("member")) {
     if (out.roles.size() >= kRolesMax) break;
     out.roles.emplace_back(member.child_value("RoleName"));
+  }
+  std::size_t tags = 0;
+  for (pugi::xml_node member : p.child("Tags").children("member")) {
+    if (tags++ >= kTagsMax) break;
+    out.tags[member.child_value("Key")] = member.child_value("Value");
   }
   return out;
 }
@@ -64,6 +74,36 @@ Result<InstanceProfile> Iam::EnsureInstanceProfile(const std::string& name, cons
                                             {{"InstanceProfileName", name}, {"RoleName", role}});
   if (!added.ok()) return Result<InstanceProfile>::Fail(added.error);
   return GetInstanceProfile(name);
+}
+
+Result<ProfileRemoval> Iam::DeleteInstanceProfile(const std::string& name,
+                                                  const Labels& owner_tags) {
+  using R = Result<ProfileRemoval>;
+  const Result<InstanceProfile> profile = GetInstanceProfile(name);
+  if (!profile.ok()) {
+    return profile.error.code == ErrorCode::kNotFound ? R::Ok(ProfileRemoval::kAbsent)
+                                                      : R::Fail(profile.error);
+  }
+  for (const auto& [key, value] : owner_tags) {
+    const auto it = profile.value->tags.find(key);
+    if (it == profile.value->tags.end() || it->second != value) {
+      return R::Ok(ProfileRemoval::kNotOwned);
+    }
+  }
+  // IAM refuses to delete a profile that still holds a role.
+  for (const std::string& role : profile.value->roles) {
+    Result<std::string> removed =
+        client_.Query("iam", "RemoveRoleFromInstanceProfile", kIamVersion,
+                      {{"InstanceProfileName", name}, {"RoleName", role}});
+    if (!removed.ok() && removed.error.code != ErrorCode::kNotFound) return R::Fail(removed.error);
+  }
+  Result<std::string> deleted =
+      client_.Query("iam", "DeleteInstanceProfile", kIamVersion, {{"InstanceProfileName", name}});
+  if (!deleted.ok()) {
+    return deleted.error.code == ErrorCode::kNotFound ? R::Ok(ProfileRemoval::kAbsent)
+                                                      : R::Fail(deleted.error);
+  }
+  return R::Ok(ProfileRemoval::kDeleted);
 }
 
 }  // namespace tenon::aws

@@ -17,6 +17,10 @@ namespace tenon::controller {
 namespace {
 
 constexpr char kNodeClassesPath[] = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses";
+constexpr char kNodeClaimsPath[] = "/apis/karpenter.sh/v1/nodeclaims";
+// Karpenter fires its WaitingOnNodeClaimTermination Event again every 10 minutes.
+constexpr auto kWaitingReportEvery = std::chrono::minutes(10);
+constexpr long kNotFound = 404;
 constexpr char kDefaultKubernetesVersion[] = "1.31";
 
 std::string Hex(std::uint64_t value) {
@@ -38,7 +42,60 @@ std::string NotFoundReason(const std::string& message) {
   return "ResolutionFailed";
 }
 
+// A string member of a JSON object; empty when absent or not a string.
+std::string Text(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const nlohmann::json& Member(const nlohmann::json& object, const char* key) {
+  static const nlohmann::json kNull;
+  if (!object.is_object()) return kNull;
+  const auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+bool BeingDeleted(const nlohmann::json& object) {
+  return !Member(Member(object, "metadata"), "deletionTimestamp").is_null();
+}
+
+std::vector<std::string> Finalizers(const nlohmann::json& object) {
+  std::vector<std::string> out;
+  const nlohmann::json& list = Member(Member(object, "metadata"), "finalizers");
+  if (!list.is_array()) return out;
+  for (const auto& f : list) {
+    if (f.is_string()) out.push_back(f.get<std::string>());
+  }
+  return out;
+}
+
+bool HasFinalizer(const nlohmann::json& object) {
+  const std::vector<std::string> all = Finalizers(object);
+  return std::find(all.begin(), all.end(), kNodeClassFinalizer) != all.end();
+}
+
+// A merge patch replaces the whole list: it carries every other finalizer the object has.
+nlohmann::json FinalizerPatch(const nlohmann::json& object, bool present) {
+  std::vector<std::string> list = Finalizers(object);
+  std::erase(list, std::string(kNodeClassFinalizer));
+  if (present) list.emplace_back(kNodeClassFinalizer);
+  return {{"metadata", {{"finalizers", list}}}};
+}
+
 }  // namespace
+
+std::string PrettyNames(const std::vector<std::string>& names, std::size_t shown) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i >= shown) {
+      out += " and " + std::to_string(names.size() - i) + " other(s)";
+      break;
+    }
+    out += (i > 0 ? ", " : "") + names[i];
+  }
+  return out;
+}
 
 std::string AmiFamily(const std::string& family_or_alias) {
   std::string family = family_or_alias.substr(0, family_or_alias.find('@'));
@@ -97,6 +154,7 @@ CloudSource::CloudSource(CloudOptions options, kube::Client& kube, std::function
   if (!options_.interruption_queue.empty() && !options_.read_only) {
     aws::TransportOptions poll;
     poll.total_timeout_ms = (options_.poll_wait_seconds + 10) * 1000;
+    poll.abort = &abort_;
     poller_ = std::make_unique<aws::AwsConnection>(options_.aws, aws::ProcessEnv(), poll);
   }
   executor_ = std::make_unique<aws::AwsExecutor>(
@@ -133,6 +191,7 @@ void CloudSource::Stop() {
     stop_ = true;
   }
   wake_.notify_all();
+  abort_.Trigger();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }
@@ -185,7 +244,7 @@ bool CloudSource::Sleep(std::chrono::milliseconds duration) {
 }
 
 void CloudSource::CatalogLoop() {
-  aws::AwsConnection connection(options_.aws, aws::ProcessEnv());
+  aws::AwsConnection connection(options_.aws, aws::ProcessEnv(), {.abort = &abort_});
   aws::Ec2 ec2(connection.client());
   aws::Pricing pricing(connection.pricing());
   aws::PriceMap fallback;
@@ -210,6 +269,7 @@ void CloudSource::CatalogLoop() {
                    used_file ? "the price file" : "the Pricing API");
     }
     auto types = ec2.Catalog({}, prices);
+    if (!types.ok() && stop_.load()) return;  // Aborted by Stop.
     if (!types.ok()) {
       spdlog::warn("catalog: {}: {}", types.error.aws_code, types.error.message);
       if (!Sleep(options_.retry)) return;
@@ -230,6 +290,7 @@ void CloudSource::InterruptionLoop() {
   while (url.rfind("http", 0) != 0) {
     const nlohmann::json request = {{"QueueName", options_.interruption_queue}};
     auto answer = aws::SqsCall(poller_->client(), "GetQueueUrl", request.dump());
+    if (!answer.ok() && stop_.load()) return;  // Aborted by Stop.
     if (answer.ok()) {
       const auto body = nlohmann::json::parse(*answer.value, nullptr, false);
       if (body.is_object() && body.contains("QueueUrl") && body["QueueUrl"].is_string()) {
@@ -246,6 +307,7 @@ void CloudSource::InterruptionLoop() {
   spdlog::info("interruption: polling {}", url);
   while (!stop_.load()) {
     auto received = queue_->Receive(aws::kReceiveMessagesMax, options_.poll_wait_seconds);
+    if (!received.ok() && stop_.load()) return;  // Aborted by Stop: the messages stay queued.
     if (!received.ok()) {
       spdlog::warn("interruption: {}: {}", received.error.aws_code, received.error.message);
       if (!Sleep(options_.retry)) return;
@@ -258,10 +320,11 @@ void CloudSource::InterruptionLoop() {
 }
 
 void CloudSource::GarbageLoop() {
-  aws::AwsConnection connection(options_.aws, aws::ProcessEnv());
+  aws::AwsConnection connection(options_.aws, aws::ProcessEnv(), {.abort = &abort_});
   aws::Ec2 ec2(connection.client());
   while (Sleep(options_.gc_every)) {
     auto listed = ec2.DescribeInstancesByTags(aws::LaunchedByNodePoolTags(options_.cluster_name));
+    if (!listed.ok() && stop_.load()) return;  // Aborted by Stop.
     if (!listed.ok()) {
       spdlog::warn("gc: DescribeInstances: {}: {}", listed.error.aws_code, listed.error.message);
       continue;
@@ -286,7 +349,7 @@ std::string CloudSource::KubernetesVersion() {
 }
 
 void CloudSource::NodeClassLoop() {
-  aws::AwsConnection connection(options_.aws, aws::ProcessEnv());
+  aws::AwsConnection connection(options_.aws, aws::ProcessEnv(), {.abort = &abort_});
   kube::KubeExecutor writer(kube_, {}, may_act_);
   while (!stop_.load()) {
     ResolveAll(connection, writer);
@@ -313,8 +376,27 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
   const std::string version = KubernetesVersion();
   std::map<std::string, ResolvedNodeClass> resolved;
   for (const auto& item : body["items"]) {
-    const std::string name = item.value("/metadata/name"_json_pointer, std::string());
+    const std::string name = Text(Member(item, "metadata"), "name");
+    if (name.empty()) continue;
     try {
+      if (BeingDeleted(item)) {
+        FinalizeNodeClass(item, connection, writer);
+        continue;
+      }
+      if (!options_.read_only && !HasFinalizer(item)) {
+        // Added before anything is made for it in AWS, as Karpenter's EC2NodeClass controller
+        // adds it: a deletion then waits for the termination below.
+        const kube::Response added =
+            writer.Update(std::string(kNodeClassesPath) + "/" + name, "",
+                          [](const nlohmann::json& current) -> std::optional<nlohmann::json> {
+                            if (HasFinalizer(current) || BeingDeleted(current)) return std::nullopt;
+                            return FinalizerPatch(current, true);
+                          });
+        if (!added.ok()) {
+          spdlog::warn("nodeclass {}: adding the finalizer {}: {}", name, kNodeClassFinalizer,
+                       kube::Describe(added));
+        }
+      }
       const YAML::Node object = YAML::Load(item.dump());
       const NodeClass nodeclass = kube::ParseNodeClass(object);
       const aws::NodeClassTerms terms = aws::ParseNodeClassTerms(object);
@@ -329,11 +411,9 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
       if (spec["instanceProfile"]) {
         entry.instance_profile = spec["instanceProfile"].as<std::string>();
       } else if (resolution.ok()) {
-        const std::string profile_name = options_.cluster_name + "_" + name;
         auto profile = iam.EnsureInstanceProfile(
-            profile_name, nodeclass.role,
-            {{"karpenter.k8s.aws/ec2nodeclass", name},
-             {"kubernetes.io/cluster/" + options_.cluster_name, "owned"}});
+            aws::InstanceProfileName(options_.cluster_name, name), nodeclass.role,
+            aws::NodeClassOwnerTags(options_.cluster_name, name));
         if (profile.ok()) {
           entry.instance_profile = profile.value->name;
         } else {
@@ -344,11 +424,15 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
         }
       }
       kube::NodeClassStatus status = StatusFor(resolution, entry.instance_profile);
+      if (stop_.load()) return;  // Stop aborted its AWS calls: this pass says nothing.
       if (!resolution.ok()) {
         spdlog::warn("nodeclass {}: not ready: {}", name, status.message);
       } else {
         entry.resolution = std::move(*resolution.value);
-        resolved[name] = std::move(entry);
+        resolved[name] = entry;
+        // Usable by launches before its status says Ready, which is what lets the core launch.
+        std::lock_guard lock(mu_);
+        resolved_[name] = std::move(entry);
       }
       if (options_.read_only) continue;
       if (!writer.PatchNodeClassStatus(name, status)) {
@@ -370,9 +454,108 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
   {
     std::lock_guard lock(mu_);
     resolved_ = std::move(resolved);
+    resolved_once_ = true;
   }
+  wake_.notify_all();  // Launches waiting for the first pass.
   // Counted once launches can use them.
   nodeclasses_resolved_ += published;
+}
+
+std::optional<std::vector<std::string>> CloudSource::NodeClaimsUsing(const std::string& nodeclass) {
+  const kube::Response listed = kube_.Request("GET", kNodeClaimsPath);
+  const auto body = nlohmann::json::parse(listed.body, nullptr, false);
+  if (!listed.ok() || !Member(body, "items").is_array()) {
+    spdlog::warn("nodeclass {}: listing NodeClaims: {}", nodeclass,
+                 listed.ok() ? "the answer is not a list" : kube::Describe(listed));
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  for (const auto& claim : body["items"]) {
+    const nlohmann::json& ref = Member(Member(claim, "spec"), "nodeClassRef");
+    const std::string group = Text(ref, "group");
+    const std::string kind = Text(ref, "kind");
+    if (Text(ref, "name") != nodeclass || (!group.empty() && group != "karpenter.k8s.aws") ||
+        (!kind.empty() && kind != "EC2NodeClass")) {
+      continue;
+    }
+    names.push_back(Text(Member(claim, "metadata"), "name"));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void CloudSource::FinalizeNodeClass(const nlohmann::json& object, aws::AwsConnection& connection,
+                                    kube::KubeExecutor& writer) {
+  const std::string name = Text(Member(object, "metadata"), "name");
+  {
+    // Nothing launches with it any more.
+    std::lock_guard lock(mu_);
+    resolved_.erase(name);
+  }
+  if (options_.read_only || !HasFinalizer(object) || (may_act_ && !may_act_())) return;
+  const std::optional<std::vector<std::string>> claims = NodeClaimsUsing(name);
+  if (!claims) return;  // Tried again on the next pass.
+  if (!claims->empty()) {
+    // As Karpenter: the deletion waits, and says so with an Event, repeated when the NodeClaims
+    // it waits on change and every 10 minutes.
+    const std::string message = "Waiting on NodeClaim termination for " + PrettyNames(*claims);
+    const auto now = std::chrono::steady_clock::now();
+    auto& [reported, at] = waiting_reported_[name];
+    if (reported != message || now - at >= kWaitingReportEvery) {
+      spdlog::info("nodeclass {}: being deleted; {}", name, message);
+      writer.RecordEvent({"karpenter.k8s.aws/v1", "EC2NodeClass", "", name}, "Normal",
+                         "WaitingOnNodeClaimTermination", message);
+      reported = message;
+      at = now;
+    }
+    return;
+  }
+  waiting_reported_.erase(name);
+  aws::Ec2 ec2(connection.client());
+  aws::Iam iam(connection.client());
+  std::string profile_done = "no instance profile of its own";
+  // The profile tenon made for spec.role; one named in spec.instanceProfile is the user's.
+  if (!Text(Member(object, "spec"), "role").empty()) {
+    const std::string profile = aws::InstanceProfileName(options_.cluster_name, name);
+    const auto removed =
+        iam.DeleteInstanceProfile(profile, aws::NodeClassOwnerTags(options_.cluster_name, name));
+    if (!removed.ok()) {
+      spdlog::warn("nodeclass {}: deleting the instance profile {}: {}: {}", name, profile,
+                   removed.error.aws_code, removed.error.message);
+      return;
+    }
+    switch (*removed.value) {
+      case aws::ProfileRemoval::kDeleted:
+        profile_done = "instance profile " + profile + " deleted";
+        break;
+      case aws::ProfileRemoval::kAbsent:
+        profile_done = "instance profile " + profile + " already gone";
+        break;
+      case aws::ProfileRemoval::kNotOwned:
+        profile_done = "instance profile " + profile + " left (not tagged as tenon's)";
+        break;
+    }
+  }
+  const auto templates = aws::DeleteNodeClassLaunchTemplates(ec2, options_.cluster_name, name);
+  if (!templates.ok()) {
+    spdlog::warn("nodeclass {}: deleting its launch templates: {}: {}", name,
+                 templates.error.aws_code, templates.error.message);
+    return;
+  }
+  for (const std::string& t : *templates.value) templates_.erase(t);
+  const kube::Response dropped =
+      writer.Update(std::string(kNodeClassesPath) + "/" + name, "",
+                    [](const nlohmann::json& current) -> std::optional<nlohmann::json> {
+                      if (!HasFinalizer(current)) return std::nullopt;
+                      return FinalizerPatch(current, false);
+                    });
+  if (!dropped.ok() && dropped.status != kNotFound) {
+    spdlog::warn("nodeclass {}: removing the finalizer {}: {}", name, kNodeClassFinalizer,
+                 kube::Describe(dropped));
+    return;
+  }
+  spdlog::info("nodeclass {}: deleted; {}, {} launch template(s) deleted, finalizer {} removed",
+               name, profile_done, templates.value->size(), kNodeClassFinalizer);
 }
 
 aws::Result<aws::LaunchContext> CloudSource::ResolveLaunch(const LaunchInstances& launch) {
@@ -382,7 +565,14 @@ aws::Result<aws::LaunchContext> CloudSource::ResolveLaunch(const LaunchInstances
   };
   ResolvedNodeClass entry;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    // A launch re-driven from the log at start can come before the first resolution pass has
+    // run: it waits for that pass instead of failing for want of it.
+    wake_.wait_for(lock, options_.first_resolution_wait,
+                   [&] { return stop_.load() || resolved_once_; });
+    if (!resolved_once_) {
+      return fail(ErrorCode::kTransient, "EC2NodeClasses not resolved yet");
+    }
     const auto it = resolved_.find(launch.nodeclass);
     if (it == resolved_.end()) return fail(ErrorCode::kInvalid, "not resolved (not Ready)");
     entry = it->second;

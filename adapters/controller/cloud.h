@@ -9,7 +9,10 @@
 //                InstancesListed
 //   nodeclass    every EC2NodeClass's selector terms resolved every minute (and when one
 //                changes): AMIs, subnets, security groups, the instance profile; written to its
-//                status with the Ready condition, which the informer brings back into the log
+//                status with the Ready condition, which the informer brings back into the log.
+//                Each gets the finalizer karpenter.k8s.aws/termination; once one is deleted and
+//                no NodeClaim uses it any more, the launch templates and the instance profile
+//                tenon made for it are deleted and the finalizer removed
 //
 // Each thread owns its AWS connection (the HTTP pieces are not thread-safe). The executor runs
 // on the controller's thread with a connection of its own.
@@ -22,6 +25,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -54,6 +59,8 @@ struct CloudOptions {
   std::chrono::milliseconds prices_every{12 * 60 * 60 * 1000};
   std::chrono::milliseconds gc_every{2 * 60 * 1000};
   std::chrono::milliseconds nodeclass_every{60 * 1000};
+  // How long a launch waits for the first EC2NodeClass resolution pass after start.
+  std::chrono::milliseconds first_resolution_wait{2 * 60 * 1000};
   std::chrono::milliseconds retry{5000};  // After a failed call.
   std::int32_t poll_wait_seconds = 20;    // SQS long poll.
 };
@@ -70,6 +77,11 @@ struct ResolvedNodeClass {
 // The NodeClass status for a resolution, or the reason it failed (pure).
 kube::NodeClassStatus StatusFor(const aws::Result<aws::NodeClassResolution>& resolved,
                                 const std::string& instance_profile);
+// The finalizer that holds a deleted EC2NodeClass until what tenon made for it is gone.
+inline constexpr char kNodeClassFinalizer[] = "karpenter.k8s.aws/termination";
+// Karpenter's rendering of names in an Event: "a, b, c, d, e and 2 other(s)" (pure).
+std::string PrettyNames(const std::vector<std::string>& names, std::size_t shown = 5);
+
 // "al2023@latest" / "AL2023" -> "AL2023"; the family names user data knows.
 std::string AmiFamily(const std::string& family_or_alias);
 // "v1.31.2-eks-1234" -> "1.31"; empty when it is not a version.
@@ -107,6 +119,13 @@ class CloudSource : public runtime::Executor {
   void GarbageLoop();
   void NodeClassLoop();
   void ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor& writer);
+  // The termination of a deleted EC2NodeClass (`object` is its JSON): waits while NodeClaims
+  // use it, then deletes its launch templates and instance profile and drops the finalizer.
+  void FinalizeNodeClass(const nlohmann::json& object, aws::AwsConnection& connection,
+                         kube::KubeExecutor& writer);
+  // The names of the NodeClaims whose spec.nodeClassRef names `nodeclass`; nullopt when they
+  // could not be listed.
+  std::optional<std::vector<std::string>> NodeClaimsUsing(const std::string& nodeclass);
   aws::Result<aws::LaunchContext> ResolveLaunch(const LaunchInstances& launch);
   std::string KubernetesVersion();
 
@@ -118,11 +137,40 @@ class CloudSource : public runtime::Executor {
   // The controller thread's connection: launches, terminations, acknowledgements.
   aws::AwsConnection main_;
   aws::Ec2 ec2_;
+  // Stop ends every poller's AWS calls in flight (a long poll would hold it for up to
+  // poll_wait_seconds). A message received but not yet handed to the log stays in the queue:
+  // nothing deletes it. A NodeClass pass cut short writes no status.
+  aws::AbortSignal abort_;
   std::unique_ptr<aws::AwsConnection> poller_;  // The queue's long polls.
   std::unique_ptr<aws::InterruptionQueue> queue_;
   std::atomic<aws::InterruptionQueue*> queue_ready_{nullptr};  // Set once the URL is known.
   std::unique_ptr<aws::AwsExecutor> executor_;
-  std::set<std::string> templates_;  // Launch templates known to exist.
+  // Launch templates known to exist: filled by launches on the controller's thread, emptied of
+  // those deleted with their EC2NodeClass on the NodeClass thread.
+  class KnownTemplates {
+   public:
+    bool contains(const std::string& name) const {
+      std::lock_guard lock(mu_);
+      return names_.contains(name);
+    }
+    void insert(const std::string& name) {
+      std::lock_guard lock(mu_);
+      names_.insert(name);
+    }
+    void erase(const std::string& name) {
+      std::lock_guard lock(mu_);
+      names_.erase(name);
+    }
+
+   private:
+    mutable std::mutex mu_;
+    std::set<std::string> names_;
+  };
+  KnownTemplates templates_;
+  // NodeClass thread only: per deleted EC2NodeClass, the NodeClaims last reported as holding
+  // it and when (the Event is repeated when they change, or every kWaitingReportEvery).
+  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>>
+      waiting_reported_;
 
   std::mutex mu_;
   std::condition_variable wake_;
@@ -130,6 +178,7 @@ class CloudSource : public runtime::Executor {
   std::vector<std::string> rejected_pending_;  // Queued with their events, not yet drained.
   std::vector<std::string> rejected_drained_;  // Drained: delete once Ingested says so.
   std::map<std::string, ResolvedNodeClass> resolved_;
+  bool resolved_once_ = false;  // The first resolution pass has finished.
   bool poke_ = false;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;

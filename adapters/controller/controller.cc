@@ -23,6 +23,8 @@
 namespace tenon::controller {
 namespace {
 
+constexpr const char* kStopRequested = "stop requested (SIGTERM or SIGINT)";
+
 const char* Env(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : nullptr;
@@ -204,6 +206,15 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   config.user_agent = "tenon/" + options.lease.identity;
   kube::Client client(config);
 
+  // One line when the process starts to stop, whatever stops it; cmd/main.cc logs the end,
+  // once everything here is released.
+  bool stopping = false;
+  auto shutdown_begins = [&](const std::string& why) {
+    if (stopping) return;
+    stopping = true;
+    spdlog::info("shutdown: {}; stopping the informers, the AWS pollers and the lease", why);
+  };
+
   kube::LeaderElector elector(client, options.lease);
   std::atomic<bool> renewing_stop{false};
   std::atomic<bool> lost{false};
@@ -222,7 +233,10 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     const bool leader = elector.Acquire(stop);
     acquired = true;
     beats.join();
-    if (!leader) return 0;
+    if (!leader) {
+      shutdown_begins(std::string(kStopRequested) + " while standing by");
+      return 0;
+    }
     renewer = std::thread([&] {
       elector.KeepRenewing(renewing_stop);
       if (!renewing_stop.load()) lost = true;
@@ -245,8 +259,14 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     try {
       log = log::EventLog::Open(options.log_dir, open, &report);
     } catch (const log::LogError& e) {
-      if (stop.load()) return finish(0);
-      if (!may_act()) return finish(kExitLeadershipLost);
+      if (stop.load()) {
+        shutdown_begins(kStopRequested);
+        return finish(0);
+      }
+      if (!may_act()) {
+        shutdown_begins("the lease was lost");
+        return finish(kExitLeadershipLost);
+      }
       spdlog::warn("log {} cannot be opened yet: {}", options.log_dir, e.what());
       std::this_thread::sleep_for(options.lease.retry_period);
     }
@@ -308,10 +328,21 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   };
   kube::KubeSource source(client);
   auto stop_sources = [&] {
+    // Side by side: the informers' watches notice within a second, the AWS pollers at once.
+    std::thread cloud_stop([&] {
+      if (cloud != nullptr) cloud->Stop();
+    });
     source.Stop();
-    if (cloud != nullptr) cloud->Stop();
+    cloud_stop.join();
   };
   try {
+    // The AWS side first: commands re-driven from the log (a launch in flight at a crash) need
+    // the EC2NodeClasses resolved, which its first pass does while recovery waits for it.
+    // What its pollers find meanwhile waits in their queues for the loop below.
+    if (cloud != nullptr) {
+      cloud->SetState(&rt.state());
+      cloud->Start();
+    }
     const auto recovery = rt.Recover();
     spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
                  recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
@@ -328,10 +359,6 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     rt.Ingest(std::move(start));
     source.Seed(rt.state());
     source.Start();
-    if (cloud != nullptr) {
-      cloud->SetState(&rt.state());
-      cloud->Start();
-    }
     auto next_tick = std::chrono::steady_clock::now() + options.tick;
     while (!stop.load()) {
       if (lost.load() || !may_act()) throw kube::LeadershipLost("the lease was lost");
@@ -363,9 +390,11 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     }
   } catch (const kube::LeadershipLost& e) {
     spdlog::error("{}: stopping every effect and exiting", e.what());
+    shutdown_begins(e.what());
     stop_sources();
     return finish(kExitLeadershipLost);
   }
+  shutdown_begins(kStopRequested);
   stop_sources();
   return finish(0);
 }

@@ -4,7 +4,13 @@
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace tenon::http {
@@ -34,6 +40,47 @@ class EndpointHandler : public CivetHandler {
   std::function<Answer()> answer_;
 };
 
+// Where to connect to reach a server listening on `address` (civetweb's form: "8081",
+// "0.0.0.0:8081", "[::]:8081", "10.0.0.1:8081"): its host, or loopback for any address.
+std::string ConnectHost(const std::string& address) {
+  const auto colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty() || host == "0.0.0.0") return "127.0.0.1";
+  if (host == "::") return "::1";
+  return host;
+}
+
+// Runs `stop` (which stops a civetweb server) while connecting to the server every 5 ms, so
+// that its listener wakes from its 2 s poll and sees the stop at once.
+void StopPromptly(const std::string& address, int port, const std::function<void()>& stop) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (port <= 0 || getaddrinfo(ConnectHost(address).c_str(), std::to_string(port).c_str(), &hints,
+                               &found) != 0) {
+    stop();  // Nothing to connect to: the listener's own timeout ends it.
+    return;
+  }
+  std::atomic<bool> stopped{false};
+  std::thread waker([&] {
+    while (!stopped.load()) {
+      const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd >= 0) {
+        ::connect(fd, found->ai_addr, found->ai_addrlen);
+        ::close(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  stop();
+  stopped = true;
+  waker.join();
+  freeaddrinfo(found);
+}
+
 }  // namespace
 
 struct HealthServer::Handlers {
@@ -60,8 +107,11 @@ HealthServer::HealthServer(HealthOptions options) : options_(std::move(options))
 
 HealthServer::~HealthServer() {
   // Stop serving before the handlers and the state they read go away.
-  if (server_) server_->close();
-  server_.reset();
+  if (!server_) return;
+  StopPromptly(options_.address, port(), [&] {
+    server_->close();
+    server_.reset();
+  });
 }
 
 std::chrono::steady_clock::time_point HealthServer::Now() const {
@@ -101,7 +151,8 @@ int HealthServer::port() const {
 }
 
 MetricsServer::MetricsServer(const std::string& address,
-                             std::shared_ptr<prometheus::Registry> registry) {
+                             std::shared_ptr<prometheus::Registry> registry)
+    : address_(address) {
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(address, 2);
   } catch (const std::exception& e) {
@@ -110,7 +161,9 @@ MetricsServer::MetricsServer(const std::string& address,
   exposer_->RegisterCollectable(registry, "/metrics");
 }
 
-MetricsServer::~MetricsServer() = default;
+MetricsServer::~MetricsServer() {
+  if (exposer_) StopPromptly(address_, port(), [&] { exposer_.reset(); });
+}
 
 int MetricsServer::port() const {
   auto ports = exposer_->GetListeningPorts();

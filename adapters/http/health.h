@@ -3,6 +3,9 @@
 //
 // healthz: 200 "ok" while the controller loop has beaten (Beat) within the staleness window,
 // else 500 with the reason. readyz: 200 "ok" once SetReady(true), else 503 with the reason.
+//
+// Both stop at once when destroyed: civetweb's listener notices a stop only between polls of
+// its socket, 2 s apart, so the destructors connect to it until it has gone.
 #pragma once
 
 #include <chrono>
@@ -74,6 +77,7 @@ class MetricsServer {
   int port() const;
 
  private:
+  std::string address_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };
 

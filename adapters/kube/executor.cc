@@ -7,6 +7,7 @@
 #include <ctime>
 #include <regex>
 
+#include "adapters/kube/events.h"
 #include "adapters/kube/informer.h"
 #include "adapters/kube/objects.h"
 
@@ -31,8 +32,15 @@ json ResourceList(const Resources& r) {
   return out;
 }
 
-std::string Now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+Nanos WallClock() {
+  return Nanos{std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count()};
+}
+
+// metav1.Time: RFC 3339 in UTC, whole seconds.
+std::string Timestamp(Nanos time) {
+  const std::time_t t = static_cast<std::time_t>(time.value / kSecond.value);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buffer[32];
@@ -40,12 +48,15 @@ std::string Now() {
   return buffer;
 }
 
+std::string Now() {
+  return Timestamp(WallClock());
+}
+
 // Conditions merged by type, as the API's list-map semantics have them; the transition time
-// moves only when the status does.
-json MergeCondition(json conditions, const std::string& type, bool status,
-                    const std::string& reason, const std::string& message) {
+// moves only when the status ("True", "False" or "Unknown") does.
+json SetCondition(json conditions, const std::string& type, const std::string& value,
+                  const std::string& reason, const std::string& message) {
   if (!conditions.is_array()) conditions = json::array();
-  const std::string value = status ? "True" : "False";
   for (auto& c : conditions) {
     if (c.value("type", "") != type) continue;
     if (c.value("status", "") != value) c["lastTransitionTime"] = Now();
@@ -60,6 +71,39 @@ json MergeCondition(json conditions, const std::string& type, bool status,
                         {"message", message},
                         {"lastTransitionTime", Now()}});
   return conditions;
+}
+
+json MergeCondition(json conditions, const std::string& type, bool status,
+                    const std::string& reason, const std::string& message) {
+  return SetCondition(std::move(conditions), type, status ? "True" : "False", reason, message);
+}
+
+// The root condition Ready over its dependents, as Karpenter's condition sets compute it:
+// True when every dependent is True; False when one is False; Unknown while one is Unknown or
+// not written yet. The message names the dependents that are not True.
+json WithReady(json conditions, const std::vector<std::string>& dependents) {
+  std::string unhealthy;
+  bool any_false = false;
+  for (const std::string& type : dependents) {
+    std::string value = "Unknown";
+    for (const auto& c : conditions) {
+      if (c.value("type", "") == type) value = c.value("status", "Unknown");
+    }
+    if (value == "True") continue;
+    any_false |= value == "False";
+    unhealthy += (unhealthy.empty() ? "" : ", ") + type + "=" + value;
+  }
+  if (unhealthy.empty()) return SetCondition(std::move(conditions), "Ready", "True", "Ready", "");
+  return SetCondition(std::move(conditions), "Ready", any_false ? "False" : "Unknown",
+                      any_false ? "UnhealthyDependents" : "ReconcilingDependents", unhealthy);
+}
+
+// The words Karpenter's NodePool readiness controller gives each reason.
+std::string NodeClassUnreadyMessage(const std::string& reason) {
+  if (reason == "NodeClassNotFound") return "NodeClass not found on cluster";
+  if (reason == "NodeClassTerminating") return "NodeClass is Terminating";
+  if (reason == "NodeClassNotReady") return "NodeClass is not Ready";
+  return "";
 }
 
 bool IsConditionReason(const std::string& text) {
@@ -168,7 +212,12 @@ ErrorCode MapStatus(const Response& response) {
 }
 
 KubeExecutor::KubeExecutor(Client& client, ExecutorOptions options, std::function<bool()> may_act)
-    : client_(client), options_(std::move(options)), may_act_(std::move(may_act)) {}
+    : client_(client),
+      options_(std::move(options)),
+      may_act_(std::move(may_act)),
+      events_(std::make_unique<EventCorrelator>()) {}
+
+KubeExecutor::~KubeExecutor() = default;
 
 bool KubeExecutor::Owns(const Command& command) {
   return std::holds_alternative<CreateNodeClaim>(command.body) ||
@@ -300,6 +349,19 @@ std::vector<Event> KubeExecutor::CreateClaim(const Command& command,
 }
 
 std::vector<Event> KubeExecutor::Patch(const Command& command, const PatchNode& patch) {
+  // The owning NodeClaim's uid, for the Node's ownerReference: with it, the garbage collector
+  // deletes a Node whose NodeClaim is gone, as for Karpenter's Nodes.
+  std::string owner_uid;
+  if (!patch.owner_nodeclaim.empty()) {
+    const auto claim =
+        Send("GET", ResourceNamed("nodeclaims").ObjectPath("", patch.owner_nodeclaim), nullptr);
+    // A NodeClaim already gone leaves the Node unowned; its labels and taints still go on.
+    if (!claim.ok() && claim.status != kNotFound) return Result(command, claim, false);
+    const json object = json::parse(claim.body, nullptr, false);
+    if (claim.ok() && object.is_object() && object.contains("metadata")) {
+      owner_uid = object["metadata"].value("uid", "");
+    }
+  }
   const auto path = ResourceNamed("nodes").ObjectPath("", patch.node_name);
   const auto response = Update(path, "", [&](const json& node) -> std::optional<json> {
     json taints = json::array();
@@ -330,6 +392,26 @@ std::vector<Event> KubeExecutor::Patch(const Command& command, const PatchNode& 
       if (labels.value(k, std::string("\x01")) != v) patch_body["metadata"]["labels"][k] = v;
     }
     if (changed) patch_body["spec"]["taints"] = taints;
+    if (!owner_uid.empty()) {
+      const std::string finalizer = label::kTerminationFinalizer;
+      if (!HasFinalizer(node, finalizer)) {
+        json finalizers = node["metadata"].value("finalizers", json::array());
+        finalizers.push_back(finalizer);
+        patch_body["metadata"]["finalizers"] = finalizers;
+      }
+      json owners = node["metadata"].value("ownerReferences", json::array());
+      const bool owned = std::any_of(owners.begin(), owners.end(), [&](const json& o) {
+        return o.value("uid", "") == owner_uid;
+      });
+      if (!owned) {
+        owners.push_back({{"apiVersion", "karpenter.sh/v1"},
+                          {"kind", "NodeClaim"},
+                          {"name", patch.owner_nodeclaim},
+                          {"uid", owner_uid},
+                          {"blockOwnerDeletion", true}});
+        patch_body["metadata"]["ownerReferences"] = owners;
+      }
+    }
     if (patch_body.empty()) return std::nullopt;
     return patch_body;
   });
@@ -393,8 +475,11 @@ std::vector<Event> KubeExecutor::ClaimStatus(const Command& command,
     if (patch.capacity != Resources{}) out["capacity"] = ResourceList(patch.capacity);
     if (patch.allocatable != Resources{}) out["allocatable"] = ResourceList(patch.allocatable);
     const ConditionText text = ConditionReason(patch.reason, patch.condition);
-    out["conditions"] = MergeCondition(status.value("conditions", json::array()), patch.condition,
-                                       patch.status, text.reason, text.message);
+    // Ready is the root of Launched, Registered and Initialized, as on Karpenter's NodeClaims.
+    out["conditions"] =
+        WithReady(MergeCondition(status.value("conditions", json::array()), patch.condition,
+                                 patch.status, text.reason, text.message),
+                  {"Launched", "Registered", "Initialized"});
     if (!patch.provider_id.empty()) out["providerID"] = patch.provider_id;
     if (!patch.node_name.empty()) out["nodeName"] = patch.node_name;
     return StatusPatch(status, out);
@@ -417,6 +502,16 @@ std::vector<Event> KubeExecutor::PoolStatus(const Command& command,
       const bool healthy = *patch.status.registration_healthy;
       conditions = MergeCondition(conditions, "NodeRegistrationHealthy", healthy,
                                   healthy ? "NodeRegistrationHealthy" : "Unhealthy", "");
+    }
+    if (patch.status.validated) {
+      conditions =
+          MergeCondition(conditions, "ValidationSucceeded", true, "ValidationSucceeded", "");
+      const std::string& unready = patch.status.nodeclass_unready;
+      conditions = MergeCondition(conditions, "NodeClassReady", unready.empty(),
+                                  unready.empty() ? "NodeClassReady" : unready,
+                                  NodeClassUnreadyMessage(unready));
+      // Ready is the root of the two, as on Karpenter's NodePools.
+      conditions = WithReady(std::move(conditions), {"ValidationSucceeded", "NodeClassReady"});
     }
     out["conditions"] = conditions;
     return StatusPatch(status, out);
@@ -467,24 +562,49 @@ bool KubeExecutor::PatchNodeClassStatus(const std::string& name, const NodeClass
 
 bool KubeExecutor::RecordEvent(const ObjectRef& object, const std::string& type,
                                const std::string& reason, const std::string& message) {
+  const Nanos now = WallClock();
+  EventCorrelator::Write write;
+  {
+    std::lock_guard lock(events_mu_);
+    write = events_->Correlate(options_.component, {object, type, reason, message}, now);
+  }
+  if (write.skip) return true;
   const std::string ns = object.ns.empty() ? options_.events_namespace : object.ns;
+  const std::string events = "/api/v1/namespaces/" + ns + "/events";
+  if (write.count > 1) {
+    // The Event written before: its count and last timestamp, and the message (a combined
+    // Event's changes). Gone (expired) answers 404: it is created again below.
+    CheckLeader(nullptr);
+    const json patch = {{"count", write.count},
+                        {"lastTimestamp", Timestamp(now)},
+                        {"message", write.event.message}};
+    const Response response =
+        client_.Request("PATCH", events + "/" + write.name, patch.dump(), kMergePatch);
+    if (response.ok()) return true;
+    if (response.status != kNotFound) {
+      if (IsRefusedWrite("PATCH", events, response.status) && options_.on_write_failed) {
+        options_.on_write_failed();
+      }
+      spdlog::warn("event {} on {}: {}", reason, object.name, Describe(response));
+      return false;
+    }
+  }
   json involved = {
       {"apiVersion", object.api_version}, {"kind", object.kind}, {"name", object.name}};
   if (!object.ns.empty()) involved["namespace"] = object.ns;
-  const std::string now = Now();
   const json event = {{"apiVersion", "v1"},
                       {"kind", "Event"},
-                      {"metadata", {{"generateName", object.name + "."}, {"namespace", ns}}},
+                      {"metadata", {{"name", write.name}, {"namespace", ns}}},
                       {"involvedObject", involved},
                       {"reason", reason},
-                      {"message", message},
+                      {"message", write.event.message},
                       {"type", type},
                       {"source", {{"component", options_.component}}},
                       {"reportingComponent", options_.component},
-                      {"firstTimestamp", now},
-                      {"lastTimestamp", now},
-                      {"count", 1}};
-  const auto response = Send("POST", "/api/v1/namespaces/" + ns + "/events", event);
+                      {"firstTimestamp", Timestamp(write.first)},
+                      {"lastTimestamp", Timestamp(now)},
+                      {"count", write.count}};
+  const auto response = Send("POST", events, event);
   if (!response.ok()) spdlog::warn("event {} on {}: {}", reason, object.name, Describe(response));
   return response.ok();
 }

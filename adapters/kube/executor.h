@@ -11,6 +11,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -82,14 +84,20 @@ struct ObjectRef {
   std::string name;
 };
 
+class EventCorrelator;
+
 class KubeExecutor : public runtime::Executor {
  public:
   KubeExecutor(Client& client, ExecutorOptions options, std::function<bool()> may_act);
+  ~KubeExecutor() override;
 
   static bool Owns(const Command& command);
   std::vector<Event> Execute(const Command& command) override;
 
-  // A core/v1 Event (type Normal or Warning). False when the API refused it; never fatal.
+  // A core/v1 Event (type Normal or Warning), correlated as client-go's recorder does
+  // (EventCorrelator, events.h): a repeat updates the Event already written (count, last
+  // timestamp) instead of creating another. False when the API refused it; never fatal. An
+  // Event the spam filter drops counts as recorded.
   bool RecordEvent(const ObjectRef& object, const std::string& type, const std::string& reason,
                    const std::string& message);
 
@@ -122,6 +130,8 @@ class KubeExecutor : public runtime::Executor {
   ExecutorOptions options_;
   std::function<bool()> may_act_;
   std::int64_t conflicts_ = 0;
+  std::mutex events_mu_;  // Guards events_.
+  std::unique_ptr<EventCorrelator> events_;
 };
 
 // The NodeClaim object the core's CreateNodeClaim stands for.

@@ -375,14 +375,19 @@ std::string OwnerKind(const YAML::Node& meta) {
   return kind ? Str(kind, "metadata.ownerReferences.kind") : "";
 }
 
-Nanos Created(const YAML::Node& meta) {
-  const auto& ts = meta["creationTimestamp"];
+// metadata.`field` as a time; zero when absent.
+Nanos Timestamp(const YAML::Node& meta, const std::string& field) {
+  const auto& ts = meta[field];
   if (!ts || ts.IsNull()) return Nanos{0};
   try {
-    return ParseTimestamp(Str(ts, "metadata.creationTimestamp"));
+    return ParseTimestamp(Str(ts, "metadata." + field));
   } catch (const ObjectError& e) {
-    throw ObjectError(std::string("metadata.creationTimestamp: ") + e.what());
+    throw ObjectError("metadata." + field + ": " + e.what());
   }
+}
+
+Nanos Created(const YAML::Node& meta) {
+  return Timestamp(meta, "creationTimestamp");
 }
 
 constexpr const char* kPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost";
@@ -395,6 +400,7 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
   pod.labels = ParseLabels(meta["labels"], "metadata.labels");
   pod.owner_kind = OwnerKind(meta);
   pod.created = Created(meta);
+  pod.deletion = Timestamp(meta, "deletionTimestamp");
   if (const auto& notes = meta["annotations"]; notes && notes[kPodDeletionCost]) {
     // Kubernetes accepts an int32; anything else is the object's error.
     std::string text =
@@ -719,6 +725,8 @@ Node ParseNode(const YAML::Node& object) {
   return Named("Node " + node.name, [&] {
     node.labels = ParseLabels(object["metadata"]["labels"], "metadata.labels");
     node.created = Created(object["metadata"]);
+    const auto& deleted_at = object["metadata"]["deletionTimestamp"];
+    node.deleting = deleted_at && !deleted_at.IsNull();
     node.labels.Set(label::kHostname, node.name);
     if (const auto& notes = object["metadata"]["annotations"];
         notes && notes[label::kDoNotDisrupt]) {
@@ -909,6 +917,9 @@ PodDisruptionBudget ParsePodDisruptionBudget(const YAML::Node& object) {
 NodeClass ParseNodeClass(const YAML::Node& object, bool needs_ready_condition) {
   NodeClass nodeclass;
   nodeclass.name = Name(object, "EC2NodeClass");
+  if (const auto& meta = object["metadata"]; meta && meta["deletionTimestamp"]) {
+    nodeclass.terminating = !meta["deletionTimestamp"].IsNull();
+  }
   const auto& spec = object["spec"];
   if (!spec) throw ObjectError("EC2NodeClass " + nodeclass.name + " has no spec");
   if (spec["amiFamily"]) nodeclass.ami_family = Str(spec["amiFamily"], "amiFamily");

@@ -31,8 +31,9 @@ const char* LevelName(spdlog::level::level_enum level) {
     case spdlog::level::warn:
       return "warn";
     case spdlog::level::err:
-    case spdlog::level::critical:
       return "error";
+    case spdlog::level::critical:  // An error that ends the process.
+      return "fatal";
     case spdlog::level::off:
     case spdlog::level::n_levels:
       break;

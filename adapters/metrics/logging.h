@@ -1,5 +1,6 @@
 // Logs for `tenon run`: spdlog configured from LOG_LEVEL, optionally one JSON object per line
-// ({"level","time","logger","message","seq"}), and a DecisionLogger that writes one line per
+// ({"level","time","logger","message","seq"}; level is debug, info, warn, error, or fatal for
+// spdlog's critical: an error that ends the process), and a DecisionLogger that writes one line per
 // decision and per command the core produces, each carrying the sequence number that caused it.
 #pragma once
 

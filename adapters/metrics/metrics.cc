@@ -14,7 +14,10 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 
 #include "log/codec.h"
 
@@ -241,6 +244,19 @@ std::string CloudErrorLabel(ErrorCode code) {
   return "";
 }
 
+// Calls f with each alternative of the variant V, default-constructed, in order.
+template <class V, class F, std::size_t... I>
+void EachAlternative(F&& f, std::index_sequence<I...>) {
+  (f(V(std::in_place_index<I>)), ...);
+}
+template <class V, class F>
+void EachAlternative(F&& f) {
+  EachAlternative<V>(f, std::make_index_sequence<std::variant_size_v<V>>{});
+}
+
+constexpr const char* kDecisionKinds[] = {"provisioning", "lifecycle", "disruption"};
+static_assert(std::size(kDecisionKinds) == std::variant_size_v<DecisionBody>);
+
 }  // namespace
 
 std::string DisruptionReasonLabel(const std::string& method) {
@@ -459,9 +475,48 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
   // Series that dashboards expect to exist before anything happens.
   f_->log_sequence.Add({}).Set(0);
   f_->snapshot_age.Add({}).Set(-1);
-  f_->interruption_deleted.Add({});
   f_->cluster_synced.Add({}).Set(0);
+  // Every counter series whose labels are known before anything happens starts at 0, so that
+  // rate() and increase() count its first increment. Counters labeled by a NodePool, zone or
+  // capacity type get their series with their first increment.
+  f_->interruption_deleted.Add({});
   f_->kube_write_failures.Add({});
+  f_->log_bytes.Add({});
+  f_->log_records.Add({});
+  EachAlternative<Event>([&](const Event& e) { f_->events.Add({{"kind", log::EventKind(e)}}); });
+  EachAlternative<CommandBody>([&](CommandBody body) {
+    Command command;
+    command.body = std::move(body);
+    for (const char* result : {"succeeded", "failed"}) {
+      f_->commands.Add({{"kind", log::CommandKind(command)}, {"result", result}});
+    }
+  });
+  for (const char* kind : kDecisionKinds) f_->decisions.Add({{"kind", kind}});
+  for (InterruptionKind kind :
+       {InterruptionKind::kSpotInterruption, InterruptionKind::kRebalanceRecommendation,
+        InterruptionKind::kScheduledChange, InterruptionKind::kStateChange}) {
+    f_->interruption_received.Add({{kMessageType, MessageType(kind)}});
+  }
+  // The voluntary methods; emptiness only ever deletes.
+  for (const char* method : {"Emptiness", "SoftExpiration", "Drift", "MultiNodeConsolidation",
+                             "SingleNodeConsolidation"}) {
+    for (const char* decision : {"delete", "replace"}) {
+      if (std::string_view(method) == "Emptiness" && std::string_view(decision) == "replace") {
+        continue;
+      }
+      f_->disruption_decisions.Add({{kDecision, decision},
+                                    {kReason, DisruptionReasonLabel(method)},
+                                    {kConsolidationType, ConsolidationType(method)}});
+    }
+  }
+  for (const auto& [controller, method] :
+       {std::pair{"nodeclaim.lifecycle", "Create"}, std::pair{"nodeclaim.termination", "Delete"},
+        std::pair{"interruption", "DeleteMessage"}}) {
+    for (const char* error : {"InsufficientCapacityError", "NodeClaimNotFoundError", ""}) {
+      f_->cloud_errors.Add(
+          {{kController, controller}, {kMethod, method}, {kProvider, "aws"}, {kError, error}});
+    }
+  }
 }
 
 void Metrics::KubeWriteFailed() {
@@ -529,8 +584,7 @@ void Metrics::CountCommand(const Command& command, const Output& output) {
 }
 
 void Metrics::CountDecision(const Decision& decision) {
-  static constexpr const char* kKinds[] = {"provisioning", "lifecycle", "disruption"};
-  f_->decisions.Add({{"kind", kKinds[decision.body.index()]}}).Increment();
+  f_->decisions.Add({{"kind", kDecisionKinds[decision.body.index()]}}).Increment();
   if (const auto* lifecycle = std::get_if<LifecycleDecision>(&decision.body)) {
     CountLifecycle(*lifecycle);
   }

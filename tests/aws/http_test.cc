@@ -1,10 +1,18 @@
 // The client retries throttling and 5xx with bounded jittered backoff, never retries client
-// errors, and maps every failure (XML, JSON, HTML or no answer) into the closed ErrorCode set.
+// errors, maps every failure (XML, JSON, HTML or no answer) into the closed ErrorCode set, and
+// ends a request in flight when the process stops.
 #include "adapters/aws/http.h"
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <deque>
+#include <thread>
 
 #include "adapters/aws/credentials.h"
 
@@ -194,6 +202,56 @@ TEST(AwsHttp, ExpiredTokenFetchesCredentialsAgainOnce) {
   ASSERT_FALSE(twice.ok());
   EXPECT_EQ(twice.error.code, ErrorCode::kUnauthorized);
   EXPECT_EQ(credentials.invalidations, 2);  // Once per call, never in a loop.
+}
+
+// A stopping process ends a request that waits for its answer (an SQS long poll) at once, and
+// every later request without sending it; the client does not retry an aborted request.
+TEST(AwsHttp, AbortEndsTheRequestInFlightAndEveryLaterOne) {
+  // A server that takes the connection and never answers.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string endpoint = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+
+  AbortSignal abort;
+  CurlTransport transport(TransportOptions{.total_timeout_ms = 30'000, .abort = &abort});
+  StaticProvider credentials{Credentials{"AKID", "SECRET", "", Nanos{0}, "test"}};
+  std::vector<Nanos> sleeps;
+  AwsClient client(transport, &credentials,
+                   ClientOptions{.region = "us-east-1", .endpoints = {{"sqs", endpoint}}},
+                   ClientHooks{.now = [] { return Nanos{0}; },
+                               .sleep = [&](Nanos d) { sleeps.push_back(d); },
+                               .jitter = [] { return 0.5; }});
+  const auto started = std::chrono::steady_clock::now();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    abort.Trigger();
+  });
+  const Result<std::string> polled =
+      client.Json("sqs", "AmazonSQS.ReceiveMessage", "application/x-amz-json-1.0", "{}");
+  const auto took = std::chrono::steady_clock::now() - started;
+  stopper.join();
+  ASSERT_FALSE(polled.ok());
+  EXPECT_EQ(polled.error.aws_code, "Aborted");
+  EXPECT_GE(took, std::chrono::milliseconds(300));
+  EXPECT_LT(took, std::chrono::milliseconds(1500)) << "the 30 s timeout did not end it";
+  EXPECT_EQ(client.attempts_made(), 1) << "an aborted request is not retried";
+  EXPECT_TRUE(sleeps.empty());
+
+  HttpRequest request;
+  request.method = "POST";
+  request.scheme = "http";
+  request.host = endpoint.substr(std::string("http://").size());
+  const HttpResponse later = transport.Send(request);
+  EXPECT_TRUE(later.aborted);
+  EXPECT_EQ(later.status, 0);
+  ::close(listener);
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 // (instance types, offerings, spot prices, Pricing), EC2NodeClass resolution (an AMI alias
 // through SSM, an AMI by id, subnets and security groups by tag, the instance profile created
 // and its role switched), a launch (launch template described, created, CreateFleet), a
-// termination, garbage collection (DescribeInstances) and the interruption queue (GetQueueUrl,
-// ReceiveMessage, DeleteMessage). tests/deploy/iam_check.py then maps each recorded request to
-// its IAM action and compares the set with ControllerPolicy, both ways. The S3 calls of
-// `tenon log export` and `import` are compared with ArchivePolicy the same way.
+// termination, garbage collection (DescribeInstances), the interruption queue (GetQueueUrl,
+// ReceiveMessage, DeleteMessage) and an EC2NodeClass deleted (its launch templates described by
+// tag and deleted, its instance profile's role removed and the profile deleted).
+// tests/deploy/iam_check.py then maps each recorded request to its IAM action and compares the
+// set with ControllerPolicy, both ways. The S3 calls of `tenon log export` and `import` are
+// compared with ArchivePolicy the same way.
 //
 // The controller signs with one access key and the test's own setup with others, so the
 // recording is filtered by key.
@@ -122,31 +124,10 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
 
   // The account: a VPC with a tagged subnet per zone and a tagged security group, two node
   // roles, the interruption queue and an x86_64 image of Amazon's.
-  const std::string vpc = Between(
-      Must(admin.client.Query("ec2", "CreateVpc", kEc2Version, {{"CidrBlock", "10.0.0.0/16"}})),
-      "<vpcId>", "</vpcId>");
-  int n = 0;
-  for (const std::string zone : {"us-east-1a", "us-east-1b"}) {
-    Must(admin.client.Query("ec2", "CreateSubnet", kEc2Version,
-                            {{"VpcId", vpc},
-                             {"CidrBlock", "10.0." + std::to_string(n++) + ".0/24"},
-                             {"AvailabilityZone", zone},
-                             {"TagSpecification.1.ResourceType", "subnet"},
-                             {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
-                             {"TagSpecification.1.Tag.1.Value", kCluster}}));
-  }
-  Must(admin.client.Query("ec2", "CreateSecurityGroup", kEc2Version,
-                          {{"GroupName", "nodes"},
-                           {"GroupDescription", "nodes"},
-                           {"VpcId", vpc},
-                           {"TagSpecification.1.ResourceType", "security-group"},
-                           {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
-                           {"TagSpecification.1.Tag.1.Value", kCluster}}));
-  const std::string trust =
-      R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]})";
+  testing::MakeSecurityGroup(admin.client, testing::MakeNetwork(admin.client, kCluster).vpc,
+                             "nodes", kCluster);
   for (const char* role : {"tenon-node-iam", "other-node-role"}) {
-    Must(admin.client.Query("iam", "CreateRole", kIamVersion,
-                            {{"RoleName", role}, {"AssumeRolePolicyDocument", trust}}));
+    testing::MakeNodeRole(admin.client, role);
   }
   const std::string queue_url = json::parse(
       Must(SqsCall(admin.client, "CreateQueue", json{{"QueueName", kQueue}}.dump())))["QueueUrl"];
@@ -258,6 +239,14 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
     const auto profile = iam.GetInstanceProfile("iam_default");
     return profile.ok() && profile.value->roles == std::vector<std::string>{"other-node-role"};
   }));
+
+  // The EC2NodeClass deleted with no NodeClaim using it: its launch template (found by its
+  // tags) and its instance profile (its role removed first) are deleted, then its finalizer.
+  ASSERT_EQ(api.Delete(std::string(kNodeClasses) + "/default").status, 200);
+  cloud.PokeNodeClasses();
+  ASSERT_TRUE(Await(cloud, events,
+                    [&] { return api.Get(std::string(kNodeClasses) + "/default").status == 404; }));
+  EXPECT_EQ(iam.GetInstanceProfile("iam_default").error.code, ErrorCode::kNotFound);
   cloud.Stop();
 
   EXPECT_EQ(IamCheck(servers.recorder.Recording(), kControllerKey, "ControllerPolicy"), 0)

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -21,7 +22,9 @@
 #include <gtest/gtest.h>
 
 #include "adapters/aws/credentials.h"
+#include "adapters/aws/ec2.h"
 #include "adapters/aws/http.h"
+#include "adapters/aws/iam.h"
 #include "tests/support/child_process.h"
 
 namespace tenon::aws::testing {
@@ -131,6 +134,54 @@ inline std::string Between(const std::string& text, const std::string& open,
   if (a == std::string::npos) return "";
   const auto b = text.find(close, a + open.size());
   return text.substr(a + open.size(), b - a - open.size());
+}
+
+// What an EC2NodeClass discovers, as the examples' EC2NodeClasses do: a VPC with a subnet in
+// us-east-1a and us-east-1b, each tagged karpenter.sh/discovery: CLUSTER.
+struct Network {
+  std::string vpc;
+  std::map<std::string, std::string> subnets;  // Zone -> subnet id.
+};
+inline Network MakeNetwork(AwsClient& client, const std::string& cluster) {
+  Network out;
+  out.vpc =
+      Between(Must(client.Query("ec2", "CreateVpc", kEc2Version, {{"CidrBlock", "10.0.0.0/16"}})),
+              "<vpcId>", "</vpcId>");
+  int n = 0;
+  for (const std::string zone : {"us-east-1a", "us-east-1b"}) {
+    const std::string body =
+        Must(client.Query("ec2", "CreateSubnet", kEc2Version,
+                          {{"VpcId", out.vpc},
+                           {"CidrBlock", "10.0." + std::to_string(n++) + ".0/24"},
+                           {"AvailabilityZone", zone},
+                           {"TagSpecification.1.ResourceType", "subnet"},
+                           {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
+                           {"TagSpecification.1.Tag.1.Value", cluster}}));
+    out.subnets[zone] = Between(body, "<subnetId>", "</subnetId>");
+  }
+  return out;
+}
+
+// A security group named `name` in `vpc`, tagged karpenter.sh/discovery: CLUSTER; its id.
+inline std::string MakeSecurityGroup(AwsClient& client, const std::string& vpc,
+                                     const std::string& name, const std::string& cluster) {
+  return Between(Must(client.Query("ec2", "CreateSecurityGroup", kEc2Version,
+                                   {{"GroupName", name},
+                                    {"GroupDescription", "nodes"},
+                                    {"VpcId", vpc},
+                                    {"TagSpecification.1.ResourceType", "security-group"},
+                                    {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
+                                    {"TagSpecification.1.Tag.1.Value", cluster}})),
+                 "<groupId>", "</groupId>");
+}
+
+// An IAM role EC2 instances may assume: a node role.
+inline void MakeNodeRole(AwsClient& client, const std::string& name) {
+  Must(client.Query(
+      "iam", "CreateRole", kIamVersion,
+      {{"RoleName", name},
+       {"AssumeRolePolicyDocument",
+        R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]})"}}));
 }
 
 }  // namespace tenon::aws::testing

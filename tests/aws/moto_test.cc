@@ -5,6 +5,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -89,25 +90,9 @@ std::string LastBody(const std::string& action) {
   return transport.Send(r).body;
 }
 
-// A VPC with one tagged subnet per zone and a tagged security group; returns zone -> subnet.
+// A VPC with one tagged subnet per zone; returns zone -> subnet.
 std::map<std::string, std::string> MakeNetwork(Client& c, const std::string& cluster) {
-  const std::string vpc =
-      Between(Must(c.client.Query("ec2", "CreateVpc", kEc2Version, {{"CidrBlock", "10.0.0.0/16"}})),
-              "<vpcId>", "</vpcId>");
-  std::map<std::string, std::string> subnets;
-  int n = 0;
-  for (const std::string zone : {"us-east-1a", "us-east-1b"}) {
-    const std::string body =
-        Must(c.client.Query("ec2", "CreateSubnet", kEc2Version,
-                            {{"VpcId", vpc},
-                             {"CidrBlock", "10.0." + std::to_string(n++) + ".0/24"},
-                             {"AvailabilityZone", zone},
-                             {"TagSpecification.1.ResourceType", "subnet"},
-                             {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
-                             {"TagSpecification.1.Tag.1.Value", cluster}}));
-    subnets[zone] = Between(body, "<subnetId>", "</subnetId>");
-  }
-  return subnets;
+  return testing::MakeNetwork(c.client, cluster).subnets;
 }
 
 TEST(AwsMoto, CatalogTypesOfferingsZonesAndSpotPrices) {
@@ -172,15 +157,8 @@ TEST(AwsMoto, SubnetsSecurityGroupsAndImagesBySelectorTerms) {
   EXPECT_EQ(by_id.value->at(0).zone, "us-east-1b");
   const std::string vpc = Must(c.client.Query("ec2", "DescribeSubnets", kEc2Version,
                                               {{"SubnetId.1", subnets.at("us-east-1a")}}));
-  const std::string group =
-      Between(Must(c.client.Query("ec2", "CreateSecurityGroup", kEc2Version,
-                                  {{"GroupName", "nodes-selectors"},
-                                   {"GroupDescription", "nodes"},
-                                   {"VpcId", Between(vpc, "<vpcId>", "</vpcId>")},
-                                   {"TagSpecification.1.ResourceType", "security-group"},
-                                   {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
-                                   {"TagSpecification.1.Tag.1.Value", "selectors"}})),
-              "<groupId>", "</groupId>");
+  const std::string group = testing::MakeSecurityGroup(
+      c.client, Between(vpc, "<vpcId>", "</vpcId>"), "nodes-selectors", "selectors");
   for (const SelectorTerm& term :
        {SelectorTerm{{{"karpenter.sh/discovery", "selectors"}}, "", "", ""},
         SelectorTerm{{}, group, "", ""}, SelectorTerm{{}, "", "nodes-selectors", ""}}) {
@@ -595,15 +573,7 @@ TEST(AwsMoto, NodeClassResolvesItsSelectorTerms) {
   const std::string vpc = Between(Must(c.client.Query("ec2", "DescribeSubnets", kEc2Version,
                                                       {{"SubnetId.1", subnets.at("us-east-1a")}})),
                                   "<vpcId>", "</vpcId>");
-  const std::string group =
-      Between(Must(c.client.Query("ec2", "CreateSecurityGroup", kEc2Version,
-                                  {{"GroupName", "nodes-resolve"},
-                                   {"GroupDescription", "nodes"},
-                                   {"VpcId", vpc},
-                                   {"TagSpecification.1.ResourceType", "security-group"},
-                                   {"TagSpecification.1.Tag.1.Key", "karpenter.sh/discovery"},
-                                   {"TagSpecification.1.Tag.1.Value", "resolve"}})),
-              "<groupId>", "</groupId>");
+  const std::string group = testing::MakeSecurityGroup(c.client, vpc, "nodes-resolve", "resolve");
   Must(c.client.Json(
       "ssm", "AmazonSSM.PutParameter", "application/x-amz-json-1.1",
       R"({"Name":"/tenon-resolve/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/image_id","Value":"ami-0aaaaaaaaaaaaaaa1","Type":"String"})"));
@@ -635,12 +605,7 @@ spec:
 
 TEST(AwsMoto, InstanceProfileCreatedOnceWithItsRole) {
   Client c(servers->moto.url());
-  const std::string trust =
-      R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]})";
-  for (const char* role : {"KarpenterNodeRole", "OtherRole"}) {
-    Must(c.client.Query("iam", "CreateRole", kIamVersion,
-                        {{"RoleName", role}, {"AssumeRolePolicyDocument", trust}}));
-  }
+  for (const char* role : {"KarpenterNodeRole", "OtherRole"}) testing::MakeNodeRole(c.client, role);
   Iam iam(c.client);
   EXPECT_EQ(iam.GetInstanceProfile("tenon-default").error.code, ErrorCode::kNotFound);
   const auto created = iam.EnsureInstanceProfile("tenon-default", "KarpenterNodeRole",
@@ -654,6 +619,72 @@ TEST(AwsMoto, InstanceProfileCreatedOnceWithItsRole) {
   const auto switched = iam.EnsureInstanceProfile("tenon-default", "OtherRole", {});
   ASSERT_TRUE(switched.ok()) << switched.error.message;
   EXPECT_EQ(switched.value->roles, std::vector<std::string>{"OtherRole"});
+}
+
+// As Karpenter's EC2NodeClass termination: the profile made for spec.role goes with its roles;
+// a profile without the owner's tags is someone else's and stays.
+TEST(AwsMoto, InstanceProfileDeletedWithItsRoleOnlyWhenTaggedAsTenons) {
+  Client c(servers->moto.url());
+  testing::MakeNodeRole(c.client, "DeletionNodeRole");
+  Iam iam(c.client);
+  const Labels owner = NodeClassOwnerTags("deletion", "default");
+  EXPECT_EQ(InstanceProfileName("deletion", "default"), "deletion_default");
+  const auto made = iam.EnsureInstanceProfile("deletion_default", "DeletionNodeRole", owner);
+  ASSERT_TRUE(made.ok()) << made.error.message;
+  EXPECT_EQ(iam.GetInstanceProfile("deletion_default").value->tags, owner);
+  ASSERT_TRUE(iam.EnsureInstanceProfile("deletion_other", "DeletionNodeRole",
+                                        {{"kubernetes.io/cluster/deletion", "owned"}})
+                  .ok());
+
+  const auto foreign = iam.DeleteInstanceProfile("deletion_other", owner);
+  ASSERT_TRUE(foreign.ok()) << foreign.error.message;
+  EXPECT_EQ(*foreign.value, ProfileRemoval::kNotOwned);
+  EXPECT_TRUE(iam.GetInstanceProfile("deletion_other").ok());
+
+  const auto deleted = iam.DeleteInstanceProfile("deletion_default", owner);
+  ASSERT_TRUE(deleted.ok()) << deleted.error.message;
+  EXPECT_EQ(*deleted.value, ProfileRemoval::kDeleted);
+  EXPECT_EQ(iam.GetInstanceProfile("deletion_default").error.code, ErrorCode::kNotFound);
+  const auto again = iam.DeleteInstanceProfile("deletion_default", owner);
+  ASSERT_TRUE(again.ok()) << again.error.message;
+  EXPECT_EQ(*again.value, ProfileRemoval::kAbsent);
+}
+
+// Karpenter's launch template DeleteAll: the templates tagged with the cluster and the
+// EC2NodeClass. tenon also requires a name it gives, so a template someone tagged alike stays.
+TEST(AwsMoto, NodeClassLaunchTemplatesDeletedByTheirTagsAndName) {
+  Client c(servers->moto.url());
+  auto make = [&](const std::string& name, const Labels& tags) {
+    LaunchTemplateSpec spec;
+    spec.name = name;
+    spec.image_id = "ami-12c6146b";
+    spec.tags = tags;
+    ASSERT_TRUE(c.ec2.CreateLaunchTemplate(spec).ok()) << name;
+  };
+  const std::string a = LaunchTemplateName("ltdel", "hash-a", "ami-12c6146b");
+  const std::string b = LaunchTemplateName("ltdel", "hash-b", "ami-12c6146b");
+  const std::string other_class = LaunchTemplateName("ltdel", "hash-c", "ami-12c6146b");
+  const std::string other_cluster = LaunchTemplateName("ltdel2", "hash-a", "ami-12c6146b");
+  make(a, NodeClassOwnerTags("ltdel", "default"));
+  make(b, NodeClassOwnerTags("ltdel", "default"));
+  make(other_class, NodeClassOwnerTags("ltdel", "gpu"));
+  make(other_cluster, NodeClassOwnerTags("ltdel2", "default"));
+  make("ltdel-handmade", NodeClassOwnerTags("ltdel", "default"));
+
+  const auto deleted = DeleteNodeClassLaunchTemplates(c.ec2, "ltdel", "default");
+  ASSERT_TRUE(deleted.ok()) << deleted.error.message;
+  std::vector<std::string> want{a, b};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(*deleted.value, want);
+  for (const std::string& gone : {a, b}) {
+    EXPECT_EQ(c.ec2.DescribeLaunchTemplates({gone}).error.code, ErrorCode::kNotFound) << gone;
+  }
+  for (const std::string& kept : {other_class, other_cluster, std::string("ltdel-handmade")}) {
+    EXPECT_TRUE(c.ec2.DescribeLaunchTemplates({kept}).ok()) << kept;
+  }
+  const auto nothing_left = DeleteNodeClassLaunchTemplates(c.ec2, "ltdel", "default");
+  ASSERT_TRUE(nothing_left.ok()) << nothing_left.error.message;
+  EXPECT_TRUE(nothing_left.value->empty());
 }
 
 TEST(AwsMoto, DefaultChainPicksTheFirstConfiguredSource) {

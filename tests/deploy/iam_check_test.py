@@ -39,6 +39,7 @@ CONTROLLER_CALLS = [
     "iam:RemoveRoleFromInstanceProfile",                              # instance profiles
     "ec2:DescribeLaunchTemplates", "ec2:CreateLaunchTemplate", "ec2:CreateFleet",  # launch
     "ec2:TerminateInstances", "ec2:DescribeInstances",                # termination, GC
+    "ec2:DeleteLaunchTemplate", "iam:DeleteInstanceProfile",          # EC2NodeClass deleted
     "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage",     # interruption queue
 ]
 ARCHIVE_CALLS = ["s3:PutObject", "s3:GetObject"]
@@ -329,11 +330,17 @@ class Template(unittest.TestCase):
                          {"CreateFleet", "RunInstances", "CreateLaunchTemplate"})
         self.assertEqual(statement(document, "LaunchFromTheClustersLaunchTemplates")[
             "Condition"]["StringEquals"], owned)
-        self.assertEqual(statement(document, "SetTheRoleOfTheClustersInstanceProfiles")[
-            "Condition"]["StringEquals"], owned)
-        # tenon names its instance profiles CLUSTER_NODECLASS (adapters/controller/cloud.cc).
+        # What tenon deletes with an EC2NodeClass is the cluster's and was made for one.
+        made_for_a_nodeclass = {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}
+        for sid in ("SetTheRoleOfTheClustersInstanceProfiles", "DeleteTheClustersLaunchTemplates",
+                    "DeleteTheClustersInstanceProfiles"):
+            self.assertEqual(statement(document, sid)["Condition"]["StringEquals"], owned, sid)
+            self.assertEqual(statement(document, sid)["Condition"]["StringLike"],
+                             made_for_a_nodeclass, sid)
+        # tenon names its instance profiles CLUSTER_NODECLASS (aws::InstanceProfileName).
         for sid in ("ReadTheClustersInstanceProfiles", "CreateTaggedInstanceProfiles",
-                    "SetTheRoleOfTheClustersInstanceProfiles"):
+                    "SetTheRoleOfTheClustersInstanceProfiles",
+                    "DeleteTheClustersInstanceProfiles"):
             self.assertEqual(statement(document, sid)["Resource"],
                              "arn:aws:iam::123456789012:instance-profile/example_*", sid)
         self.assertEqual(statement(document, "ConsumeTheInterruptionQueue")["Resource"],
@@ -434,10 +441,10 @@ class IamCheck(unittest.TestCase):
                       "CreateInstanceProfile)", result.stdout)
 
     def test_an_extra_call_fails(self):
-        result = self.run_cli(recording(CONTROLLER_CALLS + ["ec2:DeleteLaunchTemplate"]))
+        result = self.run_cli(recording(CONTROLLER_CALLS + ["ec2:ModifyInstanceAttribute"]))
         self.assertEqual(result.returncode, 1)
         self.assertIn("used but not granted", result.stdout)
-        self.assertIn("ec2:DeleteLaunchTemplate", result.stdout)
+        self.assertIn("ec2:ModifyInstanceAttribute", result.stdout)
 
     def test_an_unused_grant_fails(self):
         used = [a for a in CONTROLLER_CALLS if a != "sqs:GetQueueUrl"]

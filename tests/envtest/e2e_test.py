@@ -29,13 +29,19 @@ defect fails its own test. The expectations are Karpenter's behaviour, not tenon
   NodePoolDeletion  scaled to 4, then the NodePool deleted: the NodeClaims are owned by it, so
                     the garbage collector deletes them, their termination drains the nodes and
                     no instance keeps running.
+  NodeClassDeletion scaled to 4, then the EC2NodeClass deleted: it keeps Karpenter's
+                    termination finalizer and waits, with a WaitingOnNodeClaimTermination Event,
+                    while NodeClaims use it; once the NodePool's deletion has removed them, the
+                    instance profile and launch templates tenon made for it are deleted and it
+                    goes.
   KillAndRestart    tenon is SIGKILLed as soon as its first NodeClaim appears and again right
                     after it sends a CreateFleet, and restarted each time: the launch in flight
                     completes, no NodeClaim gets two instances, nothing is leaked once garbage
                     collection has run, and no pod stays pending long after its node is Ready.
 Every scenario also checks that the apiserver refused none of tenon's writes (its log and
-tenon_kube_write_failures_total), that tenon ends with status 0 within 30 s of SIGTERM and that
-`tenon replay --verify` finds its log identical.
+tenon_kube_write_failures_total), that tenon ends with status 0 within 2 s of SIGTERM, logging
+when its shutdown begins and when it is complete, and that `tenon replay --verify` finds its log
+identical.
 
 KNOWN_FAILING names the tests the current code fails and why; they run as expected failures, so
 the suite passes while they fail and reports an unexpected success once one is fixed: then
@@ -78,33 +84,12 @@ except ImportError as e:
 # Tests the current code fails, each with the defect that makes it fail. They run as expected
 # failures: remove an entry when its defect is fixed (the suite then reports an unexpected
 # success until it is removed).
-KNOWN_FAILING = {
-    "ScaleUp.test_kubectl_get_nodeclaims_shows_type_capacity_zone_node_ready":
-        "READY is empty: NodeClaims never get the Ready condition",
-    "ScaleUp.test_kubectl_wait_for_nodeclaims_ready":
-        "NodeClaims never get the Ready condition (only Launched, Registered, Initialized, "
-        "Consolidatable, Drifted)",
-    "ScaleUp.test_nodepool_is_ready":
-        "NodePool status has only NodeRegistrationHealthy, never Ready",
-    "ScaleUp.test_nodes_are_owned_by_their_nodeclaim_and_carry_the_finalizer":
-        "registration sets neither the Node's ownerReference to its NodeClaim nor the "
-        "karpenter.sh/termination finalizer",
-    "NodePoolDeletion.test_each_pod_is_evicted_once":
-        "a pod already being deleted is evicted again on every pass until it is gone",
-    "KillAndRestart.test_the_launches_in_flight_complete":
-        "a launch re-driven after the restart fails with 'NodeClass default: not resolved "
-        "(not Ready)' and its NodeClaim is deleted",
-}
+KNOWN_FAILING = {}
 
 # Tests that fail on some runs only, with the timing-dependent defect that makes them fail. A
 # failure is reported as a skip naming the defect; a pass stays a pass. Remove an entry when its
 # defect is fixed.
-KNOWN_INTERMITTENT = {
-    "KillAndRestart.test_converges_after_each_restart":
-        "after the restarts, pending pods are sometimes placed on the Node of an instance whose "
-        "NodeClaim was deleted (its launch failed as above); they stay pending, and nothing is "
-        "launched for them once that instance is collected as leaked",
-}
+KNOWN_INTERMITTENT = {}
 
 TENON = None  # Set from argv.
 KUBELET = os.path.join(HERE, "kubelet.py")
@@ -168,6 +153,8 @@ REGISTERED = "karpenter.sh/registered"
 INITIALIZED = "karpenter.sh/initialized"
 UNREGISTERED = "karpenter.sh/unregistered"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
+NODECLASS_FINALIZER = "karpenter.k8s.aws/termination"
+NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 
 # Module state, set by setUpModule.
 PLANE = ADMIN = MOTO = None
@@ -227,6 +214,14 @@ def answers(url):
 
 def wait_for(what, probe, timeout_s, poll_s=POLL_S):
     return controlplane.wait_for(what, probe, timeout_s, poll_s)
+
+
+def wait_quietly(what, probe, timeout_s):
+    """wait_for, giving up silently: the test that reads the outcome says what went wrong."""
+    try:
+        wait_for(what, probe, timeout_s)
+    except AssertionError:
+        pass
 
 
 def kubectl(*args, timeout_s=60):
@@ -514,6 +509,7 @@ class Scenario:
                 cls.facts["metrics_error"] = str(e)
             started = time.monotonic()
             cls.facts["exit_code"] = cls.tenon.stop(signal.SIGTERM)
+            cls.facts["stop_seconds"] = time.monotonic() - started
             cls.tenon = None
             cls.say("tenon ended with status %s in %.1f s after SIGTERM"
                     % (cls.facts["exit_code"], time.monotonic() - started))
@@ -654,6 +650,14 @@ class Scenario:
               file=sys.stderr, flush=True)
 
     @classmethod
+    def scale_up(cls):
+        """tenon started, its EC2NodeClass Ready, and the Deployment scaled to REPLICAS."""
+        cls.start_tenon()
+        cls.wait_nodeclass_ready()
+        cls.scale(REPLICAS)
+        cls.converge("scale-up to %d pods" % REPLICAS)
+
+    @classmethod
     def wait_nodeclass_ready(cls):
         wait_for("the EC2NodeClass Ready", lambda: condition(
             ADMIN.get(NODECLASSES + "/default"), "Ready").get("status") == "True", 60)
@@ -711,6 +715,17 @@ class Scenario:
     def test_ends_cleanly_on_sigterm(self):
         self.assertEqual(self.fact("exit_code"), 0)
 
+    # Promptly, though the interruption queue's 20 s long poll is waiting, and saying so: one
+    # line when the shutdown begins, and the last line when it is complete.
+    def test_stops_promptly_and_says_so(self):
+        self.assertLess(self.fact("stop_seconds"), 2.0)
+        lines = [json.loads(text) for text in self.fact("tenon_log").splitlines()
+                 if text.startswith("{")]
+        messages = [line.get("message", "") for line in lines]
+        self.assertTrue(any(m.startswith("shutdown: stop requested") for m in messages),
+                        messages[-5:])
+        self.assertEqual(messages[-1], "shutdown complete: exit code 0")
+
 
 def metric_sum(text, name, **labels):
     total = 0.0
@@ -734,10 +749,7 @@ def claim_instances(facts_instances):
 class ScaleUp(Scenario, unittest.TestCase):
     @classmethod
     def scenario(cls):
-        cls.start_tenon()
-        cls.wait_nodeclass_ready()
-        cls.scale(REPLICAS)
-        cls.converge("scale-up to %d pods" % REPLICAS)
+        cls.scale_up()
         cls.snapshot()
         # The scheduler records a Scheduled event per binding, asynchronously.
         try:
@@ -756,18 +768,52 @@ class ScaleUp(Scenario, unittest.TestCase):
             [KUBECTL, "--kubeconfig", PLANE.kubeconfig, "wait", "--for=condition=Ready",
              "nodeclaim", "--all", "--timeout=%ds" % READY_WAIT_S],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            wait_for("the NodePool Ready", lambda: condition(
-                ADMIN.get(NODEPOOLS + "/default"), "Ready").get("status") == "True",
-                READY_WAIT_S)
-        except AssertionError:
-            pass
+        wait_quietly("the NodePool Ready", lambda: condition(
+            ADMIN.get(NODEPOOLS + "/default"), "Ready").get("status") == "True", READY_WAIT_S)
         cls.facts["nodepool"] = ADMIN.get(NODEPOOLS + "/default")
         cls.facts["nodepools_printed"] = kubectl("get", "nodepools")[1]
         output = waiting.communicate(timeout=READY_WAIT_S + 30)[0]
         cls.facts["kubectl_wait"] = (waiting.returncode, output)
         cls.facts["nodeclaims_printed"] = kubectl("get", "nodeclaims")[1]
+        # A NodeClaim's Initialized condition and its Node's karpenter.sh/initialized label are
+        # two writes; the label may land a moment after the condition kubectl waited for.
+        wait_quietly("the nodes' initialized label", lambda: all(
+            (n["metadata"].get("labels") or {}).get(INITIALIZED) == "true"
+            for n in items(NODES)), READY_WAIT_S)
         cls.snapshot("final_")
+        cls.orphan_nodepool()
+        cls.delete_a_node()
+
+    @classmethod
+    def orphan_nodepool(cls):
+        """A NodePool whose EC2NodeClass does not exist: Karpenter marks it not Ready."""
+        ADMIN.post(NODEPOOLS, {
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "orphan"},
+            "spec": {"template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                 "name": "missing"},
+                "requirements": [{"key": INSTANCE_TYPE, "operator": "In", "values": TYPES}]}}}})
+        wait_quietly("the orphan NodePool's NodeClassReady", lambda: condition(
+            ADMIN.get(NODEPOOLS + "/orphan"), "NodeClassReady").get("status") == "False",
+            READY_WAIT_S)
+        cls.facts["orphan_nodepool"] = ADMIN.get(NODEPOOLS + "/orphan")
+        ADMIN.call("DELETE", NODEPOOLS + "/orphan")
+
+    @classmethod
+    def delete_a_node(cls):
+        """kubectl delete node: Karpenter deletes the Node's NodeClaim, drains the Node,
+        terminates the instance and lets the Node go; its pods get a new node."""
+        node = sorted(cls.facts["final_nodes"], key=name_of)[0]
+        claims = {c["status"].get("providerID"): c for c in cls.facts["final_claims"]}
+        claim = claims.get(node["spec"].get("providerID"), {})
+        cls.facts["deleted_node"] = (name_of(node), name_of(claim) if claim else "",
+                                     instance_id_of(node["spec"].get("providerID")))
+        ADMIN.call("DELETE", NODES + "/" + name_of(node))
+        gone = [NODES + "/" + name_of(node)] + ([NODECLAIMS + "/" + name_of(claim)]
+                                                if claim else [])
+        cls.converge("the deleted node replaced", lambda: [
+            "%s still exists" % path for path in gone if ADMIN.call("GET", path)[0] == 200])
+        cls.snapshot("after_delete_")
 
     # The scheduler binds every pod to a node tenon launched.
     def test_pods_are_bound_by_the_scheduler_to_nodes_tenon_launched(self):
@@ -882,13 +928,33 @@ class ScaleUp(Scenario, unittest.TestCase):
                          self.fact("nodepools_printed"))
 
 
+    # Karpenter's NodePool readiness: NodeClassReady False (NodeClassNotFound) when the
+    # EC2NodeClass does not exist, and so Ready False; ValidationSucceeded stays True.
+    def test_a_nodepool_without_its_nodeclass_is_not_ready(self):
+        pool = self.fact("orphan_nodepool")
+        conditions = (pool.get("status") or {}).get("conditions")
+        self.assertEqual(condition(pool, "NodeClassReady").get("status"), "False", conditions)
+        self.assertEqual(condition(pool, "NodeClassReady").get("reason"), "NodeClassNotFound")
+        self.assertEqual(condition(pool, "Ready").get("status"), "False", conditions)
+        self.assertEqual(condition(pool, "ValidationSucceeded").get("status"), "True",
+                         conditions)
+
+    # Deleting a Node deletes its NodeClaim (the Node's finalizer holds it meanwhile), its
+    # instance is terminated, and its pods run on a new node.
+    def test_deleting_a_node_terminates_its_instance_and_replaces_it(self):
+        node, claim, instance = self.fact("deleted_node")
+        self.assertTrue(claim, "the node had no NodeClaim")
+        self.assertNotIn(node, [name_of(n) for n in self.fact("after_delete_nodes")])
+        self.assertNotIn(claim, [name_of(c) for c in self.fact("after_delete_claims")])
+        self.assertEqual(self.fact("after_delete_instances")[instance]["State"]["Name"],
+                         "terminated")
+        self.assertEqual(len(self.fact("after_delete_pods")), REPLICAS)
+
+
 class Consolidation(Scenario, unittest.TestCase):
     @classmethod
     def scenario(cls):
-        cls.start_tenon()
-        cls.wait_nodeclass_ready()
-        cls.scale(REPLICAS)
-        cls.converge("scale-up to %d pods" % REPLICAS)
+        cls.scale_up()
         cls.snapshot("before_")
         cls.scale(1)
         cls.converge("scale-down to 1 pod", lambda: [] if len(items(NODECLAIMS)) == 1 else [
@@ -918,10 +984,7 @@ class Consolidation(Scenario, unittest.TestCase):
 class NodePoolDeletion(Scenario, unittest.TestCase):
     @classmethod
     def scenario(cls):
-        cls.start_tenon()
-        cls.wait_nodeclass_ready()
-        cls.scale(REPLICAS)
-        cls.converge("scale-up to %d pods" % REPLICAS)
+        cls.scale_up()
         cls.facts["pool"] = ADMIN.get(NODEPOOLS + "/default")
         cls.snapshot("before_")
         ADMIN.delete(NODEPOOLS + "/default")
@@ -1061,6 +1124,112 @@ class KillAndRestart(Scenario, unittest.TestCase):
                 late[name_of(pod)] = "bound %.0f s after %s was Ready" % (waited, name_of(node))
         self.assertGreater(bound_pods, 0)
         self.assertEqual(late, {}, "window %.0f s" % window)
+
+
+class NodeClassDeletion(Scenario, unittest.TestCase):
+    """Karpenter's EC2NodeClass termination: the EC2NodeClass is deleted while its NodeClaims
+    run, waits for them (and says so), and once the NodePool's deletion has removed them, the
+    instance profile and launch templates tenon made for it are deleted and it goes."""
+
+    @classmethod
+    def scenario(cls):
+        cls.scale_up()
+        cls.facts["nodeclass"] = ADMIN.get(NODECLASSES + "/default")
+        cls.facts["profiles_before"] = cls.profiles()
+        cls.facts["templates_before"] = cls.launch_templates()
+        cls.facts["claims_before"] = sorted(name_of(c) for c in items(NODECLAIMS))
+        ADMIN.delete(NODECLASSES + "/default")
+        cls.say("EC2NodeClass default deleted while %d NodeClaims use it"
+                % len(cls.facts["claims_before"]))
+        try:
+            wait_for("the WaitingOnNodeClaimTermination Event", cls.waiting_events, 30)
+        except AssertionError:
+            pass
+        cls.facts["waiting_events"] = cls.waiting_events()
+        cls.facts["nodeclass_waiting"] = ADMIN.call("GET", NODECLASSES + "/default")[:2]
+        cls.facts["profiles_waiting"] = cls.profiles()
+        cls.facts["templates_waiting"] = cls.launch_templates()
+        ADMIN.delete(NODEPOOLS + "/default")
+
+        def left():
+            """What of the EC2NodeClass's is still there, as texts."""
+            cls.tenon_alive()
+            there = {"NodeClaims": items(NODECLAIMS), "instance profiles": cls.profiles(),
+                     "launch templates": cls.launch_templates(),
+                     "the EC2NodeClass": ADMIN.call("GET", NODECLASSES + "/default")[0] != 404}
+            return ["%s (%s)" % (what, found) for what, found in there.items() if found]
+        started = time.monotonic()
+        try:
+            wait_for("the EC2NodeClass and what tenon made for it deleted", lambda: not left(),
+                     DELETION_S)
+            cls.say("EC2NodeClass, its instance profile and launch templates gone in %.1f s"
+                    % (time.monotonic() - started))
+        except AssertionError:
+            pass
+        cls.facts["left"] = left()
+        cls.facts["nodeclass_after"] = ADMIN.call("GET", NODECLASSES + "/default")[0]
+        cls.facts["profiles_after"] = cls.profiles()
+        cls.facts["templates_after"] = cls.launch_templates()
+
+    @classmethod
+    def profiles(cls):
+        """The instance profiles made for the EC2NodeClass default, by their tags."""
+        found = []
+        for page in cls.iam.get_paginator("list_instance_profiles").paginate():
+            for profile in page["InstanceProfiles"]:
+                tags = {t["Key"]: t["Value"] for t in cls.iam.get_instance_profile(
+                    InstanceProfileName=profile["InstanceProfileName"])["InstanceProfile"].get(
+                    "Tags", [])}
+                if tags.get(NODECLASS_TAG) == "default":
+                    found.append(profile["InstanceProfileName"])
+        return sorted(found)
+
+    @classmethod
+    def launch_templates(cls):
+        """The launch templates tagged for the cluster and the EC2NodeClass default."""
+        pages = cls.ec2.get_paginator("describe_launch_templates").paginate(Filters=[
+            {"Name": "tag:kubernetes.io/cluster/" + CLUSTER, "Values": ["owned"]},
+            {"Name": "tag:" + NODECLASS_TAG, "Values": ["default"]}])
+        return sorted(t["LaunchTemplateName"] for page in pages for t in page["LaunchTemplates"])
+
+    @classmethod
+    def waiting_events(cls):
+        return [e for e in items(EVENTS, fieldSelector="reason=WaitingOnNodeClaimTermination")
+                if e["involvedObject"].get("name") == "default"
+                and e["involvedObject"].get("kind") == "EC2NodeClass"]
+
+    # Karpenter's EC2NodeClass controller puts its termination finalizer on every EC2NodeClass.
+    def test_nodeclass_carries_the_termination_finalizer(self):
+        self.assertIn(NODECLASS_FINALIZER,
+                      self.fact("nodeclass")["metadata"].get("finalizers") or [])
+
+    def test_tenon_made_an_instance_profile_and_launch_templates_for_it(self):
+        self.assertEqual(self.fact("profiles_before"), ["%s_default" % CLUSTER])
+        self.assertTrue(self.fact("templates_before"))
+
+    # While NodeClaims use it, the deletion waits, with Karpenter's Event naming them.
+    def test_deletion_waits_while_nodeclaims_use_it(self):
+        status, nodeclass = self.fact("nodeclass_waiting")
+        self.assertEqual(status, 200, "gone while its NodeClaims ran")
+        self.assertIn("deletionTimestamp", nodeclass["metadata"])
+        self.assertEqual(self.fact("profiles_waiting"), self.fact("profiles_before"))
+        self.assertEqual(self.fact("templates_waiting"), self.fact("templates_before"))
+        events = self.fact("waiting_events")
+        self.assertTrue(events, "no WaitingOnNodeClaimTermination Event")
+        message = events[0].get("message", "")
+        self.assertTrue(message.startswith("Waiting on NodeClaim termination for "), message)
+        named = message[len("Waiting on NodeClaim termination for "):].split(", ")
+        self.assertTrue(set(named) <= set(self.fact("claims_before")), message)
+        self.assertEqual(events[0].get("type"), "Normal")
+
+    def test_the_nodeclass_goes_once_its_nodeclaims_are_gone(self):
+        self.assertEqual(self.fact("nodeclass_after"), 404, self.fact("left"))
+
+    def test_its_instance_profile_is_deleted(self):
+        self.assertEqual(self.fact("profiles_after"), [], self.fact("left"))
+
+    def test_its_launch_templates_are_deleted(self):
+        self.assertEqual(self.fact("templates_after"), [], self.fact("left"))
 
 
 # ---- expected failures --------------------------------------------------------------------

@@ -19,10 +19,11 @@ Every --interval seconds it makes one pass:
               karpenter.sh/nodeclaim with the claim's name: a booted instance joins whether or
               not its controller recorded the launch. Registration waits --register-delay
               seconds after the instance is first seen running.
-  heartbeat   each Node of a running instance renews its Lease in kube-node-lease every
-              --heartbeat seconds, so the node lifecycle controller keeps it Ready. The Lease is
-              owned by its Node, so the garbage collector removes it with the Node.
-  pods        a pod bound to an existing Node and still Pending is reported Running and Ready
+  heartbeat   each Node of a running instance, being deleted or not, renews its Lease in
+              kube-node-lease every --heartbeat seconds, so the node lifecycle controller keeps
+              it Ready. The Lease is owned by its Node, so the garbage collector removes it with
+              the Node.
+  pods        a pod bound to an existing Node (being deleted or not) and still Pending is reported Running and Ready
               (the PodScheduled condition the scheduler wrote is kept); a pod bound to an
               existing Node and being deleted is removed --stop-delay seconds after it was
               first seen being deleted (DELETE with grace period 0, as the kubelet does once
@@ -175,7 +176,8 @@ class Kubelets:
         for node in nodes:
             name = meta(node).get("name", "")
             instance = instances.get(instance_id_of(spec(node).get("providerID")))
-            if deleting(node) or instance is None or instance_state(instance) != "running":
+            # A Node being deleted keeps its kubelet for as long as its instance runs.
+            if instance is None or instance_state(instance) != "running":
                 continue
             alive.add(name)
             last = self.renewed.get(name)
@@ -209,7 +211,7 @@ class Kubelets:
     # ---- pods ----
 
     def run_pods(self, nodes):
-        names = {meta(n).get("name") for n in nodes if not deleting(n)}
+        names = {meta(n).get("name") for n in nodes}
         stopping = {}
         for pod in self.kube.list(PODS):
             node_name = spec(pod).get("nodeName")

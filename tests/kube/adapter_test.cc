@@ -495,7 +495,8 @@ TEST_F(KubeWriters, TaintsAndLabelsKeepWhatOthersWrote) {
   PatchNode patch{"n1",
                   {{"karpenter.sh/registered", "true"}},
                   {"a"},
-                  {{"karpenter.sh/disrupted", "", TaintEffect::kNoSchedule}}};
+                  {{"karpenter.sh/disrupted", "", TaintEffect::kNoSchedule}},
+                  {}};
   auto events = Run(patch);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(events[0]));
@@ -504,7 +505,7 @@ TEST_F(KubeWriters, TaintsAndLabelsKeepWhatOthersWrote) {
   EXPECT_EQ(node["metadata"]["labels"]["kubernetes.io/hostname"], "n1");
   ASSERT_EQ(node["spec"]["taints"].size(), 1u);
   EXPECT_EQ(node["spec"]["taints"][0]["key"], "karpenter.sh/disrupted");
-  auto missing = Run(PatchNode{"nope", {{"x", "y"}}, {}, {}});
+  auto missing = Run(PatchNode{"nope", {{"x", "y"}}, {}, {}, {}});
   EXPECT_EQ(std::get<CommandFailed>(missing.at(0)).code, ErrorCode::kNotFound);
 }
 
@@ -584,7 +585,26 @@ TEST_F(KubeWriters, NodeClaimCreateIsIdempotentAndFinalizerHoldsDeletion) {
   object = admin_.Get(path).Json();
   EXPECT_EQ(object["status"]["providerID"], "aws:///us-east-1a/i-1");
   EXPECT_EQ(object["status"]["nodeName"], "ip-10-0-0-1");
-  EXPECT_EQ(object["status"]["conditions"].size(), 2u) << "conditions merge by type";
+  // Launched and Registered merged by type, and Ready, their root, as on Karpenter's NodeClaims:
+  // Unknown while Initialized is missing, True once it is True.
+  auto condition = [&](const std::string& type) {
+    for (const auto& c : object["status"]["conditions"]) {
+      if (c["type"] == type) return c;
+    }
+    return json();
+  };
+  EXPECT_EQ(object["status"]["conditions"].size(), 3u) << "conditions merge by type";
+  EXPECT_EQ(condition("Ready")["status"], "Unknown");
+  EXPECT_EQ(condition("Ready")["reason"], "ReconcilingDependents");
+  EXPECT_EQ(condition("Ready")["message"], "Initialized=Unknown");
+  Run(ClaimCondition(claim.name, "Initialized", true, "", "", ""));
+  object = admin_.Get(path).Json();
+  EXPECT_EQ(condition("Ready")["status"], "True");
+  Run(ClaimCondition(claim.name, "Registered", false, "", "", ""));
+  object = admin_.Get(path).Json();
+  EXPECT_EQ(condition("Ready")["status"], "False");
+  EXPECT_EQ(condition("Ready")["reason"], "UnhealthyDependents");
+  EXPECT_EQ(condition("Ready")["message"], "Registered=False");
 
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(Run(DeleteNodeClaim{claim.name}).at(0)));
   object = admin_.Get(path).Json();
@@ -606,6 +626,58 @@ TEST_F(KubeWriters, EventsCarryKarpentersReasons) {
   ASSERT_EQ(events["items"].size(), 1u);
   EXPECT_EQ(events["items"][0]["reason"], "DisruptionLaunching");
   EXPECT_EQ(events["items"][0]["involvedObject"]["name"], "default-abc12");
+}
+
+// As client-go's recorder under Karpenter: an Event repeated on the same object with the same
+// type, reason and message is one Event object whose count and lastTimestamp grow; another
+// message, reason or object is an Event of its own.
+TEST_F(KubeWriters, RepeatedEventsAreOneEventWithACount) {
+  constexpr char kEvents[] = "/api/v1/namespaces/default/events";
+  const ObjectRef node{"v1", "Node", "", "ip-10-0-0-1"};
+  const std::string blocked = "Cannot disrupt Node: state node is nominated for a pending pod";
+  constexpr int kRepeats = 7;
+  for (int i = 0; i < kRepeats; ++i) {
+    ASSERT_TRUE(executor_.RecordEvent(node, "Normal", "DisruptionBlocked", blocked));
+  }
+  json items = admin_.Get(kEvents).Json()["items"];
+  ASSERT_EQ(items.size(), 1u) << items.dump();
+  EXPECT_EQ(items[0]["count"], kRepeats);
+  EXPECT_EQ(items[0]["message"], blocked);
+  EXPECT_EQ(items[0]["involvedObject"]["name"], "ip-10-0-0-1");
+  EXPECT_EQ(items[0]["source"]["component"], "karpenter");
+  EXPECT_LE(items[0]["firstTimestamp"].get<std::string>(),
+            items[0]["lastTimestamp"].get<std::string>());
+  EXPECT_EQ(items[0]["metadata"]["name"].get<std::string>().rfind("ip-10-0-0-1.", 0), 0u);
+
+  // Another message, another reason, another object: three more Events, each counted alone.
+  ASSERT_TRUE(executor_.RecordEvent(node, "Normal", "DisruptionBlocked", "Node is being deleted"));
+  ASSERT_TRUE(executor_.RecordEvent(node, "Normal", "Unconsolidatable", blocked));
+  ASSERT_TRUE(executor_.RecordEvent({"v1", "Node", "", "ip-10-0-0-2"}, "Normal",
+                                    "DisruptionBlocked", blocked));
+  items = admin_.Get(kEvents).Json()["items"];
+  ASSERT_EQ(items.size(), 4u) << items.dump();
+  std::map<std::string, int> counts;
+  for (const auto& e : items) {
+    counts[e["involvedObject"]["name"].get<std::string>() + " " + e["reason"].get<std::string>() +
+           ": " + e["message"].get<std::string>()] = e["count"];
+  }
+  EXPECT_EQ(counts,
+            (std::map<std::string, int>{{"ip-10-0-0-1 DisruptionBlocked: " + blocked, kRepeats},
+                                        {"ip-10-0-0-1 DisruptionBlocked: Node is being deleted", 1},
+                                        {"ip-10-0-0-1 Unconsolidatable: " + blocked, 1},
+                                        {"ip-10-0-0-2 DisruptionBlocked: " + blocked, 1}}));
+
+  // An Event the API server has expired is written again, under its name, with the count
+  // carried on.
+  std::string name;
+  for (const auto& e : items) {
+    if (e["count"] == kRepeats) name = e["metadata"]["name"];
+  }
+  ASSERT_EQ(admin_.Delete(std::string(kEvents) + "/" + name).status, 200);
+  ASSERT_TRUE(executor_.RecordEvent(node, "Normal", "DisruptionBlocked", blocked));
+  const json again = admin_.Get(std::string(kEvents) + "/" + name).Json();
+  EXPECT_EQ(again["count"], kRepeats + 1) << again.dump();
+  EXPECT_EQ(admin_.Get(kEvents).Json()["items"].size(), 4u);
 }
 
 TEST_F(KubeWriters, NothingIsWrittenOnceLeadershipIsLost) {
@@ -743,8 +815,8 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   claim.nodeclass = "d";
   run(CreateNodeClaim{claim});
   run(ClaimCondition(claim.name, "Launched", true, "", "aws:///z/i-1", ""));
-  run(PatchNodePoolStatus{"default", NodePoolStatus{true, 1, {}}});
-  run(PatchNode{"n1", {{"karpenter.sh/registered", "true"}}, {"a"}, {}});
+  run(PatchNodePoolStatus{"default", NodePoolStatus{true, 1, {}, true, {}}});
+  run(PatchNode{"n1", {{"karpenter.sh/registered", "true"}}, {"a"}, {}, {}});
   run(EvictPod{"default", "web-1", claim.name});
   run(DeletePod{"default", "web-2", claim.name});
   run(DeleteNodeClaim{claim.name});
@@ -755,8 +827,18 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   status.security_groups = {"sg-1"};
   status.ready = true;
   EXPECT_TRUE(executor.PatchNodeClassStatus("d", status));
-  EXPECT_TRUE(executor.RecordEvent({"karpenter.sh/v1", "NodeClaim", "", claim.name}, "Normal",
-                                   "Launched", "Status condition transitioned"));
+  // The EC2NodeClass finalizer, as controller::CloudSource adds it.
+  EXPECT_TRUE(
+      executor
+          .Update("/apis/karpenter.k8s.aws/v1/ec2nodeclasses/d", "",
+                  [](const json&) -> std::optional<json> {
+                    return json{{"metadata", {{"finalizers", {"karpenter.k8s.aws/termination"}}}}};
+                  })
+          .ok());
+  for (int i = 0; i < 2; ++i) {  // create, then patch its count
+    EXPECT_TRUE(executor.RecordEvent({"karpenter.sh/v1", "NodeClaim", "", claim.name}, "Normal",
+                                     "Launched", "Status condition transitioned"));
+  }
   LeaseOptions lease;
   lease.identity = "rbac";
   lease.retry_period = milliseconds(50);
@@ -852,7 +934,23 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
   pool_status.nodes = 1;
   pool_status.resources.cpu = Millicores{4000};
   pool_status.resources.memory = Bytes{8LL << 30};
+  pool_status.validated = true;
+  pool_status.nodeclass_unready = "NodeClassNotFound";
   run(PatchNodePoolStatus{"default", pool_status});
+  {
+    // Karpenter's NodePool readiness: Ready is the root of ValidationSucceeded and
+    // NodeClassReady, which says why the EC2NodeClass keeps the pool from being Ready.
+    std::map<std::string, json> conditions;
+    const json pool = admin.Get("/apis/karpenter.sh/v1/nodepools/default").Json();
+    for (const json& c : pool["status"]["conditions"]) conditions[c["type"]] = c;
+    EXPECT_EQ(conditions["ValidationSucceeded"]["status"], "True");
+    EXPECT_EQ(conditions["NodeClassReady"]["status"], "False");
+    EXPECT_EQ(conditions["NodeClassReady"]["reason"], "NodeClassNotFound");
+    EXPECT_EQ(conditions["NodeClassReady"]["message"], "NodeClass not found on cluster");
+    EXPECT_EQ(conditions["Ready"]["status"], "False");
+    EXPECT_EQ(conditions["Ready"]["reason"], "UnhealthyDependents");
+    EXPECT_EQ(conditions["NodeRegistrationHealthy"]["status"], "True");
+  }
   NodeClassStatus nodeclass_status;
   nodeclass_status.amis = {{"ami-0123456789abcdef0", "al2023-ami", "amd64"}};
   nodeclass_status.subnets = {{"subnet-1", "us-east-1a", "use1-az1"}};

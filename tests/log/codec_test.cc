@@ -40,6 +40,7 @@ Pod FullPod() {
   c.node_selector = {{label::kZone, "us-east-1a"}};
   pod.priority = -5;
   pod.deletion_cost = 42;
+  pod.deletion = kT0 + Nanos{30 * kSecond.value};
   pod.do_not_disrupt = true;
   pod.do_not_disrupt_for = Nanos{300 * kSecond.value};
   c.tolerations = {{"gpu", false, "true", TaintEffect::kNoSchedule}, {"", true, "", std::nullopt}};
@@ -101,6 +102,7 @@ std::vector<Event> EveryEvent() {
   node.created = kT0;
   node.volumes_attached = {"vol-1"};
   node.do_not_disrupt = true;
+  node.deleting = true;
   return {
       Tick{kT0},
       ControllerStarted{"v1", 99,
@@ -112,8 +114,16 @@ std::vector<Event> EveryEvent() {
       CatalogRefreshed{CatalogWithGpu()},
       NodePoolUpserted{FullPool()},
       NodePoolDeleted{"gpu"},
-      NodeClassUpserted{NodeClass{
-          "default", "AL2023", "role", false, 58, 10, {"ami-1"}, {"subnet-a"}, {"sg-1", "sg-2"}}},
+      NodeClassUpserted{NodeClass{"default",
+                                  "AL2023",
+                                  "role",
+                                  false,
+                                  58,
+                                  10,
+                                  {"ami-1"},
+                                  {"subnet-a"},
+                                  {"sg-1", "sg-2"},
+                                  true}},
       NodeClassDeleted{"default"},
       PodUpserted{FullPod()},
       PodDeleted{"default", "web-1"},
@@ -185,12 +195,17 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   out.commands.push_back({CommandId{90}, Seq{3}, DeleteNodeClaim{"x"}});
   out.commands.push_back(
       {CommandId{91}, Seq{3},
-       PatchNode{"n", {{"k", "v"}}, {"t"}, {{"d", "", TaintEffect::kNoSchedule}}}});
+       PatchNode{"n", {{"k", "v"}}, {"t"}, {{"d", "", TaintEffect::kNoSchedule}}, "c"}});
   out.commands.push_back({CommandId{92}, Seq{3}, EvictPod{"default", "web-1", "c1"}});
   out.commands.push_back({CommandId{93}, Seq{3}, DeletePod{"default", "web-2", "c1"}});
   out.commands.push_back({CommandId{94}, Seq{3}, TerminateInstance{"i-1", "c1"}});
   out.commands.push_back({CommandId{95}, Seq{3}, RemoveFinalizer{"c1", "n1"}});
-  NodePoolStatus status{false, 3, {Millicores{4000}, Bytes{1 << 30}, 58, {}}};
+  NodePoolStatus status;
+  status.registration_healthy = false;
+  status.nodes = 3;
+  status.resources = {Millicores{4000}, Bytes{1 << 30}, 58, {}};
+  status.validated = true;
+  status.nodeclass_unready = "NodeClassNotFound";
   out.commands.push_back({CommandId{96}, Seq{3}, PatchNodePoolStatus{"default", status}});
   out.commands.push_back(
       {CommandId{97}, Seq{3},

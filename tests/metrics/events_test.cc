@@ -177,5 +177,102 @@ actions:
   EXPECT_TRUE(With(events, "DisruptionTerminating").empty());
 }
 
+// client-go's EventCorrelator, step by step on a clock of our own.
+KubeEvent OnNode(const std::string& node, const std::string& reason, const std::string& message) {
+  return {{"v1", "Node", "", node}, "Normal", reason, message};
+}
+
+// The same Event again is the same object with the next count; its first time stays.
+TEST(KubeEventCorrelator, IdenticalEventsCountOnOneObject) {
+  kube::EventCorrelator correlator;
+  const Nanos t0{1'700'000'000 * kSecond.value};
+  const auto first = correlator.Correlate("karpenter", OnNode("n1", "R", "m"), t0);
+  EXPECT_FALSE(first.skip);
+  EXPECT_EQ(first.count, 1);
+  EXPECT_EQ(first.first, t0);
+  EXPECT_EQ(first.name.rfind("n1.", 0), 0u);
+  for (int i = 2; i <= 5; ++i) {
+    const auto again = correlator.Correlate("karpenter", OnNode("n1", "R", "m"), t0 + kMinute);
+    EXPECT_EQ(again.count, i);
+    EXPECT_EQ(again.name, first.name);
+    EXPECT_EQ(again.first, t0);
+    EXPECT_EQ(again.event.message, "m");
+  }
+  // Any other field of the key starts another Event.
+  for (const auto& other : {OnNode("n2", "R", "m"), OnNode("n1", "S", "m"), OnNode("n1", "R", "x"),
+                            KubeEvent{{"v1", "Node", "", "n1"}, "Warning", "R", "m"}}) {
+    const auto write = correlator.Correlate("karpenter", other, t0 + kMinute);
+    EXPECT_EQ(write.count, 1);
+    EXPECT_NE(write.name, first.name);
+  }
+  EXPECT_EQ(correlator.Correlate("other-source", OnNode("n1", "R", "m"), t0).count, 1);
+}
+
+// Ten distinct messages of one reason on one object within 10 minutes: from the tenth on they
+// go to one combined Event, counted; once the object has been quiet for longer than the
+// window, messages are Events of their own again.
+TEST(KubeEventCorrelator, SimilarEventsAreCombined) {
+  kube::EventCorrelator correlator;
+  const Nanos t0{1'700'000'000 * kSecond.value};
+  std::set<std::string> names;
+  for (int i = 1; i <= 9; ++i) {
+    const auto write = correlator.Correlate("karpenter", OnNode("n1", "R", "m" + std::to_string(i)),
+                                            t0 + Nanos{i * kSecond.value});
+    EXPECT_EQ(write.count, 1);
+    EXPECT_EQ(write.event.message, "m" + std::to_string(i));
+    names.insert(write.name);
+  }
+  std::string combined;
+  for (int i = 10; i <= 12; ++i) {
+    const auto write = correlator.Correlate("karpenter", OnNode("n1", "R", "m" + std::to_string(i)),
+                                            t0 + Nanos{i * kSecond.value});
+    EXPECT_EQ(write.event.message, "(combined from similar events): m" + std::to_string(i));
+    EXPECT_EQ(write.count, i - 9);
+    if (combined.empty()) combined = write.name;
+    EXPECT_EQ(write.name, combined);
+  }
+  EXPECT_EQ(names.size(), 9u);
+  EXPECT_FALSE(names.contains(combined));
+  // Another reason on the same object is not similar.
+  EXPECT_EQ(correlator.Correlate("karpenter", OnNode("n1", "S", "m13"), t0).event.message, "m13");
+  // Quiet for longer than the window: a new message is its own Event.
+  const Nanos later = t0 + Nanos{12 * kSecond.value} + Nanos{11 * kMinute.value};
+  const auto fresh = correlator.Correlate("karpenter", OnNode("n1", "R", "m14"), later);
+  EXPECT_EQ(fresh.event.message, "m14");
+  EXPECT_EQ(fresh.count, 1);
+}
+
+// 25 Events about one object at once, then one per 5 minutes; the dropped ones still count.
+TEST(KubeEventCorrelator, SpamFilterLetsABurstThenOnePerFiveMinutes) {
+  kube::EventCorrelator correlator;
+  const Nanos t0{1'700'000'000 * kSecond.value};
+  for (int i = 1; i <= 25; ++i) {
+    EXPECT_FALSE(correlator.Correlate("karpenter", OnNode("n1", "R", "m"), t0).skip) << i;
+  }
+  EXPECT_TRUE(correlator.Correlate("karpenter", OnNode("n1", "R", "m"), t0).skip);
+  EXPECT_TRUE(correlator.Correlate("karpenter", OnNode("n1", "R", "other"), t0).skip);
+  EXPECT_FALSE(correlator.Correlate("karpenter", OnNode("n2", "R", "m"), t0).skip)
+      << "another object has its own budget";
+  const Nanos refilled = t0 + Nanos{5 * kMinute.value};
+  const auto next = correlator.Correlate("karpenter", OnNode("n1", "R", "m"), refilled);
+  EXPECT_FALSE(next.skip);
+  EXPECT_EQ(next.count, 27) << "the dropped occurrence is in the count";
+  EXPECT_TRUE(correlator.Correlate("karpenter", OnNode("n1", "R", "m"), refilled).skip);
+}
+
+// Every cache is bounded: the least recently used key is forgotten first.
+TEST(KubeEventCorrelator, CachesAreBounded) {
+  kube::EventCorrelator::Options options;
+  options.cache_max = 3;
+  kube::EventCorrelator correlator(options);
+  const Nanos t0{1'700'000'000 * kSecond.value};
+  for (int node = 0; node < 4; ++node) {
+    correlator.Correlate("karpenter", OnNode("n" + std::to_string(node), "R", "m"), t0);
+  }
+  // n0 was pushed out, so its repeat is a new Event; n3 is remembered.
+  EXPECT_EQ(correlator.Correlate("karpenter", OnNode("n0", "R", "m"), t0).count, 1);
+  EXPECT_EQ(correlator.Correlate("karpenter", OnNode("n3", "R", "m"), t0).count, 2);
+}
+
 }  // namespace
 }  // namespace tenon

@@ -7,12 +7,19 @@
 namespace tenon::testing {
 namespace {
 
+// Whether the batch is still open after `out`: nothing planned, nothing launched (the NodePool
+// status a first tick publishes aside).
+bool NothingPlanned(const Output& out) {
+  return out.decisions.empty() && CommandsOf<CreateNodeClaim>(out).empty() &&
+         CommandsOf<LaunchInstances>(out).empty();
+}
+
 // The batch closes 1 s after the last pending pod, not before.
 TEST(BatchWindow, ClosesAfterIdleSecond) {
   Folder f;
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
-  EXPECT_TRUE(f.Fold(Tick{kT0 + Nanos{kSecond.value / 2}}).empty());
+  EXPECT_TRUE(NothingPlanned(f.Fold(Tick{kT0 + Nanos{kSecond.value / 2}})));
   Output out = f.Fold(Tick{kT0 + kSecond});
   EXPECT_EQ(CommandsOf<CreateNodeClaim>(out).size(), 1u);
   EXPECT_EQ(CommandsOf<LaunchInstances>(out).size(), 1u);
@@ -27,7 +34,7 @@ TEST(BatchWindow, ClosesAtMaximumDuration) {
   Nanos half{kSecond.value / 2};
   for (int i = 0; i < 19; ++i) {
     Nanos now = kT0 + Nanos{half.value * i};
-    EXPECT_TRUE(f.Fold(Tick{now}).empty()) << "closed early at step " << i;
+    EXPECT_TRUE(NothingPlanned(f.Fold(Tick{now}))) << "closed early at step " << i;
     f.Fold(PodUpserted{PendingPod("web-" + std::to_string(i), 100, 128, now)});
   }
   Output out = f.Fold(Tick{kT0 + Nanos{10 * kSecond.value}});
@@ -120,7 +127,8 @@ TEST(Provisioning, UnschedulablePodCarriesReasons) {
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("huge", 500'000, 512)});
   Output out = f.Fold(Tick{kT0 + kSecond});
-  EXPECT_TRUE(out.commands.empty());
+  EXPECT_TRUE(CommandsOf<CreateNodeClaim>(out).empty());
+  EXPECT_TRUE(CommandsOf<LaunchInstances>(out).empty());
   ASSERT_EQ(out.decisions.size(), 1u);
   const auto& d = std::get<ProvisioningDecision>(out.decisions[0].body);
   ASSERT_EQ(d.pods.size(), 1u);
@@ -568,13 +576,14 @@ TEST(Determinism, SameEventsSameOutputs) {
 }
 
 // The state hash is pinned: a change to it is a change to every recorded snapshot. (Re-pinned
-// when the consolidation state was added; older snapshots, where it is zero, hash as before.)
+// when the consolidation state was added, and when every NodePool's status came to be published
+// with its readiness; older snapshots, without them, hash as before.)
 TEST(Determinism, StateHashIsPinned) {
   Folder f;
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   f.Fold(Tick{kT0 + kSecond});
-  EXPECT_EQ(StateHash(f.state), 2503463373434972391ull) << std::hex << StateHash(f.state);
+  EXPECT_EQ(StateHash(f.state), 15499174743903136089ull) << std::hex << StateHash(f.state);
 }
 
 // Nodes whose labels the State shares (SharedNodeParts) hash as they did when each node held
@@ -656,6 +665,161 @@ TEST(Catalog, AllocatableFollowsAwsFormulas) {
   Settings reserved;
   reserved.reserved_enis = 1;
   EXPECT_EQ(MakeCatalogEntry(t, reserved).allocatable.pods, 20);
+}
+
+// Karpenter's registration makes the NodeClaim the Node's owner (and puts the termination
+// finalizer on it): the registration patch names the claim.
+TEST(Lifecycle, RegistrationMakesTheClaimOwnTheNode) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  Node node = LaunchedNode(false);
+  node.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
+  Output reg = f.Fold(NodeUpserted{node});
+  auto patches = CommandsOf<PatchNode>(reg);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]->owner_nodeclaim, claim);
+}
+
+// Deleting a Node deletes its NodeClaim, as in Karpenter; its termination drains the node.
+TEST(Lifecycle, DeletingANodeDeletesItsClaim) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  Node node = LaunchedNode(true);
+  f.Fold(NodeUpserted{node});
+  ASSERT_FALSE(f.state.nodeclaims.at(claim).deleting);
+  node.deleting = true;
+  Output out = f.Fold(NodeUpserted{node});
+  EXPECT_TRUE(f.state.nodeclaims.at(claim).deleting);
+  auto deletes = CommandsOf<DeleteNodeClaim>(out);
+  ASSERT_EQ(deletes.size(), 1u);
+  EXPECT_EQ(deletes[0]->name, claim);
+  const Output again = f.Fold(NodeUpserted{node});
+  EXPECT_TRUE(CommandsOf<DeleteNodeClaim>(again).empty()) << "once";
+}
+
+// Karpenter's drain evicts a pod once: one already terminating is waited for, not evicted
+// again on every pass.
+TEST(Termination, TerminatingPodIsNotEvictedAgain) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  f.Fold(NodeUpserted{LaunchedNode(true)});
+  Pod bound = PendingPod("web-1", 500, 512);
+  bound.node_name = "node-1";
+  bound.unschedulable = false;
+  bound.phase = PodPhase::kRunning;
+  f.Fold(PodUpserted{bound});
+  f.Fold(NodeClaimDeleting{claim});
+  Nanos now = kT0 + Nanos{5 * kSecond.value};
+  Output first = f.Fold(Tick{now});
+  ASSERT_EQ(CommandsOf<EvictPod>(first).size(), 1u);
+  f.Fold(CommandSucceeded{IdOf<EvictPod>(first)});
+  bound.deletion = now + Nanos{30 * kSecond.value};
+  f.Fold(PodUpserted{bound});
+  for (int i = 1; i <= 5; ++i) {
+    Output later = f.Fold(Tick{now + Nanos{i * kSecond.value}});
+    EXPECT_TRUE(CommandsOf<EvictPod>(later).empty()) << "pass " << i;
+    EXPECT_TRUE(CommandsOf<TerminateInstance>(later).empty()) << "the drain waits for it";
+  }
+  // A pod stuck terminating (a minute past its deletion time: its kubelet is not removing it)
+  // is no longer waited for.
+  Folder stuck = f;
+  const Output still = stuck.Fold(Tick{bound.deletion + kMinute});
+  EXPECT_TRUE(CommandsOf<TerminateInstance>(still).empty());
+  const Output given_up = stuck.Fold(Tick{bound.deletion + kMinute + kSecond});
+  EXPECT_EQ(CommandsOf<TerminateInstance>(given_up).size(), 1u);
+  f.Fold(PodDeleted{"default", "web-1"});
+  Output gone = f.Fold(Tick{now + Nanos{7 * kSecond.value}});
+  EXPECT_EQ(CommandsOf<TerminateInstance>(gone).size(), 1u);
+}
+
+// A Node made for a NodePool (its label, the unregistered taint) that no NodeClaim owns, or a
+// Node being deleted, is not capacity: the pending pod gets a new NodeClaim. A Node nobody
+// made for a pool (a static node group's) is capacity.
+TEST(Provisioning, OrphanedAndDeletingNodesAreNotCapacity) {
+  auto launches_for_pod = [](Node node) {
+    Folder f;
+    f.Start({Pool("default")});
+    node.allocatable = {Millicores{8000}, Bytes{32 * 1024 * kMebibyte.value}, 110, {}};
+    f.Fold(NodeUpserted{node});
+    f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
+    const Output out = f.Fold(Tick{kT0 + kSecond});
+    return CommandsOf<LaunchInstances>(out).size();
+  };
+  Node orphan = LaunchedNode(true);
+  orphan.labels.Set(label::kNodePool, "default");
+  EXPECT_EQ(launches_for_pod(orphan), 1u) << "a pool's node with no NodeClaim";
+  Node unregistered = LaunchedNode(true);
+  unregistered.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
+  EXPECT_EQ(launches_for_pod(unregistered), 1u) << "an unregistered node with no NodeClaim";
+  Node deleting = LaunchedNode(true);
+  deleting.deleting = true;
+  EXPECT_EQ(launches_for_pod(deleting), 1u) << "a node being deleted";
+  EXPECT_EQ(launches_for_pod(LaunchedNode(true)), 0u) << "a static node";
+}
+
+// A pod planned onto an existing node whose Node then goes is planned for again at once.
+TEST(Provisioning, PodsPlannedOntoAVanishedNodeArePlannedAgain) {
+  Folder f;
+  f.Start({Pool("default")});
+  Node node = LaunchedNode(true);
+  node.allocatable = {Millicores{8000}, Bytes{32 * 1024 * kMebibyte.value}, 110, {}};
+  f.Fold(NodeUpserted{node});
+  f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
+  const Output placed = f.Fold(Tick{kT0 + kSecond});
+  ASSERT_TRUE(CommandsOf<LaunchInstances>(placed).empty());
+  f.Fold(Tick{kT0 + Nanos{30 * kSecond.value}});
+  f.Fold(NodeDeleted{node.name});
+  Output replanned = f.Fold(Tick{kT0 + Nanos{32 * kSecond.value}});
+  EXPECT_EQ(CommandsOf<LaunchInstances>(replanned).size(), 1u);
+}
+
+// Karpenter's NodePool readiness: NodeClassReady names why the pool's EC2NodeClass keeps it
+// from being Ready; a valid pool is ValidationSucceeded. Published with nothing launched.
+TEST(Lifecycle, NodePoolStatusSaysWhetherItsNodeClassIsReady) {
+  Folder f;
+  NodePool orphan = Pool("orphan");
+  orphan.nodeclass = "missing";
+  f.Start({Pool("default"), orphan});
+  Output out = f.Fold(Tick{kT0 + kSecond});
+  std::map<std::string, NodePoolStatus> published;
+  for (const auto* p : CommandsOf<PatchNodePoolStatus>(out)) published[p->nodepool] = p->status;
+  ASSERT_EQ(published.size(), 2u);
+  EXPECT_TRUE(published["default"].validated);
+  EXPECT_EQ(published["default"].nodeclass_unready, "");
+  EXPECT_TRUE(published["orphan"].validated);
+  EXPECT_EQ(published["orphan"].nodeclass_unready, "NodeClassNotFound");
+  NodeClass deleting{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, true};
+  f.Fold(NodeClassUpserted{deleting});
+  const Output later = f.Fold(Tick{kT0 + Nanos{2 * kSecond.value}});
+  auto changed = CommandsOf<PatchNodePoolStatus>(later);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0]->status.nodeclass_unready, "NodeClassTerminating");
+}
+
+// A node initialized while its registration patch is in flight gets its initialized label
+// when that patch lands, not only on the node's next change (which may never come); what the
+// landed patch asked for is not asked again.
+TEST(Lifecycle, InitializationDuringRegistrationPatchIsSyncedWhenItLands) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  Node node = LaunchedNode(false);
+  node.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
+  Output reg = f.Fold(NodeUpserted{node});
+  ASSERT_EQ(CommandsOf<PatchNode>(reg).size(), 1u);
+  // The kubelet reports Ready and the registration patch has landed, but its echo is still on
+  // its way: the node seen has neither its labels nor lost its taint.
+  node.ready = true;
+  node.taints.clear();
+  Output init = f.Fold(NodeUpserted{node});
+  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_TRUE(CommandsOf<PatchNode>(init).empty()) << "the registration patch is in flight";
+  Output landed = f.Fold(CommandSucceeded{IdOf<PatchNode>(reg)});
+  auto patches = CommandsOf<PatchNode>(landed);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]->add_labels, (Labels{{label::kInitialized, "true"}}));
+  // That one landing with everything in place asks for nothing more.
+  Output done = f.Fold(CommandSucceeded{IdOf<PatchNode>(landed)});
+  EXPECT_TRUE(CommandsOf<PatchNode>(done).empty());
 }
 
 }  // namespace

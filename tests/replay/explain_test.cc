@@ -80,8 +80,40 @@ TEST(Explain, NodeChainNamesThePdb) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("PDB a-pdb allows 0 disruptions"), std::string::npos) << text;
-  EXPECT_EQ(text, Text(replay::Explain(*log, replay::Subject::kNodeClaim, blocked, Nanos{0})));
+  // The claim's chain is part of its node's, which adds the node's own events.
+  const std::string claim_text =
+      Text(replay::Explain(*log, replay::Subject::kNodeClaim, blocked, Nanos{0}));
+  std::size_t start = 0;
+  for (std::size_t end; (end = claim_text.find('\n', start)) != std::string::npos;
+       start = end + 1) {
+    EXPECT_NE(text.find(claim_text.substr(start, end - start)), std::string::npos)
+        << claim_text.substr(start, end - start);
+  }
+  EXPECT_NE(text.find("node " + NodeOf(o, blocked) + " appeared"), std::string::npos) << text;
   EXPECT_TRUE(replay::Explain(*log, replay::Subject::kNode, "no-such-node", Nanos{0}).empty());
+}
+
+// A node pods were placed on after it came up: its chain names the batch that placed them,
+// and its deletion.
+TEST(Explain, NodeChainShowsPodsPlacedOnIt) {
+  auto run = RunKept(Scenario(R"(
+duration: 12m
+workloads:
+  - {name: a, replicas: 1, cpu: 500m, memory: 256Mi}
+  - {at: 3m, name: a, replicas: 2}
+  - {at: 6m, name: a, replicas: 0}
+)"));
+  const Outcome& o = run->outcome;
+  const LifecycleDecision* registered = o.First("Registered");
+  ASSERT_NE(registered, nullptr);
+  const std::string node = registered->node_name;
+  auto log = run->Open();
+  const std::string text = Text(replay::Explain(*log, replay::Subject::kNode, node, Nanos{0}));
+  EXPECT_NE(text.find("node " + node + " appeared"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 placed on node " + node + " (default/a-"), std::string::npos) << text;
+  EXPECT_NE(text.find("NodeClaim " + registered->nodeclaim + " Registered"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("node " + node + " deleted"), std::string::npos) << text;
 }
 
 }  // namespace

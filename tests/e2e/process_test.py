@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""`tenon run` as a process: how it stops and how it fails, as an operator sees it in the
+container's log under the default `--log-format json`.
+
+  Shutdown.test_sigterm_during_a_long_poll
+      In the world of e2e_test.py (the test API server, moto behind the fault proxy, the
+      stand-in), tenon leads with an interruption queue configured (moto's SQS holds an empty
+      long poll for its whole WaitTimeSeconds, as SQS does) and is sent SIGTERM while its poll is
+      waiting: it exits with status 0 within 2 s, having logged, as JSON, one info line when
+      the shutdown began and one when it completed, in that order; a message sent to the queue
+      afterwards is still there for the next leader (after its visibility timeout, when the
+      abandoned poll took it).
+  FatalErrors.*
+      An unreadable kubeconfig, a flag value of the wrong type, and a bad environment setting:
+      each ends the process with a non-zero status and one JSON line at level fatal naming the
+      problem (every line on stderr is JSON). With --log-format text the error is plain text;
+      --help still prints help and exits 0.
+
+Usage: process_test.py TENON_BINARY [unittest arguments].
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_test  # noqa: E402
+from standin_test import free_port, wait_for  # noqa: E402
+
+TENON = None  # Set from argv.
+STOP_LIMIT_S = 2.0
+POLL_S = 0.02
+VISIBILITY_S = 1
+
+
+def json_lines(path):
+    """Every line of a log file, parsed; fails on a line that is not one JSON object."""
+    lines = []
+    with open(path) as f:
+        for number, text in enumerate(f, 1):
+            try:
+                line = json.loads(text)
+            except ValueError:
+                raise AssertionError("line %d of %s is not JSON: %r" % (number, path, text))
+            if not isinstance(line, dict):
+                raise AssertionError("line %d of %s is not a JSON object: %r"
+                                     % (number, path, text))
+            lines.append(line)
+    return lines
+
+
+class Shutdown(e2e_test.Cluster):
+    def test_sigterm_during_a_long_poll(self):
+        # The abandoned poll may take a message sent later; it comes back after this long.
+        self.sqs.set_queue_attributes(QueueUrl=self.queue_url,
+                                      Attributes={"VisibilityTimeout": str(VISIBILITY_S)})
+        self.start_tenon()
+        tenon = self.tenon
+        log = self.logs[-1][2]
+
+        def polling():
+            return any("interruption: polling" in line.get("message", "")
+                       for line in json_lines(log))
+        wait_for("tenon's first long poll of %s" % e2e_test.QUEUE, polling, e2e_test.STARTUP_S)
+        time.sleep(1.0)  # Well inside the poll's 20 s wait.
+
+        tenon.stdout.close()
+        sent = time.monotonic()
+        os.killpg(tenon.pid, signal.SIGTERM)
+        while tenon.poll() is None and time.monotonic() - sent < 30:
+            time.sleep(POLL_S)
+        took = time.monotonic() - sent
+        sys.stderr.write("tenon stopped %.2f s after SIGTERM\n" % took)
+        code = tenon.wait()
+        self.processes.remove(tenon)
+        self.tenon = None
+        self.assertEqual(code, 0, "exit status after SIGTERM")
+        self.assertLess(took, STOP_LIMIT_S, "seconds from SIGTERM to exit")
+
+        lines = json_lines(log)
+        messages = [line["message"] for line in lines]
+        begins = [i for i, m in enumerate(messages) if m.startswith("shutdown: stop requested")]
+        ends = [i for i, m in enumerate(messages) if m.startswith("shutdown complete")]
+        self.assertEqual(len(begins), 1, messages[-10:])
+        self.assertEqual(len(ends), 1, messages[-10:])
+        self.assertLess(begins[0], ends[0])
+        self.assertEqual(ends[0], len(lines) - 1, "nothing is logged after the shutdown completed")
+        self.assertEqual(lines[begins[0]]["level"], "info")
+        self.assertEqual(lines[ends[0]]["level"], "info")
+        self.assertFalse([line for line in lines[begins[0]:]
+                          if line["level"] in ("warn", "error", "fatal")],
+                         "the calls cut short are no failure to report")
+
+        # The poll tenon abandoned may still be open at SQS, and take a message sent now; the
+        # message is not deleted, so it comes back once its visibility timeout has passed.
+        self.sqs.send_message(QueueUrl=self.queue_url, MessageBody="{}")
+        received = self.sqs.receive_message(QueueUrl=self.queue_url,
+                                            WaitTimeSeconds=VISIBILITY_S + 5)
+        self.assertEqual(len(received.get("Messages", [])), 1)
+
+
+class FatalErrors(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tenon-fatal-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def run_tenon(self, *args, env=None):
+        ports = ["--metrics-port", str(free_port()), "--health-port", str(free_port()),
+                 "--bind-address", "127.0.0.1"]
+        return subprocess.run(
+            [TENON, "run", "--log-dir", os.path.join(self.dir, "log"), *ports, *args],
+            capture_output=True, text=True, timeout=60,
+            env=dict(os.environ, **(env or {})))
+
+    def fatal_line(self, done, *words):
+        """The one fatal JSON line on stderr, which names every word."""
+        self.assertNotEqual(done.returncode, 0, done.stderr)
+        path = os.path.join(self.dir, "stderr")
+        with open(path, "w") as f:
+            f.write(done.stderr)
+        lines = json_lines(path)
+        fatal = [line for line in lines if line.get("level") == "fatal"]
+        self.assertEqual(len(fatal), 1, done.stderr)
+        self.assertEqual(fatal[0], lines[-1], "the fatal line is the last")
+        for word in words:
+            self.assertIn(word, fatal[0]["message"])
+        self.assertIn("time", fatal[0])
+        return fatal[0]
+
+    def test_unreadable_kubeconfig(self):
+        missing = os.path.join(self.dir, "no-such-kubeconfig")
+        done = self.run_tenon("--kubeconfig", missing)
+        self.fatal_line(done, missing)
+
+    def test_flag_value_of_the_wrong_type(self):
+        done = self.run_tenon("--tick", "1s", "--retain-bytes", "lots")
+        self.fatal_line(done, "--retain-bytes")
+
+    def test_flag_value_not_allowed(self):
+        done = self.run_tenon("--cloud-provider", "gcp")
+        self.fatal_line(done, "--cloud-provider", "gcp")
+
+    def test_bad_duration(self):
+        done = self.run_tenon("--lease-duration", "soon")
+        self.fatal_line(done, "--lease-duration", "soon")
+
+    def test_bad_environment_setting(self):
+        done = self.run_tenon(env={"BATCH_IDLE_DURATION": "soon"})
+        self.assertEqual(done.returncode, 2)
+        self.fatal_line(done, "BATCH_IDLE_DURATION")
+
+    def test_text_logs_print_plain_text(self):
+        missing = os.path.join(self.dir, "no-such-kubeconfig")
+        done = self.run_tenon("--log-format", "text", "--kubeconfig", missing)
+        self.assertNotEqual(done.returncode, 0)
+        last = done.stderr.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("tenon: "), done.stderr)
+        self.assertIn(missing, last)
+
+    def test_help_is_not_an_error(self):
+        done = subprocess.run([TENON, "run", "--help"], capture_output=True, text=True,
+                              timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("--log-format", done.stdout)
+
+
+if __name__ == "__main__":
+    TENON = e2e_test.TENON = os.path.abspath(sys.argv.pop(1))
+    unittest.main()
