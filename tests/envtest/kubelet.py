@@ -49,8 +49,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 # The pieces of the test API server's stand-in that are the same here: the JSON client, EC2
 # and how a Node registered by Karpenter's user data looks.
-from standin import (ApiFailure, Ec2, Kube, deleting, instance_id_of,  # noqa: E402
-                     instance_state, meta, node_labels, node_status, node_taints, spec, status)
+from standin import (ApiFailure, Ec2, Kube, Kubelet, deleting, instance_id_of,  # noqa: E402
+                     instance_state, meta, spec, status)
 
 NODES = "/api/v1/nodes"
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
@@ -103,15 +103,15 @@ def provider_id_of(instance):
     return "aws:///%s/%s" % (zone, instance["InstanceId"])
 
 
-class Kubelets:
-    """All the nodes' kubelets, one pass at a time."""
+class Kubelets(Kubelet):
+    """All the nodes' kubelets, one pass at a time. A Node registers as the test API server's
+    stand-in registers one (Kubelet.register)."""
 
     def __init__(self, kube, ec2, region, register_delay_s, heartbeat_s, stop_delay_s):
-        self.kube, self.ec2, self.region = kube, ec2, region
-        self.register_delay_s, self.heartbeat_s = register_delay_s, heartbeat_s
+        super().__init__(kube, ec2, region, register_delay_s)
+        self.heartbeat_s = heartbeat_s
         self.stop_delay_s = stop_delay_s
         self.stopping = {}  # pod uid -> monotonic time it was first seen being deleted
-        self.first_seen = {}  # instance id -> monotonic time it was first seen running
         self.renewed = {}  # node name -> monotonic time of its last Lease renewal
 
     # ---- register ----
@@ -134,40 +134,15 @@ class Kubelets:
             if instance is None or instance_state(instance) != "running":
                 continue
             provider_id = provider_id or provider_id_of(instance)
-            running.add(instance["InstanceId"])
+            running.add(provider_id)
             try:
                 self.register(claim, provider_id, instance, by_provider.get(provider_id))
             except (ApiFailure, ValueError, KeyError, IndexError, TypeError, AttributeError,
                     botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
                 warn("register: NodeClaim %s: %s" % (name, e))
-        for instance_id in list(self.first_seen):
-            if instance_id not in running:
-                del self.first_seen[instance_id]
-
-    def register(self, claim, provider_id, instance, node):
-        if node is not None:
-            if not deleting(node) and not status(node).get("allocatable"):
-                self.post_status(meta(node)["name"], instance)
-            return
-        first = self.first_seen.setdefault(instance["InstanceId"], time.monotonic())
-        if time.monotonic() - first < self.register_delay_s:
-            return
-        name = instance.get("PrivateDnsName") or instance["InstanceId"]
-        _, _, arch = self.ec2.instance_type(instance["InstanceType"])
-        body = {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name,
-                             "labels": node_labels(claim, instance, name, arch, self.region)},
-                "spec": {"providerID": provider_id, "taints": node_taints(claim)}}
-        self.kube.request("POST", NODES, body)
-        log("registered node %s for %s (NodeClaim %s)"
-            % (name, instance["InstanceId"], meta(claim).get("name")))
-        self.post_status(name, instance)
-
-    def post_status(self, name, instance):
-        vcpus, memory_mib, arch = self.ec2.instance_type(instance["InstanceType"])
-        self.kube.merge_patch(NODES + "/" + quote(name) + "/status",
-                              {"status": node_status(instance, vcpus, memory_mib, arch)})
-        log("node %s is Ready" % name)
+        for provider_id in list(self.first_seen):
+            if provider_id not in running:
+                del self.first_seen[provider_id]
 
     # ---- heartbeat ----
 
