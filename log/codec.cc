@@ -1058,6 +1058,12 @@ void Put(s::Command::Builder b, const Command& c) {
                    Put(g.initStatus(), x.status);
                  },
                  [&](const AcknowledgeMessage& x) { b.setAcknowledgeMessage(T(x.message_id)); },
+                 [&](const TagInstance& x) {
+                   auto g = b.initTagInstance();
+                   g.setInstanceId(T(x.instance_id));
+                   g.setNodeClaim(T(x.nodeclaim));
+                   Put(g.initTags(x.tags.size()), x.tags);
+                 },
                  [&](const PatchNodeClaimStatus& x) {
                    auto g = b.initPatchNodeClaimStatus();
                    g.setNodeClaim(T(x.nodeclaim));
@@ -1127,6 +1133,11 @@ Command Get(s::Command::Reader r) {
     case s::Command::ACKNOWLEDGE_MESSAGE:
       c.body = AcknowledgeMessage{S(r.getAcknowledgeMessage())};
       return c;
+    case s::Command::TAG_INSTANCE: {
+      auto g = r.getTagInstance();
+      c.body = TagInstance{S(g.getInstanceId()), S(g.getNodeClaim()), GetLabels(g.getTags())};
+      return c;
+    }
     case s::Command::PATCH_NODE_CLAIM_STATUS: {
       auto g = r.getPatchNodeClaimStatus();
       PatchNodeClaimStatus patch =
@@ -1603,7 +1614,8 @@ std::string CommandKind(const Command& command) {
                                     "RemoveFinalizer",
                                     "PatchNodePoolStatus",
                                     "PatchNodeClaimStatus",
-                                    "AcknowledgeMessage"};
+                                    "AcknowledgeMessage",
+                                    "TagInstance"};
   static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
   return kNames[command.body.index()];
 }

@@ -466,6 +466,11 @@ struct Command {
       allocatable @38 :Resources;
     }
     acknowledgeMessage @34 :Text;
+    tagInstance :group {
+      instanceId @40 :Text;
+      nodeClaim @41 :Text;
+      tags @42 :List(KeyValue);
+    }
   }
 }
 

@@ -243,26 +243,30 @@ std::optional<std::string_view> ClaimLabel(const NodeClaim& claim, const Node* n
   return std::nullopt;
 }
 
-// Why a claim no longer matches what it would be launched as today, or empty.
+// Why a claim no longer matches what it would be launched as today, or empty: Karpenter's
+// drift reason (NodePoolDrifted, AMIDrift, ...), a colon, and the particulars. The kube adapter
+// writes the reason as the Drifted condition's reason.
 std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& pool,
                     DriftReference& reference, const Node* node) {
   const DriftReference::Pool& now = reference.Of(pool);
   if (claim.nodepool_hash != 0 && claim.nodepool_hash != now.hash) {
-    return "NodePool " + pool.name + " template changed (labels, taints or nodeClassRef)";
+    return "NodePoolDrifted: NodePool " + pool.name +
+           " template changed (labels, taints or nodeClassRef)";
   }
   if (const NodeClass* nc = reference.Class(state, claim.nodeclass); nc != nullptr) {
     const NodeClass& c = *nc;
     if (claim.nodeclass_hash != 0 && claim.nodeclass_hash != reference.Of(c)) {
-      return "EC2NodeClass " + claim.nodeclass + " changed";
+      return "NodeClassDrift: EC2NodeClass " + claim.nodeclass + " changed";
     }
     auto has = [](const std::vector<std::string>& ids, const std::string& id) {
       return std::find(ids.begin(), ids.end(), id) != ids.end();
     };
     if (!c.amis.empty() && !claim.image_id.empty() && !has(c.amis, claim.image_id)) {
-      return "AMI " + claim.image_id + " is no longer selected by EC2NodeClass " + c.name;
+      return "AMIDrift: AMI " + claim.image_id + " is no longer selected by EC2NodeClass " + c.name;
     }
     if (!c.subnets.empty() && !claim.subnet_id.empty() && !has(c.subnets, claim.subnet_id)) {
-      return "subnet " + claim.subnet_id + " is no longer selected by EC2NodeClass " + c.name;
+      return "SubnetDrift: subnet " + claim.subnet_id + " is no longer selected by EC2NodeClass " +
+             c.name;
     }
     const auto& mine = claim.security_groups;
     const auto& now = c.security_groups;
@@ -272,18 +276,18 @@ std::string Drifted(const State& state, const NodeClaim& claim, const NodePool& 
       std::vector<std::string> sorted_mine = mine, sorted_now = now;
       std::sort(sorted_mine.begin(), sorted_mine.end());
       std::sort(sorted_now.begin(), sorted_now.end());
-      return "security groups [" + Join(sorted_mine) + "] differ from EC2NodeClass " + c.name +
-             "'s [" + Join(sorted_now) + "]";
+      return "SecurityGroupDrift: security groups [" + Join(sorted_mine) +
+             "] differ from EC2NodeClass " + c.name + "'s [" + Join(sorted_now) + "]";
     }
   }
   const CatalogEntry* type = reference.Type(state, claim.instance_type);
   if (!claim.instance_type.empty() && type == nullptr) {
-    return "instance type " + claim.instance_type + " is no longer offered";
+    return "InstanceTypeNotFound: instance type " + claim.instance_type + " is no longer offered";
   }
   for (const Requirements& one : now.requirements) {
     bool ok =
         one.Matches([&](const std::string& key) { return ClaimLabel(claim, node, type, key); });
-    if (!ok) return "requirement " + one.Describe() + " no longer satisfied";
+    if (!ok) return "RequirementsDrifted: requirement " + one.Describe() + " no longer satisfied";
   }
   return {};
 }

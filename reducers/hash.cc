@@ -280,6 +280,9 @@ void H(Hasher& h, const NodePoolStatus& s) {
 void H(Hasher& h, const AcknowledgeMessage& c) {
   H(h, c.message_id);
 }
+void H(Hasher& h, const TagInstance& c) {
+  All(h, c.instance_id, c.nodeclaim, c.tags);
+}
 void H(Hasher& h, const PatchNodeClaimStatus& c) {
   All(h, c.nodeclaim, c.condition, c.status, c.reason, c.provider_id, c.node_name, c.labels,
       c.image_id, c.capacity, c.allocatable);

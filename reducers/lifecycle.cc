@@ -143,6 +143,17 @@ void SyncNode(State& state, Seq seq, const NodeClaim& claim, const Node& node, b
   Issue(state, seq, std::move(patch), out);
 }
 
+// Once a claim registers, its instance is tagged as Karpenter's tagging controller tags it:
+// Name (the Node's name), the claim and the cluster's name. Not for a claim being deleted.
+void TagRegistered(State& state, Seq seq, const NodeClaim& claim, const Node& node, Output& out) {
+  if (claim.instance_id.empty() || claim.deleting) return;
+  Labels tags{{label::kNameTag, node.name}, {label::kNodeClaim, claim.name}};
+  if (!state.settings.cluster_name.empty()) {
+    tags[label::kEksClusterName] = state.settings.cluster_name;
+  }
+  Issue(state, seq, TagInstance{claim.instance_id, claim.name, std::move(tags)}, out);
+}
+
 }  // namespace
 
 void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& out) {
@@ -206,6 +217,7 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
     state.registration_healthy[claim->nodepool] = true;
     RecordTransition(state, seq, *claim, "Registered", "node " + node.name + " has its providerID",
                      out);
+    TagRegistered(state, seq, *claim, node, out);
   }
   // Ready, registered (no unregistered taint) and every startup taint gone.
   bool ready = node.ready && !HasTaint(node, label::kUnregisteredTaint) &&

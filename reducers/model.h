@@ -915,9 +915,20 @@ struct AcknowledgeMessage {
   friend bool operator==(const AcknowledgeMessage&, const AcknowledgeMessage&) = default;
 };
 
-using CommandBody = std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode,
-                                 EvictPod, DeletePod, TerminateInstance, RemoveFinalizer,
-                                 PatchNodePoolStatus, PatchNodeClaimStatus, AcknowledgeMessage>;
+// CreateTags on a registered NodeClaim's instance, as Karpenter's tagging controller tags it:
+// Name (the Node's name), karpenter.sh/nodeclaim and eks:eks-cluster-name. A key the instance
+// already carries keeps its value.
+struct TagInstance {
+  std::string instance_id;
+  std::string nodeclaim;
+  Labels tags;
+  friend bool operator==(const TagInstance&, const TagInstance&) = default;
+};
+
+using CommandBody =
+    std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode, EvictPod, DeletePod,
+                 TerminateInstance, RemoveFinalizer, PatchNodePoolStatus, PatchNodeClaimStatus,
+                 AcknowledgeMessage, TagInstance>;
 
 struct Command {
   CommandId id{0};

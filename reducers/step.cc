@@ -82,6 +82,7 @@ bool ChangesCluster(const State& state, const Event& event) {
         (std::holds_alternative<PatchNodeClaimStatus>(it->second.body) ||
          std::holds_alternative<PatchNodePoolStatus>(it->second.body) ||
          std::holds_alternative<AcknowledgeMessage>(it->second.body) ||
+         std::holds_alternative<TagInstance>(it->second.body) ||
          std::holds_alternative<PatchNode>(it->second.body))) {
       return false;
     }

@@ -33,7 +33,8 @@ MicroUsdPerHour PriceOf(const LaunchInstances& launch, const FleetInstance& inst
 bool AwsExecutor::Owns(const Command& command) {
   return std::holds_alternative<LaunchInstances>(command.body) ||
          std::holds_alternative<TerminateInstance>(command.body) ||
-         std::holds_alternative<AcknowledgeMessage>(command.body);
+         std::holds_alternative<AcknowledgeMessage>(command.body) ||
+         std::holds_alternative<TagInstance>(command.body);
 }
 
 std::vector<Event> AwsExecutor::Execute(const Command& command) {
@@ -44,6 +45,7 @@ std::vector<Event> AwsExecutor::Execute(const Command& command) {
   }
   if (const auto* ack = std::get_if<AcknowledgeMessage>(&command.body))
     return Acknowledge(command, *ack);
+  if (const auto* tag = std::get_if<TagInstance>(&command.body)) return Tag(command, *tag);
   return {};
 }
 
@@ -133,6 +135,26 @@ std::vector<Event> AwsExecutor::Terminate(const Command& command,
   Result<TerminateResult> result = ec2_.TerminateInstances({terminate.instance_id});
   if (!result.ok()) return {CommandFailed{command.id, result.error.code, result.error.message}};
   // An instance EC2 no longer knows counts as terminated.
+  return {CommandSucceeded{command.id}};
+}
+
+std::vector<Event> AwsExecutor::Tag(const Command& command, const TagInstance& tag) {
+  // As Karpenter's tagging controller: the keys the instance already carries keep their values
+  // (a Name from the EC2NodeClass's tags, say), and nothing is sent when none is left.
+  Result<std::vector<InstanceSummary>> found = ec2_.DescribeInstances({tag.instance_id});
+  if (!found.ok()) return {CommandFailed{command.id, found.error.code, found.error.message}};
+  if (found.value->empty()) {
+    return {CommandFailed{command.id, ErrorCode::kNotFound,
+                          "instance " + tag.instance_id + " not found"}};
+  }
+  Labels missing;
+  for (const auto& [key, value] : tag.tags) {
+    if (!found.value->front().tags.contains(key)) missing[key] = value;
+  }
+  if (missing.empty()) return {CommandSucceeded{command.id}};
+  Result<Unit> tagged = ec2_.CreateTags({tag.instance_id}, missing);
+  if (!tagged.ok()) return {CommandFailed{command.id, tagged.error.code, tagged.error.message}};
+  spdlog::info("aws: tagged {} of {} ({} tag(s))", tag.instance_id, tag.nodeclaim, missing.size());
   return {CommandSucceeded{command.id}};
 }
 

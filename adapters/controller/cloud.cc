@@ -213,20 +213,23 @@ std::vector<Event> CloudSource::Drain() {
   return out;
 }
 
-void CloudSource::Ingested() {
+std::int64_t CloudSource::Ingested() {
   std::vector<std::string> ids;
   {
     std::lock_guard lock(mu_);
     ids.swap(rejected_drained_);
   }
   aws::InterruptionQueue* queue = queue_ready_.load();
-  if (queue == nullptr) return;
+  if (queue == nullptr) return 0;
+  std::int64_t deleted = 0;
   for (const std::string& id : ids) {
     const auto done = queue->Acknowledge(id);
     if (!done.ok()) {
       spdlog::warn("sqs: deleting rejected message {}: {}", id, done.error.message);
     }
+    deleted += done.ok() ? 1 : 0;
   }
+  return deleted;
 }
 
 void CloudSource::PokeNodeClasses() {

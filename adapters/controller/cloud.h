@@ -101,7 +101,8 @@ class CloudSource : public runtime::Executor {
   // Events the threads produced since the last call.
   std::vector<Event> Drain();
   // The events Drain returned are in the log: messages that were only rejected input can go.
-  void Ingested();
+  // -> how many were deleted.
+  std::int64_t Ingested();
   // Resolve the NodeClasses again now (one changed).
   void PokeNodeClasses();
   // The cloud's commands: launches, terminations (AwsExecutor) and acknowledgements.

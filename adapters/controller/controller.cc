@@ -384,7 +384,7 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
         health.SetReady(false, "informers have not synced yet");
       }
       if (cloud != nullptr) {
-        cloud->Ingested();
+        metrics.InterruptionMessagesDeleted(cloud->Ingested());
         if (nodeclass_changed) cloud->PokeNodeClasses();
       }
     }

@@ -136,6 +136,12 @@ bool HasFinalizer(const json& object, const std::string& finalizer) {
 
 ConditionText ConditionReason(const std::string& text, const std::string& fallback) {
   if (IsConditionReason(text)) return {text, ""};
+  // "Reason: particulars", as the core gives a drift: the CamelCase code is the reason.
+  static const std::regex kCoded("([A-Z][A-Za-z0-9]*): (.+)");
+  std::smatch coded;
+  if (std::regex_match(text, coded, kCoded) && coded[1].str().size() <= kConditionReasonMax) {
+    return {coded[1].str(), text.substr(0, kConditionMessageMax)};
+  }
   return {fallback, text.substr(0, kConditionMessageMax)};
 }
 

@@ -133,6 +133,8 @@ std::string CommandTarget(const Command& command) {
         } else if constexpr (std::is_same_v<T, PatchNodeClaimStatus>) {
           return "nodeclaim " + c.nodeclaim + " " + c.condition + "=" +
                  (c.status ? "True" : "False");
+        } else if constexpr (std::is_same_v<T, TagInstance>) {
+          return "instance " + c.instance_id + " of nodeclaim " + c.nodeclaim;
         } else {
           static_assert(std::is_same_v<T, AcknowledgeMessage>);
           return "message " + c.message_id;

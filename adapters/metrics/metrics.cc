@@ -523,6 +523,10 @@ void Metrics::KubeWriteFailed() {
   f_->kube_write_failures.Add({}).Increment();
 }
 
+void Metrics::InterruptionMessagesDeleted(std::int64_t count) {
+  if (count > 0) f_->interruption_deleted.Add({}).Increment(static_cast<double>(count));
+}
+
 Metrics::~Metrics() = default;
 
 std::shared_ptr<prometheus::Registry> Metrics::registry() const {

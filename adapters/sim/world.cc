@@ -1333,6 +1333,13 @@ std::vector<Event> World::Apply(const Command& command) {
           return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, AcknowledgeMessage>) {
           return {CommandSucceeded{command.id}};  // Deleted from the queue.
+        } else if constexpr (std::is_same_v<T, TagInstance>) {
+          // Tags are not modelled; an instance that is gone cannot be tagged.
+          if (!instances_.contains(body.instance_id)) {
+            return {CommandFailed{command.id, ErrorCode::kNotFound,
+                                  "InvalidInstanceID.NotFound: " + body.instance_id}};
+          }
+          return {CommandSucceeded{command.id}};
         } else {
           static_assert(std::is_same_v<T, PatchNodeClaimStatus>);
           if (!nodeclaims_.contains(body.nodeclaim)) {

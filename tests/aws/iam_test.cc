@@ -4,13 +4,14 @@
 // server for its EC2NodeClasses. It goes through every path the controller takes: the catalog
 // (instance types, offerings, spot prices, Pricing), EC2NodeClass resolution (an AMI alias
 // through SSM, an AMI by id, subnets and security groups by tag, the instance profile created
-// and its role switched), a launch (launch template described, created, CreateFleet), a
-// termination, garbage collection (DescribeInstances), the interruption queue (GetQueueUrl,
-// ReceiveMessage, DeleteMessage) and an EC2NodeClass deleted (its launch templates described by
-// tag and deleted, its instance profile's role removed and the profile deleted).
-// tests/deploy/iam_check.py then maps each recorded request to its IAM action and compares the
-// set with ControllerPolicy, both ways. The S3 calls of `tenon log export` and `import` are
-// compared with ArchivePolicy the same way.
+// and its role switched), a launch (launch template described, created, CreateFleet), the
+// instance tagged once its Node registers (DescribeInstances, CreateTags), a termination,
+// garbage collection (DescribeInstances), the interruption queue (GetQueueUrl, ReceiveMessage,
+// DeleteMessage) and an EC2NodeClass deleted (its launch templates described by tag and
+// deleted, its instance profile's role removed and the profile deleted). tests/deploy/iam_check.py
+// then maps each recorded request to its IAM action and compares the set with ControllerPolicy,
+// both ways. The S3 calls of `tenon log export` and `import` are compared with ArchivePolicy the
+// same way.
 //
 // The controller signs with one access key and the test's own setup with others, so the
 // recording is filtered by key.
@@ -222,6 +223,15 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
   const std::string message_id = Find<InterruptionReceived>(events)->message_id;
   EXPECT_EQ(cloud.Execute(Command{CommandId{2}, Seq{2}, AcknowledgeMessage{message_id}}),
             (std::vector<Event>{CommandSucceeded{CommandId{2}}}));
+
+  // Its Node registered: the instance is tagged (DescribeInstances, CreateTags).
+  EXPECT_EQ(cloud.Execute(Command{CommandId{4}, Seq{4},
+                                  TagInstance{fleet->instance_id,
+                                              claim,
+                                              {{"Name", "ip-10-0-0-1.ec2.internal"},
+                                               {"karpenter.sh/nodeclaim", claim},
+                                               {"eks:eks-cluster-name", kCluster}}}}),
+            (std::vector<Event>{CommandSucceeded{CommandId{4}}}));
 
   // The termination.
   EXPECT_EQ(

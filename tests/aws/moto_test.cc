@@ -288,6 +288,52 @@ TEST(AwsMoto, CreateFleetLaunchesListsTagsAndTerminates) {
   EXPECT_EQ(after, (std::vector<Event>{CommandSucceeded{CommandId{2}}}));
 }
 
+// Karpenter's tagging controller: a registered NodeClaim's instance gets Name (the Node's
+// name), the claim and the cluster's name; a key the instance already carries keeps its value,
+// nothing is sent when nothing is missing, and an instance that is gone fails NotFound.
+TEST(AwsMoto, TagInstanceTagsWhatTheInstanceLacks) {
+  Fleet f(servers->proxy.url(), "tagging");
+  std::vector<std::string> ids;
+  for (const char* claim : {"tagging-a", "tagging-b"}) {
+    const auto events =
+        f.executor->Execute(Command{CommandId{1}, Seq{1}, Launch(claim, "tagging")});
+    ASSERT_EQ(events.size(), 1u);
+    const auto* launched = std::get_if<FleetLaunched>(&events[0]);
+    ASSERT_NE(launched, nullptr) << claim;
+    ids.push_back(launched->instance_id);
+  }
+  ASSERT_TRUE(f.client.ec2.CreateTags({ids[1]}, {{"Name", "named-by-its-nodeclass"}}).ok());
+  auto tag = [&](const std::string& id, const std::string& claim, std::uint64_t command) {
+    return f.executor->Execute(
+        Command{CommandId{command}, Seq{2},
+                TagInstance{id,
+                            claim,
+                            {{"Name", "ip-10-0-0-" + std::to_string(command) + ".ec2.internal"},
+                             {"karpenter.sh/nodeclaim", claim},
+                             {"eks:eks-cluster-name", "tagging"}}}});
+  };
+  EXPECT_EQ(tag(ids[0], "tagging-a", 2), (std::vector<Event>{CommandSucceeded{CommandId{2}}}));
+  EXPECT_EQ(tag(ids[1], "tagging-b", 3), (std::vector<Event>{CommandSucceeded{CommandId{3}}}));
+  const auto described = f.client.ec2.DescribeInstances(ids);
+  ASSERT_TRUE(described.ok()) << described.error.message;
+  std::map<std::string, Labels> tags;
+  for (const InstanceSummary& i : *described.value) tags[i.id] = i.tags;
+  EXPECT_EQ(tags[ids[0]].at("Name"), "ip-10-0-0-2.ec2.internal");
+  EXPECT_EQ(tags[ids[0]].at("eks:eks-cluster-name"), "tagging");
+  EXPECT_EQ(tags[ids[0]].at("karpenter.sh/nodeclaim"), "tagging-a");
+  EXPECT_EQ(tags[ids[1]].at("Name"), "named-by-its-nodeclass");
+  EXPECT_EQ(tags[ids[1]].at("eks:eks-cluster-name"), "tagging");
+  // Re-driven after a restart: every key is there, so no CreateTags goes out.
+  const std::string last = LastBody("CreateTags");
+  EXPECT_EQ(tag(ids[0], "tagging-a", 4), (std::vector<Event>{CommandSucceeded{CommandId{4}}}));
+  EXPECT_EQ(LastBody("CreateTags"), last);
+  const auto gone = tag("i-0123456789abcdef0", "tagging-c", 5);
+  ASSERT_EQ(gone.size(), 1u);
+  const auto* failed = std::get_if<CommandFailed>(&gone[0]);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->code, ErrorCode::kNotFound);
+}
+
 TEST(AwsMoto, InsufficientCapacityErrorSetThroughTheProxy) {
   Fleet f(servers->proxy.url(), "ice");
   Fault({{"action", "CreateFleet"}, {"kind", "ice"}, {"types", {"m5.large"}}, {"count", 1}});

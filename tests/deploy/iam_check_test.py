@@ -38,6 +38,7 @@ CONTROLLER_CALLS = [
     "iam:GetInstanceProfile", "iam:CreateInstanceProfile", "iam:AddRoleToInstanceProfile",
     "iam:RemoveRoleFromInstanceProfile",                              # instance profiles
     "ec2:DescribeLaunchTemplates", "ec2:CreateLaunchTemplate", "ec2:CreateFleet",  # launch
+    "ec2:CreateTags",                                                 # tags on registration
     "ec2:TerminateInstances", "ec2:DescribeInstances",                # termination, GC
     "ec2:DeleteLaunchTemplate", "iam:DeleteInstanceProfile",          # EC2NodeClass deleted
     "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage",     # interruption queue
@@ -337,6 +338,17 @@ class Template(unittest.TestCase):
             self.assertEqual(statement(document, sid)["Condition"]["StringEquals"], owned, sid)
             self.assertEqual(statement(document, sid)["Condition"]["StringLike"],
                              made_for_a_nodeclass, sid)
+        # Tags after registration, as Karpenter's tagging controller: only on the cluster's
+        # NodePool instances, and only the three keys it sets.
+        tagging_later = statement(document, "TagTheClustersInstancesOnRegistration")
+        self.assertEqual(tagging_later["Resource"], "arn:aws:ec2:us-east-1:*:instance/*")
+        self.assertEqual(tagging_later["Condition"]["StringEquals"], owned)
+        self.assertEqual(tagging_later["Condition"]["StringLike"],
+                         {"aws:ResourceTag/karpenter.sh/nodepool": "*"})
+        self.assertEqual(tagging_later["Condition"]["StringEqualsIfExists"],
+                         {"aws:RequestTag/eks:eks-cluster-name": "example"})
+        self.assertEqual(set(tagging_later["Condition"]["ForAllValues:StringEquals"][
+            "aws:TagKeys"]), {"eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"})
         # tenon names its instance profiles CLUSTER_NODECLASS (aws::InstanceProfileName).
         for sid in ("ReadTheClustersInstanceProfiles", "CreateTaggedInstanceProfiles",
                     "SetTheRoleOfTheClustersInstanceProfiles",

@@ -23,7 +23,8 @@ defect fails its own test. The expectations are Karpenter's behaviour, not tenon
                     launched; each NodeClaim has exactly one running instance; the NodeClaims
                     carry the instance's labels and status, are Ready (`kubectl wait`), and
                     `kubectl get nodeclaims` shows TYPE, CAPACITY, ZONE, NODE and READY; the
-                    NodePool is Ready; Nodes are registered as Karpenter registers them.
+                    NodePool is Ready; Nodes are registered as Karpenter registers them; every
+                    instance carries Name (its Node's name) and eks:eks-cluster-name.
   Consolidation     scaled to 4, then to 1: the nodes no longer needed are removed and their
                     instances terminated.
   NodePoolDeletion  scaled to 4, then the NodePool deleted: the NodeClaims are owned by it, so
@@ -34,6 +35,19 @@ defect fails its own test. The expectations are Karpenter's behaviour, not tenon
                     while NodeClaims use it; once the NodePool's deletion has removed them, the
                     instance profile and launch templates tenon made for it are deleted and it
                     goes.
+  Interruption      scaled to 4, then messages sent to the interruption queue as EventBridge
+                    delivers them: a rebalance recommendation disrupts nothing but is reported;
+                    a message naming no NodeClaim's instance and an unreadable one disrupt
+                    nothing; a spot interruption warning, an AWS Health scheduled change, a
+                    stopped and a terminated instance each get their node drained, deleted and
+                    replaced, their instance terminated and Karpenter's Warning Event; every
+                    message is deleted from the queue and counted.
+  Drift             scaled to 4, then the NodePool's template changed, then the EC2NodeClass
+                    made to select another AMI: each time every NodeClaim is marked Drifted with
+                    Karpenter's reason (NodePoolDrifted, AMIDrift), its node tainted
+                    karpenter.sh/disrupted and replaced by a node launched before it is
+                    deleted, and its instance terminated; the replacements carry the new
+                    template, hash annotation and AMI.
   KillAndRestart    tenon is SIGKILLed as soon as its first NodeClaim appears and again right
                     after it sends a CreateFleet, and restarted each time: the launch in flight
                     completes, no NodeClaim gets two instances, nothing is leaked once garbage
@@ -126,6 +140,8 @@ STARTUP_S = 60.0  # A process's readiness; moto_server alone imports for several
 CONVERGE_S = 90.0
 READY_WAIT_S = 15.0  # kubectl wait, and NodePool readiness, once the cluster has converged.
 DELETION_S = 90.0  # The NodePool's NodeClaims drained and terminated.
+DRIFT_S = 180.0  # Every drifted node replaced, one after another.
+INTERRUPTION_QUIET_S = 3.0  # After a message that must disrupt nothing, how long to watch.
 CLEANUP_S = 90.0
 STOP_GRACE_S = 30.0  # SIGTERM, then SIGKILL: the shipped Deployment's grace period.
 KILL_POLL_S = 0.02
@@ -155,6 +171,8 @@ UNREGISTERED = "karpenter.sh/unregistered"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 NODECLASS_FINALIZER = "karpenter.k8s.aws/termination"
 NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
+NODEPOOL_HASH = "karpenter.sh/nodepool-hash"
+DISRUPTED_TAINT = "karpenter.sh/disrupted"
 
 # Module state, set by setUpModule.
 PLANE = ADMIN = MOTO = None
@@ -915,6 +933,21 @@ class ScaleUp(Scenario, unittest.TestCase):
                 self.assertTrue(row.get("NODE"), "NODE column empty")
                 self.assertEqual(row.get("READY"), "True")
 
+    # Karpenter tags each instance with the cluster's name at launch (eks:eks-cluster-name), and
+    # once its Node registers, with the Node's name as Name and its NodeClaim (its tagging
+    # controller).
+    def test_instances_carry_their_node_name_and_cluster_tags(self):
+        nodes = {n["spec"].get("providerID"): name_of(n) for n in self.fact("final_nodes")}
+        instances = self.fact("final_instances")
+        for claim in self.fact("final_claims"):
+            with self.subTest(claim=name_of(claim)):
+                provider = claim["status"].get("providerID")
+                instance = instances[instance_id_of(provider)]
+                self.assertIn(provider, nodes)
+                self.assertEqual(self.tag(instance, "Name"), nodes[provider])
+                self.assertEqual(self.tag(instance, "eks:eks-cluster-name"), CLUSTER)
+                self.assertEqual(self.tag(instance, NODECLAIM_TAG), name_of(claim))
+
     def test_kubectl_wait_for_nodeclaims_ready(self):
         code, output = self.fact("kubectl_wait")
         self.assertEqual(code, 0, output)
@@ -1230,6 +1263,317 @@ class NodeClassDeletion(Scenario, unittest.TestCase):
 
     def test_its_launch_templates_are_deleted(self):
         self.assertEqual(self.fact("templates_after"), [], self.fact("left"))
+
+
+class Interruption(Scenario, unittest.TestCase):
+    """Karpenter's interruption suite on the real control plane: each message goes through the
+    SQS queue as EventBridge delivers it, for the node running at the time."""
+
+    @classmethod
+    def scenario(cls):
+        cls.queue_url = cls.sqs.get_queue_url(QueueName=QUEUE)["QueueUrl"]
+        cls.scale_up()
+        cls.facts["interrupted"] = {}
+        # A rebalance recommendation only warns: Karpenter records it and disrupts nothing.
+        claim, node, instance = cls.a_node()
+        cls.send(rebalance_message(instance))
+        wait_quietly("the rebalance recommendation's Event", lambda: cls.events_on(
+            node, "SpotRebalanceRecommendation"), READY_WAIT_S)
+        cls.wait_queue_empty()
+        time.sleep(INTERRUPTION_QUIET_S)  # Long enough for a wrong disruption to begin.
+        cls.facts["rebalanced"] = (claim, node, ADMIN.get(NODECLAIMS + "/" + claim))
+        # A message for an instance of no NodeClaim, and one that is not an EventBridge event:
+        # both deleted, nothing disrupted.
+        cls.snapshot("before_stray_")
+        cls.send(spot_message("i-0123456789abcdef0"))
+        cls.send("{not an EventBridge event")
+        cls.wait_queue_empty()
+        time.sleep(INTERRUPTION_QUIET_S)
+        cls.snapshot("after_stray_")
+        # Each interruption Karpenter acts on: the node is drained and goes, its instance is
+        # terminated, its pods run on a new node.
+        cls.interrupt("spot", lambda i: spot_message(i))
+        cls.interrupt("scheduled_change", lambda i: scheduled_change_message(i))
+        cls.interrupt("stopping", lambda i: state_change_message(i, "stopping"),
+                      before=lambda i: cls.ec2.stop_instances(InstanceIds=[i]))
+        cls.interrupt("terminated", lambda i: state_change_message(i, "terminated"),
+                      before=lambda i: cls.ec2.terminate_instances(InstanceIds=[i]))
+        cls.facts["queue_left"] = cls.queue_left()
+        cls.facts["events"] = items(EVENTS)
+        cls.snapshot("final_")
+
+    @classmethod
+    def a_node(cls):
+        """(NodeClaim, Node, instance id) of a registered node."""
+        claims = [c for c in items(NODECLAIMS) if (c.get("status") or {}).get("nodeName")
+                  and "deletionTimestamp" not in c["metadata"]]
+        claim = sorted(claims, key=name_of)[0]
+        return (name_of(claim), claim["status"]["nodeName"],
+                instance_id_of(claim["status"]["providerID"]))
+
+    @classmethod
+    def send(cls, body):
+        cls.sqs.send_message(QueueUrl=cls.queue_url,
+                             MessageBody=body if isinstance(body, str) else json.dumps(body))
+
+    @classmethod
+    def queue_left(cls):
+        attributes = cls.sqs.get_queue_attributes(QueueUrl=cls.queue_url, AttributeNames=[
+            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
+        return sum(int(v) for v in attributes["Attributes"].values())
+
+    @classmethod
+    def wait_queue_empty(cls):
+        wait_quietly("the queue emptied", lambda: cls.queue_left() == 0, READY_WAIT_S)
+
+    @classmethod
+    def events_on(cls, name, reason):
+        return [e for e in items(EVENTS, fieldSelector="involvedObject.name=" + name)
+                if e.get("reason") == reason]
+
+    @classmethod
+    def interrupt(cls, kind, message, before=None):
+        claim, node, instance = cls.a_node()
+        if before is not None:
+            before(instance)
+        started = time.monotonic()
+        cls.send(message(instance))
+
+        def gone():
+            left = ["%s %s still exists" % (what, path.rsplit("/", 1)[-1])
+                    for what, path in (("NodeClaim", NODECLAIMS + "/" + claim),
+                                       ("Node", NODES + "/" + node))
+                    if ADMIN.call("GET", path)[0] == 200]
+            return left + (["%d messages in the queue" % cls.queue_left()]
+                           if cls.queue_left() else [])
+        cls.converge("interruption %s of %s" % (kind, node), gone)
+        cls.facts["interrupted"][kind] = {
+            "claim": claim, "node": node, "instance": instance,
+            "seconds": time.monotonic() - started,
+            "state": cls.all_instances().get(instance, {}).get("State", {}).get("Name", "?")}
+
+    # Karpenter leaves a node that only got a rebalance recommendation alone, and says so.
+    def test_a_rebalance_recommendation_disrupts_nothing(self):
+        claim, node, now = self.fact("rebalanced")
+        self.assertEqual(name_of(now), claim)
+        self.assertNotIn("deletionTimestamp", now["metadata"])
+        events = [e for e in self.fact("events") if e["involvedObject"]["name"] == node
+                  and e["reason"] == "SpotRebalanceRecommendation"]
+        self.assertTrue(events, "no SpotRebalanceRecommendation Event on node %s" % node)
+        self.assertEqual(events[0]["type"], "Normal")
+
+    def test_messages_naming_no_nodeclaim_or_unreadable_disrupt_nothing(self):
+        self.assertEqual(sorted(name_of(c) for c in self.fact("after_stray_claims")),
+                         sorted(name_of(c) for c in self.fact("before_stray_claims")))
+        self.assertFalse([c for c in self.fact("after_stray_claims")
+                          if "deletionTimestamp" in c["metadata"]])
+
+    # What the queue delivered was handled and deleted, unreadable input included; the
+    # unreadable message is counted as rejected input.
+    def test_every_message_is_deleted_from_the_queue(self):
+        self.assertEqual(self.fact("queue_left"), 0)
+        metrics = self.fact("metrics")
+        received = {kind: metric_sum(metrics, "karpenter_interruption_received_messages_total",
+                                     message_type=kind)
+                    for kind in ("spot_interrupted", "rebalance_recommendation",
+                                 "scheduled_change", "state_change")}
+        self.assertEqual(received, {"spot_interrupted": 2, "rebalance_recommendation": 1,
+                                    "scheduled_change": 1, "state_change": 2})
+        self.assertEqual(metric_sum(metrics, "karpenter_interruption_deleted_messages_total"), 7)
+        self.assertEqual(metric_sum(metrics, "tenon_events_total", kind="InputRejected"), 1)
+
+    def check_interrupted(self, kind, reason):
+        seen = self.fact("interrupted").get(kind)
+        self.assertIsNotNone(seen, "the %s interruption was not played: %s"
+                             % (kind, self.broken))
+        final_claims = [name_of(c) for c in self.fact("final_claims")]
+        self.assertNotIn(seen["claim"], final_claims)
+        self.assertNotIn(seen["node"], [name_of(n) for n in self.fact("final_nodes")])
+        self.assertIn(seen["state"], ("shutting-down", "terminated"),
+                      "instance %s of the interrupted node" % seen["instance"])
+        self.assertEqual(len(self.fact("final_pods")), REPLICAS)
+        for name in (seen["node"], seen["claim"]):
+            with self.subTest(involved=name):
+                events = [e for e in self.fact("events") if e["involvedObject"]["name"] == name
+                          and e["reason"] == reason]
+                self.assertTrue(events, "no %s Event on %s" % (reason, name))
+                self.assertEqual(events[0]["type"], "Warning")
+
+    def test_a_spot_interruption_warning_replaces_the_node(self):
+        self.check_interrupted("spot", "SpotInterrupted")
+
+    def test_a_scheduled_change_replaces_the_node(self):
+        self.check_interrupted("scheduled_change", "InstanceUnhealthy")
+
+    def test_a_stopped_instance_is_terminated_and_its_node_replaced(self):
+        self.check_interrupted("stopping", "InstanceStopping")
+
+    def test_a_terminated_instance_has_its_node_removed_and_replaced(self):
+        self.check_interrupted("terminated", "InstanceTerminating")
+
+
+def eventbridge(source, detail_type, instance_id, detail):
+    return {"version": "0", "id": "envtest-%d" % time.monotonic_ns(), "detail-type": detail_type,
+            "source": source, "account": "123456789012",
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "region": REGION,
+            "resources": ["arn:aws:ec2:%s:instance/%s" % (REGION, instance_id)],
+            "detail": detail}
+
+
+def spot_message(instance_id):
+    return eventbridge("aws.ec2", "EC2 Spot Instance Interruption Warning", instance_id,
+                       {"instance-id": instance_id, "instance-action": "terminate"})
+
+
+def rebalance_message(instance_id):
+    return eventbridge("aws.ec2", "EC2 Instance Rebalance Recommendation", instance_id,
+                       {"instance-id": instance_id})
+
+
+def state_change_message(instance_id, state):
+    return eventbridge("aws.ec2", "EC2 Instance State-change Notification", instance_id,
+                       {"instance-id": instance_id, "state": state})
+
+
+def scheduled_change_message(instance_id):
+    return eventbridge("aws.health", "AWS Health Event", instance_id, {
+        "service": "EC2", "eventTypeCategory": "scheduledChange",
+        "eventTypeCode": "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED",
+        "affectedEntities": [{"entityValue": instance_id}]})
+
+
+class Drift(Scenario, unittest.TestCase):
+    """Karpenter's drift suite on the real control plane: a NodePool template change, then an
+    EC2NodeClass selecting another AMI. Each drifted node is marked Drifted with Karpenter's
+    reason, tainted karpenter.sh/disrupted, replaced by a node launched before it is deleted,
+    and its instance terminated."""
+
+    @classmethod
+    def scenario(cls):
+        cls.scale_up()
+        cls.snapshot("before_")
+        ADMIN.patch(NODEPOOLS + "/default", {"spec": {"template": {"metadata": {
+            "labels": {"tier": "web", "release": "2"}}}}})
+        cls.replace_drifted("pool_")
+        images = [i["ImageId"] for i in cls.ec2.describe_images(Owners=["amazon"])["Images"]
+                  if i.get("Architecture") == "x86_64" and i["ImageId"] != cls.ami]
+        cls.facts["new_ami"] = images[0]
+        ADMIN.patch(NODECLASSES + "/default", {"spec": {"amiSelectorTerms": [
+            {"id": cls.facts["new_ami"]}]}})
+        cls.replace_drifted("ami_")
+
+    @classmethod
+    def replace_drifted(cls, prefix):
+        """Waits until no NodeClaim of before the change is left, watching each on its way."""
+        old = {name_of(c): c for c in items(NODECLAIMS)}
+        seen = {name: {"drifted": {}, "tainted": False, "deleted_at": None} for name in old}
+        nodes_of = {name: (c.get("status") or {}).get("nodeName") for name, c in old.items()}
+        created_at = {}
+
+        def watch():
+            claims = {name_of(c): c for c in items(NODECLAIMS)}
+            nodes = {name_of(n): n for n in items(NODES)}
+            for name, claim in claims.items():
+                if name not in old:
+                    created_at.setdefault(name, time.time())
+                    continue
+                drifted = condition(claim, "Drifted")
+                if drifted.get("status") == "True" and not seen[name]["drifted"]:
+                    seen[name]["drifted"] = drifted
+                if "deletionTimestamp" in claim["metadata"] and not seen[name]["deleted_at"]:
+                    seen[name]["deleted_at"] = time.time()
+            for name, node_name in nodes_of.items():
+                node = nodes.get(node_name)
+                if node and any(t.get("key") == DISRUPTED_TAINT and t.get("effect") == "NoSchedule"
+                                for t in node["spec"].get("taints") or []):
+                    seen[name]["tainted"] = True
+            left = sorted(set(old) & set(claims))
+            return ["drifted claims %s remain" % left] if left else []
+        try:
+            cls.converge("%sdrift replaced" % prefix, watch, timeout_s=DRIFT_S)
+        finally:
+            cls.facts[prefix + "seen"] = seen
+            cls.facts[prefix + "created_at"] = created_at
+            cls.facts[prefix + "old"] = old
+            cls.snapshot(prefix)
+
+    def check_drifted(self, prefix, reason):
+        for name, seen in self.fact(prefix + "seen").items():
+            with self.subTest(claim=name):
+                self.assertEqual(seen["drifted"].get("reason"), reason, seen["drifted"])
+
+    def check_replaced_before_deleted(self, prefix):
+        created = self.fact(prefix + "created_at")
+        self.assertTrue(created, "no replacement NodeClaim was seen")
+        for name, seen in self.fact(prefix + "seen").items():
+            with self.subTest(claim=name):
+                self.assertTrue(seen["tainted"], "node not tainted %s" % DISRUPTED_TAINT)
+                self.assertIsNotNone(seen["deleted_at"], "never seen being deleted")
+                self.assertLessEqual(min(created.values()), seen["deleted_at"] + POLL_S,
+                                     "deleted before any replacement was launched")
+
+    def check_instances_terminated(self, prefix):
+        instances = self.fact(prefix + "instances")
+        for name, claim in self.fact(prefix + "old").items():
+            with self.subTest(claim=name):
+                instance = instances[instance_id_of(claim["status"]["providerID"])]
+                self.assertIn(instance["State"]["Name"], ("shutting-down", "terminated"))
+        self.assertEqual(len(self.fact(prefix + "pods")), REPLICAS)
+
+    # A NodePool template change drifts its NodeClaims (Karpenter's NodePoolDrifted, from the
+    # karpenter.sh/nodepool-hash annotation), and the new ones carry the new template.
+    def test_a_nodepool_change_marks_its_nodeclaims_drifted(self):
+        self.check_drifted("pool_", "NodePoolDrifted")
+
+    def test_nodepool_drift_replaces_each_node_before_deleting_it(self):
+        self.check_replaced_before_deleted("pool_")
+
+    def test_nodepool_drift_terminates_the_drifted_instances(self):
+        self.check_instances_terminated("pool_")
+
+    def test_replacements_carry_the_new_template_and_hash(self):
+        old_hashes = {annotation(c, NODEPOOL_HASH) for c in self.fact("pool_old").values()}
+        new_hashes = {annotation(c, NODEPOOL_HASH) for c in self.fact("pool_claims")}
+        self.assertEqual(len(old_hashes), 1, old_hashes)
+        self.assertEqual(len(new_hashes), 1, new_hashes)
+        self.assertNotIn("", old_hashes | new_hashes)
+        self.assertNotEqual(old_hashes, new_hashes)
+        for claim in self.fact("pool_claims"):
+            with self.subTest(claim=name_of(claim)):
+                self.assertEqual(claim["metadata"]["labels"].get("release"), "2")
+        for node in self.fact("pool_nodes"):
+            with self.subTest(node=name_of(node)):
+                self.assertEqual(node["metadata"]["labels"].get("release"), "2")
+
+    # An EC2NodeClass whose amiSelectorTerms no longer select a node's image drifts it
+    # (Karpenter AWS's AMIDrift); the replacements run the newly selected AMI.
+    def test_an_ami_change_marks_the_nodeclaims_drifted(self):
+        self.check_drifted("ami_", "AMIDrift")
+
+    def test_ami_drift_replaces_each_node_before_deleting_it(self):
+        self.check_replaced_before_deleted("ami_")
+
+    def test_ami_drift_terminates_the_drifted_instances(self):
+        self.check_instances_terminated("ami_")
+
+    def test_replacements_run_the_new_ami(self):
+        new_ami = self.fact("new_ami")
+        instances = self.fact("ami_instances")
+        for claim in self.fact("ami_claims"):
+            with self.subTest(claim=name_of(claim)):
+                self.assertEqual(claim["status"].get("imageID"), new_ami)
+                instance = instances[instance_id_of(claim["status"]["providerID"])]
+                self.assertEqual(instance["ImageId"], new_ami)
+
+    def test_drift_is_counted(self):
+        self.assertGreaterEqual(metric_sum(self.fact("metrics"),
+                                           "karpenter_nodeclaims_disrupted_total",
+                                           reason="drifted"),
+                                len(self.fact("pool_old")) + len(self.fact("ami_old")))
+
+
+def annotation(obj, key):
+    return (obj["metadata"].get("annotations") or {}).get(key, "")
 
 
 # ---- expected failures --------------------------------------------------------------------

@@ -244,8 +244,9 @@ actions:
   - {at: 3m, do: releaseAmi}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  EXPECT_TRUE(Recorded(o, "Drift",
-                       "drifted (AMI ami-al2023-r1 is no longer selected by EC2NodeClass default)"))
+  EXPECT_TRUE(Recorded(
+      o, "Drift",
+      "drifted (AMIDrift: AMI ami-al2023-r1 is no longer selected by EC2NodeClass default)"))
       << Outcomes(o);
   ASSERT_EQ(Phase(o, "Drift", "replaced").size(), 1u) << Outcomes(o);
   ASSERT_EQ(o.instances.size(), 1u);

@@ -988,6 +988,12 @@ TEST(KubeWriterSchemas, ConditionReasonsAreCodesAndProseIsTheMessage) {
     EXPECT_EQ(c.reason, "Launched") << text;
     EXPECT_EQ(c.message, text) << text;
   }
+  // A drift, as the core words it: Karpenter's drift reason, then the particulars.
+  const ConditionText drift = ConditionReason(
+      "AMIDrift: AMI ami-1 is no longer selected by EC2NodeClass default", "Drifted");
+  EXPECT_EQ(drift.reason, "AMIDrift");
+  EXPECT_EQ(drift.message, "AMIDrift: AMI ami-1 is no longer selected by EC2NodeClass default");
+  EXPECT_EQ(ConditionReason("node ip-1: gone", "Registered").reason, "Registered");
 }
 
 // Refused writes are the ones someone must hear of: not a deletion of what is gone, a conflict

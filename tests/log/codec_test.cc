@@ -219,6 +219,9 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   launched.allocatable = {Millicores{1930}, Bytes{7LL << 30}, 29, {}};
   out.commands.push_back({CommandId{99}, Seq{3}, launched});
   out.commands.push_back({CommandId{98}, Seq{3}, AcknowledgeMessage{"msg-1"}});
+  out.commands.push_back(
+      {CommandId{100}, Seq{3},
+       TagInstance{"i-1", "c1", {{"Name", "n1"}, {"eks:eks-cluster-name", "prod"}}}});
   ASSERT_FALSE(out.decisions.empty());
   auto entry = log::DecodeEntry(log::EncodeOutput(Seq{12}, out));
   const auto& record = std::get<log::OutputRecord>(entry);

@@ -180,6 +180,13 @@ Node LaunchedNode(bool ready) {
   return node;
 }
 
+// The node as the kubelet registers it: not Ready yet, with Karpenter's unregistered taint.
+Node RegisteringNode() {
+  Node node = LaunchedNode(false);
+  node.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
+  return node;
+}
+
 // The answer EC2 gives to the launch in `out`: an m6g.large spot instance in us-east-1a.
 FleetLaunched LaunchedFor(const Output& out) {
   return FleetLaunched{LaunchId(out),
@@ -270,8 +277,7 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
 TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
   Folder f;
   std::string claim = LaunchOne(f);
-  Node node = LaunchedNode(false);
-  node.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
+  Node node = RegisteringNode();
   node.allocatable = f.state.nodeclaims.at(claim).allocatable;
   Output registered = f.Fold(NodeUpserted{node});
   ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
@@ -667,17 +673,11 @@ TEST(Catalog, AllocatableFollowsAwsFormulas) {
   EXPECT_EQ(MakeCatalogEntry(t, reserved).allocatable.pods, 20);
 }
 
-// Karpenter's registration makes the NodeClaim the Node's owner (and puts the termination
-// finalizer on it): the registration patch names the claim.
-TEST(Lifecycle, RegistrationMakesTheClaimOwnTheNode) {
-  Folder f;
-  std::string claim = LaunchOne(f);
-  Node node = LaunchedNode(false);
-  node.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
-  Output reg = f.Fold(NodeUpserted{node});
-  auto patches = CommandsOf<PatchNode>(reg);
-  ASSERT_EQ(patches.size(), 1u);
-  EXPECT_EQ(patches[0]->owner_nodeclaim, claim);
+// A claim launched and its node registering: the fold's output for the registration.
+Output LaunchAndRegister(Folder& f, std::string& claim, Node& node) {
+  claim = LaunchOne(f);
+  node = RegisteringNode();
+  return f.Fold(NodeUpserted{node});
 }
 
 // Deleting a Node deletes its NodeClaim, as in Karpenter; its termination drains the node.
@@ -802,8 +802,7 @@ TEST(Lifecycle, NodePoolStatusSaysWhetherItsNodeClassIsReady) {
 TEST(Lifecycle, InitializationDuringRegistrationPatchIsSyncedWhenItLands) {
   Folder f;
   std::string claim = LaunchOne(f);
-  Node node = LaunchedNode(false);
-  node.taints = {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}};
+  Node node = RegisteringNode();
   Output reg = f.Fold(NodeUpserted{node});
   ASSERT_EQ(CommandsOf<PatchNode>(reg).size(), 1u);
   // The kubelet reports Ready and the registration patch has landed, but its echo is still on
@@ -820,6 +819,48 @@ TEST(Lifecycle, InitializationDuringRegistrationPatchIsSyncedWhenItLands) {
   // That one landing with everything in place asks for nothing more.
   Output done = f.Fold(CommandSucceeded{IdOf<PatchNode>(landed)});
   EXPECT_TRUE(CommandsOf<PatchNode>(done).empty());
+}
+
+// Karpenter's launch tags: the NodePool, the NodeClaim, the EC2NodeClass, and the cluster by
+// kubernetes.io/cluster/NAME and eks:eks-cluster-name.
+TEST(Provisioning, LaunchTagsNameTheClusterAsKarpenterDoes) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  auto launches = CommandsOf<LaunchInstances>(out);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0]->tags, (Labels{{"karpenter.sh/nodepool", "default"},
+                                       {"karpenter.sh/nodeclaim", launches[0]->nodeclaim},
+                                       {"karpenter.k8s.aws/ec2nodeclass", "default"},
+                                       {"kubernetes.io/cluster/tenon", "owned"},
+                                       {"eks:eks-cluster-name", "tenon"}}));
+}
+
+// Karpenter's registration makes the NodeClaim the Node's owner (and puts the termination
+// finalizer on it): the registration patch names the claim. Its tagging controller tags a
+// registered NodeClaim's instance once: Name is the Node's name, with the claim and the
+// cluster's name.
+TEST(Lifecycle, RegistrationOwnsTheNodeAndTagsTheInstanceOnce) {
+  Folder f;
+  std::string claim;
+  Node node;
+  const Output reg = LaunchAndRegister(f, claim, node);
+  auto patches = CommandsOf<PatchNode>(reg);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]->owner_nodeclaim, claim);
+  auto tags = CommandsOf<TagInstance>(reg);
+  ASSERT_EQ(tags.size(), 1u);
+  EXPECT_EQ(tags[0]->instance_id, "i-1");
+  EXPECT_EQ(tags[0]->nodeclaim, claim);
+  EXPECT_EQ(tags[0]->tags, (Labels{{"Name", "node-1"},
+                                   {"karpenter.sh/nodeclaim", claim},
+                                   {"eks:eks-cluster-name", "tenon"}}));
+  // Not again: not for its result, nor when the Node is seen again, initialized, or later.
+  node.taints.clear();
+  node.ready = true;
+  const Output after = f.FoldAll({CommandSucceeded{IdOf<TagInstance>(reg)}, NodeUpserted{node},
+                                  NodeUpserted{node}, Tick{kT0 + Nanos{60 * kSecond.value}}});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_TRUE(CommandsOf<TagInstance>(after).empty());
 }
 
 }  // namespace
