@@ -861,7 +861,7 @@ struct RemoveFinalizer {
 struct NodePoolStatus {
   std::optional<bool> registration_healthy;  // Unknown until a claim registers or times out.
   std::int64_t nodes = 0;
-  Resources resources;  // Sum of the claims' allocatable.
+  Resources resources;  // Sum of the capacity of its launched claims not being deleted.
   // ValidationSucceeded: the pool passed tenon's checks (a pool that fails them never reaches
   // the core). Set on every status the core publishes, so the first is never "no change".
   bool validated = false;

@@ -135,15 +135,24 @@ std::optional<std::pair<const char*, bool>> ConditionOf(const std::string& trans
 
 // What a launched instance tells of its NodeClaim, as Karpenter writes it: the instance type's
 // well-known labels with zone and capacity type, and the status's image, capacity, allocatable.
+// A launched claim's capacity as its status gives it: the instance type's CPU and memory, and
+// the pods and extended resources of its allocatable. Empty for a type the catalog lacks.
+Resources ClaimCapacity(const State& state, const NodeClaim& claim) {
+  const auto entry = state.catalog->find(claim.instance_type);
+  if (entry == state.catalog->end()) return {};
+  Resources capacity = entry->second.allocatable;
+  capacity.cpu = entry->second.type.cpu;
+  capacity.memory = entry->second.type.memory;
+  return capacity;
+}
+
 void AddLaunchDetails(const State& state, const NodeClaim& claim, PatchNodeClaimStatus& patch) {
   patch.image_id = claim.image_id;
   patch.allocatable = claim.allocatable;
   const auto entry = state.catalog->find(claim.instance_type);
   if (entry != state.catalog->end()) {
     patch.labels = entry->second.labels;
-    patch.capacity = entry->second.allocatable;
-    patch.capacity.cpu = entry->second.type.cpu;
-    patch.capacity.memory = entry->second.type.memory;
+    patch.capacity = ClaimCapacity(state, claim);
   }
   patch.labels[label::kInstanceType] = claim.instance_type;
   patch.labels[label::kZone] = claim.zone;
@@ -189,17 +198,18 @@ void Advance(State& state, Seq seq, NodeClaim& claim, Output& out) {
   Issue(state, seq, RemoveFinalizer{name, claim.node_name}, out);
 }
 
-// Each pool's nodes and resources as its status publishes them, summed over its claims (not
-// pending) by the walk AdvanceLifecycle makes anyway.
+// Each pool's nodes and resources as its status publishes them, summed by the walk
+// AdvanceLifecycle makes anyway. As Karpenter's cluster state counts a pool: every launched
+// claim that is not being deleted, by its capacity (what the pool's limits are checked against).
 class PoolSums {
  public:
-  void Add(const NodeClaim& claim) {
-    if (claim.phase == ClaimPhase::kPending) return;
+  void Add(const State& state, const NodeClaim& claim) {
+    if (claim.phase == ClaimPhase::kPending || claim.deleting) return;
     if (last_ == nullptr || last_->first != claim.nodepool) {
       last_ = &*sums_.try_emplace(claim.nodepool).first;  // A pool's claims are often neighbours.
     }
-    if (!claim.node_name.empty()) last_->second.nodes++;
-    last_->second.resources += claim.allocatable;
+    last_->second.nodes++;
+    last_->second.resources += ClaimCapacity(state, claim);
   }
   const std::map<std::string, NodePoolStatus>& sums() const { return sums_; }
 
@@ -289,7 +299,7 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
     if (p.expire_after.value >= 0) shortest = std::min(shortest, p.expire_after);
   }
   for (auto& [name, claim] : state.nodeclaims) {
-    sums.Add(claim);
+    sums.Add(state, claim);
     if (!claim.deleting && state.watches_synced) {
       if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
         BeginDeletion(state, seq, claim, "not launched within 5m", true, out);

@@ -23,8 +23,10 @@ defect fails its own test. The expectations are Karpenter's behaviour, not tenon
                     launched; each NodeClaim has exactly one running instance; the NodeClaims
                     carry the instance's labels and status, are Ready (`kubectl wait`), and
                     `kubectl get nodeclaims` shows TYPE, CAPACITY, ZONE, NODE and READY; the
-                    NodePool is Ready; Nodes are registered as Karpenter registers them; every
-                    instance carries Name (its Node's name) and eks:eks-cluster-name.
+                    NodePool is Ready and its status counts its NodeClaims' capacity; Nodes are
+                    registered as Karpenter registers them; every instance carries Name (its
+                    Node's name) and eks:eks-cluster-name; a repeated Event is one Event with
+                    a count.
   Consolidation     scaled to 4, then to 1: the nodes no longer needed are removed and their
                     instances terminated.
   NodePoolDeletion  scaled to 4, then the NodePool deleted: the NodeClaims are owned by it, so
@@ -799,8 +801,14 @@ class ScaleUp(Scenario, unittest.TestCase):
             (n["metadata"].get("labels") or {}).get(INITIALIZED) == "true"
             for n in items(NODES)), READY_WAIT_S)
         cls.snapshot("final_")
+        claims = len(cls.facts["final_claims"])
+        wait_quietly("the NodePool's counts", lambda: (
+            ADMIN.get(NODEPOOLS + "/default").get("status") or {}).get("nodes") == claims,
+            READY_WAIT_S)
+        cls.facts["nodepool_counted"] = ADMIN.get(NODEPOOLS + "/default")
         cls.orphan_nodepool()
         cls.delete_a_node()
+        cls.facts["all_events"] = items("/api/v1/events")
 
     @classmethod
     def orphan_nodepool(cls):
@@ -960,6 +968,33 @@ class ScaleUp(Scenario, unittest.TestCase):
         self.assertEqual([(r.get("NAME"), r.get("READY")) for r in rows], [("default", "True")],
                          self.fact("nodepools_printed"))
 
+
+    # Karpenter's NodePool counter: status.nodes and status.resources count the pool's
+    # launched NodeClaims by their capacity, as the NodeClaims' status gives it.
+    def test_nodepool_status_counts_its_nodeclaims(self):
+        status = self.fact("nodepool_counted").get("status") or {}
+        claims = self.fact("final_claims")
+        self.assertEqual(status.get("nodes"), len(claims), status)
+        resources = status.get("resources") or {}
+        self.assertEqual(resources.get("nodes"), str(len(claims)), resources)
+        for name in ("cpu", "memory", "pods"):
+            with self.subTest(resource=name):
+                self.assertEqual(quantity(resources.get(name)), sum(
+                    quantity(c["status"]["capacity"][name]) for c in claims), resources)
+
+    # client-go's event recorder, which Karpenter uses: the same Event on the same object is
+    # one Event whose count grows, never a second object.
+    def test_repeated_events_are_one_event_with_a_count(self):
+        seen = {}
+        for event in self.fact("all_events"):
+            if (event.get("source") or {}).get("component") != "karpenter":
+                continue
+            involved = event["involvedObject"]
+            key = (involved.get("kind"), involved.get("name"), event.get("type"),
+                   event.get("reason"), event.get("message"))
+            seen.setdefault(key, []).append(name_of(event))
+        self.assertTrue(seen, "tenon posted no Event")
+        self.assertEqual({key: names for key, names in seen.items() if len(names) > 1}, {})
 
     # Karpenter's NodePool readiness: NodeClassReady False (NodeClassNotFound) when the
     # EC2NodeClass does not exist, and so Ready False; ValidationSucceeded stays True.
@@ -1570,6 +1605,18 @@ class Drift(Scenario, unittest.TestCase):
                                            "karpenter_nodeclaims_disrupted_total",
                                            reason="drifted"),
                                 len(self.fact("pool_old")) + len(self.fact("ami_old")))
+
+
+QUANTITY_SUFFIXES = {"": 1, "m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+                     "Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4}
+
+
+def quantity(text):
+    """A Kubernetes resource quantity ("1930m", "3788Mi", "4") as a number."""
+    m = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", str(text or ""))
+    if not m or m.group(2) not in QUANTITY_SUFFIXES:
+        raise ValueError("not a quantity: %r" % (text,))
+    return float(m.group(1)) * QUANTITY_SUFFIXES[m.group(2)]
 
 
 def annotation(obj, key):

@@ -796,6 +796,30 @@ TEST(Lifecycle, NodePoolStatusSaysWhetherItsNodeClassIsReady) {
   EXPECT_EQ(changed[0]->status.nodeclass_unready, "NodeClassTerminating");
 }
 
+// Karpenter's NodePool counter: status.nodes and status.resources count each launched claim
+// not being deleted, by its capacity (the instance type's CPU and memory, not allocatable).
+TEST(Lifecycle, NodePoolStatusCountsLaunchedClaimsByCapacity) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  Node node = LaunchedNode(true);
+  f.Fold(NodeUpserted{node});
+  NodePoolStatus status;
+  auto latest = [&](const Output& out) {
+    for (const auto* p : CommandsOf<PatchNodePoolStatus>(out)) status = p->status;
+  };
+  latest(f.Fold(Tick{kT0 + kSecond}));
+  const InstanceType& type = f.state.catalog->at(f.state.nodeclaims.at(claim).instance_type).type;
+  EXPECT_EQ(status.nodes, 1);
+  EXPECT_EQ(status.resources.cpu, type.cpu);
+  EXPECT_EQ(status.resources.memory, type.memory);
+  node.deleting = true;
+  f.Fold(NodeUpserted{node});
+  ASSERT_TRUE(f.state.nodeclaims.at(claim).deleting);
+  latest(f.Fold(Tick{kT0 + Nanos{2 * kSecond.value}}));
+  EXPECT_EQ(status.nodes, 0);
+  EXPECT_EQ(status.resources, Resources{});
+}
+
 // A node initialized while its registration patch is in flight gets its initialized label
 // when that patch lands, not only on the node's next change (which may never come); what the
 // landed patch asked for is not asked again.
