@@ -414,6 +414,20 @@ std::string MovesText(const ScheduleResult& result) {
 // the cluster, or on one new claim strictly cheaper than the group (pinned to spot when it may
 // be spot; spot replacing spot only behind the SpotToSpotConsolidation gate). Drift: every pod
 // must fit somewhere; replacements are launched whatever they cost.
+// A destination Karpenter's disruption does not move pods to: a NodeClaim not initialized yet
+// (in flight, or its node not Ready). A node tenon does not manage counts as initialized.
+bool Uninitialized(const State& state, const std::string& target) {
+  if (target.empty() || target.front() == '#') return false;  // A new claim of the answer.
+  if (auto claim = state.nodeclaims.find(target); claim != state.nodeclaims.end()) {
+    return claim->second.phase != ClaimPhase::kInitialized;
+  }
+  bool uninitialized = false;
+  state.claims_by_node.ForEach(target, [&](const std::string& name) {
+    uninitialized = uninitialized || state.nodeclaims.at(name).phase != ClaimPhase::kInitialized;
+  });
+  return uninitialized;
+}
+
 Plan Consult(const State& state, Simulation& sim, const std::string& method,
              const std::vector<const Candidate*>& group) {
   std::vector<Simulation::Removal> removals;
@@ -436,8 +450,16 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
   Plan plan;
   plan.removed = total;
   for (const auto& outcome : result.pods) {
+    // A pending pod that fits nowhere does not hold the move back (Karpenter's
+    // AllNonPendingPodsScheduled); a moving pod that fits nowhere does.
+    if (state.pods.Provisionable().contains(outcome.pod)) continue;
     if (outcome.target.empty()) {
       plan.blocker = "pod " + outcome.pod + " would not reschedule: " + outcome.reason;
+      return plan;
+    }
+    if (Uninitialized(state, outcome.target)) {
+      plan.blocker =
+          "pod " + outcome.pod + " would schedule against uninitialized " + outcome.target;
       return plan;
     }
   }
@@ -643,17 +665,16 @@ class Budgets {
   std::map<std::string, Entry> pools_;
 };
 
-// Consolidation moves pods onto capacity that must really be there: it waits while pods are
-// pending or nodes are still coming up, whose plans would compete for the same room.
+// Consolidation waits, as Karpenter's disruption waits for its cluster state to sync, while a
+// NodeClaim is not launched yet: what it will be is not known. Pending pods do not hold it back:
+// each simulation places them too, and only a moving pod that fits nowhere, or would land on a
+// node not initialized yet, blocks a move.
 std::string Unsettled(const State& state) {
-  std::size_t pending = state.pods.Provisionable().size();
-  std::size_t launching =
-      std::count_if(state.nodeclaims.begin(), state.nodeclaims.end(), [](const auto& e) {
-        return !e.second.deleting && e.second.phase != ClaimPhase::kInitialized;
-      });
-  if (pending == 0 && launching == 0) return {};
-  return "cluster not settled: " + std::to_string(pending) + " pods pending, " +
-         std::to_string(launching) + " nodes launching";
+  std::size_t launching = std::count_if(
+      state.nodeclaims.begin(), state.nodeclaims.end(),
+      [](const auto& e) { return !e.second.deleting && e.second.phase == ClaimPhase::kPending; });
+  if (launching == 0) return {};
+  return "cluster not settled: " + std::to_string(launching) + " NodeClaims not launched yet";
 }
 
 // Multi-node: the longest prefix (at least two) of the cheapest-to-disrupt candidates within
@@ -1172,7 +1193,11 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
     case InterruptionKind::kScheduledChange:
       break;
   }
-  if (claim->deleting) return;
+  if (claim->deleting) {
+    // Karpenter reports the message on the node all the same; there is nothing left to do.
+    RecordTransition(state, seq, *claim, "Interrupted", what + "; already being deleted", out);
+    return;
+  }
   Decide(state, seq,
          DisruptionDecision{"Interruption",
                             "executed",

@@ -1060,7 +1060,13 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
 ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool offerings) {
   std::vector<const Pod*> pods;
   for (const Removal& r : removals) pods.insert(pods.end(), r.pods.begin(), r.pods.end());
-  if (removals.size() != 1 || !removals.front().in_placement_order) {
+  // The pods waiting for capacity are placed too, as Karpenter's disruption simulation places
+  // them: a move must not take room they would get, and what they need is part of the answer.
+  const auto& pending = state_.pods.Provisionable();
+  for (auto it = pending.begin(); it != pending.end() && pods.size() < kPodsPerBatchMax; ++it) {
+    pods.push_back(it->second);
+  }
+  if (removals.size() != 1 || !removals.front().in_placement_order || !pending.empty()) {
     std::sort(pods.begin(), pods.end(), core::PlacedBefore);
   }
   assert(std::is_sorted(pods.begin(), pods.end(), core::PlacedBefore));

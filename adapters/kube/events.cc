@@ -76,6 +76,24 @@ void Provisioning(const ProvisioningDecision& d, const State& state, std::vector
   }
 }
 
+// AWS's interruption events, from what the core says of the message (its kind and detail).
+void Interrupted(const std::string& nodeclaim, const std::string& what, const State& state,
+                 std::vector<KubeEvent>& out) {
+  std::string reason = "InstanceTerminating";
+  std::string message = "Instance is terminating";
+  if (what.rfind("spot interruption warning", 0) == 0) {
+    reason = "SpotInterrupted";
+    message = "Spot interruption warning was triggered";
+  } else if (what.rfind("scheduled change", 0) == 0) {
+    reason = "InstanceUnhealthy";
+    message = "An unhealthy warning was triggered for the instance";
+  } else if (Contains(what, "(stopping)") || Contains(what, "(stopped)")) {
+    reason = "InstanceStopping";
+    message = "Instance is stopping";
+  }
+  OnNodeAndClaim(state, nodeclaim, kWarning, reason, message, message, out);
+}
+
 void Lifecycle(const LifecycleDecision& d, const State& state, std::vector<KubeEvent>& out) {
   const std::string node = NodeOf(state, d.nodeclaim, d.node_name);
   if (d.transition == "LaunchFailed") {
@@ -90,28 +108,13 @@ void Lifecycle(const LifecycleDecision& d, const State& state, std::vector<KubeE
         {PodRef(d.reason.substr(4)), kNormal, "Evicted", "Evicted pod: draining node " + node});
   } else if (d.transition == "EvictionRefused" && !node.empty()) {
     out.push_back({NodeRef(node), kWarning, "FailedDraining", "Failed to drain node, " + d.reason});
+  } else if (d.transition == "Interrupted") {
+    Interrupted(d.nodeclaim, d.reason, state, out);
   } else if (d.transition == "RebalanceRecommendation") {
     OnNodeAndClaim(state, d.nodeclaim, kNormal, "SpotRebalanceRecommendation",
                    "Spot rebalance recommendation was triggered",
                    "Spot rebalance recommendation was triggered", out);
   }
-}
-
-// AWS's interruption events, from the candidate's outcome (the message kind and detail).
-void Interrupted(const DisruptionCandidate& c, const State& state, std::vector<KubeEvent>& out) {
-  std::string reason = "InstanceTerminating";
-  std::string message = "Instance is terminating";
-  if (c.outcome.rfind("spot interruption warning", 0) == 0) {
-    reason = "SpotInterrupted";
-    message = "Spot interruption warning was triggered";
-  } else if (c.outcome.rfind("scheduled change", 0) == 0) {
-    reason = "InstanceUnhealthy";
-    message = "An unhealthy warning was triggered for the instance";
-  } else if (Contains(c.outcome, "(stopping)") || Contains(c.outcome, "(stopped)")) {
-    reason = "InstanceStopping";
-    message = "Instance is stopping";
-  }
-  OnNodeAndClaim(state, c.nodeclaim, kWarning, reason, message, message, out);
 }
 
 // A candidate that could not go: consolidation's own verdicts (no cheaper replacement, pods
@@ -146,7 +149,8 @@ void Disruption(const DisruptionDecision& d, const Output& output, const State& 
   }
   if (d.phase != "replacing" && d.phase != "executed") return;
   if (d.method == "Interruption") {
-    for (const DisruptionCandidate& c : d.candidates) Interrupted(c, state, out);
+    for (const DisruptionCandidate& c : d.candidates)
+      Interrupted(c.nodeclaim, c.outcome, state, out);
     return;
   }
   const std::string title = TitleReason(d.method);

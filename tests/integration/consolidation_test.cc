@@ -53,6 +53,24 @@ TEST(Consolidation, ReplacesANodeWithACheaperOne) {
   EXPECT_EQ(o.pods.size(), 1u);
 }
 
+// Karpenter's "can delete nodes with a permanently pending pod": a pod no NodePool can serve
+// (it selects a label no node will have) stays pending, and consolidation goes on without it.
+TEST(Consolidation, APodThatCanNeverScheduleDoesNotStopIt) {
+  Outcome o = Simulate(PoolScenario(R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 3, cpu: 1200m, memory: 512Mi}
+  - {at: 1m, name: stuck, replicas: 1, cpu: 100m, memory: 64Mi, nodeSelector: {non-existent: node-label}}
+  - {at: 4m, name: a, replicas: 1}
+)"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
+  ASSERT_EQ(o.instances.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.instances.begin()->second.instance_type, "m5.large");
+  EXPECT_EQ(o.Bound(), 1u);
+  EXPECT_EQ(o.pods.size(), 2u);
+}
+
 // The replacement never registers: after the registration TTL it is deleted, the disrupted
 // taint comes off the old node, and the old node keeps running its pod.
 TEST(Consolidation, FailedReplacementRollsTheTaintBack) {

@@ -161,6 +161,21 @@ actions:
   EXPECT_GE(With(events, "Evicted").size(), 1u);
 }
 
+// An interruption message for a NodeClaim already being deleted (its Node went first, say):
+// Karpenter reports it on the Node and the NodeClaim all the same.
+TEST(KubeEvents, InterruptionOfAClaimAlreadyDeleting) {
+  Output out;
+  out.decisions.push_back(Wrap(LifecycleDecision{
+      "default-1", "Interrupted",
+      "instance state change (terminated), message m-1; already being deleted", "node-1", "i-1"}));
+  auto events = kube::EventsFor(out, StateWithClaim("default-1", "node-1"));
+  auto terminating = With(events, "InstanceTerminating");
+  ASSERT_EQ(terminating.size(), 2u);
+  std::set<std::string> kinds = {terminating[0]->object.kind, terminating[1]->object.kind};
+  EXPECT_EQ(kinds, (std::set<std::string>{"Node", "NodeClaim"}));
+  EXPECT_EQ(terminating[0]->type, "Warning");
+}
+
 // An empty node protected by karpenter.sh/do-not-disrupt: DisruptionBlocked naming it.
 TEST(KubeEvents, ScenarioWithBlockedDisruption) {
   auto events = ScenarioEvents(R"(duration: 5m

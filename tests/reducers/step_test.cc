@@ -353,8 +353,8 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
     Node node = LaunchedNode(true);
     f.Fold(NodeUpserted{node});
     EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
-    // Keep it busy so emptiness does not take it first.
-    Pod pod = PendingPod("busy", 100, 100);
+    // Its pod runs there, which keeps it busy so emptiness does not take it first.
+    Pod pod = PendingPod("web-1", 500, 512);
     pod.node_name = "node-1";
     pod.phase = PodPhase::kRunning;
     pod.unschedulable = false;
@@ -378,7 +378,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
   auto d = proposals(gone, kT0 + Nanos{40 * kSecond.value});
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].method, "Drift");
-  EXPECT_EQ(d[0].phase, "proposed");
+  EXPECT_EQ(d[0].phase, "proposed") << d[0].candidates[0].outcome;
   EXPECT_EQ(d[0].nodeclaims, std::vector<std::string>{claim});
   EXPECT_NE(d[0].candidates[0].outcome.find("m6g.large is no longer offered"), std::string::npos);
 
@@ -473,6 +473,27 @@ TEST(Disruption, RedeliveredInterruptionIsOnlyAcknowledged) {
   // Forgotten after a day: a message id that old is new again.
   f.Fold(Tick{kT0 + kHandledMessagesKept + kMinute});
   EXPECT_EQ(f.Fold(message).decisions.size(), 1u);
+}
+
+// A message for a NodeClaim already being deleted (its Node was deleted first, as the cloud
+// node-lifecycle controller does for a terminated instance) is recorded, as Karpenter still
+// reports it, and changes nothing else.
+TEST(Disruption, InterruptionOfADeletingClaimIsRecorded) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  Node node = LaunchedNode(true);
+  f.Fold(NodeUpserted{node});
+  node.deleting = true;
+  f.Fold(NodeUpserted{node});
+  ASSERT_TRUE(f.state.nodeclaims.at(claim).deleting);
+  Output out =
+      f.Fold(InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "terminated"});
+  EXPECT_EQ(CommandsOf<AcknowledgeMessage>(out).size(), 1u);
+  ASSERT_EQ(out.decisions.size(), 1u);
+  const auto* noted = std::get_if<LifecycleDecision>(&out.decisions[0].body);
+  ASSERT_NE(noted, nullptr);
+  EXPECT_EQ(noted->nodeclaim, claim);
+  EXPECT_EQ(noted->transition, "Interrupted");
 }
 
 // A node registered without the GPUs its type brings is not Initialized until the device
