@@ -246,6 +246,45 @@ bool IsWellKnownLabel(std::string_view key) {
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
+std::string RestrictedLabel(std::string_view key) {
+  if (key != label::kHostname && IsWellKnownLabel(key)) return {};
+  const std::size_t slash = key.find('/');
+  const std::string_view domain = slash == std::string_view::npos ? "" : key.substr(0, slash);
+  auto within = [&](std::string_view parent) {
+    return domain == parent || (domain.size() > parent.size() && domain.ends_with(parent) &&
+                                domain[domain.size() - parent.size() - 1] == '.');
+  };
+  static constexpr std::string_view kExceptions[] = {"node-role.kubernetes.io", "kops.k8s.io",
+                                                     "node-restriction.kubernetes.io",
+                                                     "node.kubernetes.io"};
+  for (std::string_view allowed : kExceptions) {
+    if (within(allowed)) return {};
+  }
+  static constexpr std::string_view kRestricted[] = {"kubernetes.io", "k8s.io", "karpenter.sh",
+                                                     "karpenter.k8s.aws"};
+  bool restricted = key == label::kHostname;
+  for (std::string_view parent : kRestricted) restricted = restricted || within(parent);
+  if (!restricted) return {};
+  return "label " + std::string(key) +
+         " is restricted; select a well-known label or a custom label outside the domains "
+         "kubernetes.io, k8s.io, karpenter.sh and karpenter.k8s.aws";
+}
+
+std::string PodRequirementError(const Pod& pod) {
+  const PodConstraints& c = *pod.constraints;
+  for (const auto& [key, value] : c.node_selector) {
+    if (std::string why = RestrictedLabel(key); !why.empty()) return why;
+  }
+  for (const auto* terms : {&c.node_affinity_required, &c.node_affinity_preferred}) {
+    for (const NodeSelectorTerm& term : *terms) {
+      for (const Requirement& r : term.requirements) {
+        if (std::string why = RestrictedLabel(r.key); !why.empty()) return why;
+      }
+    }
+  }
+  return {};
+}
+
 bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
   return std::any_of(tolerations.begin(), tolerations.end(), [&](const Toleration& t) {
     if (t.effect && *t.effect != taint.effect) return false;

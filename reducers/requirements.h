@@ -83,4 +83,14 @@ class Requirements {
 // them for a pod to ask for them.
 bool IsWellKnownLabel(std::string_view key);
 
+// Why a pod may not ask for `key` on a node Karpenter would launch, or empty when it may:
+// kubernetes.io/hostname, and labels in the domains kubernetes.io, k8s.io, karpenter.sh and
+// karpenter.k8s.aws (but for their exceptions) are restricted unless well known (Karpenter's
+// IsRestrictedLabel).
+std::string RestrictedLabel(std::string_view key);
+// The first requirement of the pod's nodeSelector or node affinity (required or preferred) on
+// a restricted label, as Karpenter's provisioner validates a pending pod; empty when none.
+// Karpenter ignores such a pod: it launches nothing for it.
+std::string PodRequirementError(const Pod& pod);
+
 }  // namespace tenon::core

@@ -103,6 +103,7 @@ class Pass {
   // An existing node's bin reads its labels and zone from the node when first needed: most
   // bins of a full cluster never hold the pod a pass tries.
   void Resolve(Bin& bin);
+  Labels ClaimLabels(const NodeClaim& claim, const NodePool& pool) const;
   void AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const;
   // Makes `v` the pod's view (assigned over whatever view it held, reusing its allocations).
   void MakeView(const Pod& pod, PodView& v);
@@ -241,6 +242,22 @@ void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string
   }
 }
 
+// The labels a NodeClaim's node will carry: its NodePool's, the pool's name, each requirement
+// with a single value, and once launched its instance type's, zone and capacity type.
+Labels Pass::ClaimLabels(const NodeClaim& claim, const NodePool& pool) const {
+  Labels labels = pool.labels;
+  labels[label::kNodePool] = claim.nodepool;
+  for (const auto& r : *claim.requirements) {
+    if (r.op == RequirementOp::kIn && r.values.size() == 1) labels[r.key] = r.values[0];
+  }
+  if (auto type = state_.catalog->find(claim.instance_type); type != state_.catalog->end()) {
+    for (const auto& [k, v] : type->second.labels) labels[k] = v;
+  }
+  if (!claim.zone.empty()) labels[label::kZone] = claim.zone;
+  if (!claim.capacity_type.empty()) labels[label::kCapacityType] = claim.capacity_type;
+  return labels;
+}
+
 void Pass::BuildExistingBins() {
   // Capacity being terminated is no place for a pod.
   std::set<std::string> leaving = excluded_nodes_;
@@ -288,11 +305,26 @@ void Pass::BuildExistingBins() {
         claim.node_name.empty() ? nullptr : node_bins.Find(claim.node_name);
     if (on_node != nullptr) {
       if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kInitialized) continue;
-      auto& taints = existing_[*on_node].taints;
-      std::erase_if(taints, [&](const Taint& t) {
+      Bin& bin = existing_[*on_node];
+      std::erase_if(bin.taints, [&](const Taint& t) {
         return std::find(pool->second.startup_taints.begin(), pool->second.startup_taints.end(),
                          t) != pool->second.startup_taints.end();
       });
+      // Until its Node is registered, Karpenter reads a node's labels from its NodeClaim: the
+      // labels registration will give it count already, so a pod selecting them (its
+      // NodePool's, say) is not planned onto yet another claim.
+      if (!bin.node->labels.contains(label::kRegistered)) {
+        Resolve(bin);
+        NodeLabels labels = bin.labels();
+        for (const auto& [key, value] : ClaimLabels(claim, pool->second)) {
+          if (!labels.contains(key)) labels.Set(key, value);
+        }
+        bin.own_labels = std::move(labels);
+        bin.node_labels = nullptr;
+        if (auto zone = bin.own_labels.find(label::kZone); zone != bin.own_labels.end()) {
+          bin.zone = zone->second;
+        }
+      }
       continue;
     }
     if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kFailed) continue;
@@ -301,17 +333,8 @@ void Pass::BuildExistingBins() {
     if (!claim.node_name.empty() && leaving.contains(claim.node_name)) continue;
     Bin bin;
     bin.name = name;
-    Labels labels = pool->second.labels;
-    labels[label::kNodePool] = claim.nodepool;
+    Labels labels = ClaimLabels(claim, pool->second);
     labels[label::kHostname] = name;
-    for (const auto& r : *claim.requirements) {
-      if (r.op == RequirementOp::kIn && r.values.size() == 1) labels[r.key] = r.values[0];
-    }
-    if (auto type = state_.catalog->find(claim.instance_type); type != state_.catalog->end()) {
-      for (const auto& [k, v] : type->second.labels) labels[k] = v;
-    }
-    if (!claim.zone.empty()) labels[label::kZone] = claim.zone;
-    if (!claim.capacity_type.empty()) labels[label::kCapacityType] = claim.capacity_type;
     bin.own_labels = labels;
     if (auto zone = labels.find(label::kZone); zone != labels.end()) bin.zone = zone->second;
     bin.taints = pool->second.taints;
@@ -1081,11 +1104,20 @@ ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool of
 
 ScheduleResult Schedule(const State& state) {
   std::vector<const Pod*> pods;
+  // A pod asking for a restricted label is not Karpenter's to launch for: it is ignored, with
+  // the reason, and nothing is planned for it (a new node could never carry that label).
+  std::vector<PodOutcome> ignored;
   for (const auto& [key, pod] : state.pods.Provisionable()) {
     if (pods.size() >= kPodsPerBatchMax) break;
+    if (std::string why = core::PodRequirementError(*pod); !why.empty()) {
+      ignored.push_back({std::string(key), "", why, {}});
+      continue;
+    }
     pods.push_back(pod);
   }
-  return Schedule(state, pods);
+  ScheduleResult result = Schedule(state, pods);
+  std::move(ignored.begin(), ignored.end(), std::back_inserter(result.pods));
+  return result;
 }
 
 }  // namespace tenon

@@ -2,6 +2,7 @@
 // capacity errors and the determinism of ids, names and the state hash.
 #include <gtest/gtest.h>
 
+#include "reducers/requirements.h"
 #include "tests/reducers/fixtures.h"
 
 namespace tenon::testing {
@@ -104,6 +105,52 @@ TEST(Provisioning, NodeSelectorNarrowsZones) {
   auto launches = CommandsOf<LaunchInstances>(out);
   ASSERT_EQ(launches.size(), 1u);
   for (const auto& o : launches[0]->overrides) EXPECT_EQ(o.zone, "us-east-1b");
+}
+
+// Karpenter's "should not schedule nodes with a hostname selector" and "...with restricted
+// labels/domains": a pending pod asking for kubernetes.io/hostname, or for a label in a
+// restricted domain, is ignored with the reason and nothing is launched for it, not on this
+// batch nor on any later one; the domains' exceptions and well-known labels are allowed.
+TEST(Provisioning, PodsAskingForRestrictedLabelsAreIgnored) {
+  EXPECT_NE(core::RestrictedLabel("kubernetes.io/hostname"), "");
+  EXPECT_NE(core::RestrictedLabel("example.kubernetes.io/team"), "");
+  EXPECT_NE(core::RestrictedLabel("karpenter.sh/custom"), "");
+  EXPECT_NE(core::RestrictedLabel("x.k8s.io/a"), "");
+  EXPECT_EQ(core::RestrictedLabel("node-role.kubernetes.io/worker"), "");
+  EXPECT_EQ(core::RestrictedLabel("node-restriction.kubernetes.io/team"), "");
+  EXPECT_EQ(core::RestrictedLabel("node.kubernetes.io/instance-type"), "");
+  EXPECT_EQ(core::RestrictedLabel("topology.kubernetes.io/zone"), "");
+  EXPECT_EQ(core::RestrictedLabel("karpenter.sh/capacity-type"), "");
+  EXPECT_EQ(core::RestrictedLabel("karpenter.k8s.aws/instance-family"), "");
+  EXPECT_EQ(core::RestrictedLabel("team"), "");
+  EXPECT_EQ(core::RestrictedLabel("example.com/team"), "");
+
+  Folder f;
+  f.Start({Pool("default")});
+  Pod pinned = PendingPod("pinned", 500, 512);
+  pinned.constraints.Mutable().node_selector[label::kHostname] = "red-node";
+  Pod affinity = PendingPod("affinity", 500, 512);
+  affinity.constraints.Mutable().node_affinity_required.push_back(
+      {{{"example.kubernetes.io/team", RequirementOp::kIn, {"a"}, 0}}, 0});
+  f.FoldAll({PodUpserted{pinned}, PodUpserted{affinity}});
+  std::size_t launched = 0;
+  std::vector<PodOutcome> outcomes;
+  for (int second = 1; second <= 120; ++second) {
+    Output out = f.Fold(Tick{kT0 + Nanos{second * kSecond.value}});
+    launched += CommandsOf<CreateNodeClaim>(out).size();
+    for (const auto& d : out.decisions) {
+      if (const auto* p = std::get_if<ProvisioningDecision>(&d.body)) {
+        outcomes.insert(outcomes.end(), p->pods.begin(), p->pods.end());
+      }
+    }
+  }
+  EXPECT_EQ(launched, 0u);
+  EXPECT_TRUE(f.state.nodeclaims.empty());
+  ASSERT_FALSE(outcomes.empty());
+  for (const PodOutcome& o : outcomes) {
+    EXPECT_EQ(o.target, "") << o.pod;
+    EXPECT_NE(o.reason.find("is restricted"), std::string::npos) << o.reason;
+  }
 }
 
 // The highest-weight pool wins; a pool whose taint the pod does not tolerate is skipped with
@@ -839,6 +886,29 @@ TEST(Lifecycle, NodePoolStatusCountsLaunchedClaimsByCapacity) {
   latest(f.Fold(Tick{kT0 + Nanos{2 * kSecond.value}}));
   EXPECT_EQ(status.nodes, 0);
   EXPECT_EQ(status.resources, Resources{});
+}
+
+// Karpenter's "should not launch a second node if there is an in-flight node that can support
+// the pod": until its Node is registered, a node's labels are its NodeClaim's, so a pod
+// selecting the NodePool goes to the node that is registering, even before the registration
+// patch has put the pool's label on the Node.
+TEST(Provisioning, ARegisteringNodeCarriesItsClaimsLabels) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  Node node = RegisteringNode();
+  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
+  f.Fold(NodeUpserted{node});
+  ASSERT_FALSE(node.labels.contains(label::kNodePool));
+  Pod pod = PendingPod("web-2", 100, 128, kT0 + Nanos{2 * kSecond.value});
+  pod.constraints.Mutable().node_selector[label::kNodePool] = "default";
+  f.Fold(PodUpserted{pod});
+  std::size_t created = 0;
+  for (int second = 3; second <= 40; ++second) {
+    const Output out = f.Fold(Tick{kT0 + Nanos{second * kSecond.value}});
+    created += CommandsOf<CreateNodeClaim>(out).size();
+  }
+  EXPECT_EQ(created, 0u);
+  EXPECT_EQ(f.state.nodeclaims.size(), 1u);
 }
 
 // A node initialized while its registration patch is in flight gets its initialized label
