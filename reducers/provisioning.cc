@@ -95,7 +95,11 @@ void Provision(State& state, Seq seq, Nanos opened, Output& out) {
     names.push_back(decision.new_claims.back().nodeclaim);
   }
   // Karpenter's nomination: capacity chosen for pending pods is not disrupted while they are
-  // on their way to it (twice the longest batch).
+  // on their way to it: twice the longest batch, and at least 10 seconds (kube-scheduler's
+  // retry of an unschedulable pod can take that long).
+  constexpr Nanos kNominationMin{10 * kSecond.value};
+  const Nanos nomination =
+      std::max(state.settings.batch_max + state.settings.batch_max, kNominationMin);
   std::set<std::string_view> targets;
   for (const PodOutcome& outcome : decision.pods) {
     if (!outcome.target.empty() && outcome.target[0] != '#') targets.insert(outcome.target);
@@ -103,7 +107,7 @@ void Provision(State& state, Seq seq, Nanos opened, Output& out) {
   if (!targets.empty()) {
     for (auto& [name, claim] : state.nodeclaims) {
       if (targets.contains(name) || targets.contains(claim.node_name)) {
-        claim.nominated_until = state.now + state.settings.batch_max + state.settings.batch_max;
+        claim.nominated_until = state.now + nomination;
       }
     }
   }

@@ -911,6 +911,24 @@ TEST(Provisioning, ARegisteringNodeCarriesItsClaimsLabels) {
   EXPECT_EQ(f.state.nodeclaims.size(), 1u);
 }
 
+// Karpenter's nomination window is twice BATCH_MAX_DURATION but never under 10 seconds:
+// kube-scheduler may take that long to retry the pod, and the node must not go meanwhile.
+TEST(Provisioning, NominationLastsAtLeastTenSeconds) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  Node node = LaunchedNode(true);
+  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
+  f.Fold(NodeUpserted{node});
+  f.Fold(PodDeleted{"default", "web-1"});
+  Settings quick = f.state.settings;
+  quick.batch_max = Nanos{2 * kSecond.value};
+  f.Fold(ControllerStarted{"test", 7, quick});
+  f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
+  const Output placed = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
+  ASSERT_EQ(CommandsOf<LaunchInstances>(placed).size(), 0u);  // It fits on node-1.
+  EXPECT_EQ(f.state.nodeclaims.at(claim).nominated_until, kT0 + Nanos{13 * kSecond.value});
+}
+
 // A node initialized while its registration patch is in flight gets its initialized label
 // when that patch lands, not only on the node's next change (which may never come); what the
 // landed patch asked for is not asked again.
