@@ -439,16 +439,23 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
       << d[0].candidates[0].outcome;
 }
 
+// A claim launched, its node Ready with the claim's allocatable, and its pod gone elsewhere:
+// an empty initialized node.
+std::string EmptyInitializedNode(Folder& f) {
+  std::string claim = LaunchOne(f);
+  Node node = LaunchedNode(true);
+  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
+  f.Fold(NodeUpserted{node});
+  f.Fold(PodDeleted{"default", "web-1"});
+  return claim;
+}
+
 // Provisioning places a pending pod on an existing empty node: the node is nominated for it
 // and emptiness leaves it alone until the nomination ends. Each pass publishes the
 // Consolidatable and Drifted conditions when they change.
 TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   Folder f;
-  std::string claim = LaunchOne(f);
-  Node node = LaunchedNode(true);
-  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
-  f.Fold(NodeUpserted{node});
-  f.Fold(PodDeleted{"default", "web-1"});  // Its pod went elsewhere; the node is empty.
+  std::string claim = EmptyInitializedNode(f);
   ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
   Output placed = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
@@ -915,11 +922,7 @@ TEST(Provisioning, ARegisteringNodeCarriesItsClaimsLabels) {
 // kube-scheduler may take that long to retry the pod, and the node must not go meanwhile.
 TEST(Provisioning, NominationLastsAtLeastTenSeconds) {
   Folder f;
-  std::string claim = LaunchOne(f);
-  Node node = LaunchedNode(true);
-  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
-  f.Fold(NodeUpserted{node});
-  f.Fold(PodDeleted{"default", "web-1"});
+  std::string claim = EmptyInitializedNode(f);
   Settings quick = f.state.settings;
   quick.batch_max = Nanos{2 * kSecond.value};
   f.Fold(ControllerStarted{"test", 7, quick});
