@@ -19,6 +19,7 @@
 #include "adapters/kube/client.h"
 #include "tests/aws/moto.h"
 #include "tests/kube/apiserver.h"
+#include "tests/support/eventually.h"
 
 namespace tenon::controller {
 namespace {
@@ -34,12 +35,7 @@ constexpr char kEvents[] = "/api/v1/namespaces/default/events";
 constexpr auto kPatience = std::chrono::seconds(30);
 
 bool Eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kPatience;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return done();
+  return testing::Eventually(done, kPatience);
 }
 
 // moto with a tagged subnet per zone, a tagged security group, the node role and an image; the

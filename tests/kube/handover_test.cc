@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tests/kube/apiserver.h"
+#include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 
 namespace tenon::kube::testing {
@@ -40,15 +41,7 @@ std::string Holder(Client& admin) {
   return lease.Json()["spec"].value("holderIdentity", "");
 }
 
-template <class Pred>
-bool Eventually(Pred pred, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return pred();
-}
+using ::tenon::testing::Eventually;
 
 class Tenon {
  public:
