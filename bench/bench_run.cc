@@ -325,7 +325,7 @@ int Run(const Args& args) {
   options.observer = &counter;
   auto runtime = std::make_unique<runtime::Runtime>(*log, timed, options);
   runtime->Recover();
-  runtime->Ingest(world->StartupEvents());
+  runtime->Ingest(world->StartupEvents(runtime->state()));
   std::printf("scenario: %" PRId64 " deployments x %" PRId64
               " pods, %zu catalog types, "
               "%zu scaling steps and %zu actions in the hour\n",

@@ -197,7 +197,7 @@ RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::
   const auto start = Clock::now();
   const CpuClock cpu_start = CpuClock::Now();
   runtime.Recover();
-  runtime.Ingest(world.StartupEvents());
+  runtime.Ingest(world.StartupEvents(runtime.state()));
   const Nanos end = scenario.start + scenario.duration;
   const Nanos ramp_done = scenario.start + Nanos{20 * kMinute.value};
   for (Nanos t = scenario.start + scenario.tick; t <= end; t += scenario.tick) {

@@ -625,6 +625,8 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   PutTexts(b.initSecurityGroups(c.security_groups.size()), c.security_groups);
   b.setNominatedUntilNs(c.nominated_until.value);
   Put(b.initDisruptionConditions(c.disruption_conditions.size()), c.disruption_conditions);
+  b.setLaunchFailures(c.launch_failures);
+  b.setRelaunchAtNs(c.relaunch_at.value);
 }
 NodeClaim Get(s::NodeClaim::Reader r) {
   NodeClaim c;
@@ -663,6 +665,8 @@ NodeClaim Get(s::NodeClaim::Reader r) {
   c.security_groups = GetTexts(r.getSecurityGroups());
   c.nominated_until = Nanos{r.getNominatedUntilNs()};
   c.disruption_conditions = GetInts(r.getDisruptionConditions());
+  c.launch_failures = r.getLaunchFailures();
+  c.relaunch_at = Nanos{r.getRelaunchAtNs()};
   return c;
 }
 
@@ -1415,6 +1419,7 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
   b.setBatchOpenedNs(state.batch.opened.value);
   b.setBatchLastPodNs(state.batch.last_pod.value);
   PutValues(b.initInflight(state.inflight.size()), state.inflight);
+  PutValues(b.initRelaunches(state.relaunches.size()), state.relaunches);
   b.setNextCommand(state.next_command.value);
   b.setNextDecision(state.next_decision.value);
   b.setNextNodeClaim(state.next_nodeclaim);
@@ -1523,6 +1528,12 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
     state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};
   }
   for (auto c : r.getInflight()) state.inflight[CommandId{c.getId()}] = Get(c);
+  for (auto c : r.getRelaunches()) {
+    Command command = Get(c);
+    const auto* launch = std::get_if<LaunchInstances>(&command.body);
+    if (launch == nullptr) throw CodecError("snapshot: a relaunch that is not a launch");
+    state.relaunches[launch->nodeclaim] = std::move(command);
+  }
   for (auto d : r.getDaemonSets()) {
     state.daemonsets[PodKey(S(d.getNamespace()), S(d.getName()))] = Get(d);
   }

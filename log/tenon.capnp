@@ -286,6 +286,8 @@ struct NodeClaim {
   securityGroups @30 :List(Text);
   nominatedUntilNs @31 :Int64;
   disruptionConditions @32 :List(KeyInt);
+  launchFailures @33 :Int32;
+  relaunchAtNs @34 :Int64;
 }
 
 struct Settings {
@@ -639,4 +641,5 @@ struct Snapshot {
   consolidatedGeneration @42 :UInt64;
   consolidatedAtNs @43 :Int64;
   consolidationRecheckAtNs @44 :Int64;
+  relaunches @45 :List(Command);
 }

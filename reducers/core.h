@@ -333,6 +333,8 @@ struct State {
 
   BatchWindow batch;
   std::map<CommandId, Command> inflight;  // Issued, no result yet.
+  // Per NodeClaim waiting to launch again (NodeClaim::relaunch_at), the launch it will send.
+  std::map<std::string, Command> relaunches;
 
   CommandId next_command{1};
   DecisionId next_decision{1};
@@ -450,6 +452,8 @@ inline constexpr const char* kAllocationOnDemand = "lowest-price";
 // How long a capacity error keeps an offering out of consideration.
 inline constexpr Nanos kUnavailableOfferingTtl{3 * kMinute.value};
 // NodeClaim lifecycle and termination, with Karpenter's timeouts.
+inline constexpr Nanos kRelaunchBackoffBase{kSecond.value};  // A failed launch, again.
+inline constexpr Nanos kRelaunchBackoffMax{kMinute.value};
 inline constexpr Nanos kLaunchTimeout{5 * kMinute.value};        // Pending without a launch.
 inline constexpr Nanos kRegistrationTtl{15 * kMinute.value};     // Launched, no Node yet.
 inline constexpr Nanos kLeakedInstanceAge{30 * kSecond.value};   // Untracked instance age.
@@ -465,8 +469,10 @@ inline constexpr Nanos kBudgetScheduleHorizonMax{7 * 24 * 60 * kMinute.value};
 inline constexpr Nanos kHandledMessagesKept{24 * 60 * kMinute.value};
 inline constexpr Nanos kFinishedNodeClaimsKept{60 * kMinute.value};
 
-// "02:14:09", the UTC time of day, and "$0.0981" from micro-dollars per hour.
+// "02:14:09", the UTC time of day, "90s" / "5m" / "2h" for a duration, and "$0.0981" from
+// micro-dollars per hour.
 std::string ClockText(Nanos at);
+std::string DurationText(Nanos d);
 std::string DollarsText(MicroUsdPerHour price);
 
 // A label selector (matchLabels and matchExpressions) matches a label set: whom a

@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "reducers/cron.h"
 #include "reducers/internal.h"
@@ -24,13 +26,6 @@ constexpr const char* kReasonEmpty = "Empty";
 
 std::string ClockUtc(Nanos at) {
   return ClockText(at) + " UTC";
-}
-
-std::string DurationText(Nanos d) {
-  std::int64_t s = d.value / kSecond.value;
-  if (s % 3600 == 0 && s >= 3600) return std::to_string(s / 3600) + "h";
-  if (s % 60 == 0 && s >= 60) return std::to_string(s / 60) + "m";
-  return std::to_string(s) + "s";
 }
 
 // A budget's `nodes`: a count, or a percent of `total` rounded up. Unreadable: 0 (fail safe).
@@ -151,6 +146,9 @@ struct Candidate {
   std::size_t record = 0;  // Its entry in Pass::candidates.
   std::string why;         // Drift and soft expiration: why it qualifies.
   const std::string* drifted = nullptr;  // Why the claim has drifted, or empty.
+  // Drift under a terminationGracePeriod: only these pods move; the blocked ones stay.
+  bool past_blocked_pods = false;
+  std::vector<const Pod*> moving;
 };
 
 // What drift compares each claim with, computed once per pass rather than once per claim: each
@@ -303,38 +301,60 @@ bool Protected(const State& state, const Pod& pod, std::string* until, Nanos* ru
   return true;
 }
 
-// Why the candidate may not be disrupted gracefully now, or empty: do-not-disrupt on its node
-// or a pod, or a PodDisruptionBudget that would refuse an eviction. `runs_out`: set when the
-// blocker goes away by itself at a known time.
-std::string GracefulBlocker(const State& state, const Candidate& c, Nanos* runs_out) {
-  if (c.node->do_not_disrupt) return "node " + c.node->name + " has karpenter.sh/do-not-disrupt";
-  const std::vector<const Pod*>& pods = c.bound->reschedulable;
-  if (c.bound->do_not_disrupt > 0) {
-    for (const Pod* pod : pods) {
-      std::string until;
-      if (Protected(state, *pod, &until, runs_out)) {
-        return "pod " + PodKey(pod->ns, pod->name) + " has karpenter.sh/do-not-disrupt" + until;
-      }
-    }
-  }
+// Why the pod may not be evicted now, or empty: do-not-disrupt (`runs_out`: set when that
+// goes away by itself at a known time), or PodDisruptionBudgets that would refuse it.
+std::string ProtectedText(const State& state, const Candidate& c, const Pod& pod, Nanos* runs_out) {
+  std::string until;
+  if (c.bound->do_not_disrupt == 0 || !Protected(state, pod, &until, runs_out)) return {};
+  return "pod " + PodKey(pod.ns, pod.name) + " has karpenter.sh/do-not-disrupt" + until;
+}
+std::string PdbRefusal(const State& state, const Pod& pod) {
   if (state.pdbs.empty()) return {};
-  for (const Pod* pod : pods) {
-    std::vector<const PodDisruptionBudget*> matching;
-    for (const auto& [key, pdb] : state.pdbs) {
-      if (pdb.ns == pod->ns && SelectorMatches(pdb.selector, *pod->labels))
-        matching.push_back(&pdb);
-    }
-    if (matching.empty()) continue;
-    std::string name = PodKey(pod->ns, pod->name);
-    if (matching.size() > 1) {
-      return "pod " + name + " is matched by several PodDisruptionBudgets (" + matching[0]->name +
-             ", " + matching[1]->name + "); the Eviction API refuses it";
-    }
-    if (matching.size() == 1 && matching[0]->disruptions_allowed <= 0) {
-      return "pod " + name + ": PDB " + matching[0]->name + " allows 0 disruptions";
-    }
+  std::vector<const PodDisruptionBudget*> matching;
+  for (const auto& [key, pdb] : state.pdbs) {
+    if (pdb.ns == pod.ns && SelectorMatches(pdb.selector, *pod.labels)) matching.push_back(&pdb);
+  }
+  if (matching.empty()) return {};
+  std::string name = PodKey(pod.ns, pod.name);
+  if (matching.size() > 1) {
+    return "pod " + name + " is matched by several PodDisruptionBudgets (" + matching[0]->name +
+           ", " + matching[1]->name + "); the Eviction API refuses it";
+  }
+  if (matching[0]->disruptions_allowed <= 0) {
+    return "pod " + name + ": PDB " + matching[0]->name + " allows 0 disruptions";
   }
   return {};
+}
+
+// Why the candidate may not be disrupted gracefully now, or empty: do-not-disrupt on its node
+// or a pod, or a PodDisruptionBudget that would refuse an eviction. `runs_out`: set when the
+// blocker goes away by itself at a known time. With `pods` false only the node's own
+// do-not-disrupt counts: drift under a terminationGracePeriod (Karpenter's eventual
+// disruption) goes ahead past blocked pods, which the drain deletes by the deadline.
+std::string GracefulBlocker(const State& state, const Candidate& c, Nanos* runs_out,
+                            bool pods = true) {
+  if (c.node->do_not_disrupt) return "node " + c.node->name + " has karpenter.sh/do-not-disrupt";
+  if (!pods) return {};
+  for (const Pod* pod : c.bound->reschedulable) {
+    if (std::string why = ProtectedText(state, c, *pod, runs_out); !why.empty()) return why;
+  }
+  for (const Pod* pod : c.bound->reschedulable) {
+    if (std::string why = PdbRefusal(state, *pod); !why.empty()) return why;
+  }
+  return {};
+}
+
+// Drift past blocked pods: the pods that can be evicted now, the ones its simulation moves
+// (Karpenter's currently reschedulable pods); the rest wait on the node for the deadline.
+std::vector<const Pod*> EvictableNow(const State& state, const Candidate& c) {
+  std::vector<const Pod*> out;
+  for (const Pod* pod : c.bound->reschedulable_in_placement_order) {
+    Nanos ignored{0};
+    if (ProtectedText(state, c, *pod, &ignored).empty() && PdbRefusal(state, *pod).empty()) {
+      out.push_back(pod);
+    }
+  }
+  return out;
 }
 
 // Karpenter's disruption cost: the pods' eviction costs, scaled by the share of the claim's
@@ -428,13 +448,69 @@ bool Uninitialized(const State& state, const std::string& target) {
   return uninitialized;
 }
 
+// The replacement's instance types, cheapest offering first.
+std::vector<std::string> TypesByPrice(const PlannedClaim& replacement) {
+  std::map<std::string, MicroUsdPerHour> cheapest;
+  for (const auto& o : replacement.offerings) {
+    auto [it, fresh] = cheapest.try_emplace(o.instance_type, o.price);
+    if (!fresh) it->second = std::min(it->second, o.price);
+  }
+  std::vector<std::pair<MicroUsdPerHour, std::string>> order;
+  for (const auto& [type, price] : cheapest) order.emplace_back(price, type);
+  std::sort(order.begin(), order.end());
+  std::vector<std::string> types;
+  for (auto& [price, type] : order) types.push_back(std::move(type));
+  return types;
+}
+
+// How many of `types` (cheapest first) the replacement needs for its requirements' minValues,
+// counted as Karpenter's SatisfiesMinValues counts them (every value the types have); none
+// when all of them are not enough.
+std::optional<std::size_t> MinValuesNeed(const State& state, const PlannedClaim& replacement,
+                                         const std::vector<std::string>& types) {
+  std::vector<const Requirement*> mins;
+  for (const auto& r : replacement.requirements) {
+    if (r.min_values > 0) mins.push_back(&r);
+  }
+  if (mins.empty()) return 0;
+  std::map<std::string, std::set<std::string>> seen;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    auto entry = state.catalog->find(types[i]);
+    for (const Requirement* r : mins) {
+      std::set<std::string>& values = seen[r->key];
+      if (r->key == label::kInstanceType) {
+        values.insert(types[i]);
+      } else if (r->key == label::kZone || r->key == label::kCapacityType) {
+        for (const auto& o : replacement.offerings) {
+          if (o.instance_type == types[i]) {
+            values.insert(r->key == label::kZone ? o.zone : o.capacity_type);
+          }
+        }
+      } else if (entry != state.catalog->end()) {
+        if (auto v = entry->second.labels.find(r->key); v != entry->second.labels.end()) {
+          values.insert(v->second);
+        }
+      }
+    }
+    if (std::all_of(mins.begin(), mins.end(), [&](const Requirement* r) {
+          return static_cast<std::int32_t>(seen[r->key].size()) >= r->min_values;
+        })) {
+      return i + 1;
+    }
+  }
+  return std::nullopt;
+}
+
 Plan Consult(const State& state, Simulation& sim, const std::string& method,
              const std::vector<const Candidate*>& group) {
   std::vector<Simulation::Removal> removals;
   MicroUsdPerHour total{0};
   bool all_spot = true;
   for (const Candidate* c : group) {
-    removals.push_back({c->claim, c->node, c->bound->reschedulable_in_placement_order, true});
+    removals.push_back({c->claim, c->node,
+                        c->past_blocked_pods ? std::span<const Pod* const>(c->moving)
+                                             : c->bound->reschedulable_in_placement_order,
+                        true});
     total += c->claim->price;
     all_spot = all_spot && c->claim->capacity_type == kCapacitySpot;
   }
@@ -494,7 +570,15 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
   std::int64_t margin = std::max<std::int64_t>(
       s.consolidation_min_savings.value, total.value * s.consolidation_min_savings_percent / 100);
   MicroUsdPerHour ceiling{total.value - std::max<std::int64_t>(margin, 1)};
-  std::erase_if(replacement.offerings, [&](const OfferingChoice& o) { return o.price > ceiling; });
+  // Karpenter's price filter: an instance type stays only if its dearest offering the launch
+  // could take is cheaper than the nodes, so no choice EC2 makes costs more than them.
+  std::map<std::string, MicroUsdPerHour> worst;
+  for (const auto& o : replacement.offerings) {
+    auto [it, fresh] = worst.try_emplace(o.instance_type, o.price);
+    if (!fresh) it->second = std::max(it->second, o.price);
+  }
+  std::erase_if(replacement.offerings,
+                [&](const OfferingChoice& o) { return worst.at(o.instance_type) > ceiling; });
   if (replacement.offerings.empty()) {
     plan.blocker = "no cheaper replacement: cheapest fit " + cheapest.instance_type + " costs " +
                    PriceText(cheapest.price) + ", the node" +
@@ -502,32 +586,57 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
                    (margin > 0 ? " and savings under the minimum do not count" : "");
     return plan;
   }
-  if (spot_to_spot && group.size() == 1) {
-    std::vector<std::string> types;
-    for (const auto& o : replacement.offerings) {
-      if (std::find(types.begin(), types.end(), o.instance_type) == types.end()) {
-        types.push_back(o.instance_type);
-      }
+  std::vector<std::string> types = TypesByPrice(replacement);
+  std::optional<std::size_t> need = MinValuesNeed(state, replacement, types);
+  if (!need) {
+    plan.blocker = "no cheaper replacement that meets the NodePool's minValues (" +
+                   std::to_string(types.size()) + " cheaper instance types)";
+    return plan;
+  }
+  // Karpenter's filterOutSameInstanceType: nodes replaced together by one of a type among
+  // them must save more than keeping the cheapest of that type (deleting the others moves
+  // fewer pods).
+  if (group.size() > 1) {
+    std::optional<MicroUsdPerHour> kept;
+    for (const Candidate* c : group) {
+      if (std::find(types.begin(), types.end(), c->claim->instance_type) == types.end()) continue;
+      if (!kept || c->claim->price < *kept) kept = c->claim->price;
     }
+    if (kept) {
+      std::map<std::string, MicroUsdPerHour> cheapest_of;
+      for (const auto& o : replacement.offerings) cheapest_of.try_emplace(o.instance_type, o.price);
+      std::erase_if(replacement.offerings, [&](const OfferingChoice& o) {
+        return cheapest_of.at(o.instance_type) >= *kept;
+      });
+      if (replacement.offerings.empty()) {
+        plan.blocker = "the replacement would be of a type being removed, for no less than " +
+                       PriceText(*kept) + " (keeping that node costs no more)";
+        return plan;
+      }
+      types = TypesByPrice(replacement);
+    }
+  }
+  if (spot_to_spot && group.size() == 1) {
     if (types.size() < kSpotToSpotTypesMin) {
       plan.blocker = "spot-to-spot replacement needs " + std::to_string(kSpotToSpotTypesMin) +
                      " cheaper instance types, " + std::to_string(types.size()) + " found";
       return plan;
     }
-    types.resize(kSpotToSpotTypesMin);
+    // The 15 cheapest, or as many as minValues needs.
+    types.resize(std::max<std::size_t>(kSpotToSpotTypesMin, *need));
     std::erase_if(replacement.offerings, [&](const OfferingChoice& o) {
       return std::find(types.begin(), types.end(), o.instance_type) == types.end();
     });
   }
   MicroUsdPerHour dearest = replacement.offerings.front().price;
   for (const auto& o : replacement.offerings) dearest = std::max(dearest, o.price);
-  std::set<std::string> types;
-  for (const auto& o : replacement.offerings) types.insert(o.instance_type);
+  std::set<std::string> kept_types;
+  for (const auto& o : replacement.offerings) kept_types.insert(o.instance_type);
   plan.text = "replace with one " + replacement.capacity_type + " node (" +
               replacement.offerings.front().instance_type + " from " +
-              PriceText(replacement.offerings.front().price) + ", " + std::to_string(types.size()) +
-              " types), saving at least " + PriceText(total - dearest) +
-              "; its pods move: " + MovesText(result);
+              PriceText(replacement.offerings.front().price) + ", " +
+              std::to_string(kept_types.size()) + " types), saving at least " +
+              PriceText(total - dearest) + "; its pods move: " + MovesText(result);
   plan.replacements.push_back(std::move(replacement));
   return plan;
 }
@@ -601,7 +710,11 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
       blocker = "nominated for pending pods until " + ClockUtc(claim.nominated_until);
       runs_out = claim.nominated_until;
     }
-    if (blocker.empty()) blocker = GracefulBlocker(state, c, &runs_out);
+    // Karpenter's eventual disruption: drift of a claim whose pool sets a
+    // terminationGracePeriod is not held back by its pods.
+    c.past_blocked_pods = kind == Method::kDrift && c.pool->termination_grace_period.value >= 0;
+    if (blocker.empty()) blocker = GracefulBlocker(state, c, &runs_out, !c.past_blocked_pods);
+    if (blocker.empty() && c.past_blocked_pods) c.moving = EvictableNow(state, c);
     KeepEarlier(pass.runs_out, runs_out);
     if (!blocker.empty() && !c.why.empty()) blocker = c.why + ", but " + blocker;
     c.cost = DisruptionCost(state, c);
@@ -726,31 +839,65 @@ void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidat
   if (best > 0) pass.plans.push_back(std::move(chosen));
 }
 
-// Single-node: candidates simulated on their own in disruption-cost order (no timeout: it is
-// fast enough); as in Karpenter, the first that can go is selected and the rest wait for the
-// next pass unsimulated.
-void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
-                        Pass& pass, Lookups& looked) {
-  Budgets budgets(state, kReasonUnderutilized, pass, looked);
+// One node per command, as Karpenter's single-node consolidation and drift: candidates in
+// order, simulated on their own; the first within its pool's budget that can go is selected
+// and the rest wait for the next pass unsimulated. Each outcome starts with why the claim
+// qualifies, when the method says (drift, expiration).
+void SelectFirst(const State& state, Simulation& sim, const std::string& method,
+                 const std::vector<Candidate>& cands, Pass& pass, Budgets& budgets) {
   for (const Candidate& c : cands) {
     auto& outcome = pass.candidates[c.record].outcome;
     if (budgets.Left(c.claim->nodepool) <= 0) {
       outcome = budgets.Over(c.claim->nodepool);
       continue;
     }
+    const std::string why = c.why.empty() ? "" : c.why + "; ";
     if (!pass.selected.empty()) {
-      outcome = "not simulated: a cheaper-to-disrupt node was selected (one node per pass)";
+      outcome = why + "not simulated: another node was selected (one node per command)";
       continue;
     }
-    Plan plan = Consult(state, sim, kSingleNode, {&c});
+    Plan plan = Consult(state, sim, method, {&c});
     if (!plan.blocker.empty()) {
-      outcome = plan.blocker;
-    } else {
-      outcome = "selected: " + plan.text;
-      pass.selected.push_back(c.claim->name);
-      pass.plans.push_back(std::move(plan));
+      outcome = (c.why.empty() ? "" : c.why + ", but ") + plan.blocker;
+      continue;
     }
+    outcome = "selected: " + why + plan.text;
+    pass.selected.push_back(c.claim->name);
+    pass.plans.push_back(std::move(plan));
   }
+}
+
+// Single-node: candidates in disruption-cost order (no timeout: it is fast enough).
+void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
+                        Pass& pass, Lookups& looked) {
+  Budgets budgets(state, kReasonUnderutilized, pass, looked);
+  SelectFirst(state, sim, kSingleNode, cands, pass, budgets);
+}
+
+// When the claim became a candidate of the eventual method: drifted since (the Drifted
+// condition's transition), or created (expiration).
+std::int64_t EventualSince(const Candidate& c, const std::string& method) {
+  if (method == kSoftExpiration) return c.claim->created.value;
+  auto drifted = c.claim->disruption_conditions.find("Drifted");
+  if (drifted == c.claim->disruption_conditions.end() || drifted->second == 0) {
+    return std::numeric_limits<std::int64_t>::max();  // Drifted this pass: not published yet.
+  }
+  return drifted->second;
+}
+
+// Drift (and soft expiration), as Karpenter's drift: one candidate per command, the empty
+// ones first, then the longest drifted; the first within its pool's budget whose pods all
+// fit somewhere (on the rest of the cluster or on replacements) is selected, and the rest
+// wait for the next pass. So no command moves pods onto a node another command removes.
+void EvaluateEventual(const State& state, Simulation& sim, const std::string& method,
+                      std::vector<Candidate>& cands, Pass& pass, Lookups& looked) {
+  std::stable_sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
+    const bool a_empty = a.bound->reschedulable.empty(), b_empty = b.bound->reschedulable.empty();
+    if (a_empty != b_empty) return a_empty;
+    return EventualSince(a, method) < EventualSince(b, method);
+  });
+  Budgets budgets(state, BudgetReason(method), pass, looked);
+  SelectFirst(state, sim, method, cands, pass, budgets);
 }
 
 // Candidates for `method`, what blocks each, and which the budgets let go now. `only`
@@ -786,6 +933,10 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lo
     if (method == kSingleNode) EvaluateSingleNode(state, sim, cands, pass, looked);
     return pass;
   }
+  if (method == kDrift || method == kSoftExpiration) {
+    EvaluateEventual(state, sim, method, cands, pass, looked);
+    return pass;
+  }
   Budgets budgets(state, BudgetReason(method), pass, looked);
   for (const Candidate& c : cands) {
     auto& outcome = pass.candidates[c.record].outcome;
@@ -796,14 +947,6 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lo
     }
     Plan plan;
     plan.removed = c.claim->price;
-    if (method == kDrift || method == kSoftExpiration) {
-      plan = Consult(state, sim, method, {&c});
-      if (!plan.blocker.empty()) {
-        outcome = c.why + ", but " + plan.blocker;
-        continue;
-      }
-      outcome = "selected: " + c.why + "; " + plan.text;
-    }
     --left;
     pass.selected.push_back(c.claim->name);
     pass.plans.push_back(std::move(plan));
@@ -1037,7 +1180,7 @@ void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out)
     // Most claims, most passes: both conditions already published as they are now.
     if (const auto& held = claim.disruption_conditions; held.size() == 2) {
       const auto& [first, second] = std::tie(*held.begin(), *std::next(held.begin()));
-      if (first.second == (consolidatable ? 1 : 0) && second.second == (drift.empty() ? 0 : 1) &&
+      if ((first.second != 0) == consolidatable && (second.second != 0) == !drift.empty() &&
           first.first == "Consolidatable" && second.first == "Drifted") {
         continue;
       }
@@ -1045,9 +1188,10 @@ void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out)
     const std::pair<const char*, bool> conditions[] = {{"Consolidatable", consolidatable},
                                                        {"Drifted", !drift.empty()}};
     for (const auto& [type, value] : conditions) {
-      auto [it, fresh] = claim.disruption_conditions.try_emplace(type, value ? 1 : 0);
-      if (!fresh && it->second == (value ? 1 : 0)) continue;
-      it->second = value ? 1 : 0;
+      const std::int64_t since = value ? std::max<std::int64_t>(state.now.value, 1) : 0;
+      auto [it, fresh] = claim.disruption_conditions.try_emplace(type, since);
+      if (!fresh && (it->second != 0) == value) continue;
+      it->second = since;
       // The message is written only when the condition changes.
       std::string message = type == std::string_view("Drifted")
                                 ? (value ? drift : "NotDrifted")

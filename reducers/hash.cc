@@ -239,6 +239,8 @@ void H(Hasher& h, const NodeClaim& c) {
   All(h, c.deleting, c.deleting_since, c.deleting_reason, c.instance_gone, c.evictions_refused,
       c.evict_after, c.last_pod_change, c.nodepool_hash, c.nodeclass_hash);
   All(h, c.image_id, c.subnet_id, c.security_groups, c.nominated_until, c.disruption_conditions);
+  // Fed only when set, so a snapshot written before launches were retried hashes as it did.
+  if (c.launch_failures != 0 || c.relaunch_at.value != 0) All(h, c.launch_failures, c.relaunch_at);
 }
 void H(Hasher& h, const BatchWindow& b) {
   All(h, b.open, b.opened, b.last_pod);
@@ -314,6 +316,7 @@ std::uint64_t StateHash(const State& s) {
   All(h, s.nodepools, s.nodeclasses, *s.catalog, s.pods, s.nodes, s.nodeclaims,
       s.unavailable_offerings);
   All(h, s.batch, s.inflight, s.next_command, s.next_decision, s.next_nodeclaim, s.rejected_inputs);
+  if (!s.relaunches.empty()) All(h, s.relaunches);  // As launch_failures (NodeClaim's).
   All(h, s.daemonsets, s.pvcs, s.pvs, s.storage_classes, s.csi_nodes);
   All(h, s.nodepool_status, s.last_instance_listing, s.registration_healthy);
   All(h, s.last_disruption_pass, s.pending_method, s.pending_nodeclaims, s.pending_since,

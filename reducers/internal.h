@@ -130,7 +130,11 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
 
 // Lifecycle: results of launches and the nodes that register for them.
 void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& out);
-void OnFleetFailed(State& state, Seq seq, const FleetFailed& event, Output& out);
+// `launch`: the launch that failed (taken from the in-flight commands before it completes).
+void OnFleetFailed(State& state, Seq seq, const FleetFailed& event,
+                   const std::optional<LaunchInstances>& launch, Output& out);
+// Sends again the launch of a claim whose retry is due (NodeClaim::relaunch_at).
+void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out);
 void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& out);
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out);
 void OnNodeDeleted(State& state, const std::string& name);
@@ -179,6 +183,8 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
 void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out);
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);
 void NotePodMoved(State& state, const std::string& node_name);
+// The pod is gone (deleted, or an eviction or deletion of it answered NotFound).
+void ForgetPod(State& state, const std::string& ns, const std::string& name);
 
 // Every change to which claims State::nodeclaims holds, or to a claim's node_name, goes
 // through these, so that State::claims_by_node stays in step (lifecycle.cc).

@@ -165,11 +165,11 @@ std::string MinValuesShortfall(const PoolTemplate& t, const TypeMask& mask,
                                const Requirements& reqs) {
   for (const auto& [key, set] : reqs.sets()) {
     if (set.min_values <= 0) continue;
+    // As Karpenter counts: every value of the key the remaining types have (each type's
+    // zones and capacity types offered, say), not only those the requirement allows.
     std::set<std::string> values;
     mask.ForEach([&](std::size_t i) {
-      for (const auto& v : ValuesOf(t, t.types[i], key)) {
-        if (set.Has(v)) values.insert(v);
-      }
+      for (const auto& v : ValuesOf(t, t.types[i], key)) values.insert(v);
     });
     if (static_cast<std::int32_t>(values.size()) < set.min_values) {
       return "minValues " + std::to_string(set.min_values) + " for " + key + " not met (" +
@@ -189,10 +189,20 @@ PlannedClaim ChooseLaunch(const PoolTemplate& t, const Bin& bin) {
   std::string capacity = Offers(t, rows, kCapacityReserved, allowed) ? kCapacityReserved
                          : Offers(t, rows, kCapacitySpot, allowed)   ? kCapacitySpot
                                                                      : kCapacityOnDemand;
-  // Spot dearer than the cheapest on-demand offering is never worth launching.
+  // Spot dearer than the cheapest on-demand offering is never worth launching; unless the
+  // claim has minValues to meet, which the dearer types may be needed for.
+  const bool min_values =
+      std::any_of(bin.requirements.sets().begin(), bin.requirements.sets().end(),
+                  [](const auto& kv) { return kv.second.min_values > 0; });
   std::optional<MicroUsdPerHour> ceiling;
-  if (capacity == kCapacitySpot) ceiling = CheapestOnDemand(t, rows, allowed);
+  if (capacity == kCapacitySpot && !min_values) ceiling = CheapestOnDemand(t, rows, allowed);
   std::vector<Candidate> candidates = Collect(t, bin, rows, capacity, allowed, ceiling);
+  // Every spot offering it may take dearer than on-demand: on-demand, as Karpenter's
+  // filtering of unwanted spot leaves the launch to the on-demand offerings then.
+  if (candidates.empty() && capacity == kCapacitySpot && ceiling) {
+    capacity = kCapacityOnDemand;
+    candidates = Collect(t, bin, rows, capacity, allowed, std::nullopt);
+  }
   std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
     if (a.cheapest != b.cheapest) return a.cheapest < b.cheapest;
     return t.types[a.row].entry->type.name < t.types[b.row].entry->type.name;

@@ -61,6 +61,26 @@ void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reaso
   BeginDeletion(state, seq, claim, "launch failed: " + reason, true, out);
 }
 
+// A launch that failed for a reason other than capacity (the EC2NodeClass not resolved, a
+// throttled or failed call): the claim stays, Launched=False, and the same launch is sent
+// again after 1 s, doubling to 1 min, as Karpenter's lifecycle controller requeues it. The
+// launch timeout still deletes a claim that never launches.
+void RetryLaunch(State& state, Seq seq, NodeClaim& claim, const LaunchInstances& launch,
+                 const std::string& reason, Output& out) {
+  ++claim.launch_failures;
+  Nanos delay = kRelaunchBackoffBase;
+  for (std::int32_t i = 1; i < claim.launch_failures && delay < kRelaunchBackoffMax; ++i) {
+    delay = Nanos{delay.value * 2};
+  }
+  delay = std::min(delay, kRelaunchBackoffMax);
+  claim.relaunch_at = state.now + delay;
+  state.relaunches[claim.name] = Command{CommandId{0}, seq, launch};
+  RecordTransition(state, seq, claim, "LaunchFailed",
+                   (reason.empty() ? std::string("launch failed") : reason) +
+                       "; launching again in " + DurationText(delay),
+                   out);
+}
+
 std::string ErrorsText(const std::vector<FleetError>& errors) {
   std::string out;
   for (const auto& e : errors) {
@@ -118,6 +138,16 @@ PatchNode SyncPatch(const State& state, const NodeClaim& claim, const Node& node
       if (std::find(node.taints.begin(), node.taints.end(), t) == node.taints.end()) {
         patch.add_taints.push_back(t);
       }
+    }
+  }
+  // At registration the Node gets the NodeClaim's labels of the user's own (its single-valued
+  // requirements: the template's labels and the custom labels resolved at launch), as
+  // Karpenter's registration copies the NodeClaim's labels; well-known ones the kubelet sets.
+  if (registering) {
+    for (const auto& r : *claim.requirements) {
+      if (r.op != RequirementOp::kIn || r.values.size() != 1) continue;
+      if (IsWellKnownLabel(r.key) || !RestrictedLabel(r.key).empty()) continue;
+      if (!HasLabel(node, r.key, r.values.front())) patch.add_labels[r.key] = r.values.front();
     }
   }
   if (!HasLabel(node, label::kRegistered, "true")) patch.add_labels[label::kRegistered] = "true";
@@ -185,12 +215,23 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
   RecordTransition(state, seq, *claim, "Launched", reason, out);
 }
 
-void OnFleetFailed(State& state, Seq seq, const FleetFailed& event, Output& out) {
+void OnFleetFailed(State& state, Seq seq, const FleetFailed& event,
+                   const std::optional<LaunchInstances>& launch, Output& out) {
   MarkUnavailable(state, event.errors);
   NodeClaim* claim = ClaimByName(state, event.nodeclaim);
-  if (claim != nullptr && claim->phase == ClaimPhase::kPending) {
-    FailClaim(state, seq, *claim, ErrorsText(event.errors), out);
+  if (claim == nullptr || claim->phase != ClaimPhase::kPending || claim->deleting) return;
+  // Karpenter's AWS provider: a launch whose every error is unfulfillable capacity (none at
+  // all counts so too) is out of capacity, and the claim is deleted so that its pods are
+  // planned anew without those offerings. Any other failure is retried.
+  const bool out_of_capacity =
+      std::all_of(event.errors.begin(), event.errors.end(),
+                  [](const FleetError& e) { return e.code == ErrorCode::kInsufficientCapacity; });
+  std::string text = ErrorsText(event.errors);
+  if (out_of_capacity || !launch) {
+    FailClaim(state, seq, *claim, text.empty() ? "CreateFleet launched nothing" : text, out);
+    return;
   }
+  RetryLaunch(state, seq, *claim, *launch, text, out);
 }
 
 void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& out) {
@@ -199,9 +240,28 @@ void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& 
   const auto* launch = std::get_if<LaunchInstances>(&it->second.body);
   if (launch == nullptr) return;
   NodeClaim* claim = ClaimByName(state, launch->nodeclaim);
-  if (claim != nullptr && claim->phase == ClaimPhase::kPending) {
-    FailClaim(state, seq, *claim, event.message, out);
+  if (claim != nullptr && claim->phase == ClaimPhase::kPending && !claim->deleting) {
+    RetryLaunch(state, seq, *claim, *launch, event.message, out);
   }
+}
+
+void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out) {
+  claim.relaunch_at = Nanos{0};
+  auto it = state.relaunches.find(claim.name);
+  if (it == state.relaunches.end()) return;
+  LaunchInstances launch = std::get<LaunchInstances>(std::move(it->second.body));
+  state.relaunches.erase(it);
+  // Offerings found out of capacity since are not asked for again.
+  std::erase_if(launch.overrides, [&](const LaunchOverride& o) {
+    auto dry =
+        state.unavailable_offerings.find(OfferingKey(o.instance_type, o.zone, o.capacity_type));
+    return dry != state.unavailable_offerings.end() && dry->second > state.now;
+  });
+  if (launch.overrides.empty()) {
+    FailClaim(state, seq, claim, "every offering it could launch is out of capacity", out);
+    return;
+  }
+  Issue(state, seq, std::move(launch), out);
 }
 
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {

@@ -550,8 +550,14 @@ struct NodeClaim {
   std::vector<std::string> security_groups;
   // Provisioning placed pending pods on it: disruption leaves it alone until then.
   Nanos nominated_until{0};
-  // The disruption conditions (Consolidatable, Drifted) as last published: 1 true, 0 false.
+  // The disruption conditions (Consolidatable, Drifted) as last published: 0 false, else true
+  // since that time (nanoseconds; drift takes the longest drifted first).
   std::map<std::string, std::int64_t> disruption_conditions;
+  // A launch that failed for a reason other than capacity is sent again after a backoff, as
+  // Karpenter's lifecycle controller requeues it: how many failed, and when the next is due
+  // (0: none waiting; the launch to send is State::relaunches').
+  std::int32_t launch_failures = 0;
+  Nanos relaunch_at{0};
   friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
 };
 

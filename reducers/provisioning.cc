@@ -48,13 +48,32 @@ Labels LaunchTags(const State& state, const NodeClaim& claim) {
 
 }  // namespace
 
+namespace {
+
+// As Karpenter resolves a NodeClaim's custom labels: a requirement on a label of the user's
+// own (not well known, not restricted) that still allows several values once the pods have
+// narrowed it is settled on one (the first), so the claim and its Node carry `key=value` and
+// pods that need another value go elsewhere. Every single-valued requirement is a label of the
+// claim (NodeClaimObject, ClaimLabels, SyncPatch). A custom Exists that no pod narrowed gets no
+// label (Karpenter invents a random number for it).
+std::vector<Requirement> ResolveCustomLabels(std::vector<Requirement> requirements) {
+  for (Requirement& r : requirements) {
+    if (r.op != RequirementOp::kIn || r.values.size() <= 1) continue;
+    if (IsWellKnownLabel(r.key) || !RestrictedLabel(r.key).empty()) continue;
+    r.values.resize(1);
+  }
+  return requirements;
+}
+
+}  // namespace
+
 ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& out) {
   assert(!plan.offerings.empty());
   NodeClaim claim;
   claim.name = NextClaimName(state, plan.nodepool);
   claim.nodepool = plan.nodepool;
   claim.nodeclass = plan.nodeclass;
-  claim.requirements = plan.requirements;
+  claim.requirements = ResolveCustomLabels(plan.requirements);
   claim.requests = plan.requests;
   std::vector<std::string>& types = claim.instance_types.Mutable();
   for (const auto& o : plan.offerings) {

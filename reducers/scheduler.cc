@@ -73,6 +73,8 @@ std::string Quantity(const Resources& r) {
 
 constexpr std::uint64_t kRefusedForever = std::numeric_limits<std::uint64_t>::max();
 
+void DropUnlaunchable(ScheduleResult& result);
+
 class Pass {
  public:
   Pass(const State& state, const std::set<std::string>& excluded)
@@ -889,7 +891,39 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
     }
     result.pods.push_back(std::move(outcome));
   }
+  DropUnlaunchable(result);
   return result;
+}
+
+// A NodeClaim with no offering to launch is never created: its pods stay pending, with why.
+// Planning keeps only types with an offering the claim allows, so this guards what the launch
+// choice filters after it (spot dearer than on-demand, the cut for minValues).
+void DropUnlaunchable(ScheduleResult& result) {
+  constexpr std::size_t kDropped = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> renumbered(result.claims.size(), kDropped);
+  std::vector<PlannedClaim> kept;
+  for (std::size_t i = 0; i < result.claims.size(); ++i) {
+    if (result.claims[i].offerings.empty()) continue;
+    renumbered[i] = kept.size();
+    kept.push_back(std::move(result.claims[i]));
+  }
+  if (kept.size() == result.claims.size()) {
+    result.claims = std::move(kept);
+    return;
+  }
+  for (PodOutcome& outcome : result.pods) {
+    if (outcome.target.empty() || outcome.target[0] != '#') continue;
+    const std::size_t i = std::stoul(outcome.target.substr(1));
+    if (renumbered[i] != kDropped) {
+      outcome.target = "#" + std::to_string(renumbered[i]);
+      continue;
+    }
+    outcome.target.clear();
+    outcome.reason = "NodePool " + result.claims[i].nodepool +
+                     ": no offering of the instance types it fits is available in the zones "
+                     "and capacity types it allows";
+  }
+  result.claims = std::move(kept);
 }
 
 PlannedClaim Pass::Launch(const Bin& bin) {

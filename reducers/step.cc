@@ -125,6 +125,17 @@ void OnPodUpserted(State& state, const Pod& pod) {
   if (IsProvisionable(pod)) NotePodForBatch(state, pod);
 }
 
+}  // namespace
+
+void core::ForgetPod(State& state, const std::string& ns, const std::string& name) {
+  if (auto it = state.pods.find(PodKey(ns, name)); it != state.pods.end()) {
+    NotePodMoved(state, it->second.node_name);
+    state.pods.Erase(it);
+  }
+}
+
+namespace {
+
 void OnInputRejected(State& state) {
   state.rejected_inputs++;
 }
@@ -174,12 +185,7 @@ Output Step(State& state, Seq seq, const Event& event) {
           },
           [&](const NodeClassDeleted& e) { state.nodeclasses.erase(e.name); },
           [&](const PodUpserted& e) { OnPodUpserted(state, e.pod); },
-          [&](const PodDeleted& e) {
-            if (auto it = state.pods.find(PodKey(e.ns, e.name)); it != state.pods.end()) {
-              NotePodMoved(state, it->second.node_name);
-              state.pods.Erase(it);
-            }
-          },
+          [&](const PodDeleted& e) { ForgetPod(state, e.ns, e.name); },
           [&](const NodeUpserted& e) { OnNodeUpserted(state, seq, e.node, out); },
           // Pods planned onto the node are planned for again.
           [&](const NodeDeleted& e) {
@@ -191,8 +197,12 @@ Output Step(State& state, Seq seq, const Event& event) {
             OnFleetLaunched(state, seq, e, out);
           },
           [&](const FleetFailed& e) {
+            std::optional<LaunchInstances> launch;
+            if (auto it = state.inflight.find(e.command); it != state.inflight.end()) {
+              if (const auto* l = std::get_if<LaunchInstances>(&it->second.body)) launch = *l;
+            }
             Complete(state, e.command);
-            OnFleetFailed(state, seq, e, out);
+            OnFleetFailed(state, seq, e, launch, out);
           },
           [&](const CommandSucceeded& e) {
             const std::size_t claims = state.nodeclaims.size();

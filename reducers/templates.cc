@@ -208,11 +208,9 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
     }
     t.labels = pool.labels;
     t.labels[label::kNodePool] = pool.name;
+    // No defaults, as in Karpenter v1: a key the pool leaves out allows every value offered
+    // (a pool without a capacity-type requirement launches spot when spot is offered).
     t.requirements.Add(pool.requirements);
-    // Karpenter's AWS provider launches on-demand unless the NodePool asks for something else.
-    if (!t.requirements.Has(label::kCapacityType)) {
-      t.requirements.Add(label::kCapacityType, ValueSet::Exactly(kCapacityOnDemand));
-    }
     for (const auto& [key, value] : t.labels) t.requirements.Add(key, ValueSet::Exactly(value));
     out.push_back(std::move(t));
   }

@@ -266,6 +266,8 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
   claim.deleting = true;
   claim.deleting_since = state.now;
   claim.deleting_reason = reason;
+  claim.relaunch_at = Nanos{0};
+  state.relaunches.erase(claim.name);
   Record(state, seq, claim, "Deleting", reason, out);
   if (requested_by_tenon) Issue(state, seq, DeleteNodeClaim{claim.name}, out);
   // Its pods are back in the market: the next batch plans for them.
@@ -303,6 +305,9 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
     if (!claim.deleting && state.watches_synced) {
       if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
         BeginDeletion(state, seq, claim, "not launched within 5m", true, out);
+      } else if (claim.phase == ClaimPhase::kPending && claim.relaunch_at.value != 0 &&
+                 state.now >= claim.relaunch_at) {
+        Relaunch(state, seq, claim, out);
       } else if (claim.phase == ClaimPhase::kLaunched &&
                  state.now - claim.launched >= kRegistrationTtl) {
         BeginDeletion(state, seq, claim, "no node registered within 15m", true, out);
@@ -340,7 +345,11 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
     } else if (!error || error == ErrorCode::kNotFound) {
       claim->second.evictions_refused.erase(key);
       claim->second.evict_after.erase(key);
-      Record(state, seq, claim->second, "Evicted", "pod " + key, out);
+      Record(state, seq, claim->second, "Evicted", "pod " + key + (error ? " (already gone)" : ""),
+             out);
+      // NotFound: the pod is gone, whether or not its deletion was seen (a restart may have
+      // missed it); the drain must not wait for it.
+      if (error) ForgetPod(state, evict->ns, evict->name);
     }
     return true;
   }
@@ -352,6 +361,7 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
           "pod " + PodKey(del->ns, del->name) + ": terminationGracePeriod leaves no time to evict",
           out);
     }
+    if (error == ErrorCode::kNotFound) ForgetPod(state, del->ns, del->name);
     return true;
   }
   if (const auto* term = std::get_if<TerminateInstance>(&body)) {

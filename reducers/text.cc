@@ -42,6 +42,13 @@ std::string ClockText(Nanos at) {
   return Padded((s / 3600) % 24, 2) + ":" + Padded((s / 60) % 60, 2) + ":" + Padded(s % 60, 2);
 }
 
+std::string DurationText(Nanos d) {
+  std::int64_t s = d.value / kSecond.value;
+  if (s % 3600 == 0 && s >= 3600) return std::to_string(s / 3600) + "h";
+  if (s % 60 == 0 && s >= 60) return std::to_string(s / 60) + "m";
+  return std::to_string(s) + "s";
+}
+
 std::string DollarsText(MicroUsdPerHour price) {
   const std::int64_t v = price.value < 0 ? -price.value : price.value;
   return std::string(price.value < 0 ? "-" : "") + "$" + std::to_string(v / 1'000'000) + "." +

@@ -152,7 +152,7 @@ bool IsRefusedWrite(const std::string& method, const std::string& path, int stat
   const std::string eviction = "/eviction";
   const bool evicting = path.size() >= eviction.size() &&
                         path.compare(path.size() - eviction.size(), eviction.size(), eviction) == 0;
-  return !(evicting && status == 429);
+  return !(evicting && (status == 429 || status == kNotFound));
 }
 
 std::string CpuQuantity(Millicores cpu) {
@@ -434,9 +434,18 @@ std::vector<Event> KubeExecutor::Evict(const Command& command, const EvictPod& e
                          {"metadata", {{"name", evict.name}, {"namespace", evict.ns}}}};
   const auto path = ResourceNamed("pods").ObjectPath(evict.ns, evict.name, "eviction");
   const auto response = Send("POST", path, eviction);
-  if (response.status == 429) {
-    // A PodDisruptionBudget allows no disruption now: the drain tries again later.
+  // As Karpenter's eviction queue: a PodDisruptionBudget that allows no disruption now (429),
+  // or a pod under more than one (the API server answers 500 "This pod has more than one
+  // PodDisruptionBudget..."), is refused and tried again later; the pod gone (404), or another
+  // pod by its name (409), is done.
+  const bool several_pdbs =
+      response.status == 500 &&
+      response.body.find("more than one PodDisruptionBudget") != std::string::npos;
+  if (response.status == 429 || several_pdbs) {
     return {CommandFailed{command.id, ErrorCode::kDisruptionBudget, Describe(response)}};
+  }
+  if (response.status == kConflict) {
+    return {CommandFailed{command.id, ErrorCode::kNotFound, Describe(response)}};
   }
   return Result(command, response, false);
 }

@@ -46,7 +46,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   save_world();
   if (options.on_state) options.on_state(runtime.state());
 
-  runtime.Ingest(world.StartupEvents());
+  runtime.Ingest(world.StartupEvents(runtime.state()));
   save_world();
   if (options.on_state) options.on_state(runtime.state());
   Nanos end = scenario.start + scenario.duration;

@@ -345,12 +345,23 @@ void World::Save() const {
   std::filesystem::rename(tmp, state_file_);
 }
 
-std::vector<Event> World::StartupEvents() const {
+std::vector<Event> World::StartupEvents(const State& known) const {
   std::vector<Event> events;
   events.push_back(Tick{now_});
   events.push_back(ControllerStarted{kVersion, scenario_.seed, scenario_.settings});
   events.push_back(CatalogRefreshed{catalog_});
-  for (auto& e : ListEvents()) events.push_back(std::move(e));
+  for (auto& e : Relist(known)) events.push_back(std::move(e));
+  return events;
+}
+
+std::vector<Event> World::Relist(const State& known) const {
+  std::vector<Event> events = ListEvents();
+  for (const auto& [key, pod] : known.pods) {
+    if (!pods_.contains(key)) events.push_back(PodDeleted{pod.ns, pod.name});
+  }
+  for (const auto& [name, node] : known.nodes) {
+    if (!nodes_.contains(name)) events.push_back(NodeDeleted{name});
+  }
   return events;
 }
 

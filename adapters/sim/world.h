@@ -70,10 +70,15 @@ class World : public runtime::Executor {
   void Save() const;
 
   // What a (re)starting controller learns first: its settings, the catalog, and a list of
-  // every object the cluster holds (NodeClasses, NodePools, Nodes, Pods).
-  std::vector<Event> StartupEvents() const;
+  // every object the cluster holds (NodeClasses, NodePools, Nodes, Pods), with deletions for
+  // the pods and nodes `known` (the state it recovered) still holds but the cluster does not:
+  // they went while it was down.
+  std::vector<Event> StartupEvents(const State& known) const;
   // What an informer's full list hands over: every NodeClass, NodePool, DaemonSet, Node and Pod.
   std::vector<Event> ListEvents() const;
+  // An informer's relist: ListEvents, then deletions for what `known` holds and the cluster
+  // no longer does.
+  std::vector<Event> Relist(const State& known) const;
   // Moves the clock to `now`: scales workloads, fires timers, runs the kube-scheduler, and
   // ends with a Tick. Returns the watch events that produced, in order.
   std::vector<Event> Advance(Nanos now);

@@ -1154,8 +1154,10 @@ class KillAndRestart(Scenario, unittest.TestCase):
         for kill in ("at_first_kill", "at_second_kill"):
             for name in self.fact(kill):
                 with self.subTest(kill=kill, claim=name):
+                    said = [line for line in self.fact("tenon_log").splitlines() if name in line]
                     self.assertIn(name, sorted(claims),
-                                  "the claim being launched at the kill is gone")
+                                  "the claim being launched at the kill is gone; tenon said of "
+                                  "it:\n" + "\n".join(said[-20:]))
                     self.assertTrue(claims[name]["status"].get("providerID"))
 
     def test_no_nodeclaim_gets_two_instances(self):
@@ -1245,9 +1247,12 @@ class NodeClassDeletion(Scenario, unittest.TestCase):
         found = []
         for page in cls.iam.get_paginator("list_instance_profiles").paginate():
             for profile in page["InstanceProfiles"]:
-                tags = {t["Key"]: t["Value"] for t in cls.iam.get_instance_profile(
-                    InstanceProfileName=profile["InstanceProfileName"])["InstanceProfile"].get(
-                    "Tags", [])}
+                try:
+                    got = cls.iam.get_instance_profile(
+                        InstanceProfileName=profile["InstanceProfileName"])
+                except cls.iam.exceptions.NoSuchEntityException:
+                    continue  # Deleted between the listing and now.
+                tags = {t["Key"]: t["Value"] for t in got["InstanceProfile"].get("Tags", [])}
                 if tags.get(NODECLASS_TAG) == "default":
                     found.append(profile["InstanceProfileName"])
         return sorted(found)

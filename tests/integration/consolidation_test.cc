@@ -103,8 +103,11 @@ workloads:
   EXPECT_EQ(o.Bound(), 1u);
 }
 
-// Three m5.xlarge nodes with one 800m pod each: multi-node consolidation replaces all three
-// with one node (the longest prefix that can go), and every pod keeps running.
+// Three m5.xlarge nodes with one 800m pod each: all three would fit one m5.xlarge, but as
+// Karpenter's filterOutSameInstanceType has it, replacing them with one of their own type saves
+// no more than deleting two and keeping the third, which moves fewer pods. So multi-node
+// consolidation deletes the longest group that can go without a replacement (two), and every
+// pod keeps running on the one node left.
 TEST(Consolidation, MultiNodeTakesTheLongestGroup) {
   Outcome o =
       Simulate(PoolScenario(R"(
@@ -119,12 +122,39 @@ workloads:
   auto multi = Phase(o, "MultiNodeConsolidation", "replacing");
   auto deleted = Phase(o, "MultiNodeConsolidation", "executed");
   ASSERT_EQ(multi.size() + deleted.size(), 1u) << Outcomes(o);
-  const DisruptionDecision* d = multi.empty() ? deleted[0] : multi[0];
-  EXPECT_EQ(d->nodeclaims.size(), 3u) << Outcomes(o);
-  EXPECT_TRUE(Recorded(o, "MultiNodeConsolidation", "selected: 3 nodes together")) << Outcomes(o);
+  EXPECT_TRUE(multi.empty()) << Outcomes(o);
+  ASSERT_EQ(deleted.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(deleted[0]->nodeclaims.size(), 2u) << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, "MultiNodeConsolidation", "selected: 2 nodes together: delete"))
+      << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 3u);
   EXPECT_EQ(o.pods.size(), 3u);
+}
+
+// Karpenter's "won't merge 2 nodes into 1 of the same type": two m5.large nodes, one pod each,
+// could be replaced by one m5.large, but deleting one of them and moving its pod saves as
+// much with less disruption (filterOutSameInstanceType). One node is deleted; nothing is
+// launched for it.
+TEST(Consolidation, TwoNodesAreNotMergedIntoOneOfTheSameType) {
+  std::string yaml =
+      PoolScenario(R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 2, cpu: 900m, memory: 256Mi}
+  - {at: 1m, name: b, replicas: 1, cpu: 900m, memory: 256Mi}
+  - {at: 3m, name: a, replicas: 1}
+)",
+                   "on-demand", "      disruption: {budgets: [{nodes: \"100%\"}]}\n");
+  const std::string both = "values: [m5.large, m5.xlarge]";
+  yaml.replace(yaml.find(both), both.size(), "values: [m5.large]");
+  Outcome o = Simulate(yaml);
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  for (const auto& [at, d] : o.disruptions) EXPECT_NE(d.phase, "replacing") << Outcomes(o);
+  EXPECT_EQ(Phase(o, "SingleNodeConsolidation", "executed").size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.Count("Launched"), 2u) << Outcomes(o);
+  EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.Bound(), 2u);
 }
 
 // A spot node is not replaced by another spot node unless the feature gate is on, and then
@@ -144,7 +174,7 @@ TEST(Consolidation, SpotToSpotNeedsTheGateAndFifteenTypes) {
 }
 
 // With the gate on and the full us-east-1 catalog, a spot node is replaced by a cheaper spot
-// node chosen from the 15 cheapest types that fit.
+// node chosen from the 15 cheapest types that fit (of those whose every offering is cheaper).
 TEST(Consolidation, SpotToSpotReplacesFromTheFifteenCheapest) {
   const std::string catalog = TENON_CATALOG;
   std::string yaml = PoolScenario(kOneSmallPod, "spot", "",
@@ -154,7 +184,9 @@ TEST(Consolidation, SpotToSpotReplacesFromTheFifteenCheapest) {
   yaml.replace(yaml.find(types), types.size(),
                "values: [m5.large, m5.xlarge, c5.large, m6i.large, "
                "c6i.large, r5.large, m5a.large, c5a.large, m6a.large, c6a.large, r6i.large, "
-               "m7i.large, c7i.large, m5d.large, c5d.large, r5a.large, m6g.large, c6g.large]");
+               "m7i.large, c7i.large, m5d.large, c5d.large, r5a.large, m6g.large, c6g.large, "
+               "m6id.large, c6id.large, m7a.large, c7a.large, m7g.large, c7g.large, r6g.large, "
+               "t3.large, t3a.large, m6in.large, c6in.large, r7g.large]");
   Outcome o = Simulate(yaml);
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);

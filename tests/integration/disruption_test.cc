@@ -233,6 +233,64 @@ actions:
   EXPECT_EQ(o.Bound(), 4u);
 }
 
+// Karpenter's drift takes one node per command, the empty ones first, so no command moves
+// pods onto a node that another command (or the same one) removes: here three nodes drift
+// together under a budget that would let all of them go, one of them empty (consolidateAfter
+// Never keeps it), and each command names one node, the empty one first.
+TEST(Disruption, DriftTakesOneNodePerCommandEmptyFirst) {
+  Outcome o = Simulate(Scenario(R"(
+duration: 14m
+workloads:
+  - {name: a, replicas: 1, cpu: 1500m, memory: 512Mi}
+  - {at: 1m, name: b, replicas: 1, cpu: 1500m, memory: 512Mi}
+  - {at: 2m, name: c, replicas: 1, cpu: 1500m, memory: 512Mi}
+  - {at: 3m, name: a, replicas: 0}
+actions:
+  - {at: 4m, do: labelNodePool, label: team=web}
+)",
+                                "",
+                                "      disruption: {consolidateAfter: Never, budgets: "
+                                "[{nodes: \"100%\"}]}\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  std::vector<const DisruptionDecision*> acted;
+  for (const auto& [at, d] : o.disruptions) {
+    if (d.method != "Drift") continue;
+    EXPECT_LE(d.nodeclaims.size(), 1u) << Outcomes(o);  // None when blocked.
+    if (d.phase == "executed" || d.phase == "replacing") acted.push_back(&d);
+  }
+  ASSERT_EQ(acted.size(), 3u) << Outcomes(o);
+  EXPECT_EQ(acted[0]->phase, "executed") << "the empty node goes first, with no replacement\n"
+                                         << Outcomes(o);
+  EXPECT_EQ(acted[1]->phase, "replacing") << Outcomes(o);
+  ASSERT_FALSE(o.nodes.empty());
+  for (const auto& [name, node] : o.nodes) EXPECT_EQ(node.labels.at("team"), "web") << name;
+  EXPECT_EQ(o.Bound(), 2u);
+}
+
+// A NodePool terminationGracePeriod makes drift eventual, as in Karpenter v1: a pod with
+// karpenter.sh/do-not-disrupt no longer holds its drifted node. As Karpenter's simulation
+// moves only the pods that can be evicted now, nothing is launched ahead: the node is deleted,
+// the pod deleted by the deadline, and it comes back on a new node. Without one, drift waits.
+TEST(Disruption, TerminationGracePeriodLetsDriftPastBlockedPods) {
+  const std::string workload = R"(
+duration: 14m
+workloads:
+  - {name: keep, replicas: 1, cpu: 500m, memory: 512Mi, doNotDisrupt: true}
+actions:
+  - {at: 3m, do: labelNodePool, label: team=web}
+)";
+  Outcome held = Simulate(Scenario(workload));
+  EXPECT_TRUE(Phase(held, "Drift", "replacing").empty()) << Outcomes(held);
+  EXPECT_TRUE(Recorded(held, "Drift", "has karpenter.sh/do-not-disrupt")) << Outcomes(held);
+  Outcome o = Simulate(Scenario(workload, "          terminationGracePeriod: 2m\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  EXPECT_TRUE(Phase(o, "Drift", "replacing").empty()) << Outcomes(o);
+  ASSERT_EQ(Phase(o, "Drift", "executed").size(), 1u) << Outcomes(o);
+  ASSERT_EQ(o.nodes.size(), 1u) << Outcomes(o);
+  EXPECT_EQ(o.nodes.begin()->second.labels.at("team"), "web");
+  EXPECT_EQ(o.Bound(), 1u);
+}
+
 // A new AMI is released: every node launched from the old one drifts (its AMI is no longer
 // what the EC2NodeClass resolves to) and is replaced by one launched from the new AMI.
 TEST(Disruption, NewAmiDriftsNodes) {

@@ -3,10 +3,43 @@
 // terminationGracePeriod, a do-not-disrupt pod, a leaked instance and an instance that vanishes
 // under its claim. Each scenario is checked in the simulated world and in the log's decisions,
 // and each log must replay identically.
+#include <set>
+
 #include "tests/integration/scenario_run.h"
 
 namespace tenon::testing {
 namespace {
+
+// Karpenter's "should schedule incompatible pods to the different node": a NodePool requirement
+// `team In [red, blue]` with one pod selecting team=red and one team=blue gives two nodes,
+// labelled red and blue, and both pods run. Karpenter's "should schedule unconstrained pods that
+// don't have matching node selectors": a single-valued requirement becomes a label of every node.
+TEST(Lifecycle, RequirementValuesBecomeNodeLabels) {
+  Outcome o = Simulate(Scenario(R"(
+duration: 4m
+workloads:
+  - {name: red, replicas: 1, cpu: 500m, memory: 256Mi, nodeSelector: {team: red}}
+  - {name: blue, replicas: 1, cpu: 500m, memory: 256Mi, nodeSelector: {team: blue}}
+)",
+                                "            - {key: team, operator: In, values: [red, blue]}\n"
+                                "            - {key: tier, operator: In, values: [web]}\n"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  EXPECT_EQ(o.Bound(), 2u) << o.Describe();
+  EXPECT_EQ(o.Count("Launched"), 2u) << o.Describe();
+  std::set<std::string> teams;
+  for (const auto& [name, node] : o.nodes) {
+    ASSERT_TRUE(node.labels.contains("team")) << name;
+    teams.insert(node.labels.at("team"));
+    EXPECT_EQ(node.labels.at("tier"), "web") << name;
+  }
+  EXPECT_EQ(teams, (std::set<std::string>{"blue", "red"}));
+  for (const auto& [key, pod] : o.pods) {
+    ASSERT_FALSE(pod.node_name.empty()) << key;
+    EXPECT_EQ(o.nodes.at(pod.node_name).labels.at("team"),
+              key.find("red") != std::string::npos ? "red" : "blue")
+        << key;
+  }
+}
 
 // Two pods: one claim goes Launched -> Registered -> Initialized, its Node gets Karpenter's
 // labels, loses the unregistered taint, and both pods run on it.
@@ -91,6 +124,45 @@ cloud:
   EXPECT_NE(launched->reason.find("InsufficientInstanceCapacity"), std::string::npos)
       << launched->reason;
   EXPECT_EQ(o.Bound(), 9u);
+}
+
+// A zone spread whose one zone has no spot capacity, spot and on-demand both allowed: as in
+// Karpenter's "should launch on-demand capacity if flexible to both spot and on-demand, but spot
+// is unavailable", the first launch there fails, the dry offerings then count as absent, and
+// the next claim for that zone is on-demand. No NodeClaim is ever sent to launch without an
+// offering, and none is made in a loop. (kube-scheduler, counting only the zones that have
+// nodes, may bind the pod elsewhere meanwhile; the node left empty then goes.)
+TEST(Lifecycle, SpreadOverAZoneWithoutSpotTakesOnDemandThere) {
+  std::string yaml = Scenario(R"(
+duration: 6m
+workloads:
+  - {name: web, replicas: 3, cpu: 500m, memory: 512Mi, zoneSpread: 1}
+cloud:
+  insufficientCapacity: [m5.large/us-east-1c/spot, m5.xlarge/us-east-1c/spot]
+)");
+  const std::string on_demand = "values: [on-demand]";
+  yaml.replace(yaml.find(on_demand), on_demand.size(), "values: [spot, on-demand]");
+  Outcome o = Simulate(yaml);
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  EXPECT_EQ(o.Bound(), 3u) << o.Describe();
+  for (const LaunchInstances* launch : o.CommandsOf<LaunchInstances>()) {
+    EXPECT_FALSE(launch->overrides.empty()) << launch->nodeclaim;
+  }
+  EXPECT_LE(o.CommandsOf<CreateNodeClaim>().size(), 5u) << o.Describe();
+  std::set<std::string> launched;
+  for (const auto& d : o.history) {
+    if (d.transition != "Launched") continue;
+    for (const char* zone : {"us-east-1a", "us-east-1b", "us-east-1c"}) {
+      for (const char* capacity : {"spot", "on-demand"}) {
+        if (d.reason.find(std::string("in ") + zone + " (" + capacity + ",") != std::string::npos) {
+          launched.insert(std::string(zone) + " " + capacity);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(launched,
+            (std::set<std::string>{"us-east-1a spot", "us-east-1b spot", "us-east-1c on-demand"}))
+      << o.Describe();
 }
 
 // Two web replicas on one node, a PDB over them, and the node's claim deleted at 3 min.

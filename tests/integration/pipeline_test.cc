@@ -96,7 +96,7 @@ void RunChurn(Appends appends, const std::filesystem::path& dir, RunResult& run)
   };
   runtime::Runtime rt(*log, world, options);
   rt.Recover();
-  rt.Ingest(world.StartupEvents());
+  rt.Ingest(world.StartupEvents(rt.state()));
   for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
        t += scenario.tick) {
     rt.Ingest(world.Advance(t));
@@ -209,7 +209,7 @@ TEST(PipelinedAppends, ACommandRunsOnlyOnceItsOutputIsInTheLog) {
   options.appends = Appends::kPipelined;
   runtime::Runtime rt(*log, executor, options);
   rt.Recover();
-  rt.Ingest(world.StartupEvents());
+  rt.Ingest(world.StartupEvents(rt.state()));
   for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + Nanos{1200 * kSecond.value};
        t += scenario.tick) {
     rt.Ingest(world.Advance(t));

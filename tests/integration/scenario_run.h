@@ -154,7 +154,8 @@ inline std::string Unplaceable(const State& state, const std::vector<std::string
 // Runs the scenario with its log in `dir` (a fresh temporary folder when null).
 // Invariants every run must keep (the simulation tests lean on them): a graceful disruption
 // (emptiness, drift, consolidation) never takes more nodes of a pool than the budget it
-// recorded allowed, and never a node running a do-not-disrupt pod; a consolidation never
+// recorded allowed, and never a node running a do-not-disrupt pod (but drift of a pool with a
+// terminationGracePeriod, Karpenter's eventual disruption, which may); a consolidation never
 // deletes nodes whose pods have nowhere to go (checked when the nodes are deleted: at once,
 // or once their replacements are up). Returns the violations found.
 inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
@@ -184,6 +185,11 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
       auto claim = before.nodeclaims.find(name);
       if (claim == before.nodeclaims.end()) continue;
       taken[claim->second.nodepool]++;
+      auto pool = before.nodepools.find(claim->second.nodepool);
+      if (x->method == "Drift" && pool != before.nodepools.end() &&
+          pool->second.termination_grace_period.value >= 0) {
+        continue;
+      }
       for (const auto& [key, pod] : before.pods) {
         bool protected_now =
             pod.do_not_disrupt && (pod.do_not_disrupt_for.value <= 0 ||

@@ -69,7 +69,7 @@ TEST(World, PodsKeptPerNodeAndOwnerMatchARecount) {
   sim::World world(scenario, dir.path() / "world.json");
   runtime::Runtime runtime(*log, world, runtime::Options{});
   runtime.Recover();
-  runtime.Ingest(world.StartupEvents());
+  runtime.Ingest(world.StartupEvents(runtime.state()));
   std::size_t ticks_with_bound_pods = 0;
   for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
        t += scenario.tick) {
@@ -109,4 +109,28 @@ TEST(World, PodsKeptPerNodeAndOwnerMatchARecount) {
 }
 
 }  // namespace
+// A controller that restarts learns what went while it was down: the world's startup list
+// ends with a deletion for every pod and node its recovered state still holds that the world
+// no longer has (an informer's relist), so no pod it saw once lingers as a phantom.
+TEST(World, StartupRelistsWhatWentWhileTheControllerWasDown) {
+  const sim::Scenario scenario = ChurningScenario();
+  sim::World world(scenario, std::filesystem::path());
+  State known;
+  Pod phantom;
+  phantom.ns = "default";
+  phantom.name = "gone-1";
+  known.pods.Upsert(PodKey(phantom.ns, phantom.name), phantom);
+  Node node;
+  node.name = "gone-node";
+  known.nodes[node.name] = node;
+  const std::vector<Event> events = world.StartupEvents(known);
+  EXPECT_NE(std::find(events.begin(), events.end(), Event{PodDeleted{"default", "gone-1"}}),
+            events.end());
+  EXPECT_NE(std::find(events.begin(), events.end(), Event{NodeDeleted{"gone-node"}}), events.end());
+  const std::vector<Event> fresh = world.StartupEvents(State{});
+  EXPECT_TRUE(std::none_of(fresh.begin(), fresh.end(), [](const Event& e) {
+    return std::holds_alternative<PodDeleted>(e) || std::holds_alternative<NodeDeleted>(e);
+  }));
+}
+
 }  // namespace tenon::testing

@@ -460,6 +460,27 @@ class KubeWriters : public ::testing::Test {
   std::atomic<bool> leader_{true};
   KubeExecutor executor_;
   std::uint64_t next_id_ = 1;
+  // A Running pod `name` of app=web on node `node`.
+  void RunningWebPod(const std::string& name, const std::string& node) {
+    ASSERT_EQ(admin_.Post(kPods, PodJson(name, 0, node)).status, 201);
+    ASSERT_EQ(admin_
+                  .MergePatch(std::string(kPods) + "/" + name + "/status",
+                              {{"status", {{"phase", "Running"}}}})
+                  .status,
+              200);
+  }
+  // A PodDisruptionBudget `name` over app=web with `spec` (minAvailable or maxUnavailable).
+  void WebPdb(const std::string& name, const json& spec) {
+    json full = spec;
+    full["selector"] = {{"matchLabels", {{"app", "web"}}}};
+    ASSERT_EQ(admin_
+                  .Post(kPdbs, {{"apiVersion", "policy/v1"},
+                                {"kind", "PodDisruptionBudget"},
+                                {"metadata", {{"name", name}}},
+                                {"spec", full}})
+                  .status,
+              201);
+  }
   std::vector<Event> Run(CommandBody body) {
     return executor_.Execute(Command{CommandId{next_id_++}, Seq{1}, std::move(body)});
   }
@@ -510,20 +531,8 @@ TEST_F(KubeWriters, TaintsAndLabelsKeepWhatOthersWrote) {
 }
 
 TEST_F(KubeWriters, EvictionRefusedByABudgetThenAllowed) {
-  ASSERT_EQ(admin_.Post(kPods, PodJson("web-1", 0, "n1")).status, 201);
-  ASSERT_EQ(
-      admin_.MergePatch(std::string(kPods) + "/web-1/status", {{"status", {{"phase", "Running"}}}})
-          .status,
-      200);
-  ASSERT_EQ(
-      admin_
-          .Post(kPdbs, {{"apiVersion", "policy/v1"},
-                        {"kind", "PodDisruptionBudget"},
-                        {"metadata", {{"name", "web"}}},
-                        {"spec",
-                         {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "web"}}}}}}}})
-          .status,
-      201);
+  RunningWebPod("web-1", "n1");
+  WebPdb("web", {{"minAvailable", 1}});
   auto refused = Run(EvictPod{"default", "web-1", "c1"});
   ASSERT_EQ(refused.size(), 1u);
   const auto* failed = std::get_if<CommandFailed>(&refused[0]);
@@ -533,14 +542,29 @@ TEST_F(KubeWriters, EvictionRefusedByABudgetThenAllowed) {
   EXPECT_EQ(admin_.Get(std::string(kPods) + "/web-1").status, 200) << "the pod stays";
 
   // A second replica becomes Running: the budget now allows one disruption.
-  ASSERT_EQ(admin_.Post(kPods, PodJson("web-2", 0, "n2")).status, 201);
-  ASSERT_EQ(
-      admin_.MergePatch(std::string(kPods) + "/web-2/status", {{"status", {{"phase", "Running"}}}})
-          .status,
-      200);
+  RunningWebPod("web-2", "n2");
   auto allowed = Run(EvictPod{"default", "web-1", "c1"});
   EXPECT_TRUE(std::holds_alternative<CommandSucceeded>(allowed.at(0)));
   EXPECT_EQ(admin_.Get(std::string(kPods) + "/web-1").status, 404);
+}
+
+// Karpenter's eviction queue: a pod under two PodDisruptionBudgets (the API server answers
+// 500 "more than one PodDisruptionBudget") is a refusal to try again later, not an error; a
+// pod that is gone is done.
+TEST_F(KubeWriters, EvictionUnderTwoBudgetsIsRefusedAndOfAGonePodIsDone) {
+  RunningWebPod("web-1", "n1");
+  WebPdb("web-a", {{"maxUnavailable", 1}});
+  WebPdb("web-b", {{"maxUnavailable", 1}});
+  auto refused = Run(EvictPod{"default", "web-1", "c1"});
+  ASSERT_EQ(refused.size(), 1u);
+  const auto* failed = std::get_if<CommandFailed>(&refused[0]);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->code, ErrorCode::kDisruptionBudget) << failed->message;
+  EXPECT_EQ(admin_.Get(std::string(kPods) + "/web-1").status, 200) << "the pod stays";
+  auto gone = Run(EvictPod{"default", "nobody", "c1"});
+  ASSERT_EQ(gone.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<CommandFailed>(gone[0]));
+  EXPECT_EQ(std::get<CommandFailed>(gone[0]).code, ErrorCode::kNotFound);
 }
 
 TEST_F(KubeWriters, NodeClaimCreateIsIdempotentAndFinalizerHoldsDeletion) {

@@ -367,6 +367,14 @@ TEST(Codec, SnapshotRestoresExactState) {
                      "none",
                      {{"c5.large", "us-east-1a", "spot", ErrorCode::kInsufficientCapacity, ""}}});
   ASSERT_FALSE(f.state.nodeclaims.empty());
+  // A launch that failed and waits to be sent again.
+  for (const auto& [id, command] : std::map<CommandId, Command>(f.state.inflight)) {
+    if (const auto* launch = std::get_if<LaunchInstances>(&command.body)) {
+      f.Fold(CommandFailed{id, ErrorCode::kThrottled, "RequestLimitExceeded"});
+      ASSERT_TRUE(f.state.relaunches.contains(launch->nodeclaim));
+      break;
+    }
+  }
   NodeClaim& registered = f.state.nodeclaims.begin()->second;
   registered.node_name = "node-x";
   f.state.claims_by_node.Add("node-x", registered.name);

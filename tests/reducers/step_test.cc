@@ -640,6 +640,59 @@ TEST(Lifecycle, InsufficientCapacityMarksOfferingAndReplans) {
   EXPECT_FALSE(f.state.unavailable_offerings.contains(key));
 }
 
+// Karpenter's launch: a failure that is not out of capacity (its EC2NodeClass not resolved
+// yet, a throttled or failed call) keeps the NodeClaim, sets Launched=False and launches it
+// again after 1 s, doubling (launch_test.go "should requeue with no error if NodeClassNotReady
+// is returned"); nothing is deleted and no second claim is made for its pods.
+TEST(Lifecycle, LaunchFailureOtherThanCapacityIsRetried) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  const std::string claim = LaunchFor(out);
+  const LaunchInstances sent = *CommandsOf<LaunchInstances>(out)[0];
+  Output failed = f.Fold(FleetFailed{
+      LaunchId(out), claim, {{"", "", "spot", ErrorCode::kThrottled, "RequestLimitExceeded"}}});
+  EXPECT_TRUE(CommandsOf<DeleteNodeClaim>(failed).empty());
+  ASSERT_TRUE(f.state.nodeclaims.contains(claim));
+  EXPECT_FALSE(f.state.nodeclaims.at(claim).deleting);
+  bool noted = false;
+  for (const auto& d : failed.decisions) {
+    const auto* l = std::get_if<LifecycleDecision>(&d.body);
+    noted |= l != nullptr && l->transition == "LaunchFailed" &&
+             l->reason.find("launching again in 1s") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  auto statuses = CommandsOf<PatchNodeClaimStatus>(failed);
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0]->condition, "Launched");
+  EXPECT_FALSE(statuses[0]->status);
+
+  // Its pods wait for it: the next batch makes no other claim, and the retry is not due yet.
+  Output early = f.Fold(Tick{kT0 + kSecond + Nanos{kSecond.value / 2}});
+  EXPECT_TRUE(CommandsOf<CreateNodeClaim>(early).empty());
+  EXPECT_TRUE(CommandsOf<LaunchInstances>(early).empty());
+  Output due = f.Fold(Tick{kT0 + kSecond + kSecond});
+  auto again = CommandsOf<LaunchInstances>(due);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(*again[0], sent);  // The same request, client token included.
+
+  // A failed call the second time: 2 s before the next.
+  f.Fold(CommandFailed{LaunchId(due), ErrorCode::kTransient, "connection reset"});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).relaunch_at, kT0 + kSecond + kSecond + kSecond + kSecond);
+  EXPECT_TRUE(f.state.relaunches.contains(claim));
+}
+
+// As Karpenter's AWS provider: CreateFleet answering every error with unfulfillable capacity,
+// or with nothing at all, is out of capacity: the claim is deleted, its pods planned anew.
+TEST(Lifecycle, LaunchWithNothingLaunchedAndNoErrorIsOutOfCapacity) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  const std::string claim = LaunchFor(out);
+  Output failed = f.Fold(FleetFailed{LaunchId(out), claim, {}});
+  EXPECT_EQ(CommandsOf<DeleteNodeClaim>(failed).size(), 1u);
+  EXPECT_TRUE(f.state.nodeclaims.at(claim).deleting);
+  EXPECT_FALSE(f.state.relaunches.contains(claim));
+}
+
 // Same events, same outputs and hash; another seed gives other NodeClaim names.
 TEST(Determinism, SameEventsSameOutputs) {
   auto run = [](std::uint64_t seed) {
@@ -658,13 +711,15 @@ TEST(Determinism, SameEventsSameOutputs) {
 
 // The state hash is pinned: a change to it is a change to every recorded snapshot. (Re-pinned
 // when the consolidation state was added, and when every NodePool's status came to be published
-// with its readiness; older snapshots, without them, hash as before.)
+// with its readiness; older snapshots, without them, hash as before. Re-pinned again when a pool
+// without a capacity-type requirement stopped defaulting to on-demand: this fold's claim is
+// another one, the hash of a given state is unchanged.)
 TEST(Determinism, StateHashIsPinned) {
   Folder f;
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   f.Fold(Tick{kT0 + kSecond});
-  EXPECT_EQ(StateHash(f.state), 15499174743903136089ull) << std::hex << StateHash(f.state);
+  EXPECT_EQ(StateHash(f.state), 9196921206807942200ull) << std::hex << StateHash(f.state);
 }
 
 // Nodes whose labels the State shares (SharedNodeParts) hash as they did when each node held
@@ -772,20 +827,49 @@ TEST(Lifecycle, DeletingANodeDeletesItsClaim) {
   EXPECT_TRUE(CommandsOf<DeleteNodeClaim>(again).empty()) << "once";
 }
 
+// A launched claim whose Ready node runs pod web-1, deleted: `first` is the drain's first
+// pass, at `now`, which evicts the pod.
+struct DrainingOnePod {
+  Folder f;
+  Pod bound = PendingPod("web-1", 500, 512);
+  Nanos now = kT0 + Nanos{5 * kSecond.value};
+  Output first;
+  DrainingOnePod() {
+    std::string claim = LaunchOne(f);
+    f.Fold(NodeUpserted{LaunchedNode(true)});
+    bound.node_name = "node-1";
+    bound.unschedulable = false;
+    bound.phase = PodPhase::kRunning;
+    f.Fold(PodUpserted{bound});
+    f.Fold(NodeClaimDeleting{claim});
+    first = f.Fold(Tick{now});
+  }
+};
+
+// Karpenter's eviction queue: an eviction answered NotFound means the pod is gone (its deletion
+// may have happened while the controller was down and never been seen): it is forgotten, and
+// the drain goes on instead of evicting it again on every pass.
+TEST(Termination, EvictionOfAGonePodForgetsIt) {
+  DrainingOnePod d;
+  Folder& f = d.f;
+  const Nanos now = d.now;
+  const Output& first = d.first;
+  ASSERT_EQ(CommandsOf<EvictPod>(first).size(), 1u);
+  f.Fold(CommandFailed{IdOf<EvictPod>(first), ErrorCode::kNotFound, "pods \"web-1\" not found"});
+  EXPECT_FALSE(f.state.pods.contains("default/web-1"));
+  Output next = f.Fold(Tick{now + kSecond});
+  EXPECT_TRUE(CommandsOf<EvictPod>(next).empty());
+  EXPECT_EQ(CommandsOf<TerminateInstance>(next).size(), 1u);
+}
+
 // Karpenter's drain evicts a pod once: one already terminating is waited for, not evicted
 // again on every pass.
 TEST(Termination, TerminatingPodIsNotEvictedAgain) {
-  Folder f;
-  std::string claim = LaunchOne(f);
-  f.Fold(NodeUpserted{LaunchedNode(true)});
-  Pod bound = PendingPod("web-1", 500, 512);
-  bound.node_name = "node-1";
-  bound.unschedulable = false;
-  bound.phase = PodPhase::kRunning;
-  f.Fold(PodUpserted{bound});
-  f.Fold(NodeClaimDeleting{claim});
-  Nanos now = kT0 + Nanos{5 * kSecond.value};
-  Output first = f.Fold(Tick{now});
+  DrainingOnePod d;
+  Folder& f = d.f;
+  Pod& bound = d.bound;
+  const Nanos now = d.now;
+  const Output& first = d.first;
   ASSERT_EQ(CommandsOf<EvictPod>(first).size(), 1u);
   f.Fold(CommandSucceeded{IdOf<EvictPod>(first)});
   bound.deletion = now + Nanos{30 * kSecond.value};

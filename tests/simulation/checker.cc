@@ -1,6 +1,10 @@
 #include "tests/simulation/checker.h"
 
 #include <algorithm>
+#include <type_traits>
+#include <variant>
+
+#include "log/codec.h"
 
 namespace tenon::simtest {
 namespace {
@@ -74,7 +78,14 @@ void Checker::OnGracefulDisruption(const sim::World& world, const DisruptionDeci
     auto claim = world.nodeclaims().find(name);
     if (claim == world.nodeclaims().end()) continue;
     disrupting_[name] = claim->second;
-    // No pod with karpenter.sh/do-not-disrupt (still in force) on a node disrupted gracefully.
+    // No pod with karpenter.sh/do-not-disrupt (still in force) on a node disrupted gracefully;
+    // but drift in a pool with a terminationGracePeriod is Karpenter's eventual disruption.
+    auto pool = std::find_if(scenario_.nodepools.begin(), scenario_.nodepools.end(),
+                             [&](const NodePool& p) { return p.name == claim->second; });
+    if (d.method == "Drift" && pool != scenario_.nodepools.end() &&
+        pool->termination_grace_period.value >= 0) {
+      continue;
+    }
     for (const auto& [id, instance] : world.instances()) {
       if (instance.nodeclaim != name || instance.node_name.empty()) continue;
       for (const auto& [key, pod] : world.pods()) {
@@ -133,7 +144,74 @@ void Checker::CheckOneInstancePerClaim(const sim::World& world) {
   }
 }
 
-void Checker::AfterStep(const sim::World& world, const std::vector<Decision>& decisions) {
+namespace {
+
+// The object a command acts on, for telling one retried again and again; empty for commands
+// that are not retried per object.
+std::string Subject(const Command& command) {
+  return std::visit(
+      [](const auto& body) -> std::string {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, EvictPod> || std::is_same_v<T, DeletePod>) {
+          return body.ns + "/" + body.name;
+        } else if constexpr (std::is_same_v<T, LaunchInstances>) {
+          return body.nodeclaim;
+        } else if constexpr (std::is_same_v<T, TerminateInstance>) {
+          return body.instance_id;
+        } else if constexpr (std::is_same_v<T, DeleteNodeClaim>) {
+          return body.name;
+        } else if constexpr (std::is_same_v<T, RemoveFinalizer>) {
+          return body.nodeclaim;
+        } else {
+          return "";
+        }
+      },
+      command.body);
+}
+
+// Issued more often than this in a row, each within kRepeatSpacing of the last, a command is
+// retried without backing off (the Eviction API and the lifecycle both back off to 10 s and
+// more; a fault makes a few in a row at most).
+constexpr std::int64_t kRepeatMax = 30;
+constexpr Nanos kRepeatSpacing{5 * kSecond.value};
+
+}  // namespace
+
+void Checker::CheckCommands(const sim::World& world, const std::vector<Command>& commands) {
+  for (const auto& [key, pod] : world.pods()) pods_seen_.insert(key);
+  for (const Command& command : commands) {
+    if (const auto* launch = std::get_if<LaunchInstances>(&command.body)) {
+      if (launch->overrides.empty()) {
+        Fail(world, "NodeClaim " + launch->nodeclaim + " sent to launch with no offering");
+      }
+    }
+    if (std::holds_alternative<CreateNodeClaim>(command.body)) ++claims_created_;
+    const std::string subject = Subject(command);
+    if (subject.empty()) continue;
+    Repeats& r = repeats_[log::CommandKind(command) + " " + subject];
+    r.streak = r.streak > 0 && world.now() - r.last < kRepeatSpacing ? r.streak + 1 : 1;
+    r.last = world.now();
+    if (r.streak == kRepeatMax) {
+      Fail(world, log::CommandKind(command) + " for " + subject + " issued " +
+                      std::to_string(kRepeatMax) + " times in a row, each within " +
+                      std::to_string(kRepeatSpacing.value / kSecond.value) +
+                      " s of the last: retried without backing off");
+    }
+  }
+  // A pod may need a claim, lose it (capacity, a fault) and need another; a disruption may
+  // launch replacements. Far beyond that, claims are made in a loop.
+  const std::int64_t bound =
+      3 * static_cast<std::int64_t>(pods_seen_.size()) + 2 * disruptions_ + 20;
+  if (claims_created_ > bound && !too_many_claims_) {
+    too_many_claims_ = true;
+    Fail(world, std::to_string(claims_created_) + " NodeClaims made for " +
+                    std::to_string(pods_seen_.size()) + " pods and " +
+                    std::to_string(disruptions_) + " disruptions: launches in a loop");
+  }
+}
+
+void Checker::AfterStep(const sim::World& world, const std::vector<Decision>& decisions,
+                        const std::vector<Command>& commands) {
   for (const auto& decision : decisions) {
     const auto* d = std::get_if<DisruptionDecision>(&decision.body);
     if (d == nullptr) continue;
@@ -141,6 +219,7 @@ void Checker::AfterStep(const sim::World& world, const std::vector<Decision>& de
                           d->method.find("Consolidation") != std::string::npos;
     if (graceful && (d->phase == "executed" || d->phase == "replacing")) {
       OnGracefulDisruption(world, *d);
+      ++disruptions_;
     }
     if (d->phase == "rolled back") {
       for (const auto& name : d->nodeclaims) disrupting_.erase(name);
@@ -150,6 +229,7 @@ void Checker::AfterStep(const sim::World& world, const std::vector<Decision>& de
                 [&](const auto& entry) { return !world.nodeclaims().contains(entry.first); });
   CheckLimits(world);
   CheckOneInstancePerClaim(world);
+  CheckCommands(world, commands);
 }
 
 bool Checker::PoolCouldHost(const sim::World& world, const NodePool& pool, const Pod& pod) const {

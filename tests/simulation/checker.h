@@ -19,8 +19,9 @@ class Checker {
   // whatever it is served.
   explicit Checker(const sim::Scenario& scenario);
 
-  // After every step: the world now, and the decisions the core took in this step.
-  void AfterStep(const sim::World& world, const std::vector<Decision>& decisions);
+  // After every step: the world now, and the decisions and commands the core gave in it.
+  void AfterStep(const sim::World& world, const std::vector<Decision>& decisions,
+                 const std::vector<Command>& commands);
   // At the end of the converging phase (faults off): nothing leaked, nothing left pending that
   // a NodePool could host. `settled_since`: pods created before it must be bound by now.
   void AtConvergence(const sim::World& world, Nanos settled_since);
@@ -31,6 +32,9 @@ class Checker {
   void OnGracefulDisruption(const sim::World& world, const DisruptionDecision& d);
   void CheckLimits(const sim::World& world);
   void CheckOneInstancePerClaim(const sim::World& world);
+  // No launch without an offering; no command for one object retried again and again without
+  // backing off; NodeClaims made in proportion to the pods that needed them.
+  void CheckCommands(const sim::World& world, const std::vector<Command>& commands);
   // The most nodes `pool`'s budgets let be disrupted at once with `nodes` in it.
   std::int64_t BudgetAllows(const NodePool& pool, std::int64_t nodes) const;
   // Some instance type of `pool` could host `pod` on a new node within the pool's limit.
@@ -43,6 +47,15 @@ class Checker {
   std::map<std::string, std::string> disrupting_;              // NodeClaim -> NodePool.
   std::map<std::string, std::set<std::string>> instances_of_;  // NodeClaim -> every instance.
   std::set<std::string> over_limit_;  // NodePools already reported over their limit.
+  struct Repeats {
+    Nanos last{0};
+    std::int64_t streak = 0;  // Issued this many times in a row, each soon after the last.
+  };
+  std::map<std::string, Repeats> repeats_;  // "kind subject" -> its run of issues.
+  std::set<std::string> pods_seen_;         // Every pod the world has held.
+  std::int64_t claims_created_ = 0;
+  std::int64_t disruptions_ = 0;  // Graceful disruptions carried out (each may launch).
+  bool too_many_claims_ = false;
   std::vector<std::string> violations_;
 };
 

@@ -254,13 +254,15 @@ class FaultyExecutor : public runtime::Executor {
   std::uint64_t executed_ = 0;
 };
 
-// The decisions of each step, for the checker.
+// The decisions and commands of each step, for the checker.
 class DecisionTap : public runtime::Observer {
  public:
   void OnOutput(Seq, const Output& output) override {
     decisions.insert(decisions.end(), output.decisions.begin(), output.decisions.end());
+    commands.insert(commands.end(), output.commands.begin(), output.commands.end());
   }
   std::vector<Decision> decisions;
+  std::vector<Command> commands;
 };
 
 bool IsWatch(const Event& e) {
@@ -304,19 +306,6 @@ std::vector<Event> Deliver(std::vector<Event> events, Rng& rng, const Faults& f,
   return out;
 }
 
-// An informer's relist: everything the cluster holds, and deletions for what the controller
-// still believes in but the cluster no longer has.
-std::vector<Event> Relist(const sim::World& world, const State& state) {
-  std::vector<Event> events = world.ListEvents();
-  for (const auto& [key, pod] : state.pods) {
-    if (!world.pods().contains(key)) events.push_back(PodDeleted{pod.ns, pod.name});
-  }
-  for (const auto& [name, node] : state.nodes) {
-    if (!world.nodes().contains(name)) events.push_back(NodeDeleted{name});
-  }
-  return events;
-}
-
 // The controller process: its log handle and runtime, killed and started again on the same
 // log folder.
 class Controller {
@@ -340,9 +329,9 @@ class Controller {
     options.appends = appends_;
     runtime_ = std::make_unique<runtime::Runtime>(*log_, executor_, options);
     runtime_->Recover();
-    std::vector<Event> events = world_.StartupEvents();
+    std::vector<Event> events = world_.StartupEvents(runtime_->state());
     if (relist) {
-      for (auto& e : Relist(world_, runtime_->state())) events.push_back(std::move(e));
+      for (auto& e : world_.Relist(runtime_->state())) events.push_back(std::move(e));
     }
     runtime_->Ingest(std::move(events));
   }
@@ -432,12 +421,13 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
     if (faulty) events = Deliver(std::move(events), rng, faults, t, relist_at);
     if (t >= relist_at) {
       relist_at = Nanos{end.value + 1};
-      auto relisted = Relist(world, controller.runtime().state());
+      auto relisted = world.Relist(controller.runtime().state());
       events.insert(events.end() - 1, relisted.begin(), relisted.end());
     }
     Step(controller, std::move(events), result);
-    checker.AfterStep(world, tap.decisions);
+    checker.AfterStep(world, tap.decisions, tap.commands);
     tap.decisions.clear();
+    tap.commands.clear();
     ++result.steps;
   }
   checker.AtConvergence(world, end - kSettle);

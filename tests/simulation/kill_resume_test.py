@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Kill and resume: `tenon simulate SCENARIO --log DIR`, SIGKILLed at random moments and started
+again on the same folder, over every bundled scenario. Each series of kills ends with a run left
+to finish; its world must end no dearer, with no more pods pending, than a run never killed,
+and its log must replay identically.
+
+    kill_resume_test.py TENON SCENARIOS_DIR
+
+KILL_RESUME_CYCLES (default 100) is the number of kills over all the scenarios;
+KILL_RESUME_SEED repeats the kill moments of an earlier run (the seed is printed first).
+"""
+import glob
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+KILLS_PER_SERIES = 6  # Kills before a series' last run is left to finish.
+
+
+def world_end(log_dir):
+    """(cost in micro-USD/h, nodes, pending pods, virtual now) of the saved world."""
+    with open(os.path.join(log_dir, "sim-world.json")) as f:
+        world = json.load(f)
+    cost = sum(i["price"] for i in world["instances"])
+    pending = sum(1 for p in world["pods"] if not p.get("node"))
+    return cost, len(world["instances"]), pending, world["now"]
+
+
+def simulate(tenon, scenario, log_dir, kill_after=None):
+    """Runs tenon simulate; SIGKILLs it after `kill_after` seconds. True if it was killed."""
+    process = subprocess.Popen([tenon, "simulate", scenario, "--log", log_dir, "--quiet"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        process.wait(timeout=kill_after)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return True
+    if process.returncode != 0:
+        raise AssertionError("tenon simulate %s exited %d: %s" % (
+            scenario, process.returncode, process.stderr.read().decode()[-2000:]))
+    return False
+
+
+def replay_verify(tenon, log_dir):
+    result = subprocess.run([tenon, "replay", "--verify", log_dir], capture_output=True,
+                            text=True)
+    return result.returncode == 0, (result.stdout + result.stderr).strip()[-600:]
+
+
+def main():
+    tenon, scenarios_dir = sys.argv[1], sys.argv[2]
+    scenarios = sorted(glob.glob(os.path.join(scenarios_dir, "*.yaml")))
+    cycles = int(os.environ.get("KILL_RESUME_CYCLES", "100"))
+    seed = int(os.environ.get("KILL_RESUME_SEED") or random.SystemRandom().randrange(1, 2**31))
+    print("seed %d (KILL_RESUME_SEED=%d repeats these kill moments)" % (seed, seed), flush=True)
+    rng = random.Random(seed)
+    per_scenario = math.ceil(cycles / len(scenarios))
+    work = tempfile.mkdtemp(prefix="tenon-kill-resume-")
+    failures, kills = [], 0
+    try:
+        for scenario in scenarios:
+            name = os.path.basename(scenario)[:-len(".yaml")]
+            clean_dir = os.path.join(work, name + "-clean")
+            started = time.monotonic()
+            simulate(tenon, scenario, clean_dir)
+            wall = time.monotonic() - started
+            clean = world_end(clean_dir)
+            done, series = 0, 0
+            while done < per_scenario:
+                series += 1
+                log_dir = os.path.join(work, "%s-%d" % (name, series))
+                moments = []
+                while len(moments) < KILLS_PER_SERIES and done < per_scenario:
+                    after = rng.uniform(0.05, wall)
+                    if not simulate(tenon, scenario, log_dir, kill_after=after):
+                        break  # It finished first: this series is over.
+                    moments.append("%.2f" % after)
+                    done += 1
+                simulate(tenon, scenario, log_dir)  # Left to finish.
+                end = world_end(log_dir)
+                what = "%s series %d (killed after %s s)" % (name, series, ", ".join(moments))
+                if end[3] != clean[3]:
+                    failures.append("%s: ends at %d, not %d" % (what, end[3], clean[3]))
+                if end[0] > clean[0] or end[2] > clean[2]:
+                    failures.append("%s: ends at $%.4f/h, %d nodes, %d pods pending; never killed: "
+                                    "$%.4f/h, %d nodes, %d pending" % (
+                                        what, end[0] / 1e6, end[1], end[2], clean[0] / 1e6,
+                                        clean[1], clean[2]))
+                identical, said = replay_verify(tenon, log_dir)
+                if not identical:
+                    failures.append("%s: replay --verify: %s" % (what, said))
+                shutil.rmtree(log_dir, ignore_errors=True)
+            kills += done
+            print("%-26s never killed: $%.4f/h, %d nodes; %d kills in %d series" % (
+                name, clean[0] / 1e6, clean[1], done, series), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("%d kills over %d scenarios" % (kills, len(scenarios)))
+    for failure in failures:
+        print("FAIL " + failure)
+    if failures:
+        print("repeat with KILL_RESUME_SEED=%d" % seed)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
