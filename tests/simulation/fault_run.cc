@@ -318,7 +318,9 @@ class Controller {
         observer_(observer),
         appends_(appends) {}
 
-  void Start(bool relist) {
+  // Startup lists the world, with deletions for what the recovered state holds and the world
+  // no longer does (an informer's relist after a restart).
+  void Start() {
     log::OpenOptions open;
     open.writer_version = "tenon-faults";
     open.cluster_id = "faults";
@@ -329,11 +331,7 @@ class Controller {
     options.appends = appends_;
     runtime_ = std::make_unique<runtime::Runtime>(*log_, executor_, options);
     runtime_->Recover();
-    std::vector<Event> events = world_.StartupEvents(runtime_->state());
-    if (relist) {
-      for (auto& e : world_.Relist(runtime_->state())) events.push_back(std::move(e));
-    }
-    runtime_->Ingest(std::move(events));
+    runtime_->Ingest(world_.StartupEvents(runtime_->state()));
   }
   void Kill() {
     runtime_.reset();
@@ -366,7 +364,7 @@ void Step(Controller& controller, std::vector<Event> events, SeedResult& result)
   } catch (const Crash&) {
     result.crashed = true;
     controller.Kill();
-    controller.Start(true);
+    controller.Start();
   }
 }
 
@@ -396,11 +394,11 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
                         executor, tap, appends);
   Checker checker(written);
   try {
-    controller.Start(false);
+    controller.Start();
   } catch (const Crash&) {
     result.crashed = true;
     controller.Kill();
-    controller.Start(true);
+    controller.Start();
   }
   const Nanos faults_end = scenario.start + faults.fault_phase;
   const Nanos end = scenario.start + scenario.duration;
