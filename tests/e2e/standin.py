@@ -48,6 +48,7 @@ from urllib.parse import quote, urlsplit
 import boto3
 import botocore.config
 import botocore.exceptions
+import botocore.parsers
 
 USER_AGENT = "tenon-standin"
 HTTP_TIMEOUT_S = 10  # One API request; the test server answers in milliseconds.
@@ -283,6 +284,12 @@ def pod_requests(pod):
 
 # ---- EC2 ------------------------------------------------------------------------------------
 
+# What a failed EC2 call raises: botocore's own errors, the service's error answers, and an
+# answer that is not XML at all (moto answers an internal error with an HTML page).
+EC2_ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError,
+              botocore.parsers.ResponseParserError)
+
+
 class Ec2:
     """The instances (one DescribeInstances per pass) and instance types (cached)."""
 
@@ -412,7 +419,7 @@ class Kubelet:
             try:
                 self.register(claim, provider_id, instance, nodes.get(provider_id))
             except (ApiFailure, ValueError, KeyError, IndexError, TypeError, AttributeError,
-                    botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+                    *EC2_ERRORS) as e:
                 warn("kubelet: NodeClaim %s: %s" % (meta(claim).get("name"), e))
         for provider_id in list(self.first_seen):
             if provider_id not in wanted:
@@ -757,7 +764,7 @@ def one_pass(kube, ec2, kubelet):
     """One pass of every part; a failure of one part is logged and the others still run."""
     try:
         instances = ec2.instances()
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+    except EC2_ERRORS as e:
         warn("ec2: DescribeInstances failed, no node is registered or deleted this pass: %s" % e)
         instances = None
     parts = [("podgc", delete_orphaned_pods, (kube,)),

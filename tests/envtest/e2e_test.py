@@ -93,6 +93,7 @@ import controlplane  # noqa: E402
 
 try:
     import boto3
+    import botocore.parsers
     import yaml
 except ImportError as e:
     sys.exit("tests/envtest/e2e_test.py needs python3 with boto3 and PyYAML: %s" % e)
@@ -589,16 +590,23 @@ class Scenario:
 
     @classmethod
     def instances(cls, states=("pending", "running")):
-        """Instance id -> instance, for the cluster's instances in these states."""
-        found = {}
-        pages = cls.ec2.get_paginator("describe_instances").paginate(Filters=[
-            {"Name": "tag:kubernetes.io/cluster/" + CLUSTER, "Values": ["owned"]},
-            {"Name": "instance-state-name", "Values": list(states)}])
-        for page in pages:
-            for reservation in page["Reservations"]:
-                for i in reservation["Instances"]:
-                    found[i["InstanceId"]] = i
-        return found
+        """Instance id -> instance, for the cluster's instances in these states. An answer that
+        is not XML (moto's page for an internal error) is asked again, up to three times."""
+        for attempt in range(3):
+            found = {}
+            pages = cls.ec2.get_paginator("describe_instances").paginate(Filters=[
+                {"Name": "tag:kubernetes.io/cluster/" + CLUSTER, "Values": ["owned"]},
+                {"Name": "instance-state-name", "Values": list(states)}])
+            try:
+                for page in pages:
+                    for reservation in page["Reservations"]:
+                        for i in reservation["Instances"]:
+                            found[i["InstanceId"]] = i
+                return found
+            except botocore.parsers.ResponseParserError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)
 
     @classmethod
     def all_instances(cls):

@@ -43,14 +43,12 @@ import threading
 import time
 from urllib.parse import quote
 
-import botocore.exceptions
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 # The pieces of the test API server's stand-in that are the same here: the JSON client, EC2
 # and how a Node registered by Karpenter's user data looks.
-from standin import (ApiFailure, Ec2, Kube, Kubelet, deleting, instance_id_of,  # noqa: E402
-                     instance_state, meta, spec, status)
+from standin import (EC2_ERRORS, ApiFailure, Ec2, Kube, Kubelet, deleting,  # noqa: E402
+                     instance_id_of, instance_state, meta, spec, status)
 
 NODES = "/api/v1/nodes"
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
@@ -138,7 +136,7 @@ class Kubelets(Kubelet):
             try:
                 self.register(claim, provider_id, instance, by_provider.get(provider_id))
             except (ApiFailure, ValueError, KeyError, IndexError, TypeError, AttributeError,
-                    botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+                    *EC2_ERRORS) as e:
                 warn("register: NodeClaim %s: %s" % (name, e))
         for provider_id in list(self.first_seen):
             if provider_id not in running:
@@ -247,7 +245,7 @@ class Kubelets(Kubelet):
     def one_pass(self):
         try:
             instances = self.ec2.instances()
-        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+        except EC2_ERRORS as e:
             warn("ec2: DescribeInstances failed, nothing registered or deleted this pass: %s" % e)
             instances = None
         try:

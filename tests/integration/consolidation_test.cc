@@ -173,25 +173,59 @@ TEST(Consolidation, SpotToSpotNeedsTheGateAndFifteenTypes) {
   EXPECT_TRUE(Phase(on, "SingleNodeConsolidation", "replacing").empty());
 }
 
+// A spot pool on the full us-east-1 catalog with the gate on, running `body`, of the instance
+// types `types` (with `more` after the requirement's values).
+std::string SpotToSpotScenario(const std::string& body, const std::string& types,
+                               const std::string& more = "") {
+  std::string yaml =
+      PoolScenario(body, "spot", "", "settings: {featureGates: SpotToSpotConsolidation=true}\n");
+  const std::string catalog = TENON_CATALOG;
+  yaml.replace(yaml.find(kCatalog), kCatalog.size(), catalog);
+  const std::string two = "values: [m5.large, m5.xlarge]";
+  yaml.replace(yaml.find(two), two.size(), "values: [" + types + "]" + more);
+  return yaml;
+}
+
+// Families offered in every size from large to 4xlarge.
+const std::vector<std::string> kFamilies = {
+    "m5",  "c5",  "m6i", "c6i", "r5",  "m5a",  "c5a",  "m6a", "c6a", "r6i", "m7i", "c7i",
+    "m5d", "c5d", "r5a", "m6g", "c6g", "m6id", "c6id", "m7a", "c7a", "m7g", "c7g", "r6g"};
+
+std::string Sized(const std::vector<std::string>& sizes) {
+  std::string out;
+  for (const auto& size : sizes) {
+    for (const auto& family : kFamilies) out += (out.empty() ? "" : ", ") + family + "." + size;
+  }
+  return out;
+}
+
 // With the gate on and the full us-east-1 catalog, a spot node is replaced by a cheaper spot
 // node chosen from the 15 cheapest types that fit (of those whose every offering is cheaper).
 TEST(Consolidation, SpotToSpotReplacesFromTheFifteenCheapest) {
-  const std::string catalog = TENON_CATALOG;
-  std::string yaml = PoolScenario(kOneSmallPod, "spot", "",
-                                  "settings: {featureGates: SpotToSpotConsolidation=true}\n");
-  yaml.replace(yaml.find(kCatalog), kCatalog.size(), catalog);
-  std::string types = "values: [m5.large, m5.xlarge]";
-  yaml.replace(yaml.find(types), types.size(),
-               "values: [m5.large, m5.xlarge, c5.large, m6i.large, "
-               "c6i.large, r5.large, m5a.large, c5a.large, m6a.large, c6a.large, r6i.large, "
-               "m7i.large, c7i.large, m5d.large, c5d.large, r5a.large, m6g.large, c6g.large, "
-               "m6id.large, c6id.large, m7a.large, c7a.large, m7g.large, c7g.large, r6g.large, "
-               "t3.large, t3a.large, m6in.large, c6in.large, r7g.large]");
-  Outcome o = Simulate(yaml);
+  Outcome o = Simulate(SpotToSpotScenario(kOneSmallPod, Sized({"large"}) + ", m5.xlarge"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
   EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", "replace with one spot node")) << Outcomes(o);
   EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", ", 15 types)")) << Outcomes(o);
+  EXPECT_EQ(o.Bound(), 1u);
+}
+
+// Karpenter keeps as many types as the pool's minValues needs when that is more than 15: the
+// replacement is launched with the 20 cheapest types, not 15. Two big pods need a 4xlarge (of
+// 24 types, enough for minValues); once they go, the small pod left moves to a large.
+TEST(Consolidation, SpotToSpotKeepsWhatMinValuesNeeds) {
+  Outcome o = Simulate(SpotToSpotScenario(R"(
+duration: 9m
+workloads:
+  - {name: a, replicas: 2, cpu: 6000m, memory: 512Mi}
+  - {at: 2m, name: b, replicas: 1, cpu: 1200m, memory: 512Mi}
+  - {at: 4m, name: a, replicas: 0}
+)",
+                                          Sized({"large", "4xlarge"}), ", minValues: 20"));
+  EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
+  ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", ", 20 types)")) << Outcomes(o);
+  EXPECT_EQ(o.Count("Launched"), 2u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 1u);
 }
 

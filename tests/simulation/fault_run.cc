@@ -1,6 +1,7 @@
 #include "tests/simulation/fault_run.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <random>
@@ -376,6 +377,7 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
   result.seed = seed;
   Rng rng(seed);
   Faults faults = ChooseFaults(rng);
+  if (options.no_crash) faults.crash = false;
   sim::Scenario scenario = MakeScenario(rng, Catalog(options.catalog), faults);
   const sim::Scenario written = scenario;  // What the checker holds the controller to.
   // Odd seeds run the runtime with pipelined appends: a command runs only once its output is in
@@ -430,6 +432,11 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
   }
   checker.AtConvergence(world, end - kSettle);
   result.violations = checker.violations();
+  for (const auto& [id, instance] : world.instances()) {
+    ++result.instances;
+    result.cost += instance.price.value;
+    result.dearest = std::max(result.dearest, instance.price.value);
+  }
   controller.runtime().Flush();
   auto verify = replay::Verify(controller.log());
   result.records = controller.log().LastSeq();
@@ -442,10 +449,42 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
 
 }  // namespace
 
+namespace {
+
+std::string Dollars(std::int64_t micro_usd_per_hour) {
+  char text[32];
+  std::snprintf(text, sizeof text, "$%.4f/h", static_cast<double>(micro_usd_per_hour) / 1e6);
+  return text;
+}
+
+// A crashed run against its twin run without the crash: at most one instance more or fewer,
+// and no dearer than the twin by more than one instance of its own (one consolidation step,
+// which a crash may leave still to come or already taken).
+void CompareWithTwin(std::uint64_t seed, const SeedOptions& options, SeedResult& crashed) {
+  SeedOptions twin_options = options;
+  twin_options.no_crash = true;
+  twin_options.keep_log.clear();
+  SeedResult twin;
+  Drive(seed, twin_options, twin);
+  for (const auto& v : twin.violations) crashed.violations.push_back("without the crash: " + v);
+  const auto more =
+      static_cast<std::int64_t>(crashed.instances) - static_cast<std::int64_t>(twin.instances);
+  if (more > 1 || more < -1 || crashed.cost > twin.cost + crashed.dearest) {
+    crashed.violations.push_back("killed and restarted, the run ends with " +
+                                 std::to_string(crashed.instances) + " instances at " +
+                                 Dollars(crashed.cost) + "; without the crash, " +
+                                 std::to_string(twin.instances) + " at " + Dollars(twin.cost) +
+                                 " (more than one consolidation step apart)");
+  }
+}
+
+}  // namespace
+
 SeedResult RunSeed(std::uint64_t seed, const SeedOptions& options) {
   SeedResult result;
   try {
     Drive(seed, options, result);
+    if (result.crashed && !options.no_crash) CompareWithTwin(seed, options, result);
   } catch (const std::exception& e) {
     // The controller (or the world) threw: as much a failure as a broken invariant.
     result.violations.push_back(std::string("exception: ") + e.what());

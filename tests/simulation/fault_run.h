@@ -8,7 +8,9 @@
 // events lost (a relist follows within seconds, as an informer's watch resumes), duplicated and
 // reordered, interruption messages dropped, evictions refused, the controller killed and
 // restarted at a random point (also between a command's execution and its result reaching the
-// log), and the clock jumping forward.
+// log), and the clock jumping forward. A seed whose controller crashed runs again without the
+// crash: the crashed run must end at its twin's instance count and cost, within one
+// consolidation step.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@ struct SeedOptions {
   bool verbose = false;  // Print the scenario and faults chosen.
   // Write the log here and keep it (for `tenon replay`), instead of a temporary folder.
   std::filesystem::path keep_log;
+  bool no_crash = false;  // Run the seed with its crash taken out (the crashed run's twin).
 };
 
 struct SeedResult {
@@ -35,6 +38,11 @@ struct SeedResult {
   std::uint64_t steps = 0;
   std::uint64_t records = 0;
   bool crashed = false;  // The controller was killed and restarted.
+  // The world at the end: instances and their cost, and the dearest instance's price (the most
+  // one consolidation step can save).
+  std::size_t instances = 0;
+  std::int64_t cost = 0;  // micro-USD per hour
+  std::int64_t dearest = 0;
 };
 
 SeedResult RunSeed(std::uint64_t seed, const SeedOptions& options);

@@ -48,6 +48,22 @@ def simulate(tenon, scenario, log_dir, kill_after=None):
     return False
 
 
+def explain_pending(tenon, log_dir):
+    """The end of `tenon explain` for each pod the saved world left pending."""
+    with open(os.path.join(log_dir, "sim-world.json")) as f:
+        world = json.load(f)
+    said = []
+    for pod in world["pods"]:
+        if pod.get("node"):
+            continue
+        name = "%s/%s" % (pod["ns"], pod["name"])
+        result = subprocess.run([tenon, "explain", log_dir, "pod", name], capture_output=True,
+                                text=True)
+        lines = (result.stdout + result.stderr).strip().splitlines()
+        said.append("  pending %s:\n    %s" % (name, "\n    ".join(lines[-15:])))
+    return "\n".join(said)
+
+
 def replay_verify(tenon, log_dir):
     result = subprocess.run([tenon, "replay", "--verify", log_dir], capture_output=True,
                             text=True)
@@ -93,6 +109,8 @@ def main():
                                     "$%.4f/h, %d nodes, %d pending" % (
                                         what, end[0] / 1e6, end[1], end[2], clean[0] / 1e6,
                                         clean[1], clean[2]))
+                    if end[2] > clean[2]:
+                        failures.append(explain_pending(tenon, log_dir))
                 identical, said = replay_verify(tenon, log_dir)
                 if not identical:
                     failures.append("%s: replay --verify: %s" % (what, said))
