@@ -1,5 +1,6 @@
 // tenon's incident commands: thin flag parsing and printing over replay/.
 #include "cmd/incident.h"
+#include "cmd/flags.h"
 
 #include <unistd.h>
 
@@ -58,10 +59,12 @@ std::unique_ptr<log::EventLog> OpenForReading(const std::string& dir) {
 }
 
 Nanos TimeFlag(const std::string& flag, const std::string& text, const log::EventLog& log) {
-  if (text.empty()) return Nanos{0};
+  if (text.empty()) return Nanos{0};  // Not given.
   auto at = replay::ParseTime(text, replay::FirstEventTime(log));
   if (!at)
-    throw std::invalid_argument(flag + ": '" + text + "' is not 2026-01-01T02:14:09Z or 02:14:09");
+    throw std::invalid_argument(flag + ": '" + text +
+                                "' is not a time such as 2026-01-01T02:14:09Z or 02:14:09 (a "
+                                "real date and clock time, between the years 1677 and 2262)");
   return *at;
 }
 
@@ -357,8 +360,8 @@ void AddCost(CLI::App& app, IncidentCommands& c) {
   c.cost = app.add_subcommand("cost", "node cost over the log split by the pods' requests");
   c.cost->add_option("log", c.cost_dir, "log folder")->required()->check(CLI::ExistingDirectory);
   c.cost->add_option("--by", c.cost_by, "namespace (default) or label=KEY");
-  c.cost->add_option("--since", c.cost_since, "from this time");
-  c.cost->add_option("--until", c.cost_until, "through this time");
+  c.cost->add_option("--since", c.cost_since, "from this time")->check(NonEmptyTime());
+  c.cost->add_option("--until", c.cost_until, "through this time")->check(NonEmptyTime());
 }
 
 int RunTimeline(const IncidentCommands& c) {
@@ -391,9 +394,13 @@ void AddReplay(CLI::App& app, IncidentCommands& c) {
   c.replay->add_flag("--decode-snapshots", c.decode_snapshots,
                      "with --verify: decode every snapshot and check its state, not only its "
                      "stored hash (the snapshots a fold starts from are always decoded)");
-  c.replay->add_option("--to", c.to, "stop at this sequence number");
-  c.replay->add_option("--until", c.until,
-                       "stop at this time (2026-01-01T02:14:09Z, or 02:14:09 on the log's day)");
+  c.replay->add_option("--to", c.to, "stop at this sequence number (default: the last)")
+      ->check(PositiveCount())
+      ->default_str("");
+  c.replay
+      ->add_option("--until", c.until,
+                   "stop at this time (2026-01-01T02:14:09Z, or 02:14:09 on the log's day)")
+      ->check(NonEmptyTime());
   c.replay->add_option("--nodeclaim", c.history_claim, "show only this NodeClaim's history");
   c.replay
       ->add_option("--with", c.with,
@@ -414,8 +421,8 @@ void AddAudit(CLI::App& app, IncidentCommands& c) {
   c.audit->add_option("--nodepool", c.query.nodepool, "decisions about this NodePool");
   c.audit->add_option("--method", c.query.method,
                       "Emptiness, Drift, MultiNodeConsolidation, SingleNodeConsolidation, ...");
-  c.audit->add_option("--since", c.since_text, "from this time");
-  c.audit->add_option("--until", c.until_text, "through this time");
+  c.audit->add_option("--since", c.since_text, "from this time")->check(NonEmptyTime());
+  c.audit->add_option("--until", c.until_text, "through this time")->check(NonEmptyTime());
   c.audit->add_flag("--json", c.json, "one JSON document");
 }
 
@@ -428,7 +435,8 @@ void AddExplain(CLI::App& app, IncidentCommands& c) {
       ->required()
       ->check(CLI::IsMember({"pod", "node", "nodeclaim"}));
   c.explain->add_option("name", c.explain_name, "NS/NAME for a pod, else the name")->required();
-  c.explain->add_option("--at", c.explain_at, "only what was known at this time");
+  c.explain->add_option("--at", c.explain_at, "only what was known at this time")
+      ->check(NonEmptyTime());
 }
 
 }  // namespace

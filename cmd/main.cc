@@ -26,10 +26,12 @@
 #include "adapters/metrics/logging.h"
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/simulator.h"
+#include "cmd/flags.h"
 #include "cmd/incident.h"
 #include "log/codec.h"
 #include "log/event_log.h"
 #include "replay/replay.h"
+#include "replay/whatif.h"
 
 namespace {
 
@@ -112,6 +114,10 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
     std::printf("resumed: snapshot %" PRIu64 ", %" PRIu64 " outputs restored, %" PRIu64
                 " commands re-driven\n",
                 result.recovered_snapshot, result.outputs_restored, result.commands_redriven);
+    if (result.finished_before) {
+      std::printf("the run had already reached the scenario's end (%s): nothing more to do\n",
+                  Clock(scenario.start + scenario.duration).c_str());
+    }
   }
   if (!args.quiet) {
     std::printf("done: %" PRIu64
@@ -121,7 +127,12 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
                 result.world.nodes, result.world.pods_bound, result.world.pods_pending,
                 Dollars(result.world.cost).c_str(), result.state_hash);
   }
-  return report.report();
+  if (!result.resumed) return report.report();
+  // This process saw only the part after the resume: the whole run's report comes from the log.
+  log::OpenOptions open;
+  open.read_only = true;
+  open.create_if_missing = false;
+  return replay::ReportFromLog(*log::EventLog::Open(log_dir, open), scenario.name);
 }
 
 int RunSimulate(const SimulateArgs& args) {
@@ -315,7 +326,8 @@ int main(int argc, char** argv) {
                    "also run the NodePools, EC2NodeClasses and settings of this scenario on the "
                    "same workload (log in LOG-compare) and print the differences")
       ->check(CLI::ExistingFile);
-  simulate->add_option("--snapshot-every", sim_args.snapshot_every, "events between snapshots");
+  simulate->add_option("--snapshot-every", sim_args.snapshot_every, "events between snapshots")
+      ->check(cmd::PositiveCount());
   simulate
       ->add_option("--snapshot-min-interval", sim_args.snapshot_min_interval,
                    "and at least this much virtual time between them (0s: none)")
@@ -407,6 +419,19 @@ int main(int argc, char** argv) {
   }
   g_fatal_as_json = RunLogsJson(argc, argv);
   if (g_fatal_as_json) metrics::ConfigureLogging("info", true);  // Until --log-level is read.
+  // CLI11 would call an unknown word "a subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->check_name(argv[1]);
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      return Fatal(2, "unknown subcommand '" + std::string(argv[1]) + "'; the subcommands are " +
+                          names + " (tenon --help says more)");
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,8 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
 #include <rocksdb/sst_file_writer.h>
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -130,17 +133,55 @@ void PutFramed(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* family,
   std::string().swap(payload);
 }
 
-// Every file of the log is for its owner only.
-void RestrictPermissions(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace, ec);
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file(ec)) continue;
-    std::filesystem::permissions(
-        entry.path(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
-        std::filesystem::perm_options::replace, ec);
+// The file system RocksDB writes the log through: every file and folder it creates is for its
+// owner only (0600, 0700), whatever the process's umask, including the files its background
+// flushes and compactions create. Files it did not create are never touched.
+class OwnerOnlyFileSystem final : public rocksdb::FileSystemWrapper {
+ public:
+  OwnerOnlyFileSystem() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  static const char* kClassName() { return "TenonOwnerOnlyFileSystem"; }
+  const char* Name() const override { return kClassName(); }
+
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    return Owned(f, 0600, target()->NewWritableFile(f, options, r, dbg));
   }
+  rocksdb::IOStatus ReuseWritableFile(const std::string& f, const std::string& old,
+                                      const rocksdb::FileOptions& options,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                      rocksdb::IODebugContext* dbg) override {
+    return Owned(f, 0600, target()->ReuseWritableFile(f, old, options, r, dbg));
+  }
+  rocksdb::IOStatus NewRandomRWFile(const std::string& f, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSRandomRWFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    return Owned(f, 0600, target()->NewRandomRWFile(f, options, r, dbg));
+  }
+  rocksdb::IOStatus LockFile(const std::string& f, const rocksdb::IOOptions& options,
+                             rocksdb::FileLock** lock, rocksdb::IODebugContext* dbg) override {
+    return Owned(f, 0600, target()->LockFile(f, options, lock, dbg));
+  }
+  rocksdb::IOStatus CreateDir(const std::string& d, const rocksdb::IOOptions& options,
+                              rocksdb::IODebugContext* dbg) override {
+    return Owned(d, 0700, target()->CreateDir(d, options, dbg));
+  }
+
+ private:
+  static rocksdb::IOStatus Owned(const std::string& path, mode_t mode, rocksdb::IOStatus status) {
+    if (status.ok() && ::chmod(path.c_str(), mode) != 0) {
+      return rocksdb::IOStatus::IOError("chmod " + path, std::strerror(errno));
+    }
+    return status;
+  }
+};
+
+// One Env for every log this process opens, kept for the life of the process (RocksDB's
+// background threads use it until the last database closes).
+rocksdb::Env* OwnerOnlyEnv() {
+  static const std::unique_ptr<rocksdb::Env> env =
+      rocksdb::NewCompositeEnv(std::make_shared<OwnerOnlyFileSystem>());
+  return env.get();
 }
 
 // A snapshot file left by a crash before its Commit never became part of the log.
@@ -744,6 +785,7 @@ constexpr std::size_t kWritableFileBufferBytes = 256 << 10;
 
 rocksdb::Options BaseOptions(const OpenOptions& options) {
   rocksdb::Options db;
+  db.env = OwnerOnlyEnv();
   db.create_if_missing = options.create_if_missing;
   db.create_missing_column_families = true;
   // Without the WAL, what the memtables hold is only kept by flushing them at close.
@@ -863,11 +905,17 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
   }
   UmaskGuard umask;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::exists(dir / "CURRENT", ec) && std::filesystem::exists(dir, ec) &&
+      !std::filesystem::is_empty(dir, ec)) {
+    // Not a log, and not tenon's to take over: its files stay as they are.
+    throw LogError(ErrorKind::kInvalid, 0,
+                   "log: " + dir.string() +
+                       " is a folder that holds other files and no log; give a new or empty "
+                       "folder");
+  }
+  std::filesystem::create_directories(dir, ec);  // 0700 under the umask above.
   if (ec)
     throw LogError(ErrorKind::kIo, 0, "log: cannot create " + dir.string() + ": " + ec.message());
-  RestrictPermissions(dir);
-  if (!options.read_only) RemovePartialSnapshots(dir);
 
   rocksdb::DBOptions db_options = BaseOptions(options);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -892,7 +940,15 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
       out.message = why;
     }
   }
+  if (!options.read_only && status.IsIOError() &&
+      status.ToString().find("lock") != std::string::npos) {
+    throw LogError(ErrorKind::kIo, 0,
+                   "log: " + dir.string() + " is in use: another process holds its LOCK (" +
+                       status.ToString() + ")");
+  }
   Check(status, "opening " + dir.string());
+  // Only now, with the LOCK held, may a writer touch the folder's files.
+  if (!options.read_only) RemovePartialSnapshots(dir);
   auto log = std::make_unique<RocksEventLog>(db, std::move(handles), options.read_only, dir);
   log->InitMeta(options, out);
   out.last_seq = log->LastSeq();
@@ -901,7 +957,6 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
                   "); truncated to the last complete write, last sequence number " +
                   std::to_string(out.last_seq);
   }
-  RestrictPermissions(dir);
   return log;
 }
 

@@ -278,6 +278,10 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
     RecordTransition(state, seq, *claim, "Registered", "node " + node.name + " has its providerID",
                      out);
     TagRegistered(state, seq, *claim, node, out);
+  } else if (claim->node_name != node.name && claim->phase != ClaimPhase::kPending) {
+    // Its node came back (deleted and registered again by the kubelet, or listed again after
+    // a relist missed it): as in Karpenter, which finds a claim's Node by providerID each time.
+    SetClaimNode(state, *claim, node.name);
   }
   // Ready, registered (no unregistered taint) and every startup taint gone.
   bool ready = node.ready && !HasTaint(node, label::kUnregisteredTaint) &&

@@ -2,7 +2,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
-#include <regex>
+#include <limits>
+#include <sstream>
+
+#include <date/date.h>
 
 #include "log/codec.h"
 #include "replay/replay.h"
@@ -18,27 +21,31 @@ std::string TimestampText(Nanos at) {
   return text;
 }
 
+namespace {
+
+// `text` read whole with a date::parse `format`, which checks the calendar (no 2026-02-30) and
+// the clock (no 25:00 or 02:61).
+bool ParseWhole(const std::string& text, const char* format, date::sys_seconds& at) {
+  std::istringstream in(text);
+  in >> date::parse(format, at);
+  return !in.fail() && in.peek() == std::char_traits<char>::eof();
+}
+
+}  // namespace
+
 std::optional<Nanos> ParseTime(const std::string& text, Nanos reference) {
-  static const std::regex kFull(R"((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z?)");
-  static const std::regex kClock(R"((\d{1,2}):(\d{2})(?::(\d{2}))?)");
-  std::smatch m;
-  auto num = [&](int i) { return m[i].matched ? std::stoi(m[i].str()) : 0; };
-  std::int64_t seconds = 0;
-  if (std::regex_match(text, m, kFull)) {
-    std::tm tm{};
-    tm.tm_year = num(1) - 1900;
-    tm.tm_mon = num(2) - 1;
-    tm.tm_mday = num(3);
-    tm.tm_hour = num(4);
-    tm.tm_min = num(5);
-    tm.tm_sec = num(6);
-    seconds = static_cast<std::int64_t>(timegm(&tm));
-  } else if (std::regex_match(text, m, kClock)) {
-    const std::int64_t day = reference.value / kSecond.value / 86400 * 86400;
-    seconds = day + num(1) * 3600 + num(2) * 60 + num(3);
-  } else {
-    return std::nullopt;
+  date::sys_seconds at;
+  bool ok = ParseWhole(text, "%Y-%m-%dT%H:%M:%SZ", at) || ParseWhole(text, "%Y-%m-%dT%H:%M:%S", at);
+  if (!ok && text.find('T') == std::string::npos) {
+    // A time of day: on the day of `reference`.
+    const std::string day = TimestampText(reference).substr(0, 11);  // "2026-01-01T"
+    ok = ParseWhole(day + text, "%Y-%m-%dT%H:%M:%S", at) ||
+         ParseWhole(day + text, "%Y-%m-%dT%H:%M", at);
   }
+  // Nanoseconds since the epoch in 64 bits reach from 1677 to 2262.
+  constexpr std::int64_t kSecondsMax = std::numeric_limits<std::int64_t>::max() / kSecond.value;
+  const std::int64_t seconds = at.time_since_epoch().count();
+  if (!ok || seconds > kSecondsMax || seconds < -kSecondsMax) return std::nullopt;
   return Nanos{seconds * kSecond.value};
 }
 

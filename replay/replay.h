@@ -76,7 +76,8 @@ using tenon::ClockText;
 using tenon::DollarsText;
 std::string TimestampText(Nanos at);
 // Reads "2026-01-01T02:14:09Z" (or without the Z), or "02:14[:09]" on the UTC day of
-// `reference` (the log's first event). nullopt if it is neither.
+// `reference` (the log's first event). nullopt if it is neither, names no real time
+// (2026-02-30, 25:00, 02:61) or lies outside the years 1677 to 2262.
 std::optional<Nanos> ParseTime(const std::string& text, Nanos reference);
 // The time of the first event in the log (the day "HH:MM" times refer to), 0 if empty.
 Nanos FirstEventTime(const log::EventLog& log);

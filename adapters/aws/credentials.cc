@@ -1,11 +1,14 @@
 #include "adapters/aws/credentials.h"
 
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <spdlog/spdlog.h>
 
 #include <cassert>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 #include <sstream>
@@ -182,11 +185,44 @@ Result<Credentials> WebIdentityProvider::Get(Nanos) {
   return Result<Credentials>::Ok(out);
 }
 
+namespace {
+
+// Where the AWS SDKs let a container credentials request (and its token) go: anywhere over
+// https; over http only to this host (loopback) or to the agents of ECS (169.254.170.2) and of
+// EKS Pod Identity (169.254.170.23, fd00:ec2::23).
+bool TrustedContainerEndpoint(const std::string& uri) {
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> url(curl_url(), curl_url_cleanup);
+  if (!url || curl_url_set(url.get(), CURLUPART_URL, uri.c_str(), 0) != CURLUE_OK) return false;
+  auto part = [&](CURLUPart which) {
+    char* text = nullptr;
+    std::string out;
+    if (curl_url_get(url.get(), which, &text, 0) == CURLUE_OK && text != nullptr) out = text;
+    curl_free(text);
+    return out;
+  };
+  const std::string scheme = part(CURLUPART_SCHEME), host = part(CURLUPART_HOST);
+  if (scheme == "https") return true;
+  if (scheme != "http") return false;
+  in_addr v4{};
+  const bool loopback_v4 =
+      ::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+  return loopback_v4 || host == "localhost" || host == "[::1]" || host == "169.254.170.2" ||
+         host == "169.254.170.23" || host == "[fd00:ec2::23]";
+}
+
+}  // namespace
+
 Result<Credentials> ContainerProvider::Get(Nanos) {
   const auto uri = env_("AWS_CONTAINER_CREDENTIALS_FULL_URI");
   if (!uri || uri->empty()) {
     return Result<Credentials>::Fail(
         Missing("container: AWS_CONTAINER_CREDENTIALS_FULL_URI not set"));
+  }
+  if (!TrustedContainerEndpoint(*uri)) {
+    return Result<Credentials>::Fail(Missing(
+        "container: AWS_CONTAINER_CREDENTIALS_FULL_URI '" + *uri +
+        "' is not https, loopback, or the ECS or EKS Pod Identity agent's address; no request "
+        "sent"));
   }
   HttpRequest request;
   request.method = "GET";

@@ -15,6 +15,7 @@ namespace tenon::sim {
 namespace {
 
 constexpr std::size_t kWorkloadStepsMax = 100'000;
+constexpr std::uintmax_t kScenarioBytesMax = 16 << 20;  // Read whole before anything is written.
 constexpr std::int64_t kReplicasMax = 1'000'000;
 constexpr std::int64_t kStormMax = 10'000;
 
@@ -53,9 +54,36 @@ void ParsePodShape(const YAML::Node& w, Resources& requests, Labels& node_select
   }
 }
 
+// Kubernetes' limits on a name: a DNS subdomain (253 characters) for an object's name, a DNS
+// label (63) for a namespace; lower-case letters, digits, '-' and '.' only.
+constexpr std::size_t kNameCharsMax = 253;
+constexpr std::size_t kNamespaceCharsMax = 63;
+
+std::string CheckedName(const YAML::Node& node, const std::string& field, std::size_t max) {
+  const std::string value = node.as<std::string>();
+  const bool valid =
+      !value.empty() && value.size() <= max &&
+      value.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos &&
+      value.front() != '-' && value.back() != '-';
+  if (!valid) {
+    throw ScenarioError("line " + std::to_string(node.Mark().line + 1) + ": " + field + ": '" +
+                        value.substr(0, 64) + (value.size() > 64 ? "...'" : "'") +
+                        " is not a Kubernetes name (lower-case letters, digits, '-' and '.', " +
+                        "at most " + std::to_string(max) + " characters)");
+  }
+  return value;
+}
+
 std::string RequiredName(const YAML::Node& w, const char* what) {
   if (!w["name"]) throw ScenarioError(std::string(what) + " without a name");
-  return w["name"].as<std::string>();
+  return CheckedName(w["name"], std::string(what) + ".name", kNameCharsMax);
+}
+
+// The namespace of a workload, a job, a DaemonSet or a budget: `ns` unless the node names one.
+void Namespace(const YAML::Node& w, const char* what, std::string& ns) {
+  if (w["namespace"]) {
+    ns = CheckedName(w["namespace"], std::string(what) + ".namespace", kNamespaceCharsMax);
+  }
 }
 
 Nanos At(const YAML::Node& w) {
@@ -65,7 +93,7 @@ Nanos At(const YAML::Node& w) {
 WorkloadStep ParseWorkload(const YAML::Node& w) {
   WorkloadStep step;
   step.name = RequiredName(w, "workload");
-  if (w["namespace"]) step.ns = w["namespace"].as<std::string>();
+  Namespace(w, "workload", step.ns);
   step.at = At(w);
   step.replicas = w["replicas"].as<std::int64_t>();
   if (step.replicas < 0 || step.replicas > kReplicasMax) {
@@ -98,7 +126,7 @@ WorkloadStep ParseWorkload(const YAML::Node& w) {
 Job ParseJob(const YAML::Node& j) {
   Job job;
   job.name = RequiredName(j, "job");
-  if (j["namespace"]) job.ns = j["namespace"].as<std::string>();
+  Namespace(j, "job", job.ns);
   job.at = At(j);
   job.pods = j["pods"] ? j["pods"].as<std::int64_t>() : 1;
   if (job.pods < 1 || job.pods > kReplicasMax) throw ScenarioError("job " + job.name + ": pods");
@@ -111,7 +139,7 @@ Job ParseJob(const YAML::Node& j) {
 DaemonSetSpec ParseDaemonSet(const YAML::Node& d) {
   DaemonSetSpec ds;
   ds.name = RequiredName(d, "daemonSet");
-  if (d["namespace"]) ds.ns = d["namespace"].as<std::string>();
+  Namespace(d, "daemonSet", ds.ns);
   ParsePodShape(d, ds.requests, ds.node_selector, ds.tolerations);
   return ds;
 }
@@ -121,13 +149,13 @@ Budget ParseBudget(const YAML::Node& b) {
   if (!b["name"] || !b["app"] == !b["selector"]) {
     throw ScenarioError("budget needs a name and an app or a selector");
   }
-  budget.name = b["name"].as<std::string>();
+  budget.name = CheckedName(b["name"], "budget.name", kNameCharsMax);
   if (b["app"]) {
     budget.selector.match_labels["app"] = b["app"].as<std::string>();
   } else {
     budget.selector = kube::ParseSelector(b["selector"]);
   }
-  if (b["namespace"]) budget.ns = b["namespace"].as<std::string>();
+  Namespace(b, "budget", budget.ns);
   if (b["minAvailable"]) budget.min_available = b["minAvailable"].as<std::int64_t>();
   if (b["maxUnavailable"]) budget.max_unavailable = b["maxUnavailable"].as<std::int64_t>();
   if (budget.min_available.has_value() == budget.max_unavailable.has_value()) {
@@ -312,6 +340,16 @@ Scenario WithConfigurationOf(const Scenario& base, const Scenario& config) {
 }
 
 Scenario LoadScenario(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ScenarioError(path.string() +
+                        (std::filesystem::exists(path, ec) ? " is not a file" : " does not exist"));
+  }
+  if (std::filesystem::file_size(path, ec) > kScenarioBytesMax) {
+    throw ScenarioError(path.string() + " is larger than " +
+                        std::to_string(kScenarioBytesMax >> 20) +
+                        " MiB, the most a scenario may be");
+  }
   try {
     YAML::Node doc = YAML::LoadFile(path.string());
     return Parse(doc, path.parent_path());

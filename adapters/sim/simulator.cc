@@ -20,6 +20,16 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
 
   World world(scenario, options.log_dir / kWorldFile);
   report.resumed = world.Load();
+  if (!report.resumed && log->LastSeq() > 0) {
+    // The log's inputs came from a world that is gone: a new empty world would contradict them.
+    throw ScenarioError((options.log_dir / kWorldFile).string() + " is missing, but the log in " +
+                        options.log_dir.string() + " holds " + std::to_string(log->LastSeq()) +
+                        " records of its run; the run cannot resume without it (start again "
+                        "in an empty folder)");
+  }
+  world.Save();  // A world file from the start: a log never exists without one.
+  const Nanos end = scenario.start + scenario.duration;
+  report.finished_before = world.started() && world.now() + scenario.tick > end;
 
   runtime::Options runtime_options;
   runtime_options.snapshot_every_events = options.snapshot_every_events;
@@ -46,10 +56,13 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   save_world();
   if (options.on_state) options.on_state(runtime.state());
 
-  runtime.Ingest(world.StartupEvents(runtime.state()));
-  save_world();
-  if (options.on_state) options.on_state(runtime.state());
-  Nanos end = scenario.start + scenario.duration;
+  // A run that already reached the scenario's end is over: started again, it finishes what a
+  // kill left unanswered (above) and adds nothing, so the log and the world stay as they were.
+  if (!report.finished_before) {
+    runtime.Ingest(world.StartupEvents(runtime.state()));
+    save_world();
+    if (options.on_state) options.on_state(runtime.state());
+  }
   // A fresh world starts at `start`; a resumed one continues from where it stood.
   Nanos next = world.started() ? world.now() + scenario.tick : world.now();
   for (; next <= end; next += scenario.tick) {

@@ -47,7 +47,8 @@ struct SimulateOptions {
 
 struct SimulateReport {
   bool resumed = false;
-  std::string open_message;  // What the log said at open (e.g. a torn tail truncated).
+  bool finished_before = false;  // The log's run had already reached the scenario's end.
+  std::string open_message;      // What the log said at open (e.g. a torn tail truncated).
   log::Seq recovered_snapshot = 0;
   std::uint64_t outputs_restored = 0;
   std::uint64_t commands_redriven = 0;

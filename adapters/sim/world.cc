@@ -241,11 +241,20 @@ World::World(const Scenario& scenario, std::filesystem::path state_file)
       now_(scenario.start) {}
 
 bool World::Load() {
-  if (state_file_.empty()) return false;
+  if (state_file_.empty() || !std::filesystem::exists(state_file_)) return false;
   std::ifstream in(state_file_);
-  if (!in) return false;
-  json j = json::parse(in);
-  if (j.at("version") != kVersion) throw ScenarioError("world file has an unknown version");
+  if (!in) throw ScenarioError("cannot read the world file " + state_file_.string());
+  try {
+    LoadFrom(json::parse(in));
+  } catch (const json::exception& e) {
+    throw ScenarioError(state_file_.string() + ": damaged world file: " + e.what());
+  }
+  return true;
+}
+
+void World::LoadFrom(const json& j) {
+  if (j.at("version") != kVersion)
+    throw ScenarioError(state_file_.string() + ": world file of an unknown version");
   now_ = Nanos{j.at("now").get<std::int64_t>()};
   started_ = j.at("started");
   next_workload_ = j.at("next_workload");
@@ -267,6 +276,11 @@ bool World::Load() {
   deleting_ = j.at("deleting").get<std::set<std::string>>();
   deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
   next_action_ = j.at("next_action");
+  if (next_action_ > scenario_.actions.size()) {
+    throw ScenarioError(state_file_.string() + ": the world file is of another scenario (" +
+                        std::to_string(next_action_) + " actions run, the scenario has " +
+                        std::to_string(scenario_.actions.size()) + ")");
+  }
   // Price changes and NodePool edits are not stored: the actions already run say what they were.
   for (std::size_t i = 0; i < next_action_; ++i) {
     if (scenario_.actions[i].kind == Action::Kind::kPriceChange) ChangePrice(scenario_.actions[i]);
@@ -293,7 +307,6 @@ bool World::Load() {
         Timer{static_cast<Timer::Kind>(t.at(2).get<int>()), t.at(3).get<std::string>(),
               t.size() > 4 ? t.at(4).get<std::uint64_t>() : 0};
   }
-  return true;
 }
 
 void World::Save() const {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/scenario.h"
 
@@ -118,6 +120,7 @@ class World : public runtime::Executor {
   void SkewBudgetsForTest(std::int64_t delta) { budget_skew_for_test_ = delta; }
 
  private:
+  void LoadFrom(const nlohmann::json& j);  // Load's body, on the parsed file.
   std::vector<Event> Apply(const Command& command);
   std::vector<Event> ScaleWorkloads();
   std::vector<Event> StartJobs();

@@ -27,6 +27,49 @@ std::string TempFile(const std::string& name, const std::string& text) {
   return path.string();
 }
 
+// A transport that records the requests it is asked to send and answers each with `answer`.
+class RecordingTransport : public Transport {
+ public:
+  HttpResponse Send(const HttpRequest& request) override {
+    hosts.push_back(request.scheme + "://" + request.host);
+    HttpResponse response;
+    response.status = 200;
+    response.body = R"({"AccessKeyId":"ASIAEXAMPLE","SecretAccessKey":"s","Token":"t",)"
+                    R"("Expiration":"2026-01-01T00:00:00Z"})";
+    return response;
+  }
+  std::vector<std::string> hosts;
+};
+
+// The container token goes, as with the AWS SDKs, only over https or to loopback and the ECS
+// and EKS Pod Identity agents; any other http address gets no request at all.
+TEST(AwsCredentials, ContainerCredentialsOnlyFromTrustedAddresses) {
+  for (const std::string uri :
+       {"https://creds.example.com/v1", "http://127.0.0.1:8080/creds", "http://localhost/creds",
+        "http://[::1]:9000/c", "http://169.254.170.2/v2/credentials/x",
+        "http://169.254.170.23/v1/credentials", "http://[fd00:ec2::23]/v1/credentials"}) {
+    RecordingTransport transport;
+    ContainerProvider provider(Env({{"AWS_CONTAINER_CREDENTIALS_FULL_URI", uri},
+                                    {"AWS_CONTAINER_AUTHORIZATION_TOKEN", "secret"}}),
+                               transport);
+    const auto got = provider.Get(Nanos{0});
+    EXPECT_TRUE(got.ok()) << uri << ": " << got.error.message;
+    EXPECT_EQ(transport.hosts.size(), 1u) << uri;
+  }
+  for (const std::string uri :
+       {"http://creds.example.com/v1", "http://169.254.169.254/latest", "http://10.0.0.5/c",
+        "ftp://127.0.0.1/c", "not a url", "http://127.0.0.1.example.com/c"}) {
+    RecordingTransport transport;
+    ContainerProvider provider(Env({{"AWS_CONTAINER_CREDENTIALS_FULL_URI", uri},
+                                    {"AWS_CONTAINER_AUTHORIZATION_TOKEN", "secret"}}),
+                               transport);
+    const auto got = provider.Get(Nanos{0});
+    EXPECT_FALSE(got.ok()) << uri;
+    EXPECT_NE(got.error.message.find("no request sent"), std::string::npos) << got.error.message;
+    EXPECT_TRUE(transport.hosts.empty()) << uri << " was asked";
+  }
+}
+
 TEST(AwsCredentials, EnvironmentWithSessionToken) {
   EnvProvider env(Env({{"AWS_ACCESS_KEY_ID", "AKIAENV"},
                        {"AWS_SECRET_ACCESS_KEY", "s"},

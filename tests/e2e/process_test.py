@@ -15,6 +15,12 @@ container's log under the default `--log-format json`.
       each ends the process with a non-zero status and one JSON line at level fatal naming the
       problem (every line on stderr is JSON). With --log-format text the error is plain text;
       --help still prints help and exits 0.
+  CommandLine.*
+      The other commands refuse what they cannot mean, with exit status 1 or more and a message
+      that names the word, the file or the line: an unknown subcommand, a time that is no real
+      time or lies beyond 2262, an empty time, a sequence number that is negative, zero or
+      beyond 64 bits, a catalog that is a folder, a namespace that is no Kubernetes name (10 MB
+      of it: refused before a log is written), a scenario file larger than the limit.
 
 Usage: process_test.py TENON_BINARY [unittest arguments].
 """
@@ -33,6 +39,7 @@ import e2e_test  # noqa: E402
 from standin_test import free_port, wait_for  # noqa: E402
 
 TENON = None  # Set from argv.
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 STOP_LIMIT_S = 2.0
 POLL_S = 0.02
 VISIBILITY_S = 1
@@ -167,6 +174,87 @@ class FatalErrors(unittest.TestCase):
                               timeout=60)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("--log-format", done.stdout)
+
+
+class CommandLine(unittest.TestCase):
+    """tenon's read tools and simulate, given what they cannot mean."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tenon-cli-")
+        cls.log = os.path.join(cls.dir, "log")
+        cls.demo = os.path.join(ROOT, "examples", "scenarios", "demo.yaml")
+        done = subprocess.run([TENON, "simulate", cls.demo, "--log", cls.log, "--quiet"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, True)
+
+    def refused(self, args, *words):
+        done = subprocess.run([TENON, *args], capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(done.returncode, 0, done.stdout)
+        for word in words:
+            self.assertIn(word, done.stderr)
+        return done
+
+    def scenario(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def demo_with(self, old, new):
+        with open(self.demo) as f:
+            text = f.read()
+        self.assertIn(old, text)
+        catalog = os.path.join(ROOT, "examples", "catalogs", "small.json")
+        return text.replace(old, new, 1).replace("../catalogs/small.json", catalog)
+
+    def test_unknown_subcommand(self):
+        self.refused(["frobnicate"], "unknown subcommand 'frobnicate'", "simulate")
+
+    def test_times_that_are_no_real_time(self):
+        for text in ["9999-12-31T23:59:59Z", "25:00:00", "02:61:00", "2026-02-30T00:00:00Z",
+                     "yesterday"]:
+            for command in (["replay", self.log, "--until", text],
+                            ["audit", self.log, "--since", text],
+                            ["explain", self.log, "pod", "default/x", "--at", text],
+                            ["cost", self.log, "--until", text]):
+                with self.subTest(command=command):
+                    self.refused(command, text)
+        self.refused(["replay", self.log, "--until", ""], "--until", "empty time")
+
+    def test_a_real_time_is_read(self):
+        done = subprocess.run([TENON, "replay", self.log, "--until", "02:10:00"],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("2026-01-01T02:", done.stdout)
+
+    def test_sequence_numbers_out_of_range(self):
+        for text in ["-5", "0", "18446744073709551616", "12x"]:
+            with self.subTest(to=text):
+                self.refused(["replay", self.log, "--to", text], "--to", text)
+
+    def test_catalog_that_is_a_folder(self):
+        path = self.scenario("folder-catalog.yaml",
+                             self.demo_with("catalog: ../catalogs/small.json", "catalog: /"))
+        self.refused(["simulate", path], "catalog / is not a file")
+
+    def test_namespace_that_is_no_name(self):
+        out = os.path.join(self.dir, "huge-log")
+        path = self.scenario("huge-namespace.yaml", self.demo_with(
+            "{name: web, ", "{namespace: " + "a" * 10_000_000 + ", name: web, "))
+        self.refused(["simulate", path, "--log", out], path, "namespace", "not a Kubernetes name")
+        self.assertFalse(os.path.exists(out), "a log was written for a refused scenario")
+        path = self.scenario("bad-namespace.yaml", self.demo_with(
+            "{name: web, ", "{namespace: Web_Tier, name: web, "))
+        self.refused(["simulate", path], "'Web_Tier'", "line 63")
+
+    def test_scenario_larger_than_the_limit(self):
+        path = self.scenario("large.yaml", "# padding\n" * (2 << 20))
+        self.refused(["simulate", path], path, "MiB")
 
 
 if __name__ == "__main__":

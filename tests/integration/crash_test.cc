@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "log/codec.h"
 #include "replay/replay.h"
@@ -148,6 +150,117 @@ TEST(Crash, KillAndRestartLosesNothingLaunchesOnce) {
                  std::to_string(kill_after) + " acks");
     KillRestartCheck(kill_after);
   }
+}
+
+// `tenon ARGS...`: what it printed (stdout and stderr) and its exit status.
+std::pair<std::string, int> RunTenon(std::vector<std::string> args) {
+  args.insert(args.begin(), kTenon);
+  Child child(args, /*with_stderr=*/true);
+  std::string out = child.ReadAll();
+  return {out, child.Wait()};
+}
+
+std::string FileText(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Simulating again on the log of a run that reached its scenario's end adds nothing: the same
+// records, the same state, the same world file.
+TEST(Resume, AFinishedRunStartedAgainChangesNothing) {
+  TempDir dir;
+  auto [first, status] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
+  ASSERT_EQ(status, 0) << first;
+  const auto done = first.find("done: ");
+  ASSERT_NE(done, std::string::npos) << first;
+  const std::string summary = first.substr(done, first.find('\n', done) - done);
+  const std::string world = FileText(dir.path() / "sim-world.json");
+  const log::Seq last = OpenReadOnly(dir.path())->LastSeq();
+  for (int again = 0; again < 2; ++again) {
+    auto [out, rerun] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
+    ASSERT_EQ(rerun, 0) << out;
+    EXPECT_NE(out.find("already reached the scenario's end"), std::string::npos) << out;
+    EXPECT_NE(out.find(summary), std::string::npos) << out;
+    EXPECT_EQ(OpenReadOnly(dir.path())->LastSeq(), last);
+    EXPECT_EQ(FileText(dir.path() / "sim-world.json"), world);
+  }
+}
+
+// The report of a resumed run covers the whole run (from the log), not only the part after
+// the resume.
+TEST(Resume, TheReportOfAResumedRunCoversTheWholeRun) {
+  TempDir dir;
+  auto [acks, killed] = RunChild(dir.path(), 400);
+  ASSERT_EQ(killed, 137);
+  auto [out, status] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("resumed: "), std::string::npos) << out;
+  EXPECT_NE(out.find("report: demo, 02:00:00 to 02:20:00"), std::string::npos) << out;
+}
+
+// A log whose world file is gone or damaged is not resumed against a new empty world: the run
+// stops with an error naming the file, and the log is left as it was.
+TEST(Resume, AMissingOrDamagedWorldFileIsAnError) {
+  TempDir dir;
+  auto [acks, killed] = RunChild(dir.path(), 400);
+  ASSERT_EQ(killed, 137);
+  const auto file = dir.path() / "sim-world.json";
+  const std::string world = FileText(file);
+  const log::Seq last = OpenReadOnly(dir.path())->LastSeq();
+
+  std::filesystem::remove(file);
+  auto [missing, status] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
+  EXPECT_EQ(status, 1) << missing;
+  EXPECT_NE(missing.find(file.string() + " is missing"), std::string::npos) << missing;
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_EQ(OpenReadOnly(dir.path())->LastSeq(), last);
+
+  std::ofstream(file) << world.substr(0, world.size() / 2);
+  auto [damaged, again] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
+  EXPECT_EQ(again, 1) << damaged;
+  EXPECT_NE(damaged.find(file.string() + ": damaged world file"), std::string::npos) << damaged;
+  EXPECT_EQ(OpenReadOnly(dir.path())->LastSeq(), last);
+}
+
+// One `tenon simulate` writes its log while ten more, again and again, try to run on the same
+// folder: each of them is refused, saying the log is in use, and the writer finishes with a
+// log that replays identically.
+TEST(Resume, TenOpenersCannotHarmAWriter) {
+  const std::string scenario = std::string(TENON_SOURCE_DIR) + "/examples/scenarios/web-tier.yaml";
+  TempDir dir;
+  const std::string log_dir = dir.path().string();
+  Child writer({kTenon, "simulate", scenario, "--log", log_dir, "--trace-acks", "--quiet"});
+  std::string line;
+  ASSERT_TRUE(writer.ReadLine(line)) << "the writer printed nothing";  // Its log is open.
+  std::atomic<bool> finished{false};
+  std::thread drain([&] {
+    std::string rest;
+    while (writer.ReadLine(rest)) {
+    }
+    finished = true;
+  });
+  int refused = 0;
+  while (!finished) {
+    std::vector<std::unique_ptr<Child>> openers;
+    for (int i = 0; i < 10; ++i) {
+      openers.push_back(std::make_unique<Child>(
+          std::vector<std::string>{kTenon, "simulate", scenario, "--log", log_dir, "--quiet"},
+          /*with_stderr=*/true));
+    }
+    for (auto& opener : openers) {
+      const std::string said = opener->ReadAll();
+      const int status = opener->Wait();
+      if (status == 0) continue;  // It came after the writer was done, and found the run over.
+      EXPECT_EQ(status, 1) << said;
+      EXPECT_NE(said.find("is in use"), std::string::npos) << said;
+      ++refused;
+    }
+  }
+  drain.join();
+  EXPECT_EQ(writer.Wait(), 0);
+  EXPECT_GE(refused, 10);
+  auto verify = replay::Verify(*OpenReadOnly(dir.path()));
+  EXPECT_EQ(verify.verdict, replay::Verdict::kIdentical) << verify.detail;
 }
 
 }  // namespace

@@ -27,12 +27,14 @@ inline std::uint64_t TestSeed() {
 // A child process whose standard output we read line by line.
 class Child {
  public:
-  explicit Child(const std::vector<std::string>& argv) {
+  // With `with_stderr`, the child's stderr comes through the same pipe as its stdout.
+  explicit Child(const std::vector<std::string>& argv, bool with_stderr = false) {
     int fds[2];
     if (::pipe(fds) != 0) return;
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(fds[1], 1);
+      if (with_stderr) ::dup2(fds[1], 2);
       ::close(fds[0]);
       ::close(fds[1]);
       std::vector<char*> args;
@@ -56,6 +58,12 @@ class Child {
       line.push_back(static_cast<char>(c));
     }
     return false;  // A partial last line (cut by a kill) is not a line.
+  }
+  // Everything the child writes until it ends (a last line without its newline included).
+  std::string ReadAll() {
+    std::string all;
+    for (int c; (c = std::fgetc(out_)) != EOF;) all.push_back(static_cast<char>(c));
+    return all;
   }
   void Kill() {
     ::kill(pid_, SIGKILL);

@@ -67,16 +67,19 @@ TEST(Simulate, SameSeedSameBytes) {
   EXPECT_EQ(AllPayloads(*OpenReadOnly(a.path())), AllPayloads(*OpenReadOnly(b.path())));
 }
 
-// Running again on a finished log resumes from its snapshot, launches nothing new, and the
-// longer log still replays identically.
+// Running again on a finished log resumes from its snapshot, sees that the run is over, adds
+// nothing and launches nothing; the log still replays identically.
 TEST(Simulate, ResumeLaunchesNothingTwice) {
   TempDir dir;
   auto first = RunDemo(dir.path());
+  EXPECT_FALSE(first.finished_before);
   auto second = RunDemo(dir.path());
   EXPECT_TRUE(second.resumed);
+  EXPECT_TRUE(second.finished_before);
   EXPECT_NE(second.recovered_snapshot, 0u);
   EXPECT_EQ(second.world.instances, first.world.instances);
-  EXPECT_GT(second.last_seq, first.last_seq);  // The restart's relist events were logged.
+  EXPECT_EQ(second.last_seq, first.last_seq);
+  EXPECT_EQ(second.state_hash, first.state_hash);
   auto verify = replay::Verify(*OpenReadOnly(dir.path()));
   EXPECT_EQ(verify.verdict, replay::Verdict::kIdentical) << verify.detail;
 }

@@ -6,6 +6,7 @@
 #include <rocksdb/utilities/options_util.h>
 #include <sys/stat.h>
 
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -443,25 +444,97 @@ TEST(Store, SnapshotsInParts) {
   }
 }
 
-// The log folder is 0700 and every file in it is readable by its owner only.
+mode_t ModeOf(const std::filesystem::path& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 0777;
+}
+
+// A folder the log creates is 0700 and every file in it is its owner's only (0600), those the
+// background flushes and compactions write included, whatever the process's umask.
 TEST(Store, FilesAreOwnerOnly) {
   TempDir dir;
   auto path = dir.path() / "log";
+  const mode_t umask = ::umask(022);
   {
     auto log = Open(path);
-    for (int i = 0; i < 50; ++i) log->Append(Events({std::string(1000, 'x')}));
+    // Past the memtables' size, so that RocksDB's threads flush files of their own.
+    for (int i = 0; i < 40; ++i) log->Append(Events({std::string(256 << 10, 'x')}));
     log->PutSnapshot(10, "s");
   }
-  struct stat st {};
-  ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
-  int files = 0;
+  ::umask(umask);
+  EXPECT_EQ(ModeOf(path), 0700u);
+  int files = 0, tables = 0;
   for (const auto& entry : std::filesystem::directory_iterator(path)) {
-    ASSERT_EQ(::stat(entry.path().c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 077, 0u) << entry.path() << " is readable by others";
+    EXPECT_EQ(ModeOf(entry.path()) & 077, 0u) << entry.path() << " is readable by others";
     ++files;
+    tables += entry.path().extension() == ".sst";
   }
   EXPECT_GT(files, 3);
+  EXPECT_GT(tables, 0);
+}
+
+// An empty folder the user made keeps its mode; files in a log folder that are not the log's
+// keep theirs, whether the log is opened to write or only to read.
+TEST(Store, ModesOfWhatTheLogDidNotCreateAreKept) {
+  TempDir dir;
+  auto path = dir.path() / "mine";
+  std::filesystem::create_directory(path);
+  ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
+  Open(path)->Append(Events({"a"}));
+  EXPECT_EQ(ModeOf(path), 0755u);
+  const auto script = path / "notes.sh";
+  std::ofstream(script) << "#!/bin/sh\n";
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  Open(path)->Append(Events({"b"}));
+  OpenOptions read;
+  read.read_only = true;
+  read.create_if_missing = false;
+  EXPECT_EQ(EventLog::Open(path, read)->LastSeq(), 2u);
+  EXPECT_EQ(ModeOf(path), 0755u);
+  EXPECT_EQ(ModeOf(script), 0755u);
+}
+
+// A folder that holds other files and no log is not taken over: the open fails, saying so,
+// and the folder is left exactly as it was.
+TEST(Store, AFolderOfOtherFilesIsRefused) {
+  TempDir dir;
+  const auto script = dir.path() / "deploy.sh";
+  std::ofstream(script) << "#!/bin/sh\n";
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  try {
+    Open(dir.path());
+    ADD_FAILURE() << "opened a folder of other files as a log";
+  } catch (const LogError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalid);
+    EXPECT_NE(std::string(e.what()).find("holds other files and no log"), std::string::npos)
+        << e.what();
+  }
+  std::vector<std::filesystem::path> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    left.push_back(entry.path());
+  }
+  EXPECT_EQ(left, std::vector<std::filesystem::path>{script});
+  EXPECT_EQ(ModeOf(script), 0755u);
+}
+
+// A second writer is refused while the first holds the LOCK, with a message that says so, and
+// touches nothing: a snapshot the first writer is still writing (its .partial file) survives.
+TEST(Store, ASecondWriterIsRefusedAndHarmsNothing) {
+  TempDir dir;
+  auto log = Open(dir.path());
+  log->Append(Events({"a", "b"}));
+  auto snapshot = log->BeginSnapshot(2);
+  snapshot->Add("part one");
+  try {
+    Open(dir.path());
+    ADD_FAILURE() << "a second writer opened a log in use";
+  } catch (const LogError& e) {
+    EXPECT_NE(std::string(e.what()).find("is in use"), std::string::npos) << e.what();
+  }
+  snapshot->Add("part two");
+  snapshot->Commit();
+  EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{2}));
 }
 
 // Thousands of random appends, reads, scans, snapshots and reopens agree with a std::map model.

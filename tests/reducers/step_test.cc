@@ -827,6 +827,24 @@ TEST(Lifecycle, DeletingANodeDeletesItsClaim) {
   EXPECT_TRUE(CommandsOf<DeleteNodeClaim>(again).empty()) << "once";
 }
 
+// A Node that goes and comes back (a relist that missed it, a kubelet registering again) is
+// its claim's node again: Karpenter finds a claim's Node by providerID every time, so the
+// claim is not left without a node, which nothing would ever consolidate or expire.
+TEST(Lifecycle, ANodeThatComesBackIsItsClaimsNodeAgain) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  const Node node = LaunchedNode(true);
+  f.Fold(NodeUpserted{node});
+  ASSERT_EQ(f.state.nodeclaims.at(claim).node_name, node.name);
+  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  f.Fold(NodeDeleted{node.name});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, "");
+  f.Fold(NodeUpserted{node});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, node.name);
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_FALSE(f.state.nodeclaims.at(claim).deleting);
+}
+
 // A launched claim whose Ready node runs pod web-1, deleted: `first` is the drain's first
 // pass, at `now`, which evicts the pod.
 struct DrainingOnePod {
