@@ -13,6 +13,7 @@
 #include "adapters/aws/s3.h"
 #include "log/codec.h"
 #include "log/event_log.h"
+#include "log/repair.h"
 #include "replay/replay.h"
 #include "replay/whatif.h"
 
@@ -38,6 +39,8 @@ struct IncidentCommands {
   CLI::App* log_export = nullptr;
   CLI::App* log_import = nullptr;
   std::string archive_dir, archive_file;
+  CLI::App* log_repair = nullptr;
+  std::string repair_dir;
 
   CLI::App* cost = nullptr;
   std::string cost_dir, cost_by = "namespace", cost_since, cost_until;
@@ -55,7 +58,11 @@ std::unique_ptr<log::EventLog> OpenForReading(const std::string& dir) {
   log::OpenOptions open;
   open.create_if_missing = false;
   open.read_only = true;
-  return log::EventLog::Open(dir, open);
+  log::OpenReport report;
+  auto log = log::EventLog::Open(dir, open, &report);
+  // A torn tail is read past, and said: the answer holds everything before it.
+  if (report.torn_tail_truncated) std::fprintf(stderr, "tenon: %s\n", report.message.c_str());
+  return log;
 }
 
 Nanos TimeFlag(const std::string& flag, const std::string& text, const log::EventLog& log) {
@@ -323,8 +330,26 @@ int RunImport(const IncidentCommands& c) {
   return 0;
 }
 
+int RunRepair(const IncidentCommands& c) {
+  const log::RepairReport r =
+      log::RepairLog(c.repair_dir, [](const log::EventLog& log, log::Seq last) {
+        return replay::FoldTo(log, last, true).next_decision.value;
+      });
+  if (!r.repaired) {
+    std::printf("%s has no damage: nothing changed (last sequence number %" PRIu64 ")\n",
+                c.repair_dir.c_str(), r.last_seq);
+    return 0;
+  }
+  std::printf(
+      "repaired %s\n  damage: %s\n  the log as it was: %s\n  the log goes on after "
+      "record %" PRIu64 "; what was lost: %s\n",
+      c.repair_dir.c_str(), r.damage.c_str(), r.aside.c_str(), r.last_seq, r.report.c_str());
+  return 0;
+}
+
 void AddArchive(CLI::App& app, IncidentCommands& c) {
-  auto* log_cmd = app.add_subcommand("log", "move a log between machines as one file");
+  auto* log_cmd =
+      app.add_subcommand("log", "move a log between machines as one file, or repair a damaged one");
   log_cmd->require_subcommand(1);
   c.log_export = log_cmd->add_subcommand("export", "write the whole log into one checksummed file");
   c.log_export->add_option("log", c.archive_dir, "log folder")
@@ -338,6 +363,13 @@ void AddArchive(CLI::App& app, IncidentCommands& c) {
       ->required();
   c.log_import->add_option("-o,--output", c.archive_dir, "new log folder (absent or empty)")
       ->required();
+  c.log_repair = log_cmd->add_subcommand(
+      "repair",
+      "go on from the last good record of a log damaged before its end, setting the log as it "
+      "was aside (never deleted) with a report of what was lost");
+  c.log_repair->add_option("log", c.repair_dir, "log folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
 }
 
 int RunCost(const IncidentCommands& c) {
@@ -460,6 +492,7 @@ std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
   if (commands.cost->parsed()) return RunCost(commands);
   if (commands.log_export->parsed()) return RunExport(commands);
   if (commands.log_import->parsed()) return RunImport(commands);
+  if (commands.log_repair->parsed()) return RunRepair(commands);
   return std::nullopt;
 }
 

@@ -1,5 +1,6 @@
 // The RocksDB event store behind log/event_log.h.
 #include "log/event_log.h"
+#include "log/repair.h"
 
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
@@ -20,9 +21,13 @@
 #include <cassert>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <exception>
+#include <fstream>
 #include <mutex>
 
 namespace tenon::log {
@@ -182,6 +187,78 @@ rocksdb::Env* OwnerOnlyEnv() {
   static const std::unique_ptr<rocksdb::Env> env =
       rocksdb::NewCompositeEnv(std::make_shared<OwnerOnlyFileSystem>());
   return env.get();
+}
+
+// RocksDB's account of what its write-ahead log reader dropped during an open ("FILE: dropping
+// N bytes; Corruption: ..."), which names the file and the bytes its Status leaves out.
+class DropLogger final : public rocksdb::Logger {
+ public:
+  DropLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char line[1024];
+    std::vsnprintf(line, sizeof line, format, ap);
+    // Without RocksDB's "[WARN] [db/db_impl/db_impl_open.cc:982] " in front.
+    std::string_view text(line);
+    while (text.starts_with('[') && text.find("] ") != std::string_view::npos) {
+      text.remove_prefix(text.find("] ") + 2);
+    }
+    std::lock_guard lock(mutex_);
+    if (text.find(": dropping ") != std::string_view::npos && said_.size() < 8) {
+      said_.emplace_back(text);
+    }
+  }
+  std::string Said() {
+    std::lock_guard lock(mutex_);
+    std::string out;
+    for (const auto& line : said_) out += (out.empty() ? "" : "; ") + line;
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> said_;
+};
+
+// Where the newest write-ahead log file stops holding complete records: its last record that
+// ends a write (RocksDB's log format: 32 KiB blocks of records, each with a 7-byte header,
+// or 11 bytes for recycled files: checksum, length, type, [log number]).
+struct TornTail {
+  std::filesystem::path file;
+  std::uint64_t offset = 0;  // Just past the last complete write.
+  std::uint64_t bytes = 0;   // What follows it.
+};
+
+TornTail FindTornTail(const std::filesystem::path& dir) {
+  TornTail torn;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".log" && entry.path().filename() > torn.file.filename()) {
+      torn.file = entry.path();
+    }
+  }
+  if (torn.file.empty()) return torn;
+  std::ifstream in(torn.file, std::ios::binary);
+  const std::string data((std::istreambuf_iterator<char>(in)), {});
+  constexpr std::size_t kBlock = 32768;
+  std::size_t at = 0;
+  while (at < data.size()) {
+    const std::size_t left_in_block = kBlock - at % kBlock;
+    if (left_in_block < 7) {  // A block's trailer: zeros.
+      at += left_in_block;
+      continue;
+    }
+    if (at + 7 > data.size()) break;
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(data[at + i]); };
+    const std::size_t length = byte(4) | (byte(5) << 8);
+    const unsigned type = byte(6);
+    const std::size_t header = type >= 5 ? 11 : 7;  // Recyclable record types are 5 to 8.
+    if (type == 0 || type > 8 || at + header + length > data.size()) break;
+    at += header + length;
+    if (type == 1 || type == 4 || type == 5 || type == 8) torn.offset = at;  // Full or last.
+  }
+  torn.bytes = data.size() - torn.offset;
+  return torn;
 }
 
 // A snapshot file left by a crash before its Commit never became part of the log.
@@ -920,26 +997,55 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
   rocksdb::DBOptions db_options = BaseOptions(options);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  rocksdb::Status status;
-  if (options.read_only) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = Families({}, true);
+  if (std::filesystem::exists(dir / "CURRENT", ec)) {
     std::vector<std::string> present;
     Check(rocksdb::DB::ListColumnFamilies(db_options, dir.string(), &present),
           "listing the families of " + dir.string());
-    auto families = Families(present, false);
-    status = rocksdb::DB::OpenForReadOnly(db_options, dir.string(), families, &handles, &db);
-    if (status.ok()) handles = InAllFamilies(families, std::move(handles));
-  } else {
-    // Strict first: any damage in the write-ahead log fails the open, so we can say so.
-    db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
-    status = rocksdb::DB::Open(db_options, dir.string(), Families({}, true), &handles, &db);
+    // Every family but the decision index (which a log may predate) is there from the first
+    // open on; one missing is a MANIFEST damaged or cut short, and must not be made anew.
+    for (std::size_t f = 0; f < kDecisionIndex; ++f) {
+      if (std::find(present.begin(), present.end(), kFamilyNames[f]) == present.end()) {
+        throw LogError(ErrorKind::kCorruption, 0,
+                       "log: " + dir.string() + ": its MANIFEST lists no column family '" +
+                           kFamilyNames[f] +
+                           "' (damaged or cut short); nothing was read or written");
+      }
+    }
+    if (options.read_only) families = Families(present, false);
+  }
+  auto drops = std::make_shared<DropLogger>();
+  db_options.info_log = drops;
+  auto open = [&](rocksdb::WALRecoveryMode mode) {
+    db_options.wal_recovery_mode = mode;
+    return options.read_only
+               ? rocksdb::DB::OpenForReadOnly(db_options, dir.string(), families, &handles, &db)
+               : rocksdb::DB::Open(db_options, dir.string(), families, &handles, &db);
+  };
+  // Strict first: any damage in the write-ahead log fails the open, so we can say which.
+  rocksdb::Status status = open(rocksdb::WALRecoveryMode::kAbsoluteConsistency);
+  if (status.IsCorruption()) {
+    const std::string said = drops->Said();
+    const std::string strict = said.empty() ? status.ToString() : said;
+    const TornTail torn = FindTornTail(dir);  // Before a writer's recovery replaces the file.
+    // A record cut off at the very end is what a crash leaves: recovered, and said so. Damage
+    // anywhere before the end stops the open: records after it would be lost unsaid.
+    status = open(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
     if (status.IsCorruption()) {
-      std::string why = status.ToString();
-      db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
-      status = rocksdb::DB::Open(db_options, dir.string(), Families({}, true), &handles, &db);
-      out.torn_tail_truncated = status.ok();
-      out.message = why;
+      throw LogError(ErrorKind::kCorruption, 0,
+                     "log: " + dir.string() + ": the write-ahead log is damaged before its end (" +
+                         strict + "); what follows the damage cannot be read, and " +
+                         "nothing was read or written. `tenon log repair " + dir.string() +
+                         "` sets the damaged files aside and goes on from the last good record");
+    }
+    if (status.ok()) {
+      out.torn_tail_truncated = true;
+      out.message = "log: " + torn.file.string() + " ended in a torn record (" + strict +
+                    "), as a crash leaves it: " + std::to_string(torn.bytes) +
+                    " bytes from offset " + std::to_string(torn.offset) + " were dropped";
     }
   }
+  if (status.ok() && options.read_only) handles = InAllFamilies(families, std::move(handles));
   if (!options.read_only && status.IsIOError() &&
       status.ToString().find("lock") != std::string::npos) {
     throw LogError(ErrorKind::kIo, 0,
@@ -953,11 +1059,130 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
   log->InitMeta(options, out);
   out.last_seq = log->LastSeq();
   if (out.torn_tail_truncated) {
-    out.message = "log: the write-ahead log ended in a torn record (" + out.message +
-                  "); truncated to the last complete write, last sequence number " +
-                  std::to_string(out.last_seq);
+    out.message += "; the log goes on from sequence number " + std::to_string(out.last_seq);
   }
   return log;
+}
+
+namespace {
+
+// "20261127T234501Z": when a repair ran, for the names of what it leaves.
+std::string UtcStamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%dT%H%M%SZ", &tm);
+  return text;
+}
+
+// The log folder as it is, into `aside`: SST files are immutable and hard-linked (copied where
+// links are not possible), the rest copied.
+void SetAside(const std::filesystem::path& dir, const std::filesystem::path& aside) {
+  std::filesystem::create_directory(aside);
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const auto to = aside / entry.path().filename();
+    std::error_code ec;
+    if (entry.path().extension() == ".sst") std::filesystem::create_hard_link(entry.path(), to, ec);
+    if (entry.path().extension() != ".sst" || ec) std::filesystem::copy_file(entry.path(), to);
+  }
+}
+
+}  // namespace
+
+RepairReport RepairLog(const std::filesystem::path& dir, const FirstLostDecision& first_lost) {
+  if (!std::filesystem::exists(dir / "CURRENT")) {
+    throw LogError(ErrorKind::kIo, 0, "log: no log at " + dir.string());
+  }
+  UmaskGuard umask;
+  OpenOptions options;
+  options.create_if_missing = false;
+  rocksdb::DBOptions db_options = BaseOptions(options);
+  auto drops = std::make_shared<DropLogger>();
+  db_options.info_log = drops;
+  const auto families = Families({}, true);
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  auto close = [&] {
+    for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+    handles.clear();
+    db->Close();
+    delete db;
+    db = nullptr;
+  };
+  RepairReport report;
+  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
+  rocksdb::Status status = rocksdb::DB::Open(db_options, dir.string(), families, &handles, &db);
+  if (status.ok()) {
+    close();
+  } else if (status.IsIOError() && status.ToString().find("lock") != std::string::npos) {
+    throw LogError(ErrorKind::kIo, 0,
+                   "log: " + dir.string() + " is in use: another process holds its LOCK (" +
+                       status.ToString() + ")");
+  } else if (!status.IsCorruption()) {
+    Check(status, "opening " + dir.string());
+  } else {
+    report.repaired = true;
+    report.damage = drops->Said().empty() ? status.ToString() : drops->Said();
+    const std::string stamp = UtcStamp();
+    report.aside = dir.parent_path() / (dir.filename().string() + ".damaged-" + stamp);
+    SetAside(dir, report.aside);
+    // Everything up to the damage, nothing after it.
+    db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+    Check(rocksdb::DB::Open(db_options, dir.string(), families, &handles, &db),
+          "recovering " + dir.string() + " up to the damage");
+    rocksdb::WriteOptions write;
+    write.sync = true;
+    const std::string record =
+        "damage: " + report.damage + "; the log as it was: " + report.aside.string();
+    Check(db->Put(write, handles[kMeta], "repair." + stamp, record), "recording the repair");
+    close();
+    std::uint64_t decision = 0;
+    {
+      auto kept = EventLog::Open(dir, options);
+      report.last_seq = kept->LastSeq();
+      decision = first_lost(*kept, report.last_seq);
+    }
+    Check(rocksdb::DB::Open(db_options, dir.string(), families, &handles, &db),
+          "reopening " + dir.string());
+    rocksdb::WriteBatch batch;
+    const std::string end(9, '\xff');
+    Check(batch.DeleteRange(handles[kSnapshots], Key(report.last_seq + 1), end),
+          "dropping snapshots past the damage");
+    Check(batch.DeleteRange(handles[kDecisions], Key(decision), end),
+          "dropping decisions past the damage");
+    std::unique_ptr<rocksdb::Iterator> index(db->NewIterator({}, handles[kDecisionIndex]));
+    for (index->SeekToFirst(); index->Valid(); index->Next()) {
+      const rocksdb::Slice key = index->key();
+      if (key.size() < 8) continue;
+      std::uint64_t id = 0;
+      for (std::size_t i = key.size() - 8; i < key.size(); ++i) {
+        id = id << 8 | static_cast<unsigned char>(key[i]);
+      }
+      if (id >= decision)
+        Check(batch.Delete(handles[kDecisionIndex], key), "dropping an index entry");
+    }
+    Check(index->status(), "reading the decision index");
+    index.reset();
+    Check(db->Write(write, &batch), "dropping what the lost records made");
+    close();
+  }
+  // The log opens strictly now, or the repair did not mend it.
+  auto log = EventLog::Open(dir, options);
+  report.last_seq = log->LastSeq();
+  if (report.repaired) {
+    report.report = report.aside / "REPAIR.txt";
+    std::ofstream out(report.report);
+    out << "tenon log repair of " << dir.string() << " at " << UtcStamp() << "\n"
+        << "damage: " << report.damage << "\n"
+        << "kept: records 1 to " << report.last_seq << " (in " << dir.string() << ")\n"
+        << "lost from the log: every record after " << report.last_seq
+        << "; the damaged write-ahead log and everything else the folder held are in "
+        << report.aside.string() << "\n";
+    if (!out) throw LogError(ErrorKind::kIo, 0, "log: cannot write " + report.report.string());
+  }
+  return report;
 }
 
 }  // namespace tenon::log

@@ -261,20 +261,20 @@ ArchiveReport ImportLog(const std::filesystem::path& file, const std::filesystem
     throw ArchiveError(dir.string() + " is not empty: import makes a new log");
   }
   Reader in(file);
-  const Header header = ReadHeader(in);
-  // The import keeps the log's identity: its cluster and the version that wrote it.
-  log::OpenOptions options;
-  options.cluster_id = header.cluster_id;
-  options.writer_version = header.writer_version;
   ArchiveReport report;
   try {
+    const Header header = ReadHeader(in);
+    // The import keeps the log's identity: its cluster and the version that wrote it.
+    log::OpenOptions options;
+    options.cluster_id = header.cluster_id;
+    options.writer_version = header.writer_version;
     auto log = log::EventLog::Open(dir, options);
     report = ReadInto(in, *log);
-  } catch (...) {
+  } catch (const std::exception& e) {
     // Nothing half-imported is left behind to be mistaken for the log.
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);
-    throw;
+    throw ArchiveError(file.string() + ": " + e.what());
   }
   return report;
 }

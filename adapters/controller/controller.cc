@@ -267,11 +267,18 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
         shutdown_begins("the lease was lost");
         return finish(kExitLeadershipLost);
       }
+      if (e.kind() != log::ErrorKind::kIo) {
+        // Damage, or a folder that is no log: waiting mends neither, and writing past damage
+        // would bury what it hides (`tenon log repair` is the way on).
+        spdlog::critical("log {} cannot be used: {}", options.log_dir, e.what());
+        shutdown_begins("the log cannot be used");
+        return finish(1);
+      }
       spdlog::warn("log {} cannot be opened yet: {}", options.log_dir, e.what());
       std::this_thread::sleep_for(options.lease.retry_period);
     }
   }
-  if (report.torn_tail_truncated) spdlog::warn("log: {}", report.message);
+  if (report.torn_tail_truncated) spdlog::warn("{}", report.message);
   kube::ExecutorOptions executor_options;
   executor_options.on_write_failed = [&metrics] { metrics.KubeWriteFailed(); };
   kube::KubeExecutor kube_executor(client, executor_options, may_act);

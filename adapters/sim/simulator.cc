@@ -50,6 +50,15 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
     world.Save();
   };
   auto recovery = runtime.Recover();
+  // A world saved after a tick's events reached the log is never more than that tick ahead
+  // of it; further, and the log was cut back under it (`tenon log repair`).
+  if (report.resumed && world.started() && world.now() > runtime.state().now + scenario.tick) {
+    throw ScenarioError((options.log_dir / kWorldFile).string() + " is at " +
+                        ClockText(world.now()) + ", past the log's last record (" +
+                        ClockText(runtime.state().now) +
+                        "): the log was cut back under it and a simulated world cannot be "
+                        "rewound; start the run again in an empty folder");
+  }
   report.recovered_snapshot = recovery.snapshot_seq;
   report.outputs_restored = recovery.outputs_restored;
   report.commands_redriven = recovery.commands_redriven;

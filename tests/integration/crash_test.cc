@@ -2,7 +2,8 @@
 // random points and right after a LaunchInstances command is acknowledged (before or after
 // the cloud acted on it, whichever the race gives). Nothing the log acknowledged is lost, no
 // NodeClaim gets a second instance, no instance is left without a NodeClaim, and the log
-// replays identically.
+// replays identically. Resume.* holds a resumed or finished run, a missing world file and a
+// second writer to their rules; LogDamage.* a damaged and a torn write-ahead log, and repair.
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
@@ -261,6 +262,110 @@ TEST(Resume, TenOpenersCannotHarmAWriter) {
   EXPECT_GE(refused, 10);
   auto verify = replay::Verify(*OpenReadOnly(dir.path()));
   EXPECT_EQ(verify.verdict, replay::Verdict::kIdentical) << verify.detail;
+}
+
+// The demo's log, killed after 400 acknowledgements so that its write-ahead log holds them,
+// and the path of that write-ahead log.
+std::filesystem::path KilledDemoLog(const std::filesystem::path& dir) {
+  auto [acks, killed] = RunChild(dir, 400);
+  EXPECT_EQ(killed, 137);
+  std::filesystem::path wal;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log" && entry.path().filename() > wal.filename()) {
+      wal = entry.path();
+    }
+  }
+  EXPECT_GT(std::filesystem::file_size(wal), 20000u) << wal;
+  return wal;
+}
+
+void FlipBit(const std::filesystem::path& file, std::uint64_t at) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(c ^ 0x10));
+}
+
+// Every file of a folder, by name, with its bytes.
+std::map<std::string, std::string> FolderBytes(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file()) out[entry.path().filename()] = FileText(entry.path());
+  }
+  return out;
+}
+
+// One bit flipped in the middle of the write-ahead log: every tool stops with a non-zero
+// status naming the file, and none of them writes anything (the folder is byte for byte as it
+// was).
+TEST(LogDamage, AFlippedBitInTheMiddleStopsEveryTool) {
+  TempDir dir;
+  const auto wal = KilledDemoLog(dir.path());
+  FlipBit(wal, std::filesystem::file_size(wal) / 2);
+  const auto before = FolderBytes(dir.path());
+  const std::string log = dir.path().string();
+  const std::string page = (dir.path().parent_path() / "timeline.html").string();
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"replay", log},
+                                             {"replay", log, "--verify"},
+                                             {"audit", log},
+                                             {"explain", log, "pod", "default/web-1"},
+                                             {"timeline", log, "-o", page},
+                                             {"cost", log},
+                                             {"simulate", kDemo, "--log", log}}) {
+    auto [out, status] = RunTenon(args);
+    EXPECT_NE(status, 0) << args[0] << ": " << out;
+    EXPECT_NE(out.find(wal.string()), std::string::npos) << args[0] << ": " << out;
+    EXPECT_NE(out.find("damaged before its end"), std::string::npos) << args[0] << ": " << out;
+  }
+  EXPECT_EQ(FolderBytes(dir.path()), before);
+}
+
+// A write-ahead log cut off a few bytes before its end is what a crash leaves: the tools
+// answer, and say which file lost how many bytes; a resumed run goes on.
+TEST(LogDamage, ATornTailIsRecoveredAndSaid) {
+  TempDir dir;
+  const auto wal = KilledDemoLog(dir.path());
+  std::filesystem::resize_file(wal, std::filesystem::file_size(wal) - 5);
+  auto [replayed, status] = RunTenon({"replay", dir.path().string(), "--verify"});
+  EXPECT_EQ(status, 0) << replayed;
+  EXPECT_NE(replayed.find(wal.string() + " ended in a torn record"), std::string::npos) << replayed;
+  EXPECT_NE(replayed.find(" bytes from offset "), std::string::npos) << replayed;
+  EXPECT_NE(replayed.find("verdict: identical"), std::string::npos) << replayed;
+  auto [resumed, again] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
+  EXPECT_EQ(again, 0) << resumed;
+  EXPECT_NE(resumed.find("torn record"), std::string::npos) << resumed;
+}
+
+// `tenon log repair` sets the log as it was aside (the damaged write-ahead log byte for byte),
+// writes what was lost, and leaves a log that opens, verifies and audits.
+TEST(LogDamage, RepairSetsTheDamageAsideAndGoesOn) {
+  TempDir dir;
+  const auto log_dir = dir.path() / "log";
+  const auto wal = KilledDemoLog(log_dir);
+  FlipBit(wal, std::filesystem::file_size(wal) / 2);
+  const std::string damaged = FileText(wal);
+  auto [repaired, status] = RunTenon({"log", "repair", log_dir.string()});
+  ASSERT_EQ(status, 0) << repaired;
+  EXPECT_NE(repaired.find(wal.string() + ": dropping "), std::string::npos) << repaired;
+  std::filesystem::path aside;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    if (entry.path().filename().string().starts_with("log.damaged-")) aside = entry.path();
+  }
+  ASSERT_FALSE(aside.empty()) << repaired;
+  EXPECT_EQ(FileText(aside / wal.filename()), damaged);
+  EXPECT_NE(FileText(aside / "REPAIR.txt").find("lost from the log: every record after"),
+            std::string::npos);
+  auto [verified, ok] = RunTenon({"replay", log_dir.string(), "--verify"});
+  EXPECT_EQ(ok, 0) << verified;
+  EXPECT_NE(verified.find("verdict: identical"), std::string::npos) << verified;
+  auto [audited, fine] = RunTenon({"audit", log_dir.string()});
+  EXPECT_EQ(fine, 0) << audited;
+  auto [again, nothing] = RunTenon({"log", "repair", log_dir.string()});
+  EXPECT_EQ(nothing, 0) << again;
+  EXPECT_NE(again.find("has no damage: nothing changed"), std::string::npos) << again;
 }
 
 }  // namespace

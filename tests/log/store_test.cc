@@ -313,9 +313,13 @@ TEST(Store, TornWalTailIsTruncatedAndReported) {
   auto log = Open(dir.path(), &report, true);
   EXPECT_TRUE(report.torn_tail_truncated);
   EXPECT_NE(report.message.find("torn"), std::string::npos) << report.message;
-  EXPECT_NE(report.message.find("last sequence number " + std::to_string(log->LastSeq())),
+  EXPECT_NE(report.message.find("goes on from sequence number " + std::to_string(log->LastSeq())),
             std::string::npos)
       << report.message;
+  // The file, where its last complete write ends and how much came after it.
+  EXPECT_NE(report.message.find(wal.string() + " ended in a torn record"), std::string::npos)
+      << report.message;
+  EXPECT_NE(report.message.find(" bytes from offset "), std::string::npos) << report.message;
   EXPECT_GE(log->LastSeq(), 1u);
   EXPECT_LT(log->LastSeq(), static_cast<Seq>(kRecords));
   for (Seq s = 1; s <= log->LastSeq(); ++s) {

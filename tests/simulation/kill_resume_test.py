@@ -18,6 +18,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import seeded  # noqa: E402
 import time
 
 KILLS_PER_SERIES = 6  # Kills before a series' last run is left to finish.
@@ -74,8 +77,7 @@ def main():
     tenon, scenarios_dir = sys.argv[1], sys.argv[2]
     scenarios = sorted(glob.glob(os.path.join(scenarios_dir, "*.yaml")))
     cycles = int(os.environ.get("KILL_RESUME_CYCLES", "100"))
-    seed = int(os.environ.get("KILL_RESUME_SEED") or random.SystemRandom().randrange(1, 2**31))
-    print("seed %d (KILL_RESUME_SEED=%d repeats these kill moments)" % (seed, seed), flush=True)
+    seed = seeded.seed_from("KILL_RESUME_SEED", "these kill moments")
     rng = random.Random(seed)
     per_scenario = math.ceil(cycles / len(scenarios))
     work = tempfile.mkdtemp(prefix="tenon-kill-resume-")
@@ -121,12 +123,7 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d kills over %d scenarios" % (kills, len(scenarios)))
-    for failure in failures:
-        print("FAIL " + failure)
-    if failures:
-        print("repeat with KILL_RESUME_SEED=%d" % seed)
-        return 1
-    return 0
+    return seeded.verdict(failures, "KILL_RESUME_SEED", seed)
 
 
 if __name__ == "__main__":
