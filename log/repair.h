@@ -14,11 +14,11 @@
 namespace tenon::log {
 
 struct RepairReport {
-  bool repaired = false;        // False: the log opened strictly, nothing was touched.
-  std::string damage;           // RocksDB's account: the file and the bytes it dropped.
-  std::filesystem::path aside;  // The log folder as it was (SST files hard-linked).
+  bool repaired = false;         // False: the log opened strictly, nothing was touched.
+  std::string damage;            // RocksDB's account: the file and the bytes it dropped.
+  std::filesystem::path aside;   // The log folder as it was (SST files hard-linked).
   std::filesystem::path report;  // aside / "REPAIR.txt"
-  Seq last_seq = 0;             // The log goes on after this record.
+  Seq last_seq = 0;              // The log goes on after this record.
 };
 
 // The first decision id the kept records did not make (the fold's next id after `last`).
