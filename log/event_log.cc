@@ -189,6 +189,15 @@ rocksdb::Env* OwnerOnlyEnv() {
   return env.get();
 }
 
+// Throws "is in use" when RocksDB refused the open because another process holds the LOCK.
+void ThrowIfInUse(const std::filesystem::path& dir, const rocksdb::Status& status) {
+  if (status.IsIOError() && status.ToString().find("lock") != std::string::npos) {
+    throw LogError(ErrorKind::kIo, 0,
+                   "log: " + dir.string() + " is in use: another process holds its LOCK (" +
+                       status.ToString() + ")");
+  }
+}
+
 // RocksDB's account of what its write-ahead log reader dropped during an open ("FILE: dropping
 // N bytes; Corruption: ..."), which names the file and the bytes its Status leaves out.
 class DropLogger final : public rocksdb::Logger {
@@ -1046,12 +1055,7 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
     }
   }
   if (status.ok() && options.read_only) handles = InAllFamilies(families, std::move(handles));
-  if (!options.read_only && status.IsIOError() &&
-      status.ToString().find("lock") != std::string::npos) {
-    throw LogError(ErrorKind::kIo, 0,
-                   "log: " + dir.string() + " is in use: another process holds its LOCK (" +
-                       status.ToString() + ")");
-  }
+  if (!options.read_only) ThrowIfInUse(dir, status);
   Check(status, "opening " + dir.string());
   // Only now, with the LOCK held, may a writer touch the folder's files.
   if (!options.read_only) RemovePartialSnapshots(dir);
@@ -1114,12 +1118,9 @@ RepairReport RepairLog(const std::filesystem::path& dir, const FirstLostDecision
   RepairReport report;
   db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
   rocksdb::Status status = rocksdb::DB::Open(db_options, dir.string(), families, &handles, &db);
+  ThrowIfInUse(dir, status);
   if (status.ok()) {
     close();
-  } else if (status.IsIOError() && status.ToString().find("lock") != std::string::npos) {
-    throw LogError(ErrorKind::kIo, 0,
-                   "log: " + dir.string() + " is in use: another process holds its LOCK (" +
-                       status.ToString() + ")");
   } else if (!status.IsCorruption()) {
     Check(status, "opening " + dir.string());
   } else {

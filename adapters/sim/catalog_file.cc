@@ -63,11 +63,7 @@ InstanceType ParseType(const nlohmann::json& j, std::uint64_t seed) {
 }  // namespace
 
 std::vector<InstanceType> LoadCatalogJson(const std::filesystem::path& path, std::uint64_t seed) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw ScenarioError("catalog " + path.string() +
-                        (std::filesystem::exists(path, ec) ? " is not a file" : " does not exist"));
-  }
+  RequireFile(path, "catalog ");
   std::ifstream in(path);
   if (!in) throw ScenarioError("cannot open catalog " + path.string());
   std::vector<InstanceType> types;

@@ -18,6 +18,10 @@ class ScenarioError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws ScenarioError ("WHAT PATH is not a file" / "does not exist") unless `path` is a
+// regular file: reading a folder would fail with a message that names nothing.
+void RequireFile(const std::filesystem::path& path, const std::string& what);
+
 // A deployment's desired replica count from time `at` on.
 struct WorkloadStep {
   Nanos at{0};

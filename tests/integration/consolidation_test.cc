@@ -28,6 +28,11 @@ std::string PoolScenario(const std::string& body, const std::string& capacity = 
   return yaml + settings;
 }
 
+// An on-demand pool whose budget lets every node go at once, running `body`.
+std::string AllAtOnce(const std::string& body) {
+  return PoolScenario(body, "on-demand", "      disruption: {budgets: [{nodes: \"100%\"}]}\n");
+}
+
 TEST(Consolidation, ReplacesANodeWithACheaperOne) {
   Outcome o = Simulate(PoolScenario(kOneSmallPod));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
@@ -109,15 +114,13 @@ workloads:
 // consolidation deletes the longest group that can go without a replacement (two), and every
 // pod keeps running on the one node left.
 TEST(Consolidation, MultiNodeTakesTheLongestGroup) {
-  Outcome o =
-      Simulate(PoolScenario(R"(
+  Outcome o = Simulate(AllAtOnce(R"(
 duration: 10m
 workloads:
   - {name: a, replicas: 3, cpu: 3000m, memory: 512Mi}
   - {at: 2m, name: b, replicas: 3, cpu: 800m, memory: 256Mi}
   - {at: 4m, name: a, replicas: 0}
-)",
-                            "on-demand", "      disruption: {budgets: [{nodes: \"100%\"}]}\n"));
+)"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   auto multi = Phase(o, "MultiNodeConsolidation", "replacing");
   auto deleted = Phase(o, "MultiNodeConsolidation", "executed");
@@ -137,15 +140,13 @@ workloads:
 // much with less disruption (filterOutSameInstanceType). One node is deleted; nothing is
 // launched for it.
 TEST(Consolidation, TwoNodesAreNotMergedIntoOneOfTheSameType) {
-  std::string yaml =
-      PoolScenario(R"(
+  std::string yaml = AllAtOnce(R"(
 duration: 9m
 workloads:
   - {name: a, replicas: 2, cpu: 900m, memory: 256Mi}
   - {at: 1m, name: b, replicas: 1, cpu: 900m, memory: 256Mi}
   - {at: 3m, name: a, replicas: 1}
-)",
-                   "on-demand", "      disruption: {budgets: [{nodes: \"100%\"}]}\n");
+)");
   const std::string both = "values: [m5.large, m5.xlarge]";
   yaml.replace(yaml.find(both), both.size(), "values: [m5.large]");
   Outcome o = Simulate(yaml);
