@@ -62,6 +62,14 @@ InstanceType ParseType(const nlohmann::json& j, std::uint64_t seed) {
 
 }  // namespace
 
+void RequireFile(const std::filesystem::path& path, const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ScenarioError(what + path.string() +
+                        (std::filesystem::exists(path, ec) ? " is not a file" : " does not exist"));
+  }
+}
+
 std::vector<InstanceType> LoadCatalogJson(const std::filesystem::path& path, std::uint64_t seed) {
   RequireFile(path, "catalog ");
   std::ifstream in(path);

@@ -339,14 +339,6 @@ Scenario WithConfigurationOf(const Scenario& base, const Scenario& config) {
   return out;
 }
 
-void RequireFile(const std::filesystem::path& path, const std::string& what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw ScenarioError(what + path.string() +
-                        (std::filesystem::exists(path, ec) ? " is not a file" : " does not exist"));
-  }
-}
-
 Scenario LoadScenario(const std::filesystem::path& path) {
   RequireFile(path, "");
   std::error_code ec;
