@@ -13,6 +13,7 @@
 #include "adapters/aws/s3.h"
 #include "log/codec.h"
 #include "log/event_log.h"
+#include "log/files.h"
 #include "log/repair.h"
 #include "replay/replay.h"
 #include "replay/whatif.h"
@@ -41,6 +42,8 @@ struct IncidentCommands {
   std::string archive_dir, archive_file;
   CLI::App* log_repair = nullptr;
   std::string repair_dir;
+  CLI::App* log_files = nullptr;
+  std::string files_dir;
 
   CLI::App* cost = nullptr;
   std::string cost_dir, cost_by = "namespace", cost_since, cost_until;
@@ -347,6 +350,15 @@ int RunRepair(const IncidentCommands& c) {
   return 0;
 }
 
+int RunFiles(const IncidentCommands& c) {
+  std::printf("%-24s %-22s %-15s %s\n", "FILE", "KIND", "FAMILY", "BYTES");
+  for (const auto& f : log::ListLogFiles(c.files_dir)) {
+    std::printf("%-24s %-22s %-15s %" PRIu64 "\n", f.name.c_str(), f.kind.c_str(),
+                f.family.empty() ? "-" : f.family.c_str(), f.bytes);
+  }
+  return 0;
+}
+
 void AddArchive(CLI::App& app, IncidentCommands& c) {
   auto* log_cmd =
       app.add_subcommand("log", "move a log between machines as one file, or repair a damaged one");
@@ -363,13 +375,21 @@ void AddArchive(CLI::App& app, IncidentCommands& c) {
       ->required();
   c.log_import->add_option("-o,--output", c.archive_dir, "new log folder (absent or empty)")
       ->required();
-  c.log_repair = log_cmd->add_subcommand(
-      "repair",
-      "go on from the last good record of a log damaged before its end, setting the log as it "
-      "was aside (never deleted) with a report of what was lost");
-  c.log_repair->add_option("log", c.repair_dir, "log folder")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+  // A subcommand of one existing log folder.
+  auto on_folder = [&](const char* name, const char* what, std::string& dir) {
+    CLI::App* sub = log_cmd->add_subcommand(name, what);
+    sub->add_option("log", dir, "log folder")->required()->check(CLI::ExistingDirectory);
+    return sub;
+  };
+  c.log_repair = on_folder("repair",
+                           "go on from the last good record of a log damaged before its end, "
+                           "setting the log as it was aside (never deleted) with a report of "
+                           "what was lost",
+                           c.repair_dir);
+  c.log_files = on_folder(
+      "files",
+      "what each file of a log folder is: tables by column family, write-ahead logs, MANIFEST",
+      c.files_dir);
 }
 
 int RunCost(const IncidentCommands& c) {
@@ -493,6 +513,7 @@ std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
   if (commands.log_export->parsed()) return RunExport(commands);
   if (commands.log_import->parsed()) return RunImport(commands);
   if (commands.log_repair->parsed()) return RunRepair(commands);
+  if (commands.log_files->parsed()) return RunFiles(commands);
   return std::nullopt;
 }
 

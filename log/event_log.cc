@@ -1,5 +1,6 @@
 // The RocksDB event store behind log/event_log.h.
 #include "log/event_log.h"
+#include "log/files.h"
 #include "log/repair.h"
 
 #include <rocksdb/cache.h>
@@ -9,10 +10,12 @@
 #include <rocksdb/file_system.h>
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_reader.h>
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack: no allocation per record.
 #include <xxhash.h>
 
@@ -29,6 +32,8 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
+#include <set>
+#include <sstream>
 
 namespace tenon::log {
 namespace {
@@ -198,11 +203,14 @@ void ThrowIfInUse(const std::filesystem::path& dir, const rocksdb::Status& statu
   }
 }
 
-// RocksDB's account of what its write-ahead log reader dropped during an open ("FILE: dropping
-// N bytes; Corruption: ..."), which names the file and the bytes its Status leaves out.
+// RocksDB's warnings and errors, in place of the LOG file it would write into the log folder:
+// passed on to OpenOptions::on_store_warning, and its account of what its write-ahead log
+// reader dropped during an open ("FILE: dropping N bytes; Corruption: ..."), which names the
+// file and the bytes its Status leaves out, kept for the open's report.
 class DropLogger final : public rocksdb::Logger {
  public:
-  DropLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  explicit DropLogger(std::function<void(const std::string&)> forward = {})
+      : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL), forward_(std::move(forward)) {}
   using rocksdb::Logger::Logv;
   void Logv(const char* format, va_list ap) override {
     char line[1024];
@@ -212,6 +220,7 @@ class DropLogger final : public rocksdb::Logger {
     while (text.starts_with('[') && text.find("] ") != std::string_view::npos) {
       text.remove_prefix(text.find("] ") + 2);
     }
+    if (forward_) forward_(std::string(text));
     std::lock_guard lock(mutex_);
     if (text.find(": dropping ") != std::string_view::npos && said_.size() < 8) {
       said_.emplace_back(text);
@@ -225,6 +234,7 @@ class DropLogger final : public rocksdb::Logger {
   }
 
  private:
+  const std::function<void(const std::string&)> forward_;
   std::mutex mutex_;
   std::vector<std::string> said_;
 };
@@ -268,6 +278,53 @@ TornTail FindTornTail(const std::filesystem::path& dir) {
   }
   torn.bytes = data.size() - torn.offset;
   return torn;
+}
+
+// The first write in the folder's write-ahead logs that a point-in-time recovery could not
+// keep: the first record starting a write numbered past `kept` (RocksDB's sequence number of
+// the last write recovered). A record whose header is itself unreadable stops the scan there.
+struct Damage {
+  std::filesystem::path file;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+};
+
+Damage FindDamage(const std::filesystem::path& dir, rocksdb::SequenceNumber kept) {
+  std::vector<std::filesystem::path> wals;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".log") wals.push_back(entry.path());
+  }
+  std::sort(wals.begin(), wals.end());  // Numbered with leading zeros: name order is age order.
+  for (const auto& wal : wals) {
+    std::ifstream in(wal, std::ios::binary);
+    const std::string data((std::istreambuf_iterator<char>(in)), {});
+    constexpr std::size_t kBlock = 32768;
+    std::size_t at = 0;
+    while (at < data.size()) {
+      const std::size_t left_in_block = kBlock - at % kBlock;
+      if (left_in_block < 7) {
+        at += left_in_block;
+        continue;
+      }
+      const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(data[at + i]); };
+      if (at + 7 > data.size()) return {wal, at, data.size()};
+      const std::size_t length = byte(4) | (byte(5) << 8);
+      const unsigned type = byte(6);
+      const std::size_t header = type >= 5 ? 11 : 7;
+      if (type == 0 || type > 8 || at + header + length > data.size())
+        return {wal, at, data.size()};
+      // A write's first fragment begins with its batch header: fixed64 sequence number.
+      const bool starts_write = type == 1 || type == 2 || type == 5 || type == 6;
+      if (starts_write && length >= 8) {
+        rocksdb::SequenceNumber seq = 0;
+        for (int i = 7; i >= 0; --i) seq = seq << 8 | byte(header + i);
+        if (seq > kept) return {wal, at, data.size()};
+      }
+      at += header + length;
+    }
+  }
+  return {};
 }
 
 // A snapshot file left by a crash before its Commit never became part of the log.
@@ -973,6 +1030,143 @@ std::vector<rocksdb::ColumnFamilyHandle*> InAllFamilies(
   return all;
 }
 
+// Whether a process (this one included) holds the folder's LOCK, found in /proc/locks: opening
+// the LOCK file to ask would, on closing it, drop this process's own lock on it.
+bool WriterHolds(const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::stat((dir / "LOCK").c_str(), &st) != 0) return false;
+  char device[32];
+  std::snprintf(device, sizeof device, "%02x:%02x:", ::major(st.st_dev), ::minor(st.st_dev));
+  const std::string id = device + std::to_string(st.st_ino);
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    // "1: POSIX  ADVISORY  WRITE 4242 08:02:131074 0 EOF"
+    std::istringstream fields(line);
+    std::string field;
+    while (fields >> field) {
+      if (field == id) return true;
+    }
+  }
+  return false;
+}
+
+// What a look at a log's tables, before it is opened, found wrong ("" when nothing).
+struct TableProbe {
+  // SST files in the folder that its MANIFEST does not list, whose records the log lacks. A
+  // crash during a flush or a compaction leaves unlisted files whose records the log still
+  // holds (in the write-ahead log, in the compaction's inputs); a file whose records are
+  // nowhere else was dropped from a MANIFEST damaged or cut short, which RocksDB reads as an
+  // older state of the log, and a writable open would delete it.
+  std::string lost;
+  // RocksDB's account of the first listed table whose blocks fail their checksums (file and
+  // offset). Checked only before writing: a reader stops at damage when it reads it, but a
+  // writer would go on past damage it never reads (an old decision, an old snapshot).
+  std::string damaged;
+};
+
+// A live writer's newest files are not listed yet: a log whose LOCK is held is not probed.
+TableProbe ProbeTables(const std::filesystem::path& dir, rocksdb::DBOptions db_options,
+                       const std::vector<std::string>& present, bool verify_checksums) {
+  std::vector<std::filesystem::path> tables;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".sst") tables.push_back(entry.path());
+  }
+  if (tables.empty() || WriterHolds(dir)) return {};
+  const auto families = Families(present, false);
+  db_options.info_log = std::make_shared<DropLogger>();
+  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(db_options, dir.string(), families, &handles, &db).ok()) {
+    return {};  // The open proper says what is wrong.
+  }
+  TableProbe probe;
+  if (verify_checksums) {
+    const rocksdb::Status verified = db->VerifyChecksum();
+    if (!verified.ok()) probe.damaged = verified.ToString();
+  }
+  std::vector<rocksdb::LiveFileMetaData> live;
+  db->GetLiveFilesMetaData(&live);
+  std::set<std::string> listed;
+  for (const auto& file : live) listed.insert(std::filesystem::path(file.name).filename());
+  std::string& lost = probe.lost;
+  for (const auto& table : tables) {
+    if (listed.contains(table.filename())) continue;
+    rocksdb::SstFileReader reader(rocksdb::Options{});
+    // An unfinished flush's output has no footer: it never held a record alone.
+    if (!reader.Open(table.string()).ok()) continue;
+    const std::string family = reader.GetTableProperties()->column_family_name;
+    rocksdb::ColumnFamilyHandle* handle = nullptr;
+    for (std::size_t i = 0; i < families.size(); ++i) {
+      if (families[i].name == family) handle = handles[i];
+    }
+    std::uint64_t missing = 0;
+    std::string first;
+    std::unique_ptr<rocksdb::Iterator> it(reader.NewIterator(rocksdb::ReadOptions{}));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      std::string value;
+      if (handle != nullptr &&
+          !db->Get(rocksdb::ReadOptions{}, handle, it->key(), &value).IsNotFound()) {
+        continue;
+      }
+      if (missing++ == 0) first = it->key().ToString(true);
+    }
+    if (!it->status().ok()) {
+      lost += (lost.empty() ? "" : "; ") + table.filename().string() + " (family " + family +
+              ", unreadable: " + it->status().ToString() + ")";
+    } else if (missing > 0) {
+      lost += (lost.empty() ? "" : "; ") + table.filename().string() + " (family " + family + ", " +
+              std::to_string(missing) + (missing == 1 ? " record" : " records") +
+              " found nowhere else, the first keyed 0x" + first + ")";
+    }
+  }
+  for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+  db->Close();
+  delete db;
+  return probe;
+}
+
+// A table of the log fails its checksums: no writer goes on, and repair cannot mend it.
+LogError TableDamage(const std::filesystem::path& dir, const std::string& damaged) {
+  return LogError(ErrorKind::kCorruption, 0,
+                  "log: " + dir.string() + ": a table of the log is damaged (" + damaged +
+                      "); nothing was written, since a writer never goes on past damage. "
+                      "`tenon log repair` mends a damaged write-ahead log or MANIFEST, not a "
+                      "table: keep the folder for the record and start tenon on an empty one, "
+                      "which rebuilds its state from the cluster");
+}
+
+// Where a write-ahead log is damaged and what it costs: "000004.log is damaged at offset X of
+// its Y bytes: the records after sequence number N cannot be read". "" when not found.
+std::string WhereDamaged(const std::filesystem::path& dir, rocksdb::DBOptions db_options,
+                         const std::vector<rocksdb::ColumnFamilyDescriptor>& families) {
+  db_options.info_log = std::make_shared<DropLogger>();
+  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(db_options, dir.string(), families, &handles, &db).ok()) {
+    return "";
+  }
+  const rocksdb::SequenceNumber kept = db->GetLatestSequenceNumber();
+  Seq last = 0;
+  for (std::size_t i = 0; i < families.size(); ++i) {
+    if (families[i].name != kFamilyNames[kEvents]) continue;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions{}, handles[i]));
+    it->SeekToLast();
+    if (it->Valid() && it->key().size() == 8) last = FromKey(it->key());
+  }
+  for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+  db->Close();
+  delete db;
+  const Damage damage = FindDamage(dir, kept);
+  if (damage.file.empty()) return "";
+  return damage.file.filename().string() + " is damaged at offset " +
+         std::to_string(damage.offset) + " of its " + std::to_string(damage.size) +
+         " bytes: the records after sequence number " + std::to_string(last) + " cannot be read";
+}
+
 }  // namespace
 
 void EventLog::PutSnapshot(Seq seq, std::string_view payload) {
@@ -1007,8 +1201,8 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   std::vector<rocksdb::ColumnFamilyDescriptor> families = Families({}, true);
+  std::vector<std::string> present;
   if (std::filesystem::exists(dir / "CURRENT", ec)) {
-    std::vector<std::string> present;
     Check(rocksdb::DB::ListColumnFamilies(db_options, dir.string(), &present),
           "listing the families of " + dir.string());
     // Every family but the decision index (which a log may predate) is there from the first
@@ -1022,8 +1216,17 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
       }
     }
     if (options.read_only) families = Families(present, false);
+    const TableProbe probe = ProbeTables(dir, db_options, present, !options.read_only);
+    if (!probe.lost.empty()) {
+      throw LogError(ErrorKind::kCorruption, 0,
+                     "log: " + dir.string() + ": its MANIFEST does not list " + probe.lost +
+                         ": the MANIFEST is damaged or cut short, and nothing was read or " +
+                         "written. `tenon log repair " + dir.string() +
+                         "` sets the folder aside and rebuilds the MANIFEST from its files");
+    }
+    if (!probe.damaged.empty()) throw TableDamage(dir, probe.damaged);
   }
-  auto drops = std::make_shared<DropLogger>();
+  auto drops = std::make_shared<DropLogger>(options.on_store_warning);
   db_options.info_log = drops;
   auto open = [&](rocksdb::WALRecoveryMode mode) {
     db_options.wal_recovery_mode = mode;
@@ -1041,9 +1244,11 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
     // anywhere before the end stops the open: records after it would be lost unsaid.
     status = open(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
     if (status.IsCorruption()) {
+      const std::string where = WhereDamaged(dir, db_options, Families(present, false));
       throw LogError(ErrorKind::kCorruption, 0,
                      "log: " + dir.string() + ": the write-ahead log is damaged before its end (" +
-                         strict + "); what follows the damage cannot be read, and " +
+                         (where.empty() ? "" : where + "; ") + strict +
+                         "); what follows the damage cannot be read, and " +
                          "nothing was read or written. `tenon log repair " + dir.string() +
                          "` sets the damaged files aside and goes on from the last good record");
     }
@@ -1116,17 +1321,41 @@ RepairReport RepairLog(const std::filesystem::path& dir, const FirstLostDecision
     db = nullptr;
   };
   RepairReport report;
+  const std::string stamp = UtcStamp();
+  std::vector<std::string> present;
+  Check(rocksdb::DB::ListColumnFamilies(db_options, dir.string(), &present),
+        "listing the families of " + dir.string());
+  const TableProbe probe = ProbeTables(dir, db_options, present, true);
+  if (!probe.damaged.empty() && probe.lost.empty()) throw TableDamage(dir, probe.damaged);
+  const std::string& lost = probe.lost;
+  if (!lost.empty()) {
+    // RocksDB's repair writes a new MANIFEST listing every table in the folder, and turns the
+    // write-ahead logs into tables: the files the damaged MANIFEST dropped come back.
+    report.repaired = true;
+    report.manifest_rebuilt = true;
+    report.damage = "the MANIFEST does not list " + lost;
+    report.aside = dir.parent_path() / (dir.filename().string() + ".damaged-" + stamp);
+    SetAside(dir, report.aside);
+    Check(rocksdb::RepairDB(dir.string(), db_options, Families(present, true)),
+          "rebuilding the MANIFEST of " + dir.string());
+  }
   db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
   rocksdb::Status status = rocksdb::DB::Open(db_options, dir.string(), families, &handles, &db);
   ThrowIfInUse(dir, status);
   if (status.ok()) {
+    if (report.manifest_rebuilt) {
+      rocksdb::WriteOptions write;
+      write.sync = true;
+      Check(db->Put(write, handles[kMeta], "repair." + stamp,
+                    "damage: " + report.damage + "; the log as it was: " + report.aside.string()),
+            "recording the repair");
+    }
     close();
   } else if (!status.IsCorruption()) {
     Check(status, "opening " + dir.string());
   } else {
     report.repaired = true;
     report.damage = drops->Said().empty() ? status.ToString() : drops->Said();
-    const std::string stamp = UtcStamp();
     report.aside = dir.parent_path() / (dir.filename().string() + ".damaged-" + stamp);
     SetAside(dir, report.aside);
     // Everything up to the damage, nothing after it.
@@ -1177,13 +1406,76 @@ RepairReport RepairLog(const std::filesystem::path& dir, const FirstLostDecision
     std::ofstream out(report.report);
     out << "tenon log repair of " << dir.string() << " at " << UtcStamp() << "\n"
         << "damage: " << report.damage << "\n"
-        << "kept: records 1 to " << report.last_seq << " (in " << dir.string() << ")\n"
-        << "lost from the log: every record after " << report.last_seq
-        << "; the damaged write-ahead log and everything else the folder held are in "
-        << report.aside.string() << "\n";
+        << "kept: records " << log->FirstSeq() << " to " << report.last_seq << " (in "
+        << dir.string() << ")\n";
+    if (report.manifest_rebuilt) {
+      out << "the MANIFEST was rebuilt from the folder's files; the folder as it was, damaged "
+          << "MANIFEST included, is in " << report.aside.string() << "\n";
+    } else {
+      out << "lost from the log: every record after " << report.last_seq
+          << "; the damaged write-ahead log and everything else the folder held are in "
+          << report.aside.string() << "\n";
+    }
     if (!out) throw LogError(ErrorKind::kIo, 0, "log: cannot write " + report.report.string());
   }
   return report;
+}
+
+}  // namespace tenon::log
+
+namespace tenon::log {
+
+std::vector<LogFile> ListLogFiles(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir / "CURRENT")) {
+    throw LogError(ErrorKind::kIo, 0, "log: no log at " + dir.string());
+  }
+  OpenOptions options;
+  options.read_only = true;
+  rocksdb::DBOptions db_options = BaseOptions(options);
+  db_options.info_log = std::make_shared<DropLogger>();
+  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  std::vector<std::string> present;
+  Check(rocksdb::DB::ListColumnFamilies(db_options, dir.string(), &present),
+        "listing the families of " + dir.string());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::OpenForReadOnly(db_options, dir.string(), Families(present, false), &handles,
+                                     &db),
+        "opening " + dir.string());
+  std::vector<rocksdb::LiveFileMetaData> live;
+  db->GetLiveFilesMetaData(&live);
+  for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+  db->Close();
+  delete db;
+  std::vector<LogFile> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    LogFile file;
+    file.name = entry.path().filename().string();
+    file.bytes = entry.file_size();
+    const std::string ext = entry.path().extension().string();
+    if (ext == ".sst") {
+      file.kind = "unlisted table";
+      for (const auto& table : live) {
+        if (std::filesystem::path(table.name).filename() != file.name) continue;
+        file.kind = "table";
+        file.family = table.column_family_name;
+      }
+    } else if (ext == ".log") {
+      file.kind = "write-ahead log";
+    } else if (ext == ".partial") {
+      file.kind = "snapshot being written";
+    } else {
+      file.kind = "other";
+      for (const char* name : {"MANIFEST", "CURRENT", "OPTIONS", "LOCK", "IDENTITY"}) {
+        if (file.name.starts_with(name)) file.kind = name;
+      }
+    }
+    files.push_back(std::move(file));
+  }
+  std::sort(files.begin(), files.end(),
+            [](const LogFile& a, const LogFile& b) { return a.name < b.name; });
+  return files;
 }
 
 }  // namespace tenon::log

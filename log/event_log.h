@@ -73,6 +73,10 @@ struct OpenOptions {
   // skip the WAL's write and checksum, and its memtables are flushed when it closes. An append
   // asked to sync still goes through the WAL.
   bool write_ahead_log = true;
+  // RocksDB's own warnings and errors for as long as the log is open (what a recovery dropped, a
+  // background flush or compaction that failed, writes slowed down), one line each, called on
+  // RocksDB's threads. The controller sends them to its log; unset, they are dropped.
+  std::function<void(const std::string&)> on_store_warning;
 };
 
 // What Open found; callers print `message` when `torn_tail_truncated` is set.

@@ -1,7 +1,7 @@
 // `tenon log repair`: the one way on from a log whose write-ahead log is damaged before its
-// end, which every other open refuses (log/event_log.h). The log as it was is set aside, never
-// deleted; the log goes on from its last good record; the repair is recorded in the log's meta
-// and written, with what was lost, beside what was set aside.
+// end, or whose MANIFEST lost files, which every other open refuses (log/event_log.h). The log as
+// it was is set aside, never deleted; the log goes on from its last good record; the repair is
+// recorded in the log's meta and written, with what was lost, beside what was set aside.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +14,12 @@
 namespace tenon::log {
 
 struct RepairReport {
-  bool repaired = false;         // False: the log opened strictly, nothing was touched.
-  std::string damage;            // RocksDB's account: the file and the bytes it dropped.
-  std::filesystem::path aside;   // The log folder as it was (SST files hard-linked).
-  std::filesystem::path report;  // aside / "REPAIR.txt"
-  Seq last_seq = 0;              // The log goes on after this record.
+  bool repaired = false;          // False: the log opened strictly, nothing was touched.
+  bool manifest_rebuilt = false;  // The MANIFEST had dropped files; it was rebuilt from them.
+  std::string damage;             // RocksDB's account: the file and the bytes it dropped.
+  std::filesystem::path aside;    // The log folder as it was (SST files hard-linked).
+  std::filesystem::path report;   // aside / "REPAIR.txt"
+  Seq last_seq = 0;               // The log goes on after this record.
 };
 
 // The first decision id the kept records did not make (the fold's next id after `last`).

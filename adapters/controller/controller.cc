@@ -253,6 +253,7 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   // A previous leader that is paused or partitioned may still hold the log's LOCK (the log is
   // on a shared volume): wait for it to let go, as long as the Lease is ours.
   log::OpenOptions open;
+  open.on_store_warning = [](const std::string& line) { spdlog::warn("log store: {}", line); };
   log::OpenReport report;
   std::unique_ptr<log::EventLog> log;
   while (log == nullptr) {

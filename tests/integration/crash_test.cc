@@ -319,6 +319,14 @@ TEST(LogDamage, AFlippedBitInTheMiddleStopsEveryTool) {
     EXPECT_NE(status, 0) << args[0] << ": " << out;
     EXPECT_NE(out.find(wal.string()), std::string::npos) << args[0] << ": " << out;
     EXPECT_NE(out.find("damaged before its end"), std::string::npos) << args[0] << ": " << out;
+    // Where: the record holding the flipped bit starts at or before it, within a block or two.
+    const std::string at = wal.filename().string() + " is damaged at offset ";
+    const auto found = out.find(at);
+    ASSERT_NE(found, std::string::npos) << args[0] << ": " << out;
+    const std::uint64_t offset = std::stoull(out.substr(found + at.size()));
+    EXPECT_LE(offset, std::filesystem::file_size(wal) / 2) << out;
+    EXPECT_GE(offset + 65536, std::filesystem::file_size(wal) / 2) << out;
+    EXPECT_NE(out.find("the records after sequence number "), std::string::npos) << out;
   }
   EXPECT_EQ(FolderBytes(dir.path()), before);
 }

@@ -3,10 +3,14 @@
 
 A demo log is written and killed part-way (so that its write-ahead log holds records), and its
 export archive taken. Each trial copies it, flips one bit in or cuts off the end of one file
-chosen by the seed (the write-ahead log, an SST file, the MANIFEST, CURRENT, OPTIONS, or the
-archive), and runs the read tools on the copy. Each tool must either answer exactly as it does
-on the undamaged log, or say what it dropped from a torn write-ahead log, or exit non-zero
-naming the damaged file or the folder; none may change a byte of the folder.
+chosen by the seed (the write-ahead log, an SST file of each column family, snapshots
+included, the MANIFEST, CURRENT, OPTIONS, or the archive), and runs the read tools on the copy.
+Each tool must either answer exactly as it does on the undamaged log, or say what it dropped
+from a torn write-ahead log, or exit non-zero naming the damaged file or the folder; none may
+change a byte of the folder. Then `tenon simulate` resumes the run on the copy (the runtime's
+recovery, as `tenon run` does it), and `tenon run` starts on another: each must finish as on
+the undamaged copy, or go on from a torn tail it names, or exit non-zero naming the file,
+leaving a log that says what it said before (RocksDB's own recovery may have tidied its files).
 
     torture_test.py TENON DEMO_SCENARIO
 
@@ -29,6 +33,7 @@ TOOLS = [
     ["audit", "{log}"],
     ["explain", "{log}", "pod", "default/web-1"],
     ["cost", "{log}"],
+    ["timeline", "{log}", "-o", "{log}.html"],
 ]
 
 
@@ -47,15 +52,68 @@ def folder_digest(folder):
     return digest
 
 
-def kind_of(name):
-    if name.endswith(".log"):
-        return "wal"
-    if name.endswith(".sst"):
-        return "sst"
-    for prefix in ("MANIFEST", "CURRENT", "OPTIONS"):
-        if name.startswith(prefix):
-            return prefix.lower()
-    return None
+def file_kinds(tenon, log):
+    """{file name: kind} from `tenon log files`: tables by column family, WAL, MANIFEST, ..."""
+    code, out, err = run(tenon, ["log", "files", log])
+    assert code == 0, err
+    kinds = {}
+    for line in out.splitlines()[1:]:
+        name, rest = line.split(None, 1)
+        family = rest.split()[-2]
+        if name.endswith(".sst"):
+            kinds[name] = "sst:" + family
+        elif name.endswith(".log"):
+            kinds[name] = "wal"
+        else:
+            for prefix in ("MANIFEST", "CURRENT", "OPTIONS"):
+                if name.startswith(prefix):
+                    kinds[name] = prefix.lower()
+    return kinds
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+"""
+
+
+def controller(tenon, kubeconfig, log):
+    """`tenon run` on the log with no cluster to reach: (exit code or None when it was still
+    running after recovering the log, its stderr)."""
+    process = subprocess.Popen(
+        [tenon, "run", "--kubeconfig", kubeconfig, "--log-dir", log, "--cloud-provider", "none",
+         "--disable-leader-election", "--metrics-port", "0", "--health-port", "0",
+         "--bind-address", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        _, err = process.communicate(timeout=2)
+        return process.returncode, err
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+        return None, err
+
+
+def changed_answers(tenon, log, base, answers, trial, said):
+    """A writer that stopped may have let RocksDB tidy the folder (its recovery writes a new
+    MANIFEST, and the write-ahead log it read into tables), but the log must say what it said
+    before: the checks that read every record and every decision answer as they did."""
+    changed = []
+    for tool in (["replay", "{log}", "--verify"], ["audit", "{log}"]):
+        code, out, _ = run(tenon, [a.format(log=log) for a in tool])
+        if (code, out.replace(log, base)) != answers[" ".join(tool)]:
+            changed.append("trial %d: %s stopped, and `%s` now answers otherwise (exit %d)" % (
+                trial, said, " ".join(tool[:1] + tool[2:]), code))
+    return changed
+
+
+def resume(tenon, scenario, log):
+    done = subprocess.run([tenon, "simulate", scenario, "--log", log], capture_output=True,
+                          text=True, timeout=600)
+    return done.returncode, done.stdout, done.stderr
 
 
 def damage(path, rng, cut=True):
@@ -86,13 +144,16 @@ def main():
     failures = []
     try:
         base = os.path.join(work, "base")
-        process = subprocess.Popen([tenon, "simulate", scenario, "--log", base, "--quiet",
-                                    "--trace-acks"], stdout=subprocess.PIPE, text=True)
-        for count, _ in enumerate(process.stdout):
-            if count == 600:
-                break
-        process.kill()
-        process.wait()
+        # Killed twice: the restart's recovery writes what the first run left in the write-ahead
+        # log into tables of every family, and the second kill leaves a write-ahead log again.
+        for acks in (600, 300):
+            process = subprocess.Popen([tenon, "simulate", scenario, "--log", base, "--quiet",
+                                        "--trace-acks"], stdout=subprocess.PIPE, text=True)
+            for count, _ in enumerate(process.stdout):
+                if count == acks:
+                    break
+            process.kill()
+            process.wait()
         archive = os.path.join(work, "base.tenonlog")
         code, _, err = run(tenon, ["log", "export", base, "-o", archive])
         assert code == 0, err
@@ -102,8 +163,17 @@ def main():
             code, out, err = run(tenon, args)
             assert code == 0, "%s on the undamaged log: %s" % (args, err)
             expected[" ".join(tool)] = out
-        files = [n for n in sorted(os.listdir(base)) if kind_of(n)]
-        kinds = sorted({kind_of(n) for n in files}) + ["archive"]
+        whole = os.path.join(work, "whole")
+        shutil.copytree(base, whole)
+        code, resumed, err = resume(tenon, scenario, whole)
+        assert code == 0, "resuming the undamaged log: %s" % err
+        shutil.rmtree(whole)
+        kubeconfig = os.path.join(work, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            f.write(KUBECONFIG)
+        kind_of = file_kinds(tenon, base)
+        files = sorted(kind_of)
+        kinds = sorted(set(kind_of.values())) + ["archive"]
         print("file kinds: %s" % ", ".join(kinds), flush=True)
         for trial in range(trials):
             kind = kinds[trial % len(kinds)]
@@ -124,17 +194,22 @@ def main():
                     failures.append("trial %d: archive %s: error names no file: %s" % (
                         trial, what, err.strip()[-300:]))
                 continue
-            name = rng.choice([n for n in files if kind_of(n) == kind])
-            # A MANIFEST cut short is read by RocksDB as an older version of the folder, which
-            # the open cannot yet tell from a whole one: only bit flips reach it here.
-            what = damage(os.path.join(log, name), rng, cut=kind != "manifest")
+            name = rng.choice([n for n in files if kind_of[n] == kind])
+            what = damage(os.path.join(log, name), rng)
             if what is None:
                 continue
             before = folder_digest(log)
+            for copy in ("-run", "-resume"):
+                shutil.rmtree(log + copy, ignore_errors=True)
+                shutil.copytree(log, log + copy)
+            answered_in_full = True
+            answers = {}
             for tool in TOOLS:
                 args = [a.format(log=log) for a in tool]
                 code, out, err = run(tenon, args)
+                answers[" ".join(tool)] = (code, out.replace(log, base))
                 said = "%s %s: %s" % (name, what, " ".join(tool))
+                answered_in_full &= code == 0 and "torn record" not in err
                 if code == 0:
                     torn = "torn record" in err and name in err
                     if out.replace(log, base) != expected[" ".join(tool)] and not torn:
@@ -145,6 +220,31 @@ def main():
                                     "log: %s" % (trial, said, code, (out + err).strip()[-300:]))
                 if folder_digest(log) != before:
                     failures.append("trial %d: %s changed the folder" % (trial, said))
+            # The controller's recovery: a refusal names the file and changes nothing, and a log
+            # every read tool answered from in full is not refused.
+            said = "%s %s: tenon run" % (name, what)
+            code, err = controller(tenon, kubeconfig, log + "-run")
+            if code is not None:
+                if name not in err and log not in err:
+                    failures.append("trial %d: %s: exit %d, naming neither the file nor the "
+                                    "log: %s" % (trial, said, code, err.strip()[-300:]))
+                failures += changed_answers(tenon, log + "-run", base, answers, trial, said)
+                if answered_in_full:
+                    failures.append("trial %d: %s refused a log the read tools answered from: "
+                                    "%s" % (trial, said, err.strip()[-300:]))
+            said = "%s %s: simulate resume" % (name, what)
+            log += "-resume"
+            code, out, err = resume(tenon, scenario, log)
+            if code == 0:
+                torn = "torn record" in err + out and name in err + out
+                if out.replace(log, base) != resumed.replace(whole, base) and not torn:
+                    failures.append("trial %d: %s finished differently, saying nothing" % (
+                        trial, said))
+            else:
+                if name not in err + out and log not in err + out:
+                    failures.append("trial %d: %s: exit %d, naming neither the file nor the "
+                                    "log: %s" % (trial, said, code, (out + err).strip()[-300:]))
+                failures += changed_answers(tenon, log, base, answers, trial, said)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d trials" % trials)
