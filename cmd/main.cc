@@ -127,6 +127,14 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
                 result.world.nodes, result.world.pods_bound, result.world.pods_pending,
                 Dollars(result.world.cost).c_str(), result.state_hash);
   }
+  if (result.world.allocatable_overestimates > 0) {
+    // The simulated kubelets are the world's own: a node short of what tenon planned on means
+    // pods tenon placed there may not fit on a real one either.
+    std::fprintf(stderr,
+                 "warning: %zu nodes reported less allocatable than tenon planned on; the "
+                 "first: %s\n",
+                 result.world.allocatable_overestimates, result.world.first_overestimate.c_str());
+  }
   if (!result.resumed) return report.report();
   // This process saw only the part after the resume: the whole run's report comes from the log.
   log::OpenOptions open;

@@ -1,4 +1,5 @@
 #include "adapters/sim/world.h"
+#include "adapters/sim/kubelet.h"
 
 #include <algorithm>
 #include <cassert>
@@ -263,6 +264,10 @@ void World::LoadFrom(const json& j) {
   next_pod_ = j.at("next_pod");
   ami_release_ = j.value("ami_release", std::int64_t{1});
   launch_calls_ = j.at("launch_calls");
+  if (j.contains("planned")) {
+    for (const auto& [claim, r] : j.at("planned").items()) planned_[claim] = ResourcesFrom(r);
+  }
+  overestimated_ = j.value("overestimated", std::map<std::string, std::string>{});
   for (const auto& i : j.at("instances")) instances_[i.at("id")] = InstanceFrom(i);
   client_tokens_ = j.at("tokens").get<std::map<std::string, std::string>>();
   nodeclaims_ = j.at("nodeclaims").get<std::map<std::string, std::string>>();
@@ -320,6 +325,9 @@ void World::Save() const {
   j["next_timer"] = next_timer_;
   j["next_pod"] = next_pod_;
   j["launch_calls"] = launch_calls_;
+  j["planned"] = json::object();
+  for (const auto& [claim, r] : planned_) j["planned"][claim] = ResourcesJson(r);
+  j["overestimated"] = overestimated_;
   j["ami_release"] = ami_release_;
   j["instances"] = json::array();
   for (const auto& [id, i] : instances_) j["instances"].push_back(InstanceJson(i));
@@ -880,9 +888,13 @@ Node World::NewNode(const SimInstance& instance) const {
   node.ready = false;
   node.taints.push_back({label::kUnregisteredTaint, "", TaintEffect::kNoExecute});
   Labels labels;
+  const NodeClass* nodeclass = nullptr;  // Its kubelet configuration: maxPods, podsPerCore.
   for (const auto& original : nodepools_) {
     if (original.name != instance.nodepool) continue;
     NodePool pool = Pool(original);
+    for (const auto& c : scenario_.nodeclasses) {
+      if (c.name == pool.nodeclass) nodeclass = &c;
+    }
     labels = pool.labels;
     node.taints.insert(node.taints.end(), pool.taints.begin(), pool.taints.end());
     node.taints.insert(node.taints.end(), pool.startup_taints.begin(), pool.startup_taints.end());
@@ -895,10 +907,38 @@ Node World::NewNode(const SimInstance& instance) const {
   for (const auto& type : catalog_) {
     if (type.name != instance.instance_type) continue;
     labels[label::kArch] = type.arch;
-    node.allocatable = MakeCatalogEntry(type, scenario_.settings).allocatable;
+    node.allocatable = KubeletAllocatable(type, nodeclass, scenario_.settings.reserved_enis);
   }
   node.labels = labels;
   return node;
+}
+
+void World::CheckPlanned(const std::string& nodeclaim) {
+  const auto planned = planned_.find(nodeclaim);
+  const auto id = client_tokens_.find(nodeclaim);
+  if (planned == planned_.end() || id == client_tokens_.end()) return;
+  const auto instance = instances_.find(id->second);
+  if (instance == instances_.end()) return;
+  const auto node = nodes_.find(instance->second.node_name);
+  if (node == nodes_.end() || overestimated_.contains(nodeclaim)) return;
+  const Resources& want = planned->second;
+  const Resources& have = node->second.allocatable;
+  std::string short_of;
+  auto compare = [&](const std::string& name, std::int64_t wanted, std::int64_t had) {
+    if (wanted <= had) return;
+    short_of += (short_of.empty() ? "" : ", ") + name + " " + std::to_string(wanted) +
+                " planned, " + std::to_string(had) + " reported";
+  };
+  compare("cpu (millicores)", want.cpu.value, have.cpu.value);
+  compare("memory (bytes)", want.memory.value, have.memory.value);
+  compare("pods", want.pods, have.pods);
+  for (const auto& [name, count] : want.extended) {
+    const auto it = have.extended.find(name);
+    compare(name, count, it == have.extended.end() ? 0 : it->second);
+  }
+  if (short_of.empty()) return;
+  overestimated_[nodeclaim] = "NodeClaim " + nodeclaim + " (" + instance->second.instance_type +
+                              ", node " + node->first + "): " + short_of;
 }
 
 std::vector<Event> World::FireTimers() {
@@ -940,6 +980,7 @@ std::vector<Event> World::FireTimers() {
       nodes_[node.name] = node;
       events.push_back(NodeUpserted{node});
       AddTimer(now_ + scenario_.cloud.ready_delay, Timer{Timer::Kind::kReady, instance.id});
+      CheckPlanned(instance.nodeclaim);
     } else if (auto node = nodes_.find(instance.node_name); node != nodes_.end()) {
       node->second.ready = true;
       // Startup taints are removed by the agents that own them once the node is up.
@@ -1314,6 +1355,7 @@ std::vector<Event> World::DeletePodsOn(const std::string& node) {
 std::vector<Event> World::Finalize(const Command& command, const RemoveFinalizer& remove) {
   nodeclaims_.erase(remove.nodeclaim);
   deleting_.erase(remove.nodeclaim);
+  planned_.erase(remove.nodeclaim);
   std::vector<Event> events{CommandSucceeded{command.id}};
   if (!remove.node_name.empty() && nodes_.erase(remove.node_name) > 0) {
     events.push_back(NodeDeleted{remove.node_name});
@@ -1370,6 +1412,10 @@ std::vector<Event> World::Apply(const Command& command) {
             return {CommandFailed{command.id, ErrorCode::kNotFound,
                                   "nodeclaim " + body.nodeclaim + " not found"}};
           }
+          if (body.allocatable != Resources{}) {
+            planned_[body.nodeclaim] = body.allocatable;
+            CheckPlanned(body.nodeclaim);
+          }
           return {CommandSucceeded{command.id}};
         }
       },
@@ -1383,6 +1429,8 @@ WorldSummary World::Summary() const {
   for (const auto& [key, pod] : pods_) (pod.node_name.empty() ? s.pods_pending : s.pods_bound)++;
   for (const auto& [id, i] : instances_) s.cost += PriceNow(i);
   s.launch_calls = launch_calls_;
+  s.allocatable_overestimates = overestimated_.size();
+  if (!overestimated_.empty()) s.first_overestimate = overestimated_.begin()->second;
   return s;
 }
 

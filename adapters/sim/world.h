@@ -57,6 +57,10 @@ struct WorldSummary {
   std::size_t pods_pending = 0;
   MicroUsdPerHour cost{0};
   std::size_t launch_calls = 0;
+  // Nodes whose kubelet reported less allocatable than the controller planned on (the
+  // NodeClaim status it wrote at launch), with the first such node's account.
+  std::size_t allocatable_overestimates = 0;
+  std::string first_overestimate;
 };
 
 class World : public runtime::Executor {
@@ -185,6 +189,9 @@ class World : public runtime::Executor {
   // The instance launched first (earliest, then by id) among those `keep` accepts.
   const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
   Node NewNode(const SimInstance& instance) const;
+  // Compares what the controller planned on for `nodeclaim` with what its node's kubelet
+  // reported, once both are known.
+  void CheckPlanned(const std::string& nodeclaim);
   void AddTimer(Nanos at, Timer timer);
 
   const Scenario& scenario_;
@@ -207,6 +214,10 @@ class World : public runtime::Executor {
   std::uint64_t next_timer_ = 1;
   std::uint64_t next_pod_ = 1;
   std::size_t launch_calls_ = 0;
+  // NodeClaim -> the allocatable the controller wrote on its status at launch; and the claims
+  // whose node's kubelet reported less, with what fell short.
+  std::map<std::string, Resources> planned_;
+  std::map<std::string, std::string> overestimated_;
   std::map<std::string, SimInstance> instances_;       // By instance id.
   std::map<std::string, std::string> client_tokens_;   // Token -> instance id.
   std::map<std::string, std::string> nodeclaims_;      // NodeClaim objects: name -> nodepool.
