@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -16,14 +17,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One folder per process, made once: libFuzzer's workers run side by side.
+// One folder per process, made once: libFuzzer's workers run side by side. It is removed at
+// exit (libFuzzer ends a run with exit()), so the path is never destroyed before that.
 const fs::path& Folder() {
-  static const fs::path folder = [] {
+  static const fs::path* folder = [] {
     std::string pattern = (fs::temp_directory_path() / "tenon-archive-fuzz-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) tenon::fuzz::Fail("cannot make a temporary folder");
-    return fs::path(pattern);
+    auto* made = new fs::path(pattern);
+    std::atexit([] {
+      std::error_code ignored;
+      fs::remove_all(Folder(), ignored);
+    });
+    return made;
   }();
-  return folder;
+  return *folder;
 }
 
 }  // namespace
