@@ -168,8 +168,9 @@ std::string MinValuesShortfall(const PoolTemplate& t, const TypeMask& mask,
     // As Karpenter counts: every value of the key the remaining types have (each type's
     // zones and capacity types offered, say), not only those the requirement allows.
     std::set<std::string> values;
-    mask.ForEach([&](std::size_t i) {
-      for (const auto& v : ValuesOf(t, t.types[i], key)) values.insert(v);
+    // The binding passed by name: clang before 16 cannot capture a structured binding.
+    mask.ForEach([&, &name = key](std::size_t i) {
+      for (const auto& v : ValuesOf(t, t.types[i], name)) values.insert(v);
     });
     if (static_cast<std::int32_t>(values.size()) < set.min_values) {
       return "minValues " + std::to_string(set.min_values) + " for " + key + " not met (" +

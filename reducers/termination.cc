@@ -423,7 +423,9 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
   for (const auto& [id, instance] : alive) {
     bool owned = !instance->nodeclaim.empty() && state.nodeclaims.contains(instance->nodeclaim);
     if (owned || state.now - instance->launched < kLeakedInstanceAge) continue;
-    if (Inflight<TerminateInstance>(state, [&](const auto& t) { return t.instance_id == id; })) {
+    // The binding passed by name: clang before 16 cannot capture a structured binding.
+    if (Inflight<TerminateInstance>(
+            state, [&instance_id = id](const auto& t) { return t.instance_id == instance_id; })) {
       continue;
     }
     Decide(state, seq,

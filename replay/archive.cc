@@ -73,10 +73,7 @@ class Writer {
 
 class Reader {
  public:
-  explicit Reader(const std::filesystem::path& file) : in_(file, std::ios::binary) {
-    if (!in_) throw ArchiveError("cannot read " + file.string());
-    XXH3_64bits_reset(&hash_);
-  }
+  explicit Reader(std::istream& in) : in_(in) { XXH3_64bits_reset(&hash_); }
   std::string Bytes(std::size_t n, bool hashed = true) {
     std::string bytes(n, '\0');
     in_.read(bytes.data(), static_cast<std::streamsize>(n));
@@ -102,7 +99,7 @@ class Reader {
   std::uint64_t read() const { return read_; }
 
  private:
-  std::ifstream in_;
+  std::istream& in_;
   XXH3_state_t hash_;
   std::uint64_t read_ = 0;
 };
@@ -158,6 +155,13 @@ void Flush(log::EventLog& log, log::AppendBatch& batch, log::Seq first) {
                        std::to_string(first));
   }
   batch = {};
+}
+
+// An import makes a new log: it never adds to, or replaces, one already there.
+void RequireNewLog(const std::filesystem::path& dir) {
+  if (std::filesystem::exists(dir) && !std::filesystem::is_empty(dir)) {
+    throw ArchiveError(dir.string() + " is not empty: import makes a new log");
+  }
 }
 
 struct Header {
@@ -257,10 +261,16 @@ ArchiveReport ReadInto(Reader& in, log::EventLog& log) {
 }  // namespace
 
 ArchiveReport ImportLog(const std::filesystem::path& file, const std::filesystem::path& dir) {
-  if (std::filesystem::exists(dir) && !std::filesystem::is_empty(dir)) {
-    throw ArchiveError(dir.string() + " is not empty: import makes a new log");
-  }
-  Reader in(file);
+  RequireNewLog(dir);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ArchiveError("cannot read " + file.string());
+  return ImportLog(in, file.string(), dir);
+}
+
+ArchiveReport ImportLog(std::istream& archive, const std::string& name,
+                        const std::filesystem::path& dir) {
+  RequireNewLog(dir);
+  Reader in(archive);
   ArchiveReport report;
   try {
     const Header header = ReadHeader(in);
@@ -274,7 +284,7 @@ ArchiveReport ImportLog(const std::filesystem::path& file, const std::filesystem
     // Nothing half-imported is left behind to be mistaken for the log.
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);
-    throw ArchiveError(file.string() + ": " + e.what());
+    throw ArchiveError(name + ": " + e.what());
   }
   return report;
 }

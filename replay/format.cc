@@ -34,6 +34,9 @@ bool ParseWhole(const std::string& text, const char* format, date::sys_seconds& 
 }  // namespace
 
 std::optional<Nanos> ParseTime(const std::string& text, Nanos reference) {
+  // Only the characters of the two forms: date::parse reads some others (spaces, letters in the
+  // seconds) into a NaN it then converts to an integer, which is undefined.
+  if (text.find_first_not_of("0123456789-:TZ") != std::string::npos) return std::nullopt;
   date::sys_seconds at;
   bool ok = ParseWhole(text, "%Y-%m-%dT%H:%M:%SZ", at) || ParseWhole(text, "%Y-%m-%dT%H:%M:%S", at);
   if (!ok && text.find('T') == std::string::npos) {

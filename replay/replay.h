@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <istream>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -135,6 +136,9 @@ ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& f
 // decisions are indexed as this version indexes them, snapshots are restored. The checksum is
 // checked to the last byte; a damaged archive leaves no log behind.
 ArchiveReport ImportLog(const std::filesystem::path& file, const std::filesystem::path& dir);
+// The same from an open stream; `name` (the archive's file or address) heads its errors.
+ArchiveReport ImportLog(std::istream& archive, const std::string& name,
+                        const std::filesystem::path& dir);
 
 // ---- tenon cost: node cost split over the pods by their requests. ----
 

@@ -33,7 +33,14 @@ Decimal SplitDecimal(std::string_view text, std::string_view what) {
         throw ObjectError(std::string(what) + " quantity '" + std::string(text) + "' too large");
       }
       value = value * 10 + (text[i] - '0');
-      if (scale) *scale *= 10;
+      if (scale) {
+        // Past 18 places the scale would overflow; no unit is that fine.
+        if (*scale > std::numeric_limits<std::int64_t>::max() / 10) {
+          throw ObjectError(std::string(what) + " quantity '" + std::string(text) +
+                            "' has too many decimal places");
+        }
+        *scale *= 10;
+      }
       ++i;
     }
     return i > start;
@@ -556,10 +563,13 @@ Nanos ParseTimestamp(std::string_view text) {
     return ObjectError("invalid RFC 3339 timestamp '" + std::string(text) + "'");
   };
   if (text.size() < 20 || text.size() > kQuantityCharsMax) throw fail();
+  // Digits only: from_chars would take a sign, and a year of "-999" overflows below.
   auto number = [&](std::size_t pos, std::size_t len) {
     int value = 0;
-    auto [end, ec] = std::from_chars(text.data() + pos, text.data() + pos + len, value);
-    if (ec != std::errc() || end != text.data() + pos + len) throw fail();
+    for (std::size_t k = pos; k < pos + len; ++k) {
+      if (text[k] < '0' || text[k] > '9') throw fail();
+      value = value * 10 + (text[k] - '0');
+    }
     return value;
   };
   auto expect = [&](std::size_t pos, char c) {
@@ -602,7 +612,12 @@ Nanos ParseTimestamp(std::string_view text) {
   if (i != text.size()) throw fail();
   auto local = sys_days{date} + hours{h} + minutes{mi} + seconds{sec};
   auto utc = local - seconds{offset_seconds};
-  return Nanos{duration_cast<nanoseconds>(utc.time_since_epoch()).count() + frac_nanos};
+  // Nanoseconds since the epoch in 64 bits reach from 1677 to 2262 (less a second for the
+  // fraction).
+  constexpr std::int64_t kSecondsMax = std::numeric_limits<std::int64_t>::max() / 1'000'000'000 - 1;
+  const std::int64_t since_epoch = utc.time_since_epoch().count();
+  if (since_epoch > kSecondsMax || since_epoch < -kSecondsMax) throw fail();
+  return Nanos{since_epoch * 1'000'000'000 + frac_nanos};
 }
 
 Nanos ParseDuration(std::string_view text) {
@@ -633,7 +648,9 @@ Nanos ParseDuration(std::string_view text) {
       throw ObjectError("invalid duration '" + std::string(text) + "'");
     }
     Decimal d = SplitDecimal(number, "duration");
-    total += Scale(d, unit->nanos, 1);
+    if (__builtin_add_overflow(total, Scale(d, unit->nanos, 1), &total)) {
+      throw ObjectError("duration '" + std::string(text) + "' too large");
+    }
   }
   return Nanos{total};
 }

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "adapters/kube/objects.h"
 
@@ -30,6 +32,9 @@ Nanos ParseStart(const std::string& text) {
   using namespace std::chrono;
   year_month_day date{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
   if (!date.ok()) throw ScenarioError("start: no such date '" + text + "'");
+  // Nanoseconds since the epoch in 64 bits reach from 1677 to 2262.
+  if (y < 1678 || y > 2261)
+    throw ScenarioError("start: the year must be 1678 to 2261, got '" + text + "'");
   auto tp = sys_days{date} + hours{h} + minutes{mi} + seconds{sec};
   return Nanos{duration_cast<nanoseconds>(tp.time_since_epoch()).count()};
 }
@@ -339,6 +344,20 @@ Scenario WithConfigurationOf(const Scenario& base, const Scenario& config) {
   return out;
 }
 
+Scenario ParseScenario(const std::string& yaml, const std::filesystem::path& folder) {
+  if (yaml.size() > kScenarioBytesMax) {
+    throw ScenarioError("larger than " + std::to_string(kScenarioBytesMax >> 20) +
+                        " MiB, the most a scenario may be");
+  }
+  try {
+    return Parse(YAML::Load(yaml), folder);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(e.what());
+  } catch (const kube::ObjectError& e) {
+    throw ScenarioError(e.what());
+  }
+}
+
 Scenario LoadScenario(const std::filesystem::path& path) {
   RequireFile(path, "");
   std::error_code ec;
@@ -347,13 +366,11 @@ Scenario LoadScenario(const std::filesystem::path& path) {
                         std::to_string(kScenarioBytesMax >> 20) +
                         " MiB, the most a scenario may be");
   }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ScenarioError(path.string() + ": cannot read it");
+  const std::string yaml{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   try {
-    YAML::Node doc = YAML::LoadFile(path.string());
-    return Parse(doc, path.parent_path());
-  } catch (const YAML::Exception& e) {
-    throw ScenarioError(path.string() + ": " + e.what());
-  } catch (const kube::ObjectError& e) {
-    throw ScenarioError(path.string() + ": " + e.what());
+    return ParseScenario(yaml, path.parent_path());
   } catch (const ScenarioError& e) {
     throw ScenarioError(path.string() + ": " + e.what());
   }

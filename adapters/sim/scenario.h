@@ -168,6 +168,9 @@ struct Scenario {
 
 // Reads a scenario; relative paths inside it (the catalog) resolve against its folder.
 Scenario LoadScenario(const std::filesystem::path& path);
+// The same from the YAML text, with relative paths resolved against `folder`. Errors are
+// ScenarioError, as LoadScenario's without the file's name in front.
+Scenario ParseScenario(const std::string& yaml, const std::filesystem::path& folder);
 
 // `base` run under the configuration of `config`: its NodePools, EC2NodeClasses, settings and
 // name, with everything else (catalog, workloads, jobs, actions, cloud) from `base`. What

@@ -13,7 +13,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kVersion = "tenon-sim/1";
-constexpr std::size_t kTimersMax = 1'000'000;
+[[maybe_unused]] constexpr std::size_t kTimersMax = 1'000'000;  // Only asserted.
 
 std::uint64_t Mix(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;

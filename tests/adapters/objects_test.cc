@@ -22,6 +22,19 @@ TEST(ParseTimestamp, RejectsWhatIsNotRfc3339) {
   EXPECT_THROW(ParseTimestamp("2026-01-01 00:00:00Z"), ObjectError);
   EXPECT_THROW(ParseTimestamp("2026-01-01T00:00:00"), ObjectError);
   EXPECT_THROW(ParseTimestamp("yesterday"), ObjectError);
+  // Signs, and years whose nanoseconds since the epoch overflow 64 bits.
+  EXPECT_THROW(ParseTimestamp("-999-01-01T00:00:00Z"), ObjectError);
+  EXPECT_THROW(ParseTimestamp("2026-01-01T-1:00:00Z"), ObjectError);
+  EXPECT_THROW(ParseTimestamp("6026-01-01T00:00:00Z"), ObjectError);
+  EXPECT_EQ(ParseTimestamp("2262-01-01T00:00:00Z"), Nanos{9'214'646'400'000'000'000});
+}
+
+// Quantities and durations too large or too fine for 64 bits are refused, not overflowed.
+TEST(ParseDuration, RefusesOverflow) {
+  EXPECT_THROW(ParseDuration("2562047h2562047h"), ObjectError);
+  EXPECT_THROW(ParseDuration("0.0000000000000000000001s"), ObjectError);
+  EXPECT_THROW(ParseCpu("0.0000000000000000000001"), ObjectError);
+  EXPECT_EQ(ParseDuration("2562047h"), Nanos{2'562'047LL * 3'600'000'000'000});
 }
 
 TEST(ParsePod, CreationTimeAndControllingOwner) {
