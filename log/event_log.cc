@@ -737,7 +737,7 @@ class RocksSnapshotWriter final : public SnapshotWriter {
                       Seq seq)
       : db_(db),
         family_(family),
-        writer_({}, rocksdb::Options({}, options)),
+        writer_({}, rocksdb::Options({}, options), family),
         file_(std::move(file)),
         seq_(seq) {
     UmaskGuard umask;
@@ -1059,6 +1059,7 @@ struct TableProbe {
   // nowhere else was dropped from a MANIFEST damaged or cut short, which RocksDB reads as an
   // older state of the log, and a writable open would delete it.
   std::string lost;
+  std::vector<std::filesystem::path> lost_tables;  // Their names.
   // RocksDB's account of the first listed table whose blocks fail their checksums (file and
   // offset). Checked only before writing: a reader stops at damage when it reads it, but a
   // writer would go on past damage it never reads (an old decision, an old snapshot).
@@ -1066,6 +1067,38 @@ struct TableProbe {
 };
 
 // A live writer's newest files are not listed yet: a log whose LOCK is held is not probed.
+// The family a table's records belong to: its properties name it, except in the snapshot
+// tables tenon wrote itself before it named the family there (only snapshots are written
+// outside RocksDB and ingested).
+std::string FamilyOfTable(const rocksdb::SstFileReader& reader) {
+  const std::string family = reader.GetTableProperties()->column_family_name;
+  return family.empty() ? kFamilyNames[kSnapshots] : family;
+}
+
+// Calls `missing(key, value)` for each record of the table at `reader` that the open `db`
+// (`handles` in `families`' order) does not hold; returns the iterator's status.
+rocksdb::Status ForEachMissing(
+    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyDescriptor>& families,
+    const std::vector<rocksdb::ColumnFamilyHandle*>& handles, rocksdb::SstFileReader& reader,
+    const std::function<void(rocksdb::ColumnFamilyHandle*, const rocksdb::Slice&,
+                             const rocksdb::Slice&)>& missing) {
+  const std::string family = FamilyOfTable(reader);
+  rocksdb::ColumnFamilyHandle* handle = nullptr;
+  for (std::size_t i = 0; i < families.size(); ++i) {
+    if (families[i].name == family) handle = handles[i];
+  }
+  std::unique_ptr<rocksdb::Iterator> it(reader.NewIterator(rocksdb::ReadOptions{}));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string value;
+    if (handle != nullptr &&
+        !db->Get(rocksdb::ReadOptions{}, handle, it->key(), &value).IsNotFound()) {
+      continue;
+    }
+    missing(handle, it->key(), it->value());
+  }
+  return it->status();
+}
+
 TableProbe ProbeTables(const std::filesystem::path& dir, rocksdb::DBOptions db_options,
                        const std::vector<std::string>& present, bool verify_checksums) {
   std::vector<std::filesystem::path> tables;
@@ -1097,30 +1130,22 @@ TableProbe ProbeTables(const std::filesystem::path& dir, rocksdb::DBOptions db_o
     rocksdb::SstFileReader reader(rocksdb::Options{});
     // An unfinished flush's output has no footer: it never held a record alone.
     if (!reader.Open(table.string()).ok()) continue;
-    const std::string family = reader.GetTableProperties()->column_family_name;
-    rocksdb::ColumnFamilyHandle* handle = nullptr;
-    for (std::size_t i = 0; i < families.size(); ++i) {
-      if (families[i].name == family) handle = handles[i];
-    }
     std::uint64_t missing = 0;
     std::string first;
-    std::unique_ptr<rocksdb::Iterator> it(reader.NewIterator(rocksdb::ReadOptions{}));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      std::string value;
-      if (handle != nullptr &&
-          !db->Get(rocksdb::ReadOptions{}, handle, it->key(), &value).IsNotFound()) {
-        continue;
-      }
-      if (missing++ == 0) first = it->key().ToString(true);
-    }
-    if (!it->status().ok()) {
-      lost += (lost.empty() ? "" : "; ") + table.filename().string() + " (family " + family +
-              ", unreadable: " + it->status().ToString() + ")";
+    const rocksdb::Status read = ForEachMissing(
+        db, families, handles, reader,
+        [&](rocksdb::ColumnFamilyHandle*, const rocksdb::Slice& key, const rocksdb::Slice&) {
+          if (missing++ == 0) first = key.ToString(true);
+        });
+    const std::string said = table.filename().string() + " (family " + FamilyOfTable(reader);
+    if (!read.ok()) {
+      lost += (lost.empty() ? "" : "; ") + said + ", unreadable: " + read.ToString() + ")";
     } else if (missing > 0) {
-      lost += (lost.empty() ? "" : "; ") + table.filename().string() + " (family " + family + ", " +
-              std::to_string(missing) + (missing == 1 ? " record" : " records") +
-              " found nowhere else, the first keyed 0x" + first + ")";
+      lost += (lost.empty() ? "" : "; ") + said + ", " + std::to_string(missing) +
+              (missing == 1 ? " record" : " records") + " found nowhere else, the first keyed 0x" +
+              first + ")";
     }
+    if (!read.ok() || missing > 0) probe.lost_tables.push_back(table.filename());
   }
   for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
   db->Close();
@@ -1222,7 +1247,7 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
                      "log: " + dir.string() + ": its MANIFEST does not list " + probe.lost +
                          ": the MANIFEST is damaged or cut short, and nothing was read or " +
                          "written. `tenon log repair " + dir.string() +
-                         "` sets the folder aside and rebuilds the MANIFEST from its files");
+                         "` sets the folder aside and puts their records back");
     }
     if (!probe.damaged.empty()) throw TableDamage(dir, probe.damaged);
   }
@@ -1329,15 +1354,31 @@ RepairReport RepairLog(const std::filesystem::path& dir, const FirstLostDecision
   if (!probe.damaged.empty() && probe.lost.empty()) throw TableDamage(dir, probe.damaged);
   const std::string& lost = probe.lost;
   if (!lost.empty()) {
-    // RocksDB's repair writes a new MANIFEST listing every table in the folder, and turns the
-    // write-ahead logs into tables: the files the damaged MANIFEST dropped come back.
+    // The log as the MANIFEST has it (RocksDB deletes the tables it does not list, whose links
+    // in the copy set aside remain), then every record of those tables it lacks, put back.
     report.repaired = true;
     report.manifest_rebuilt = true;
     report.damage = "the MANIFEST does not list " + lost;
     report.aside = dir.parent_path() / (dir.filename().string() + ".damaged-" + stamp);
     SetAside(dir, report.aside);
-    Check(rocksdb::RepairDB(dir.string(), db_options, Families(present, true)),
-          "rebuilding the MANIFEST of " + dir.string());
+    db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
+    Check(rocksdb::DB::Open(db_options, dir.string(), families, &handles, &db),
+          "opening " + dir.string() + " to put back what its MANIFEST lost");
+    for (const auto& table : probe.lost_tables) {
+      rocksdb::SstFileReader reader(rocksdb::Options{});
+      Check(reader.Open((report.aside / table).string()), "reading " + table.string());
+      rocksdb::WriteBatch batch;
+      Check(ForEachMissing(db, families, handles, reader,
+                           [&](rocksdb::ColumnFamilyHandle* handle, const rocksdb::Slice& key,
+                               const rocksdb::Slice& value) {
+                             if (handle != nullptr) Check(batch.Put(handle, key, value), "");
+                           }),
+            "reading " + table.string());
+      rocksdb::WriteOptions write;
+      write.sync = true;
+      Check(db->Write(write, &batch), "putting back the records of " + table.string());
+    }
+    close();
   }
   db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
   rocksdb::Status status = rocksdb::DB::Open(db_options, dir.string(), families, &handles, &db);
@@ -1355,7 +1396,9 @@ RepairReport RepairLog(const std::filesystem::path& dir, const FirstLostDecision
     Check(status, "opening " + dir.string());
   } else {
     report.repaired = true;
-    report.damage = drops->Said().empty() ? status.ToString() : drops->Said();
+    const std::string where = WhereDamaged(dir, db_options, Families(present, false));
+    report.damage = (where.empty() ? "" : where + "; ") +
+                    (drops->Said().empty() ? status.ToString() : drops->Said());
     report.aside = dir.parent_path() / (dir.filename().string() + ".damaged-" + stamp);
     SetAside(dir, report.aside);
     // Everything up to the damage, nothing after it.
@@ -1409,8 +1452,8 @@ RepairReport RepairLog(const std::filesystem::path& dir, const FirstLostDecision
         << "kept: records " << log->FirstSeq() << " to " << report.last_seq << " (in "
         << dir.string() << ")\n";
     if (report.manifest_rebuilt) {
-      out << "the MANIFEST was rebuilt from the folder's files; the folder as it was, damaged "
-          << "MANIFEST included, is in " << report.aside.string() << "\n";
+      out << "the records of the tables the MANIFEST no longer listed were put back; the folder "
+          << "as it was, damaged MANIFEST included, is in " << report.aside.string() << "\n";
     } else {
       out << "lost from the log: every record after " << report.last_seq
           << "; the damaged write-ahead log and everything else the folder held are in "

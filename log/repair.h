@@ -15,7 +15,7 @@ namespace tenon::log {
 
 struct RepairReport {
   bool repaired = false;          // False: the log opened strictly, nothing was touched.
-  bool manifest_rebuilt = false;  // The MANIFEST had dropped files; it was rebuilt from them.
+  bool manifest_rebuilt = false;  // The MANIFEST had dropped tables; their records are back.
   std::string damage;             // RocksDB's account: the file and the bytes it dropped.
   std::filesystem::path aside;    // The log folder as it was (SST files hard-linked).
   std::filesystem::path report;   // aside / "REPAIR.txt"

@@ -57,7 +57,8 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
                         ClockText(world.now()) + ", past the log's last record (" +
                         ClockText(runtime.state().now) +
                         "): the log was cut back under it and a simulated world cannot be "
-                        "rewound; start the run again in an empty folder");
+                        "rewound; start the run again in an empty folder" +
+                        (report.open_message.empty() ? "" : " (" + report.open_message + ")"));
   }
   report.recovered_snapshot = recovery.snapshot_seq;
   report.outputs_restored = recovery.outputs_restored;

@@ -217,7 +217,7 @@ class CommandLine(unittest.TestCase):
 
     def test_times_that_are_no_real_time(self):
         for text in ["9999-12-31T23:59:59Z", "25:00:00", "02:61:00", "2026-02-30T00:00:00Z",
-                     "yesterday"]:
+                     "yesterday", "03:14: 9X"]:
             for command in (["replay", self.log, "--until", text],
                             ["audit", self.log, "--since", text],
                             ["explain", self.log, "pod", "default/x", "--at", text],
@@ -251,6 +251,11 @@ class CommandLine(unittest.TestCase):
         path = self.scenario("bad-namespace.yaml", self.demo_with(
             "{name: web, ", "{namespace: Web_Tier, name: web, "))
         self.refused(["simulate", path], "'Web_Tier'", "line 63")
+
+    def test_start_beyond_what_nanoseconds_hold(self):
+        path = self.scenario("far-start.yaml", self.demo_with(
+            'start: "2026-01-01T02:00:00Z"', 'start: "6026-01-01T02:00:00Z"'))
+        self.refused(["simulate", path], path, "the year must be 1678 to 2261")
 
     def test_scenario_larger_than_the_limit(self):
         path = self.scenario("large.yaml", "# padding\n" * (2 << 20))

@@ -358,6 +358,8 @@ TEST(LogDamage, RepairSetsTheDamageAsideAndGoesOn) {
   auto [repaired, status] = RunTenon({"log", "repair", log_dir.string()});
   ASSERT_EQ(status, 0) << repaired;
   EXPECT_NE(repaired.find(wal.string() + ": dropping "), std::string::npos) << repaired;
+  EXPECT_NE(repaired.find(wal.filename().string() + " is damaged at offset "), std::string::npos)
+      << repaired;
   std::filesystem::path aside;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     if (entry.path().filename().string().starts_with("log.damaged-")) aside = entry.path();

@@ -244,7 +244,10 @@ def main():
                 if name not in err + out and log not in err + out:
                     failures.append("trial %d: %s: exit %d, naming neither the file nor the "
                                     "log: %s" % (trial, said, code, (out + err).strip()[-300:]))
-                failures += changed_answers(tenon, log, base, answers, trial, said)
+                # A torn tail is recovered before the resumed run finds its world ahead of the
+                # log: the log went on from it, as it may.
+                if not ("torn record" in err + out and name in err + out):
+                    failures += changed_answers(tenon, log, base, answers, trial, said)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d trials" % trials)
