@@ -4,6 +4,7 @@
 #include <ctime>
 #include <limits>
 #include <sstream>
+#include <string_view>
 
 #include <date/date.h>
 
@@ -31,12 +32,27 @@ bool ParseWhole(const std::string& text, const char* format, date::sys_seconds& 
   return !in.fail() && in.peek() == std::char_traits<char>::eof();
 }
 
+// Whether `text` has one of the accepted shapes, digit for digit ('d' in a shape is a digit).
+// date::parse alone reads looser text, and some of it ("0:0:", letters in the seconds) into a
+// NaN it then converts to an integer, which is undefined.
+bool HasTimeShape(const std::string& text) {
+  for (const std::string_view shape :
+       {"dddd-dd-ddTdd:dd:ddZ", "dddd-dd-ddTdd:dd:dd", "dd:dd:dd", "dd:dd"}) {
+    if (text.size() != shape.size()) continue;
+    bool fits = true;
+    for (std::size_t i = 0; i < shape.size() && fits; ++i) {
+      const bool digit = text[i] >= '0' && text[i] <= '9';
+      fits = shape[i] == 'd' ? digit : text[i] == shape[i];
+    }
+    if (fits) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<Nanos> ParseTime(const std::string& text, Nanos reference) {
-  // Only the characters of the two forms: date::parse reads some others (spaces, letters in the
-  // seconds) into a NaN it then converts to an integer, which is undefined.
-  if (text.find_first_not_of("0123456789-:TZ") != std::string::npos) return std::nullopt;
+  if (!HasTimeShape(text)) return std::nullopt;
   date::sys_seconds at;
   bool ok = ParseWhole(text, "%Y-%m-%dT%H:%M:%SZ", at) || ParseWhole(text, "%Y-%m-%dT%H:%M:%S", at);
   if (!ok && text.find('T') == std::string::npos) {

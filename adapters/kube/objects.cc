@@ -60,8 +60,13 @@ Decimal SplitDecimal(std::string_view text, std::string_view what) {
 std::int64_t Scale(const Decimal& d, std::int64_t multiplier, std::int64_t divisor) {
   // value = (whole + fraction/fraction_scale) * multiplier / divisor, rounded up as Kubernetes
   // rounds quantities up to the unit.
-  __int128 numerator =
-      (static_cast<__int128>(d.whole) * d.fraction_scale + d.fraction) * multiplier;
+  // whole * fraction_scale stays below 2^117 (whole < 2^57, fraction_scale <= 10^18); the
+  // multiplier (up to hours in nanoseconds) could carry it past what 128 bits hold.
+  const __int128 base = static_cast<__int128>(d.whole) * d.fraction_scale + d.fraction;
+  if (multiplier > 0 && base > std::numeric_limits<__int128>::max() / 2 / multiplier) {
+    throw ObjectError("quantity too large");
+  }
+  __int128 numerator = base * multiplier;
   __int128 denominator = static_cast<__int128>(d.fraction_scale) * divisor;
   __int128 value = (numerator + denominator - 1) / denominator;
   if (value > std::numeric_limits<std::int64_t>::max()) throw ObjectError("quantity too large");

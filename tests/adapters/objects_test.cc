@@ -34,6 +34,8 @@ TEST(ParseDuration, RefusesOverflow) {
   EXPECT_THROW(ParseDuration("2562047h2562047h"), ObjectError);
   EXPECT_THROW(ParseDuration("0.0000000000000000000001s"), ObjectError);
   EXPECT_THROW(ParseCpu("0.0000000000000000000001"), ObjectError);
+  // A long whole part with a long fraction, in hours: past 128 bits before the division.
+  EXPECT_THROW(ParseDuration("7111111111111111.111111111111120h"), ObjectError);
   EXPECT_EQ(ParseDuration("2562047h"), Nanos{2'562'047LL * 3'600'000'000'000});
 }
 
