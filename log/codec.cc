@@ -1318,8 +1318,13 @@ auto WithReader(std::string_view bytes, Fn&& fn) {
   // Copy into word-aligned memory: the caller's buffer carries no alignment promise.
   auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
   std::memcpy(words.begin(), bytes.data(), bytes.size());
+  // Reading a record never visits much more than its own words; a list of empty structs could
+  // otherwise claim millions of elements from a few bytes (a forged or damaged record) and hold
+  // the decoder for seconds building them.
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = words.size() * 8 + 1024;
   try {
-    capnp::FlatArrayMessageReader reader(words.asPtr());
+    capnp::FlatArrayMessageReader reader(words.asPtr(), options);
     return fn(reader.getRoot<Root>());
   } catch (const kj::Exception& e) {
     throw CodecError(std::string("malformed record: ") + e.getDescription().cStr());

@@ -88,10 +88,10 @@ std::vector<std::string> IndexValues(const Decision& decision,
 }  // namespace
 
 std::string IndexTerm(IndexKind kind, std::string_view name) {
-  // A NUL inside a name would let one term be a prefix of another; Kubernetes names have none.
-  assert(name.find('\0') == std::string_view::npos);
+  // A NUL inside a name would let one term be a prefix of another. Kubernetes names have none;
+  // one decoded from a forged record is indexed up to its first NUL.
   std::string term(1, static_cast<char>(kind));
-  term.append(name);
+  term.append(name.substr(0, name.find('\0')));
   term.push_back('\0');
   return term;
 }
