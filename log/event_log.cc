@@ -248,6 +248,42 @@ struct TornTail {
   std::uint64_t bytes = 0;   // What follows it.
 };
 
+// One write-ahead log record as the scan below finds it.
+struct WalRecord {
+  std::size_t offset = 0;  // Where its header starts.
+  unsigned type = 0;       // 1 full, 2 first, 3 middle, 4 last; 5 to 8 the recyclable ones.
+  std::string_view payload;
+};
+
+// Walks the records of one write-ahead log file in order, until `fn` returns false or a header
+// is unreadable or runs past the end; returns the offset where the walk stopped (the file's
+// size when every record was whole).
+std::size_t ScanWal(const std::string& data, const std::function<bool(const WalRecord&)>& fn) {
+  constexpr std::size_t kBlock = 32768;
+  std::size_t at = 0;
+  while (at < data.size()) {
+    const std::size_t left_in_block = kBlock - at % kBlock;
+    if (left_in_block < 7) {  // A block's trailer: zeros.
+      at += left_in_block;
+      continue;
+    }
+    if (at + 7 > data.size()) return at;
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(data[at + i]); };
+    const std::size_t length = byte(4) | (byte(5) << 8);
+    const unsigned type = byte(6);
+    const std::size_t header = type >= 5 ? 11 : 7;  // Recyclable records carry a log number.
+    if (type == 0 || type > 8 || at + header + length > data.size()) return at;
+    if (!fn({at, type, std::string_view(data).substr(at + header, length)})) return at;
+    at += header + length;
+  }
+  return at;
+}
+
+std::string FileBytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
 TornTail FindTornTail(const std::filesystem::path& dir) {
   TornTail torn;
   std::error_code ec;
@@ -257,25 +293,13 @@ TornTail FindTornTail(const std::filesystem::path& dir) {
     }
   }
   if (torn.file.empty()) return torn;
-  std::ifstream in(torn.file, std::ios::binary);
-  const std::string data((std::istreambuf_iterator<char>(in)), {});
-  constexpr std::size_t kBlock = 32768;
-  std::size_t at = 0;
-  while (at < data.size()) {
-    const std::size_t left_in_block = kBlock - at % kBlock;
-    if (left_in_block < 7) {  // A block's trailer: zeros.
-      at += left_in_block;
-      continue;
-    }
-    if (at + 7 > data.size()) break;
-    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(data[at + i]); };
-    const std::size_t length = byte(4) | (byte(5) << 8);
-    const unsigned type = byte(6);
-    const std::size_t header = type >= 5 ? 11 : 7;  // Recyclable record types are 5 to 8.
-    if (type == 0 || type > 8 || at + header + length > data.size()) break;
-    at += header + length;
-    if (type == 1 || type == 4 || type == 5 || type == 8) torn.offset = at;  // Full or last.
-  }
+  const std::string data = FileBytes(torn.file);
+  ScanWal(data, [&](const WalRecord& r) {
+    const bool ends_write = r.type == 1 || r.type == 4 || r.type == 5 || r.type == 8;
+    const std::size_t header = r.type >= 5 ? 11 : 7;
+    if (ends_write) torn.offset = r.offset + header + r.payload.size();
+    return true;
+  });
   torn.bytes = data.size() - torn.offset;
   return torn;
 }
@@ -297,32 +321,18 @@ Damage FindDamage(const std::filesystem::path& dir, rocksdb::SequenceNumber kept
   }
   std::sort(wals.begin(), wals.end());  // Numbered with leading zeros: name order is age order.
   for (const auto& wal : wals) {
-    std::ifstream in(wal, std::ios::binary);
-    const std::string data((std::istreambuf_iterator<char>(in)), {});
-    constexpr std::size_t kBlock = 32768;
-    std::size_t at = 0;
-    while (at < data.size()) {
-      const std::size_t left_in_block = kBlock - at % kBlock;
-      if (left_in_block < 7) {
-        at += left_in_block;
-        continue;
-      }
-      const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(data[at + i]); };
-      if (at + 7 > data.size()) return {wal, at, data.size()};
-      const std::size_t length = byte(4) | (byte(5) << 8);
-      const unsigned type = byte(6);
-      const std::size_t header = type >= 5 ? 11 : 7;
-      if (type == 0 || type > 8 || at + header + length > data.size())
-        return {wal, at, data.size()};
+    const std::string data = FileBytes(wal);
+    bool past = false;
+    const std::size_t stopped = ScanWal(data, [&](const WalRecord& r) {
       // A write's first fragment begins with its batch header: fixed64 sequence number.
-      const bool starts_write = type == 1 || type == 2 || type == 5 || type == 6;
-      if (starts_write && length >= 8) {
-        rocksdb::SequenceNumber seq = 0;
-        for (int i = 7; i >= 0; --i) seq = seq << 8 | byte(header + i);
-        if (seq > kept) return {wal, at, data.size()};
-      }
-      at += header + length;
-    }
+      const bool starts_write = r.type == 1 || r.type == 2 || r.type == 5 || r.type == 6;
+      if (!starts_write || r.payload.size() < 8) return true;
+      rocksdb::SequenceNumber seq = 0;
+      for (int i = 7; i >= 0; --i) seq = seq << 8 | static_cast<unsigned char>(r.payload[i]);
+      past = seq > kept;
+      return !past;
+    });
+    if (past || stopped < data.size()) return {wal, stopped, data.size()};
   }
   return {};
 }
