@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 namespace tenon::cmd {
@@ -32,6 +33,30 @@ inline CLI::Validator NonEmptyTime() {
                             : "";
       },
       "TIME");
+}
+
+// A whole number from 0 to 100.
+inline CLI::Validator Percent() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int value = -1;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 100) {
+          return "'" + text + "' is not a whole number from 0 to 100";
+        }
+        return "";
+      },
+      "PERCENT");
+}
+
+// A file or a folder that exists (a scenario, conformance cases).
+inline CLI::Validator ExistingFileOrFolder() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::error_code ec;
+        return std::filesystem::exists(text, ec) ? "" : "no file or folder '" + text + "'";
+      },
+      "PATH");
 }
 
 }  // namespace tenon::cmd

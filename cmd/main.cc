@@ -25,6 +25,7 @@
 #include "adapters/kube/objects.h"
 #include "adapters/metrics/logging.h"
 #include "adapters/runtime/runtime.h"
+#include "adapters/sim/conformance.h"
 #include "adapters/sim/simulator.h"
 #include "cmd/flags.h"
 #include "cmd/incident.h"
@@ -324,16 +325,18 @@ int main(int argc, char** argv) {
   SimulateArgs sim_args;
   auto* simulate =
       app.add_subcommand("simulate", "run the controller on a simulated cluster and cloud");
-  simulate->add_option("scenario", sim_args.scenario, "scenario YAML")
+  simulate
+      ->add_option("scenario", sim_args.scenario,
+                   "scenario: a YAML file of documents, or a folder of them")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(cmd::ExistingFileOrFolder());
   simulate->add_option("--log", sim_args.log_dir,
                        "log folder (created; resumed if it exists); default: a temporary one");
   simulate
       ->add_option("--compare", sim_args.compare,
                    "also run the NodePools, EC2NodeClasses and settings of this scenario on the "
                    "same workload (log in LOG-compare) and print the differences")
-      ->check(CLI::ExistingFile);
+      ->check(cmd::ExistingFileOrFolder());
   simulate->add_option("--snapshot-every", sim_args.snapshot_every, "events between snapshots")
       ->check(cmd::PositiveCount());
   simulate
@@ -348,6 +351,18 @@ int main(int argc, char** argv) {
   auto incident = cmd::AddIncidentCommands(app);
 
   CatalogExportArgs export_args;
+  std::string conformance_path;
+  int conformance_pass_percent = 95;
+  auto* conformance = app.add_subcommand(
+      "conformance", "run cases taken from Karpenter's test suites and compare the outcomes");
+  conformance->add_option("cases", conformance_path, "a case file, or a folder of them")
+      ->required()
+      ->check(cmd::ExistingFileOrFolder());
+  conformance
+      ->add_option("--pass-percent", conformance_pass_percent,
+                   "fail when fewer cases than this pass")
+      ->check(cmd::Percent());
+
   auto* catalog_cmd = app.add_subcommand("catalog", "the EC2 catalog of a real account");
   catalog_cmd->require_subcommand(1);
   auto* export_cmd =
@@ -449,6 +464,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (simulate->parsed()) return RunSimulate(sim_args);
+    if (conformance->parsed()) {
+      return sim::PrintConformance(sim::RunConformance(conformance_path), conformance_pass_percent);
+    }
     if (auto code = cmd::RunIncidentCommand(*incident)) return *code;
     if (export_cmd->parsed()) return RunCatalogExport(export_args);
     if (run_cmd->parsed()) {

@@ -210,8 +210,9 @@ class PodTable {
     Resources active;
     std::size_t ports_or_volumes = 0;
     // Disruption's view, so a pass over every node reads no pod: the pods that would have to
-    // move if the node went (active, not DaemonSet or mirror pods) in key order, how many of
-    // them carry karpenter.sh/do-not-disrupt, and the sum of their eviction costs.
+    // move if the node went (active, not DaemonSet or mirror pods) in key order, how many
+    // active pods (those included) carry karpenter.sh/do-not-disrupt, and the sum of the
+    // movable pods' eviction costs.
     std::vector<const Pod*> reschedulable;
     // The same pods in the order the scheduler places them (largest first, then oldest), so a
     // consolidation trial of this node needs no sort of its own.

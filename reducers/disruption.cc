@@ -335,10 +335,15 @@ std::string GracefulBlocker(const State& state, const Candidate& c, Nanos* runs_
                             bool pods = true) {
   if (c.node->do_not_disrupt) return "node " + c.node->name + " has karpenter.sh/do-not-disrupt";
   if (!pods) return {};
-  for (const Pod* pod : c.bound->reschedulable) {
+  // Every running pod on the node counts, as Karpenter validates a candidate's pods: a
+  // DaemonSet or mirror pod's do-not-disrupt blocks it, and so does a budget over a DaemonSet
+  // pod (the Eviction API would refuse it; mirror pods are not evicted).
+  for (const auto& [key, pod] : c.bound->pods) {
+    if (!IsActive(*pod)) continue;
     if (std::string why = ProtectedText(state, c, *pod, runs_out); !why.empty()) return why;
   }
-  for (const Pod* pod : c.bound->reschedulable) {
+  for (const auto& [key, pod] : c.bound->pods) {
+    if (!IsActive(*pod) || pod->owner_kind == "Node") continue;
     if (std::string why = PdbRefusal(state, *pod); !why.empty()) return why;
   }
   return {};

@@ -192,4 +192,37 @@ void IndexClaim(State& state, const NodeClaim& claim);   // After it is added.
 void ForgetClaim(State& state, const NodeClaim& claim);  // Before it is erased.
 void SetClaimNode(State& state, NodeClaim& claim, const std::string& node);
 
+// The labels a claim's node carries for its own requirement keys (neither well known nor
+// restricted), as Karpenter's Requirements.Labels gives them: a single-valued set's value; for
+// NotIn, Exists, Gt and Lt on a key the NodePool's own requirements name, an integer the set
+// allows (the smallest from the lower bound, or 0, where Karpenter draws one at random); none
+// for DoesNotExist, a key left open, or a key only the pods constrain that way.
+inline Labels OwnRequirementLabels(const std::vector<Requirement>& list, const NodePool* pool) {
+  Labels out;
+  const Requirements requirements(list);
+  for (const auto& [key, set] : requirements.sets()) {
+    if (IsWellKnownLabel(key) || !RestrictedLabel(key).empty()) continue;
+    if (!set.complement) {
+      if (set.values.size() == 1) out[key] = set.values.front();
+      continue;
+    }
+    if (set.absent_ok && set.values.empty() && !set.gt && !set.lt) continue;
+    if (pool == nullptr || std::none_of(pool->requirements.begin(), pool->requirements.end(),
+                                        [&](const Requirement& r) { return r.key == key; })) {
+      continue;
+    }
+    if (set.gt && *set.gt == INT64_MAX) continue;
+    std::int64_t value = set.gt ? *set.gt + 1 : 0;
+    // At most one candidate per excluded value is taken before one is allowed.
+    for (std::size_t tries = 0; tries <= set.values.size(); ++tries, ++value) {
+      if (set.lt && value >= *set.lt) break;
+      if (set.Has(std::to_string(value))) {
+        out[key] = std::to_string(value);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace tenon::core

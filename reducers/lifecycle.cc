@@ -140,14 +140,23 @@ PatchNode SyncPatch(const State& state, const NodeClaim& claim, const Node& node
       }
     }
   }
-  // At registration the Node gets the NodeClaim's labels of the user's own (its single-valued
-  // requirements: the template's labels and the custom labels resolved at launch), as
-  // Karpenter's registration copies the NodeClaim's labels; well-known ones the kubelet sets.
+  // At registration the Node gets the NodeClaim's labels of the user's own (OwnRequirementLabels:
+  // the template's labels, the custom labels resolved at launch, a value for each NotIn, Exists,
+  // Gt and Lt requirement), as Karpenter's registration copies the NodeClaim's labels.
   if (registering) {
-    for (const auto& r : *claim.requirements) {
-      if (r.op != RequirementOp::kIn || r.values.size() != 1) continue;
-      if (IsWellKnownLabel(r.key) || !RestrictedLabel(r.key).empty()) continue;
-      if (!HasLabel(node, r.key, r.values.front())) patch.add_labels[r.key] = r.values.front();
+    auto pool = state.nodepools.find(claim.nodepool);
+    const NodePool* own = pool == state.nodepools.end() ? nullptr : &pool->second;
+    for (const auto& [key, value] : OwnRequirementLabels(*claim.requirements, own)) {
+      if (!HasLabel(node, key, value)) patch.add_labels[key] = value;
+    }
+    // The launched type's own labels (karpenter.k8s.aws/instance-*), which the NodeClaim carries
+    // after launch and no kubelet sets: pods select on them.
+    if (auto type = state.catalog->find(claim.instance_type); type != state.catalog->end()) {
+      for (const auto& [key, value] : type->second.labels) {
+        if (key.starts_with("karpenter.k8s.aws/") && !HasLabel(node, key, value)) {
+          patch.add_labels[key] = value;
+        }
+      }
     }
   }
   if (!HasLabel(node, label::kRegistered, "true")) patch.add_labels[label::kRegistered] = "true";
@@ -390,8 +399,11 @@ void SetClaimNode(State& state, NodeClaim& claim, const std::string& node) {
 }
 
 void ExpireUnavailableOfferings(State& state) {
+  const std::size_t before = state.unavailable_offerings.size();
   std::erase_if(state.unavailable_offerings,
                 [&](const auto& entry) { return entry.second <= state.now; });
+  // An offering back on offer may serve the pods its absence kept pending: a batch for them.
+  if (state.unavailable_offerings.size() != before) ReconsiderPendingPods(state);
 }
 
 }  // namespace tenon::core

@@ -126,9 +126,10 @@ void PodTable::Recount(Bound& bound) {
   bound.do_not_disrupt = 0;
   bound.eviction_cost = 0;
   for (const auto& [key, pod] : bound.pods) {
+    // Every running pod's do-not-disrupt counts, DaemonSet and mirror pods' too.
+    if (core::IsActive(*pod) && pod->do_not_disrupt) bound.do_not_disrupt++;
     if (!core::IsReschedulable(*pod)) continue;
     bound.reschedulable.push_back(pod);
-    if (pod->do_not_disrupt) bound.do_not_disrupt++;
     bound.eviction_cost += core::EvictionCost(*pod);
   }
   bound.reschedulable_in_placement_order = bound.reschedulable;

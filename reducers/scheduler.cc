@@ -252,6 +252,9 @@ Labels Pass::ClaimLabels(const NodeClaim& claim, const NodePool& pool) const {
   for (const auto& r : *claim.requirements) {
     if (r.op == RequirementOp::kIn && r.values.size() == 1) labels[r.key] = r.values[0];
   }
+  for (const auto& [key, value] : OwnRequirementLabels(*claim.requirements, &pool)) {
+    labels.try_emplace(key, value);
+  }
   if (auto type = state_.catalog->find(claim.instance_type); type != state_.catalog->end()) {
     for (const auto& [k, v] : type->second.labels) labels[k] = v;
   }
@@ -690,13 +693,52 @@ TypeMask Pass::FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requi
   return mask;
 }
 
+// Whether the pod's requirements name the hosts it may run on: no new node can be one of them
+// (Karpenter's NodeClaim templates carry a placeholder hostname for that reason).
+// Why the pod's volumes keep it from being provisioned for, as Karpenter validates a pending
+// pod's claims (the pod is ignored, with the reason): a claim that does not exist, a bound one
+// whose volume does not, an unbound one without a StorageClass, with one that does not exist, or
+// with one that binds at once (Immediate: the volume comes first, and its place decides).
+std::string VolumeErrorOf(const State& state, const Pod& pod) {
+  for (const auto& name : pod.constraints->volume_claims) {
+    auto pvc = state.pvcs.find(PodKey(pod.ns, name));
+    if (pvc == state.pvcs.end()) return "persistentvolumeclaim " + name + " not found";
+    const PersistentVolumeClaim& claim = pvc->second;
+    if (!claim.volume_name.empty()) {
+      if (!state.pvs.contains(claim.volume_name)) {
+        return "persistentvolumeclaim " + name + ": persistentvolume " + claim.volume_name +
+               " not found";
+      }
+      continue;
+    }
+    if (claim.storage_class.empty()) {
+      return "unbound persistentvolumeclaim " + name + " must define a storage class";
+    }
+    auto sc = state.storage_classes.find(claim.storage_class);
+    if (sc == state.storage_classes.end()) {
+      return "persistentvolumeclaim " + name + ": storage class " + claim.storage_class +
+             " not found";
+    }
+    if (!sc->second.wait_for_first_consumer) {
+      return "persistentvolumeclaim " + name + " is unbound and its storage class binds " +
+             "immediately: waiting for its volume";
+    }
+  }
+  return {};
+}
+
+static bool NamesAHost(const PodView& v) {
+  const ValueSet* host = v.requirements.Get(label::kHostname);
+  return host != nullptr && !host->complement && !host->values.empty();
+}
+
 bool Pass::TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch) {
   Bin& bin = planned_[index];
   PoolTemplate& t = templates_[bin.pool];
   Resources requests = bin.requests + v.need;
   if (!bin.pods.empty() && !Fits(requests, bin.room)) return false;
   if (!TolerantOf(v, bin.taints, nullptr)) return Refuse(v, index, kRefusedForever), false;
-  if (!bin.requirements.Compatible(v.requirements, true).empty()) {
+  if (!bin.requirements.Compatible(v.requirements, true).empty() || NamesAHost(v)) {
     return Refuse(v, index, kRefusedForever), false;
   }
   if (!PortsFit(*v.pod, bin)) return Refuse(v, index, kRefusedForever), false;
@@ -826,6 +868,11 @@ std::string Pass::Explain(PodView& v) {
     if (why.empty() && t.types.empty()) why = "no instance type is available";
     if (why.empty()) TolerantOf(v, t.pool->taints, &why);
     if (why.empty()) why = t.requirements.Compatible(v.requirements, true);
+    if (why.empty() && NamesAHost(v)) {
+      why =
+          "it needs a node of a given kubernetes.io/hostname (a volume's or its own), and a "
+          "new node's name is not known before it registers";
+    }
     if (why.empty()) {
       Requirements reqs = t.requirements;
       reqs.Add(v.requirements);
@@ -1144,6 +1191,10 @@ ScheduleResult Schedule(const State& state) {
   for (const auto& [key, pod] : state.pods.Provisionable()) {
     if (pods.size() >= kPodsPerBatchMax) break;
     if (std::string why = core::PodRequirementError(*pod); !why.empty()) {
+      ignored.push_back({std::string(key), "", why, {}});
+      continue;
+    }
+    if (std::string why = core::VolumeErrorOf(state, *pod); !why.empty()) {
       ignored.push_back({std::string(key), "", why, {}});
       continue;
     }

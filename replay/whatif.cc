@@ -164,7 +164,7 @@ void Extractor::OnEvent(const Event& event) {
           daemonsets_.try_emplace(
               e.daemonset.ns + "/" + e.daemonset.name,
               sim::DaemonSetSpec{e.daemonset.ns, e.daemonset.name, p.requests,
-                                 p.constraints->node_selector, p.constraints->tolerations});
+                                 p.constraints->node_selector, p.constraints->tolerations, ""});
         } else if constexpr (std::is_same_v<T, PodUpserted>) {
           OnPod(e.pod);
         } else if constexpr (std::is_same_v<T, PodDeleted>) {

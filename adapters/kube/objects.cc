@@ -885,6 +885,14 @@ PersistentVolume ParsePersistentVolume(const YAML::Node& object) {
     if (spec && spec["nodeAffinity"] && spec["nodeAffinity"]["required"]) {
       pv.node_affinity = ParseTerms(spec["nodeAffinity"]["required"]["nodeSelectorTerms"]);
     }
+    // A local or hostPath volume lives and dies with its node: its hostname affinity says where
+    // it was, not where a rescheduled pod can go, and is left out (as Karpenter leaves it out).
+    if (spec && (spec["local"] || spec["hostPath"])) {
+      for (auto& term : pv.node_affinity) {
+        std::erase_if(term.requirements,
+                      [](const Requirement& r) { return r.key == label::kHostname; });
+      }
+    }
     return pv;
   });
 }

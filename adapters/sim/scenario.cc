@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "adapters/kube/objects.h"
+#include "adapters/sim/manifests.h"
 
 namespace tenon::sim {
 namespace {
@@ -57,26 +59,6 @@ void ParsePodShape(const YAML::Node& w, Resources& requests, Labels& node_select
   if (w["tolerations"]) {
     for (const auto& t : w["tolerations"]) tolerations.push_back(kube::ParseToleration(t));
   }
-}
-
-// Kubernetes' limits on a name: a DNS subdomain (253 characters) for an object's name, a DNS
-// label (63) for a namespace; lower-case letters, digits, '-' and '.' only.
-constexpr std::size_t kNameCharsMax = 253;
-constexpr std::size_t kNamespaceCharsMax = 63;
-
-std::string CheckedName(const YAML::Node& node, const std::string& field, std::size_t max) {
-  const std::string value = node.as<std::string>();
-  const bool valid =
-      !value.empty() && value.size() <= max &&
-      value.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos &&
-      value.front() != '-' && value.back() != '-';
-  if (!valid) {
-    throw ScenarioError("line " + std::to_string(node.Mark().line + 1) + ": " + field + ": '" +
-                        value.substr(0, 64) + (value.size() > 64 ? "...'" : "'") +
-                        " is not a Kubernetes name (lower-case letters, digits, '-' and '.', " +
-                        "at most " + std::to_string(max) + " characters)");
-  }
-  return value;
 }
 
 std::string RequiredName(const YAML::Node& w, const char* what) {
@@ -260,17 +242,51 @@ void ParseCloud(const YAML::Node& c, CloudModel& cloud) {
   }
 }
 
-void ParseObjects(const YAML::Node& objects, Scenario& s) {
-  for (const auto& object : objects) {
-    std::string kind = object["kind"] ? object["kind"].as<std::string>() : "";
-    if (kind == "NodePool") {
-      s.nodepools.push_back(kube::ParseNodePool(object));
-    } else if (kind == "EC2NodeClass") {
-      s.nodeclasses.push_back(kube::ParseNodeClass(object));
-    } else {
-      throw ScenarioError("objects: unsupported kind '" + kind + "'");
+// A timeline entry: `scale` (a workload to a replica count), `apply` (a Kubernetes object at
+// that time), `delete` (a workload: its pods go), or `do` (one of the actions above).
+void ParseTimelineEntry(const YAML::Node& e, std::size_t index, Scenario& s, Manifests& manifests,
+                        const std::string& file, std::vector<WorkloadStep>& steps) {
+  const std::string path = "timeline[" + std::to_string(index) + "]";
+  CheckKeys(e,
+            {"at", "scale", "apply", "delete", "do", "instanceType", "zone", "capacityType",
+             "factor", "count", "label"},
+            path);
+  const int verbs =
+      (e["scale"] ? 1 : 0) + (e["apply"] ? 1 : 0) + (e["delete"] ? 1 : 0) + (e["do"] ? 1 : 0);
+  if (verbs != 1) {
+    throw ScenarioError("line " + std::to_string(e.Mark().line + 1) + ": " + path +
+                        ": exactly one of scale, apply, delete, do");
+  }
+  const Nanos at = At(e);
+  if (e["do"]) {
+    s.actions.push_back(ParseAction(e));
+    return;
+  }
+  if (e["apply"]) {
+    manifests.Add(e["apply"], file + ":" + std::to_string(e["apply"].Mark().line + 1), at);
+    return;
+  }
+  const YAML::Node& ref = e["scale"] ? e["scale"] : e["delete"];
+  const std::string verb = e["scale"] ? "scale" : "delete";
+  CheckKeys(ref, {"kind", "namespace", "name", "replicas"}, path + "." + verb);
+  WorkloadStep step;
+  step.at = at;
+  step.name = RequiredName(ref, (path + "." + verb).c_str());
+  Namespace(ref, (path + "." + verb).c_str(), step.ns);
+  const std::string kind = ref["kind"] ? ref["kind"].as<std::string>() : "Deployment";
+  const std::string key = kind + "/" + step.ns + "/" + step.name;
+  if (!manifests.HasWorkload(key)) {
+    throw ScenarioError("line " + std::to_string(ref.Mark().line + 1) + ": " + path + "." + verb +
+                        ": no " + kind + " " + step.ns + "/" + step.name + " in the scenario");
+  }
+  if (verb == "scale") {
+    if (!ref["replicas"]) throw ScenarioError(path + ".scale.replicas: required");
+    step.replicas = ref["replicas"].as<std::int64_t>();
+    if (step.replicas < 0 || step.replicas > kReplicasMax) {
+      throw ScenarioError(path + ".scale.replicas: out of range");
     }
   }
+  steps.push_back(std::move(step));  // A delete scales to none: its pods go.
 }
 
 // Controller settings a scenario may change: Karpenter's feature gate and tenon's own
@@ -297,7 +313,52 @@ void ParseSettings(const YAML::Node& node, Settings& settings) {
   }
 }
 
-Scenario Parse(const YAML::Node& doc, const std::filesystem::path& folder) {
+// The scenario document's own keys (besides apiVersion and kind).
+void CheckScenarioKeys(const YAML::Node& doc) {
+  CheckKeys(doc,
+            {"apiVersion", "kind", "name", "seed", "start", "duration", "tick", "clusterName",
+             "catalog", "cloud", "settings", "objects", "timeline", "workloads", "jobs",
+             "daemonSets", "budgets", "actions"},
+            "");
+  CheckKeys(doc["cloud"],
+            {"registrationDelay", "readyDelay", "launchLatency", "insufficientCapacity",
+             "neverRegister", "listInterval"},
+            "cloud");
+  CheckKeys(doc["settings"],
+            {"featureGates", "softExpiration", "consolidationMinSavingsPerHour",
+             "consolidationMinSavingsPercent"},
+            "settings");
+  for (const auto& w : doc["workloads"]) {
+    CheckKeys(w,
+              {"name", "namespace", "at", "replicas", "cpu", "memory", "gpu", "nodeSelector",
+               "tolerations", "zoneSpread", "doNotDisrupt", "terminationGracePeriod",
+               "priorityClassName", "priority", "labels"},
+              "workloads[]");
+  }
+  for (const auto& j : doc["jobs"]) {
+    CheckKeys(j,
+              {"name", "namespace", "at", "pods", "runFor", "cpu", "memory", "gpu", "nodeSelector",
+               "tolerations"},
+              "jobs[]");
+  }
+  for (const auto& d : doc["daemonSets"]) {
+    CheckKeys(d, {"name", "namespace", "cpu", "memory", "gpu", "nodeSelector", "tolerations"},
+              "daemonSets[]");
+  }
+  for (const auto& b : doc["budgets"]) {
+    CheckKeys(b, {"name", "namespace", "app", "selector", "minAvailable", "maxUnavailable"},
+              "budgets[]");
+  }
+  for (const auto& a : doc["actions"]) {
+    CheckKeys(a, {"at", "do", "instanceType", "zone", "capacityType", "factor", "count", "label"},
+              "actions[]");
+  }
+}
+
+Scenario Parse(const YAML::Node& doc,
+               const std::vector<std::pair<YAML::Node, std::string>>& objects,
+               const std::filesystem::path& folder, const std::string& file) {
+  CheckScenarioKeys(doc);
   Scenario s;
   s.name = doc["name"] ? doc["name"].as<std::string>() : "scenario";
   if (doc["seed"]) s.seed = doc["seed"].as<std::uint64_t>();
@@ -311,7 +372,15 @@ Scenario Parse(const YAML::Node& doc, const std::filesystem::path& folder) {
   if (!doc["catalog"]) throw ScenarioError("catalog: a path to a catalog file is required");
   auto catalog = std::filesystem::path(doc["catalog"].as<std::string>());
   s.catalog = LoadCatalogJson(catalog.is_absolute() ? catalog : folder / catalog, s.seed);
-  ParseObjects(doc["objects"], s);
+  Manifests manifests;
+  for (const auto& o : doc["objects"])
+    manifests.Add(o, file + ":" + std::to_string(o.Mark().line + 1));
+  for (const auto& [object, where] : objects) manifests.Add(object, where);
+  std::size_t index = 0;
+  std::vector<WorkloadStep> steps;
+  for (const auto& e : doc["timeline"]) ParseTimelineEntry(e, index++, s, manifests, file, steps);
+  manifests.Resolve(s);
+  for (auto& step : steps) s.workloads.push_back(std::move(step));
   if (s.nodepools.empty()) throw ScenarioError("objects: at least one NodePool is required");
   for (const auto& w : doc["workloads"]) {
     if (s.workloads.size() >= kWorkloadStepsMax) throw ScenarioError("too many workload steps");
@@ -344,13 +413,57 @@ Scenario WithConfigurationOf(const Scenario& base, const Scenario& config) {
   return out;
 }
 
-Scenario ParseScenario(const std::string& yaml, const std::filesystem::path& folder) {
-  if (yaml.size() > kScenarioBytesMax) {
-    throw ScenarioError("larger than " + std::to_string(kScenarioBytesMax >> 20) +
-                        " MiB, the most a scenario may be");
+namespace {
+
+// The documents of one file: the scenario document (kind Scenario, or no kind) and the objects,
+// each with where it starts.
+void SplitDocuments(const std::string& yaml, const std::string& file,
+                    std::optional<std::pair<YAML::Node, std::string>>& scenario,
+                    std::vector<std::pair<YAML::Node, std::string>>& objects) {
+  for (const auto& doc : YAML::LoadAll(yaml)) {
+    if (doc.IsNull()) continue;  // An empty document (a trailing ---).
+    const std::string where = file + ":" + std::to_string(doc.Mark().line + 1);
+    if (!doc.IsMap()) throw ScenarioError(where + ": a document must be a map");
+    const std::string kind = doc["kind"] ? doc["kind"].as<std::string>() : "";
+    if (!kind.empty() && kind != "Scenario") {
+      objects.emplace_back(doc, where);
+      continue;
+    }
+    if (scenario) {
+      throw ScenarioError(where + ": a second Scenario document (the first is at " +
+                          scenario->second + ")");
+    }
+    scenario.emplace(doc, where);
   }
+}
+
+Scenario ParseDocuments(const std::vector<std::pair<std::string, std::string>>& files,
+                        const std::filesystem::path& folder) {
+  std::optional<std::pair<YAML::Node, std::string>> scenario;
+  std::vector<std::pair<YAML::Node, std::string>> objects;
+  std::size_t bytes = 0;
+  for (const auto& [file, yaml] : files) {
+    bytes += yaml.size();
+    if (bytes > kScenarioBytesMax) {
+      throw ScenarioError("larger than " + std::to_string(kScenarioBytesMax >> 20) +
+                          " MiB, the most a scenario may be");
+    }
+    try {
+      SplitDocuments(yaml, file, scenario, objects);
+    } catch (const YAML::Exception& e) {
+      throw ScenarioError((file.empty() ? "" : file + ": ") + e.what());
+    }
+  }
+  if (!scenario) {
+    throw ScenarioError(
+        "no Scenario document (the simulation's name, start, duration, catalog "
+        "and timeline: a document of kind Scenario)");
+  }
+  const std::string file = files.size() == 1
+                               ? files.front().first
+                               : scenario->second.substr(0, scenario->second.rfind(':'));
   try {
-    return Parse(YAML::Load(yaml), folder);
+    return Parse(scenario->first, objects, folder, file);
   } catch (const YAML::Exception& e) {
     throw ScenarioError(e.what());
   } catch (const kube::ObjectError& e) {
@@ -358,21 +471,62 @@ Scenario ParseScenario(const std::string& yaml, const std::filesystem::path& fol
   }
 }
 
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ScenarioError(path.string() + ": cannot read it");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+Scenario ParseScenario(const std::string& yaml, const std::filesystem::path& folder) {
+  if (yaml.size() > kScenarioBytesMax) {
+    throw ScenarioError("larger than " + std::to_string(kScenarioBytesMax >> 20) +
+                        " MiB, the most a scenario may be");
+  }
+  return ParseDocuments({{"", yaml}}, folder);
+}
+
 Scenario LoadScenario(const std::filesystem::path& path) {
-  RequireFile(path, "");
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    // As kubectl apply -f DIR: the folder's .yaml, .yml and .json files, in name order.
+    std::vector<std::filesystem::path> names;
+    for (const auto& entry : std::filesystem::directory_iterator(path)) {
+      const auto ext = entry.path().extension();
+      if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) {
+        names.push_back(entry.path());
+      }
+    }
+    std::sort(names.begin(), names.end());
+    if (names.empty()) throw ScenarioError(path.string() + ": no .yaml, .yml or .json file in it");
+    std::vector<std::pair<std::string, std::string>> files;
+    std::uintmax_t bytes = 0;
+    for (const auto& name : names) {
+      bytes += std::filesystem::file_size(name, ec);
+      if (bytes > kScenarioBytesMax) {
+        throw ScenarioError(path.string() + " is larger than " +
+                            std::to_string(kScenarioBytesMax >> 20) +
+                            " MiB, the most a scenario may be");
+      }
+      files.emplace_back(name.string(), ReadFile(name));
+    }
+    return ParseDocuments(files, path);
+  }
+  RequireFile(path, "");
   if (std::filesystem::file_size(path, ec) > kScenarioBytesMax) {
     throw ScenarioError(path.string() + " is larger than " +
                         std::to_string(kScenarioBytesMax >> 20) +
                         " MiB, the most a scenario may be");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ScenarioError(path.string() + ": cannot read it");
-  const std::string yaml{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string yaml = ReadFile(path);
   try {
-    return ParseScenario(yaml, path.parent_path());
+    return ParseDocuments({{path.string(), yaml}}, path.parent_path());
   } catch (const ScenarioError& e) {
-    throw ScenarioError(path.string() + ": " + e.what());
+    const std::string message = e.what();
+    // Errors found in the scenario document name a line; objects name file and line already.
+    if (message.rfind(path.string(), 0) == 0) throw;
+    throw ScenarioError(path.string() + ": " + message);
   }
 }
 

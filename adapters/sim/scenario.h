@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -22,7 +23,16 @@ class ScenarioError : public std::runtime_error {
 // regular file: reading a folder would fail with a message that names nothing.
 void RequireFile(const std::filesystem::path& path, const std::string& what);
 
-// A deployment's desired replica count from time `at` on.
+// A volumeClaimTemplates entry of a StatefulSet: each pod gets its own claim
+// "<name>-<pod name>" of this storage class.
+struct ClaimTemplate {
+  std::string name;
+  std::string storage_class;
+};
+
+// A deployment's desired replica count from time `at` on. A step made from a Kubernetes object
+// (Deployment, ReplicaSet, StatefulSet) names its pod template in Scenario::templates; a step
+// with neither a template nor requests only scales the workload it names.
 struct WorkloadStep {
   Nanos at{0};
   std::string ns = "default";
@@ -40,6 +50,9 @@ struct WorkloadStep {
   std::int32_t zone_spread_max_skew = 0;
   // Its pods' labels besides app=<name> (a recorded pod's, for budgets that select on them).
   Labels labels;
+  std::string template_key;  // "Kind/namespace/name" in Scenario::templates, or empty.
+  bool stateful = false;     // A StatefulSet: pods named by ordinal, each with its own claims.
+  std::vector<ClaimTemplate> claim_templates;
 };
 
 // A batch Job: `pods` pods created at `at`, each finishing `run_for` after it starts running
@@ -48,11 +61,13 @@ struct Job {
   Nanos at{0};
   std::string ns = "default";
   std::string name;
-  std::int64_t pods = 0;
+  std::int64_t pods = 0;         // spec.completions.
+  std::int64_t parallelism = 0;  // spec.parallelism: at most this many at once (0: all).
   Nanos run_for{kMinute.value};
   Resources requests;
   Labels node_selector;
   std::vector<Toleration> tolerations;
+  std::string template_key;  // As WorkloadStep's.
 };
 
 // A DaemonSet: one pod on every node it tolerates (and whose labels match its nodeSelector).
@@ -62,6 +77,7 @@ struct DaemonSetSpec {
   Resources requests;
   Labels node_selector;
   std::vector<Toleration> tolerations;
+  std::string template_key;  // As WorkloadStep's.
 };
 
 // A PodDisruptionBudget over the pods its selector matches: a scenario's `app: X` selects one
@@ -72,6 +88,7 @@ struct Budget {
   LabelSelector selector;
   std::optional<std::int64_t> min_available;
   std::optional<std::int64_t> max_unavailable;
+  bool percent = false;  // The value given is a percent of the pods its workloads want.
 };
 
 // Something done to the world from outside the controller at a given time.
@@ -164,9 +181,24 @@ struct Scenario {
   std::vector<Budget> budgets;
   std::vector<Action> actions;  // Sorted by time.
   CloudModel cloud;
+  // What Kubernetes objects in the scenario bring besides NodePools and EC2NodeClasses:
+  // pod templates by "Kind/namespace/name" (labels, constraints and requests as the API server
+  // would serve the pods, priority and RuntimeClass overhead resolved), bare pods and nodes
+  // present at the start, and the storage objects the scheduler reads.
+  std::map<std::string, Pod> templates;
+  std::vector<Pod> pods;
+  std::vector<Node> nodes;
+  std::vector<PersistentVolumeClaim> claims;
+  std::vector<PersistentVolume> volumes;
+  std::vector<StorageClass> storage_classes;
+  std::vector<CsiNode> csi_nodes;
 };
 
-// Reads a scenario; relative paths inside it (the catalog) resolve against its folder.
+// Reads a scenario: a YAML file of one or more documents, or a folder of them (*.yaml, *.yml,
+// *.json, in name order, as `kubectl apply -f` takes a folder). One document holds the
+// simulation's own settings (kind: Scenario, or the document without a kind); the others are
+// Kubernetes objects, `kind: List` included. Relative paths inside it (the catalog) resolve
+// against its folder.
 Scenario LoadScenario(const std::filesystem::path& path);
 // The same from the YAML text, with relative paths resolved against `folder`. Errors are
 // ScenarioError, as LoadScenario's without the file's name in front.

@@ -86,6 +86,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
     }
   }
   runtime.Flush();
+  if (options.on_end) options.on_end(world);
   report.events_folded = runtime.events_folded();
   report.last_seq = log->LastSeq();
   report.world = world.Summary();

@@ -43,6 +43,8 @@ struct SimulateOptions {
   std::function<void(const State&)> on_state;
   // Builds the closing report (observes the folds, samples the world every tick). Not owned.
   ReportBuilder* report = nullptr;
+  // Called once at the end with the world as the run left it (conformance checks read it).
+  std::function<void(const World&)> on_end;
 };
 
 struct SimulateReport {

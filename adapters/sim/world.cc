@@ -126,6 +126,29 @@ Pod PodFrom(const json& j) {
   return p;
 }
 
+json TermsJson(const std::vector<NodeSelectorTerm>& terms) {
+  json out = json::array();
+  for (const auto& term : terms) {
+    json t = json::array();
+    for (const auto& r : term.requirements) t.push_back({r.key, static_cast<int>(r.op), r.values});
+    out.push_back(t);
+  }
+  return out;
+}
+std::vector<NodeSelectorTerm> TermsFrom(const json& j) {
+  std::vector<NodeSelectorTerm> out;
+  for (const auto& t : j) {
+    NodeSelectorTerm term;
+    for (const auto& r : t) {
+      term.requirements.push_back({r.at(0).get<std::string>(),
+                                   static_cast<RequirementOp>(r.at(1).get<int>()),
+                                   r.at(2).get<std::vector<std::string>>()});
+    }
+    out.push_back(std::move(term));
+  }
+  return out;
+}
+
 json NodeJson(const Node& n) {
   return {{"name", n.name},
           {"provider", n.provider_id},
@@ -173,35 +196,11 @@ SimInstance InstanceFrom(const json& j) {
           j.value("image", std::string())};
 }
 
-bool Tolerated(const std::vector<Toleration>& tolerations, const Taint& taint) {
-  return std::any_of(tolerations.begin(), tolerations.end(), [&](const Toleration& t) {
-    if (t.effect && *t.effect != taint.effect) return false;
-    if (t.key.empty()) return t.op_exists;
-    return t.key == taint.key && (t.op_exists || t.value == taint.value);
-  });
-}
-
 // What a bound pod takes of its node's room: its requests and one pod.
 Resources Need(const Pod& pod) {
   Resources need = pod.requests;
   need.pods = 1;
   return need;
-}
-
-// kube-scheduler's filter, reduced to what the simulated workloads use.
-bool NodeAccepts(const Node& node, const Pod& pod, const Resources& free) {
-  if (!node.ready) return false;
-  for (const auto& taint : node.taints) {
-    if (taint.effect != TaintEffect::kPreferNoSchedule &&
-        !Tolerated(pod.constraints->tolerations, taint)) {
-      return false;
-    }
-  }
-  for (const auto& [key, value] : pod.constraints->node_selector) {
-    auto it = node.labels.find(key);
-    if (it == node.labels.end() || it->second != value) return false;
-  }
-  return Fits(Need(pod), free);
 }
 
 // The constraints a scenario's workload gives its pods: a nodeSelector and tolerations.
@@ -239,7 +238,27 @@ World::World(const Scenario& scenario, std::filesystem::path state_file)
       state_file_(std::move(state_file)),
       catalog_(scenario.catalog),
       nodepools_(scenario.nodepools),
-      now_(scenario.start) {}
+      now_(scenario.start) {
+  for (const auto& sc : scenario.storage_classes) storage_classes_[sc.name] = sc;
+  for (const auto& c : scenario.claims) {
+    PersistentVolumeClaim& claim = claims_[PodKey(c.ns, c.name)] = c;
+    ProvisionAtOnce(claim);
+  }
+  for (const auto& v : scenario.volumes) volumes_[v.name] = v;
+  for (const auto& n : scenario.nodes) {
+    Node& node = nodes_[n.name] = n;
+    node_parts_.Share(node, pod_parts_.node_names);
+  }
+}
+
+const Pod* World::TemplateOf(const std::string& key) const {
+  auto it = scenario_.templates.find(key);
+  return it == scenario_.templates.end() ? nullptr : &it->second;
+}
+
+ClusterView World::View() const {
+  return {nodes_, pods_, on_node_, claims_, volumes_, storage_classes_, refusing_pods_ > 0};
+}
 
 bool World::Load() {
   if (state_file_.empty() || !std::filesystem::exists(state_file_)) return false;
@@ -271,12 +290,39 @@ void World::LoadFrom(const json& j) {
   for (const auto& i : j.at("instances")) instances_[i.at("id")] = InstanceFrom(i);
   client_tokens_ = j.at("tokens").get<std::map<std::string, std::string>>();
   nodeclaims_ = j.at("nodeclaims").get<std::map<std::string, std::string>>();
+  // The world as it was saved replaces the scenario's starting objects.
+  nodes_.clear();
+  claims_.clear();
+  volumes_.clear();
   for (const auto& n : j.at("nodes")) {
     node_parts_.Share(nodes_[n.at("name")] = NodeFrom(n), pod_parts_.node_names);
   }
-  for (const auto& p : j.at("pods")) {
-    InsertPod(PodFrom(p));
+  for (const auto& c : j.value("claims", json::array())) {
+    PersistentVolumeClaim claim{c.at(0), c.at(1), c.at(2), c.at(3)};
+    claims_[PodKey(claim.ns, claim.name)] = claim;
   }
+  for (const auto& v : j.value("volumes", json::array())) {
+    volumes_[v.at(0)] = PersistentVolume{v.at(0), v.at(1), TermsFrom(v.at(2))};
+  }
+  for (const auto& p : j.at("pods")) {
+    Pod pod = PodFrom(p);
+    if (p.contains("template")) {
+      // Constraints come from the template the pod was made from, its own claims from the file.
+      const std::string key = p.at("template");
+      const Pod* made_from = TemplateOf(key);
+      if (made_from == nullptr) {
+        throw ScenarioError(state_file_.string() + ": the world file is of another scenario (" +
+                            "no pod template " + key + ")");
+      }
+      PodConstraints constraints = *made_from->constraints;
+      constraints.volume_claims = p.at("claims").get<std::vector<std::string>>();
+      pod.constraints = std::move(constraints);
+      pod.deletion_cost = made_from->deletion_cost;
+      pod_template_[PodKey(pod.ns, pod.name)] = key;
+    }
+    InsertPod(std::move(pod));
+  }
+  next_bare_pod_ = j.value("next_bare_pod", std::size_t{0});
   replicas_ = j.at("replicas").get<std::map<std::string, std::int64_t>>();
   deleting_ = j.at("deleting").get<std::set<std::string>>();
   deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
@@ -336,7 +382,23 @@ void World::Save() const {
   j["nodes"] = json::array();
   for (const auto& [name, n] : nodes_) j["nodes"].push_back(NodeJson(n));
   j["pods"] = json::array();
-  for (const auto& [key, p] : pods_) j["pods"].push_back(PodJson(p));
+  for (const auto& [key, p] : pods_) {
+    json pod = PodJson(p);
+    if (auto t = pod_template_.find(key); t != pod_template_.end()) {
+      pod["template"] = t->second;
+      pod["claims"] = p.constraints->volume_claims;
+    }
+    j["pods"].push_back(std::move(pod));
+  }
+  j["next_bare_pod"] = next_bare_pod_;
+  j["claims"] = json::array();
+  for (const auto& [key, c] : claims_) {
+    j["claims"].push_back({c.ns, c.name, c.storage_class, c.volume_name});
+  }
+  j["volumes"] = json::array();
+  for (const auto& [name, v] : volumes_) {
+    j["volumes"].push_back({v.name, v.csi_driver, TermsJson(v.node_affinity)});
+  }
   j["replicas"] = replicas_;
   j["deleting"] = deleting_;
   j["deployments"] = deployments_;
@@ -391,13 +453,12 @@ std::vector<Event> World::ListEvents() const {
   for (const auto& c : scenario_.nodeclasses) events.push_back(NodeClassUpserted{Resolved(c)});
   for (const auto& p : nodepools_) events.push_back(NodePoolUpserted{Pool(p)});
   for (const auto& d : scenario_.daemonsets) {
-    Pod pod;
-    pod.ns = d.ns;
-    pod.requests = d.requests;
-    pod.owner_kind = "DaemonSet";
-    pod.constraints = Placement(d);
-    events.push_back(DaemonSetUpserted{DaemonSet{d.ns, d.name, pod}});
+    events.push_back(DaemonSetUpserted{DaemonSet{d.ns, d.name, DaemonPod(d)}});
   }
+  for (const auto& [name, sc] : storage_classes_) events.push_back(StorageClassUpserted{sc});
+  for (const auto& [name, v] : volumes_) events.push_back(PersistentVolumeUpserted{v});
+  for (const auto& [key, c] : claims_) events.push_back(PersistentVolumeClaimUpserted{c});
+  for (const auto& c : scenario_.csi_nodes) events.push_back(CsiNodeUpserted{c});
   for (const auto& [name, node] : nodes_) events.push_back(NodeUpserted{node});
   for (const auto& [key, pod] : pods_) events.push_back(PodUpserted{pod});
   return events;
@@ -407,7 +468,8 @@ std::vector<Event> World::Advance(Nanos now) {
   assert(now >= now_);
   now_ = now;
   started_ = true;
-  std::vector<Event> events = ScaleWorkloads();
+  std::vector<Event> events = CreatePods();
+  for (auto& e : ScaleWorkloads()) events.push_back(std::move(e));
   for (auto& e : StartJobs()) events.push_back(std::move(e));
   for (auto& e : RunActions()) events.push_back(std::move(e));
   for (auto& e : FireTimers()) events.push_back(std::move(e));
@@ -427,7 +489,8 @@ std::vector<Event> World::ScaleWorkloads() {
     // A step that only scales (no requests given) keeps the deployment's pod template.
     std::string key = step.ns + "/" + step.name;
     auto known = deployments_.find(key);
-    bool scale_only = known != deployments_.end() && step.requests == Resources{};
+    bool scale_only =
+        known != deployments_.end() && step.template_key.empty() && step.requests == Resources{};
     const WorkloadStep& pod_template = scale_only ? scenario_.workloads[known->second] : step;
     auto existing = PodsOf(step.ns, step.name);
     std::int64_t have = static_cast<std::int64_t>(existing.size());
@@ -441,9 +504,7 @@ std::vector<Event> World::ScaleWorkloads() {
       ErasePod(existing[i]);
       room_may_have_changed_ = true;
     }
-    for (std::int64_t i = have; i < step.replicas; ++i) {
-      events.push_back(AddPending(NewPod(pod_template)));
-    }
+    for (std::int64_t i = have; i < step.replicas; ++i) AddWorkloadPod(pod_template, events);
     replicas_[key] = step.replicas;
     if (!scale_only) deployments_[key] = next_workload_ - 1;
   }
@@ -476,6 +537,129 @@ Labels PodLabels(const WorkloadStep& step) {
 
 }  // namespace
 
+Pod World::FromTemplate(const std::string& template_key, const std::string& ns,
+                        const std::string& name, const char* owner_kind) {
+  Pod pod = *TemplateOf(template_key);
+  pod.ns = ns;
+  pod.name = name;
+  pod.uid = "uid-" + std::to_string(next_pod_++);
+  pod.owner_kind = owner_kind;
+  pod.created = now_;
+  pod.unschedulable = false;  // The scheduler has not looked at it yet.
+  pod_template_[PodKey(ns, name)] = template_key;
+  return pod;
+}
+
+void World::AddWorkloadPod(const WorkloadStep& step, std::vector<Event>& events) {
+  if (step.template_key.empty()) {
+    events.push_back(AddPending(NewPod(step)));
+    return;
+  }
+  std::string name = step.name + "-" + std::to_string(next_pod_);
+  if (step.stateful) {
+    // A StatefulSet's pods are named by ordinal: the lowest one missing comes back.
+    std::int64_t ordinal = 0;
+    while (pods_.contains(PodKey(step.ns, step.name + "-" + std::to_string(ordinal)))) ++ordinal;
+    name = step.name + "-" + std::to_string(ordinal);
+  }
+  Pod pod =
+      FromTemplate(step.template_key, step.ns, name, step.stateful ? "StatefulSet" : "ReplicaSet");
+  if (step.stateful) {
+    for (auto& e : ClaimsFor(step, pod)) events.push_back(std::move(e));
+  }
+  events.push_back(AddPending(std::move(pod)));
+}
+
+std::vector<Event> World::ClaimsFor(const WorkloadStep& step, Pod& pod) {
+  std::vector<Event> events;
+  PodConstraints& constraints = pod.constraints.Mutable();
+  for (const auto& t : step.claim_templates) {
+    const std::string name = t.name + "-" + pod.name;
+    constraints.volume_claims.push_back(name);
+    // The claim outlives its pod, as a StatefulSet's does: a replacement finds its volume.
+    auto [it, fresh] = claims_.try_emplace(
+        PodKey(step.ns, name), PersistentVolumeClaim{step.ns, name, t.storage_class, ""});
+    if (!fresh) continue;
+    if (const PersistentVolume* volume = ProvisionAtOnce(it->second)) {
+      events.push_back(PersistentVolumeUpserted{*volume});
+    }
+    events.push_back(PersistentVolumeClaimUpserted{it->second});
+  }
+  return events;
+}
+
+const PersistentVolume* World::ProvisionAtOnce(PersistentVolumeClaim& claim) {
+  auto sc = storage_classes_.find(claim.storage_class);
+  if (!claim.volume_name.empty() || sc == storage_classes_.end() ||
+      sc->second.wait_for_first_consumer) {
+    return nullptr;
+  }
+  // The provisioner picks the zone, knowing nothing of the pods: the first the class allows,
+  // else the first the cloud offers.
+  std::string zone;
+  for (const auto& term : sc->second.allowed_topologies) {
+    for (const auto& r : term.requirements) {
+      if (r.key == label::kZone && !r.values.empty() && zone.empty()) zone = r.values.front();
+    }
+  }
+  if (zone.empty()) {
+    for (const auto& type : catalog_) {
+      for (const auto& o : type.offerings) {
+        if (zone.empty() || o.zone < zone) zone = o.zone;
+      }
+    }
+  }
+  PersistentVolume volume;
+  volume.name = "pv-" + claim.ns + "-" + claim.name;
+  volume.csi_driver = sc->second.provisioner;
+  if (!zone.empty()) {
+    volume.node_affinity.push_back({{{std::string(label::kZone), RequirementOp::kIn, {zone}}}});
+  }
+  claim.volume_name = volume.name;
+  return &(volumes_[volume.name] = volume);
+}
+
+std::vector<Event> World::ProvisionFor(const Pod& pod) {
+  std::vector<Event> events;
+  const Node& node = nodes_.at(pod.node_name.str());
+  for (const auto& name : pod.constraints->volume_claims) {
+    auto claim = claims_.find(PodKey(pod.ns.str(), name));
+    if (claim == claims_.end() || !claim->second.volume_name.empty()) continue;
+    PersistentVolume volume;
+    volume.name = "pv-" + pod.ns.str() + "-" + name;
+    if (auto sc = storage_classes_.find(claim->second.storage_class);
+        sc != storage_classes_.end()) {
+      volume.csi_driver = sc->second.provisioner;
+    }
+    // The volume lives in the zone of the node it was made for.
+    if (auto zone = node.labels.Lookup(label::kZone)) {
+      volume.node_affinity.push_back(
+          {{{std::string(label::kZone), RequirementOp::kIn, {std::string(*zone)}}}});
+    }
+    claim->second.volume_name = volume.name;
+    volumes_[volume.name] = volume;
+    events.push_back(PersistentVolumeUpserted{volume});
+    events.push_back(PersistentVolumeClaimUpserted{claim->second});
+  }
+  return events;
+}
+
+// Bare pods of the scenario appear at their time, bound when they name their node.
+std::vector<Event> World::CreatePods() {
+  std::vector<Event> events;
+  while (next_bare_pod_ < scenario_.pods.size() && scenario_.pods[next_bare_pod_].created <= now_) {
+    Pod pod = scenario_.pods[next_bare_pod_++];
+    if (!pod.node_name.empty() && !nodes_.contains(pod.node_name.str())) {
+      pod.node_name = SharedText();  // Its node is gone: the pod waits to be scheduled.
+      pod.phase = PodPhase::kPending;
+    }
+    if (!pod.node_name.empty()) pod_parts_.node_names.Intern(pod.node_name.SharedForInterning());
+    pod.unschedulable = false;  // The simulated scheduler looks at it afresh.
+    events.push_back(PodUpserted{InsertPod(std::move(pod))});
+  }
+  return events;
+}
+
 Pod World::NewPod(const WorkloadStep& step) {
   Pod pod = TemplatePod(step, "ReplicaSet");
   if (!step.labels.empty()) pod.labels = PodLabels(step);
@@ -497,9 +681,16 @@ PodUpserted World::AddPending(Pod pod) {
 }
 
 Pod World::NewJobPod(const Job& job) {
-  Pod pod = TemplatePod(job, "Job");
+  Pod pod = job.template_key.empty()
+                ? TemplatePod(job, "Job")
+                : FromTemplate(job.template_key, job.ns, job.name + "-" + std::to_string(next_pod_),
+                               "Job");
   pod.labels.Mutable()["job-name"] = job.name;
   return pod;
+}
+
+std::int64_t World::JobPodsAtOnce(const Job& job, std::int64_t left) const {
+  return job.parallelism > 0 ? std::min(left, job.parallelism) : left;
 }
 
 // The Job controller: a job's pods appear at its time.
@@ -509,7 +700,7 @@ std::vector<Event> World::StartJobs() {
          scenario_.start + scenario_.jobs[next_job_].at <= now_) {
     const Job& job = scenario_.jobs[next_job_++];
     job_pods_left_[job.ns + "/" + job.name] += job.pods;
-    for (std::int64_t i = 0; i < job.pods; ++i) {
+    for (std::int64_t i = 0; i < JobPodsAtOnce(job, job.pods); ++i) {
       events.push_back(AddPending(NewJobPod(job)));
     }
   }
@@ -553,6 +744,7 @@ Pod& World::InsertPod(Pod pod) {
   if (auto old = pods_.find(key); old != pods_.end()) ErasePod(old);
   Pod& slot = pods_[key] = std::move(pod);
   pod_parts_.Share(slot);
+  if (RefusesNeighbours(slot)) ++refusing_pods_;
   if (slot.node_name.empty()) {
     unbound_.insert(key);
   } else {
@@ -571,6 +763,8 @@ void World::Binding(const Pod& pod) {
 
 std::map<std::string, Pod>::iterator World::ErasePod(std::map<std::string, Pod>::iterator it) {
   const Pod& pod = it->second;
+  if (RefusesNeighbours(pod)) --refusing_pods_;
+  pod_template_.erase(it->first);
   if (!pod.node_name.empty()) {
     auto on = on_node_.find(pod.node_name);
     assert(on != on_node_.end() && on->second.pods.contains(it->first));
@@ -598,16 +792,14 @@ std::vector<Event> World::TopUp() {
   for (const auto& [key, index] : deployments_) {
     const WorkloadStep& step = scenario_.workloads[index];
     const std::int64_t have = PodsCountOf(step.ns, step.name);
-    for (std::int64_t i = have; i < replicas_[key]; ++i) {
-      events.push_back(AddPending(NewPod(step)));
-    }
+    for (std::int64_t i = have; i < replicas_[key]; ++i) AddWorkloadPod(step, events);
   }
   // The Job controller replaces a job's pods evicted before they finished.
   for (const Job& job : scenario_.jobs) {
     auto left = job_pods_left_.find(job.ns + "/" + job.name);
     if (left == job_pods_left_.end()) continue;
     const std::int64_t have = PodsCountOf(job.ns, job.name);
-    for (std::int64_t i = have; i < left->second; ++i) {
+    for (std::int64_t i = have; i < JobPodsAtOnce(job, left->second); ++i) {
       events.push_back(AddPending(NewJobPod(job)));
     }
   }
@@ -902,6 +1094,7 @@ Node World::NewNode(const SimInstance& instance) const {
   labels[label::kHostname] = node.name;
   labels[label::kInstanceType] = instance.instance_type;
   labels[label::kZone] = instance.zone;
+  labels["topology.kubernetes.io/region"] = instance.zone.substr(0, instance.zone.size() - 1);
   labels[label::kCapacityType] = instance.capacity_type;
   labels[label::kOs] = "linux";
   for (const auto& type : catalog_) {
@@ -998,65 +1191,36 @@ std::vector<Event> World::FireTimers() {
   return events;
 }
 
+Pod World::DaemonPod(const DaemonSetSpec& d) const {
+  if (const Pod* made_from = TemplateOf(d.template_key)) {
+    Pod pod = *made_from;
+    pod.owner_kind = "DaemonSet";
+    return pod;
+  }
+  Pod pod;
+  pod.ns = d.ns;
+  pod.requests = d.requests;
+  pod.owner_kind = "DaemonSet";
+  pod.constraints = Placement(d);
+  return pod;
+}
+
 std::vector<Event> World::PlaceDaemonPods(const Node& node) {
   std::vector<Event> events;
   for (const auto& d : scenario_.daemonsets) {
-    bool tolerated = std::all_of(node.taints.begin(), node.taints.end(), [&](const Taint& t) {
-      return t.effect == TaintEffect::kPreferNoSchedule || Tolerated(d.tolerations, t);
-    });
-    bool selected = std::all_of(d.node_selector.begin(), d.node_selector.end(), [&](auto& kv) {
-      auto it = node.labels.find(kv.first);
-      return it != node.labels.end() && it->second == kv.second;
-    });
-    if (!tolerated || !selected) continue;
-    Pod pod;
+    Pod pod = DaemonPod(d);
+    // The DaemonSet controller's own filter: the node's taints and the pod's node affinity.
+    if (!TaintsTolerated(pod, node) || !NodeAffinityMatches(pod, node)) continue;
     pod.ns = d.ns;
+    if (d.template_key.empty()) pod.labels = Labels{{"app", d.name}};
     pod.name = d.name + "-" + node.name.substr(0, node.name.find('.'));
     pod.uid = "uid-" + std::to_string(next_pod_++);
-    pod.requests = d.requests;
-    pod.owner_kind = "DaemonSet";
     pod.created = now_;
-    pod.labels = Labels{{"app", d.name}};
-    pod.constraints = Placement(d);
     pod.node_name = node.name;
     pod.phase = PodPhase::kRunning;
     events.push_back(PodUpserted{InsertPod(std::move(pod))});
   }
   return events;
-}
-
-// The pods of `pod`'s app per zone, over the zones of the ready nodes the pod may use.
-std::map<std::string, std::int64_t> World::ZoneCounts(
-    const Pod& pod, const std::vector<std::pair<const Node*, Resources>>& nodes) const {
-  std::map<std::string, std::int64_t> zones;
-  Pod shape;  // The pod without its requests: which nodes it may use, whatever their room.
-  shape.constraints = pod.constraints;
-  for (const auto& [node, room] : nodes) {
-    if (NodeAccepts(*node, shape, node->allocatable)) {
-      zones.emplace(node->labels.at(label::kZone), 0);
-    }
-  }
-  const std::string& app = pod.labels->at("app");
-  for (const auto& [key, other] : pods_) {
-    if (other.node_name.empty() || other.ns != pod.ns) continue;
-    auto a = other.labels->find("app");
-    auto node = nodes_.find(other.node_name);
-    if (a == other.labels->end() || a->second != app || node == nodes_.end()) continue;
-    auto zone = zones.find(node->second.labels.at(label::kZone));
-    if (zone != zones.end()) ++zone->second;
-  }
-  return zones;
-}
-
-bool World::WithinSkew(const Pod& pod, const Node& node,
-                       std::map<std::string, std::int64_t>& zones) const {
-  auto zone = zones.find(node.labels.at(label::kZone));
-  if (zone == zones.end()) return false;
-  std::int64_t least = zone->second;
-  for (const auto& [name, count] : zones) least = std::min(least, count);
-  if (zone->second + 1 - least > pod.constraints->topology_spread.front().max_skew) return false;
-  ++zone->second;  // The pod lands here.
-  return true;
 }
 
 void World::StartJobTimer(const Pod& pod) {
@@ -1093,22 +1257,23 @@ std::vector<Event> World::Schedule() {
     free.emplace_back(&node, used ? node.allocatable - on->second.requested : node.allocatable);
   }
   // Within this pass room only shrinks, so a pod is not tried on the nodes that rejected an
-  // earlier pod of its shape: first fit, without walking every node for every pod.
-  // Pods spread over zones are placed by the skew their zone would have, so room alone does
-  // not decide and they are tried on every node.
+  // earlier pod of its shape: first fit, without walking every node for every pod. Pods whose
+  // place depends on other pods (spreads, affinity, ports, volumes), or any pod while some pod
+  // refuses neighbours, are tried on every node: room alone does not decide for them.
   std::map<std::string, std::size_t> first_try;  // Shape -> index into `free`.
   std::vector<Event> events;
+  bool waiting_on_neighbours = false;
+  bool bound_any = false;
   for (Pod* pod : pending) {
     bool bound = false;
-    std::size_t spread_from = 0;
-    const bool spread = !pod->constraints->topology_spread.empty();
-    std::size_t& i = spread ? spread_from : first_try[Shape(*pod)];
-    std::map<std::string, std::int64_t> zones;
-    if (spread) zones = ZoneCounts(*pod, free);
+    std::size_t every_node = 0;
+    // Required node affinity is not part of a shape either: such pods see every node too.
+    const bool neighbours = refusing_pods_ > 0 || DependsOnNeighbours(*pod) ||
+                            !pod->constraints->node_affinity_required.empty();
+    std::size_t& i = neighbours ? every_node : first_try[Shape(*pod)];
     for (; i < free.size(); ++i) {
       auto& [node, room] = free[i];
-      if (!NodeAccepts(*node, *pod, room)) continue;
-      if (spread && !WithinSkew(*pod, *node, zones)) continue;
+      if (!Accepts(View(), *pod, *node, room)) continue;
       unbound_.erase(PodKey(pod->ns, pod->name));
       pod->node_name = node->name;
       pod_parts_.node_names.Intern(pod->node_name.SharedForInterning());
@@ -1116,10 +1281,12 @@ std::vector<Event> World::Schedule() {
       pod->unschedulable = false;
       Binding(*pod);
       room = room - Need(*pod);
-      bound = true;
+      bound = bound_any = true;
       if (pod->owner_kind == "Job") StartJobTimer(*pod);
+      for (auto& e : ProvisionFor(*pod)) events.push_back(std::move(e));
       break;
     }
+    if (!bound && neighbours) waiting_on_neighbours = true;
     // Already reported as unschedulable: reported again only after a retry the cluster's change
     // prompted, as kube-scheduler rewrites the PodScheduled condition's message ("0/N nodes are
     // available: ...") on each failed attempt. A controller waiting on a NodeClaim that another
@@ -1128,6 +1295,8 @@ std::vector<Event> World::Schedule() {
     if (!bound) pod->unschedulable = true;
     events.push_back(PodUpserted{*pod});
   }
+  // A pod that waits on others (its affinity, a spread's skew) may fit once they are bound.
+  if (bound_any && waiting_on_neighbours) room_may_have_changed_ = true;
   return events;
 }
 
@@ -1248,21 +1417,32 @@ std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) 
 // What the PDB controller would publish as status.disruptionsAllowed.
 std::int64_t World::DisruptionsAllowed(const Budget& budget) const {
   std::int64_t healthy = 0;
+  std::int64_t want = 0;      // The pods the selected workloads want.
+  bool uncontrolled = false;  // A selected pod no workload owns.
   for (const auto& [key, pod] : pods_) {
-    if (pod.ns != budget.ns || !SelectorMatches(budget.selector, *pod.labels)) continue;
+    if (pod.ns != budget.ns || !LabelsMatch(budget.selector, *pod.labels)) continue;
+    if (pod.owner_kind.empty()) uncontrolled = true;
+    if (pod.owner_kind == "DaemonSet") ++want;  // A DaemonSet wants its pods where they run.
     auto node = nodes_.find(pod.node_name);
     if (pod.phase == PodPhase::kRunning && node != nodes_.end() && node->second.ready) ++healthy;
   }
   // The replicas wanted of every deployment whose pods it selects.
-  std::int64_t want = 0;
   for (const auto& [key, index] : deployments_) {
     const WorkloadStep& step = scenario_.workloads[index];
-    if (step.ns != budget.ns || !SelectorMatches(budget.selector, PodLabels(step))) continue;
+    const Pod* made_from = TemplateOf(step.template_key);
+    const Labels labels = made_from != nullptr ? *made_from->labels : PodLabels(step);
+    if (step.ns != budget.ns || !LabelsMatch(budget.selector, labels)) continue;
     auto desired = replicas_.find(key);
     want += desired == replicas_.end() ? 0 : desired->second;
   }
-  return budget.min_available ? healthy - *budget.min_available
-                              : *budget.max_unavailable - (want - healthy);
+  // The disruption controller counts the pods wanted through their controllers; for a pod
+  // none owns it cannot, and a budget that needs that count (maxUnavailable, a percent)
+  // allows nothing.
+  if (uncontrolled && (budget.max_unavailable || budget.percent)) return 0;
+  // A percent is of the pods wanted, rounded up, as the disruption controller scales it.
+  const auto value = [&](std::int64_t v) { return budget.percent ? (v * want + 99) / 100 : v; };
+  return budget.min_available ? healthy - value(*budget.min_available)
+                              : value(*budget.max_unavailable) - (want - healthy);
 }
 
 // The PDB controller: each budget's status, published when it changes.
@@ -1286,7 +1466,7 @@ std::vector<Event> World::Evict(const Command& command, const EvictPod& evict) {
     return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + evict.name + " not found"}};
   }
   for (const Budget& budget : scenario_.budgets) {
-    if (budget.ns != evict.ns || !SelectorMatches(budget.selector, *it->second.labels)) continue;
+    if (budget.ns != evict.ns || !LabelsMatch(budget.selector, *it->second.labels)) continue;
     if (DisruptionsAllowed(budget) <= 0) {
       return {CommandFailed{
           command.id, ErrorCode::kDisruptionBudget,

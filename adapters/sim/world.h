@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "adapters/runtime/runtime.h"
+#include "adapters/sim/kube_scheduler.h"
 #include "adapters/sim/scenario.h"
 
 namespace tenon::sim {
@@ -41,13 +42,6 @@ struct Timer {
   Kind kind = Kind::kRegister;
   std::string instance_id;
   std::uint64_t command = 0;
-};
-
-// The pods bound to one node (by namespace/name) and what they request, one pod each.
-struct PodsOnNode {
-  std::set<std::string> pods;
-  Resources requested;
-  friend bool operator==(const PodsOnNode&, const PodsOnNode&) = default;
 };
 
 struct WorldSummary {
@@ -128,17 +122,32 @@ class World : public runtime::Executor {
   std::vector<Event> Apply(const Command& command);
   std::vector<Event> ScaleWorkloads();
   std::vector<Event> StartJobs();
+  // Bare pods of the scenario whose time has come.
+  std::vector<Event> CreatePods();
+  // The pod template a workload step, Job or DaemonSet names, if any.
+  const Pod* TemplateOf(const std::string& key) const;
+  // A new pod of a template: its labels, requests and constraints, with a numbered name.
+  Pod FromTemplate(const std::string& template_key, const std::string& ns, const std::string& name,
+                   const char* owner_kind);
+  // A StatefulSet's pod `name` gets its own claim for each of the step's claim templates.
+  std::vector<Event> ClaimsFor(const WorkloadStep& step, Pod& pod);
+  // A volume for a claim whose StorageClass binds at once (Immediate), made when the claim is.
+  const PersistentVolume* ProvisionAtOnce(PersistentVolumeClaim& claim);
+  // Volumes for the pod's unbound claims, provisioned where it was bound (WaitForFirstConsumer).
+  std::vector<Event> ProvisionFor(const Pod& pod);
+  ClusterView View() const;
   Pod NewJobPod(const Job& job);
   template <class Template>
   Pod TemplatePod(const Template& t, const char* owner_kind);
   // A new pod, not yet bound, in the cluster; returns its watch event.
   PodUpserted AddPending(Pod pod);
   void StartJobTimer(const Pod& pod);
-  std::map<std::string, std::int64_t> ZoneCounts(
-      const Pod& pod, const std::vector<std::pair<const Node*, Resources>>& nodes) const;
-  // Whether `pod` on `node` keeps its zone spread; if so, counts it in `zones`.
-  bool WithinSkew(const Pod& pod, const Node& node,
-                  std::map<std::string, std::int64_t>& zones) const;
+  // A workload step's new pod (and a StatefulSet pod's claims), appended to `events`.
+  void AddWorkloadPod(const WorkloadStep& step, std::vector<Event>& events);
+  // How many of a Job's `left` pods run at once (its parallelism).
+  std::int64_t JobPodsAtOnce(const Job& job, std::int64_t left) const;
+  // A DaemonSet's pod as its template (or the scenario's shorthand) makes it.
+  Pod DaemonPod(const DaemonSetSpec& d) const;
   // DaemonSet pods for a node that just became Ready.
   std::vector<Event> PlaceDaemonPods(const Node& node);
   // Applies the price change `action` to catalog_.
@@ -202,6 +211,13 @@ class World : public runtime::Executor {
   std::vector<NodePool> nodepools_;                        // With recorded edits applied.
   std::int64_t budget_skew_for_test_ = 0;
   std::size_t next_job_ = 0;
+  std::size_t next_bare_pod_ = 0;  // Scenario::pods created so far.
+  // Pod key -> the template it was made from (persisted: templates change by apply).
+  std::map<std::string, std::string> pod_template_;
+  std::map<std::string, PersistentVolumeClaim> claims_;  // By namespace/name.
+  std::map<std::string, PersistentVolume> volumes_;      // By name.
+  std::map<std::string, StorageClass> storage_classes_;  // By name (not persisted: scenario's).
+  std::size_t refusing_pods_ = 0;  // Pods with required anti-affinity (derived).
   // Capacity errors CreateFleet met before the instance it launched, held until its delayed
   // answer (not persisted: a re-driven launch after a restart is answered without them).
   std::map<std::string, std::vector<FleetError>> answer_errors_;

@@ -245,12 +245,12 @@ class CommandLine(unittest.TestCase):
     def test_namespace_that_is_no_name(self):
         out = os.path.join(self.dir, "huge-log")
         path = self.scenario("huge-namespace.yaml", self.demo_with(
-            "{name: web, ", "{namespace: " + "a" * 10_000_000 + ", name: web, "))
+            "metadata: {name: web}", "metadata: {namespace: " + "a" * 10_000_000 + ", name: web}"))
         self.refused(["simulate", path, "--log", out], path, "namespace", "not a Kubernetes name")
         self.assertFalse(os.path.exists(out), "a log was written for a refused scenario")
         path = self.scenario("bad-namespace.yaml", self.demo_with(
-            "{name: web, ", "{namespace: Web_Tier, name: web, "))
-        self.refused(["simulate", path], "'Web_Tier'", "line 63")
+            "metadata: {name: web}", "metadata: {namespace: Web_Tier, name: web}"))
+        self.refused(["simulate", path], "'Web_Tier'", "line 93")
 
     def test_start_beyond_what_nanoseconds_hold(self):
         path = self.scenario("far-start.yaml", self.demo_with(

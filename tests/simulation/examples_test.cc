@@ -25,7 +25,10 @@ struct ExampleRun {
 
 ExampleRun RunExample(const std::string& name) {
   TempDir dir;
-  auto scenario = sim::LoadScenario(kExamples / (name + ".yaml"));
+  // An example is a file, or a folder of them.
+  const auto folder = kExamples / name;
+  auto scenario = sim::LoadScenario(
+      std::filesystem::is_directory(folder) ? folder : kExamples / (name + ".yaml"));
   sim::ReportBuilder builder(scenario.name, scenario.start, kMinute);
   sim::SimulateOptions options;
   options.log_dir = dir.path() / "log";
@@ -147,6 +150,21 @@ TEST(ScenarioExamples, SpotStormReplacesInterruptedNodes) {
 }
 
 // `tenon simulate` prints the report, and `--compare` the differences of two configurations.
+// A cluster's own dump: every one of its 200 pods is served (the hostname and zone spreads, the
+// cache's anti-affinity and the database's zonal volumes included), and the NodePool change at
+// 30m drifts the general nodes, which are replaced.
+TEST(ScenarioExamples, ClusterDumpServesEveryPodAndDriftsOnTheChange) {
+  ExampleRun run = RunExample("cluster-dump");
+  EXPECT_EQ(run.report.pods_still_pending, 0u);
+  EXPECT_GE(run.report.pending.size(), 200u);
+  std::size_t drifted = 0;
+  for (const auto& [reason, count] : run.report.removed) {
+    if (reason.starts_with("drifted")) drifted += count;
+  }
+  EXPECT_GT(drifted, 20u) << "the general nodes did not drift to arm64 after the NodePool change";
+  EXPECT_EQ(run.verdict, replay::Verdict::kIdentical) << run.verify_detail;
+}
+
 TEST(ScenarioExamples, CommandPrintsReportAndComparison) {
   TempDir dir;
   Child child({TENON_BINARY, "simulate", (kExamples / "web-tier.yaml").string(), "--log",
