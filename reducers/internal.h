@@ -200,7 +200,9 @@ void SetClaimNode(State& state, NodeClaim& claim, const std::string& node);
 inline Labels OwnRequirementLabels(const std::vector<Requirement>& list, const NodePool* pool) {
   Labels out;
   const Requirements requirements(list);
-  for (const auto& [key, set] : requirements.sets()) {
+  for (const auto& entry : requirements.sets()) {
+    const std::string& key = entry.first;  // Named, not bound: lambdas below capture it.
+    const ValueSet& set = entry.second;
     if (IsWellKnownLabel(key) || !RestrictedLabel(key).empty()) continue;
     if (!set.complement) {
       if (set.values.size() == 1) out[key] = set.values.front();
