@@ -94,15 +94,16 @@ def load_yaml(path):
 
 def example_objects(root):
     """-> [(path relative to root, object)]: every document of examples/nodepools and
-    examples/nodeclasses, and the NodePools and EC2NodeClasses under `objects:` of each
-    examples/scenarios/*.yaml."""
+    examples/nodeclasses, and the NodePools and EC2NodeClasses of each scenario in
+    examples/scenarios (documents of their own, or under `objects:`)."""
     found = []
     for folder in ("nodepools", "nodeclasses"):
         for path in sorted(glob.glob(os.path.join(root, "examples", folder, "*.yaml"))):
             found += [(os.path.relpath(path, root), doc) for doc in load_yaml(path)]
-    for path in sorted(glob.glob(os.path.join(root, "examples", "scenarios", "*.yaml"))):
+    for path in sorted(glob.glob(os.path.join(root, "examples", "scenarios", "**", "*.yaml"),
+                              recursive=True)):
         for doc in load_yaml(path):
-            for obj in doc.get("objects") or []:
+            for obj in [doc] + (doc.get("objects") or []):
                 if obj.get("kind") in ("NodePool", "EC2NodeClass"):
                     found.append((os.path.relpath(path, root), obj))
     return found
