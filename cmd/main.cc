@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "adapters/aws/credentials.h"
 #include "adapters/aws/pricing.h"
 #include "adapters/controller/controller.h"
+#include "adapters/kube/capture.h"
 #include "adapters/kube/objects.h"
 #include "adapters/metrics/logging.h"
 #include "adapters/runtime/runtime.h"
@@ -209,6 +211,35 @@ int RunCatalogExport(const CatalogExportArgs& args) {
   return 0;
 }
 
+struct CaptureArgs {
+  std::string kubeconfig;
+  std::string context;
+  kube::CaptureOptions options;
+};
+
+int RunCapture(CaptureArgs args) {
+  if (kube::ParseDuration(args.options.duration).value <= 0) {
+    throw std::invalid_argument("--duration: must be > 0");
+  }
+  kube::Client client(kube::ResolveConfig(args.kubeconfig, args.context));
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  args.options.start = replay::TimestampText(
+      Nanos{std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()});
+  if (args.options.name.empty()) args.options.name = args.options.folder.filename().string();
+  const kube::CaptureReport report = kube::Capture(client, args.options);
+  std::size_t total = 0;
+  std::string counts;
+  for (const auto& [kind, n] : report.objects) {
+    total += n;
+    counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+  }
+  std::printf("capture: %zu objects written to %s (%s)\n", total,
+              args.options.folder.string().c_str(), counts.c_str());
+  for (const auto& skipped : report.skipped) std::printf("capture: left out %s\n", skipped.c_str());
+  std::printf("capture: run it with: tenon simulate %s\n", args.options.folder.string().c_str());
+  return 0;
+}
+
 std::atomic<bool> g_stop{false};
 
 // Whether `tenon run` logs JSON: --log-format (json unless it says text). Read from the
@@ -375,6 +406,27 @@ int main(int argc, char** argv) {
                    "on-demand prices: {type: usd} or a catalog file")
       ->check(CLI::ExistingFile);
 
+  CaptureArgs capture_args;
+  auto* capture = app.add_subcommand(
+      "capture", "write a live cluster's objects as a scenario folder for tenon simulate");
+  capture->add_option("folder", capture_args.options.folder, "folder to write (must not exist)")
+      ->required();
+  capture
+      ->add_option("--catalog", capture_args.options.catalog,
+                   "instance types for the scenario (from `tenon catalog export`)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  capture->add_option("--kubeconfig", capture_args.kubeconfig,
+                      "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  capture->add_option("--context", capture_args.context, "kubeconfig context");
+  capture->add_option("--name", capture_args.options.name,
+                      "scenario name (default: the folder's name)");
+  capture->add_option("--duration", capture_args.options.duration,
+                      "how long tenon simulate runs it");
+  capture->add_option("--page-size", capture_args.options.page_size, "items per list request")
+      ->check(cmd::PositiveCount());
+  capture_args.options.name.clear();
+
   RunArgs run_args;
   auto* run_cmd = app.add_subcommand("run", "the controller, against a real cluster");
   run_cmd->add_option("--kubeconfig", run_args.options.kubeconfig,
@@ -469,6 +521,7 @@ int main(int argc, char** argv) {
     }
     if (auto code = cmd::RunIncidentCommand(*incident)) return *code;
     if (export_cmd->parsed()) return RunCatalogExport(export_args);
+    if (capture->parsed()) return RunCapture(capture_args);
     if (run_cmd->parsed()) {
       if (!environment_error.empty()) return Fatal(2, "bad setting: " + environment_error);
       return RunController(run_args);

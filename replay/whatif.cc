@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "adapters/kube/objects.h"
@@ -638,7 +640,10 @@ void ApplyConfiguration(const std::filesystem::path& file, sim::Scenario& scenar
   std::vector<NodePool> pools;
   std::vector<NodeClass> classes;
   try {
-    for (const YAML::Node& doc : YAML::LoadAllFromFile(file.string())) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw sim::ScenarioError("cannot read it");
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    for (const YAML::Node& doc : kube::LoadDocuments(text)) {
       if (!doc || doc.IsNull()) continue;
       const std::string kind = doc["kind"] ? doc["kind"].as<std::string>() : "";
       if (kind == "NodePool") {

@@ -6,6 +6,10 @@
 #include <charconv>
 #include <chrono>
 #include <limits>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 namespace tenon::kube {
 namespace {
@@ -1005,6 +1009,47 @@ const char* EffectName(TaintEffect effect) {
 const char* OperatorName(RequirementOp op) {
   static constexpr const char* kNames[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
   return kNames[static_cast<std::size_t>(op)];
+}
+
+namespace {
+
+// Reads a stream's events only to see that every document starts past where the one before it
+// started: one that starts at the same token made no progress, and LoadAll would repeat it.
+class DocumentProgress : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (started_ && mark.pos == last_.pos) {
+      throw YAML::ParserException(mark, "unexpected token here: no document can start with it");
+    }
+    started_ = true;
+    last_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  bool started_ = false;
+  YAML::Mark last_;
+};
+
+}  // namespace
+
+std::vector<YAML::Node> LoadDocuments(const std::string& text) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentProgress progress;
+  while (parser.HandleNextDocument(progress)) {
+  }
+  return YAML::LoadAll(text);
 }
 
 }  // namespace tenon::kube

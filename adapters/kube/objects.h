@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -26,6 +27,11 @@ Bytes ParseMemory(std::string_view quantity);
 Nanos ParseDuration(std::string_view duration);
 // RFC 3339: "2026-01-01T00:00:00Z", "2026-01-01T02:00:00.5+02:00" -> time since the epoch.
 Nanos ParseTimestamp(std::string_view timestamp);
+
+// Every document of a YAML stream, as YAML::LoadAll reads them. yaml-cpp 0.7 loops forever on a
+// stream where a document would start at a token no node can start with (a stray "," at the top
+// level, as in "[1, 2],"); that is a YAML::ParserException at the token here.
+std::vector<YAML::Node> LoadDocuments(const std::string& text);
 
 NodePool ParseNodePool(const YAML::Node& object);  // karpenter.sh/v1 NodePool
 // karpenter.k8s.aws/v1 EC2NodeClass. Ready follows status.conditions[Ready]; without that

@@ -14,6 +14,7 @@ namespace {
 constexpr std::size_t kCatalogTypesMax = 10'000;
 constexpr std::int64_t kSpotPermilleMin = 300;
 constexpr std::int64_t kSpotPermilleSpan = 401;
+constexpr double kPriceUsdMax = 1000;  // Per hour: well above the dearest EC2 type.
 
 MicroUsdPerHour SpotPrice(MicroUsdPerHour on_demand, const std::string& type,
                           const std::string& zone, std::uint64_t seed) {
@@ -21,6 +22,52 @@ MicroUsdPerHour SpotPrice(MicroUsdPerHour on_demand, const std::string& type,
   std::uint64_t h = XXH3_64bits_withSeed(key.data(), key.size(), seed);
   std::int64_t permille = kSpotPermilleMin + static_cast<std::int64_t>(h % kSpotPermilleSpan);
   return MicroUsdPerHour{on_demand.value * permille / 1000};
+}
+
+MicroUsdPerHour Price(const nlohmann::json& usd, const std::string& where) {
+  const double price = usd.get<double>();
+  if (!std::isfinite(price) || price < 0 || price > kPriceUsdMax) {
+    throw ScenarioError(where + ": must be a price in US dollars per hour, 0 to " +
+                        std::to_string(static_cast<int>(kPriceUsdMax)));
+  }
+  return MicroUsdPerHour{std::llround(price * 1e6)};
+}
+
+// A type's `offerings`, written out by hand: each zone and capacity type it is sold in, at the
+// price given, and whether the catalog shows it available.
+std::vector<Offering> HandOfferings(const nlohmann::json& list, const std::string& type) {
+  if (!list.is_array()) throw ScenarioError("instance type " + type + ": offerings: a list");
+  std::vector<Offering> offerings;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& o = list[i];
+    const std::string where = "instance type " + type + ": offerings[" + std::to_string(i) + "]";
+    for (const auto& [key, value] : o.items()) {
+      if (key != "zone" && key != "capacity_type" && key != "price_usd_hour" &&
+          key != "available") {
+        throw ScenarioError(where + "." + key +
+                            ": unknown field (zone, capacity_type, price_usd_hour, available)");
+      }
+    }
+    Offering offering;
+    offering.zone = o.at("zone").get<std::string>();
+    offering.capacity_type = o.at("capacity_type").get<std::string>();
+    if (offering.zone.empty()) throw ScenarioError(where + ".zone: required");
+    if (offering.capacity_type != kCapacityOnDemand && offering.capacity_type != kCapacitySpot &&
+        offering.capacity_type != kCapacityReserved) {
+      throw ScenarioError(where + ".capacity_type: on-demand, spot or reserved, not '" +
+                          offering.capacity_type + "'");
+    }
+    offering.price = Price(o.at("price_usd_hour"), where + ".price_usd_hour");
+    offering.available = o.value("available", true);
+    for (const Offering& other : offerings) {
+      if (other.zone == offering.zone && other.capacity_type == offering.capacity_type) {
+        throw ScenarioError(where + ": " + offering.zone + "/" + offering.capacity_type +
+                            " is listed twice");
+      }
+    }
+    offerings.push_back(std::move(offering));
+  }
+  return offerings;
 }
 
 InstanceType ParseType(const nlohmann::json& j, std::uint64_t seed) {
@@ -48,6 +95,10 @@ InstanceType ParseType(const nlohmann::json& j, std::uint64_t seed) {
   t.cpu_manufacturer = j.value("cpu_manufacturer", std::string());
   t.hypervisor = j.value("hypervisor", std::string());
   t.local_nvme_gib = j.value("local_storage_gb", std::int64_t{0});
+  if (j.contains("offerings")) {
+    t.offerings = HandOfferings(j.at("offerings"), t.name);
+    return t;
+  }
   MicroUsdPerHour od{std::llround(j.at("on_demand_price_usd_hour").get<double>() * 1e6)};
   std::vector<std::string> classes = j.value("usage_classes", std::vector<std::string>{});
   bool has_od = std::find(classes.begin(), classes.end(), "on-demand") != classes.end();
@@ -78,13 +129,16 @@ std::vector<InstanceType> LoadCatalogJson(const std::filesystem::path& path, std
   try {
     auto doc = nlohmann::json::parse(in);
     for (const auto& j : doc.at("instance_types")) {
-      if (types.size() >= kCatalogTypesMax) throw ScenarioError("catalog has too many types");
-      if (!j.contains("on_demand_price_usd_hour") || j["on_demand_price_usd_hour"].is_null()) {
+      if (types.size() >= kCatalogTypesMax) throw ScenarioError("more than 10,000 instance types");
+      if (!j.contains("offerings") &&
+          (!j.contains("on_demand_price_usd_hour") || j["on_demand_price_usd_hour"].is_null())) {
         continue;  // Not sold on demand in this region: no price to plan with.
       }
       types.push_back(ParseType(j, seed));
     }
   } catch (const nlohmann::json::exception& e) {
+    throw ScenarioError("catalog " + path.string() + ": " + e.what());
+  } catch (const ScenarioError& e) {
     throw ScenarioError("catalog " + path.string() + ": " + e.what());
   }
   std::sort(types.begin(), types.end(),

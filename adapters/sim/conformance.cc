@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "adapters/kube/objects.h"
 #include "adapters/sim/kube_scheduler.h"
 #include "adapters/sim/manifests.h"
 #include "adapters/sim/simulator.h"
@@ -277,7 +278,7 @@ void RunFile(const std::filesystem::path& file, std::vector<CaseResult>& results
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   std::vector<YAML::Node> cases;
   try {
-    cases = YAML::LoadAll(text);
+    cases = kube::LoadDocuments(text);
   } catch (const YAML::Exception& e) {
     throw ScenarioError(file.string() + ": " + e.what());
   }

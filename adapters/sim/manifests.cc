@@ -7,6 +7,8 @@
 
 #include "adapters/kube/objects.h"
 #include "adapters/sim/kube_scheduler.h"
+#include "adapters/sim/schema.h"
+#include "reducers/core.h"
 
 namespace tenon::sim {
 namespace {
@@ -210,27 +212,34 @@ bool IgnoredKind(const std::string& kind) {
   return kinds.contains(kind);
 }
 
+void UnknownField(const YAML::Node& key, const std::string& path,
+                  const std::vector<std::string>& known) {
+  const std::string name = key.IsScalar() ? key.Scalar() : std::string();
+  std::string best;
+  std::size_t best_distance = 0;
+  for (const std::string& k : known) {
+    const std::size_t d = Distance(name, k);
+    if (best.empty() || d < best_distance) {
+      best = k;
+      best_distance = d;
+    }
+  }
+  std::string message =
+      "line " + std::to_string(key.Mark().line + 1) + ": " + path + ": unknown field";
+  if (!best.empty() && best_distance <= std::max<std::size_t>(2, name.size() / 3)) {
+    message += " (did you mean '" + best + "'?)";
+  }
+  throw ScenarioError(message);
+}
+
 void CheckKeys(const YAML::Node& node, std::initializer_list<const char*> known,
                const std::string& path) {
   if (!node || !node.IsMap()) return;
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     if (std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) continue;
-    std::string best;
-    std::size_t best_distance = 0;
-    for (const char* k : known) {
-      std::size_t d = Distance(key, k);
-      if (best.empty() || d < best_distance) {
-        best = k;
-        best_distance = d;
-      }
-    }
-    std::string message = "line " + std::to_string(kv.first.Mark().line + 1) + ": " +
-                          (path.empty() ? "" : path + ".") + key + ": unknown field";
-    if (!best.empty() && best_distance <= std::max<std::size_t>(2, key.size() / 3)) {
-      message += " (did you mean '" + best + "'?)";
-    }
-    throw ScenarioError(message);
+    UnknownField(kv.first, (path.empty() ? "" : path + ".") + key,
+                 std::vector<std::string>(known.begin(), known.end()));
   }
 }
 
@@ -242,15 +251,21 @@ void Manifests::Add(const YAML::Node& object, const std::string& where, Nanos at
     }
     return;
   }
-  // Names are checked as the API server checks them, before anything refers to them.
+  // Fields and names are checked as the API server checks them, before anything refers to them.
   const auto& meta = object["metadata"];
   try {
+    CheckFields(object);
     if (meta && meta["name"]) CheckedName(meta["name"], "metadata.name", kNameCharsMax);
     if (meta && meta["namespace"]) {
       CheckedName(meta["namespace"], "metadata.namespace", kNamespaceCharsMax);
     }
   } catch (const ScenarioError& e) {
-    throw ScenarioError(where + ": " + Text(object["kind"]) + ": " + e.what());
+    // The error names its own line; the file is `where`'s.
+    const std::string name = meta && meta["name"] && meta["name"].IsScalar()
+                                 ? " " + meta["name"].Scalar()
+                                 : std::string();
+    throw ScenarioError(where.substr(0, where.rfind(':')) + ": " + Text(object["kind"]) + name +
+                        ": " + e.what());
   }
   docs_.push_back({object, where, at});
 }
@@ -265,6 +280,13 @@ bool Manifests::HasWorkload(const std::string& key) const {
 }
 
 namespace {
+
+constexpr int kOwnerDepthMax = 8;  // Pod -> ReplicaSet -> Deployment, and a little more.
+
+std::string NamespaceOf(const YAML::Node& object) {
+  std::string ns = Meta(object, "namespace");
+  return ns.empty() ? "default" : ns;
+}
 
 // The kind and name of the object's controlling owner (metadata.ownerReferences with
 // controller: true), or empty.
@@ -282,22 +304,42 @@ std::pair<std::string, std::string> ControllerOf(const YAML::Node& object) {
 
 void Manifests::Resolve(Scenario& s) {
   Admission admission;
-  // A dump of a cluster (kubectl get -o yaml) holds a Deployment, its ReplicaSets and their pods:
-  // the objects a workload of the scenario makes are left out, as its controller makes them anew.
-  std::set<std::string> owners;  // "Kind/namespace/name" of the workloads present.
+  // A dump of a cluster (kubectl get -o yaml, tenon capture) holds a Deployment, its ReplicaSets
+  // and their pods. A pod made by a workload of the scenario is adopted when it runs on a Node of
+  // the scenario: it starts where it ran and counts among the workload's replicas. A DaemonSet's
+  // pod on such a Node stays too. The rest (pending pods, a Job's pods, the ReplicaSets) are left
+  // out: the workload's controller makes them anew.
+  std::map<std::string, std::string> controller_of;  // "Kind/ns/name" -> its controller's.
   for (const Doc& d : docs_) {
-    std::string ns = Meta(d.object, "namespace");
-    owners.insert(Text(d.object["kind"]) + "/" + (ns.empty() ? "default" : ns) + "/" +
-                  Meta(d.object, "name"));
+    if (d.at.value != 0) continue;
+    const std::string ns = NamespaceOf(d.object);
+    auto [owner_kind, owner] = ControllerOf(d.object);
+    controller_of[Text(d.object["kind"]) + "/" + ns + "/" + Meta(d.object, "name")] =
+        owner_kind.empty() ? "" : owner_kind + "/" + ns + "/" + owner;
   }
-  const auto made_by_a_workload = [&](const Doc& d) {
+  // The workload that made the object `key` ("Kind/ns/name"), through its ReplicaSet: the
+  // topmost Deployment, ReplicaSet or StatefulSet of its controllers present here, or "".
+  const auto workload_of = [&](const std::string& key) {
+    std::string workload;
+    std::string at = key;
+    for (int depth = 0; depth < kOwnerDepthMax; ++depth) {
+      auto up = controller_of.find(at);
+      if (up == controller_of.end() || up->second.empty() || !controller_of.contains(up->second))
+        break;
+      at = up->second;
+      if (WorkloadKinds().contains(at.substr(0, at.find('/')))) workload = at;
+    }
+    return workload;
+  };
+  const auto made_by_a_controller = [&](const Doc& d) {
     const std::string kind = Text(d.object["kind"]);
     if (kind != "Pod" && kind != "ReplicaSet" && kind != "Job") return false;
-    auto [owner_kind, owner] = ControllerOf(d.object);
-    if (owner_kind.empty() || d.at.value != 0) return false;
-    std::string ns = Meta(d.object, "namespace");
-    return owners.contains(owner_kind + "/" + (ns.empty() ? "default" : ns) + "/" + owner);
+    if (d.at.value != 0) return false;
+    const std::string key = kind + "/" + NamespaceOf(d.object) + "/" + Meta(d.object, "name");
+    auto up = controller_of.find(key);
+    return up != controller_of.end() && controller_of.contains(up->second);
   };
+  std::set<std::string> kept;  // Pods kept from a dump: dropped if their Node is not here.
   std::map<std::string, std::string> defined;  // "Kind/namespace/name" -> where.
   std::string default_storage_class;
   // What every pod's admission and every claim needs first, in any document order.
@@ -332,7 +374,21 @@ void Manifests::Resolve(Scenario& s) {
                              (name.empty() ? "" : ns + "/" + name);
     try {
       if (kind.empty()) throw ScenarioError("kind: required");
-      if (IgnoredKind(kind) || made_by_a_workload(d)) continue;
+      if (IgnoredKind(kind)) continue;
+      std::string adopted_by;  // A Pod's workload, when it is kept as the workload's replica.
+      if (made_by_a_controller(d)) {
+        if (kind != "Pod") continue;
+        const std::string pod_key = "Pod/" + ns + "/" + name;
+        adopted_by = workload_of(pod_key);
+        const std::string owner = controller_of.at(pod_key);
+        const bool daemon = owner.starts_with("DaemonSet/");
+        const std::string phase = Text(o["status"]["phase"]);
+        const bool runs = !Text(o["spec"]["nodeName"]).empty() && phase != "Succeeded" &&
+                          phase != "Failed" && !o["metadata"]["deletionTimestamp"];
+        const std::string prefix = adopted_by.substr(adopted_by.rfind('/') + 1) + "-";
+        if (!runs || (!daemon && (adopted_by.empty() || !name.starts_with(prefix)))) continue;
+        kept.insert(PodKey(ns, name));
+      }
       if (name.empty()) throw ScenarioError("metadata.name: required");
       const std::string key = kind + "/" + ns + "/" + name;
       if (d.at.value == 0) {
@@ -420,6 +476,7 @@ void Manifests::Resolve(Scenario& s) {
         pod.created = s.start + d.at;
         pod.uid = "uid-" + key;
         if (!pod.node_name.empty()) pod.phase = PodPhase::kRunning;
+        if (!adopted_by.empty()) s.adopted[PodKey(ns, name)] = adopted_by;
         s.pods.push_back(std::move(pod));
       } else if (kind == "Node") {
         if (d.at.value != 0) throw ScenarioError("the timeline cannot apply a Node yet");
@@ -429,6 +486,13 @@ void Manifests::Resolve(Scenario& s) {
         }
         node.created = s.start;
         s.nodes.push_back(std::move(node));
+      } else if (kind == "NodeClaim") {
+        if (d.at.value != 0) throw ScenarioError("the timeline cannot apply a NodeClaim");
+        NodeClaim claim = kube::ParseNodeClaim(o);
+        if (claim.phase == ClaimPhase::kPending || claim.node_name.empty()) {
+          continue;  // Not running yet: the controller's own launch would make it anew.
+        }
+        s.nodeclaims.push_back(std::move(claim));
       } else if (kind == "PodDisruptionBudget") {
         if (d.at.value != 0)
           throw ScenarioError("the timeline cannot apply a PodDisruptionBudget yet");
@@ -466,8 +530,8 @@ void Manifests::Resolve(Scenario& s) {
             "kind: not a kind a scenario takes (Deployment, ReplicaSet, "
             "StatefulSet, Job, DaemonSet, Pod, PodDisruptionBudget, "
             "PriorityClass, RuntimeClass, PersistentVolumeClaim, "
-            "PersistentVolume, StorageClass, CSINode, Node, NodePool, "
-            "EC2NodeClass)");
+            "PersistentVolume, StorageClass, CSINode, Node, NodeClaim, "
+            "NodePool, EC2NodeClass)");
       }
     } catch (const ScenarioError& e) {
       throw ScenarioError(what + ": " + e.what());
@@ -486,10 +550,30 @@ void Manifests::Resolve(Scenario& s) {
                           "EC2NodeClass '" + pool.nodeclass + "' in the scenario");
     }
   }
+  const auto has_node = [&](const std::string& name) {
+    return std::any_of(s.nodes.begin(), s.nodes.end(),
+                       [&](const Node& n) { return n.name == name; });
+  };
+  std::erase_if(s.pods, [&](const Pod& pod) {
+    const std::string key = PodKey(pod.ns, pod.name);
+    if (!kept.contains(key) || has_node(pod.node_name.str())) return false;
+    s.adopted.erase(key);
+    return true;
+  });
+  for (const auto& claim : s.nodeclaims) {
+    const std::string where = "NodeClaim " + claim.name + ": ";
+    if (std::none_of(s.nodepools.begin(), s.nodepools.end(),
+                     [&](const NodePool& p) { return p.name == claim.nodepool; })) {
+      throw ScenarioError(where + "metadata.labels." + label::kNodePool + ": no NodePool '" +
+                          claim.nodepool + "' in the scenario");
+    }
+    if (!has_node(claim.node_name)) {
+      throw ScenarioError(where + "status.nodeName: no Node '" + claim.node_name +
+                          "' in the scenario");
+    }
+  }
   for (const auto& pod : s.pods) {
-    if (!pod.node_name.empty() && std::none_of(s.nodes.begin(), s.nodes.end(), [&](const Node& n) {
-          return n.name == pod.node_name.str();
-        })) {
+    if (!pod.node_name.empty() && !has_node(pod.node_name.str())) {
       throw ScenarioError("Pod " + pod.ns.str() + "/" + pod.name + ": spec.nodeName: no Node '" +
                           pod.node_name.str() + "' in the scenario");
     }

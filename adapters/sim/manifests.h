@@ -49,6 +49,11 @@ constexpr std::size_t kNamespaceCharsMax = 63;
 // The text of `node` if it is such a name; else ScenarioError naming its line and `field`.
 std::string CheckedName(const YAML::Node& node, const std::string& field, std::size_t max);
 
+// Throws ScenarioError "line N: PATH: unknown field (did you mean 'X'?)" for the map key `key`
+// at `path`, X the nearest of `known` when one is near enough to be a typo of it.
+[[noreturn]] void UnknownField(const YAML::Node& key, const std::string& path,
+                               const std::vector<std::string>& known);
+
 // Throws ScenarioError naming `path`, the line and the nearest known key ("did you mean") when
 // map `node` holds a key not in `known`.
 void CheckKeys(const YAML::Node& node, std::initializer_list<const char*> known,

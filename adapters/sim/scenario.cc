@@ -420,7 +420,7 @@ namespace {
 void SplitDocuments(const std::string& yaml, const std::string& file,
                     std::optional<std::pair<YAML::Node, std::string>>& scenario,
                     std::vector<std::pair<YAML::Node, std::string>>& objects) {
-  for (const auto& doc : YAML::LoadAll(yaml)) {
+  for (const auto& doc : kube::LoadDocuments(yaml)) {
     if (doc.IsNull()) continue;  // An empty document (a trailing ---).
     const std::string where = file + ":" + std::to_string(doc.Mark().line + 1);
     if (!doc.IsMap()) throw ScenarioError(where + ": a document must be a map");

@@ -188,6 +188,11 @@ struct Scenario {
   std::map<std::string, Pod> templates;
   std::vector<Pod> pods;
   std::vector<Node> nodes;
+  // Pods of a dump that a workload of the scenario made, by "namespace/name": the template key
+  // of that workload. They start bound where they ran and count among its replicas.
+  std::map<std::string, std::string> adopted;
+  // NodeClaims of a dump whose node is among `nodes`: the instances the cloud starts with.
+  std::vector<NodeClaim> nodeclaims;
   std::vector<PersistentVolumeClaim> claims;
   std::vector<PersistentVolume> volumes;
   std::vector<StorageClass> storage_classes;

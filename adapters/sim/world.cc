@@ -249,6 +249,23 @@ World::World(const Scenario& scenario, std::filesystem::path state_file)
     Node& node = nodes_[n.name] = n;
     node_parts_.Share(node, pod_parts_.node_names);
   }
+  // A dump's NodeClaims are instances the cloud already runs, each behind its Node.
+  for (const auto& claim : scenario.nodeclaims) {
+    SimInstance instance;
+    instance.id = claim.instance_id;
+    instance.nodeclaim = claim.name;
+    instance.nodepool = claim.nodepool;
+    instance.instance_type = claim.instance_type;
+    instance.zone = claim.zone;
+    instance.capacity_type = claim.capacity_type;
+    instance.launched = claim.created;
+    instance.node_name = claim.node_name;
+    instance.image_id = claim.image_id;
+    instance.price = PriceNow(instance);
+    client_tokens_[claim.name] = instance.id;
+    nodeclaims_[claim.name] = claim.nodepool;
+    instances_[instance.id] = std::move(instance);
+  }
 }
 
 const Pod* World::TemplateOf(const std::string& key) const {
@@ -459,6 +476,9 @@ std::vector<Event> World::ListEvents() const {
   for (const auto& [name, v] : volumes_) events.push_back(PersistentVolumeUpserted{v});
   for (const auto& [key, c] : claims_) events.push_back(PersistentVolumeClaimUpserted{c});
   for (const auto& c : scenario_.csi_nodes) events.push_back(CsiNodeUpserted{c});
+  for (const auto& claim : scenario_.nodeclaims) {
+    if (nodeclaims_.contains(claim.name)) events.push_back(NodeClaimObserved{claim});
+  }
   for (const auto& [name, node] : nodes_) events.push_back(NodeUpserted{node});
   for (const auto& [key, pod] : pods_) events.push_back(PodUpserted{pod});
   return events;
@@ -655,6 +675,10 @@ std::vector<Event> World::CreatePods() {
     }
     if (!pod.node_name.empty()) pod_parts_.node_names.Intern(pod.node_name.SharedForInterning());
     pod.unschedulable = false;  // The simulated scheduler looks at it afresh.
+    const std::string key = PodKey(pod.ns, pod.name);
+    if (auto adopted = scenario_.adopted.find(key); adopted != scenario_.adopted.end()) {
+      pod_template_[key] = adopted->second;  // A replica of that workload from now on.
+    }
     events.push_back(PodUpserted{InsertPod(std::move(pod))});
   }
   return events;
@@ -720,24 +744,26 @@ std::vector<std::map<std::string, Pod>::iterator> World::PodsOf(const std::strin
   for (auto it = pods_.lower_bound(prefix);
        it != pods_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
     // "web-7" is web's, "web-batch-7" is not.
-    if (it->first.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
-      pods.push_back(it);
-    }
+    if (OwnerOf(it->first) == PodKey(ns, name)) pods.push_back(it);
   }
   return pods;
 }
 
-namespace {
-
-// The owner a pod's key "ns/name-<digits>" counts for: "ns/name" (empty for other names).
-std::string_view OwnerOf(std::string_view key) {
+std::string World::OwnerOf(const std::string& key) const {
+  // A pod made from (or adopted by) a workload's template "Kind/ns/name[@time]" is its.
+  if (auto t = pod_template_.find(key); t != pod_template_.end()) {
+    const std::string& tk = t->second;
+    const std::string kind = tk.substr(0, tk.find('/'));
+    if (kind == "Deployment" || kind == "ReplicaSet" || kind == "StatefulSet" || kind == "Job") {
+      return tk.substr(kind.size() + 1, tk.find('@') - kind.size() - 1);
+    }
+  }
+  // Otherwise "ns/name-<digits>" counts for "ns/name" (other names for no one).
   const std::size_t dash = key.rfind('-');
-  if (dash == std::string_view::npos) return {};
-  if (key.find_first_not_of("0123456789", dash + 1) != std::string_view::npos) return {};
+  if (dash == std::string::npos) return {};
+  if (key.find_first_not_of("0123456789", dash + 1) != std::string::npos) return {};
   return key.substr(0, dash);
 }
-
-}  // namespace
 
 Pod& World::InsertPod(Pod pod) {
   const std::string key = PodKey(pod.ns, pod.name);
@@ -750,7 +776,7 @@ Pod& World::InsertPod(Pod pod) {
   } else {
     Binding(slot);
   }
-  if (std::string_view owner = OwnerOf(key); !owner.empty()) ++pods_by_owner_[std::string(owner)];
+  if (const std::string owner = OwnerOf(key); !owner.empty()) ++pods_by_owner_[owner];
   return slot;
 }
 
@@ -764,6 +790,7 @@ void World::Binding(const Pod& pod) {
 std::map<std::string, Pod>::iterator World::ErasePod(std::map<std::string, Pod>::iterator it) {
   const Pod& pod = it->second;
   if (RefusesNeighbours(pod)) --refusing_pods_;
+  const std::string owner = OwnerOf(it->first);
   pod_template_.erase(it->first);
   if (!pod.node_name.empty()) {
     auto on = on_node_.find(pod.node_name);
@@ -775,8 +802,8 @@ std::map<std::string, Pod>::iterator World::ErasePod(std::map<std::string, Pod>:
       on_node_.erase(on);
     }
   }
-  if (std::string_view owner = OwnerOf(it->first); !owner.empty()) {
-    auto count = pods_by_owner_.find(std::string(owner));
+  if (!owner.empty()) {
+    auto count = pods_by_owner_.find(owner);
     assert(count != pods_by_owner_.end() && count->second > 0);
     if (--count->second == 0) pods_by_owner_.erase(count);
   }

@@ -107,8 +107,8 @@ class World : public runtime::Executor {
   // allocatable, DeletePodsOn deletes them): kept up to date as pods bind and go, for tests to
   // recount.
   const std::map<std::string, PodsOnNode>& pods_on_nodes_for_test() const { return on_node_; }
-  // How many pods each owner has: "ns/name" for the pods named "name-<digits>" in ns (a
-  // Deployment's or a Job's), kept up to date as pods come and go, for tests to recount.
+  // How many pods each owner has (see OwnerOf): a Deployment's, StatefulSet's or Job's, kept up
+  // to date as pods come and go, for tests to recount.
   const std::map<std::string, std::int64_t>& pods_by_owner_for_test() const {
     return pods_by_owner_;
   }
@@ -186,6 +186,9 @@ class World : public runtime::Executor {
   // The pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
   std::vector<std::map<std::string, Pod>::iterator> PodsOf(const std::string& ns,
                                                            const std::string& name);
+  // The owner "ns/name" a pod (by key) counts for: the workload or Job of its template, else
+  // "ns/name" for a pod named "name-<digits>"; empty for other pods.
+  std::string OwnerOf(const std::string& key) const;
   // How many there are (PodsOf(ns, name).size(), from pods_by_owner_).
   std::int64_t PodsCountOf(const std::string& ns, const std::string& name) const;
   // Keep on_node_, pods_by_owner_ and unbound_ in step with pods_: InsertPod puts a pod in

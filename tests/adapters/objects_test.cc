@@ -138,5 +138,20 @@ status: {disruptionsAllowed: 1, currentHealthy: 3}
       ParsePodDisruptionBudget(YAML::Load("metadata: {name: x}\nspec: {}")).disruptions_allowed, 0);
 }
 
+TEST(LoadDocuments, ReadsEveryDocumentOfAStream) {
+  const auto docs = LoadDocuments("a: 1\n---\nb: 2\n---\n");
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[0]["a"].as<int>(), 1);
+  EXPECT_EQ(docs[1]["b"].as<int>(), 2);
+  EXPECT_TRUE(docs[2].IsNull());
+}
+
+TEST(LoadDocuments, RefusesAStrayTokenWhereYamlCppWouldLoop) {
+  // yaml-cpp 0.7's LoadAll never returns on these: each document it starts makes no progress.
+  for (const char* text : {",", "[1, 2],", "a: 1\n---\n,", "- a\n,"}) {
+    EXPECT_THROW(LoadDocuments(text), YAML::ParserException) << text;
+  }
+}
+
 }  // namespace
 }  // namespace tenon::kube
