@@ -566,6 +566,9 @@ void Put(s::InstanceType::Builder b, const InstanceType& t) {
   b.setCpuManufacturer(T(t.cpu_manufacturer));
   b.setHypervisor(T(t.hypervisor));
   b.setLocalNvmeGib(t.local_nvme_gib);
+  Put(b.initLabels(t.labels.size()), t.labels);
+  Put(b.initExtended(t.extended.size()), t.extended);
+  if (t.allocatable) Put(b.initAllocatable(), *t.allocatable);
 }
 InstanceType Get(s::InstanceType::Reader r) {
   InstanceType t;
@@ -585,6 +588,9 @@ InstanceType Get(s::InstanceType::Reader r) {
   t.cpu_manufacturer = S(r.getCpuManufacturer());
   t.hypervisor = S(r.getHypervisor());
   t.local_nvme_gib = r.getLocalNvmeGib();
+  t.labels = GetLabels(r.getLabels());
+  t.extended = GetInts(r.getExtended());
+  if (r.hasAllocatable()) t.allocatable = Get(r.getAllocatable());
   return t;
 }
 

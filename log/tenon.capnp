@@ -248,6 +248,9 @@ struct InstanceType {
   cpuManufacturer @13 :Text;
   hypervisor @14 :Text;
   localNvmeGib @15 :Int64;
+  labels @16 :List(KeyValue);
+  extended @17 :List(KeyInt);
+  allocatable @18 :Resources;  # Set only when the catalog writes it by hand.
 }
 
 enum ClaimPhase { pending @0; launched @1; registered @2; initialized @3; failed @4; }

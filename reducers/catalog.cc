@@ -95,6 +95,7 @@ Labels DeriveLabels(const InstanceType& type) {
   }
   if (type.local_nvme_gib > 0)
     labels[label::kInstanceLocalNvme] = std::to_string(type.local_nvme_gib);
+  for (const auto& [key, value] : type.labels) labels[key] = value;  // The catalog's own.
   return labels;
 }
 
@@ -103,6 +104,7 @@ Labels DeriveLabels(const InstanceType& type) {
 Resources Allocatable(const InstanceType& type, const Settings& settings,
                       const NodeClass* nodeclass) {
   assert(type.cpu.value >= 0 && type.memory.value >= 0);
+  if (type.allocatable) return *type.allocatable;  // Written by hand in the catalog.
   std::int64_t pods = MaxPods(type, settings, nodeclass);
   std::int64_t memory_mib = type.memory.value / kMebibyte.value;
   std::int64_t overhead_mib = (memory_mib * settings.vm_memory_overhead_permille + 999) / 1000;
@@ -113,6 +115,7 @@ Resources Allocatable(const InstanceType& type, const Settings& settings,
   allocatable.memory = std::max(Bytes{0}, usable - reserved - kEvictionThreshold);
   allocatable.pods = pods;
   AddAccelerators(type, allocatable);
+  for (const auto& [name, count] : type.extended) allocatable.extended[name] = count;
   return allocatable;
 }
 

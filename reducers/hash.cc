@@ -228,6 +228,10 @@ void H(Hasher& h, const InstanceType& t) {
       t.offerings);
   All(h, t.gpu_name, t.gpu_manufacturer, t.gpu_memory, t.accelerator_count, t.cpu_manufacturer,
       t.hypervisor, t.local_nvme_gib);
+  // Added later: hashed only when set, each behind its name.
+  if (!t.labels.empty()) All(h, std::string_view("labels"), t.labels);
+  if (!t.extended.empty()) All(h, std::string_view("extended"), t.extended);
+  if (t.allocatable) All(h, std::string_view("allocatable"), *t.allocatable);
 }
 void H(Hasher& h, const CatalogEntry& e) {
   All(h, e.type, e.allocatable, e.labels);

@@ -149,11 +149,13 @@ PatchNode SyncPatch(const State& state, const NodeClaim& claim, const Node& node
     for (const auto& [key, value] : OwnRequirementLabels(*claim.requirements, own)) {
       if (!HasLabel(node, key, value)) patch.add_labels[key] = value;
     }
-    // The launched type's own labels (karpenter.k8s.aws/instance-*), which the NodeClaim carries
-    // after launch and no kubelet sets: pods select on them.
+    // The launched type's own labels (karpenter.k8s.aws/instance-*, and those the catalog gives
+    // it), which the NodeClaim carries after launch and no kubelet sets: pods select on them.
     if (auto type = state.catalog->find(claim.instance_type); type != state.catalog->end()) {
       for (const auto& [key, value] : type->second.labels) {
-        if (key.starts_with("karpenter.k8s.aws/") && !HasLabel(node, key, value)) {
+        const bool own =
+            key.starts_with("karpenter.k8s.aws/") || type->second.type.labels.contains(key);
+        if (own && !HasLabel(node, key, value)) {
           patch.add_labels[key] = value;
         }
       }

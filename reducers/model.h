@@ -505,6 +505,13 @@ struct InstanceType {
   std::int64_t local_nvme_gib = 0;
   bool bare_metal = false;
   std::vector<Offering> offerings;
+  // What a catalog file may add to AWS's description (a test catalog, as Karpenter's fake cloud
+  // provider has one): labels its nodes carry besides the derived ones (their keys are then
+  // labels an instance type determines, as well-known as the instance type's own), extended
+  // resources its nodes advertise, and allocatable written by hand in place of the computed one.
+  Labels labels;
+  std::map<std::string, std::int64_t> extended;
+  std::optional<Resources> allocatable;
   friend bool operator==(const InstanceType&, const InstanceType&) = default;
 };
 

@@ -71,6 +71,9 @@ struct PoolTemplate {
   std::string unusable;  // Why the pool cannot launch at all, or empty.
   Requirements requirements;
   Labels labels;  // Template labels plus the nodepool label.
+  // Label keys the catalog gives instance types of its own (InstanceType::labels): each is a key
+  // an instance type determines, like the instance-type label itself.
+  std::set<std::string> catalog_keys;
   std::vector<TypeRow> types;
   TypeMask all;
   // Limits: what is left after existing and in-flight claims, and what planned claims hold.

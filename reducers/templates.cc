@@ -156,7 +156,7 @@ namespace {
 // TypeAllows' first half: the requirements on the labels an instance type determines.
 bool TypeLabelsAllow(const PoolTemplate& t, const TypeRow& row, const Requirements& reqs) {
   for (const auto& [key, set] : reqs.sets()) {
-    if (!IsTypeKey(key)) continue;
+    if (!IsTypeKey(key) && !t.catalog_keys.contains(key)) continue;
     if (!set.Allows(TypeLabel(t, row, key))) return false;
   }
   return true;
@@ -176,7 +176,10 @@ bool TypeAllows(const PoolTemplate& t, const TypeRow& row, const Requirements& r
 const TypeMask& TypesFor(PoolTemplate& t, const Requirements& reqs) {
   std::string signature;
   for (const auto& [key, set] : reqs.sets()) {
-    if (!IsTypeKey(key) && key != label::kZone && key != label::kCapacityType) continue;
+    if (!IsTypeKey(key) && !t.catalog_keys.contains(key) && key != label::kZone &&
+        key != label::kCapacityType) {
+      continue;
+    }
     Requirements one;
     one.Add(key, set);
     signature += one.Signature();
@@ -212,6 +215,14 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
     // (a pool without a capacity-type requirement launches spot when spot is offered).
     t.requirements.Add(pool.requirements);
     for (const auto& [key, value] : t.labels) t.requirements.Add(key, ValueSet::Exactly(value));
+    // A key the catalog's types carry is defined, as a well-known label is: pods may select on
+    // it without the pool naming it, and the types' own values decide.
+    for (const auto& [name, entry] : *state.catalog) {
+      for (const auto& [key, value] : entry.type.labels) t.catalog_keys.insert(key);
+    }
+    for (const auto& key : t.catalog_keys) {
+      if (t.requirements.Get(key) == nullptr) t.requirements.Add(key, ValueSet{});
+    }
     out.push_back(std::move(t));
   }
   // Heaviest weight first; equal weights by name, so the order never depends on input order.

@@ -191,6 +191,8 @@ CaptureReport Capture(Client& client, const CaptureOptions& options) {
     throw CaptureError("catalog " + options.catalog.string() + " is not a file");
   }
   CaptureReport report;
+  std::set<std::string> nodes;  // Listed before the pods.
+  std::size_t on_later_nodes = 0;
   std::string cluster = "# The cluster's objects as `tenon capture` listed them from " +
                         client.config().server + " at " + options.start + ".\n";
   for (const Listed& what : kListed) {
@@ -206,10 +208,23 @@ CaptureReport Capture(Client& client, const CaptureOptions& options) {
       continue;
     }
     for (auto& item : items) {
-      if (std::string(what.kind) == "Pod" && Finished(item)) continue;
+      const std::string kind = what.kind;
+      if (kind == "Node") nodes.insert(item.value(json::json_pointer("/metadata/name"), ""));
+      if (kind == "Pod" && Finished(item)) continue;
+      // A pod bound to a node that joined after the nodes were listed: the scenario could not
+      // place it on a Node it does not hold.
+      const std::string node = item.value(json::json_pointer("/spec/nodeName"), "");
+      if (kind == "Pod" && !node.empty() && !nodes.contains(node)) {
+        ++on_later_nodes;
+        continue;
+      }
       cluster += "---\n" + ToYaml(Cleaned(std::move(item), what.kind, what.api_version));
       ++report.objects[what.kind];
     }
+  }
+  if (on_later_nodes > 0) {
+    report.skipped.push_back(std::to_string(on_later_nodes) +
+                             " pods on nodes that joined while the cluster was listed");
   }
   json scenario = {{"kind", "Scenario"},
                    {"name", options.name},

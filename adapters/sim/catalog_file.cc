@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "adapters/kube/objects.h"
 #include "adapters/sim/scenario.h"
 
 namespace tenon::sim {
@@ -14,7 +15,8 @@ namespace {
 constexpr std::size_t kCatalogTypesMax = 10'000;
 constexpr std::int64_t kSpotPermilleMin = 300;
 constexpr std::int64_t kSpotPermilleSpan = 401;
-constexpr double kPriceUsdMax = 1000;  // Per hour: well above the dearest EC2 type.
+constexpr double kPriceUsdMax = 1000;
+constexpr std::size_t kCountDigitsMax = 12;  // Per hour: well above the dearest EC2 type.
 
 MicroUsdPerHour SpotPrice(MicroUsdPerHour on_demand, const std::string& type,
                           const std::string& zone, std::uint64_t seed) {
@@ -70,6 +72,64 @@ std::vector<Offering> HandOfferings(const nlohmann::json& list, const std::strin
   return offerings;
 }
 
+// A count written as a number or as a string of digits ("2").
+std::int64_t Count(const nlohmann::json& value, const std::string& where) {
+  if (value.is_number_integer() && value.get<std::int64_t>() >= 0) return value.get<std::int64_t>();
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (!text.empty() && text.size() <= kCountDigitsMax &&
+        text.find_first_not_of("0123456789") == std::string::npos) {
+      return std::stoll(text);
+    }
+  }
+  throw ScenarioError(where + ": must be a whole number >= 0");
+}
+
+// What a type's catalog entry adds to AWS's description: its own labels, the extended resources
+// its nodes advertise, and allocatable written by hand (cpu and memory as Kubernetes quantities,
+// pods and other resources as counts).
+void ParseOwn(const nlohmann::json& j, InstanceType& t) {
+  const std::string where = "instance type " + t.name + ": ";
+  if (j.contains("labels")) {
+    if (!j["labels"].is_object()) throw ScenarioError(where + "labels: a map of strings");
+    for (const auto& [key, value] : j["labels"].items()) {
+      if (!value.is_string()) throw ScenarioError(where + "labels." + key + ": a string");
+      t.labels[key] = value.get<std::string>();
+    }
+  }
+  if (j.contains("extended_resources")) {
+    if (!j["extended_resources"].is_object()) {
+      throw ScenarioError(where + "extended_resources: a map of counts");
+    }
+    for (const auto& [name, count] : j["extended_resources"].items()) {
+      t.extended[name] = Count(count, where + "extended_resources." + name);
+    }
+  }
+  if (j.contains("allocatable")) {
+    if (!j["allocatable"].is_object()) throw ScenarioError(where + "allocatable: a map");
+    Resources allocatable;
+    for (const auto& [name, value] : j["allocatable"].items()) {
+      const std::string field = where + "allocatable." + name;
+      try {
+        if (name == "cpu") {
+          allocatable.cpu =
+              kube::ParseCpu(value.is_string() ? value.get<std::string>() : value.dump());
+        } else if (name == "memory") {
+          allocatable.memory =
+              kube::ParseMemory(value.is_string() ? value.get<std::string>() : value.dump());
+        } else if (name == "pods") {
+          allocatable.pods = Count(value, field);
+        } else {
+          allocatable.extended[name] = Count(value, field);
+        }
+      } catch (const kube::ObjectError& e) {
+        throw ScenarioError(field + ": " + e.what());
+      }
+    }
+    t.allocatable = std::move(allocatable);
+  }
+}
+
 InstanceType ParseType(const nlohmann::json& j, std::uint64_t seed) {
   InstanceType t;
   t.name = j.at("name").get<std::string>();
@@ -95,6 +155,7 @@ InstanceType ParseType(const nlohmann::json& j, std::uint64_t seed) {
   t.cpu_manufacturer = j.value("cpu_manufacturer", std::string());
   t.hypervisor = j.value("hypervisor", std::string());
   t.local_nvme_gib = j.value("local_storage_gb", std::int64_t{0});
+  ParseOwn(j, t);
   if (j.contains("offerings")) {
     t.offerings = HandOfferings(j.at("offerings"), t.name);
     return t;

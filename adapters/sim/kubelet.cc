@@ -38,6 +38,7 @@ std::int64_t ReservedMillicores(std::int64_t millicores) {
 
 Resources KubeletAllocatable(const InstanceType& type, const NodeClass* nodeclass,
                              std::int32_t reserved_enis) {
+  if (type.allocatable) return *type.allocatable;  // The catalog says what the kubelet reports.
   std::int64_t pods = PodsOfEnis(type, reserved_enis);
   if (nodeclass != nullptr && nodeclass->max_pods) pods = *nodeclass->max_pods;
   if (nodeclass != nullptr && nodeclass->pods_per_core && *nodeclass->pods_per_core > 0) {
@@ -64,6 +65,8 @@ Resources KubeletAllocatable(const InstanceType& type, const NodeClass* nodeclas
   if (type.accelerator_count > 0) {
     allocatable.extended["aws.amazon.com/neuron"] = type.accelerator_count;
   }
+  // Other device plugins' resources, as the catalog lists them.
+  for (const auto& [name, count] : type.extended) allocatable.extended[name] = count;
   return allocatable;
 }
 

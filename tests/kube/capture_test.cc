@@ -230,6 +230,7 @@ std::map<std::string, std::string> BuildCluster(Cluster& c) {
   c.RunPod("debug", nullptr, unmanaged);
   placed["debug"] = unmanaged;
   c.RunPod("report-x1", nullptr, unmanaged, "Succeeded");  // Finished: not captured.
+  c.RunPod("late", nullptr, "joined-after-the-listing");   // Its node was not listed.
   return placed;
 }
 
@@ -260,7 +261,9 @@ TEST(Capture, SimulatesToTheLiveClustersPlacement) {
   const CaptureReport report = Capture(client, Options(dir.path() / "cluster"));
   EXPECT_EQ(report.objects.at("Node"), 3u);
   EXPECT_EQ(report.objects.at("NodeClaim"), 2u);
-  EXPECT_EQ(report.objects.at("Pod"), 9u);  // Not the finished one.
+  EXPECT_EQ(report.objects.at("Pod"), 9u);  // Not the finished one, nor the late one.
+  ASSERT_EQ(report.skipped.size(), 1u);
+  EXPECT_EQ(report.skipped[0], "1 pods on nodes that joined while the cluster was listed");
   EXPECT_EQ(report.objects.at("ReplicaSet"), 1u);
 
   const sim::Scenario scenario = sim::LoadScenario(dir.path() / "cluster");

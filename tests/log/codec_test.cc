@@ -88,6 +88,13 @@ std::vector<InstanceType> CatalogWithGpu() {
   gpu.hypervisor = "nitro";
   gpu.local_nvme_gib = 250;
   types.push_back(gpu);
+  // A test catalog's type: labels, extended resources and allocatable of its own.
+  InstanceType fake = Type("fake.large", 4, 16, 200'000);
+  fake.labels = {{"size", "large"}, {"special", "true"}};
+  fake.extended = {{"example.com/fpga", 2}};
+  fake.allocatable = Resources{
+      Millicores{3'500}, Bytes{12 * 1024 * kMebibyte.value}, 40, {{"example.com/fpga", 2}}};
+  types.push_back(fake);
   return types;
 }
 

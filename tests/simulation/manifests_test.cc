@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "adapters/sim/scenario.h"
+#include "tests/support/scenario_objects.h"
 
 namespace tenon::testing {
 namespace {
@@ -15,24 +16,7 @@ name: t
 catalog: )" TENON_SOURCE_DIR R"(/examples/catalogs/small.json
 )";
 
-const std::string kPool = R"(---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: r
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {a: b}}]
-  securityGroupSelectorTerms: [{tags: {a: b}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-)";
+const std::string kPool = kDefaultPoolAndClass;
 
 sim::Scenario Parse(const std::string& text) {
   return sim::ParseScenario(text, "/");
