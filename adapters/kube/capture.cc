@@ -104,9 +104,11 @@ bool NeedsQuotes(const std::string& s) {
   return std::string_view("0123456789+-.").find(s.front()) != std::string_view::npos;
 }
 
-void Emit(YAML::Emitter& out, const json& j) {
+// Any nlohmann JSON flavour: objects keep the order the type keeps (sorted, or as inserted).
+template <class Json>
+void Emit(YAML::Emitter& out, const Json& j) {
   switch (j.type()) {
-    case json::value_t::object:
+    case Json::value_t::object:
       out << YAML::BeginMap;
       for (const auto& [key, value] : j.items()) {
         out << YAML::Key;
@@ -116,28 +118,28 @@ void Emit(YAML::Emitter& out, const json& j) {
       }
       out << YAML::EndMap;
       break;
-    case json::value_t::array:
+    case Json::value_t::array:
       out << YAML::BeginSeq;
       for (const auto& value : j) Emit(out, value);
       out << YAML::EndSeq;
       break;
-    case json::value_t::string: {
-      const auto& s = j.get_ref<const std::string&>();
+    case Json::value_t::string: {
+      const auto& s = j.template get_ref<const std::string&>();
       if (NeedsQuotes(s)) out << YAML::DoubleQuoted;
       out << s;
       break;
     }
-    case json::value_t::boolean:
-      out << j.get<bool>();
+    case Json::value_t::boolean:
+      out << j.template get<bool>();
       break;
-    case json::value_t::number_integer:
-      out << j.get<std::int64_t>();
+    case Json::value_t::number_integer:
+      out << j.template get<std::int64_t>();
       break;
-    case json::value_t::number_unsigned:
-      out << j.get<std::uint64_t>();
+    case Json::value_t::number_unsigned:
+      out << j.template get<std::uint64_t>();
       break;
-    case json::value_t::number_float:
-      out << j.get<double>();
+    case Json::value_t::number_float:
+      out << j.template get<double>();
       break;
     default:
       out << YAML::Null;
@@ -174,10 +176,20 @@ json Cleaned(json item, const std::string& kind, const std::string& api_version)
   return object;
 }
 
-std::string ToYaml(const json& object) {
+namespace {
+template <class Json>
+std::string YamlOf(const Json& object) {
   YAML::Emitter out;
   Emit(out, object);
   return std::string(out.c_str()) + "\n";
+}
+}  // namespace
+
+std::string ToYaml(const json& object) {
+  return YamlOf(object);
+}
+std::string ToYaml(const nlohmann::ordered_json& object) {
+  return YamlOf(object);
 }
 
 CaptureReport Capture(Client& client, const CaptureOptions& options) {
@@ -226,15 +238,16 @@ CaptureReport Capture(Client& client, const CaptureOptions& options) {
     report.skipped.push_back(std::to_string(on_later_nodes) +
                              " pods on nodes that joined while the cluster was listed");
   }
-  json scenario = {{"kind", "Scenario"},
-                   {"name", options.name},
-                   {"start", options.start},
-                   {"duration", options.duration},
-                   {"catalog", "catalog/instance-types.json"}};
+  const nlohmann::ordered_json scenario = {{"kind", "Scenario"},
+                                           {"name", options.name},
+                                           {"start", options.start},
+                                           {"duration", options.duration},
+                                           {"catalog", "catalog/instance-types.json"}};
   const std::string scenario_text =
       "# A scenario of the cluster at " + client.config().server + " as it was at " +
       options.start +
-      ". `tenon simulate FOLDER` runs it; change a NodePool in cluster.yaml, or add a timeline\n"
+      ".\n"
+      "# `tenon simulate FOLDER` runs it; change a NodePool in cluster.yaml, or add a timeline\n"
       "# here, to see what the change would do first.\n" +
       ToYaml(scenario);
 

@@ -54,5 +54,6 @@ nlohmann::json Cleaned(nlohmann::json item, const std::string& kind,
 // `object` as one YAML document: maps and lists in block style, strings quoted wherever plain
 // YAML would read them as something else ("true", "1", "").
 std::string ToYaml(const nlohmann::json& object);
+std::string ToYaml(const nlohmann::ordered_json& object);  // Keys in the order given.
 
 }  // namespace tenon::kube

@@ -243,21 +243,38 @@ void ParseCloud(const YAML::Node& c, CloudModel& cloud) {
 }
 
 // A timeline entry: `scale` (a workload to a replica count), `apply` (a Kubernetes object at
-// that time), `delete` (a workload: its pods go), or `do` (one of the actions above).
+// that time), `delete` (a workload: its pods go), `cordon` or `uncordon` (a Node), or `do` (one
+// of the actions above).
 void ParseTimelineEntry(const YAML::Node& e, std::size_t index, Scenario& s, Manifests& manifests,
                         const std::string& file, std::vector<WorkloadStep>& steps) {
   const std::string path = "timeline[" + std::to_string(index) + "]";
   CheckKeys(e,
-            {"at", "scale", "apply", "delete", "do", "instanceType", "zone", "capacityType",
-             "factor", "count", "label"},
+            {"at", "scale", "apply", "delete", "cordon", "uncordon", "do", "instanceType", "zone",
+             "capacityType", "factor", "count", "label"},
             path);
-  const int verbs =
-      (e["scale"] ? 1 : 0) + (e["apply"] ? 1 : 0) + (e["delete"] ? 1 : 0) + (e["do"] ? 1 : 0);
+  int verbs = 0;
+  for (const char* verb : {"scale", "apply", "delete", "cordon", "uncordon", "do"}) {
+    verbs += e[verb] ? 1 : 0;
+  }
   if (verbs != 1) {
     throw ScenarioError("line " + std::to_string(e.Mark().line + 1) + ": " + path +
-                        ": exactly one of scale, apply, delete, do");
+                        ": exactly one of scale, apply, delete, cordon, uncordon, do");
   }
   const Nanos at = At(e);
+  if (e["cordon"] || e["uncordon"]) {
+    const std::string verb = e["cordon"] ? "cordon" : "uncordon";
+    const YAML::Node& ref = e[verb];
+    CheckKeys(ref, {"kind", "name"}, path + "." + verb);
+    if (ref["kind"] && ref["kind"].as<std::string>() != "Node") {
+      throw ScenarioError(path + "." + verb + ".kind: only a Node is cordoned");
+    }
+    Action action;
+    action.at = at;
+    action.kind = e["cordon"] ? Action::Kind::kCordonNode : Action::Kind::kUncordonNode;
+    action.node = RequiredName(ref, (path + "." + verb).c_str());
+    s.actions.push_back(std::move(action));
+    return;
+  }
   if (e["do"]) {
     s.actions.push_back(ParseAction(e));
     return;
@@ -380,6 +397,16 @@ Scenario Parse(const YAML::Node& doc,
   std::vector<WorkloadStep> steps;
   for (const auto& e : doc["timeline"]) ParseTimelineEntry(e, index++, s, manifests, file, steps);
   manifests.Resolve(s);
+  for (const Action& a : s.actions) {
+    const bool cordon =
+        a.kind == Action::Kind::kCordonNode || a.kind == Action::Kind::kUncordonNode;
+    if (cordon && std::none_of(s.nodes.begin(), s.nodes.end(),
+                               [&](const Node& n) { return n.name == a.node; })) {
+      throw ScenarioError("timeline: cordon " + a.node +
+                          ": no Node of that name in the scenario (only the Nodes it starts " +
+                          "with have names known in advance)");
+    }
+  }
   for (auto& step : steps) s.workloads.push_back(std::move(step));
   if (s.nodepools.empty()) throw ScenarioError("objects: at least one NodePool is required");
   for (const auto& w : doc["workloads"]) {

@@ -128,6 +128,10 @@ struct Action {
     // A what-if replaying a recorded log: `nodepool` as a recorded edit left it (replacing the
     // NodePool of its name, or added).
     kApplyNodePool,
+    // kubectl cordon / uncordon of the Node `node` (one the scenario starts with): the node
+    // lifecycle controller's node.kubernetes.io/unschedulable:NoSchedule taint goes on or off.
+    kCordonNode,
+    kUncordonNode,
   };
   Nanos at{0};
   Kind kind = Kind::kDeleteNodeClaim;
@@ -141,6 +145,7 @@ struct Action {
   InterruptionKind interruption = InterruptionKind::kSpotInterruption;  // kInterruptOffering
   std::string detail;                                                   // kInterruptOffering
   NodePool nodepool;                                                    // kApplyNodePool
+  std::string node;                                                     // kCordonNode
 };
 
 // An offering ("type/zone/capacity-type") out of capacity from `from` until `until` (scenario

@@ -13,6 +13,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kVersion = "tenon-sim/1";
+// What the node lifecycle controller taints a cordoned (spec.unschedulable) node with.
+constexpr const char* kUnschedulableTaint = "node.kubernetes.io/unschedulable";
 [[maybe_unused]] constexpr std::size_t kTimersMax = 1'000'000;  // Only asserted.
 
 std::uint64_t Mix(std::uint64_t x) {
@@ -944,6 +946,19 @@ std::vector<Event> World::RunActions() {
         events.push_back(InputRejected{"sqs", "not an EventBridge event: missing detail-type",
                                        "{\"version\":\"0\",\"source\":\"aws.ec2\"}"});
         break;
+      case Action::Kind::kCordonNode:
+      case Action::Kind::kUncordonNode: {
+        auto node = nodes_.find(action.node);
+        if (node == nodes_.end()) break;  // Gone since: nothing to cordon.
+        std::vector<Taint>& taints = node->second.taints;
+        std::erase_if(taints, [](const Taint& t) { return t.key == kUnschedulableTaint; });
+        if (action.kind == Action::Kind::kCordonNode) {
+          taints.push_back({kUnschedulableTaint, "", TaintEffect::kNoSchedule});
+        }
+        room_may_have_changed_ = true;
+        events.push_back(NodeUpserted{node->second});
+        break;
+      }
       case Action::Kind::kProtectNode: {
         const SimInstance* i =
             Oldest([&](const SimInstance& x) { return nodes_.contains(x.node_name); });

@@ -4,9 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "adapters/sim/scenario.h"
+#include "adapters/sim/simulator.h"
 #include "tests/support/scenario_objects.h"
+#include "tests/support/temp_dir.h"
 
 namespace tenon::testing {
 namespace {
@@ -247,8 +250,58 @@ spec:
 )")
                 .find("spec.selector: does not select"),
             std::string::npos);
+  EXPECT_NE(ErrorOf(kHead + "timeline:\n  - {at: 1m, cordon: {name: ghost}}\n" + kPool)
+                .find("timeline: cordon ghost: no Node of that name in the scenario"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(kHead + "---\n" + kHead).find("a second Scenario document"), std::string::npos);
   EXPECT_NE(ErrorOf(kPool).find("no Scenario document"), std::string::npos);
+}
+
+// kubectl cordon in the timeline: the node lifecycle controller's unschedulable taint goes on
+// the Node, so a pod that would fit there waits for capacity the controller launches, and
+// uncordon takes the taint off again. The first pod must not be disrupted, or consolidation
+// would move it onto the uncordoned node.
+TEST(Manifests, ACordonedNodeTakesNoNewPods) {
+  const std::string node = R"(---
+apiVersion: v1
+kind: Node
+metadata:
+  name: static-1
+  labels: {kubernetes.io/hostname: static-1, topology.kubernetes.io/zone: us-east-1a}
+status:
+  allocatable: {cpu: "4", memory: 16Gi, pods: "50"}
+  conditions: [{type: Ready, status: "True"}]
+)";
+  const std::string timeline = R"(duration: 6m
+timeline:
+  - {at: 30s, cordon: {kind: Node, name: static-1}}
+  - at: 1m
+    apply: {apiVersion: v1, kind: Pod,
+            metadata: {name: while-cordoned, annotations: {karpenter.sh/do-not-disrupt: "true"}},
+            spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]}}
+  - {at: 3m, uncordon: {name: static-1}}
+  - at: 4m
+    apply: {apiVersion: v1, kind: Pod, metadata: {name: after},
+            spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "3"}}}]}}
+)";
+  const sim::Scenario scenario = Parse(kHead + timeline + kPool + node);
+  TempDir dir;
+  sim::SimulateOptions options;
+  options.log_dir = dir.path() / "log";
+  std::map<std::string, std::string> node_of;
+  bool tainted = true;
+  options.on_end = [&](const sim::World& world) {
+    for (const auto& [key, pod] : world.pods()) node_of[pod.name] = pod.node_name.str();
+    const auto& taints = world.nodes().at("static-1").taints;
+    tainted = std::any_of(taints.begin(), taints.end(), [](const Taint& t) {
+      return t.key == "node.kubernetes.io/unschedulable";
+    });
+  };
+  sim::Simulate(scenario, options);
+  EXPECT_FALSE(node_of["while-cordoned"].empty());
+  EXPECT_NE(node_of["while-cordoned"], "static-1");
+  EXPECT_EQ(node_of["after"], "static-1");
+  EXPECT_FALSE(tainted);
 }
 
 }  // namespace
