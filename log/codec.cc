@@ -521,6 +521,8 @@ void Put(s::NodeClass::Builder b, const NodeClass& c) {
   PutTexts(b.initSubnets(c.subnets.size()), c.subnets);
   PutTexts(b.initSecurityGroups(c.security_groups.size()), c.security_groups);
   b.setTerminating(c.terminating);
+  PutTexts(b.initZones(c.zones.size()), c.zones);
+  PutTexts(b.initArchs(c.archs.size()), c.archs);
 }
 NodeClass Get(s::NodeClass::Reader r) {
   auto narrow = [](std::optional<std::int64_t> v) -> std::optional<std::int32_t> {
@@ -535,7 +537,9 @@ NodeClass Get(s::NodeClass::Reader r) {
           GetTexts(r.getAmis()),
           GetTexts(r.getSubnets()),
           GetTexts(r.getSecurityGroups()),
-          r.getTerminating()};
+          r.getTerminating(),
+          GetTexts(r.getZones()),
+          GetTexts(r.getArchs())};
 }
 
 void Put(s::Offering::Builder b, const Offering& o) {

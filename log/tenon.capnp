@@ -222,6 +222,8 @@ struct NodeClass {
   subnets @7 :List(Text);
   securityGroups @8 :List(Text);
   terminating @9 :Bool;
+  zones @10 :List(Text);
+  archs @11 :List(Text);
 }
 
 struct Offering {

@@ -219,6 +219,7 @@ void H(Hasher& h, const NodeClass& c) {
   All(h, c.name, c.ami_family, c.role, c.ready, c.max_pods, c.pods_per_core, c.amis, c.subnets,
       c.security_groups);
   if (c.terminating) H(h, c.terminating);  // Added later: hashed only when set.
+  if (!c.zones.empty() || !c.archs.empty()) All(h, c.zones, c.archs);
 }
 void H(Hasher& h, const Offering& o) {
   All(h, o.zone, o.capacity_type, o.price, o.available);

@@ -476,6 +476,11 @@ struct NodeClass {
   std::vector<std::string> subnets;
   std::vector<std::string> security_groups;
   bool terminating = false;  // metadata.deletionTimestamp is set: nothing new launches with it.
+  // Where it can launch, from the same status: the zones its subnets are in and the
+  // architectures its AMIs serve. An offering in another zone, or a type of another
+  // architecture, cannot be launched with it. Empty: not known, nothing ruled out.
+  std::vector<std::string> zones;
+  std::vector<std::string> archs;
   friend bool operator==(const NodeClass&, const NodeClass&) = default;
 };
 

@@ -299,8 +299,18 @@ void FillTypes(const State& state, PoolTemplate& t, AllocatableCache& per_nodecl
     // The labels first: a pool that names a few types turns the rest of the catalog away
     // before its offerings are looked at.
     if (!TypeLabelsAllow(t, row, t.requirements)) return;
+    // Only what the NodeClass can launch: a type of an architecture none of its AMIs serve,
+    // or an offering in a zone none of its subnets are in, is not offered (as Karpenter builds
+    // its offerings from the NodeClass's subnet zones).
+    const NodeClass& nc = *t.nodeclass;
+    auto allows = [](const std::vector<std::string>& list, const std::string& value) {
+      return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+    };
+    if (!allows(nc.archs, entry.type.arch)) return;
     for (const auto& o : entry.type.offerings) {
-      if (OfferingUsable(state, entry.type, o)) row.offerings.push_back(&o);
+      if (allows(nc.zones, o.zone) && OfferingUsable(state, entry.type, o)) {
+        row.offerings.push_back(&o);
+      }
     }
     if (row.offerings.empty() || !TypeAllows(t, row, t.requirements)) return;
     // Allocatable depends on the NodeClass kubelet settings; computed once per NodeClass and

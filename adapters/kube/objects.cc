@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include <yaml-cpp/eventhandler.h>
@@ -985,6 +986,26 @@ NodeClass ParseNodeClass(const YAML::Node& object, bool needs_ready_condition) {
     ids("amis", nodeclass.amis);
     ids("subnets", nodeclass.subnets);
     ids("securityGroups", nodeclass.security_groups);
+    // Where it can launch: its subnets' zones, and the architectures its AMIs' requirements
+    // name (an AMI without an arch requirement serves any).
+    std::set<std::string> zones;
+    for (const auto& subnet : status["subnets"]) {
+      if (subnet["zone"]) zones.insert(Str(subnet["zone"], "status.subnets[].zone"));
+    }
+    std::set<std::string> archs;
+    bool any_arch = false;
+    for (const auto& ami : status["amis"]) {
+      bool named = false;
+      for (const auto& r : ami["requirements"]) {
+        const Requirement req = ParseRequirement(r);
+        if (req.key != label::kArch || req.op != RequirementOp::kIn) continue;
+        archs.insert(req.values.begin(), req.values.end());
+        named = true;
+      }
+      any_arch = any_arch || !named;
+    }
+    nodeclass.zones.assign(zones.begin(), zones.end());
+    if (!any_arch) nodeclass.archs.assign(archs.begin(), archs.end());
   }
   // The Ready condition its controller writes; without one, ready only where no controller
   // runs (scenario files, examples).

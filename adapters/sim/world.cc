@@ -1357,6 +1357,7 @@ NodeClass World::Resolved(const NodeClass& nodeclass) const {
   }
   out.subnets.clear();
   for (const auto& zone : zones) out.subnets.push_back("subnet-" + zone);
+  out.zones.assign(zones.begin(), zones.end());
   out.security_groups = {"sg-" + scenario_.settings.cluster_name + "-nodes"};
   return out;
 }

@@ -101,6 +101,31 @@ status:
   EXPECT_EQ(nc.amis, (std::vector<std::string>{"ami-1", "ami-2"}));
   EXPECT_EQ(nc.subnets, (std::vector<std::string>{"subnet-a"}));
   EXPECT_EQ(nc.security_groups, (std::vector<std::string>{"sg-1"}));
+  EXPECT_EQ(nc.zones, (std::vector<std::string>{"us-east-1a"}));
+  EXPECT_TRUE(nc.archs.empty());  // ami-1 and ami-2 name no architecture: any is served.
+}
+
+// Where the NodeClass can launch, as its controller's status says: the zones of its subnets
+// and the architectures its AMIs' requirements name, each once, in order.
+TEST(ParseNodeClass, ZonesAndArchitecturesFromStatus) {
+  NodeClass nc = ParseNodeClass(YAML::Load(R"(
+metadata: {name: default}
+spec: {role: r, amiSelectorTerms: [{alias: al2023@latest}]}
+status:
+  amis:
+    - {id: ami-arm, requirements: [{key: kubernetes.io/arch, operator: In, values: [arm64]}]}
+    - id: ami-x86
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.k8s.aws/instance-gpu-count, operator: DoesNotExist}
+  subnets:
+    - {id: subnet-c, zone: us-east-1c, zoneID: use1-az3}
+    - {id: subnet-a, zone: us-east-1a, zoneID: use1-az1}
+    - {id: subnet-a2, zone: us-east-1a, zoneID: use1-az1}
+)"));
+  EXPECT_EQ(nc.zones, (std::vector<std::string>{"us-east-1a", "us-east-1c"}));
+  EXPECT_EQ(nc.archs, (std::vector<std::string>{"amd64", "arm64"}));
+  EXPECT_EQ(nc.subnets, (std::vector<std::string>{"subnet-c", "subnet-a", "subnet-a2"}));
 }
 
 TEST(ParsePod, PriorityAndDeletionCost) {

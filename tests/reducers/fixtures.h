@@ -72,7 +72,7 @@ class Folder {
     FoldAll({Tick{kT0}, ControllerStarted{"test", seed, Settings{}},
              CatalogRefreshed{SmallCatalog()},
              NodeClassUpserted{
-                 NodeClass{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, false}}});
+                 NodeClass{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, false, {}, {}}}});
     for (auto& p : pools) Fold(NodePoolUpserted{std::move(p)});
   }
   State state;

@@ -965,7 +965,7 @@ TEST(Lifecycle, NodePoolStatusSaysWhetherItsNodeClassIsReady) {
   EXPECT_EQ(published["default"].nodeclass_unready, "");
   EXPECT_TRUE(published["orphan"].validated);
   EXPECT_EQ(published["orphan"].nodeclass_unready, "NodeClassNotFound");
-  NodeClass deleting{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, true};
+  NodeClass deleting{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, true, {}, {}};
   f.Fold(NodeClassUpserted{deleting});
   const Output later = f.Fold(Tick{kT0 + Nanos{2 * kSecond.value}});
   auto changed = CommandsOf<PatchNodePoolStatus>(later);
@@ -1099,6 +1099,58 @@ TEST(Lifecycle, RegistrationOwnsTheNodeAndTagsTheInstanceOnce) {
                                   NodeUpserted{node}, Tick{kT0 + Nanos{60 * kSecond.value}}});
   EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   EXPECT_TRUE(CommandsOf<TagInstance>(after).empty());
+}
+
+// Karpenter builds a NodeClass's offerings from the zones its subnets are in, and only types
+// an AMI of it serves can launch: a NodeClass whose status lists subnets in us-east-1a only and
+// amd64 AMIs only never has a claim planned in us-east-1b or on arm64, even for a zone spread;
+// a pod that needs us-east-1b stays pending and nothing launches for it.
+TEST(Provisioning, OnlyZonesAndArchitecturesTheNodeClassCanLaunchInto) {
+  Folder f;
+  f.Start({Pool("default")});
+  const NodeClass nodeclass{"default",    "AL2023", "role", true,           {},       {}, {"ami-1"},
+                            {"subnet-a"}, {},       false,  {"us-east-1a"}, {"amd64"}};
+  f.Fold(NodeClassUpserted{nodeclass});
+  for (int i = 0; i < 3; ++i) {
+    Pod pod = PendingPod("spread-" + std::to_string(i), 1500, 1024);
+    pod.labels.Mutable()["app"] = "spread";
+    TopologySpreadConstraint spread;
+    spread.topology_key = label::kZone;
+    spread.selector.match_labels["app"] = "spread";
+    pod.constraints.Mutable().topology_spread.push_back(spread);
+    f.Fold(PodUpserted{pod});
+  }
+  Pod elsewhere = PendingPod("needs-1b", 500, 512);
+  elsewhere.constraints.Mutable().node_selector[label::kZone] = "us-east-1b";
+  f.Fold(PodUpserted{elsewhere});
+  const Output out = f.Fold(Tick{kT0 + kSecond});
+  auto launches = CommandsOf<LaunchInstances>(out);
+  ASSERT_FALSE(launches.empty());
+  for (const auto* launch : launches) {
+    for (const auto& o : launch->overrides) {
+      EXPECT_EQ(o.zone, "us-east-1a") << launch->nodeclaim << " " << o.instance_type;
+      EXPECT_NE(o.instance_type, "m6g.large");
+    }
+  }
+  bool reported = false;
+  for (const Decision& decision : out.decisions) {
+    const auto* d = std::get_if<ProvisioningDecision>(&decision.body);
+    if (d == nullptr) continue;
+    for (const PodOutcome& pod : d->pods) {
+      if (pod.pod != "default/needs-1b") continue;
+      EXPECT_TRUE(pod.target.empty()) << pod.target;
+      reported = true;
+    }
+  }
+  EXPECT_TRUE(reported);
+  // With the NodeClass's status unknown (no zones, no architectures), every zone is offered.
+  Folder open;
+  open.Start({Pool("default")});
+  open.Fold(PodUpserted{elsewhere});
+  const Output first = open.Fold(Tick{kT0 + kSecond});
+  auto later = CommandsOf<LaunchInstances>(first);
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0]->overrides.front().zone, "us-east-1b");
 }
 
 }  // namespace

@@ -92,8 +92,8 @@ std::vector<Event> Inputs(const YAML::Node& c, bool reverse) {
     for (const auto& n : c["nodeclasses"])
       body.push_back(NodeClassUpserted{kube::ParseNodeClass(n)});
   } else {
-    body.push_back(
-        NodeClassUpserted{NodeClass{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, false}});
+    body.push_back(NodeClassUpserted{
+        NodeClass{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, false, {}, {}}});
   }
   if (c["nodepools"]) {
     for (const auto& n : c["nodepools"]) body.push_back(NodePoolUpserted{kube::ParseNodePool(n)});
