@@ -270,6 +270,43 @@ void Manifests::Add(const YAML::Node& object, const std::string& where, Nanos at
   docs_.push_back({object, where, at});
 }
 
+namespace {
+
+// RFC 7386 on YAML: `patch` merged into a copy of `target`.
+YAML::Node MergePatch(const YAML::Node& target, const YAML::Node& patch) {
+  if (!patch.IsMap()) return YAML::Clone(patch);
+  YAML::Node out = target.IsMap() ? YAML::Clone(target) : YAML::Node(YAML::NodeType::Map);
+  for (const auto& entry : patch) {
+    const std::string key = entry.first.Scalar();
+    if (entry.second.IsNull()) {
+      out.remove(key);
+      continue;
+    }
+    const YAML::Node& current = static_cast<const YAML::Node&>(out)[key];
+    out[key] = MergePatch(current ? current : YAML::Node(), entry.second);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool Manifests::Patch(const std::string& kind, const std::string& ns, const std::string& name,
+                      const YAML::Node& merge, const std::string& where, Nanos at) {
+  const Doc* base = nullptr;
+  for (const Doc& d : docs_) {
+    if (Text(d.object["kind"]) != kind || Meta(d.object, "name") != name || d.at > at) continue;
+    const std::string have = Meta(d.object, "namespace");
+    const bool same_ns =
+        ns.empty() || ns == "default" ? have.empty() || have == "default" : have == ns;
+    if (!same_ns) continue;
+    if (base == nullptr || d.at >= base->at) base = &d;
+  }
+  if (base == nullptr) return false;
+  if (!merge.IsMap()) throw ScenarioError(where + ": a merge patch must be a map");
+  Add(MergePatch(base->object, merge), where, at);
+  return true;
+}
+
 bool Manifests::HasWorkload(const std::string& key) const {
   return std::any_of(docs_.begin(), docs_.end(), [&](const Doc& d) {
     const std::string kind = Text(d.object["kind"]);

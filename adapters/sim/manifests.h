@@ -28,6 +28,12 @@ class Manifests {
   void Resolve(Scenario& scenario);
   // Whether a workload (Deployment, ReplicaSet or StatefulSet) "Kind/namespace/name" is queued.
   bool HasWorkload(const std::string& key) const;
+  // Queues the object `kind` `ns`/`name` as it is at `at` (the one last applied at or before
+  // then) with `merge` applied as a JSON merge patch, as `kubectl patch --type merge` applies
+  // it: maps merge key by key, null removes a field, anything else replaces. `ns` empty: the
+  // default namespace, or none for a cluster-scoped kind. False when no such object is queued.
+  bool Patch(const std::string& kind, const std::string& ns, const std::string& name,
+             const YAML::Node& merge, const std::string& where, Nanos at);
 
  private:
   struct Doc {

@@ -243,24 +243,40 @@ void ParseCloud(const YAML::Node& c, CloudModel& cloud) {
 }
 
 // A timeline entry: `scale` (a workload to a replica count), `apply` (a Kubernetes object at
-// that time), `delete` (a workload: its pods go), `cordon` or `uncordon` (a Node), or `do` (one
-// of the actions above).
+// that time), `patch` (a merge patch of an object applied before), `delete` (a workload: its
+// pods go), `cordon` or `uncordon` (a Node), or `do` (one of the actions above).
 void ParseTimelineEntry(const YAML::Node& e, std::size_t index, Scenario& s, Manifests& manifests,
                         const std::string& file, std::vector<WorkloadStep>& steps) {
   const std::string path = "timeline[" + std::to_string(index) + "]";
   CheckKeys(e,
-            {"at", "scale", "apply", "delete", "cordon", "uncordon", "do", "instanceType", "zone",
-             "capacityType", "factor", "count", "label"},
+            {"at", "scale", "apply", "patch", "delete", "cordon", "uncordon", "do", "instanceType",
+             "zone", "capacityType", "factor", "count", "label"},
             path);
   int verbs = 0;
-  for (const char* verb : {"scale", "apply", "delete", "cordon", "uncordon", "do"}) {
+  for (const char* verb : {"scale", "apply", "patch", "delete", "cordon", "uncordon", "do"}) {
     verbs += e[verb] ? 1 : 0;
   }
   if (verbs != 1) {
     throw ScenarioError("line " + std::to_string(e.Mark().line + 1) + ": " + path +
-                        ": exactly one of scale, apply, delete, cordon, uncordon, do");
+                        ": exactly one of scale, apply, patch, delete, cordon, uncordon, do");
   }
   const Nanos at = At(e);
+  if (e["patch"]) {
+    const YAML::Node& ref = e["patch"];
+    CheckKeys(ref, {"kind", "namespace", "name", "merge"}, path + ".patch");
+    if (!ref["kind"]) throw ScenarioError(path + ".patch.kind: required");
+    if (!ref["merge"]) throw ScenarioError(path + ".patch.merge: required");
+    const std::string kind = ref["kind"].as<std::string>();
+    const std::string name = RequiredName(ref, (path + ".patch").c_str());
+    const std::string ns = ref["namespace"] ? ref["namespace"].as<std::string>() : "";
+    const std::string where = file + ":" + std::to_string(ref.Mark().line + 1);
+    if (!manifests.Patch(kind, ns, name, ref["merge"], where, at)) {
+      throw ScenarioError("line " + std::to_string(ref.Mark().line + 1) + ": " + path +
+                          ".patch: no " + kind + " " + (ns.empty() ? "" : ns + "/") + name +
+                          " in the scenario by then");
+    }
+    return;
+  }
   if (e["cordon"] || e["uncordon"]) {
     const std::string verb = e["cordon"] ? "cordon" : "uncordon";
     const YAML::Node& ref = e[verb];

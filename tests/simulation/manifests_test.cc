@@ -304,5 +304,66 @@ timeline:
   EXPECT_FALSE(tainted);
 }
 
+// kubectl patch --type merge in the timeline: the object as applied before, with the patch
+// merged in. Here one patch removes (null) a NodePool requirement no instance type meets, and
+// another raises a Deployment's replicas, so every pod is bound once they apply. A patch of an
+// object the scenario does not have by then is an error.
+TEST(Manifests, AMergePatchChangesAnAppliedObject) {
+  // The default pool (its spec is the constant's last lines), with a requirement appended.
+  const std::string objects = kPool +
+                              "      requirements:\n"
+                              "        - {key: node.kubernetes.io/instance-type, operator: In, "
+                              "values: [x9.nothing]}\n" +
+                              R"(---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]
+)";
+  const std::string timeline = R"(duration: 4m
+timeline:
+  - at: 1m
+    patch:
+      kind: NodePool
+      name: default
+      merge: {spec: {template: {spec: {requirements: null}}}}
+  - {at: 1m, patch: {kind: Deployment, namespace: shop, name: web, merge: {spec: {replicas: 3}}}}
+)";
+  const sim::Scenario scenario = Parse(kHead + timeline + objects);
+  TempDir dir;
+  sim::SimulateOptions options;
+  options.log_dir = dir.path() / "log";
+  std::size_t bound = 0, pods = 0;
+  options.on_end = [&](const sim::World& world) {
+    for (const auto& [key, pod] : world.pods()) {
+      ++pods;
+      if (!pod.node_name.str().empty()) ++bound;
+    }
+  };
+  sim::Simulate(scenario, options);
+  EXPECT_EQ(pods, 3u);
+  EXPECT_EQ(bound, 3u);
+  // Without the patches nothing is bound: the requirement is what kept the pod pending.
+  const sim::Scenario unpatched = Parse(kHead + "duration: 4m\n" + objects);
+  TempDir other;
+  options.log_dir = other.path() / "log";
+  bound = pods = 0;
+  sim::Simulate(unpatched, options);
+  EXPECT_EQ(pods, 1u);
+  EXPECT_EQ(bound, 0u);
+  EXPECT_NE(ErrorOf(kHead +
+                    "timeline:\n  - {at: 1m, patch: {kind: Deployment, name: web, merge: "
+                    "{spec: {replicas: 2}}}}\n" +
+                    objects)
+                .find("timeline[0].patch: no Deployment web in the scenario by then"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tenon::testing
