@@ -50,8 +50,13 @@ Decision DecisionAt(std::uint64_t n, std::uint64_t seq, const Options& o) {
     const std::uint64_t claim = (n - 1) / 3;
     static constexpr const char* kSteps[] = {"Launched", "Registered", "Initialized"};
     const auto step = (n - 1) % 3;
-    d.body = LifecycleDecision{Claim(claim), kSteps[step], "bench",
-                               step == 0 ? "" : NodeName(claim), "i-" + std::to_string(claim)};
+    d.body = LifecycleDecision{Claim(claim),
+                               kSteps[step],
+                               "bench",
+                               step == 0 ? "" : NodeName(claim),
+                               "i-" + std::to_string(claim),
+                               Cause::kNone,
+                               ""};
     return d;
   }
   DisruptionDecision x{"SingleNodeConsolidation",
@@ -64,8 +69,9 @@ Decision DecisionAt(std::uint64_t n, std::uint64_t seq, const Options& o) {
   const std::uint64_t first = (n * o.candidates_per_pass) % o.claims;
   for (std::size_t i = 0; i < o.candidates_per_pass; ++i) {
     const std::uint64_t c = (first + i) % o.claims;
-    x.candidates.push_back(
-        {Claim(c), "general", "no cheaper replacement: cheapest fit m5.large costs $0.0960/h"});
+    x.candidates.push_back({Claim(c), "general",
+                            "no cheaper replacement: cheapest fit m5.large costs $0.0960/h",
+                            Cause::kNoBetterPlacement, ""});
   }
   if (x.phase == "executed") x.nodeclaims.push_back(Claim(first));
   x.budgets.push_back({"general", "Underutilized", 1, "budget 0 (nodes 10%)"});

@@ -1171,19 +1171,21 @@ Command Get(s::Command::Reader r) {
 // A disruption pass's candidates, their pools and outcomes written once each in the decision's
 // `texts` and named by position: a pass over a thousand spot nodes repeats one pool and one
 // blocker a thousand times, and a multi-node group's plan (every pod's move) once per member.
+// A cause as recorded; a number past the last code is a damaged record.
+Cause CauseFrom(std::uint8_t code) {
+  if (code > static_cast<std::uint8_t>(kCauseLast)) {
+    throw CodecError("decision names cause " + std::to_string(code) + ", past the last known");
+  }
+  return static_cast<Cause>(code);
+}
+
 void PutCandidates(s::Decision::Disruption::Builder g,
                    const std::vector<DisruptionCandidate>& from) {
-  // A handful (an index entry's one candidate) is smaller with its texts in place.
+  // A handful (an index entry's one candidate) is smaller with its texts in place; subjects
+  // are always in the table.
   constexpr std::size_t kSharedTextsFrom = 4;
+  const bool shared = from.size() >= kSharedTextsFrom;
   auto candidates = g.initCandidates(from.size());
-  if (from.size() < kSharedTextsFrom) {
-    for (unsigned i = 0; i < from.size(); ++i) {
-      candidates[i].setNodeClaim(T(from[i].nodeclaim));
-      candidates[i].setNodePool(T(from[i].nodepool));
-      candidates[i].setOutcome(T(from[i].outcome));
-    }
-    return;
-  }
   std::unordered_map<std::string_view, std::uint32_t> refs;  // text -> position + 1
   std::vector<std::string_view> texts;
   auto ref = [&](const std::string& text) {
@@ -1193,9 +1195,17 @@ void PutCandidates(s::Decision::Disruption::Builder g,
   };
   for (unsigned i = 0; i < from.size(); ++i) {
     candidates[i].setNodeClaim(T(from[i].nodeclaim));
-    candidates[i].setNodePoolText(ref(from[i].nodepool));
-    candidates[i].setOutcomeText(ref(from[i].outcome));
+    if (shared) {
+      candidates[i].setNodePoolText(ref(from[i].nodepool));
+      candidates[i].setOutcomeText(ref(from[i].outcome));
+    } else {
+      candidates[i].setNodePool(T(from[i].nodepool));
+      candidates[i].setOutcome(T(from[i].outcome));
+    }
+    candidates[i].setCause(static_cast<std::uint8_t>(from[i].cause));
+    if (!from[i].subject.empty()) candidates[i].setSubjectText(ref(from[i].subject));
   }
+  if (texts.empty()) return;
   auto table = g.initTexts(texts.size());
   for (unsigned i = 0; i < texts.size(); ++i) {
     table.set(i, capnp::Text::Reader(texts[i].data(), texts[i].size()));
@@ -1241,6 +1251,8 @@ void Put(s::Decision::Builder b, const Decision& d) {
                    g.setReason(T(l.reason));
                    g.setNodeName(T(l.node_name));
                    g.setInstanceId(T(l.instance_id));
+                   g.setCause(static_cast<std::uint8_t>(l.cause));
+                   g.setSubject(T(l.subject));
                  },
              },
              d.body);
@@ -1283,7 +1295,9 @@ Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
         const std::string_view pool = text(c.getNodePoolText(), c.getNodePool());
         if (keep && !keep(View(c.getNodeClaim()), pool)) continue;
         x.candidates.push_back({S(c.getNodeClaim()), std::string(pool),
-                                std::string(text(c.getOutcomeText(), c.getOutcome()))});
+                                std::string(text(c.getOutcomeText(), c.getOutcome())),
+                                CauseFrom(c.getCause()),
+                                std::string(text(c.getSubjectText(), capnp::Text::Reader()))});
       }
       for (auto b : g.getBudgets()) {
         x.budgets.push_back(
@@ -1295,7 +1309,8 @@ Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
     case s::Decision::LIFECYCLE: {
       auto g = r.getLifecycle();
       d.body = LifecycleDecision{S(g.getNodeClaim()), S(g.getTransition()), S(g.getReason()),
-                                 S(g.getNodeName()), S(g.getInstanceId())};
+                                 S(g.getNodeName()),  S(g.getInstanceId()), CauseFrom(g.getCause()),
+                                 S(g.getSubject())};
       return d;
     }
     case s::Decision::NONE:

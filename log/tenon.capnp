@@ -535,6 +535,9 @@ struct Decision {
       reason @9 :Text;
       nodeName @10 :Text;
       instanceId @11 :Text;
+      # Added later: zero and empty in decisions recorded before (LifecycleDecision).
+      cause @22 :UInt8;
+      subject @23 :Text;
     }
     disruption :group {
       method @12 :Text;
@@ -563,6 +566,10 @@ struct DisruptionCandidate {
   # (what decisions recorded before the table hold).
   nodePoolText @3 :UInt32;
   outcomeText @4 :UInt32;
+  # Added later: zero in decisions recorded before (DisruptionCandidate). The subject is a
+  # position in `texts` plus one, as above; zero: none.
+  cause @5 :UInt8;
+  subjectText @6 :UInt32;
 }
 
 struct BudgetState {

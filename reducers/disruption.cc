@@ -326,25 +326,48 @@ std::string PdbRefusal(const State& state, const Pod& pod) {
   return {};
 }
 
+// Why a candidate cannot go: the text its outcome records, the text's code and what it names.
+struct Obstacle {
+  Cause cause = Cause::kNone;
+  std::string subject;
+  std::string text;
+  bool empty() const { return text.empty(); }
+};
+
+// Records what became of a candidate: the outcome's text, its code and what the code names.
+void SetOutcome(DisruptionCandidate& record, std::string text, Cause cause = Cause::kNone,
+                std::string subject = {}) {
+  record.outcome = std::move(text);
+  record.cause = cause;
+  record.subject = std::move(subject);
+}
+
 // Why the candidate may not be disrupted gracefully now, or empty: do-not-disrupt on its node
 // or a pod, or a PodDisruptionBudget that would refuse an eviction. `runs_out`: set when the
 // blocker goes away by itself at a known time. With `pods` false only the node's own
 // do-not-disrupt counts: drift under a terminationGracePeriod (Karpenter's eventual
 // disruption) goes ahead past blocked pods, which the drain deletes by the deadline.
-std::string GracefulBlocker(const State& state, const Candidate& c, Nanos* runs_out,
-                            bool pods = true) {
-  if (c.node->do_not_disrupt) return "node " + c.node->name + " has karpenter.sh/do-not-disrupt";
+Obstacle GracefulBlocker(const State& state, const Candidate& c, Nanos* runs_out,
+                         bool pods = true) {
+  if (c.node->do_not_disrupt) {
+    return {Cause::kDoNotDisrupt, c.node->name,
+            "node " + c.node->name + " has karpenter.sh/do-not-disrupt"};
+  }
   if (!pods) return {};
   // Every running pod on the node counts, as Karpenter validates a candidate's pods: a
   // DaemonSet or mirror pod's do-not-disrupt blocks it, and so does a budget over a DaemonSet
   // pod (the Eviction API would refuse it; mirror pods are not evicted).
   for (const auto& [key, pod] : c.bound->pods) {
     if (!IsActive(*pod)) continue;
-    if (std::string why = ProtectedText(state, c, *pod, runs_out); !why.empty()) return why;
+    if (std::string why = ProtectedText(state, c, *pod, runs_out); !why.empty()) {
+      return {Cause::kDoNotDisrupt, PodKey(pod->ns, pod->name), std::move(why)};
+    }
   }
   for (const auto& [key, pod] : c.bound->pods) {
     if (!IsActive(*pod) || pod->owner_kind == "Node") continue;
-    if (std::string why = PdbRefusal(state, *pod); !why.empty()) return why;
+    if (std::string why = PdbRefusal(state, *pod); !why.empty()) {
+      return {Cause::kPodDisruptionBudget, PodKey(pod->ns, pod->name), std::move(why)};
+    }
   }
   return {};
 }
@@ -708,11 +731,12 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
     c.pool = facts.pool;
     c.bound = facts.bound;
     c.drifted = &facts.drifted;
-    std::string blocker = MethodBlocker(state, kind, c);
-    if (blocker == "-") continue;
+    Obstacle blocker{Cause::kPolicy, claim.nodepool, MethodBlocker(state, kind, c)};
+    if (blocker.text == "-") continue;
     Nanos runs_out{0};
     if (blocker.empty() && claim.nominated_until > state.now) {
-      blocker = "nominated for pending pods until " + ClockUtc(claim.nominated_until);
+      blocker = {Cause::kNominated, "",
+                 "nominated for pending pods until " + ClockUtc(claim.nominated_until)};
       runs_out = claim.nominated_until;
     }
     // Karpenter's eventual disruption: drift of a claim whose pool sets a
@@ -721,11 +745,16 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const st
     if (blocker.empty()) blocker = GracefulBlocker(state, c, &runs_out, !c.past_blocked_pods);
     if (blocker.empty() && c.past_blocked_pods) c.moving = EvictableNow(state, c);
     KeepEarlier(pass.runs_out, runs_out);
-    if (!blocker.empty() && !c.why.empty()) blocker = c.why + ", but " + blocker;
+    if (!blocker.empty() && !c.why.empty()) blocker.text = c.why + ", but " + blocker.text;
     c.cost = DisruptionCost(state, c);
     c.record = pass.candidates.size();
-    pass.candidates.push_back({name, claim.nodepool, blocker.empty() ? "selected" : blocker});
-    if (blocker.empty()) out.push_back(std::move(c));
+    if (blocker.empty()) {
+      pass.candidates.push_back({name, claim.nodepool, "selected", Cause::kNone, ""});
+      out.push_back(std::move(c));
+    } else {
+      pass.candidates.push_back({name, claim.nodepool, std::move(blocker.text), blocker.cause,
+                                 std::move(blocker.subject)});
+    }
   }
   // Disruption-cost order, ties in the order gathered: a sort of (cost, position) keys, then
   // one move of each candidate.
@@ -803,9 +832,14 @@ void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidat
   std::vector<const Candidate*> within;
   for (const Candidate& c : cands) {
     std::int64_t& left = budgets.Left(c.claim->nodepool);
-    if (left <= 0 || within.size() >= kMultiNodeCandidatesMax) {
-      pass.candidates[c.record].outcome =
-          left <= 0 ? budgets.Over(c.claim->nodepool) : "beyond the 100 cheapest to disrupt";
+    if (left <= 0) {
+      SetOutcome(pass.candidates[c.record], budgets.Over(c.claim->nodepool),
+                 Cause::kDisruptionBudget, c.claim->nodepool);
+      continue;
+    }
+    if (within.size() >= kMultiNodeCandidatesMax) {
+      SetOutcome(pass.candidates[c.record], "beyond the 100 cheapest to disrupt",
+                 Cause::kNotConsidered);
       continue;
     }
     --left;
@@ -832,13 +866,14 @@ void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidat
     }
   }
   for (std::size_t i = 0; i < within.size(); ++i) {
-    auto& outcome = pass.candidates[within[i]->record].outcome;
+    auto& record = pass.candidates[within[i]->record];
     if (i < best) {
-      outcome = "selected: " + std::to_string(best) + " nodes together: " + chosen.text;
+      SetOutcome(record, "selected: " + std::to_string(best) + " nodes together: " + chosen.text);
       pass.selected.push_back(within[i]->claim->name);
+    } else if (best == 0) {
+      SetOutcome(record, "no group of two or more can go together", Cause::kNoBetterPlacement);
     } else {
-      outcome = best == 0 ? "no group of two or more can go together"
-                          : "not in the largest group that can go together";
+      SetOutcome(record, "not in the largest group that can go together", Cause::kNotConsidered);
     }
   }
   if (best > 0) pass.plans.push_back(std::move(chosen));
@@ -851,22 +886,25 @@ void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidat
 void SelectFirst(const State& state, Simulation& sim, const std::string& method,
                  const std::vector<Candidate>& cands, Pass& pass, Budgets& budgets) {
   for (const Candidate& c : cands) {
-    auto& outcome = pass.candidates[c.record].outcome;
+    auto& record = pass.candidates[c.record];
     if (budgets.Left(c.claim->nodepool) <= 0) {
-      outcome = budgets.Over(c.claim->nodepool);
+      SetOutcome(record, budgets.Over(c.claim->nodepool), Cause::kDisruptionBudget,
+                 c.claim->nodepool);
       continue;
     }
     const std::string why = c.why.empty() ? "" : c.why + "; ";
     if (!pass.selected.empty()) {
-      outcome = why + "not simulated: another node was selected (one node per command)";
+      SetOutcome(record, why + "not simulated: another node was selected (one node per command)",
+                 Cause::kNotConsidered);
       continue;
     }
     Plan plan = Consult(state, sim, method, {&c});
     if (!plan.blocker.empty()) {
-      outcome = (c.why.empty() ? "" : c.why + ", but ") + plan.blocker;
+      SetOutcome(record, (c.why.empty() ? "" : c.why + ", but ") + plan.blocker,
+                 Cause::kNoBetterPlacement);
       continue;
     }
-    outcome = "selected: " + why + plan.text;
+    SetOutcome(record, "selected: " + why + plan.text);
     pass.selected.push_back(c.claim->name);
     pass.plans.push_back(std::move(plan));
   }
@@ -931,7 +969,9 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lo
   if (cands.empty()) return pass;
   if (IsConsolidation(method)) {
     if (std::string why = Unsettled(state); !why.empty()) {
-      for (const Candidate& c : cands) pass.candidates[c.record].outcome = why;
+      for (const Candidate& c : cands) {
+        SetOutcome(pass.candidates[c.record], why, Cause::kNotSettled);
+      }
       return pass;
     }
     if (method == kMultiNode) EvaluateMultiNode(state, sim, cands, pass, looked, only != nullptr);
@@ -944,10 +984,10 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lo
   }
   Budgets budgets(state, BudgetReason(method), pass, looked);
   for (const Candidate& c : cands) {
-    auto& outcome = pass.candidates[c.record].outcome;
     std::int64_t& left = budgets.Left(c.claim->nodepool);
     if (left <= 0) {
-      outcome = budgets.Over(c.claim->nodepool);
+      SetOutcome(pass.candidates[c.record], budgets.Over(c.claim->nodepool),
+                 Cause::kDisruptionBudget, c.claim->nodepool);
       continue;
     }
     Plan plan;
@@ -1034,7 +1074,7 @@ void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Outpu
            DisruptionDecision{"Expiration",
                               "executed",
                               {name},
-                              {{name, claim.nodepool, reason}},
+                              {{name, claim.nodepool, reason, Cause::kNone, ""}},
                               {},
                               "forceful and not budgeted (v1)",
                               {}},
@@ -1141,7 +1181,8 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
     for (const auto& name : w.candidates) {
       auto claim = state.nodeclaims.find(name);
       if (claim == state.nodeclaims.end() || claim->second.deleting) continue;
-      candidates.push_back({name, claim->second.nodepool, failed.empty() ? w.reason : "kept"});
+      candidates.push_back(
+          {name, claim->second.nodepool, failed.empty() ? w.reason : "kept", Cause::kNone, ""});
       if (failed.empty()) {
         BeginDeletion(state, seq, claim->second, w.reason, true, out);
       } else {
@@ -1301,6 +1342,30 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   }
 }
 
+namespace {
+
+// What an interruption message says will happen to the instance, as a code (kNone for a state
+// change that stops nothing).
+Cause InterruptionCause(const InterruptionReceived& event) {
+  switch (event.kind) {
+    case InterruptionKind::kSpotInterruption:
+      return Cause::kSpotInterruption;
+    case InterruptionKind::kRebalanceRecommendation:
+      return Cause::kRebalanceRecommendation;
+    case InterruptionKind::kScheduledChange:
+      return Cause::kScheduledChange;
+    case InterruptionKind::kStateChange:
+      break;
+  }
+  if (event.detail == "stopping" || event.detail == "stopped") return Cause::kInstanceStopping;
+  if (event.detail == "shutting-down" || event.detail == "terminated") {
+    return Cause::kInstanceTerminating;
+  }
+  return Cause::kNone;
+}
+
+}  // namespace
+
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out) {
   Issue(state, seq, AcknowledgeMessage{event.message_id}, out);
   std::erase_if(state.handled_messages,
@@ -1316,21 +1381,22 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
   std::string what = std::string(kNames[static_cast<int>(event.kind)]) +
                      (event.detail.empty() ? "" : " (" + event.detail + ")") + ", message " +
                      event.message_id;
+  const Cause cause = InterruptionCause(event);
   if (claim == nullptr) {
     Decide(state, seq,
            LifecycleDecision{"", "InterruptionIgnored", what + ": no NodeClaim has this instance",
-                             "", event.instance_id},
+                             "", event.instance_id, cause, ""},
            out);
     return;
   }
   switch (event.kind) {
     case InterruptionKind::kRebalanceRecommendation:
-      RecordTransition(state, seq, *claim, "RebalanceRecommendation", what, out);
+      RecordTransition(state, seq, *claim, "RebalanceRecommendation", what, out, cause);
       return;
     case InterruptionKind::kStateChange:
       if (event.detail != "stopping" && event.detail != "stopped" &&
           event.detail != "shutting-down" && event.detail != "terminated") {
-        RecordTransition(state, seq, *claim, "InstanceStateChange", what, out);
+        RecordTransition(state, seq, *claim, "InstanceStateChange", what, out, cause);
         return;
       }
       break;
@@ -1344,14 +1410,15 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
   }
   if (claim->deleting) {
     // Karpenter reports the message on the node all the same; there is nothing left to do.
-    RecordTransition(state, seq, *claim, "Interrupted", what + "; already being deleted", out);
+    RecordTransition(state, seq, *claim, "Interrupted", what + "; already being deleted", out,
+                     cause);
     return;
   }
   Decide(state, seq,
          DisruptionDecision{"Interruption",
                             "executed",
                             {claim->name},
-                            {{claim->name, claim->nodepool, what}},
+                            {{claim->name, claim->nodepool, what, cause, ""}},
                             {},
                             "forceful and not budgeted",
                             {}},

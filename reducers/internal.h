@@ -148,9 +148,9 @@ void ExpireUnavailableOfferings(State& state);
 // Starts a claim's termination; `requested_by_tenon` issues the API deletion too.
 void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason,
                    bool requested_by_tenon, Output& out);
-// A LifecycleDecision: one step of the claim's life and its cause.
+// A LifecycleDecision: one step of the claim's life, its reason and the reason's code.
 void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,
-                      const std::string& reason, Output& out);
+                      const std::string& reason, Output& out, Cause cause = Cause::kNone);
 void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out);
 // A NodeClaim seen in the API: adopted when the core does not know it (lifecycle.cc).
 void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Output& out);

@@ -56,8 +56,9 @@ bool ExtendedResourcesPresent(const NodeClaim& claim, const Node& node) {
 
 // A claim whose launch failed will never become a node: it is deleted (no instance to
 // terminate, so termination goes straight to the finalizer) and its pods re-planned.
-void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Output& out) {
-  RecordTransition(state, seq, claim, "LaunchFailed", reason, out);
+void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
+               Output& out) {
+  RecordTransition(state, seq, claim, "LaunchFailed", reason, out, cause);
   BeginDeletion(state, seq, claim, "launch failed: " + reason, true, out);
 }
 
@@ -78,7 +79,7 @@ void RetryLaunch(State& state, Seq seq, NodeClaim& claim, const LaunchInstances&
   RecordTransition(state, seq, claim, "LaunchFailed",
                    (reason.empty() ? std::string("launch failed") : reason) +
                        "; launching again in " + DurationText(delay),
-                   out);
+                   out, Cause::kLaunchError);
 }
 
 std::string ErrorsText(const std::vector<FleetError>& errors) {
@@ -239,7 +240,8 @@ void OnFleetFailed(State& state, Seq seq, const FleetFailed& event,
                   [](const FleetError& e) { return e.code == ErrorCode::kInsufficientCapacity; });
   std::string text = ErrorsText(event.errors);
   if (out_of_capacity || !launch) {
-    FailClaim(state, seq, *claim, text.empty() ? "CreateFleet launched nothing" : text, out);
+    FailClaim(state, seq, *claim, text.empty() ? "CreateFleet launched nothing" : text,
+              out_of_capacity ? Cause::kInsufficientCapacity : Cause::kLaunchError, out);
     return;
   }
   RetryLaunch(state, seq, *claim, *launch, text, out);
@@ -269,7 +271,8 @@ void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out) {
     return dry != state.unavailable_offerings.end() && dry->second > state.now;
   });
   if (launch.overrides.empty()) {
-    FailClaim(state, seq, claim, "every offering it could launch is out of capacity", out);
+    FailClaim(state, seq, claim, "every offering it could launch is out of capacity",
+              Cause::kInsufficientCapacity, out);
     return;
   }
   Issue(state, seq, std::move(launch), out);

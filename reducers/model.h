@@ -974,6 +974,33 @@ struct ClaimPlan {
   friend bool operator==(const ClaimPlan&, const ClaimPlan&) = default;
 };
 
+// What kind of thing a decision's cause is, as a code: Kubernetes Events, metric labels, reports
+// and tests read it, never the English of a reason or an outcome. kNone in decisions recorded
+// before causes were coded, and where a decision has no cause to name.
+enum class Cause : std::uint8_t {
+  kNone,
+  // Why a disruption candidate cannot go now.
+  kDoNotDisrupt,         // karpenter.sh/do-not-disrupt on its node or one of its pods
+  kPodDisruptionBudget,  // a PodDisruptionBudget would refuse an eviction
+  kDisruptionBudget,     // its NodePool's disruption budget allows no more now
+  kNotSettled,           // NodeClaims are still launching: what they will be is not known
+  kNominated,            // nominated for pending pods
+  kPolicy,               // consolidationPolicy or consolidateAfter says not (yet)
+  kNoBetterPlacement,    // the method's own verdict: its pods would not fit, nothing cheaper
+  kNotConsidered,        // others went first (one node per command, the group's size)
+  // What happened to an instance.
+  kInsufficientCapacity,  // a launch found no capacity
+  kLaunchError,           // a launch failed otherwise
+  kSpotInterruption,
+  kRebalanceRecommendation,
+  kScheduledChange,
+  kInstanceStopping,
+  kInstanceTerminating,
+};
+inline constexpr Cause kCauseLast = Cause::kInstanceTerminating;
+// The code as metric labels spell it ("DoNotDisrupt"); "" for kNone.
+const char* CauseName(Cause cause);
+
 struct PodOutcome {
   std::string pod;     // ns/name
   std::string target;  // node or nodeclaim the pod was placed on; empty when unschedulable.
@@ -996,6 +1023,8 @@ struct LifecycleDecision {
   std::string reason;
   std::string node_name;
   std::string instance_id;
+  Cause cause = Cause::kNone;  // Set for launch failures and interruptions.
+  std::string subject;         // The pod an eviction was of (ns/name); empty otherwise.
   friend bool operator==(const LifecycleDecision&, const LifecycleDecision&) = default;
 };
 
@@ -1004,6 +1033,10 @@ struct DisruptionCandidate {
   std::string nodeclaim;
   std::string nodepool;
   std::string outcome;  // "selected", or the precise blocker.
+  // The outcome's kind: kNone when it may go (or the method did not look at it); why not
+  // otherwise; for an interruption, what the message said.
+  Cause cause = Cause::kNone;
+  std::string subject;  // The pod, node or NodePool the cause names; empty when none.
   friend bool operator==(const DisruptionCandidate&, const DisruptionCandidate&) = default;
 };
 struct BudgetState {

@@ -160,7 +160,7 @@ void AddLaunchDetails(const State& state, const NodeClaim& claim, PatchNodeClaim
 }
 
 void Record(State& state, Seq seq, const NodeClaim& claim, std::string transition,
-            std::string reason, Output& out) {
+            std::string reason, Output& out, Cause cause = Cause::kNone, std::string subject = {}) {
   if (auto condition = ConditionOf(transition)) {
     PatchNodeClaimStatus patch = ClaimCondition(claim.name, condition->first, condition->second,
                                                 reason, claim.provider_id, claim.node_name);
@@ -169,7 +169,7 @@ void Record(State& state, Seq seq, const NodeClaim& claim, std::string transitio
   }
   Decide(state, seq,
          LifecycleDecision{claim.name, std::move(transition), std::move(reason), claim.node_name,
-                           claim.instance_id},
+                           claim.instance_id, cause, std::move(subject)},
          out);
 }
 
@@ -275,8 +275,8 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
 }
 
 void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,
-                      const std::string& reason, Output& out) {
-  Record(state, seq, claim, transition, reason, out);
+                      const std::string& reason, Output& out, Cause cause) {
+  Record(state, seq, claim, transition, reason, out, cause);
 }
 
 void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out) {
@@ -341,12 +341,12 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
              "pod " + key + ": a PodDisruptionBudget forbids it (refusal " +
                  std::to_string(refusals) + ", next try in " +
                  std::to_string(Backoff(refusals).value / 1'000'000) + "ms)",
-             out);
+             out, Cause::kPodDisruptionBudget, key);
     } else if (!error || error == ErrorCode::kNotFound) {
       claim->second.evictions_refused.erase(key);
       claim->second.evict_after.erase(key);
       Record(state, seq, claim->second, "Evicted", "pod " + key + (error ? " (already gone)" : ""),
-             out);
+             out, Cause::kNone, key);
       // NotFound: the pod is gone, whether or not its deletion was seen (a restart may have
       // missed it); the drain must not wait for it.
       if (error) ForgetPod(state, evict->ns, evict->name);
@@ -373,7 +373,7 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
     } else if (term->nodeclaim.empty() && gone) {
       Decide(state, seq,
              LifecycleDecision{"", "LeakedInstanceTerminated", "no NodeClaim owns it", "",
-                               term->instance_id},
+                               term->instance_id, Cause::kNone, ""},
              out);
     }
     return true;
@@ -433,7 +433,7 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
                instance->nodeclaim, "LeakedInstance",
                "tagged for this cluster, no NodeClaim, launched " +
                    std::to_string((state.now - instance->launched).value / kSecond.value) + "s ago",
-               "", id},
+               "", id, Cause::kNone, ""},
            out);
     Issue(state, seq, TerminateInstance{id, ""}, out);
   }

@@ -29,6 +29,44 @@ const char* PodPhaseText(PodPhase phase) {
   return "Unknown";
 }
 
+const char* CauseName(Cause cause) {
+  switch (cause) {
+    case Cause::kNone:
+      return "";
+    case Cause::kDoNotDisrupt:
+      return "DoNotDisrupt";
+    case Cause::kPodDisruptionBudget:
+      return "PodDisruptionBudget";
+    case Cause::kDisruptionBudget:
+      return "DisruptionBudget";
+    case Cause::kNotSettled:
+      return "NotSettled";
+    case Cause::kNominated:
+      return "Nominated";
+    case Cause::kPolicy:
+      return "Policy";
+    case Cause::kNoBetterPlacement:
+      return "NoBetterPlacement";
+    case Cause::kNotConsidered:
+      return "NotConsidered";
+    case Cause::kInsufficientCapacity:
+      return "InsufficientCapacity";
+    case Cause::kLaunchError:
+      return "LaunchError";
+    case Cause::kSpotInterruption:
+      return "SpotInterruption";
+    case Cause::kRebalanceRecommendation:
+      return "RebalanceRecommendation";
+    case Cause::kScheduledChange:
+      return "ScheduledChange";
+    case Cause::kInstanceStopping:
+      return "InstanceStopping";
+    case Cause::kInstanceTerminating:
+      return "InstanceTerminating";
+  }
+  return "";
+}
+
 PodPhase PodPhaseFrom(const std::string& text) {
   for (PodPhase phase :
        {PodPhase::kPending, PodPhase::kRunning, PodPhase::kSucceeded, PodPhase::kFailed}) {

@@ -271,10 +271,14 @@ std::string AuditJson(const AuditResult& result, const AuditQuery& query) {
     j["candidates"] = nlohmann::json::array();
     for (const auto& c : d.candidates) {
       if (!Shown(c, query, result)) continue;
-      j["candidates"].push_back({{"nodeclaim", c.nodeclaim},
-                                 {"nodepool", c.nodepool},
-                                 {"disrupted", Acted(d, c)},
-                                 {"outcome", c.outcome}});
+      nlohmann::json candidate = {{"nodeclaim", c.nodeclaim},
+                                  {"nodepool", c.nodepool},
+                                  {"disrupted", Acted(d, c)},
+                                  {"outcome", c.outcome}};
+      // The outcome's code and what it names, for tools that count blockers by kind.
+      if (c.cause != Cause::kNone) candidate["cause"] = CauseName(c.cause);
+      if (!c.subject.empty()) candidate["subject"] = c.subject;
+      j["candidates"].push_back(std::move(candidate));
     }
     j["replacements"] = nlohmann::json::array();
     for (const auto& r : d.prices.replacements) {

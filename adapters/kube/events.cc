@@ -57,10 +57,6 @@ bool IsConsolidation(const std::string& method) {
          method == "MultiNodeConsolidation";
 }
 
-bool Contains(const std::string& text, const char* part) {
-  return text.find(part) != std::string::npos;
-}
-
 void Provisioning(const ProvisioningDecision& d, const State& state, std::vector<KubeEvent>& out) {
   for (const PodOutcome& pod : d.pods) {
     if (pod.target.empty()) {
@@ -76,18 +72,18 @@ void Provisioning(const ProvisioningDecision& d, const State& state, std::vector
   }
 }
 
-// AWS's interruption events, from what the core says of the message (its kind and detail).
-void Interrupted(const std::string& nodeclaim, const std::string& what, const State& state,
+// AWS's interruption events, from the code the core gave the message.
+void Interrupted(const std::string& nodeclaim, Cause cause, const State& state,
                  std::vector<KubeEvent>& out) {
   std::string reason = "InstanceTerminating";
   std::string message = "Instance is terminating";
-  if (what.rfind("spot interruption warning", 0) == 0) {
+  if (cause == Cause::kSpotInterruption) {
     reason = "SpotInterrupted";
     message = "Spot interruption warning was triggered";
-  } else if (what.rfind("scheduled change", 0) == 0) {
+  } else if (cause == Cause::kScheduledChange) {
     reason = "InstanceUnhealthy";
     message = "An unhealthy warning was triggered for the instance";
-  } else if (Contains(what, "(stopping)") || Contains(what, "(stopped)")) {
+  } else if (cause == Cause::kInstanceStopping) {
     reason = "InstanceStopping";
     message = "Instance is stopping";
   }
@@ -97,19 +93,16 @@ void Interrupted(const std::string& nodeclaim, const std::string& what, const St
 void Lifecycle(const LifecycleDecision& d, const State& state, std::vector<KubeEvent>& out) {
   const std::string node = NodeOf(state, d.nodeclaim, d.node_name);
   if (d.transition == "LaunchFailed") {
-    bool capacity = Contains(d.reason, "InsufficientCapacity") ||
-                    Contains(d.reason, "InsufficientInstanceCapacity") ||
-                    Contains(d.reason, "insufficient capacity");
-    out.push_back({NodeClaimRef(d.nodeclaim), kWarning,
-                   capacity ? "InsufficientCapacityError" : "FailedLaunch",
-                   "NodeClaim " + d.nodeclaim + " event: " + d.reason});
-  } else if (d.transition == "Evicted" && d.reason.rfind("pod ", 0) == 0) {
     out.push_back(
-        {PodRef(d.reason.substr(4)), kNormal, "Evicted", "Evicted pod: draining node " + node});
+        {NodeClaimRef(d.nodeclaim), kWarning,
+         d.cause == Cause::kInsufficientCapacity ? "InsufficientCapacityError" : "FailedLaunch",
+         "NodeClaim " + d.nodeclaim + " event: " + d.reason});
+  } else if (d.transition == "Evicted" && !d.subject.empty()) {
+    out.push_back({PodRef(d.subject), kNormal, "Evicted", "Evicted pod: draining node " + node});
   } else if (d.transition == "EvictionRefused" && !node.empty()) {
     out.push_back({NodeRef(node), kWarning, "FailedDraining", "Failed to drain node, " + d.reason});
   } else if (d.transition == "Interrupted") {
-    Interrupted(d.nodeclaim, d.reason, state, out);
+    Interrupted(d.nodeclaim, d.cause, state, out);
   } else if (d.transition == "RebalanceRecommendation") {
     OnNodeAndClaim(state, d.nodeclaim, kNormal, "SpotRebalanceRecommendation",
                    "Spot rebalance recommendation was triggered",
@@ -118,17 +111,13 @@ void Lifecycle(const LifecycleDecision& d, const State& state, std::vector<KubeE
 }
 
 // A candidate that could not go: consolidation's own verdicts (no cheaper replacement, pods
-// would not fit) are Unconsolidatable; everything else (do-not-disrupt, PDBs, budgets) blocks.
+// would not fit, others went first, the policy) are Unconsolidatable; do-not-disrupt,
+// PodDisruptionBudgets, the NodePool's budget and an unsettled cluster block.
 void Blocked(const std::string& method, const DisruptionCandidate& c, const State& state,
              std::vector<KubeEvent>& out) {
-  if (c.outcome.empty() || c.outcome == "-" || c.outcome.rfind("selected", 0) == 0 ||
-      c.outcome.rfind("could go", 0) == 0) {
-    return;
-  }
-  bool blocker = Contains(c.outcome, "do-not-disrupt") || Contains(c.outcome, "PDB") ||
-                 Contains(c.outcome, "PodDisruptionBudget") ||
-                 c.outcome.rfind("over budget", 0) == 0 ||
-                 c.outcome.rfind("cluster not settled", 0) == 0;
+  if (c.cause == Cause::kNone) return;
+  const bool blocker = c.cause == Cause::kDoNotDisrupt || c.cause == Cause::kPodDisruptionBudget ||
+                       c.cause == Cause::kDisruptionBudget || c.cause == Cause::kNotSettled;
   std::string reason =
       IsConsolidation(method) && !blocker ? "Unconsolidatable" : "DisruptionBlocked";
   OnNodeAndClaim(state, c.nodeclaim, kNormal, reason, c.outcome, c.outcome, out);
@@ -149,8 +138,7 @@ void Disruption(const DisruptionDecision& d, const Output& output, const State& 
   }
   if (d.phase != "replacing" && d.phase != "executed") return;
   if (d.method == "Interruption") {
-    for (const DisruptionCandidate& c : d.candidates)
-      Interrupted(c.nodeclaim, c.outcome, state, out);
+    for (const DisruptionCandidate& c : d.candidates) Interrupted(c.nodeclaim, c.cause, state, out);
     return;
   }
   const std::string title = TitleReason(d.method);

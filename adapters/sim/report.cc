@@ -125,7 +125,7 @@ void ReportBuilder::OnDisruption(const DisruptionDecision& d) {
     use.allowed_max = std::max(use.allowed_max, b.allowed);
   }
   for (const auto& c : d.candidates) {
-    if (c.outcome.find("over budget") != std::string::npos) {
+    if (c.cause == Cause::kDisruptionBudget) {
       ++report_.budgets[c.nodepool].blocked_by_budget;
     }
   }

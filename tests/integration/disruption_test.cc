@@ -75,6 +75,8 @@ TEST(Disruption, CountBudgetTakesOneAtATime) {
   bool budget_named = false;
   for (const auto& [at, d] : o.disruptions) {
     for (const auto& c : d.candidates) {
+      if (c.cause != Cause::kDisruptionBudget) continue;
+      EXPECT_EQ(c.subject, "default");
       budget_named |= c.outcome.find("over budget: Empty allows 1 now") != std::string::npos;
     }
   }
@@ -133,6 +135,8 @@ actions:
   EXPECT_EQ(protect.instances.size(), 1u);
   auto blocked = Phase(protect, "Emptiness", "blocked");
   ASSERT_FALSE(blocked.empty()) << Outcomes(protect);
+  EXPECT_EQ(blocked[0]->candidates.at(0).cause, Cause::kDoNotDisrupt);
+  EXPECT_FALSE(blocked[0]->candidates.at(0).subject.empty());
   EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("has karpenter.sh/do-not-disrupt"),
             std::string::npos);
   // consolidateAfter counts from the last pod change (the scale-down folded at 00:01:59).
@@ -145,6 +149,7 @@ workloads:
                                     "", "      disruption: {consolidateAfter: 10m}\n"));
   blocked = Phase(fresh, "Emptiness", "blocked");
   ASSERT_FALSE(blocked.empty()) << Outcomes(fresh);
+  EXPECT_EQ(blocked[0]->candidates.at(0).cause, Cause::kPolicy);
   EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("not consolidatable until 00:11:59 UTC"),
             std::string::npos)
       << Outcomes(fresh);
@@ -166,6 +171,7 @@ workloads:
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   auto blocked = Phase(o, "Emptiness", "blocked");
   ASSERT_FALSE(blocked.empty()) << Outcomes(o);
+  EXPECT_EQ(blocked[0]->candidates.at(0).cause, Cause::kDisruptionBudget);
   EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("until 00:06:00 UTC"), std::string::npos)
       << blocked[0]->candidates.at(0).outcome;
   Nanos proposed = FirstAt(o, "Emptiness", "proposed");

@@ -239,9 +239,9 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   ASSERT_EQ(record.decision_ids.size(), out.decisions.size());
   EXPECT_EQ(record.decision_ids[0], out.decisions[0].id);
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(out.decisions[0])), out.decisions[0]);
-  Decision lifecycle{
-      DecisionId{7}, Seq{4}, kT0,
-      LifecycleDecision{"c1", "Deleting", "no node registered within 15m", "n1", "i-1"}};
+  Decision lifecycle{DecisionId{7}, Seq{4}, kT0,
+                     LifecycleDecision{"c1", "Evicted", "pod shop/cart-1", "n1", "i-1",
+                                       Cause::kNone, "shop/cart-1"}};
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(lifecycle)), lifecycle);
   Decision disruption{
       DecisionId{8}, Seq{5}, kT0,
@@ -249,7 +249,8 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
           "Emptiness",
           "proposed",
           {"c1"},
-          {{"c1", "default", "selected"}, {"c2", "default", "budget allows 0 disruptions"}},
+          {{"c1", "default", "selected", Cause::kNone, ""},
+           {"c2", "default", "budget allows 0 disruptions", Cause::kDisruptionBudget, "default"}},
           {{"default", "Empty", 1, "budget 0 (nodes 10%)"}},
           "validating for 15 s",
           {MicroUsdPerHour{192'000},
@@ -261,12 +262,16 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
 // A pass's candidates share their pools and outcomes: each distinct text is stored once, so a
 // pass over many candidates with one blocker is a fraction of the candidates' texts.
 TEST(Codec, DisruptionCandidatesShareTheirTexts) {
-  const std::string blocker(120, 'b');
+  const std::string blocker(200, 'b');
   DisruptionDecision pass{"SingleNodeConsolidation", "blocked", {}, {}, {}, "pass", {}};
   for (int i = 0; i < 1000; ++i) {
-    pass.candidates.push_back({"claim-" + std::to_string(i), "default", blocker});
+    pass.candidates.push_back(
+        {"claim-" + std::to_string(i), "default", blocker, Cause::kNoBetterPlacement, ""});
   }
   pass.candidates[7].outcome = "selected";
+  pass.candidates[7].cause = Cause::kNone;
+  pass.candidates[9].cause = Cause::kDoNotDisrupt;
+  pass.candidates[9].subject = "shop/cart-1";
   const Decision decision{DecisionId{3}, Seq{2}, kT0, pass};
   const std::string bytes = log::EncodeDecision(decision);
   EXPECT_EQ(log::DecodeDecision(bytes), decision);
@@ -278,7 +283,7 @@ TEST(Codec, DisruptionCandidatesShareTheirTexts) {
       });
   const auto& only = std::get<DisruptionDecision>(kept.body).candidates;
   ASSERT_EQ(only.size(), 1u);
-  EXPECT_EQ(only[0], (DisruptionCandidate{"claim-7", "default", "selected"}));
+  EXPECT_EQ(only[0], (DisruptionCandidate{"claim-7", "default", "selected", Cause::kNone, ""}));
 }
 
 // Decisions recorded before the shared texts carry each candidate's pool and outcome in the
@@ -305,9 +310,17 @@ TEST(Codec, DisruptionCandidatesWithTheirOwnTextsStillDecode) {
   const Decision decoded = log::DecodeDecision(old);
   const auto& got = std::get<DisruptionDecision>(decoded.body);
   ASSERT_EQ(got.candidates.size(), 2u);
-  EXPECT_EQ(got.candidates[0], (DisruptionCandidate{"c1", "default", "budget allows 0 now"}));
-  EXPECT_EQ(got.candidates[1], (DisruptionCandidate{"c2", "spot", "selected"}));
+  EXPECT_EQ(got.candidates[0],
+            (DisruptionCandidate{"c1", "default", "budget allows 0 now", Cause::kNone, ""}));
+  EXPECT_EQ(got.candidates[1], (DisruptionCandidate{"c2", "spot", "selected", Cause::kNone, ""}));
 
+  candidates[0].setCause(200);  // No such code: a damaged record.
+  const auto unknown = capnp::messageToFlatArray(message);
+  EXPECT_THROW(
+      log::DecodeDecision(std::string(reinterpret_cast<const char*>(unknown.asBytes().begin()),
+                                      unknown.asBytes().size())),
+      log::CodecError);
+  candidates[0].setCause(0);
   candidates[1].setOutcomeText(3);  // The decision has no shared texts.
   const auto bad = capnp::messageToFlatArray(message);
   EXPECT_THROW(log::DecodeDecision(std::string(reinterpret_cast<const char*>(bad.asBytes().begin()),
@@ -323,11 +336,11 @@ TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
   DisruptionDecision pass{"SingleNodeConsolidation",
                           "blocked",
                           {"c-2"},
-                          {{"c-2", "a", "first"},
-                           {"c-1", "a", "second"},
-                           {"c-3", "b", "third"},
-                           {"c-1", "a", "fourth"},
-                           {"c-10", "b", "fifth"}},
+                          {{"c-2", "a", "first", Cause::kNone, ""},
+                           {"c-1", "a", "second", Cause::kNone, ""},
+                           {"c-3", "b", "third", Cause::kNone, ""},
+                           {"c-1", "a", "fourth", Cause::kNone, ""},
+                           {"c-10", "b", "fifth", Cause::kNone, ""}},
                           {{"a", "Underutilized", 1, "budget"}},
                           "pass",
                           {MicroUsdPerHour{5}, {}, MicroUsdPerHour{2}}};

@@ -59,20 +59,23 @@ TEST(KubeEvents, ProvisioningNominates) {
 }
 
 // Blocked candidates: do-not-disrupt and PDBs block; consolidation's own verdicts are
-// Unconsolidatable; a zero budget blocks the NodePool.
+// Unconsolidatable; a zero budget blocks the NodePool. The Event's reason follows the
+// candidate's code, whatever its text says; the text is the message.
 TEST(KubeEvents, BlockedAndUnconsolidatable) {
   State state = StateWithClaim("c1", "n1");
   state.nodeclaims["c2"] = state.nodeclaims["c1"];
   state.nodeclaims["c2"].name = "c2";
   state.nodeclaims["c2"].node_name = "n2";
-  DisruptionDecision d{"SingleNodeConsolidation",
-                       "blocked",
-                       {},
-                       {{"c1", "default", "node n1 has karpenter.sh/do-not-disrupt"},
-                        {"c2", "default", "no cheaper replacement"}},
-                       {{"default", "Underutilized", 0, "budget 0"}},
-                       "no candidate can go now",
-                       {}};
+  DisruptionDecision d{
+      "SingleNodeConsolidation",
+      "blocked",
+      {},
+      {{"c1", "default", "held", Cause::kDoNotDisrupt, "n1"},
+       {"c2", "default", "over budget, says the text", Cause::kNoBetterPlacement, ""},
+       {"c3", "default", "selected", Cause::kNone, ""}},
+      {{"default", "Underutilized", 0, "budget 0"}},
+      "no candidate can go now",
+      {}};
   Output out;
   out.decisions.push_back(Wrap(d));
   auto events = kube::EventsFor(out, state);
@@ -87,7 +90,31 @@ TEST(KubeEvents, BlockedAndUnconsolidatable) {
   auto unconsolidatable = With(events, "Unconsolidatable");
   ASSERT_EQ(unconsolidatable.size(), 2u);
   EXPECT_EQ(unconsolidatable[0]->object.name, "n2");
-  EXPECT_EQ(unconsolidatable[0]->message, "no cheaper replacement");
+  EXPECT_EQ(unconsolidatable[0]->message, "over budget, says the text");
+  EXPECT_EQ(blocked[0]->message, "held");
+}
+
+// A failed launch is InsufficientCapacityError when the core coded it so, FailedLaunch
+// otherwise; an eviction's Event names the pod the decision names.
+TEST(KubeEvents, LaunchFailuresAndEvictionsByTheirCodes) {
+  const State state = StateWithClaim("c1", "n1");
+  Output out;
+  out.decisions.push_back(Wrap(LifecycleDecision{"c1", "LaunchFailed", "every offering taken", "",
+                                                 "", Cause::kInsufficientCapacity, ""}));
+  out.decisions.push_back(
+      Wrap(LifecycleDecision{"c1", "LaunchFailed", "InsufficientInstanceCapacity in the text only",
+                             "", "", Cause::kLaunchError, ""}));
+  out.decisions.push_back(
+      Wrap(LifecycleDecision{"c1", "Evicted", "drained", "n1", "", Cause::kNone, "shop/cart-1"}));
+  auto events = kube::EventsFor(out, state);
+  ASSERT_EQ(With(events, "InsufficientCapacityError").size(), 1u);
+  EXPECT_EQ(With(events, "InsufficientCapacityError")[0]->message,
+            "NodeClaim c1 event: every offering taken");
+  ASSERT_EQ(With(events, "FailedLaunch").size(), 1u);
+  auto evicted = With(events, "Evicted");
+  ASSERT_EQ(evicted.size(), 1u);
+  EXPECT_EQ(evicted[0]->object.ns, "shop");
+  EXPECT_EQ(evicted[0]->object.name, "cart-1");
 }
 
 // A replacement: the candidates are Terminating, the new claims Launching and
@@ -165,9 +192,10 @@ actions:
 // Karpenter reports it on the Node and the NodeClaim all the same.
 TEST(KubeEvents, InterruptionOfAClaimAlreadyDeleting) {
   Output out;
-  out.decisions.push_back(Wrap(LifecycleDecision{
-      "default-1", "Interrupted",
-      "instance state change (terminated), message m-1; already being deleted", "node-1", "i-1"}));
+  out.decisions.push_back(Wrap(
+      LifecycleDecision{"default-1", "Interrupted",
+                        "instance state change (terminated), message m-1; already being deleted",
+                        "node-1", "i-1", Cause::kInstanceTerminating, ""}));
   auto events = kube::EventsFor(out, StateWithClaim("default-1", "node-1"));
   auto terminating = With(events, "InstanceTerminating");
   ASSERT_EQ(terminating.size(), 2u);

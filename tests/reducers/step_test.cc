@@ -471,6 +471,7 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   }
   ASSERT_NE(emptiness, nullptr);
   EXPECT_EQ(emptiness->phase, "blocked");
+  EXPECT_EQ(emptiness->candidates.at(0).cause, Cause::kNominated);
   EXPECT_EQ(emptiness->candidates.at(0).outcome, "nominated for pending pods until 00:00:23 UTC");
   auto conditions = CommandsOf<PatchNodeClaimStatus>(pass);
   ASSERT_EQ(conditions.size(), 2u);

@@ -93,7 +93,10 @@ TEST(Audit, JsonFromTheCommandLine) {
     for (const auto& c : d["candidates"]) {
       EXPECT_EQ(c["nodeclaim"], blocked);  // Only the queried node's candidate lines.
       EXPECT_FALSE(c["disrupted"].template get<bool>());
-      named = named || c["outcome"].get<std::string>().find("PDB a-pdb") != std::string::npos;
+      if (c["outcome"].get<std::string>().find("PDB a-pdb") == std::string::npos) continue;
+      named = true;
+      EXPECT_EQ(c.value("cause", ""), "PodDisruptionBudget") << c.dump();
+      EXPECT_EQ(c.value("subject", "").rfind("default/", 0), 0u) << c.dump();
     }
   }
   EXPECT_TRUE(named) << cli.out;
@@ -327,7 +330,7 @@ void WritePasses(log::EventLog& log, IndexValues values) {
     for (int i = 0; i < 6; ++i) {
       const int claim = (pass + i) % 8;
       d.candidates.push_back({"c-" + std::to_string(claim), claim < 4 ? "a" : "b",
-                              "outcome " + std::to_string(pass * 10 + i)});
+                              "outcome " + std::to_string(pass * 10 + i), Cause::kNone, ""});
     }
     if (d.phase == "executed") d.nodeclaims.push_back(d.candidates.front().nodeclaim);
     d.budgets.push_back({"a", "Underutilized", 1, "budget"});
