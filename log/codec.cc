@@ -1261,6 +1261,8 @@ void Put(s::Decision::Builder b, const Decision& d) {
 // `keep` (may be empty: keep all) picks which of a disruption decision's candidates are decoded;
 // the others are never turned into strings, which is most of the work on a pass of many.
 Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
+  // Ids are handed out from 1; a record with none is damaged or forged and keys nothing.
+  if (r.getId() == 0) throw CodecError("a decision without an id (0)");
   Decision d{DecisionId{r.getId()}, tenon::Seq{r.getCauseSeq()}, Nanos{r.getAtNs()}, {}};
   switch (r.which()) {
     case s::Decision::PROVISIONING: {

@@ -1134,9 +1134,21 @@ TableProbe ProbeTables(const std::filesystem::path& dir, rocksdb::DBOptions db_o
   db->GetLiveFilesMetaData(&live);
   std::set<std::string> listed;
   for (const auto& file : live) listed.insert(std::filesystem::path(file.name).filename());
+  // A snapshot is ingested by linking its finished `.partial` file into the folder under a table
+  // number and then listing it in the MANIFEST; the `.partial` name goes once that is done. A
+  // table still linked to a `.partial` file is an ingestion a crash cut short between the two
+  // steps: its snapshot was never acknowledged, and the log without it is whole.
+  std::set<std::pair<dev_t, ino_t>> unfinished;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    struct stat st {};
+    if (entry.path().extension() == ".partial" && ::stat(entry.path().c_str(), &st) == 0)
+      unfinished.emplace(st.st_dev, st.st_ino);
+  }
   std::string& lost = probe.lost;
   for (const auto& table : tables) {
     if (listed.contains(table.filename())) continue;
+    struct stat st {};
+    if (::stat(table.c_str(), &st) == 0 && unfinished.contains({st.st_dev, st.st_ino})) continue;
     rocksdb::SstFileReader reader(rocksdb::Options{});
     // An unfinished flush's output has no footer: it never held a record alone.
     if (!reader.Open(table.string()).ok()) continue;

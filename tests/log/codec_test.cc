@@ -287,7 +287,8 @@ TEST(Codec, DisruptionCandidatesShareTheirTexts) {
 }
 
 // Decisions recorded before the shared texts carry each candidate's pool and outcome in the
-// candidate itself; they decode as they always did. A reference past the table is an error.
+// candidate itself; they decode as they always did. A reference past the table, or a decision
+// without an id, is an error.
 TEST(Codec, DisruptionCandidatesWithTheirOwnTextsStillDecode) {
   capnp::MallocMessageBuilder message;
   auto d = message.initRoot<tenon::schema::Decision>();
@@ -326,6 +327,13 @@ TEST(Codec, DisruptionCandidatesWithTheirOwnTextsStillDecode) {
   EXPECT_THROW(log::DecodeDecision(std::string(reinterpret_cast<const char*>(bad.asBytes().begin()),
                                                bad.asBytes().size())),
                log::CodecError);
+  candidates[1].setOutcomeText(0);
+  d.setId(0);  // Ids start at 1: a decision without one keys nothing in the log.
+  const auto anonymous = capnp::messageToFlatArray(message);
+  EXPECT_THROW(
+      log::DecodeDecision(std::string(reinterpret_cast<const char*>(anonymous.asBytes().begin()),
+                                      anonymous.asBytes().size())),
+      log::CodecError);
 }
 
 // Under each candidate's NodeClaim term, a disruption pass's record stores only that claim's

@@ -644,6 +644,43 @@ TEST(Store, AnUnlistedTableOfRecordsTheLogHoldsIsALeftover) {
   EXPECT_EQ(log->LastSeq(), 100u);
 }
 
+// A snapshot is ingested by linking its finished file into the folder as a table, then listing
+// the table in the MANIFEST. A crash between the two leaves a table of records the log holds
+// nowhere else, still linked to its `.partial` name: a snapshot never acknowledged, which the
+// log opens without. The same table without that link is a MANIFEST cut short, and refused.
+TEST(Store, AnIngestionCutShortIsALeftover) {
+  TempDir base;
+  std::filesystem::path table = base.path() / "snapshot-80.sst";
+  {
+    auto log = Open(base.path() / "with");
+    for (int i = 1; i <= 100; ++i) log->Append(Events({"record " + std::to_string(i)}));
+    log->PutSnapshot(80, "state@80");
+  }
+  for (const auto& file : log::ListLogFiles(base.path() / "with")) {
+    if (file.family == "snapshots")
+      std::filesystem::copy_file(base.path() / "with" / file.name, table);
+  }
+  ASSERT_TRUE(std::filesystem::exists(table));
+  for (bool linked : {true, false}) {
+    const auto dir = base.path() / (linked ? "linked" : "unlinked");
+    {
+      auto log = Open(dir);
+      for (int i = 1; i <= 100; ++i) log->Append(Events({"record " + std::to_string(i)}));
+    }
+    std::filesystem::copy_file(table, dir / "999999.sst");
+    if (linked)
+      std::filesystem::create_hard_link(dir / "999999.sst", dir / "snapshot-80.sst.partial");
+    if (!linked) {
+      EXPECT_THROW(Open(dir), LogError);
+      continue;
+    }
+    auto log = Open(dir);
+    EXPECT_EQ(log->LastSeq(), 100u);
+    EXPECT_TRUE(log->SnapshotSeqs().empty());
+    EXPECT_FALSE(std::filesystem::exists(dir / "snapshot-80.sst.partial"));
+  }
+}
+
 TEST(Store, RandomizedAgainstModel) {
   std::mt19937_64 rng(TestSeed());
   TempDir dir;
