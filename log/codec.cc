@@ -852,6 +852,7 @@ void Put(s::Event::Builder b, const Event& event) {
                    g.setReason(T(e.reason));
                    g.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.payload.data()),
                                              e.payload.size()));
+                   g.setMessageId(T(e.message_id));
                  },
                  [&](const DaemonSetUpserted& e) { Put(b.initDaemonSetUpserted(), e.daemonset); },
                  [&](const DaemonSetDeleted& e) {
@@ -965,7 +966,8 @@ Event Get(s::Event::Reader r) {
       auto payload = g.getPayload();
       return InputRejected{
           S(g.getSource()), S(g.getReason()),
-          std::string(reinterpret_cast<const char*>(payload.begin()), payload.size())};
+          std::string(reinterpret_cast<const char*>(payload.begin()), payload.size()),
+          S(g.getMessageId())};
     }
     case s::Event::DAEMON_SET_UPSERTED:
       return DaemonSetUpserted{Get(r.getDaemonSetUpserted())};
@@ -1071,7 +1073,7 @@ void Put(s::Command::Builder b, const Command& c) {
                    g.setNodePool(T(x.nodepool));
                    Put(g.initStatus(), x.status);
                  },
-                 [&](const AcknowledgeMessage& x) { b.setAcknowledgeMessage(T(x.message_id)); },
+                 [&](const DeleteQueueMessage& x) { b.setDeleteQueueMessage(T(x.message_id)); },
                  [&](const TagInstance& x) {
                    auto g = b.initTagInstance();
                    g.setInstanceId(T(x.instance_id));
@@ -1144,8 +1146,8 @@ Command Get(s::Command::Reader r) {
       c.body = PatchNodePoolStatus{S(g.getNodePool()), Get(g.getStatus())};
       return c;
     }
-    case s::Command::ACKNOWLEDGE_MESSAGE:
-      c.body = AcknowledgeMessage{S(r.getAcknowledgeMessage())};
+    case s::Command::DELETE_QUEUE_MESSAGE:
+      c.body = DeleteQueueMessage{S(r.getDeleteQueueMessage())};
       return c;
     case s::Command::TAG_INSTANCE: {
       auto g = r.getTagInstance();
@@ -1657,7 +1659,7 @@ std::string CommandKind(const Command& command) {
                                     "RemoveFinalizer",
                                     "PatchNodePoolStatus",
                                     "PatchNodeClaimStatus",
-                                    "AcknowledgeMessage",
+                                    "DeleteQueueMessage",
                                     "TagInstance"};
   static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
   return kNames[command.body.index()];

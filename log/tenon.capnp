@@ -373,6 +373,9 @@ struct Event {
       source @29 :Text;
       reason @30 :Text;
       payload @31 :Data;
+      messageId @59 :Text;
+      # Added later: the queue message the rejected input came in, deleted once this is in
+      # the log; empty for input from elsewhere (and in events recorded before).
     }
     daemonSetUpserted @32 :DaemonSet;
     daemonSetDeleted :group {
@@ -472,7 +475,7 @@ struct Command {
       capacity @37 :Resources;
       allocatable @38 :Resources;
     }
-    acknowledgeMessage @34 :Text;
+    deleteQueueMessage @34 :Text;
     tagInstance :group {
       instanceId @40 :Text;
       nodeClaim @41 :Text;

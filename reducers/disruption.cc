@@ -1027,6 +1027,14 @@ DisruptionPrices Prices(const std::vector<Plan>& plans) {
 
 const Taint kDisruptedTaint{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
 
+// What a deletion by `method` is, by kind.
+Cause DeletionCause(const std::string& method) {
+  if (method == kEmptiness) return Cause::kEmpty;
+  if (method == kDrift) return Cause::kDrifted;
+  if (method == kSoftExpiration) return Cause::kExpired;
+  return Cause::kUnderutilized;
+}
+
 std::string DeletionReason(const std::string& method, const std::string& outcome) {
   if (method == kEmptiness) return "empty: no workload pods";
   if (method == kDrift || method == kSoftExpiration) {
@@ -1042,7 +1050,8 @@ void Execute(State& state, Seq seq, const std::string& method,
              Output& out) {
   if (plan.replacements.empty()) {
     for (const auto& name : claims) {
-      BeginDeletion(state, seq, state.nodeclaims.at(name), reason, true, out);
+      BeginDeletion(state, seq, state.nodeclaims.at(name), reason, DeletionCause(method), true,
+                    out);
     }
     return;
   }
@@ -1079,7 +1088,7 @@ void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Outpu
                               "forceful and not budgeted (v1)",
                               {}},
            out);
-    BeginDeletion(state, seq, claim, reason, true, out);
+    BeginDeletion(state, seq, claim, reason, Cause::kExpired, true, out);
   }
 }
 
@@ -1184,7 +1193,7 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
       candidates.push_back(
           {name, claim->second.nodepool, failed.empty() ? w.reason : "kept", Cause::kNone, ""});
       if (failed.empty()) {
-        BeginDeletion(state, seq, claim->second, w.reason, true, out);
+        BeginDeletion(state, seq, claim->second, w.reason, DeletionCause(w.method), true, out);
       } else {
         Issue(state, seq, PatchNode{claim->second.node_name, {}, {label::kDisruptedTaint}, {}, {}},
               out);
@@ -1367,7 +1376,7 @@ Cause InterruptionCause(const InterruptionReceived& event) {
 }  // namespace
 
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out) {
-  Issue(state, seq, AcknowledgeMessage{event.message_id}, out);
+  Issue(state, seq, DeleteQueueMessage{event.message_id}, out);
   std::erase_if(state.handled_messages,
                 [&](const auto& entry) { return state.now - entry.second > kHandledMessagesKept; });
   // At-least-once delivery: a message handled before is acknowledged again, nothing more.
@@ -1423,7 +1432,7 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
                             "forceful and not budgeted",
                             {}},
          out);
-  BeginDeletion(state, seq, *claim, "interrupted: " + what, true, out);
+  BeginDeletion(state, seq, *claim, "interrupted: " + what, cause, true, out);
 }
 
 void NotePodMoved(State& state, const std::string& node_name) {

@@ -284,7 +284,7 @@ void H(Hasher& h, const NodePoolStatus& s) {
   // Added later: hashed only when set.
   if (s.validated || !s.nodeclass_unready.empty()) All(h, s.validated, s.nodeclass_unready);
 }
-void H(Hasher& h, const AcknowledgeMessage& c) {
+void H(Hasher& h, const DeleteQueueMessage& c) {
   H(h, c.message_id);
 }
 void H(Hasher& h, const TagInstance& c) {

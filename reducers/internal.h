@@ -145,8 +145,9 @@ void ResyncNode(State& state, Seq seq, const PatchNode& landed, Output& out);
 void ExpireUnavailableOfferings(State& state);
 
 // Termination, timeouts and garbage collection (termination.cc).
-// Starts a claim's termination; `requested_by_tenon` issues the API deletion too.
-void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason,
+// Starts a claim's termination, for `reason` of kind `cause`; `requested_by_tenon` issues the
+// API deletion too.
+void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
                    bool requested_by_tenon, Output& out);
 // A LifecycleDecision: one step of the claim's life, its reason and the reason's code.
 void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,

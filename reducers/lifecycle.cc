@@ -59,7 +59,7 @@ bool ExtendedResourcesPresent(const NodeClaim& claim, const Node& node) {
 void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
                Output& out) {
   RecordTransition(state, seq, claim, "LaunchFailed", reason, out, cause);
-  BeginDeletion(state, seq, claim, "launch failed: " + reason, true, out);
+  BeginDeletion(state, seq, claim, "launch failed: " + reason, cause, true, out);
 }
 
 // A launch that failed for a reason other than capacity (the EC2NodeClass not resolved, a
@@ -310,7 +310,7 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   // Deleting a Node deletes its NodeClaim, as in Karpenter: the Node's finalizer holds it while
   // the claim's termination drains it and terminates the instance.
   if (node.deleting && !claim->deleting) {
-    BeginDeletion(state, seq, *claim, "its node was deleted", true, out);
+    BeginDeletion(state, seq, *claim, "its node was deleted", Cause::kNodeDeleted, true, out);
   }
 }
 
@@ -352,7 +352,8 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
                    out);
   if (!launched) {
     // Its launch was another controller's to make; the pods it was for go to the next batch.
-    BeginDeletion(state, seq, adopted, "adopted without an instance", true, out);
+    BeginDeletion(state, seq, adopted, "adopted without an instance",
+                  Cause::kAdoptedWithoutInstance, true, out);
     return;
   }
   for (const auto& [name, node] : state.nodes) {

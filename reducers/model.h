@@ -686,6 +686,9 @@ struct InputRejected {
   std::string source;
   std::string reason;
   std::string payload;
+  // The interruption queue's message it came in: the core deletes the message from the queue
+  // once the rejection is in the log. Empty for input from elsewhere.
+  std::string message_id;
   friend bool operator==(const InputRejected&, const InputRejected&) = default;
 };
 
@@ -928,9 +931,9 @@ inline PatchNodeClaimStatus ClaimCondition(std::string nodeclaim, std::string co
 }
 
 // Deletes a handled message from the interruption queue.
-struct AcknowledgeMessage {
+struct DeleteQueueMessage {
   std::string message_id;
-  friend bool operator==(const AcknowledgeMessage&, const AcknowledgeMessage&) = default;
+  friend bool operator==(const DeleteQueueMessage&, const DeleteQueueMessage&) = default;
 };
 
 // CreateTags on a registered NodeClaim's instance, as Karpenter's tagging controller tags it:
@@ -946,7 +949,7 @@ struct TagInstance {
 using CommandBody =
     std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode, EvictPod, DeletePod,
                  TerminateInstance, RemoveFinalizer, PatchNodePoolStatus, PatchNodeClaimStatus,
-                 AcknowledgeMessage, TagInstance>;
+                 DeleteQueueMessage, TagInstance>;
 
 struct Command {
   CommandId id{0};
@@ -996,8 +999,19 @@ enum class Cause : std::uint8_t {
   kScheduledChange,
   kInstanceStopping,
   kInstanceTerminating,
+  // Why a NodeClaim is deleted, besides a launch failure or an interruption above.
+  kEmpty,                   // Emptiness: no pods but daemons
+  kUnderutilized,           // consolidation: its pods fit elsewhere, or on something cheaper
+  kDrifted,                 // its NodePool or EC2NodeClass no longer describes it
+  kExpired,                 // older than its NodePool's expireAfter
+  kDeletedThroughApi,       // someone deleted the NodeClaim
+  kNodeDeleted,             // someone deleted its Node
+  kAdoptedWithoutInstance,  // found in the cluster with no instance behind it
+  kLaunchTimeout,           // not launched in time
+  kRegistrationTimeout,     // its node never registered in time
+  kInstanceGone,            // its instance went away under it
 };
-inline constexpr Cause kCauseLast = Cause::kInstanceTerminating;
+inline constexpr Cause kCauseLast = Cause::kInstanceGone;
 // The code as metric labels spell it ("DoNotDisrupt"); "" for kNone.
 const char* CauseName(Cause cause);
 

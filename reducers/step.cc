@@ -81,7 +81,7 @@ bool ChangesCluster(const State& state, const Event& event) {
     if (it != state.inflight.end() &&
         (std::holds_alternative<PatchNodeClaimStatus>(it->second.body) ||
          std::holds_alternative<PatchNodePoolStatus>(it->second.body) ||
-         std::holds_alternative<AcknowledgeMessage>(it->second.body) ||
+         std::holds_alternative<DeleteQueueMessage>(it->second.body) ||
          std::holds_alternative<TagInstance>(it->second.body) ||
          std::holds_alternative<PatchNode>(it->second.body))) {
       return false;
@@ -136,8 +136,11 @@ void core::ForgetPod(State& state, const std::string& ns, const std::string& nam
 
 namespace {
 
-void OnInputRejected(State& state) {
+// Input that could not be read is kept in the log for audit; a queue message it came in is
+// deleted from the queue now that it is there (delivered again, it would only be rejected again).
+void OnInputRejected(State& state, Seq seq, const InputRejected& event, Output& out) {
   state.rejected_inputs++;
+  if (!event.message_id.empty()) Issue(state, seq, DeleteQueueMessage{event.message_id}, out);
 }
 
 void Complete(State& state, CommandId id) {
@@ -223,7 +226,7 @@ Output Step(State& state, Seq seq, const Event& event) {
             }
             Complete(state, e.command);
           },
-          [&](const InputRejected&) { OnInputRejected(state); },
+          [&](const InputRejected& e) { OnInputRejected(state, seq, e, out); },
           [&](const DaemonSetUpserted& e) {
             state.daemonsets[PodKey(e.daemonset.ns, e.daemonset.name)] = e.daemonset;
           },

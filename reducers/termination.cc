@@ -260,7 +260,7 @@ void Republish(State& state, const PoolSums& sums, Seq seq, Output& out) {
 
 }  // namespace
 
-void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason,
+void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
                    bool requested_by_tenon, Output& out) {
   if (claim.deleting) return;
   claim.deleting = true;
@@ -268,7 +268,7 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
   claim.deleting_reason = reason;
   claim.relaunch_at = Nanos{0};
   state.relaunches.erase(claim.name);
-  Record(state, seq, claim, "Deleting", reason, out);
+  Record(state, seq, claim, "Deleting", reason, out, cause);
   if (requested_by_tenon) Issue(state, seq, DeleteNodeClaim{claim.name}, out);
   // Its pods are back in the market: the next batch plans for them.
   ReconsiderPendingPods(state);
@@ -282,7 +282,8 @@ void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::
 void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out) {
   auto it = state.nodeclaims.find(event.name);
   if (it == state.nodeclaims.end()) return;
-  BeginDeletion(state, seq, it->second, "deleted through the API", false, out);
+  BeginDeletion(state, seq, it->second, "deleted through the API", Cause::kDeletedThroughApi, false,
+                out);
 }
 
 std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
@@ -304,13 +305,15 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
     sums.Add(state, claim);
     if (!claim.deleting && state.watches_synced) {
       if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
-        BeginDeletion(state, seq, claim, "not launched within 5m", true, out);
+        BeginDeletion(state, seq, claim, "not launched within 5m", Cause::kLaunchTimeout, true,
+                      out);
       } else if (claim.phase == ClaimPhase::kPending && claim.relaunch_at.value != 0 &&
                  state.now >= claim.relaunch_at) {
         Relaunch(state, seq, claim, out);
       } else if (claim.phase == ClaimPhase::kLaunched &&
                  state.now - claim.launched >= kRegistrationTtl) {
-        BeginDeletion(state, seq, claim, "no node registered within 15m", true, out);
+        BeginDeletion(state, seq, claim, "no node registered within 15m",
+                      Cause::kRegistrationTimeout, true, out);
         state.registration_healthy[claim.nodepool] = false;  // NodeRegistrationHealthy=False
       }
     }
@@ -415,7 +418,8 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
     claim.instance_gone = true;
     Record(state, seq, claim, "InstanceGone",
            "instance " + claim.instance_id + " no longer exists (garbage collection)", out);
-    BeginDeletion(state, seq, claim, "instance " + claim.instance_id + " is gone", true, out);
+    BeginDeletion(state, seq, claim, "instance " + claim.instance_id + " is gone",
+                  Cause::kInstanceGone, true, out);
   }
   // An instance no NodeClaim tracks, old enough not to be a launch still being recorded. Not
   // before the cluster's NodeClaims have been read: one may be about to be adopted.

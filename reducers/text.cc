@@ -63,6 +63,26 @@ const char* CauseName(Cause cause) {
       return "InstanceStopping";
     case Cause::kInstanceTerminating:
       return "InstanceTerminating";
+    case Cause::kEmpty:
+      return "Empty";
+    case Cause::kUnderutilized:
+      return "Underutilized";
+    case Cause::kDrifted:
+      return "Drifted";
+    case Cause::kExpired:
+      return "Expired";
+    case Cause::kDeletedThroughApi:
+      return "Deleted";
+    case Cause::kNodeDeleted:
+      return "NodeDeleted";
+    case Cause::kAdoptedWithoutInstance:
+      return "AdoptedWithoutInstance";
+    case Cause::kLaunchTimeout:
+      return "LaunchTimeout";
+    case Cause::kRegistrationTimeout:
+      return "RegistrationTimeout";
+    case Cause::kInstanceGone:
+      return "InstanceGone";
   }
   return "";
 }

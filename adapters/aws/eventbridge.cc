@@ -7,8 +7,8 @@ namespace {
 
 using nlohmann::json;
 
-Event Rejected(const std::string& reason, const std::string& body) {
-  return InputRejected{kInterruptionSource, reason, body};
+Event Rejected(const std::string& message_id, const std::string& reason, const std::string& body) {
+  return InputRejected{kInterruptionSource, reason, body, message_id};
 }
 
 std::string StringAt(const json& object, const char* key) {
@@ -25,7 +25,7 @@ std::vector<Event> FromHealth(const std::string& message_id, const json& detail,
                               const std::string& body) {
   if (StringAt(detail, "service") != "EC2" ||
       StringAt(detail, "eventTypeCategory") != "scheduledChange") {
-    return {Rejected("health event that is not an EC2 scheduled change", body)};
+    return {Rejected(message_id, "health event that is not an EC2 scheduled change", body)};
   }
   std::string description;
   if (const auto d = detail.find("eventDescription");
@@ -35,7 +35,7 @@ std::vector<Event> FromHealth(const std::string& message_id, const json& detail,
   std::vector<Event> out;
   const auto entities = detail.find("affectedEntities");
   if (entities == detail.end() || !entities->is_array()) {
-    return {Rejected("health event without affectedEntities", body)};
+    return {Rejected(message_id, "health event without affectedEntities", body)};
   }
   for (const json& entity : *entities) {
     if (out.size() >= kAffectedEntitiesMax) break;
@@ -45,14 +45,15 @@ std::vector<Event> FromHealth(const std::string& message_id, const json& detail,
           InterruptionReceived{message_id, InterruptionKind::kScheduledChange, id, description});
     }
   }
-  if (out.empty()) return {Rejected("health event naming no instance", body)};
+  if (out.empty()) return {Rejected(message_id, "health event naming no instance", body)};
   return out;
 }
 
 std::vector<Event> FromInstanceEvent(const std::string& message_id, InterruptionKind kind,
                                      const json& detail, const std::string& body) {
   const std::string id = StringAt(detail, "instance-id");
-  if (!IsInstanceId(id)) return {Rejected("event without a valid detail.instance-id", body)};
+  if (!IsInstanceId(id))
+    return {Rejected(message_id, "event without a valid detail.instance-id", body)};
   std::string what;
   switch (kind) {
     case InterruptionKind::kSpotInterruption:
@@ -60,7 +61,7 @@ std::vector<Event> FromInstanceEvent(const std::string& message_id, Interruption
       break;
     case InterruptionKind::kStateChange:
       what = StringAt(detail, "state");
-      if (what.empty()) return {Rejected("state change without detail.state", body)};
+      if (what.empty()) return {Rejected(message_id, "state change without detail.state", body)};
       break;
     case InterruptionKind::kRebalanceRecommendation:
     case InterruptionKind::kScheduledChange:
@@ -73,14 +74,15 @@ std::vector<Event> FromInstanceEvent(const std::string& message_id, Interruption
 
 std::vector<Event> ParseEventBridge(const std::string& message_id, const std::string& body) {
   if (body.size() > kMessageBytesMax)
-    return {Rejected("message larger than 256 KiB", body.substr(0, kMessageBytesMax))};
+    return {Rejected(message_id, "message larger than 256 KiB", body.substr(0, kMessageBytesMax))};
   const json message = json::parse(body, nullptr, false);
-  if (message.is_discarded()) return {Rejected("not JSON", body)};
-  if (!message.is_object()) return {Rejected("not a JSON object", body)};
+  if (message.is_discarded()) return {Rejected(message_id, "not JSON", body)};
+  if (!message.is_object()) return {Rejected(message_id, "not a JSON object", body)};
   const std::string type = StringAt(message, "detail-type");
   const std::string source = StringAt(message, "source");
   const auto detail = message.find("detail");
-  if (detail == message.end() || !detail->is_object()) return {Rejected("no detail object", body)};
+  if (detail == message.end() || !detail->is_object())
+    return {Rejected(message_id, "no detail object", body)};
   if (source == "aws.ec2" && type == "EC2 Spot Instance Interruption Warning") {
     return FromInstanceEvent(message_id, InterruptionKind::kSpotInterruption, *detail, body);
   }
@@ -93,7 +95,8 @@ std::vector<Event> ParseEventBridge(const std::string& message_id, const std::st
   if (source == "aws.health" && type == "AWS Health Event") {
     return FromHealth(message_id, *detail, body);
   }
-  return {Rejected("unknown event: source '" + source + "', detail-type '" + type + "'", body)};
+  return {Rejected(message_id, "unknown event: source '" + source + "', detail-type '" + type + "'",
+                   body)};
 }
 
 }  // namespace tenon::aws

@@ -33,7 +33,7 @@ MicroUsdPerHour PriceOf(const LaunchInstances& launch, const FleetInstance& inst
 bool AwsExecutor::Owns(const Command& command) {
   return std::holds_alternative<LaunchInstances>(command.body) ||
          std::holds_alternative<TerminateInstance>(command.body) ||
-         std::holds_alternative<AcknowledgeMessage>(command.body) ||
+         std::holds_alternative<DeleteQueueMessage>(command.body) ||
          std::holds_alternative<TagInstance>(command.body);
 }
 
@@ -43,7 +43,7 @@ std::vector<Event> AwsExecutor::Execute(const Command& command) {
   if (const auto* terminate = std::get_if<TerminateInstance>(&command.body)) {
     return Terminate(command, *terminate);
   }
-  if (const auto* ack = std::get_if<AcknowledgeMessage>(&command.body))
+  if (const auto* ack = std::get_if<DeleteQueueMessage>(&command.body))
     return Acknowledge(command, *ack);
   if (const auto* tag = std::get_if<TagInstance>(&command.body)) return Tag(command, *tag);
   return {};
@@ -158,7 +158,7 @@ std::vector<Event> AwsExecutor::Tag(const Command& command, const TagInstance& t
   return {CommandSucceeded{command.id}};
 }
 
-std::vector<Event> AwsExecutor::Acknowledge(const Command& command, const AcknowledgeMessage& ack) {
+std::vector<Event> AwsExecutor::Acknowledge(const Command& command, const DeleteQueueMessage& ack) {
   if (queue_ == nullptr) {
     return {CommandFailed{command.id, ErrorCode::kInvalid, "no interruption queue configured"}};
   }

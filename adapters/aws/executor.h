@@ -1,6 +1,6 @@
 // The AWS side of the runtime's Executor. It owns exactly four commands: LaunchInstances
 // (CreateFleet), TerminateInstance (TerminateInstances), TagInstance (CreateTags) and
-// AcknowledgeMessage (SQS DeleteMessage). Every other command belongs to the Kubernetes adapter:
+// DeleteQueueMessage (SQS DeleteMessage). Every other command belongs to the Kubernetes adapter:
 // RoutingExecutor sends each command to the one that owns it, so no command is silently dropped.
 #pragma once
 
@@ -42,7 +42,7 @@ class AwsExecutor : public runtime::Executor {
  private:
   std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
-  std::vector<Event> Acknowledge(const Command& command, const AcknowledgeMessage& ack);
+  std::vector<Event> Acknowledge(const Command& command, const DeleteQueueMessage& ack);
   std::vector<Event> Tag(const Command& command, const TagInstance& tag);
 
   Ec2& ec2_;

@@ -55,17 +55,21 @@ NodeClassTerms ParseNodeClassTerms(const YAML::Node& object) {
   return terms;
 }
 
-Result<NodeClassResolution> ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
-                                                   const NodeClassTerms& terms,
-                                                   const std::string& kubernetes_version) {
-  using R = Result<NodeClassResolution>;
-  auto fail = [](ErrorCode code, std::string message) {
-    return R::Fail(AwsError{code, "", std::move(message), 0});
+NodeClassResolutionResult ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
+                                                 const NodeClassTerms& terms,
+                                                 const std::string& kubernetes_version) {
+  using R = NodeClassResolutionResult;
+  auto fail = [](const char* reason, ErrorCode code, std::string message) {
+    return R::Fail(reason, AwsError{code, "", std::move(message), 0});
   };
-  if (terms.amis.empty()) return fail(ErrorCode::kInvalid, "spec.amiSelectorTerms is empty");
-  if (terms.subnets.empty()) return fail(ErrorCode::kInvalid, "spec.subnetSelectorTerms is empty");
+  if (terms.amis.empty()) {
+    return fail(kInvalidSpec, ErrorCode::kInvalid, "spec.amiSelectorTerms is empty");
+  }
+  if (terms.subnets.empty()) {
+    return fail(kInvalidSpec, ErrorCode::kInvalid, "spec.subnetSelectorTerms is empty");
+  }
   if (terms.security_groups.empty()) {
-    return fail(ErrorCode::kInvalid, "spec.securityGroupSelectorTerms is empty");
+    return fail(kInvalidSpec, ErrorCode::kInvalid, "spec.securityGroupSelectorTerms is empty");
   }
   NodeClassResolution out;
   out.nodeclass = nodeclass;
@@ -77,23 +81,25 @@ Result<NodeClassResolution> ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const Nod
     }
     for (const char* arch : {"amd64", "arm64"}) {
       std::string path = ssm.AliasPath(t.alias, arch, kubernetes_version);
-      if (path.empty()) return fail(ErrorCode::kInvalid, "unknown AMI alias " + t.alias);
+      if (path.empty()) {
+        return fail(kAmiNotFound, ErrorCode::kInvalid, "unknown AMI alias " + t.alias);
+      }
       Result<std::string> id = ssm.GetParameter(path);
       if (!id.ok() && id.error.code == ErrorCode::kNotFound) continue;
-      if (!id.ok()) return R::Fail(id.error);
+      if (!id.ok()) return R::Fail(kAmiNotFound, id.error);
       out.amis.push_back(Image{*id.value, t.alias, arch, "", "", {}});
     }
   }
   if (!image_terms.empty()) {
     Result<std::vector<Image>> images = ec2.DescribeImages(image_terms);
-    if (!images.ok()) return R::Fail(images.error);
+    if (!images.ok()) return R::Fail(kAmiNotFound, images.error);
     for (Image& image : NewestPerArch(*images.value)) out.amis.push_back(std::move(image));
   }
   Result<std::vector<Subnet>> subnets = ec2.DescribeSubnets(terms.subnets);
-  if (!subnets.ok()) return R::Fail(subnets.error);
+  if (!subnets.ok()) return R::Fail(kSubnetsNotFound, subnets.error);
   out.subnets = std::move(*subnets.value);
   Result<std::vector<SecurityGroup>> groups = ec2.DescribeSecurityGroups(terms.security_groups);
-  if (!groups.ok()) return R::Fail(groups.error);
+  if (!groups.ok()) return R::Fail(kSecurityGroupsNotFound, groups.error);
   out.security_groups = std::move(*groups.value);
   auto by_id = [](const auto& a, const auto& b) { return a.id < b.id; };
   auto same_id = [](const auto& a, const auto& b) { return a.id == b.id; };
@@ -106,12 +112,15 @@ Result<NodeClassResolution> ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const Nod
   out.security_groups.erase(
       std::unique(out.security_groups.begin(), out.security_groups.end(), same_id),
       out.security_groups.end());
-  if (out.amis.empty()) return fail(ErrorCode::kNotFound, "no AMI matches amiSelectorTerms");
+  if (out.amis.empty()) {
+    return fail(kAmiNotFound, ErrorCode::kNotFound, "no AMI matches amiSelectorTerms");
+  }
   if (out.subnets.empty()) {
-    return fail(ErrorCode::kNotFound, "no subnet matches subnetSelectorTerms");
+    return fail(kSubnetsNotFound, ErrorCode::kNotFound, "no subnet matches subnetSelectorTerms");
   }
   if (out.security_groups.empty()) {
-    return fail(ErrorCode::kNotFound, "no security group matches securityGroupSelectorTerms");
+    return fail(kSecurityGroupsNotFound, ErrorCode::kNotFound,
+                "no security group matches securityGroupSelectorTerms");
   }
   NodeClass& ids = out.nodeclass;
   ids.amis.clear();
@@ -120,13 +129,13 @@ Result<NodeClassResolution> ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const Nod
   for (const Image& i : out.amis) ids.amis.push_back(i.id);
   for (const Subnet& s : out.subnets) ids.subnets.push_back(s.id);
   for (const SecurityGroup& g : out.security_groups) ids.security_groups.push_back(g.id);
-  return R::Ok(std::move(out));
+  return R{std::move(out), "", {}};
 }
 
 Result<NodeClass> ResolveNodeClass(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
                                    const NodeClassTerms& terms,
                                    const std::string& kubernetes_version) {
-  Result<NodeClassResolution> resolved =
+  NodeClassResolutionResult resolved =
       ResolveNodeClassDetail(ec2, ssm, nodeclass, terms, kubernetes_version);
   if (!resolved.ok()) return Result<NodeClass>::Fail(resolved.error);
   return Result<NodeClass>::Ok(std::move(resolved.value->nodeclass));

@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,6 @@ struct NodeClassTerms {
 // std::invalid_argument naming the field on a term that is not a map or sets nothing.
 NodeClassTerms ParseNodeClassTerms(const YAML::Node& object);
 
-// Resolves `terms` for `nodeclass`: aliases through SSM for both architectures (an
-// architecture the alias has no parameter for is skipped), other AMI terms through
-// DescribeImages keeping the newest image per architecture; subnets and security groups
-// through their Describe calls. Fails when any of the three resolves to nothing.
 // What the selector terms resolved to, with what the status and launches need beyond the ids:
 // each AMI's architecture and each subnet's zone.
 struct NodeClassResolution {
@@ -43,9 +40,33 @@ struct NodeClassResolution {
   std::vector<SecurityGroup> security_groups;
 };
 
-Result<NodeClassResolution> ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
-                                                   const NodeClassTerms& terms,
-                                                   const std::string& kubernetes_version);
+// A resolution, or why there is none: the reason of the EC2NodeClass condition that is not
+// true, as Karpenter's status controller names it (AMINotFound, SubnetsNotFound,
+// SecurityGroupsNotFound, InstanceProfileNotFound, InvalidSpec), and the error behind it.
+struct NodeClassResolutionResult {
+  std::optional<NodeClassResolution> value;
+  std::string reason;
+  AwsError error;
+  bool ok() const { return value.has_value(); }
+  static NodeClassResolutionResult Fail(std::string reason, AwsError error) {
+    return {std::nullopt, std::move(reason), std::move(error)};
+  }
+};
+
+// Condition reasons of a resolution that found nothing.
+inline constexpr char kAmiNotFound[] = "AMINotFound";
+inline constexpr char kSubnetsNotFound[] = "SubnetsNotFound";
+inline constexpr char kSecurityGroupsNotFound[] = "SecurityGroupsNotFound";
+inline constexpr char kInstanceProfileNotFound[] = "InstanceProfileNotFound";
+inline constexpr char kInvalidSpec[] = "InvalidSpec";
+
+// Resolves `terms` for `nodeclass`: aliases through SSM for both architectures (an
+// architecture the alias has no parameter for is skipped), other AMI terms through
+// DescribeImages keeping the newest image per architecture; subnets and security groups
+// through their Describe calls. Fails when any of the three resolves to nothing.
+NodeClassResolutionResult ResolveNodeClassDetail(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
+                                                 const NodeClassTerms& terms,
+                                                 const std::string& kubernetes_version);
 // The ids only.
 Result<NodeClass> ResolveNodeClass(Ec2& ec2, Ssm& ssm, const NodeClass& nodeclass,
                                    const NodeClassTerms& terms,

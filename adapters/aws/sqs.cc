@@ -26,8 +26,8 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
   std::vector<Event> events;
   std::lock_guard lock(mu_);
   if (answer.is_discarded() || !answer.is_object()) {
-    events.push_back(
-        InputRejected{"sqs-receive", "ReceiveMessage answer is not a JSON object", *body.value});
+    events.push_back(InputRejected{"sqs-receive", "ReceiveMessage answer is not a JSON object",
+                                   *body.value, ""});
     return Result<std::vector<Event>>::Ok(std::move(events));
   }
   const auto messages = answer.find("Messages");
@@ -37,7 +37,7 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
     const std::string receipt = m.is_object() ? m.value("ReceiptHandle", "") : "";
     if (id.empty() || receipt.empty()) {
       events.push_back(
-          InputRejected{"sqs-receive", "message without MessageId/ReceiptHandle", m.dump()});
+          InputRejected{"sqs-receive", "message without MessageId/ReceiptHandle", m.dump(), ""});
       continue;
     }
     // A message delivered again before it was acknowledged (its visibility timeout ran out)
@@ -51,10 +51,6 @@ Result<std::vector<Event>> InterruptionQueue::Receive(std::int32_t messages_max,
     const std::string text =
         m.contains("Body") && m["Body"].is_string() ? m["Body"].get<std::string>() : "";
     std::vector<Event> parsed = ParseEventBridge(id, text);
-    const bool only_rejected = std::all_of(parsed.begin(), parsed.end(), [](const Event& e) {
-      return std::holds_alternative<InputRejected>(e);
-    });
-    if (only_rejected && rejected_.size() < kReceiptsMax) rejected_.push_back(id);
     std::move(parsed.begin(), parsed.end(), std::back_inserter(events));
   }
   spdlog::debug("sqs: {} messages, {} events", messages->size(), events.size());
@@ -78,29 +74,6 @@ Result<Unit> InterruptionQueue::Acknowledge(const std::string& message_id) {
   std::lock_guard lock(mu_);
   receipts_.erase(message_id);
   return Result<Unit>::Ok(Unit{});
-}
-
-std::vector<std::string> InterruptionQueue::TakeRejected() {
-  std::lock_guard lock(mu_);
-  std::vector<std::string> ids;
-  ids.swap(rejected_);
-  return ids;
-}
-
-Result<std::int64_t> InterruptionQueue::DeleteRejected() {
-  std::int64_t deleted = 0;
-  std::vector<std::string> pending = TakeRejected();
-  for (std::size_t i = 0; i < pending.size(); ++i) {
-    Result<Unit> done = Acknowledge(pending[i]);
-    if (!done.ok() && done.error.code != ErrorCode::kNotFound) {
-      std::lock_guard lock(mu_);
-      rejected_.insert(rejected_.end(), pending.begin() + static_cast<std::ptrdiff_t>(i),
-                       pending.end());
-      return Result<std::int64_t>::Fail(done.error);
-    }
-    deleted += done.ok() ? 1 : 0;
-  }
-  return Result<std::int64_t>::Ok(deleted);
 }
 
 }  // namespace tenon::aws

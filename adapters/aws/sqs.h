@@ -20,8 +20,8 @@ class InterruptionQueue {
  public:
   InterruptionQueue(AwsClient& client, std::string queue_url)
       : client_(client), ack_client_(client), queue_url_(std::move(queue_url)) {}
-  // Receive on `client` (one thread, long polls) while Acknowledge and DeleteRejected run on
-  // another thread with `ack_client`: the receipts are shared under a lock.
+  // Receive on `client` (one thread, long polls) while Acknowledge runs on another thread with
+  // `ack_client`: the receipts are shared under a lock.
   InterruptionQueue(AwsClient& client, AwsClient& ack_client, std::string queue_url)
       : client_(client), ack_client_(ack_client), queue_url_(std::move(queue_url)) {}
 
@@ -29,28 +29,23 @@ class InterruptionQueue {
   // again before it was acknowledged yields no second set of events (at-least-once delivery,
   // duplicates recognised by message id); after a restart the core recognises them instead.
   Result<std::vector<Event>> Receive(std::int32_t messages_max, std::int32_t wait_seconds);
-  // Deletes a message received earlier. A message this process never received (after a
-  // restart) is left to come back after its visibility timeout: NotFound.
+  // Deletes a message received earlier (the DeleteQueueMessage command: for an interruption
+  // once handled, for input that could not be read once its rejection is logged). A message
+  // this process never received (after a restart) is left to come back after its visibility
+  // timeout: NotFound.
   Result<Unit> Acknowledge(const std::string& message_id);
   std::int64_t redeliveries() {
     std::lock_guard lock(mu_);
     return redeliveries_;
   }
-  // Deletes the messages that yielded only InputRejected (no command will ever acknowledge
-  // them). Call after the runtime has logged the events Receive returned; returns how many.
-  Result<std::int64_t> DeleteRejected();
-  // The ids DeleteRejected would delete, handed over (and forgotten here) so that another
-  // thread can acknowledge them once the events are logged.
-  std::vector<std::string> TakeRejected();
 
  private:
   AwsClient& client_;
   AwsClient& ack_client_;
   std::string queue_url_;
-  std::mutex mu_;                                // Guards receipts_, redeliveries_ and rejected_.
+  std::mutex mu_;                                // Guards receipts_ and redeliveries_.
   std::map<std::string, std::string> receipts_;  // message id -> receipt handle.
   std::int64_t redeliveries_ = 0;
-  std::vector<std::string> rejected_;  // Message ids whose events were all InputRejected.
 };
 
 // SQS JSON-protocol helpers (also used by tests to create queues and send messages).

@@ -15,7 +15,9 @@
 //                tenon made for it are deleted and the finalizer removed
 //
 // Each thread owns its AWS connection (the HTTP pieces are not thread-safe). The executor runs
-// on the controller's thread with a connection of its own.
+// on the controller's thread with a connection of its own. Each role has its file:
+// cloud_catalog.cc, cloud_interruption.cc, cloud_gc.cc, cloud_nodeclass.cc and, for the
+// launches the executor runs, cloud_launch.cc; cloud.cc holds the threads and the queue.
 #pragma once
 
 #include <atomic>
@@ -75,7 +77,7 @@ struct ResolvedNodeClass {
 };
 
 // The NodeClass status for a resolution, or the reason it failed (pure).
-kube::NodeClassStatus StatusFor(const aws::Result<aws::NodeClassResolution>& resolved,
+kube::NodeClassStatus StatusFor(const aws::NodeClassResolutionResult& resolved,
                                 const std::string& instance_profile);
 // The finalizer that holds a deleted EC2NodeClass until what tenon made for it is gone.
 inline constexpr char kNodeClassFinalizer[] = "karpenter.k8s.aws/termination";
@@ -100,12 +102,9 @@ class CloudSource : public runtime::Executor {
   void Stop();
   // Events the threads produced since the last call.
   std::vector<Event> Drain();
-  // The events Drain returned are in the log: messages that were only rejected input can go.
-  // -> how many were deleted.
-  std::int64_t Ingested();
   // Resolve the NodeClasses again now (one changed).
   void PokeNodeClasses();
-  // The cloud's commands: launches, terminations (AwsExecutor) and acknowledgements.
+  // The cloud's commands: launches, terminations (AwsExecutor) and queue message deletions.
   std::vector<Event> Execute(const Command& command) override;
 
   // For tests and metrics.
@@ -113,7 +112,7 @@ class CloudSource : public runtime::Executor {
   std::int64_t nodeclasses_resolved() const { return nodeclasses_resolved_.load(); }
 
  private:
-  void Push(std::vector<Event> events, std::vector<std::string> rejected = {});
+  void Push(std::vector<Event> events);
   bool Sleep(std::chrono::milliseconds duration);  // False when stopping.
   void CatalogLoop();
   void InterruptionLoop();
@@ -176,8 +175,6 @@ class CloudSource : public runtime::Executor {
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<Event> events_;
-  std::vector<std::string> rejected_pending_;  // Queued with their events, not yet drained.
-  std::vector<std::string> rejected_drained_;  // Drained: delete once Ingested says so.
   std::map<std::string, ResolvedNodeClass> resolved_;
   bool resolved_once_ = false;  // The first resolution pass has finished.
   bool poke_ = false;

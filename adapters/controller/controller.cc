@@ -392,7 +392,6 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
         health.SetReady(false, "informers have not synced yet");
       }
       if (cloud != nullptr) {
-        metrics.InterruptionMessagesDeleted(cloud->Ingested());
         if (nodeclass_changed) cloud->PokeNodeClasses();
       }
     }

@@ -138,16 +138,16 @@ std::vector<Event> Decode(const Change& change) {
   simdjson::dom::element root;
   if (auto error = parser.parse(change.object).get(root); error != simdjson::SUCCESS) {
     return {InputRejected{source, std::string("not JSON: ") + simdjson::error_message(error),
-                          change.object}};
+                          change.object, ""}};
   }
   if (change.key.empty())
-    return {InputRejected{source, "object without metadata.name", change.object}};
+    return {InputRejected{source, "object without metadata.name", change.object, ""}};
   try {
     return Upserted(plural, ToYaml(root));
   } catch (const ObjectError& e) {
-    return {InputRejected{source, e.what(), change.object}};
+    return {InputRejected{source, e.what(), change.object, ""}};
   } catch (const YAML::Exception& e) {
-    return {InputRejected{source, change.key + ": " + e.what(), change.object}};
+    return {InputRejected{source, change.key + ": " + e.what(), change.object, ""}};
   }
 }
 

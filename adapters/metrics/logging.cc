@@ -136,7 +136,7 @@ std::string CommandTarget(const Command& command) {
         } else if constexpr (std::is_same_v<T, TagInstance>) {
           return "instance " + c.instance_id + " of nodeclaim " + c.nodeclaim;
         } else {
-          static_assert(std::is_same_v<T, AcknowledgeMessage>);
+          static_assert(std::is_same_v<T, DeleteQueueMessage>);
           return "message " + c.message_id;
         }
       },

@@ -523,10 +523,6 @@ void Metrics::KubeWriteFailed() {
   f_->kube_write_failures.Add({}).Increment();
 }
 
-void Metrics::InterruptionMessagesDeleted(std::int64_t count) {
-  if (count > 0) f_->interruption_deleted.Add({}).Increment(static_cast<double>(count));
-}
-
 Metrics::~Metrics() = default;
 
 std::shared_ptr<prometheus::Registry> Metrics::registry() const {
@@ -651,7 +647,7 @@ void Metrics::OnExecuted(const Command& command, const std::vector<Event>& resul
                          std::chrono::nanoseconds took) {
   const std::string result = CommandResult(command.id, results);
   f_->commands.Add({{"kind", log::CommandKind(command)}, {"result", result}}).Increment();
-  if (std::holds_alternative<AcknowledgeMessage>(command.body) && result != "failed") {
+  if (std::holds_alternative<DeleteQueueMessage>(command.body) && result != "failed") {
     f_->interruption_deleted.Add({}).Increment();
   }
   ObserveCloudProvider(command, results, took);
@@ -669,7 +665,7 @@ void Metrics::ObserveCloudProvider(const Command& command, const std::vector<Eve
   } else if (std::holds_alternative<TerminateInstance>(command.body)) {
     controller = "nodeclaim.termination";
     method = "Delete";
-  } else if (std::holds_alternative<AcknowledgeMessage>(command.body)) {
+  } else if (std::holds_alternative<DeleteQueueMessage>(command.body)) {
     controller = "interruption";
     method = "DeleteMessage";
   } else {

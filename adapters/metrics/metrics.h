@@ -51,9 +51,6 @@ class Metrics : public runtime::Observer {
   void ObserveState(const State& state);
   // A write the Kubernetes API server refused (thread-safe).
   void KubeWriteFailed();
-  // Interruption messages deleted from the queue outside a command: those that were only
-  // rejected input. Karpenter counts their deletion too.
-  void InterruptionMessagesDeleted(std::int64_t count);
 
   // The registry in the Prometheus text format (what /metrics serves).
   std::string Serialize() const;

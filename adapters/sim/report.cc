@@ -27,15 +27,6 @@ std::string Seconds(Nanos d) {
   return text;
 }
 
-// "underutilized: replace with ..." -> "underutilized"; "instance i-0ab is gone" -> "instance
-// gone".
-std::string ReasonKind(const std::string& reason) {
-  if (reason.rfind("instance ", 0) == 0 && reason.find(" is gone") != std::string::npos) {
-    return "instance gone";
-  }
-  return reason.substr(0, reason.find(':'));
-}
-
 void Line(std::string& out, const char* format, auto... args) {
   char text[256];
   std::snprintf(text, sizeof text, format, args...);
@@ -111,7 +102,10 @@ void ReportBuilder::OnDecision(const Decision& decision) {
   } else if (const auto* l = std::get_if<LifecycleDecision>(&decision.body)) {
     if (l->transition == "Launched") ++report_.nodes_launched;
     if (l->transition == "LaunchFailed") ++report_.launch_failures;
-    if (l->transition == "Deleting") ++report_.removed[ReasonKind(l->reason)];
+    if (l->transition == "Deleting") {
+      // Each removal by its kind; a deletion recorded before kinds were kept counts as such.
+      ++report_.removed[l->cause == Cause::kNone ? "Unknown" : CauseName(l->cause)];
+    }
   } else {
     OnDisruption(std::get<DisruptionDecision>(decision.body));
   }

@@ -942,9 +942,10 @@ std::vector<Event> World::RunActions() {
         events.push_back(NodePoolUpserted{Pool(action.nodepool)});
         break;
       case Action::Kind::kMalformedMessage:
-        // The queue adapter keeps what it cannot read for audit and deletes it.
+        // The queue adapter keeps what it cannot read for audit; the core deletes it.
         events.push_back(InputRejected{"sqs", "not an EventBridge event: missing detail-type",
-                                       "{\"version\":\"0\",\"source\":\"aws.ec2\"}"});
+                                       "{\"version\":\"0\",\"source\":\"aws.ec2\"}",
+                                       "msg-" + std::to_string(next_message_++)});
         break;
       case Action::Kind::kCordonNode:
       case Action::Kind::kUncordonNode: {
@@ -1620,7 +1621,7 @@ std::vector<Event> World::Apply(const Command& command) {
         } else if constexpr (std::is_same_v<T, PatchNodePoolStatus>) {
           pool_status_[body.nodepool] = body.status;
           return {CommandSucceeded{command.id}};
-        } else if constexpr (std::is_same_v<T, AcknowledgeMessage>) {
+        } else if constexpr (std::is_same_v<T, DeleteQueueMessage>) {
           return {CommandSucceeded{command.id}};  // Deleted from the queue.
         } else if constexpr (std::is_same_v<T, TagInstance>) {
           // Tags are not modelled; an instance that is gone cannot be tagged.

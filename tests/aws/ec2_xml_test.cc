@@ -140,7 +140,7 @@ TEST(AwsEc2Xml, RoutingSendsLaunchTerminateAndAckToAwsAndTheRestElsewhere) {
   RoutingExecutor routing(aws, kube);
   routing.Execute(Command{CommandId{1}, Seq{1}, LaunchInstances{}});
   routing.Execute(Command{CommandId{2}, Seq{1}, TerminateInstance{"i-1", "c"}});
-  routing.Execute(Command{CommandId{3}, Seq{1}, AcknowledgeMessage{"m"}});
+  routing.Execute(Command{CommandId{3}, Seq{1}, DeleteQueueMessage{"m"}});
   routing.Execute(Command{CommandId{4}, Seq{1}, PatchNode{}});
   routing.Execute(Command{CommandId{5}, Seq{1}, EvictPod{}});
   routing.Execute(Command{CommandId{6}, Seq{1}, CreateNodeClaim{}});

@@ -391,7 +391,8 @@ workloads:
 
 // Each interruption message: spot warning and stopping drain and delete (the warning also keeps
 // the offering out of the replacement's launch), a rebalance recommendation is only recorded,
-// an unreadable message is counted; every message is acknowledged.
+// an unreadable message is counted and kept; every message is deleted from the queue, the
+// unreadable one once its rejection is in the log.
 TEST(Disruption, InterruptionMessages) {
   Outcome spot = Simulate(Scenario(R"(
 duration: 6m
@@ -411,7 +412,9 @@ actions:
   for (const auto& ov : launches[1]->overrides) {
     EXPECT_FALSE(ov.instance_type == first.instance_type && ov.zone == first.zone);
   }
-  EXPECT_EQ(spot.CommandsOf<AcknowledgeMessage>().size(), 1u);
+  const auto deleted = spot.CommandsOf<DeleteQueueMessage>();
+  ASSERT_EQ(deleted.size(), 2u);
+  EXPECT_NE(deleted[0]->message_id, deleted[1]->message_id);
   EXPECT_EQ(spot.rejected_inputs, 1u);
 
   Outcome stopping = Simulate(Scenario(R"(
@@ -424,7 +427,7 @@ actions:
 )"));
   ASSERT_EQ(Phase(stopping, "Interruption", "executed").size(), 1u) << Outcomes(stopping);
   EXPECT_EQ(stopping.Count("RebalanceRecommendation"), 1u);
-  EXPECT_EQ(stopping.CommandsOf<AcknowledgeMessage>().size(), 2u);
+  EXPECT_EQ(stopping.CommandsOf<DeleteQueueMessage>().size(), 2u);
   EXPECT_EQ(stopping.Bound(), 2u);
 }
 

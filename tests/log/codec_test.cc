@@ -154,7 +154,7 @@ std::vector<Event> EveryEvent() {
           CommandId{5}, "c2", {{"m5.large", "z", "spot", ErrorCode::kInsufficientCapacity, "ICE"}}},
       CommandSucceeded{CommandId{6}},
       CommandFailed{CommandId{7}, ErrorCode::kThrottled, "slow down"},
-      InputRejected{"kube/pods", "bad json", std::string("\0\xff{raw", 6)},
+      InputRejected{"interruption", "bad json", std::string("\0\xff{raw", 6), "message-1"},
       DaemonSetUpserted{DaemonSet{"kube-system", "aws-node", FullPod()}},
       DaemonSetDeleted{"kube-system", "aws-node"},
       PersistentVolumeClaimUpserted{PersistentVolumeClaim{"default", "data", "gp3", "pv-1"}},
@@ -227,7 +227,7 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   launched.capacity = {Millicores{2000}, Bytes{8LL << 30}, 29, {{"nvidia.com/gpu", 1}}};
   launched.allocatable = {Millicores{1930}, Bytes{7LL << 30}, 29, {}};
   out.commands.push_back({CommandId{99}, Seq{3}, launched});
-  out.commands.push_back({CommandId{98}, Seq{3}, AcknowledgeMessage{"msg-1"}});
+  out.commands.push_back({CommandId{98}, Seq{3}, DeleteQueueMessage{"msg-1"}});
   out.commands.push_back(
       {CommandId{100}, Seq{3},
        TagInstance{"i-1", "c1", {{"Name", "n1"}, {"eks:eks-cluster-name", "prod"}}}});

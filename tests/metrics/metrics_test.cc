@@ -234,7 +234,7 @@ TEST(Metrics, CountersStartAtZero) {
     EXPECT_TRUE(at_zero("tenon_events_total", {{"kind", kind}})) << kind;
   }
   for (const char* kind : {"CreateNodeClaim", "LaunchInstances", "EvictPod", "TerminateInstance",
-                           "AcknowledgeMessage"}) {
+                           "DeleteQueueMessage"}) {
     for (const char* result : {"succeeded", "failed"}) {
       EXPECT_TRUE(at_zero("tenon_commands_total", {{"kind", kind}, {"result", result}}))
           << kind << " " << result;

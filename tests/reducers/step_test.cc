@@ -520,10 +520,10 @@ TEST(Disruption, RedeliveredInterruptionIsOnlyAcknowledged) {
   f.Start({Pool("default")});
   InterruptionReceived message{"msg-1", InterruptionKind::kSpotInterruption, "i-none", ""};
   Output first = f.Fold(message);
-  EXPECT_EQ(CommandsOf<AcknowledgeMessage>(first).size(), 1u);
+  EXPECT_EQ(CommandsOf<DeleteQueueMessage>(first).size(), 1u);
   EXPECT_EQ(first.decisions.size(), 1u);  // "no NodeClaim has this instance"
   Output again = f.Fold(message);
-  EXPECT_EQ(CommandsOf<AcknowledgeMessage>(again).size(), 1u);
+  EXPECT_EQ(CommandsOf<DeleteQueueMessage>(again).size(), 1u);
   EXPECT_TRUE(again.decisions.empty());
   // Forgotten after a day: a message id that old is new again.
   f.Fold(Tick{kT0 + kHandledMessagesKept + kMinute});
@@ -543,7 +543,7 @@ TEST(Disruption, InterruptionOfADeletingClaimIsRecorded) {
   ASSERT_TRUE(f.state.nodeclaims.at(claim).deleting);
   Output out =
       f.Fold(InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "terminated"});
-  EXPECT_EQ(CommandsOf<AcknowledgeMessage>(out).size(), 1u);
+  EXPECT_EQ(CommandsOf<DeleteQueueMessage>(out).size(), 1u);
   ASSERT_EQ(out.decisions.size(), 1u);
   const auto* noted = std::get_if<LifecycleDecision>(&out.decisions[0].body);
   ASSERT_NE(noted, nullptr);

@@ -190,7 +190,7 @@ TEST(WhatIf, SpotStormExampleReproducesItsInterruptionsAndPrices) {
   EXPECT_EQ(same.result.interruptions, 4u);
   EXPECT_EQ(same.result.interruptions_unmatched, 0u);
   EXPECT_GT(same.result.coverage.ice_honoured, 0u);
-  EXPECT_EQ(same.result.recorded.removed.at("interrupted"), 4u);
+  EXPECT_EQ(same.result.recorded.removed.at("SpotInterruption"), 4u);
   ExpectSameFigures(same.result.recorded, same.result.what_if);
   EXPECT_EQ(FinalHash(run.log()), FinalHash(same.log));
 }
@@ -204,7 +204,7 @@ TEST(WhatIf, ConsolidationDisabledCostsMore) {
   const sim::Report& what_if = off.result.what_if;
   EXPECT_GT(Consolidations(recorded), 0u);
   EXPECT_EQ(Consolidations(what_if), 0u);
-  EXPECT_EQ(what_if.removed.count("underutilized"), 0u);
+  EXPECT_EQ(what_if.removed.count("Underutilized"), 0u);
   EXPECT_GT(what_if.node_hours, recorded.node_hours);
   EXPECT_GT(what_if.cost_micro_usd, recorded.cost_micro_usd);
   EXPECT_EQ(what_if.pods_still_pending, 0u);
