@@ -177,6 +177,8 @@ void Put(s::NodePool::Builder b, const NodePool& v);
 NodePool Get(s::NodePool::Reader r);
 void Put(s::NodeClass::Builder b, const NodeClass& v);
 NodeClass Get(s::NodeClass::Reader r);
+void Put(s::NodeClassResolution::Builder b, const NodeClassResolution& v);
+NodeClassResolution Get(s::NodeClassResolution::Reader r);
 void Put(s::Pod::Builder b, const Pod& v);
 Pod Get(s::Pod::Reader r);
 void Put(s::Node::Builder b, const Node& v);
@@ -542,6 +544,45 @@ NodeClass Get(s::NodeClass::Reader r) {
           GetTexts(r.getArchs())};
 }
 
+void Put(s::NodeClassResolution::Builder b, const NodeClassResolution& v) {
+  auto amis = b.initAmis(v.amis.size());
+  for (unsigned i = 0; i < v.amis.size(); ++i) {
+    amis[i].setId(T(v.amis[i].id));
+    amis[i].setName(T(v.amis[i].name));
+    amis[i].setArch(T(v.amis[i].arch));
+    amis[i].setCreated(T(v.amis[i].created));
+  }
+  auto subnets = b.initSubnets(v.subnets.size());
+  for (unsigned i = 0; i < v.subnets.size(); ++i) {
+    subnets[i].setId(T(v.subnets[i].id));
+    subnets[i].setZone(T(v.subnets[i].zone));
+    subnets[i].setZoneId(T(v.subnets[i].zone_id));
+    subnets[i].setFreeIps(v.subnets[i].free_ips);
+  }
+  auto groups = b.initSecurityGroups(v.security_groups.size());
+  for (unsigned i = 0; i < v.security_groups.size(); ++i) {
+    groups[i].setId(T(v.security_groups[i].id));
+    groups[i].setName(T(v.security_groups[i].name));
+  }
+  b.setInstanceProfile(T(v.instance_profile));
+  b.setReason(T(v.reason));
+  b.setMessage(T(v.message));
+}
+NodeClassResolution Get(s::NodeClassResolution::Reader r) {
+  NodeClassResolution v;
+  for (auto a : r.getAmis()) {
+    v.amis.push_back({S(a.getId()), S(a.getName()), S(a.getArch()), S(a.getCreated())});
+  }
+  for (auto n : r.getSubnets()) {
+    v.subnets.push_back({S(n.getId()), S(n.getZone()), S(n.getZoneId()), n.getFreeIps()});
+  }
+  for (auto g : r.getSecurityGroups()) v.security_groups.push_back({S(g.getId()), S(g.getName())});
+  v.instance_profile = S(r.getInstanceProfile());
+  v.reason = S(r.getReason());
+  v.message = S(r.getMessage());
+  return v;
+}
+
 void Put(s::Offering::Builder b, const Offering& o) {
   b.setZone(T(o.zone));
   b.setCapacityType(T(o.capacity_type));
@@ -889,6 +930,11 @@ void Put(s::Event::Builder b, const Event& event) {
                  },
                  [&](const WatchesSynced& e) { b.setWatchesSynced(e.synced); },
                  [&](const NodeClaimObserved& e) { Put(b.initNodeClaimObserved(), e.claim); },
+                 [&](const NodeClassResolved& e) {
+                   auto g = b.initNodeClassResolved();
+                   g.setNodeClass(T(e.nodeclass));
+                   Put(g.initResolution(), e.resolution);
+                 },
                  [&](const InterruptionReceived& e) {
                    auto g = b.initInterruptionReceived();
                    g.setMessageId(T(e.message_id));
@@ -1003,6 +1049,10 @@ Event Get(s::Event::Reader r) {
       return WatchesSynced{r.getWatchesSynced()};
     case s::Event::NODE_CLAIM_OBSERVED:
       return NodeClaimObserved{Get(r.getNodeClaimObserved())};
+    case s::Event::NODE_CLASS_RESOLVED: {
+      auto g = r.getNodeClassResolved();
+      return NodeClassResolved{S(g.getNodeClass()), Get(g.getResolution())};
+    }
     case s::Event::INTERRUPTION_RECEIVED: {
       auto g = r.getInterruptionReceived();
       return InterruptionReceived{
@@ -1080,6 +1130,11 @@ void Put(s::Command::Builder b, const Command& c) {
                    g.setNodeClaim(T(x.nodeclaim));
                    Put(g.initTags(x.tags.size()), x.tags);
                  },
+                 [&](const PatchNodeClassStatus& x) {
+                   auto g = b.initPatchNodeClassStatus();
+                   g.setNodeClass(T(x.nodeclass));
+                   Put(g.initResolution(), x.resolution);
+                 },
                  [&](const PatchNodeClaimStatus& x) {
                    auto g = b.initPatchNodeClaimStatus();
                    g.setNodeClaim(T(x.nodeclaim));
@@ -1152,6 +1207,11 @@ Command Get(s::Command::Reader r) {
     case s::Command::TAG_INSTANCE: {
       auto g = r.getTagInstance();
       c.body = TagInstance{S(g.getInstanceId()), S(g.getNodeClaim()), GetLabels(g.getTags())};
+      return c;
+    }
+    case s::Command::PATCH_NODE_CLASS_STATUS: {
+      auto g = r.getPatchNodeClassStatus();
+      c.body = PatchNodeClassStatus{S(g.getNodeClass()), Get(g.getResolution())};
       return c;
     }
     case s::Command::PATCH_NODE_CLAIM_STATUS: {
@@ -1471,6 +1531,13 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
     Put(statuses[i].initStatus(), status);
     ++i;
   }
+  auto resolutions = b.initNodeClassResolutions(state.nodeclass_resolutions.size());
+  i = 0;
+  for (const auto& [name, resolution] : state.nodeclass_resolutions) {
+    resolutions[i].setName(T(name));
+    Put(resolutions[i].initResolution(), resolution);
+    ++i;
+  }
   b.setLastInstanceListingNs(state.last_instance_listing.value);
   std::map<std::string, std::int64_t> healthy(state.registration_healthy.begin(),
                                               state.registration_healthy.end());
@@ -1578,6 +1645,9 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
   for (auto c : r.getStorageClasses()) state.storage_classes[S(c.getName())] = Get(c);
   for (auto c : r.getCsiNodes()) state.csi_nodes[S(c.getName())] = Get(c);
   for (auto p : r.getNodePoolStatus()) state.nodepool_status[S(p.getName())] = Get(p.getStatus());
+  for (auto p : r.getNodeClassResolutions()) {
+    state.nodeclass_resolutions[S(p.getName())] = Get(p.getResolution());
+  }
   for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
     state.registration_healthy[pool] = healthy != 0;
   }
@@ -1643,7 +1713,8 @@ std::string EventKind(const Event& event) {
                                     "PodDisruptionBudgetUpserted",
                                     "PodDisruptionBudgetDeleted",
                                     "WatchesSynced",
-                                    "NodeClaimObserved"};
+                                    "NodeClaimObserved",
+                                    "NodeClassResolved"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[event.index()];
 }
@@ -1660,7 +1731,8 @@ std::string CommandKind(const Command& command) {
                                     "PatchNodePoolStatus",
                                     "PatchNodeClaimStatus",
                                     "DeleteQueueMessage",
-                                    "TagInstance"};
+                                    "TagInstance",
+                                    "PatchNodeClassStatus"};
   static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
   return kNames[command.body.index()];
 }

@@ -226,6 +226,34 @@ struct NodeClass {
   archs @11 :List(Text);
 }
 
+struct NodeClassResolution {
+  amis @0 :List(ResolvedAmi);
+  subnets @1 :List(ResolvedSubnet);
+  securityGroups @2 :List(ResolvedSecurityGroup);
+  instanceProfile @3 :Text;
+  reason @4 :Text;
+  message @5 :Text;
+}
+
+struct ResolvedAmi {
+  id @0 :Text;
+  name @1 :Text;
+  arch @2 :Text;
+  created @3 :Text;
+}
+
+struct ResolvedSubnet {
+  id @0 :Text;
+  zone @1 :Text;
+  zoneId @2 :Text;
+  freeIps @3 :Int64;
+}
+
+struct ResolvedSecurityGroup {
+  id @0 :Text;
+  name @1 :Text;
+}
+
 struct Offering {
   zone @0 :Text;
   capacityType @1 :Text;
@@ -408,6 +436,10 @@ struct Event {
     }
     watchesSynced @57 :Bool;
     nodeClaimObserved @58 :NodeClaim;
+    nodeClassResolved :group {
+      nodeClass @60 :Text;
+      resolution @61 :NodeClassResolution;
+    }
   }
 }
 
@@ -481,6 +513,10 @@ struct Command {
       nodeClaim @41 :Text;
       tags @42 :List(KeyValue);
     }
+    patchNodeClassStatus :group {
+      nodeClass @43 :Text;
+      resolution @44 :NodeClassResolution;
+    }
   }
 }
 
@@ -496,6 +532,11 @@ struct NodePoolStatus {
 struct NamedNodePoolStatus {
   name @0 :Text;
   status @1 :NodePoolStatus;
+}
+
+struct NamedNodeClassResolution {
+  name @0 :Text;
+  resolution @1 :NodeClassResolution;
 }
 
 struct OfferingChoice {
@@ -657,4 +698,5 @@ struct Snapshot {
   consolidatedAtNs @43 :Int64;
   consolidationRecheckAtNs @44 :Int64;
   relaunches @45 :List(Command);
+  nodeClassResolutions @46 :List(NamedNodeClassResolution);
 }

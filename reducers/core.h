@@ -300,6 +300,8 @@ struct State {
   std::map<std::string, PodDisruptionBudget> pdbs;  // Keyed by namespace/name.
   // Offerings that failed with a capacity error, keyed "type/zone/capacity-type", until when.
   std::map<std::string, Nanos> unavailable_offerings;
+  // Each EC2NodeClass's latest NodeClassResolved, by name: what its status is written from.
+  std::map<std::string, NodeClassResolution> nodeclass_resolutions;
   // NodePool status as last published (PatchNodePoolStatus), by pool name.
   std::map<std::string, NodePoolStatus> nodepool_status;
   // NodeRegistrationHealthy per pool: false after a registration timeout, true once a claim

@@ -215,6 +215,18 @@ void H(Hasher& h, const NodePool& p) {
       p.limits, p.expire_after, p.termination_grace_period);
   All(h, p.consolidation_policy, p.consolidate_after, p.budgets);
 }
+void H(Hasher& h, const ResolvedAmi& a) {
+  All(h, a.id, a.name, a.arch, a.created);
+}
+void H(Hasher& h, const ResolvedSubnet& s) {
+  All(h, s.id, s.zone, s.zone_id, s.free_ips);
+}
+void H(Hasher& h, const ResolvedSecurityGroup& g) {
+  All(h, g.id, g.name);
+}
+void H(Hasher& h, const NodeClassResolution& r) {
+  All(h, r.amis, r.subnets, r.security_groups, r.instance_profile, r.reason, r.message);
+}
 void H(Hasher& h, const NodeClass& c) {
   All(h, c.name, c.ami_family, c.role, c.ready, c.max_pods, c.pods_per_core, c.amis, c.subnets,
       c.security_groups);
@@ -290,6 +302,9 @@ void H(Hasher& h, const DeleteQueueMessage& c) {
 void H(Hasher& h, const TagInstance& c) {
   All(h, c.instance_id, c.nodeclaim, c.tags);
 }
+void H(Hasher& h, const PatchNodeClassStatus& c) {
+  All(h, c.nodeclass, c.resolution);
+}
 void H(Hasher& h, const PatchNodeClaimStatus& c) {
   All(h, c.nodeclaim, c.condition, c.status, c.reason, c.provider_id, c.node_name, c.labels,
       c.image_id, c.capacity, c.allocatable);
@@ -335,6 +350,9 @@ std::uint64_t StateHash(const State& s) {
     All(h, s.cluster_generation, s.consolidated_generation, s.consolidated_at);
   }
   if (s.consolidation_recheck_at.value != 0) All(h, s.consolidation_recheck_at);
+  if (!s.nodeclass_resolutions.empty()) {
+    All(h, std::string_view("nodeclass_resolutions"), s.nodeclass_resolutions);
+  }
   return h.Digest();
 }
 

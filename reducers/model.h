@@ -463,6 +463,41 @@ struct NodePool {
   friend bool operator==(const NodePool&, const NodePool&) = default;
 };
 
+// What an EC2NodeClass's selector terms resolve to in AWS now (NodeClassResolved): the AMIs,
+// subnets and security groups, and the instance profile; or why they do not resolve. The core
+// keeps the latest (State::nodeclass_resolutions) and writes the EC2NodeClass status from it.
+struct ResolvedAmi {
+  std::string id;
+  std::string name;
+  std::string arch;     // amd64 | arm64
+  std::string created;  // The image's creationDate (ISO 8601).
+  friend bool operator==(const ResolvedAmi&, const ResolvedAmi&) = default;
+};
+struct ResolvedSubnet {
+  std::string id;
+  std::string zone;
+  std::string zone_id;
+  std::int64_t free_ips = 0;  // AvailableIpAddressCount when resolved.
+  friend bool operator==(const ResolvedSubnet&, const ResolvedSubnet&) = default;
+};
+struct ResolvedSecurityGroup {
+  std::string id;
+  std::string name;
+  friend bool operator==(const ResolvedSecurityGroup&, const ResolvedSecurityGroup&) = default;
+};
+struct NodeClassResolution {
+  std::vector<ResolvedAmi> amis;  // Sorted by id, as each list.
+  std::vector<ResolvedSubnet> subnets;
+  std::vector<ResolvedSecurityGroup> security_groups;
+  std::string instance_profile;
+  // Empty when every part resolved; else the reason of the Ready condition that is not true,
+  // as Karpenter names it (AMINotFound, SubnetsNotFound, SecurityGroupsNotFound,
+  // InstanceProfileNotFound, InvalidSpec), and what went wrong.
+  std::string reason;
+  std::string message;
+  friend bool operator==(const NodeClassResolution&, const NodeClassResolution&) = default;
+};
+
 struct NodeClass {
   std::string name;
   std::string ami_family;
@@ -801,15 +836,25 @@ struct NodeClaimObserved {
   friend bool operator==(const NodeClaimObserved&, const NodeClaimObserved&) = default;
 };
 
+// The EC2NodeClass's selector terms resolved in AWS (its resolution adapter, every minute and
+// when the EC2NodeClass changes).
+struct NodeClassResolved {
+  std::string nodeclass;
+  NodeClassResolution resolution;
+  friend bool operator==(const NodeClassResolved&, const NodeClassResolved&) = default;
+};
+
 // New kinds go at the end: the variant index is part of the state hash and the codec.
-using Event = std::variant<
-    Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted, NodeClassUpserted,
-    NodeClassDeleted, PodUpserted, PodDeleted, NodeUpserted, NodeDeleted, FleetLaunched,
-    FleetFailed, CommandSucceeded, CommandFailed, InputRejected, DaemonSetUpserted,
-    DaemonSetDeleted, PersistentVolumeClaimUpserted, PersistentVolumeClaimDeleted,
-    PersistentVolumeUpserted, PersistentVolumeDeleted, StorageClassUpserted, StorageClassDeleted,
-    CsiNodeUpserted, CsiNodeDeleted, NodeClaimDeleting, InstancesListed, InterruptionReceived,
-    PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesSynced, NodeClaimObserved>;
+using Event =
+    std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted,
+                 NodeClassUpserted, NodeClassDeleted, PodUpserted, PodDeleted, NodeUpserted,
+                 NodeDeleted, FleetLaunched, FleetFailed, CommandSucceeded, CommandFailed,
+                 InputRejected, DaemonSetUpserted, DaemonSetDeleted, PersistentVolumeClaimUpserted,
+                 PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
+                 StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted,
+                 NodeClaimDeleting, InstancesListed, InterruptionReceived,
+                 PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesSynced,
+                 NodeClaimObserved, NodeClassResolved>;
 
 // ---- Commands: imperative, effects as data. ----
 
@@ -946,10 +991,19 @@ struct TagInstance {
   friend bool operator==(const TagInstance&, const TagInstance&) = default;
 };
 
+// The EC2NodeClass status written from its resolution: the AMIs (each with its
+// kubernetes.io/arch requirement), subnets, security groups and instance profile, and the Ready
+// condition (false, with the reason and message, when it did not resolve).
+struct PatchNodeClassStatus {
+  std::string nodeclass;
+  NodeClassResolution resolution;
+  friend bool operator==(const PatchNodeClassStatus&, const PatchNodeClassStatus&) = default;
+};
+
 using CommandBody =
     std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode, EvictPod, DeletePod,
                  TerminateInstance, RemoveFinalizer, PatchNodePoolStatus, PatchNodeClaimStatus,
-                 DeleteQueueMessage, TagInstance>;
+                 DeleteQueueMessage, TagInstance, PatchNodeClassStatus>;
 
 struct Command {
   CommandId id{0};

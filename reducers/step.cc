@@ -65,7 +65,9 @@ Node WithoutLifecycleLabels(const Node& node) {
 // MarkUnconsolidated, anything that may turn a cluster with nothing to consolidate into one
 // with something. Ticks count through what they do (AdvanceDisruption), a pod only when it
 // changed (OnPodUpserted), a listing of the instances only when garbage collection acted on it
-// (Step). Never: a command's result that only published status, acknowledged a message or
+// (Step). Never: a NodeClass resolution (what consolidation sees of it comes back with the
+// status it writes, as NodeClassUpserted); a command's result that only published status,
+// acknowledged a message or
 // patched a node (the node's change arrives as its own NodeUpserted); a node reported again
 // unchanged, or changed only in its registered/initialized labels (the echo of the controller's
 // own patch, after the claim's transition); a change to a node whose NodeClaim is already being
@@ -73,7 +75,8 @@ Node WithoutLifecycleLabels(const Node& node) {
 // already true).
 bool ChangesCluster(const State& state, const Event& event) {
   if (std::holds_alternative<Tick>(event) || std::holds_alternative<PodUpserted>(event) ||
-      std::holds_alternative<InstancesListed>(event)) {
+      std::holds_alternative<InstancesListed>(event) ||
+      std::holds_alternative<NodeClassResolved>(event)) {
     return false;
   }
   if (const auto* done = std::get_if<CommandSucceeded>(&event)) {
@@ -83,6 +86,7 @@ bool ChangesCluster(const State& state, const Event& event) {
          std::holds_alternative<PatchNodePoolStatus>(it->second.body) ||
          std::holds_alternative<DeleteQueueMessage>(it->second.body) ||
          std::holds_alternative<TagInstance>(it->second.body) ||
+         std::holds_alternative<PatchNodeClassStatus>(it->second.body) ||
          std::holds_alternative<PatchNode>(it->second.body))) {
       return false;
     }
@@ -136,6 +140,23 @@ void core::ForgetPod(State& state, const std::string& ns, const std::string& nam
 
 namespace {
 
+// The part of a resolution the EC2NodeClass status shows: all but the free addresses and the
+// images' creation dates.
+NodeClassResolution StatusPart(NodeClassResolution resolution) {
+  for (auto& subnet : resolution.subnets) subnet.free_ips = 0;
+  for (auto& ami : resolution.amis) ami.created.clear();
+  return resolution;
+}
+
+// The latest resolution is kept; the status is written when what it shows changes, and for the
+// first resolution of an EC2NodeClass.
+void OnNodeClassResolved(State& state, Seq seq, const NodeClassResolved& event, Output& out) {
+  auto [it, added] = state.nodeclass_resolutions.try_emplace(event.nodeclass, event.resolution);
+  const bool changed = added || StatusPart(it->second) != StatusPart(event.resolution);
+  it->second = event.resolution;
+  if (changed) Issue(state, seq, PatchNodeClassStatus{event.nodeclass, event.resolution}, out);
+}
+
 // Input that could not be read is kept in the log for audit; a queue message it came in is
 // deleted from the queue now that it is there (delivered again, it would only be rejected again).
 void OnInputRejected(State& state, Seq seq, const InputRejected& event, Output& out) {
@@ -186,7 +207,10 @@ Output Step(State& state, Seq seq, const Event& event) {
             slot = e.nodeclass;
             ReconsiderPendingPods(state);
           },
-          [&](const NodeClassDeleted& e) { state.nodeclasses.erase(e.name); },
+          [&](const NodeClassDeleted& e) {
+            state.nodeclasses.erase(e.name);
+            state.nodeclass_resolutions.erase(e.name);
+          },
           [&](const PodUpserted& e) { OnPodUpserted(state, e.pod); },
           [&](const PodDeleted& e) { ForgetPod(state, e.ns, e.name); },
           [&](const NodeUpserted& e) { OnNodeUpserted(state, seq, e.node, out); },
@@ -255,6 +279,7 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const PodDisruptionBudgetDeleted& e) { state.pdbs.erase(PodKey(e.ns, e.name)); },
           [&](const WatchesSynced& e) { state.watches_synced = e.synced; },
           [&](const NodeClaimObserved& e) { OnNodeClaimObserved(state, seq, e.claim, out); },
+          [&](const NodeClassResolved& e) { OnNodeClassResolved(state, seq, e, out); },
       },
       event);
   return out;

@@ -159,7 +159,8 @@ Page<Zone> ParseAvailabilityZones(const std::string& xml) {
 Page<Subnet> ParseSubnets(const std::string& xml) {
   return Items<Subnet>(xml, "subnetSet", [](pugi::xml_node item) -> std::optional<Subnet> {
     return Subnet{item.child_value("subnetId"), item.child_value("availabilityZone"),
-                  ToInt(item.child_value("availableIpAddressCount")), Tags(item)};
+                  ToInt(item.child_value("availableIpAddressCount")), Tags(item),
+                  item.child_value("availabilityZoneId")};
   });
 }
 

@@ -39,6 +39,7 @@ struct Subnet {
   std::string zone;
   std::int64_t available_ips = 0;
   Labels tags;
+  std::string zone_id;  // availabilityZoneId (use1-az1): the same place in every account.
 };
 struct SecurityGroup {
   std::string id;

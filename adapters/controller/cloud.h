@@ -8,8 +8,9 @@
 //   gc           DescribeInstances by the cluster's and the NodePool tag every 2 min ->
 //                InstancesListed
 //   nodeclass    every EC2NodeClass's selector terms resolved every minute (and when one
-//                changes): AMIs, subnets, security groups, the instance profile; written to its
-//                status with the Ready condition, which the informer brings back into the log.
+//                changes): AMIs, subnets, security groups, the instance profile ->
+//                NodeClassResolved, from which the core writes the status and its Ready
+//                condition (PatchNodeClassStatus); the informer brings the status back.
 //                Each gets the finalizer karpenter.k8s.aws/termination; once one is deleted and
 //                no NodeClaim uses it any more, the launch templates and the instance profile
 //                tenon made for it are deleted and the finalizer removed
@@ -76,9 +77,9 @@ struct ResolvedNodeClass {
   Labels tags;            // spec.tags
 };
 
-// The NodeClass status for a resolution, or the reason it failed (pure).
-kube::NodeClassStatus StatusFor(const aws::NodeClassResolutionResult& resolved,
-                                const std::string& instance_profile);
+// What NodeClassResolved carries for a resolution, or the reason it failed (pure).
+NodeClassResolution ResolutionFor(const aws::NodeClassResolutionResult& resolved,
+                                  const std::string& instance_profile);
 // The finalizer that holds a deleted EC2NodeClass until what tenon made for it is gone.
 inline constexpr char kNodeClassFinalizer[] = "karpenter.k8s.aws/termination";
 // Karpenter's rendering of names in an Event: "a, b, c, d, e and 2 other(s)" (pure).

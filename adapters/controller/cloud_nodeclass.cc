@@ -1,5 +1,6 @@
 // EC2NodeClass resolution: selector terms to AMIs, subnets, security groups and the instance
-// profile, written to the status; and the termination of a deleted EC2NodeClass.
+// profile, logged as NodeClassResolved (the core writes the status from it); and the termination
+// of a deleted EC2NodeClass.
 #include "adapters/controller/cloud.h"
 
 #include <spdlog/spdlog.h>
@@ -101,27 +102,25 @@ std::string MinorVersion(const std::string& git_version) {
   return v.substr(0, end);
 }
 
-kube::NodeClassStatus StatusFor(const aws::NodeClassResolutionResult& resolved,
-                                const std::string& instance_profile) {
-  kube::NodeClassStatus status;
-  status.instance_profile = instance_profile;
+NodeClassResolution ResolutionFor(const aws::NodeClassResolutionResult& resolved,
+                                  const std::string& instance_profile) {
+  NodeClassResolution out;
+  out.instance_profile = instance_profile;
   if (!resolved.ok()) {
-    status.ready = false;
-    status.reason = resolved.reason;
-    status.message = resolved.error.message;
-    return status;
+    out.reason = resolved.reason;
+    out.message = resolved.error.message;
+    return out;
   }
   for (const aws::Image& image : resolved.value->amis) {
-    status.amis.push_back({image.id, image.name, image.arch});
+    out.amis.push_back({image.id, image.name, image.arch, image.created});
   }
   for (const aws::Subnet& subnet : resolved.value->subnets) {
-    status.subnets.push_back({subnet.id, subnet.zone, ""});
+    out.subnets.push_back({subnet.id, subnet.zone, subnet.zone_id, subnet.available_ips});
   }
   for (const aws::SecurityGroup& group : resolved.value->security_groups) {
-    status.security_groups.push_back(group.id);
+    out.security_groups.push_back({group.id, group.name});
   }
-  status.ready = true;
-  return status;
+  return out;
 }
 
 void CloudSource::PokeNodeClasses() {
@@ -224,10 +223,10 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
                   profile.error.http_status});
         }
       }
-      kube::NodeClassStatus status = StatusFor(resolution, entry.instance_profile);
+      NodeClassResolution logged = ResolutionFor(resolution, entry.instance_profile);
       if (stop_.load()) return;  // Stop aborted its AWS calls: this pass says nothing.
       if (!resolution.ok()) {
-        spdlog::warn("nodeclass {}: not ready: {}", name, status.message);
+        spdlog::warn("nodeclass {}: not ready: {}", name, logged.message);
       } else {
         entry.resolution = std::move(*resolution.value);
         resolved[name] = entry;
@@ -235,20 +234,17 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
         std::lock_guard lock(mu_);
         resolved_[name] = std::move(entry);
       }
-      if (options_.read_only) continue;
-      if (!writer.PatchNodeClassStatus(name, status)) {
-        spdlog::warn("nodeclass {}: the status could not be written", name);
-      }
+      // The core writes the status from it (PatchNodeClassStatus).
+      Push({NodeClassResolved{name, std::move(logged)}});
     } catch (const kube::LeadershipLost&) {
       throw;
     } catch (const std::exception& e) {
       // A NodeClass the informer also rejects (logged there as InputRejected): not ready.
       spdlog::warn("nodeclass {}: {}", name, e.what());
-      kube::NodeClassStatus status;
-      status.ready = false;
-      status.reason = aws::kInvalidSpec;
-      status.message = e.what();
-      if (!options_.read_only) writer.PatchNodeClassStatus(name, status);
+      NodeClassResolution invalid;
+      invalid.reason = aws::kInvalidSpec;
+      invalid.message = e.what();
+      Push({NodeClassResolved{name, std::move(invalid)}});
     }
   }
   const auto published = static_cast<std::int64_t>(resolved.size());

@@ -233,7 +233,8 @@ bool KubeExecutor::Owns(const Command& command) {
          std::holds_alternative<DeletePod>(command.body) ||
          std::holds_alternative<RemoveFinalizer>(command.body) ||
          std::holds_alternative<PatchNodePoolStatus>(command.body) ||
-         std::holds_alternative<PatchNodeClaimStatus>(command.body);
+         std::holds_alternative<PatchNodeClaimStatus>(command.body) ||
+         std::holds_alternative<PatchNodeClassStatus>(command.body);
 }
 
 void KubeExecutor::CheckLeader(const Command* command) const {
@@ -315,6 +316,8 @@ std::vector<Event> KubeExecutor::Execute(const Command& command) {
           return PoolStatus(command, body);
         } else if constexpr (std::is_same_v<T, PatchNodeClaimStatus>) {
           return ClaimStatus(command, body);
+        } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
+          return ClassStatus(command, body);
         } else {
           return {CommandFailed{command.id, ErrorCode::kInvalid,
                                 "not a Kubernetes command (routed to the wrong executor)"}};
@@ -534,8 +537,11 @@ std::vector<Event> KubeExecutor::PoolStatus(const Command& command,
   return Result(command, response, false);
 }
 
-bool KubeExecutor::PatchNodeClassStatus(const std::string& name, const NodeClassStatus& status) {
-  const auto path = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/" + name;
+std::vector<Event> KubeExecutor::ClassStatus(const Command& command,
+                                             const PatchNodeClassStatus& patch) {
+  const NodeClassResolution& status = patch.resolution;
+  const bool ready = status.reason.empty();
+  const auto path = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/" + patch.nodeclass;
   const auto response = Update(path, "status", [&](const json& nodeclass) -> std::optional<json> {
     const json current = nodeclass.value("status", json::object());
     json out = json::object();
@@ -556,23 +562,26 @@ bool KubeExecutor::PatchNodeClassStatus(const std::string& name, const NodeClass
       subnets.push_back(item);
     }
     json groups = json::array();
-    for (const auto& id : status.security_groups) groups.push_back({{"id", id}});
+    for (const auto& group : status.security_groups) {
+      json item = {{"id", group.id}};
+      if (!group.name.empty()) item["name"] = group.name;
+      groups.push_back(item);
+    }
     out["amis"] = amis;
     out["subnets"] = subnets;
     out["securityGroups"] = groups;
     if (!status.instance_profile.empty()) out["instanceProfile"] = status.instance_profile;
     ConditionText text{"Ready", status.message};
-    if (!status.ready) {
+    if (!ready) {
       text = ConditionReason(status.reason.empty() ? "NotReady" : status.reason, "NotReady");
       const std::string separator = text.message.empty() || status.message.empty() ? "" : ": ";
       text.message += separator + status.message;
     }
-    out["conditions"] = MergeCondition(current.value("conditions", json::array()), "Ready",
-                                       status.ready, text.reason, text.message);
+    out["conditions"] = MergeCondition(current.value("conditions", json::array()), "Ready", ready,
+                                       text.reason, text.message);
     return StatusPatch(current, out);
   });
-  if (!response.ok()) spdlog::warn("EC2NodeClass {} status: {}", name, Describe(response));
-  return response.ok();
+  return Result(command, response, false);
 }
 
 bool KubeExecutor::RecordEvent(const ObjectRef& object, const std::string& type,

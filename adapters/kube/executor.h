@@ -55,27 +55,6 @@ bool IsRefusedWrite(const std::string& method, const std::string& path, int stat
 // The closed error set from an API answer.
 ErrorCode MapStatus(const Response& response);
 
-// An EC2NodeClass status as its controller resolved it (karpenter.k8s.aws/v1 status fields).
-struct NodeClassStatus {
-  struct Ami {
-    std::string id;
-    std::string name;
-    std::string arch;  // amd64 | arm64: becomes the AMI's kubernetes.io/arch requirement.
-  };
-  struct Subnet {
-    std::string id;
-    std::string zone;
-    std::string zone_id;
-  };
-  std::vector<Ami> amis;
-  std::vector<Subnet> subnets;
-  std::vector<std::string> security_groups;
-  std::string instance_profile;
-  bool ready = false;
-  std::string reason;  // Why not ready (AMINotFound, SubnetsNotFound, ...); empty when ready.
-  std::string message;
-};
-
 // An object an Event is about.
 struct ObjectRef {
   std::string api_version;
@@ -101,9 +80,6 @@ class KubeExecutor : public runtime::Executor {
   bool RecordEvent(const ObjectRef& object, const std::string& type, const std::string& reason,
                    const std::string& message);
 
-  // The status subresource of an EC2NodeClass, with its Ready condition. False on failure.
-  bool PatchNodeClassStatus(const std::string& name, const NodeClassStatus& status);
-
   std::int64_t conflicts() const { return conflicts_; }  // 409s answered by a fresh read.
 
   // GET `path`, build a merge patch from the current object (nullopt: nothing to change), PATCH
@@ -125,6 +101,8 @@ class KubeExecutor : public runtime::Executor {
   std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
   std::vector<Event> ClaimStatus(const Command& command, const PatchNodeClaimStatus& patch);
   std::vector<Event> PoolStatus(const Command& command, const PatchNodePoolStatus& patch);
+  // The status subresource of an EC2NodeClass, with its Ready condition.
+  std::vector<Event> ClassStatus(const Command& command, const PatchNodeClassStatus& patch);
 
   Client& client_;
   ExecutorOptions options_;

@@ -135,6 +135,9 @@ std::string CommandTarget(const Command& command) {
                  (c.status ? "True" : "False");
         } else if constexpr (std::is_same_v<T, TagInstance>) {
           return "instance " + c.instance_id + " of nodeclaim " + c.nodeclaim;
+        } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
+          return "ec2nodeclass " + c.nodeclass + " " +
+                 (c.resolution.reason.empty() ? "Ready" : "not Ready: " + c.resolution.reason);
         } else {
           static_assert(std::is_same_v<T, DeleteQueueMessage>);
           return "message " + c.message_id;

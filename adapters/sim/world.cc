@@ -469,7 +469,10 @@ std::vector<Event> World::Relist(const State& known) const {
 
 std::vector<Event> World::ListEvents() const {
   std::vector<Event> events;
-  for (const auto& c : scenario_.nodeclasses) events.push_back(NodeClassUpserted{Resolved(c)});
+  for (const auto& c : scenario_.nodeclasses) {
+    events.push_back(NodeClassUpserted{Resolved(c)});
+    events.push_back(NodeClassResolved{c.name, Resolution(c)});
+  }
   for (const auto& p : nodepools_) events.push_back(NodePoolUpserted{Pool(p)});
   for (const auto& d : scenario_.daemonsets) {
     events.push_back(DaemonSetUpserted{DaemonSet{d.ns, d.name, DaemonPod(d)}});
@@ -971,8 +974,10 @@ std::vector<Event> World::RunActions() {
       }
       case Action::Kind::kReleaseAmi: {
         ++ami_release_;
-        for (const auto& c : scenario_.nodeclasses)
+        for (const auto& c : scenario_.nodeclasses) {
           events.push_back(NodeClassUpserted{Resolved(c)});
+          events.push_back(NodeClassResolved{c.name, Resolution(c)});
+        }
         break;
       }
       case Action::Kind::kLabelNodePool: {
@@ -1363,6 +1368,28 @@ NodeClass World::Resolved(const NodeClass& nodeclass) const {
   return out;
 }
 
+NodeClassResolution World::Resolution(const NodeClass& nodeclass) const {
+  constexpr std::int64_t kSubnetAddresses = 8187;  // A /19 less the five AWS keeps.
+  NodeClassResolution out;
+  // The simulated images carry no creation date.
+  out.amis.push_back({CurrentAmi(nodeclass),
+                      nodeclass.ami_family + " release " + std::to_string(ami_release_), "", ""});
+  std::map<std::string, std::int64_t> used;
+  for (const auto& [id, instance] : instances_) ++used[instance.zone];
+  const NodeClass ids = Resolved(nodeclass);
+  for (std::size_t i = 0; i < ids.zones.size(); ++i) {
+    const std::string& zone = ids.zones[i];
+    out.subnets.push_back(
+        {"subnet-" + zone, zone, "use1-az" + std::to_string(i + 1), kSubnetAddresses - used[zone]});
+  }
+  const std::string group = scenario_.settings.cluster_name + "-nodes";
+  out.security_groups.push_back({"sg-" + group, group});
+  if (!nodeclass.role.empty()) {
+    out.instance_profile = scenario_.settings.cluster_name + "_" + nodeclass.name;
+  }
+  return out;
+}
+
 FleetLaunched World::Answer(CommandId command, const SimInstance& i,
                             std::vector<FleetError> errors) const {
   return FleetLaunched{command,
@@ -1623,6 +1650,9 @@ std::vector<Event> World::Apply(const Command& command) {
           return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, DeleteQueueMessage>) {
           return {CommandSucceeded{command.id}};  // Deleted from the queue.
+        } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
+          // The simulated EC2NodeClasses carry their resolution already (Resolved).
+          return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, TagInstance>) {
           // Tags are not modelled; an instance that is gone cannot be tagged.
           if (!instances_.contains(body.instance_id)) {

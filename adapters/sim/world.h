@@ -172,6 +172,10 @@ class World : public runtime::Executor {
   // EC2NodeClass status: the AMI of the current release, a subnet per zone, one security
   // group; `releaseAmi` publishes a new AMI.
   NodeClass Resolved(const NodeClass& nodeclass) const;
+  // What the simulated cloud resolves its selector terms to (NodeClassResolved): the same AMI
+  // (for every architecture), subnets with the addresses the instances in each zone leave
+  // free, the security group, and the instance profile for its role.
+  NodeClassResolution Resolution(const NodeClass& nodeclass) const;
   std::string CurrentAmi(const NodeClass& nodeclass) const;
   std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
                                   const std::string& name);

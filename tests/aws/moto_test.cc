@@ -155,6 +155,7 @@ TEST(AwsMoto, SubnetsSecurityGroupsAndImagesBySelectorTerms) {
   ASSERT_TRUE(by_id.ok());
   ASSERT_EQ(by_id.value->size(), 1u);
   EXPECT_EQ(by_id.value->at(0).zone, "us-east-1b");
+  EXPECT_TRUE(by_id.value->at(0).zone_id.starts_with("use1-az")) << by_id.value->at(0).zone_id;
   const std::string vpc = Must(c.client.Query("ec2", "DescribeSubnets", kEc2Version,
                                               {{"SubnetId.1", subnets.at("us-east-1a")}}));
   const std::string group = testing::MakeSecurityGroup(

@@ -845,12 +845,11 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   run(DeletePod{"default", "web-2", claim.name});
   run(DeleteNodeClaim{claim.name});
   run(RemoveFinalizer{claim.name, "n1"});
-  NodeClassStatus status;
-  status.amis = {{"ami-1", "al2023", "amd64"}};
-  status.subnets = {{"subnet-1", "us-east-1a", ""}};
-  status.security_groups = {"sg-1"};
-  status.ready = true;
-  EXPECT_TRUE(executor.PatchNodeClassStatus("d", status));
+  NodeClassResolution status;
+  status.amis = {{"ami-1", "al2023", "amd64", ""}};
+  status.subnets = {{"subnet-1", "us-east-1a", "", 100}};
+  status.security_groups = {{"sg-1", ""}};
+  run(PatchNodeClassStatus{"d", status});
   // The EC2NodeClass finalizer, as controller::CloudSource adds it.
   EXPECT_TRUE(
       executor
@@ -975,18 +974,22 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
     EXPECT_EQ(conditions["Ready"]["reason"], "UnhealthyDependents");
     EXPECT_EQ(conditions["NodeRegistrationHealthy"]["status"], "True");
   }
-  NodeClassStatus nodeclass_status;
-  nodeclass_status.amis = {{"ami-0123456789abcdef0", "al2023-ami", "amd64"}};
-  nodeclass_status.subnets = {{"subnet-1", "us-east-1a", "use1-az1"}};
-  nodeclass_status.security_groups = {"sg-1"};
+  NodeClassResolution nodeclass_status;
+  nodeclass_status.amis = {{"ami-0123456789abcdef0", "al2023-ami", "amd64", ""}};
+  nodeclass_status.subnets = {{"subnet-1", "us-east-1a", "use1-az1", 4000}};
+  nodeclass_status.security_groups = {{"sg-1", "nodes"}};
   nodeclass_status.instance_profile = "tenon_profile";
-  nodeclass_status.ready = false;
-  nodeclass_status.reason = "no AMI matched: al2023@v20240807";
-  ASSERT_TRUE(executor.PatchNodeClassStatus("d", nodeclass_status));
+  nodeclass_status.reason = "AMINotFound";
+  nodeclass_status.message = "no AMI matched: al2023@v20240807";
+  auto status_written = executor.Execute(
+      Command{CommandId{700}, Seq{1}, PatchNodeClassStatus{"d", nodeclass_status}});
+  ASSERT_EQ(status_written, (std::vector<Event>{CommandSucceeded{CommandId{700}}}));
   objects_not_ready = admin.Get("/apis/karpenter.k8s.aws/v1/ec2nodeclasses/d").Json();
-  nodeclass_status.ready = true;
   nodeclass_status.reason.clear();
-  ASSERT_TRUE(executor.PatchNodeClassStatus("d", nodeclass_status));
+  nodeclass_status.message.clear();
+  status_written = executor.Execute(
+      Command{CommandId{701}, Seq{1}, PatchNodeClassStatus{"d", nodeclass_status}});
+  ASSERT_EQ(status_written, (std::vector<Event>{CommandSucceeded{CommandId{701}}}));
 
   json objects = json::array({NodeClaimObject(claim), objects_not_ready});
   for (const char* path :

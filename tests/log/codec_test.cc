@@ -98,6 +98,19 @@ std::vector<InstanceType> CatalogWithGpu() {
   return types;
 }
 
+// A resolution with every field set.
+NodeClassResolution Resolution() {
+  NodeClassResolution r;
+  r.amis = {{"ami-1", "al2023-1", "amd64", "2026-11-01T00:00:00.000Z"},
+            {"ami-2", "al2023-1-arm", "arm64", "2026-11-01T00:00:00.000Z"}};
+  r.subnets = {{"subnet-a", "us-east-1a", "use1-az1", 4000}};
+  r.security_groups = {{"sg-1", "nodes"}};
+  r.instance_profile = "cluster_default";
+  r.reason = "InstanceProfileNotFound";
+  r.message = "instance profile for role r: AccessDenied";
+  return r;
+}
+
 std::vector<Event> EveryEvent() {
   Node node;
   node.name = "n1";
@@ -178,7 +191,8 @@ std::vector<Event> EveryEvent() {
       PodDisruptionBudgetUpserted{PodDisruptionBudget{"shop", "cart", {{{"app", "cart"}}, {}}, 1}},
       PodDisruptionBudgetDeleted{"shop", "cart"},
       WatchesSynced{false},
-      NodeClaimObserved{ObservedClaim()}};
+      NodeClaimObserved{ObservedClaim()},
+      NodeClassResolved{"default", Resolution()}};
 }
 
 // Every event kind survives encode -> decode unchanged.
@@ -231,6 +245,7 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   out.commands.push_back(
       {CommandId{100}, Seq{3},
        TagInstance{"i-1", "c1", {{"Name", "n1"}, {"eks:eks-cluster-name", "prod"}}}});
+  out.commands.push_back({CommandId{101}, Seq{3}, PatchNodeClassStatus{"default", Resolution()}});
   ASSERT_FALSE(out.decisions.empty());
   auto entry = log::DecodeEntry(log::EncodeOutput(Seq{12}, out));
   const auto& record = std::get<log::OutputRecord>(entry);
@@ -405,6 +420,8 @@ TEST(Codec, SnapshotRestoresExactState) {
       break;
     }
   }
+  f.Fold(NodeClassResolved{"default", Resolution()});
+  ASSERT_TRUE(f.state.nodeclass_resolutions.contains("default"));
   NodeClaim& registered = f.state.nodeclaims.begin()->second;
   registered.node_name = "node-x";
   f.state.claims_by_node.Add("node-x", registered.name);

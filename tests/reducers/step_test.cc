@@ -553,6 +553,44 @@ TEST(Disruption, InterruptionOfADeletingClaimIsRecorded) {
 
 // A node registered without the GPUs its type brings is not Initialized until the device
 // plugin advertises them.
+// The EC2NodeClass status is the core's to write, from what the selector terms resolved to: the
+// first resolution writes it, one that shows the same again (fewer free addresses aside) does
+// not, and one with a new AMI or a failure does. The latest is kept, and goes with the class.
+TEST(NodeClassStatus, WrittenFromEachResolutionThatChangesIt) {
+  Folder f;
+  f.Start({Pool("default")});
+  NodeClassResolution resolved;
+  resolved.amis = {{"ami-1", "al2023-1", "amd64", "2026-11-01T00:00:00.000Z"}};
+  resolved.subnets = {{"subnet-a", "us-east-1a", "use1-az1", 4000}};
+  resolved.security_groups = {{"sg-1", "nodes"}};
+  resolved.instance_profile = "cluster_default";
+  Output out = f.Fold(NodeClassResolved{"default", resolved});
+  auto patches = CommandsOf<PatchNodeClassStatus>(out);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(*patches[0], (PatchNodeClassStatus{"default", resolved}));
+
+  NodeClassResolution fewer = resolved;
+  fewer.subnets[0].free_ips = 3990;
+  out = f.Fold(NodeClassResolved{"default", fewer});
+  EXPECT_TRUE(CommandsOf<PatchNodeClassStatus>(out).empty());
+  EXPECT_EQ(f.state.nodeclass_resolutions.at("default"), fewer);
+
+  NodeClassResolution newer = fewer;
+  newer.amis = {{"ami-2", "al2023-2", "amd64", "2026-11-20T00:00:00.000Z"}};
+  out = f.Fold(NodeClassResolved{"default", newer});
+  EXPECT_EQ(CommandsOf<PatchNodeClassStatus>(out).size(), 1u);
+  NodeClassResolution failed;
+  failed.reason = "SubnetsNotFound";
+  failed.message = "no subnet matches subnetSelectorTerms";
+  out = f.Fold(NodeClassResolved{"default", failed});
+  patches = CommandsOf<PatchNodeClassStatus>(out);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]->resolution.reason, "SubnetsNotFound");
+
+  f.Fold(NodeClassDeleted{"default"});
+  EXPECT_FALSE(f.state.nodeclass_resolutions.contains("default"));
+}
+
 TEST(Lifecycle, InitializedWaitsForExtendedResources) {
   Folder f;
   std::string claim = LaunchOne(f);

@@ -457,9 +457,13 @@ std::string Dollars(std::int64_t micro_usd_per_hour) {
   return text;
 }
 
-// A crashed run against its twin run without the crash: at most one instance more or fewer,
-// and no dearer than the twin by more than one instance of its own (one consolidation step,
-// which a crash may leave still to come or already taken).
+// A crashed run against its twin run without the crash: at most one instance more, and no
+// dearer than the twin by more than one instance of its own (one consolidation step, which a
+// crash may leave still to come or already taken): a crash must not leak or duplicate
+// capacity. Fewer is no defect: every pod is served (the checker holds both runs to that), and
+// consolidation is path-dependent, so a run that restarted may well settle on a tighter packing
+// than its twin's local optimum (nodes each too full to empty, a budget too small for the
+// multi-node step that would merge them).
 void CompareWithTwin(std::uint64_t seed, const SeedOptions& options, SeedResult& crashed) {
   SeedOptions twin_options = options;
   twin_options.no_crash = true;
@@ -469,7 +473,7 @@ void CompareWithTwin(std::uint64_t seed, const SeedOptions& options, SeedResult&
   for (const auto& v : twin.violations) crashed.violations.push_back("without the crash: " + v);
   const auto more =
       static_cast<std::int64_t>(crashed.instances) - static_cast<std::int64_t>(twin.instances);
-  if (more > 1 || more < -1 || crashed.cost > twin.cost + crashed.dearest) {
+  if (more > 1 || crashed.cost > twin.cost + crashed.dearest) {
     crashed.violations.push_back("killed and restarted, the run ends with " +
                                  std::to_string(crashed.instances) + " instances at " +
                                  Dollars(crashed.cost) + "; without the crash, " +
