@@ -179,6 +179,8 @@ void Put(s::NodeClass::Builder b, const NodeClass& v);
 NodeClass Get(s::NodeClass::Reader r);
 void Put(s::NodeClassResolution::Builder b, const NodeClassResolution& v);
 NodeClassResolution Get(s::NodeClassResolution::Reader r);
+void Put(s::NodePoolStatus::Builder b, const NodePoolStatus& v);
+NodePoolStatus Get(s::NodePoolStatus::Reader r);
 void Put(s::Pod::Builder b, const Pod& v);
 Pod Get(s::Pod::Reader r);
 void Put(s::Node::Builder b, const Node& v);
@@ -192,6 +194,17 @@ CatalogEntry Get(s::CatalogEntry::Reader r);
 template <class SList, class T>
 void PutList(SList out, const std::vector<T>& values) {
   for (unsigned i = 0; i < values.size(); ++i) Put(out[i], values[i]);
+}
+// A map by name, in key order, as a list of structs with the name and the value, whose
+// builder `value_of(item)` gives.
+template <class SList, class V, class ValueOf>
+void PutNamed(SList out, const std::map<std::string, V>& map, ValueOf value_of) {
+  unsigned i = 0;
+  for (const auto& [name, value] : map) {
+    out[i].setName(T(name));
+    Put(value_of(out[i]), value);
+    ++i;
+  }
 }
 // A map's values in key order, written in place (a snapshot's maps hold the whole cluster:
 // copying them into a vector first doubled the memory a snapshot takes).
@@ -1524,20 +1537,10 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
   PutValues(b.initPersistentVolumes(state.pvs.size()), state.pvs);
   PutValues(b.initStorageClasses(state.storage_classes.size()), state.storage_classes);
   PutValues(b.initCsiNodes(state.csi_nodes.size()), state.csi_nodes);
-  auto statuses = b.initNodePoolStatus(state.nodepool_status.size());
-  i = 0;
-  for (const auto& [name, status] : state.nodepool_status) {
-    statuses[i].setName(T(name));
-    Put(statuses[i].initStatus(), status);
-    ++i;
-  }
-  auto resolutions = b.initNodeClassResolutions(state.nodeclass_resolutions.size());
-  i = 0;
-  for (const auto& [name, resolution] : state.nodeclass_resolutions) {
-    resolutions[i].setName(T(name));
-    Put(resolutions[i].initResolution(), resolution);
-    ++i;
-  }
+  PutNamed(b.initNodePoolStatus(state.nodepool_status.size()), state.nodepool_status,
+           [](auto item) { return item.initStatus(); });
+  PutNamed(b.initNodeClassResolutions(state.nodeclass_resolutions.size()),
+           state.nodeclass_resolutions, [](auto item) { return item.initResolution(); });
   b.setLastInstanceListingNs(state.last_instance_listing.value);
   std::map<std::string, std::int64_t> healthy(state.registration_healthy.begin(),
                                               state.registration_healthy.end());
