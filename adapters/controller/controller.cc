@@ -291,6 +291,11 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   if (cloud_options.cluster_ca_base64.empty()) {
     cloud_options.cluster_ca_base64 = aws::Base64(kube::CaBundle(config));
   }
+  // The nodes' user data names the API server and its CA: logged with the settings, so every
+  // launch carries them.
+  Settings settings = options.settings;
+  settings.cluster_endpoint = cloud_options.cluster_endpoint;
+  settings.cluster_ca_bundle = cloud_options.cluster_ca_base64;
   std::unique_ptr<CloudSource> cloud;
   NoCloud no_cloud;
   runtime::Executor* cloud_executor = &no_cloud;
@@ -344,13 +349,9 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     cloud_stop.join();
   };
   try {
-    // The AWS side first: commands re-driven from the log (a launch in flight at a crash) need
-    // the EC2NodeClasses resolved, which its first pass does while recovery waits for it.
-    // What its pollers find meanwhile waits in their queues for the loop below.
-    if (cloud != nullptr) {
-      cloud->SetState(&rt.state());
-      cloud->Start();
-    }
+    // The AWS side first: what its pollers find while recovery runs waits in their queues for
+    // the loop below. Commands re-driven from the log carry all they need.
+    if (cloud != nullptr) cloud->Start();
     const auto recovery = rt.Recover();
     spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
                  recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
@@ -358,9 +359,8 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     observe_state(true);
     // Nothing is decided on the recovered state until the informers have listed the cluster
     // again: it may have changed while no controller was watching.
-    std::vector<Event> start{
-        ControllerStarted{options.version, std::random_device{}(), options.settings},
-        WatchesSynced{false}, Tick{WallNow()}};
+    std::vector<Event> start{ControllerStarted{options.version, std::random_device{}(), settings},
+                             WatchesSynced{false}, Tick{WallNow()}};
     if (!options.catalog_file.empty()) {
       start.push_back(CatalogRefreshed{sim::LoadCatalogJson(options.catalog_file, 0)});
     }
