@@ -10,6 +10,7 @@
 #include <map>
 
 #include "adapters/aws/connection.h"
+#include "adapters/aws/executor.h"
 #include "adapters/aws/s3.h"
 #include "log/codec.h"
 #include "log/event_log.h"
@@ -177,7 +178,12 @@ std::function<void(log::Seq, log::Seq)> ProgressBar() {
 }
 
 int RunVerify(const log::EventLog& log, bool decode_snapshots) {
-  auto report = replay::Verify(log, ProgressBar(), 0, decode_snapshots);
+  // Each recorded CreateFleet body is rendered again from its LaunchInstances alone.
+  const replay::RequestRenderer render = [](const Command& command) -> std::string {
+    const auto* launch = std::get_if<LaunchInstances>(&command.body);
+    return launch == nullptr ? "" : aws::RenderLaunch(*launch).body;
+  };
+  auto report = replay::Verify(log, ProgressBar(), 0, decode_snapshots, render);
   if (::isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
   std::printf("replay: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64 " decisions, %" PRIu64
               " snapshots checked (%" PRIu64 " decoded); final state %016" PRIx64,
@@ -189,6 +195,10 @@ int RunVerify(const log::EventLog& log, bool decode_snapshots) {
   }
   if (!report.cuts.empty()) {
     std::printf("; %zu stretches between snapshots verified side by side", report.cuts.size() + 1);
+  }
+  if (report.requests_rendered > 0) {
+    std::printf("; %" PRIu64 " recorded CreateFleet bodies rendered again, byte for byte",
+                report.requests_rendered);
   }
   if (report.first_seq > 1) {
     std::printf("; the log begins at seq %" PRIu64 " (older records dropped by retention)",

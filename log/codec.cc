@@ -538,6 +538,8 @@ void Put(s::NodeClass::Builder b, const NodeClass& c) {
   b.setTerminating(c.terminating);
   PutTexts(b.initZones(c.zones.size()), c.zones);
   PutTexts(b.initArchs(c.archs.size()), c.archs);
+  b.setUserData(T(c.user_data));
+  Put(b.initTags(c.tags.size()), c.tags);
 }
 NodeClass Get(s::NodeClass::Reader r) {
   auto narrow = [](std::optional<std::int64_t> v) -> std::optional<std::int32_t> {
@@ -554,7 +556,9 @@ NodeClass Get(s::NodeClass::Reader r) {
           GetTexts(r.getSecurityGroups()),
           r.getTerminating(),
           GetTexts(r.getZones()),
-          GetTexts(r.getArchs())};
+          GetTexts(r.getArchs()),
+          S(r.getUserData()),
+          GetLabels(r.getTags())};
 }
 
 void Put(s::NodeClassResolution::Builder b, const NodeClassResolution& v) {
@@ -746,6 +750,8 @@ void Put(s::Settings::Builder b, const Settings& v) {
   b.setConsolidationMinSavingsPercent(v.consolidation_min_savings_percent);
   b.setSoftExpiration(v.soft_expiration);
   b.setReservedEnis(v.reserved_enis);
+  b.setClusterEndpoint(T(v.cluster_endpoint));
+  b.setClusterCaBundle(T(v.cluster_ca_bundle));
 }
 Settings Get(s::Settings::Reader r) {
   Settings v;
@@ -760,6 +766,8 @@ Settings Get(s::Settings::Reader r) {
   v.consolidation_min_savings_percent = r.getConsolidationMinSavingsPercent();
   v.soft_expiration = r.getSoftExpiration();
   v.reserved_enis = r.getReservedEnis();
+  v.cluster_endpoint = S(r.getClusterEndpoint());
+  v.cluster_ca_bundle = S(r.getClusterCaBundle());
   return v;
 }
 
@@ -798,10 +806,44 @@ void Put(s::LaunchOverride::Builder b, const LaunchOverride& o) {
   b.setZone(T(o.zone));
   b.setCapacityType(T(o.capacity_type));
   b.setPriceMicroUsdHour(o.price.value);
+  b.setSubnet(T(o.subnet));
+  b.setImage(T(o.image));
 }
 LaunchOverride Get(s::LaunchOverride::Reader r) {
-  return {S(r.getInstanceType()), S(r.getZone()), S(r.getCapacityType()),
-          MicroUsdPerHour{r.getPriceMicroUsdHour()}};
+  return {S(r.getInstanceType()), S(r.getZone()),
+          S(r.getCapacityType()), MicroUsdPerHour{r.getPriceMicroUsdHour()},
+          S(r.getSubnet()),       S(r.getImage())};
+}
+
+void Put(s::LaunchNode::Builder b, const LaunchNode& n) {
+  b.setAmiFamily(T(n.ami_family));
+  b.setInstanceProfile(T(n.instance_profile));
+  PutTexts(b.initSecurityGroups(n.security_groups.size()), n.security_groups);
+  b.setUserData(T(n.user_data));
+  PutOpt(b.initMaxPods(), n.max_pods ? std::optional<std::int64_t>(*n.max_pods) : std::nullopt);
+  Put(b.initLabels(n.labels.size()), n.labels);
+  PutList(b.initTaints(n.taints.size()), n.taints);
+  Put(b.initTags(n.tags.size()), n.tags);
+  b.setClusterName(T(n.cluster_name));
+  b.setClusterEndpoint(T(n.cluster_endpoint));
+  b.setClusterCaBundle(T(n.cluster_ca_bundle));
+}
+LaunchNode Get(s::LaunchNode::Reader r) {
+  LaunchNode n;
+  n.ami_family = S(r.getAmiFamily());
+  n.instance_profile = S(r.getInstanceProfile());
+  n.security_groups = GetTexts(r.getSecurityGroups());
+  n.user_data = S(r.getUserData());
+  if (const auto pods = GetOpt<std::int64_t>(r.getMaxPods())) {
+    n.max_pods = static_cast<std::int32_t>(*pods);
+  }
+  n.labels = GetLabels(r.getLabels());
+  n.taints = GetList<Taint>(r.getTaints());
+  n.tags = GetLabels(r.getTags());
+  n.cluster_name = S(r.getClusterName());
+  n.cluster_endpoint = S(r.getClusterEndpoint());
+  n.cluster_ca_bundle = S(r.getClusterCaBundle());
+  return n;
 }
 
 void Put(s::OfferingChoice::Builder b, const OfferingChoice& o) {
@@ -886,12 +928,14 @@ void Put(s::Event::Builder b, const Event& event) {
                    g.setImageId(T(e.image_id));
                    g.setSubnetId(T(e.subnet_id));
                    PutTexts(g.initSecurityGroups(e.security_groups.size()), e.security_groups);
+                   g.setRequest(T(e.request));
                  },
                  [&](const FleetFailed& e) {
                    auto g = b.initFleetFailed();
                    g.setCommand(e.command.value);
                    g.setNodeClaim(T(e.nodeclaim));
                    PutList(g.initErrors(e.errors.size()), e.errors);
+                   g.setRequest(T(e.request));
                  },
                  [&](const CommandSucceeded& e) { b.setCommandSucceeded(e.command.value); },
                  [&](const CommandFailed& e) {
@@ -1007,12 +1051,13 @@ Event Get(s::Event::Reader r) {
                            GetList<FleetError>(g.getErrors()),
                            S(g.getImageId()),
                            S(g.getSubnetId()),
-                           GetTexts(g.getSecurityGroups())};
+                           GetTexts(g.getSecurityGroups()),
+                           S(g.getRequest())};
     }
     case s::Event::FLEET_FAILED: {
       auto g = r.getFleetFailed();
       return FleetFailed{CommandId{g.getCommand()}, S(g.getNodeClaim()),
-                         GetList<FleetError>(g.getErrors())};
+                         GetList<FleetError>(g.getErrors()), S(g.getRequest())};
     }
     case s::Event::COMMAND_SUCCEEDED:
       return CommandSucceeded{CommandId{r.getCommandSucceeded()}};
@@ -1100,6 +1145,7 @@ void Put(s::Command::Builder b, const Command& c) {
                    PutList(g.initOverrides(x.overrides.size()), x.overrides);
                    Put(g.initTags(x.tags.size()), x.tags);
                    g.setAllocationStrategy(T(x.allocation_strategy));
+                   Put(g.initNode(), x.node);
                  },
                  [&](const PatchNode& x) {
                    auto g = b.initPatchNode();
@@ -1179,7 +1225,8 @@ Command Get(s::Command::Reader r) {
       c.body = LaunchInstances{S(g.getNodeClaim()),    S(g.getNodePool()),
                                S(g.getNodeClass()),    S(g.getClientToken()),
                                S(g.getCapacityType()), GetList<LaunchOverride>(g.getOverrides()),
-                               GetLabels(g.getTags()), S(g.getAllocationStrategy())};
+                               GetLabels(g.getTags()), S(g.getAllocationStrategy()),
+                               Get(g.getNode())};
       return c;
     }
     case s::Command::PATCH_NODE: {

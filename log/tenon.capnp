@@ -224,6 +224,8 @@ struct NodeClass {
   terminating @9 :Bool;
   zones @10 :List(Text);
   archs @11 :List(Text);
+  userData @12 :Text;
+  tags @13 :List(KeyValue);
 }
 
 struct NodeClassResolution {
@@ -335,6 +337,8 @@ struct Settings {
   consolidationMinSavingsPercent @8 :Int32;
   softExpiration @9 :Bool;
   reservedEnis @10 :Int32;
+  clusterEndpoint @11 :Text;
+  clusterCaBundle @12 :Text;
 }
 
 struct FleetError {
@@ -385,11 +389,13 @@ struct Event {
       imageId @54 :Text;
       subnetId @55 :Text;
       securityGroups @56 :List(Text);
+      request @62 :Text;
     }
     fleetFailed :group {
       command @22 :UInt64;
       nodeClaim @23 :Text;
       errors @24 :List(FleetError);
+      request @63 :Text;
     }
     commandSucceeded @25 :UInt64;
     commandFailed :group {
@@ -448,6 +454,22 @@ struct LaunchOverride {
   zone @1 :Text;
   capacityType @2 :Text;
   priceMicroUsdHour @3 :Int64;
+  subnet @4 :Text;
+  image @5 :Text;
+}
+
+struct LaunchNode {
+  amiFamily @0 :Text;
+  instanceProfile @1 :Text;
+  securityGroups @2 :List(Text);
+  userData @3 :Text;
+  maxPods @4 :OptionalInt64;
+  labels @5 :List(KeyValue);
+  taints @6 :List(Taint);
+  tags @7 :List(KeyValue);
+  clusterName @8 :Text;
+  clusterEndpoint @9 :Text;
+  clusterCaBundle @10 :Text;
 }
 
 struct Command {
@@ -465,6 +487,7 @@ struct Command {
       overrides @9 :List(LaunchOverride);
       tags @10 :List(KeyValue);
       allocationStrategy @14 :Text;
+      node @45 :LaunchNode;
     }
     patchNode :group {
       nodeName @11 :Text;

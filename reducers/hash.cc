@@ -147,6 +147,9 @@ void H(Hasher& h, const Settings& s) {
       s.ignore_preferences, s.min_values_best_effort);
   All(h, s.spot_to_spot_consolidation, s.consolidation_min_savings,
       s.consolidation_min_savings_percent, s.soft_expiration, s.reserved_enis);
+  if (!s.cluster_endpoint.empty() || !s.cluster_ca_bundle.empty()) {
+    All(h, s.cluster_endpoint, s.cluster_ca_bundle);  // Added later: hashed when set.
+  }
 }
 void H(Hasher& h, const LabelSelector& s) {
   All(h, s.match_labels, s.match_expressions);
@@ -232,6 +235,7 @@ void H(Hasher& h, const NodeClass& c) {
       c.security_groups);
   if (c.terminating) H(h, c.terminating);  // Added later: hashed only when set.
   if (!c.zones.empty() || !c.archs.empty()) All(h, c.zones, c.archs);
+  if (!c.user_data.empty() || !c.tags.empty()) All(h, c.user_data, c.tags);
 }
 void H(Hasher& h, const Offering& o) {
   All(h, o.zone, o.capacity_type, o.price, o.available);
@@ -270,10 +274,17 @@ void H(Hasher& h, const DeleteNodeClaim& c) {
 }
 void H(Hasher& h, const LaunchOverride& o) {
   All(h, o.instance_type, o.zone, o.capacity_type, o.price);
+  if (!o.subnet.empty() || !o.image.empty()) All(h, o.subnet, o.image);  // Added later.
+}
+void H(Hasher& h, const LaunchNode& n) {
+  All(h, n.ami_family, n.instance_profile, n.security_groups, n.user_data, n.max_pods, n.labels,
+      n.taints, n.tags);
+  All(h, n.cluster_name, n.cluster_endpoint, n.cluster_ca_bundle);
 }
 void H(Hasher& h, const LaunchInstances& c) {
   All(h, c.nodeclaim, c.nodepool, c.nodeclass, c.client_token, c.capacity_type, c.overrides, c.tags,
       c.allocation_strategy);
+  if (c.node != LaunchNode{}) H(h, c.node);  // Added later: hashed when set.
 }
 void H(Hasher& h, const PatchNode& c) {
   All(h, c.node_name, c.add_labels, c.remove_taints, c.add_taints);

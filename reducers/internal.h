@@ -127,6 +127,10 @@ bool IsProvisionable(const Pod& pod);
 // Names a planned claim and issues its CreateNodeClaim + LaunchInstances (provisioning and
 // disruption replacements alike); returns its record.
 ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& out);
+// Fills in what a launch needs beyond its offerings, from the state alone: each override's
+// subnet and AMI from the EC2NodeClass's resolution (dropping overrides it has none for), and
+// the node's launch template inputs. Without a resolution, subnets and AMIs stay empty.
+void FillLaunch(const State& state, LaunchInstances& launch);
 
 // Lifecycle: results of launches and the nodes that register for them.
 void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& out);

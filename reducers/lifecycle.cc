@@ -275,6 +275,15 @@ void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out) {
               Cause::kInsufficientCapacity, out);
     return;
   }
+  // With the EC2NodeClass's subnets and AMIs as they resolve now.
+  FillLaunch(state, launch);
+  if (launch.overrides.empty()) {
+    FailClaim(state, seq, claim,
+              "EC2NodeClass " + claim.nodeclass +
+                  " no longer resolves to a subnet and an AMI for any offering it could launch",
+              Cause::kLaunchError, out);
+    return;
+  }
   Issue(state, seq, std::move(launch), out);
 }
 

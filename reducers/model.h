@@ -516,6 +516,10 @@ struct NodeClass {
   // architecture, cannot be launched with it. Empty: not known, nothing ruled out.
   std::vector<std::string> zones;
   std::vector<std::string> archs;
+  // What the nodes boot with beyond the AMI family: spec.userData (merged into the family's
+  // own by the AWS adapter) and spec.tags (on the launch template, its instances and volumes).
+  std::string user_data;
+  Labels tags;
   friend bool operator==(const NodeClass&, const NodeClass&) = default;
 };
 
@@ -625,6 +629,10 @@ struct Settings {
   bool soft_expiration = false;
   // RESERVED_ENIS: network interfaces kept from pods (the VPC CNI's max-pods formula).
   std::int32_t reserved_enis = 0;
+  // Where the nodes find the API server (CLUSTER_ENDPOINT) and its CA bundle (base64): the
+  // user data of every launch carries them.
+  std::string cluster_endpoint;
+  std::string cluster_ca_bundle;
   friend bool operator==(const Settings&, const Settings&) = default;
 };
 
@@ -698,12 +706,16 @@ struct FleetLaunched {
   std::string image_id;            // The AMI, subnet and security groups it runs with.
   std::string subnet_id;
   std::vector<std::string> security_groups;
+  // The CreateFleet request body as sent (form-encoded); a replay renders it again from the
+  // LaunchInstances alone and checks it is the same.
+  std::string request;
   friend bool operator==(const FleetLaunched&, const FleetLaunched&) = default;
 };
 struct FleetFailed {
   CommandId command{0};
   std::string nodeclaim;
   std::vector<FleetError> errors;
+  std::string request;  // The CreateFleet body sent; empty when none was.
   friend bool operator==(const FleetFailed&, const FleetFailed&) = default;
 };
 struct CommandSucceeded {
@@ -871,10 +883,32 @@ struct LaunchOverride {
   std::string zone;
   std::string capacity_type;
   MicroUsdPerHour price{0};
+  // From the EC2NodeClass's resolution: the zone's subnet with the most free addresses and the
+  // newest AMI of the type's architecture (empty: the NodeClass had no resolution).
+  std::string subnet;
+  std::string image;
   friend bool operator==(const LaunchOverride&, const LaunchOverride&) = default;
 };
+// What the nodes of a launch boot with: the launch template's contents and the inputs of the
+// user data, from the EC2NodeClass, its resolution, the NodePool and the settings. The AWS
+// adapter renders the launch templates (one per AMI) and the user data from this alone.
+struct LaunchNode {
+  std::string ami_family;  // As the EC2NodeClass says it: AL2023, or an alias (al2023@latest).
+  std::string instance_profile;
+  std::vector<std::string> security_groups;
+  std::string user_data;  // The EC2NodeClass's spec.userData.
+  std::optional<std::int32_t> max_pods;
+  Labels labels;              // The NodePool's template labels and karpenter.sh/nodepool.
+  std::vector<Taint> taints;  // Its taints, then its startup taints.
+  Labels tags;                // The EC2NodeClass's tags and the two that mark tenon's templates.
+  std::string cluster_name;
+  std::string cluster_endpoint;
+  std::string cluster_ca_bundle;
+  friend bool operator==(const LaunchNode&, const LaunchNode&) = default;
+};
 // One CreateFleet request (type instant, target capacity 1). The client token is the NodeClaim
-// name, so re-driving the command after a crash never launches a second instance.
+// name, so re-driving the command after a crash never launches a second instance. It holds all
+// the request needs: re-driving it after a restart reads nothing else.
 struct LaunchInstances {
   std::string nodeclaim;
   std::string nodepool;
@@ -884,6 +918,7 @@ struct LaunchInstances {
   std::vector<LaunchOverride> overrides;
   Labels tags;
   std::string allocation_strategy;  // price-capacity-optimized (spot) | lowest-price (on-demand)
+  LaunchNode node;
   friend bool operator==(const LaunchInstances&, const LaunchInstances&) = default;
 };
 // Registration sync and the termination taint: labels and taints added, taints removed.

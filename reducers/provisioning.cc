@@ -6,6 +6,7 @@
 // CreateNodeClaim + LaunchInstances commands, and the whole pass becomes one decision record.
 #include <algorithm>
 #include <cassert>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -48,6 +49,65 @@ Labels LaunchTags(const State& state, const NodeClaim& claim) {
 
 }  // namespace
 
+void FillLaunch(const State& state, LaunchInstances& launch) {
+  LaunchNode& node = launch.node;
+  node = LaunchNode{};
+  node.cluster_name = state.settings.cluster_name;
+  node.cluster_endpoint = state.settings.cluster_endpoint;
+  node.cluster_ca_bundle = state.settings.cluster_ca_bundle;
+  if (const auto pool = state.nodepools.find(launch.nodepool); pool != state.nodepools.end()) {
+    node.labels = pool->second.labels;
+    node.taints = pool->second.taints;
+    node.taints.insert(node.taints.end(), pool->second.startup_taints.begin(),
+                       pool->second.startup_taints.end());
+  }
+  node.labels[label::kNodePool] = launch.nodepool;
+  if (const auto nc = state.nodeclasses.find(launch.nodeclass); nc != state.nodeclasses.end()) {
+    node.ami_family = nc->second.ami_family;
+    node.user_data = nc->second.user_data;
+    node.max_pods = nc->second.max_pods;
+    node.tags = nc->second.tags;
+  }
+  node.tags["karpenter.k8s.aws/ec2nodeclass"] = launch.nodeclass;
+  node.tags["kubernetes.io/cluster/" + state.settings.cluster_name] = "owned";
+  const auto resolved = state.nodeclass_resolutions.find(launch.nodeclass);
+  if (resolved == state.nodeclass_resolutions.end()) {
+    for (LaunchOverride& o : launch.overrides) o.subnet = o.image = "";
+    return;
+  }
+  const NodeClassResolution& r = resolved->second;
+  node.instance_profile = r.instance_profile;
+  for (const ResolvedSecurityGroup& g : r.security_groups) node.security_groups.push_back(g.id);
+  // Per zone the subnet with the most free addresses (the first of them on a tie), as
+  // Karpenter's ZonalSubnetsForLaunch.
+  std::map<std::string, const ResolvedSubnet*> subnets;
+  for (const ResolvedSubnet& s : r.subnets) {
+    auto [it, added] = subnets.emplace(s.zone, &s);
+    if (!added && s.free_ips > it->second->free_ips) it->second = &s;
+  }
+  // Per architecture the newest AMI, the lower id on a tie, as Karpenter sorts them (creation
+  // dates are ISO 8601 in one format, so they compare as text; none is the oldest).
+  std::map<std::string, const ResolvedAmi*> images;
+  for (const ResolvedAmi& a : r.amis) {
+    auto [it, added] = images.emplace(a.arch, &a);
+    const ResolvedAmi& best = *it->second;
+    if (!added && (a.created > best.created || (a.created == best.created && a.id < best.id))) {
+      it->second = &a;
+    }
+  }
+  for (LaunchOverride& o : launch.overrides) {
+    const auto type = state.catalog->find(o.instance_type);
+    const auto subnet = subnets.find(o.zone);
+    const auto image =
+        type == state.catalog->end() ? images.end() : images.find(type->second.type.arch);
+    o.subnet = subnet == subnets.end() ? "" : subnet->second->id;
+    o.image = image == images.end() ? "" : image->second->id;
+  }
+  // An offering the NodeClass cannot launch into any more is not asked for.
+  std::erase_if(launch.overrides,
+                [](const LaunchOverride& o) { return o.subnet.empty() || o.image.empty(); });
+}
+
 namespace {
 
 // As Karpenter resolves a NodeClaim's custom labels: a requirement on a label of the user's
@@ -89,12 +149,19 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
   if (auto nc = state.nodeclasses.find(plan.nodeclass); nc != state.nodeclasses.end()) {
     claim.nodeclass_hash = NodeClassHash(nc->second);
   }
-  LaunchInstances launch{
-      claim.name, claim.nodepool,           claim.nodeclass,         claim.name, plan.capacity_type,
-      {},         LaunchTags(state, claim), plan.allocation_strategy};
+  LaunchInstances launch{claim.name,
+                         claim.nodepool,
+                         claim.nodeclass,
+                         claim.name,
+                         plan.capacity_type,
+                         {},
+                         LaunchTags(state, claim),
+                         plan.allocation_strategy,
+                         {}};
   for (const auto& o : plan.offerings) {
-    launch.overrides.push_back({o.instance_type, o.zone, o.capacity_type, o.price});
+    launch.overrides.push_back({o.instance_type, o.zone, o.capacity_type, o.price, "", ""});
   }
+  FillLaunch(state, launch);
   state.claim_parts.Share(claim);
   state.nodeclaims[claim.name] = claim;
   IndexClaim(state, claim);

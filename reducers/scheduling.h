@@ -68,6 +68,10 @@ struct TypeRow {
 struct PoolTemplate {
   const NodePool* pool = nullptr;
   const NodeClass* nodeclass = nullptr;
+  // Where the NodeClass can launch: the zones of its subnets and the architectures of its
+  // AMIs, from its resolution (else its status). Empty: not known, nothing ruled out.
+  std::vector<std::string> launch_zones;
+  std::vector<std::string> launch_archs;
   std::string unusable;  // Why the pool cannot launch at all, or empty.
   Requirements requirements;
   Labels labels;  // Template labels plus the nodepool label.

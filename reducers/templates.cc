@@ -208,6 +208,24 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
       t.unusable = "EC2NodeClass " + pool.nodeclass + " is being deleted";
     } else {
       t.nodeclass = &nc->second;
+      t.launch_zones = nc->second.zones;
+      t.launch_archs = nc->second.archs;
+    }
+    // What the cloud resolved its selector terms to last is newer than the status written from
+    // an earlier resolution: launches need a subnet in the zone and an AMI for the type.
+    if (const auto r = state.nodeclass_resolutions.find(pool.nodeclass);
+        t.nodeclass != nullptr && r != state.nodeclass_resolutions.end()) {
+      if (!r->second.reason.empty()) {
+        t.nodeclass = nullptr;
+        t.unusable = "EC2NodeClass " + pool.nodeclass + " not ready (" + r->second.reason + ")";
+      } else {
+        std::set<std::string> zones;
+        std::set<std::string> archs;
+        for (const ResolvedSubnet& s : r->second.subnets) zones.insert(s.zone);
+        for (const ResolvedAmi& a : r->second.amis) archs.insert(a.arch);
+        t.launch_zones.assign(zones.begin(), zones.end());
+        t.launch_archs.assign(archs.begin(), archs.end());
+      }
     }
     t.labels = pool.labels;
     t.labels[label::kNodePool] = pool.name;
@@ -302,13 +320,12 @@ void FillTypes(const State& state, PoolTemplate& t, AllocatableCache& per_nodecl
     // Only what the NodeClass can launch: a type of an architecture none of its AMIs serve,
     // or an offering in a zone none of its subnets are in, is not offered (as Karpenter builds
     // its offerings from the NodeClass's subnet zones).
-    const NodeClass& nc = *t.nodeclass;
     auto allows = [](const std::vector<std::string>& list, const std::string& value) {
       return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
     };
-    if (!allows(nc.archs, entry.type.arch)) return;
+    if (!allows(t.launch_archs, entry.type.arch)) return;
     for (const auto& o : entry.type.offerings) {
-      if (allows(nc.zones, o.zone) && OfferingUsable(state, entry.type, o)) {
+      if (allows(t.launch_zones, o.zone) && OfferingUsable(state, entry.type, o)) {
         row.offerings.push_back(&o);
       }
     }

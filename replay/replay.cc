@@ -68,12 +68,14 @@ std::string CommandDiff(const std::vector<Command>& recorded, const std::vector<
 class Verifier {
  public:
   Verifier(const log::EventLog& log, log::Seq begin, log::Seq end,
-           const std::set<log::Seq>& snapshots, bool decode_snapshots)
+           const std::set<log::Seq>& snapshots, bool decode_snapshots,
+           const RequestRenderer& render)
       : log_(log),
         begin_(begin),
         end_(end),
         snapshots_(snapshots),
-        decode_snapshots_(decode_snapshots) {}
+        decode_snapshots_(decode_snapshots),
+        render_(render) {}
 
   // Whether the stretch could start: its snapshot exists and holds its stored hash.
   bool Start() {
@@ -159,6 +161,7 @@ class Verifier {
     std::optional<log::Entry> entry = Decode(record);
     if (!entry) return;
     if (const auto* event = std::get_if<Event>(&*entry)) {
+      if (render_) CheckRequest(record.seq, *event);
       Output out = Step(state_, Seq{record.seq}, *event);
       ++report_.events;
       if (!out.empty()) unrecorded_.emplace(Seq{record.seq}, std::move(out));
@@ -167,6 +170,32 @@ class Verifier {
     const auto& output = std::get<log::OutputRecord>(*entry);
     if (output.cause.value <= begin_) return;  // The stretch before checks it.
     CheckOutput(record.seq, output);
+  }
+
+  // The request a launch's result recorded against the one its command renders now (the
+  // command is in flight until its result is folded).
+  void CheckRequest(log::Seq seq, const Event& event) {
+    const std::string* recorded = nullptr;
+    CommandId command{0};
+    if (const auto* launched = std::get_if<FleetLaunched>(&event)) {
+      recorded = &launched->request;
+      command = launched->command;
+    } else if (const auto* failed = std::get_if<FleetFailed>(&event)) {
+      recorded = &failed->request;
+      command = failed->command;
+    }
+    if (recorded == nullptr || recorded->empty()) return;
+    const auto it = state_.inflight.find(command);
+    if (it == state_.inflight.end()) return;  // A late answer to a command already settled.
+    const std::string now = render_(it->second);
+    ++report_.requests_rendered;
+    if (now == *recorded) return;
+    const auto differ = std::mismatch(now.begin(), now.end(), recorded->begin(), recorded->end());
+    Fail(Verdict::kDiverged, seq,
+         "the CreateFleet body recorded at seq " + std::to_string(seq) + " (" +
+             std::to_string(recorded->size()) + " bytes) differs from what command " +
+             std::to_string(command.value) + " renders now (" + std::to_string(now.size()) +
+             " bytes) from byte " + std::to_string(differ.first - now.begin()));
   }
 
   void CheckTailOutput(const log::Record& record) {
@@ -246,6 +275,7 @@ class Verifier {
   State state_;
   const std::set<log::Seq>& snapshots_;  // Every snapshot's sequence number.
   const bool decode_snapshots_;
+  const RequestRenderer& render_;  // Empty: requests are not rendered again.
   std::map<Seq, Output> unrecorded_;
   VerifyReport report_;
 };
@@ -295,7 +325,7 @@ std::vector<log::Seq> Cuts(const log::EventLog& log, const std::vector<log::Seq>
 
 VerifyReport Verify(const log::EventLog& log,
                     const std::function<void(log::Seq, log::Seq)>& progress, std::size_t threads,
-                    bool decode_snapshots) {
+                    bool decode_snapshots, const RequestRenderer& render) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   // The stretches between snapshots are verified side by side: each starts from the snapshot
   // at its cut, and the stretch before checks that snapshot against the state it folded, so
@@ -307,8 +337,9 @@ VerifyReport Verify(const log::EventLog& log,
       threads == 1 ? std::vector<log::Seq>{} : Cuts(log, listed, threads * kStretchesPerThread);
   std::vector<std::unique_ptr<Verifier>> parts;
   for (std::size_t i = 0; i <= cuts.size(); ++i) {
-    parts.push_back(std::make_unique<Verifier>(
-        log, i == 0 ? 0 : cuts[i - 1], i < cuts.size() ? cuts[i] : 0, snapshots, decode_snapshots));
+    parts.push_back(std::make_unique<Verifier>(log, i == 0 ? 0 : cuts[i - 1],
+                                               i < cuts.size() ? cuts[i] : 0, snapshots,
+                                               decode_snapshots, render));
   }
   std::mutex mu;
   std::vector<std::uint64_t> read(parts.size(), 0);
@@ -381,6 +412,7 @@ VerifyReport Verify(const log::EventLog& log,
     report.decisions += part.decisions;
     report.snapshots_checked += part.snapshots_checked;
     report.snapshots_decoded += part.snapshots_decoded;
+    report.requests_rendered += part.requests_rendered;
   }
   report.cuts = cuts;
   report.stretch_cpu = std::move(cpu);

@@ -34,6 +34,8 @@ struct VerifyReport {
   std::uint64_t decisions = 0;
   std::uint64_t snapshots_checked = 0;  // Whose stored hash matched the replayed state's.
   std::uint64_t snapshots_decoded = 0;  // Of them, decoded and hashed again as well.
+  // Requests a result event recorded (CreateFleet bodies) that the command rendered again.
+  std::uint64_t requests_rendered = 0;
   log::Seq last_seq = 0;
   std::uint64_t final_hash = 0;
   std::uint64_t final_hash_from_snapshot = 0;
@@ -57,9 +59,16 @@ const char* VerdictName(Verdict verdict);
 // a fold starts from are decoded; the others are decoded too (each must hash to what the replay
 // folded) only with `decode_snapshots`. `progress` (optional) is called now and then with about
 // how far it has got.
+//
+// `render` (optional) renders the request a command's effect sends from the command alone (the
+// AWS adapter's CreateFleet body of a LaunchInstances; empty for a command it has none for).
+// With it, every request a result event recorded (FleetLaunched, FleetFailed) is rendered again
+// from its command and must be the same bytes.
+using RequestRenderer = std::function<std::string(const Command&)>;
 VerifyReport Verify(const log::EventLog& log,
                     const std::function<void(log::Seq, log::Seq)>& progress = {},
-                    std::size_t threads = 0, bool decode_snapshots = false);
+                    std::size_t threads = 0, bool decode_snapshots = false,
+                    const RequestRenderer& render = {});
 
 // The state after folding every event with seq <= `to` (0: all), starting at the newest
 // snapshot at or below `to` when `use_snapshot` is set.

@@ -210,28 +210,30 @@ Result<Unit> Ec2::DeleteLaunchTemplate(const std::string& name) {
   return Result<Unit>::Ok(Unit{});
 }
 
-Result<FleetResult> Ec2::CreateFleet(const FleetRequest& r) {
-  if (r.overrides.empty() || r.overrides.size() > static_cast<std::size_t>(kFleetOverridesMax)) {
-    return Failed<FleetResult>(AwsError{ErrorCode::kInvalid, "InvalidOverrides",
-                                        "CreateFleet needs 1 to 60 overrides", 0});
-  }
+namespace {
+
+Pairs CreateFleetParams(const FleetRequest& r) {
   const bool spot = r.capacity_type == "spot";
   Pairs p{{"Type", "instant"},
           {"ClientToken", r.client_token},
           {"TargetCapacitySpecification.TotalTargetCapacity", "1"},
           {"TargetCapacitySpecification.DefaultTargetCapacityType", spot ? "spot" : "on-demand"},
           {spot ? "SpotOptions.AllocationStrategy" : "OnDemandOptions.AllocationStrategy",
-           r.allocation_strategy},
-          {"LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName",
-           r.launch_template_name},
-          {"LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version", "$Latest"}};
-  for (std::size_t i = 0; i < r.overrides.size(); ++i) {
-    const std::string prefix = "LaunchTemplateConfigs.1.Overrides." + std::to_string(i + 1);
-    p.emplace_back(prefix + ".InstanceType", r.overrides[i].instance_type);
-    if (!r.overrides[i].subnet_id.empty())
-      p.emplace_back(prefix + ".SubnetId", r.overrides[i].subnet_id);
-    if (!r.overrides[i].zone.empty())
-      p.emplace_back(prefix + ".AvailabilityZone", r.overrides[i].zone);
+           r.allocation_strategy}};
+  for (std::size_t c = 0; c < r.configs.size(); ++c) {
+    const std::string config = "LaunchTemplateConfigs." + std::to_string(c + 1);
+    p.emplace_back(config + ".LaunchTemplateSpecification.LaunchTemplateName",
+                   r.configs[c].launch_template_name);
+    p.emplace_back(config + ".LaunchTemplateSpecification.Version", "$Latest");
+    const std::vector<FleetOverride>& overrides = r.configs[c].overrides;
+    for (std::size_t i = 0; i < overrides.size(); ++i) {
+      const std::string prefix = config + ".Overrides." + std::to_string(i + 1);
+      p.emplace_back(prefix + ".InstanceType", overrides[i].instance_type);
+      if (!overrides[i].subnet_id.empty())
+        p.emplace_back(prefix + ".SubnetId", overrides[i].subnet_id);
+      if (!overrides[i].zone.empty())
+        p.emplace_back(prefix + ".AvailabilityZone", overrides[i].zone);
+    }
   }
   // The wire name is singular (TagSpecification.N), unlike the SDK field TagSpecifications.
   std::int32_t spec = 1;
@@ -240,7 +242,31 @@ Result<FleetResult> Ec2::CreateFleet(const FleetRequest& r) {
     p.emplace_back(prefix + ".ResourceType", type);
     AddTags(prefix, r.tags, p);
   }
-  Result<std::string> body = client_.Query("ec2", "CreateFleet", kEc2Version, p);
+  return p;
+}
+
+std::size_t OverrideCount(const FleetRequest& r) {
+  std::size_t n = 0;
+  for (const FleetTemplateConfig& c : r.configs) n += c.overrides.size();
+  return n;
+}
+
+}  // namespace
+
+std::string CreateFleetBody(const FleetRequest& request) {
+  Pairs form{{"Action", "CreateFleet"}, {"Version", kEc2Version}};
+  const Pairs params = CreateFleetParams(request);
+  form.insert(form.end(), params.begin(), params.end());
+  return FormEncode(form);
+}
+
+Result<FleetResult> Ec2::CreateFleet(const FleetRequest& r) {
+  const std::size_t overrides = OverrideCount(r);
+  if (overrides == 0 || overrides > static_cast<std::size_t>(kFleetOverridesMax)) {
+    return Failed<FleetResult>(AwsError{ErrorCode::kInvalid, "InvalidOverrides",
+                                        "CreateFleet needs 1 to 60 overrides", 0});
+  }
+  Result<std::string> body = client_.Query("ec2", "CreateFleet", kEc2Version, CreateFleetParams(r));
   if (!body.ok()) return Failed<FleetResult>(body.error);
   std::string error;
   std::optional<FleetResult> parsed = ParseCreateFleet(*body.value, &error);

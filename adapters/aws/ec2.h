@@ -50,14 +50,22 @@ struct FleetOverride {
   std::string zone;
 };
 
-struct FleetRequest {
+// One LaunchTemplateConfigs entry: a launch template and the overrides launched from it.
+struct FleetTemplateConfig {
   std::string launch_template_name;
-  std::string capacity_type;  // spot | on-demand
-  std::string allocation_strategy;
   std::vector<FleetOverride> overrides;
+};
+
+struct FleetRequest {
+  std::vector<FleetTemplateConfig> configs;  // One per AMI; 1 to 60 overrides in all.
+  std::string capacity_type;                 // spot | on-demand
+  std::string allocation_strategy;
   Labels tags;
   std::string client_token;
 };
+// The form body CreateFleet sends for `request` (Action, Version and its parameters, in order);
+// pure, so a replay can render the body of a recorded launch again.
+std::string CreateFleetBody(const FleetRequest& request);
 
 struct TerminateResult {
   std::vector<std::string> terminated;

@@ -1,31 +1,41 @@
 #include "adapters/aws/executor.h"
 
 #include <spdlog/spdlog.h>
+#include <xxhash.h>
+
+#include "adapters/aws/userdata.h"
 
 namespace tenon::aws {
 namespace {
 
-std::string ZoneOfSubnet(const LaunchContext& context, const std::string& subnet) {
-  for (const auto& [zone, id] : context.subnet_by_zone) {
-    if (id == subnet) return zone;
+// The zone of a subnet the launch named.
+std::string ZoneOfSubnet(const LaunchInstances& launch, const std::string& subnet) {
+  for (const LaunchOverride& o : launch.overrides) {
+    if (o.subnet == subnet) return o.zone;
   }
   return "";
 }
 
-FleetError ToFleetError(const FleetErrorEntry& e, const LaunchContext& context,
-                        const std::string& capacity_type) {
-  const std::string zone = e.zone.empty() ? ZoneOfSubnet(context, e.subnet_id) : e.zone;
+// The override an instance (or an error) answers: its type in its zone.
+const LaunchOverride* OverrideOf(const LaunchInstances& launch, const std::string& type,
+                                 const std::string& zone) {
+  for (const LaunchOverride& o : launch.overrides) {
+    if (o.instance_type == type && o.zone == zone) return &o;
+  }
+  return nullptr;
+}
+
+FleetError ToFleetError(const FleetErrorEntry& e, const LaunchInstances& launch) {
+  const std::string zone = e.zone.empty() ? ZoneOfSubnet(launch, e.subnet_id) : e.zone;
   return FleetError{e.instance_type, zone,
-                    e.capacity_type.empty() ? capacity_type : e.capacity_type,
+                    e.capacity_type.empty() ? launch.capacity_type : e.capacity_type,
                     MapErrorCode(e.error_code, 400), e.error_code + ": " + e.message};
 }
 
-MicroUsdPerHour PriceOf(const LaunchInstances& launch, const FleetInstance& instance,
-                        const std::string& zone) {
-  for (const LaunchOverride& o : launch.overrides) {
-    if (o.instance_type == instance.instance_type && o.zone == zone) return o.price;
-  }
-  return MicroUsdPerHour{0};
+std::string Hex(std::uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
 }
 
 }  // namespace
@@ -49,82 +59,114 @@ std::vector<Event> AwsExecutor::Execute(const Command& command) {
   return {};
 }
 
+RenderedLaunch RenderLaunch(const LaunchInstances& launch) {
+  RenderedLaunch out;
+  auto refuse = [&](std::string message) {
+    out.refused = FleetError{"", "", launch.capacity_type, ErrorCode::kInvalid, std::move(message)};
+    return out;
+  };
+  const LaunchNode& node = launch.node;
+  const ClusterInfo cluster{node.cluster_name, node.cluster_endpoint, node.cluster_ca_bundle};
+  const NodeBootstrap bootstrap{node.labels, node.taints, node.max_pods, node.user_data};
+  const std::optional<std::string> user_data =
+      UserData(AmiFamily(node.ami_family), cluster, bootstrap);
+  if (!user_data) return refuse("unknown AMI family " + node.ami_family);
+  // The name changes with anything the template holds, so a changed NodeClass or NodePool
+  // never launches from a stale template.
+  std::string identity = *user_data + "\n" + node.instance_profile;
+  for (const auto& g : node.security_groups) identity += "\n" + g;
+  for (const auto& [k, v] : node.tags) identity += "\n" + k + "=" + v;
+  const std::string hash = Hex(XXH3_64bits(identity.data(), identity.size()));
+  std::map<std::string, std::size_t> config_of_image;
+  std::size_t overrides = 0;
+  for (const LaunchOverride& o : launch.overrides) {
+    if (o.subnet.empty() || o.image.empty()) {
+      return refuse("EC2NodeClass " + launch.nodeclass + " had no subnet or no AMI for " +
+                    o.instance_type + " in " + o.zone + " when the launch was planned");
+    }
+    // The offerings come cheapest first; those beyond what one CreateFleet takes are left.
+    if (overrides == static_cast<std::size_t>(kFleetOverridesMax)) break;
+    ++overrides;
+    const auto [it, added] = config_of_image.emplace(o.image, out.request.configs.size());
+    if (added) {
+      LaunchTemplateSpec spec;
+      spec.name = LaunchTemplateName(node.cluster_name, hash, o.image);
+      spec.image_id = o.image;
+      spec.instance_profile = node.instance_profile;
+      spec.security_group_ids = node.security_groups;
+      spec.user_data = *user_data;
+      spec.tags = node.tags;
+      out.request.configs.push_back({spec.name, {}});
+      out.templates.push_back(std::move(spec));
+    }
+    out.request.configs[it->second].overrides.push_back({o.instance_type, o.subnet, o.zone});
+  }
+  if (overrides == 0) return refuse("nothing to launch");
+  out.request.capacity_type = launch.capacity_type;
+  out.request.allocation_strategy = launch.allocation_strategy;
+  out.request.tags = launch.tags;
+  out.request.client_token = launch.client_token;
+  out.body = CreateFleetBody(out.request);
+  return out;
+}
+
 Event FleetOutcome(const Command& command, const LaunchInstances& launch,
-                   const LaunchContext& context, const Result<FleetResult>& result) {
+                   const RenderedLaunch& rendered, const Result<FleetResult>& result) {
   if (!result.ok()) {
     return FleetFailed{command.id,
                        launch.nodeclaim,
                        {FleetError{"", "", launch.capacity_type, result.error.code,
-                                   result.error.aws_code + ": " + result.error.message}}};
+                                   result.error.aws_code + ": " + result.error.message}},
+                       rendered.body};
   }
   std::vector<FleetError> errors;
-  for (const FleetErrorEntry& e : result.value->errors) {
-    errors.push_back(ToFleetError(e, context, launch.capacity_type));
-  }
+  for (const FleetErrorEntry& e : result.value->errors) errors.push_back(ToFleetError(e, launch));
   if (result.value->instances.empty()) {
     if (errors.empty()) {
       errors.push_back(FleetError{"", "", launch.capacity_type, ErrorCode::kTransient,
                                   "CreateFleet returned neither an instance nor an error"});
     }
-    return FleetFailed{command.id, launch.nodeclaim, std::move(errors)};
+    return FleetFailed{command.id, launch.nodeclaim, std::move(errors), rendered.body};
   }
   const FleetInstance& instance = result.value->instances.front();
   const std::string zone =
-      instance.zone.empty() ? ZoneOfSubnet(context, instance.subnet_id) : instance.zone;
+      instance.zone.empty() ? ZoneOfSubnet(launch, instance.subnet_id) : instance.zone;
   const std::string capacity =
       instance.capacity_type.empty() ? launch.capacity_type : instance.capacity_type;
-  return FleetLaunched{command.id,
-                       launch.nodeclaim,
-                       instance.instance_id,
-                       "aws:///" + zone + "/" + instance.instance_id,
-                       instance.instance_type,
-                       zone,
-                       capacity,
-                       PriceOf(launch, instance, zone),
-                       std::move(errors),
-                       context.image_id,
-                       instance.subnet_id.empty() && context.subnet_by_zone.contains(zone)
-                           ? context.subnet_by_zone.at(zone)
-                           : instance.subnet_id,
-                       context.security_groups};
+  const LaunchOverride* chosen = OverrideOf(launch, instance.instance_type, zone);
+  return FleetLaunched{
+      command.id,
+      launch.nodeclaim,
+      instance.instance_id,
+      "aws:///" + zone + "/" + instance.instance_id,
+      instance.instance_type,
+      zone,
+      capacity,
+      chosen != nullptr ? chosen->price : MicroUsdPerHour{0},
+      std::move(errors),
+      chosen != nullptr ? chosen->image : "",
+      instance.subnet_id.empty() && chosen != nullptr ? chosen->subnet : instance.subnet_id,
+      launch.node.security_groups,
+      rendered.body};
 }
 
 std::vector<Event> AwsExecutor::Launch(const Command& command, const LaunchInstances& launch) {
-  const Result<LaunchContext> resolved = resolve_(launch);
-  if (!resolved.ok()) {
-    return {
-        FleetFailed{command.id,
-                    launch.nodeclaim,
-                    {FleetError{"", "", launch.capacity_type, resolved.error.code,
-                                "NodeClass " + launch.nodeclass + ": " + resolved.error.message}}}};
+  const RenderedLaunch rendered = RenderLaunch(launch);
+  if (rendered.refused) return {FleetFailed{command.id, launch.nodeclaim, {*rendered.refused}, ""}};
+  for (const LaunchTemplateSpec& spec : rendered.templates) {
+    if (known_ != nullptr && known_->contains(spec.name)) continue;
+    const Result<LaunchTemplate> ensured = EnsureLaunchTemplate(ec2_, spec);
+    if (!ensured.ok()) {
+      return {FleetFailed{command.id,
+                          launch.nodeclaim,
+                          {FleetError{"", "", launch.capacity_type, ensured.error.code,
+                                      "launch template " + spec.name + ": " +
+                                          ensured.error.aws_code + ": " + ensured.error.message}},
+                          ""}};
+    }
+    if (known_ != nullptr) known_->insert(spec.name);
   }
-  const std::optional<LaunchContext>& context = resolved.value;
-  FleetRequest request{context->launch_template_name,
-                       launch.capacity_type,
-                       launch.allocation_strategy,
-                       {},
-                       launch.tags,
-                       launch.client_token};
-  std::vector<FleetError> skipped;
-  for (const LaunchOverride& o : launch.overrides) {
-    if (!context->instance_types.empty() && !context->instance_types.contains(o.instance_type)) {
-      skipped.push_back(FleetError{o.instance_type, o.zone, o.capacity_type, ErrorCode::kInvalid,
-                                   "no AMI for its architecture"});
-      continue;
-    }
-    const auto subnet = context->subnet_by_zone.find(o.zone);
-    if (subnet == context->subnet_by_zone.end()) {
-      skipped.push_back(FleetError{o.instance_type, o.zone, o.capacity_type, ErrorCode::kInvalid,
-                                   "no subnet in zone"});
-      continue;
-    }
-    if (request.overrides.size() < static_cast<std::size_t>(kFleetOverridesMax)) {
-      request.overrides.push_back(FleetOverride{o.instance_type, subnet->second, o.zone});
-    }
-  }
-  if (request.overrides.empty())
-    return {FleetFailed{command.id, launch.nodeclaim, std::move(skipped)}};
-  Event outcome = FleetOutcome(command, launch, *context, ec2_.CreateFleet(request));
+  Event outcome = FleetOutcome(command, launch, rendered, ec2_.CreateFleet(rendered.request));
   spdlog::info("aws: CreateFleet for {}: {}", launch.nodeclaim,
                std::holds_alternative<FleetLaunched>(outcome) ? "launched" : "failed");
   return {std::move(outcome)};

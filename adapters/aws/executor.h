@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,24 +17,45 @@
 
 namespace tenon::aws {
 
-// What CreateFleet needs that the core's LaunchInstances does not carry yet: the NodeClass's
-// launch template and a subnet per zone (see the report on core model changes).
-struct LaunchContext {
-  std::string launch_template_name;
-  std::map<std::string, std::string> subnet_by_zone;
-  // What the launch template was made from, reported with the instance for drift.
-  std::string image_id;
-  std::vector<std::string> security_groups;
-  // When not empty, the only instance types the template can launch (its AMI's architecture).
-  std::set<std::string> instance_types;
+// Launch templates known to exist in EC2: filled by launches, emptied of those deleted with
+// their EC2NodeClass. Knowing one saves a DescribeLaunchTemplates before a launch; a template
+// not known is described, and created when EC2 does not know it either. Thread-safe.
+class KnownTemplates {
+ public:
+  bool contains(const std::string& name) const {
+    std::lock_guard lock(mu_);
+    return names_.contains(name);
+  }
+  void insert(const std::string& name) {
+    std::lock_guard lock(mu_);
+    names_.insert(name);
+  }
+  void erase(const std::string& name) {
+    std::lock_guard lock(mu_);
+    names_.erase(name);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::set<std::string> names_;
 };
-// The context of a launch, or why there is none (the launch fails with that reason).
-using LaunchResolver = std::function<Result<LaunchContext>(const LaunchInstances&)>;
+
+// What a LaunchInstances renders to, from the command alone: a launch template per AMI (its
+// user data from the command's node inputs) and the CreateFleet request naming them. Pure:
+// a replay renders a recorded launch again and compares the bodies.
+struct RenderedLaunch {
+  std::vector<LaunchTemplateSpec> templates;
+  FleetRequest request;
+  std::string body;                   // CreateFleetBody(request).
+  std::optional<FleetError> refused;  // Set: nothing can be launched, and why.
+};
+RenderedLaunch RenderLaunch(const LaunchInstances& launch);
 
 class AwsExecutor : public runtime::Executor {
  public:
-  AwsExecutor(Ec2& ec2, InterruptionQueue* queue, LaunchResolver resolve)
-      : ec2_(ec2), queue_(queue), resolve_(std::move(resolve)) {}
+  // `known` (optional) remembers the launch templates made or found, across launches.
+  AwsExecutor(Ec2& ec2, InterruptionQueue* queue, KnownTemplates* known = nullptr)
+      : ec2_(ec2), queue_(queue), known_(known) {}
 
   static bool Owns(const Command& command);
   // Commands it does not own produce no events.
@@ -47,7 +69,7 @@ class AwsExecutor : public runtime::Executor {
 
   Ec2& ec2_;
   InterruptionQueue* queue_;  // Null: no interruption queue configured.
-  LaunchResolver resolve_;
+  KnownTemplates* known_;
 };
 
 // Sends AwsExecutor::Owns commands to `aws`, the rest to `other`.
@@ -63,8 +85,8 @@ class RoutingExecutor : public runtime::Executor {
   runtime::Executor& other_;
 };
 
-// The FleetLaunched / FleetFailed for a CreateFleet answer; pure.
+// The FleetLaunched / FleetFailed for a CreateFleet answer to `rendered`; pure.
 Event FleetOutcome(const Command& command, const LaunchInstances& launch,
-                   const LaunchContext& context, const Result<FleetResult>& result);
+                   const RenderedLaunch& rendered, const Result<FleetResult>& result);
 
 }  // namespace tenon::aws

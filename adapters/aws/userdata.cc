@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
+
 #include "adapters/kube/objects.h"
 
 namespace tenon::aws {
@@ -113,6 +115,17 @@ std::optional<std::string> UserData(const std::string& ami_family, const Cluster
     return Mime(parts);
   }
   return std::nullopt;
+}
+
+std::string AmiFamily(const std::string& family_or_alias) {
+  std::string family = family_or_alias.substr(0, family_or_alias.find('@'));
+  std::string lower;
+  for (char c : family) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "al2023") return "AL2023";
+  if (lower == "al2") return "AL2";
+  if (lower == "bottlerocket") return "Bottlerocket";
+  if (lower == "custom") return "Custom";
+  return family;
 }
 
 }  // namespace tenon::aws

@@ -28,6 +28,9 @@ struct NodeBootstrap {
 
 inline constexpr char kMimeBoundary[] = "//";
 
+// "al2023@latest" / "AL2023" -> "AL2023"; the family names UserData knows.
+std::string AmiFamily(const std::string& family_or_alias);
+
 // nullopt for an unknown family.
 std::optional<std::string> UserData(const std::string& ami_family, const ClusterInfo& cluster,
                                     const NodeBootstrap& node);

@@ -17,8 +17,7 @@ CloudSource::CloudSource(CloudOptions options, kube::Client& kube, std::function
     poll.abort = &abort_;
     poller_ = std::make_unique<aws::AwsConnection>(options_.aws, aws::ProcessEnv(), poll);
   }
-  executor_ = std::make_unique<aws::AwsExecutor>(
-      ec2_, nullptr, [this](const LaunchInstances& launch) { return ResolveLaunch(launch); });
+  executor_ = std::make_unique<aws::AwsExecutor>(ec2_, nullptr, &templates_);
 }
 
 CloudSource::~CloudSource() {

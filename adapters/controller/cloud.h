@@ -16,9 +16,11 @@
 //                tenon made for it are deleted and the finalizer removed
 //
 // Each thread owns its AWS connection (the HTTP pieces are not thread-safe). The executor runs
-// on the controller's thread with a connection of its own. Each role has its file:
-// cloud_catalog.cc, cloud_interruption.cc, cloud_gc.cc, cloud_nodeclass.cc and, for the
-// launches the executor runs, cloud_launch.cc; cloud.cc holds the threads and the queue.
+// on the controller's thread with a connection of its own; a launch carries all it needs
+// (subnets, AMIs, the launch template's inputs, chosen by the core from NodeClassResolved), so
+// the executor reads no state. Each role has its file: cloud_catalog.cc,
+// cloud_interruption.cc, cloud_gc.cc, cloud_nodeclass.cc; cloud.cc holds the threads and the
+// queue.
 #pragma once
 
 #include <atomic>
@@ -62,19 +64,8 @@ struct CloudOptions {
   std::chrono::milliseconds prices_every{12 * 60 * 60 * 1000};
   std::chrono::milliseconds gc_every{2 * 60 * 1000};
   std::chrono::milliseconds nodeclass_every{60 * 1000};
-  // How long a launch waits for the first EC2NodeClass resolution pass after start.
-  std::chrono::milliseconds first_resolution_wait{2 * 60 * 1000};
   std::chrono::milliseconds retry{5000};  // After a failed call.
   std::int32_t poll_wait_seconds = 20;    // SQS long poll.
-};
-
-// What an EC2NodeClass resolved to, with the rest of its spec a launch template needs.
-struct ResolvedNodeClass {
-  aws::NodeClassResolution resolution;
-  std::string ami_family;  // AL2023 | AL2 | Bottlerocket | Custom
-  std::string instance_profile;
-  std::string user_data;  // spec.userData
-  Labels tags;            // spec.tags
 };
 
 // What NodeClassResolved carries for a resolution, or the reason it failed (pure).
@@ -85,8 +76,6 @@ inline constexpr char kNodeClassFinalizer[] = "karpenter.k8s.aws/termination";
 // Karpenter's rendering of names in an Event: "a, b, c, d, e and 2 other(s)" (pure).
 std::string PrettyNames(const std::vector<std::string>& names, std::size_t shown = 5);
 
-// "al2023@latest" / "AL2023" -> "AL2023"; the family names user data knows.
-std::string AmiFamily(const std::string& family_or_alias);
 // "v1.31.2-eks-1234" -> "1.31"; empty when it is not a version.
 std::string MinorVersion(const std::string& git_version);
 
@@ -97,8 +86,6 @@ class CloudSource : public runtime::Executor {
   CloudSource(const CloudSource&) = delete;
   CloudSource& operator=(const CloudSource&) = delete;
 
-  // The folded state the launch resolver reads (instance types, NodePools); set before Start.
-  void SetState(const State* state) { state_ = state; }
   void Start();
   void Stop();
   // Events the threads produced since the last call.
@@ -127,13 +114,11 @@ class CloudSource : public runtime::Executor {
   // The names of the NodeClaims whose spec.nodeClassRef names `nodeclass`; nullopt when they
   // could not be listed.
   std::optional<std::vector<std::string>> NodeClaimsUsing(const std::string& nodeclass);
-  aws::Result<aws::LaunchContext> ResolveLaunch(const LaunchInstances& launch);
   std::string KubernetesVersion();
 
   CloudOptions options_;
   kube::Client& kube_;
   std::function<bool()> may_act_;
-  const State* state_ = nullptr;
 
   // The controller thread's connection: launches, terminations, acknowledgements.
   aws::AwsConnection main_;
@@ -146,28 +131,9 @@ class CloudSource : public runtime::Executor {
   std::unique_ptr<aws::InterruptionQueue> queue_;
   std::atomic<aws::InterruptionQueue*> queue_ready_{nullptr};  // Set once the URL is known.
   std::unique_ptr<aws::AwsExecutor> executor_;
-  // Launch templates known to exist: filled by launches on the controller's thread, emptied of
+  // Launch templates known to exist: filled by launches on the executor's thread, emptied of
   // those deleted with their EC2NodeClass on the NodeClass thread.
-  class KnownTemplates {
-   public:
-    bool contains(const std::string& name) const {
-      std::lock_guard lock(mu_);
-      return names_.contains(name);
-    }
-    void insert(const std::string& name) {
-      std::lock_guard lock(mu_);
-      names_.insert(name);
-    }
-    void erase(const std::string& name) {
-      std::lock_guard lock(mu_);
-      names_.erase(name);
-    }
-
-   private:
-    mutable std::mutex mu_;
-    std::set<std::string> names_;
-  };
-  KnownTemplates templates_;
+  aws::KnownTemplates templates_;
   // NodeClass thread only: per deleted EC2NodeClass, the NodeClaims last reported as holding
   // it and when (the Event is repeated when they change, or every kWaitingReportEvery).
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>>
@@ -176,8 +142,6 @@ class CloudSource : public runtime::Executor {
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<Event> events_;
-  std::map<std::string, ResolvedNodeClass> resolved_;
-  bool resolved_once_ = false;  // The first resolution pass has finished.
   bool poke_ = false;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;

@@ -77,17 +77,6 @@ std::string PrettyNames(const std::vector<std::string>& names, std::size_t shown
   return out;
 }
 
-std::string AmiFamily(const std::string& family_or_alias) {
-  std::string family = family_or_alias.substr(0, family_or_alias.find('@'));
-  std::string lower;
-  for (char c : family) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "al2023") return "AL2023";
-  if (lower == "al2") return "AL2";
-  if (lower == "bottlerocket") return "Bottlerocket";
-  if (lower == "custom") return "Custom";
-  return family;
-}
-
 std::string MinorVersion(const std::string& git_version) {
   std::string v = git_version;
   if (!v.empty() && v[0] == 'v') v.erase(0, 1);
@@ -172,7 +161,7 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
   aws::Ssm ssm(connection.client());
   aws::Iam iam(connection.client());
   const std::string version = KubernetesVersion();
-  std::map<std::string, ResolvedNodeClass> resolved;
+  std::int64_t published = 0;
   for (const auto& item : body["items"]) {
     const std::string name = Text(Member(item, "metadata"), "name");
     if (name.empty()) continue;
@@ -199,21 +188,18 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
       const NodeClass nodeclass = kube::ParseNodeClass(object);
       const aws::NodeClassTerms terms = aws::ParseNodeClassTerms(object);
       const YAML::Node spec = object["spec"];
-      ResolvedNodeClass entry;
-      entry.ami_family = AmiFamily(nodeclass.ami_family);
-      if (spec["userData"]) entry.user_data = spec["userData"].as<std::string>();
-      if (spec["tags"]) entry.tags = spec["tags"].as<Labels>();
+      std::string instance_profile;
       // Karpenter makes an instance profile for spec.role; spec.instanceProfile is used as is.
       aws::NodeClassResolutionResult resolution =
           aws::ResolveNodeClassDetail(ec2, ssm, nodeclass, terms, version);
       if (spec["instanceProfile"]) {
-        entry.instance_profile = spec["instanceProfile"].as<std::string>();
+        instance_profile = spec["instanceProfile"].as<std::string>();
       } else if (resolution.ok()) {
         auto profile = iam.EnsureInstanceProfile(
             aws::InstanceProfileName(options_.cluster_name, name), nodeclass.role,
             aws::NodeClassOwnerTags(options_.cluster_name, name));
         if (profile.ok()) {
-          entry.instance_profile = profile.value->name;
+          instance_profile = profile.value->name;
         } else {
           resolution = aws::NodeClassResolutionResult::Fail(
               aws::kInstanceProfileNotFound,
@@ -223,18 +209,14 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
                   profile.error.http_status});
         }
       }
-      NodeClassResolution logged = ResolutionFor(resolution, entry.instance_profile);
+      NodeClassResolution logged = ResolutionFor(resolution, instance_profile);
       if (stop_.load()) return;  // Stop aborted its AWS calls: this pass says nothing.
       if (!resolution.ok()) {
         spdlog::warn("nodeclass {}: not ready: {}", name, logged.message);
       } else {
-        entry.resolution = std::move(*resolution.value);
-        resolved[name] = entry;
-        // Usable by launches before its status says Ready, which is what lets the core launch.
-        std::lock_guard lock(mu_);
-        resolved_[name] = std::move(entry);
+        ++published;
       }
-      // The core writes the status from it (PatchNodeClassStatus).
+      // The core launches with it and writes the status from it (PatchNodeClassStatus).
       Push({NodeClassResolved{name, std::move(logged)}});
     } catch (const kube::LeadershipLost&) {
       throw;
@@ -247,14 +229,6 @@ void CloudSource::ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor&
       Push({NodeClassResolved{name, std::move(invalid)}});
     }
   }
-  const auto published = static_cast<std::int64_t>(resolved.size());
-  {
-    std::lock_guard lock(mu_);
-    resolved_ = std::move(resolved);
-    resolved_once_ = true;
-  }
-  wake_.notify_all();  // Launches waiting for the first pass.
-  // Counted once launches can use them.
   nodeclasses_resolved_ += published;
 }
 
@@ -284,11 +258,6 @@ std::optional<std::vector<std::string>> CloudSource::NodeClaimsUsing(const std::
 void CloudSource::FinalizeNodeClass(const nlohmann::json& object, aws::AwsConnection& connection,
                                     kube::KubeExecutor& writer) {
   const std::string name = Text(Member(object, "metadata"), "name");
-  {
-    // Nothing launches with it any more.
-    std::lock_guard lock(mu_);
-    resolved_.erase(name);
-  }
   if (options_.read_only || !HasFinalizer(object) || (may_act_ && !may_act_())) return;
   const std::optional<std::vector<std::string>> claims = NodeClaimsUsing(name);
   if (!claims) return;  // Tried again on the next pass.

@@ -298,6 +298,11 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   if (cloud_options.cluster_ca_base64.empty()) {
     cloud_options.cluster_ca_base64 = aws::Base64(kube::CaBundle(config));
   }
+  // The nodes' user data names the API server and its CA: logged with the settings, so every
+  // launch carries them.
+  Settings settings = options.settings;
+  settings.cluster_endpoint = cloud_options.cluster_endpoint;
+  settings.cluster_ca_bundle = cloud_options.cluster_ca_base64;
   std::unique_ptr<CloudSource> cloud;
   NoCloud no_cloud;
   runtime::Executor* cloud_executor = &no_cloud;
@@ -307,25 +312,10 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   }
   // The commands run on the lanes' workers, off this thread (runtime/lanes.h): one lane for
   // the cloud, one for the Kubernetes API, each in the order the core issued its commands.
-  // A launch reads the catalog and the NodePools: the AWS worker's own copy, taken from the
-  // folded state when the launch is handed over.
-  const State* folded = nullptr;  // The runtime's state, once it exists.
-  State launch_view;              // The AWS worker's; what CloudSource reads.
+  // Each command carries all its effect needs; no executor reads the folded state.
   std::vector<runtime::Lane> lane_specs(2);
-  lane_specs[kAwsLane] = {
-      options.aws_lane, cloud_executor, [&](const Command& command) -> runtime::Prepared {
-        if (folded == nullptr || cloud == nullptr ||
-            !std::holds_alternative<LaunchInstances>(command.body)) {
-          return nullptr;
-        }
-        auto catalog = folded->catalog;
-        auto pools = folded->nodepools;
-        return [&launch_view, catalog = std::move(catalog), pools = std::move(pools)] {
-          launch_view.catalog = catalog;
-          launch_view.nodepools = pools;
-        };
-      }};
-  lane_specs[kKubeLane] = {options.kube_lane, &kube_executor, nullptr};
+  lane_specs[kAwsLane] = {options.aws_lane, cloud_executor};
+  lane_specs[kKubeLane] = {options.kube_lane, &kube_executor};
   runtime::Lanes lanes(std::move(lane_specs), [](const Command& command) {
     return aws::AwsExecutor::Owns(command) ? kAwsLane : kKubeLane;
   });
@@ -345,7 +335,6 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   runtime_options.retain_bytes = options.retain_bytes;
   runtime_options.observer = &observers;
   runtime::Runtime rt(*log, executor, runtime_options);
-  folded = &rt.state();
   // Karpenter's Events for what the core decided (not in a dry run: it writes nothing),
   // written by the Kubernetes lane after the commands already handed to it; best effort: an
   // Event finding that lane's queue full is dropped.
@@ -413,13 +402,9 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     cloud_stop.join();
   };
   try {
-    // The AWS side first: commands re-driven from the log (a launch in flight at a crash) need
-    // the EC2NodeClasses resolved, which its first pass does while recovery waits for it.
-    // What its pollers find meanwhile waits in their queues for the loop below.
-    if (cloud != nullptr) {
-      cloud->SetState(&launch_view);
-      cloud->Start();
-    }
+    // The AWS side first: what its pollers find while recovery runs waits in their queues for
+    // the loop below. Commands re-driven from the log carry all they need.
+    if (cloud != nullptr) cloud->Start();
     const auto recovery = rt.Recover();
     spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
                  recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
@@ -427,9 +412,8 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     observe_state(true);
     // Nothing is decided on the recovered state until the informers have listed the cluster
     // again: it may have changed while no controller was watching.
-    std::vector<Event> start{
-        ControllerStarted{options.version, std::random_device{}(), options.settings},
-        WatchesSynced{false}, Tick{WallNow()}};
+    std::vector<Event> start{ControllerStarted{options.version, std::random_device{}(), settings},
+                             WatchesSynced{false}, Tick{WallNow()}};
     if (!options.catalog_file.empty()) {
       start.push_back(CatalogRefreshed{sim::LoadCatalogJson(options.catalog_file, 0)});
     }

@@ -975,6 +975,13 @@ NodeClass ParseNodeClass(const YAML::Node& object, bool needs_ready_condition) {
     if (kubelet["maxPods"]) nodeclass.max_pods = kubelet["maxPods"].as<std::int32_t>();
     if (kubelet["podsPerCore"]) nodeclass.pods_per_core = kubelet["podsPerCore"].as<std::int32_t>();
   }
+  if (spec["userData"]) nodeclass.user_data = Str(spec["userData"], "userData");
+  if (const auto& tags = spec["tags"]; tags && tags.IsMap()) {
+    for (const auto& tag : tags) {
+      nodeclass.tags[tag.first.as<std::string>()] =
+          Str(tag.second, "tags." + tag.first.as<std::string>());
+    }
+  }
   // Status, as the EC2NodeClass controller resolved the selector terms: the ids drift compares
   // a NodeClaim's instance against.
   if (const auto& status = object["status"]) {

@@ -8,7 +8,6 @@ namespace tenon::runtime {
 struct Lanes::Worker {
   LaneOptions options;
   Executor* executor = nullptr;
-  Prepare prepare;
   mutable std::mutex mu;
   std::condition_variable wake;
   std::deque<Item> queue;   // Handed over, not started.
@@ -50,7 +49,6 @@ Lanes::Lanes(std::vector<Lane> lanes, std::function<std::size_t(const Command&)>
     auto worker = std::make_unique<Worker>();
     worker->options = std::move(lane.options);
     worker->executor = lane.executor;
-    worker->prepare = std::move(lane.prepare);
     lanes_.push_back(std::move(worker));
   }
   for (auto& worker : lanes_) {
@@ -95,9 +93,6 @@ std::vector<Event> Lanes::Execute(const Command& command) {
   if (index >= lanes_.size()) throw std::logic_error("lanes: no lane for a command");
   Worker& worker = *lanes_[index];
   Item item{command, nullptr, Now()};
-  // Prepared now, on the fold thread, from the state that issued the command; a parked command
-  // is prepared here too (the state it reads is the one it was issued from).
-  if (worker.prepare) item.prepared = worker.prepare(command);
   std::lock_guard lock(worker.mu);
   HandOver(worker, std::move(item));
   return {};
@@ -129,7 +124,7 @@ void Lanes::Run(Worker& worker) {
     Completion completion;
     std::exception_ptr failure;
     try {
-      if (item.prepared) item.prepared();
+      if (item.job) item.job();
       if (item.command) {
         const auto start = Clock::now();
         completion.results = worker.executor->Execute(*item.command);

@@ -44,16 +44,11 @@ struct LaneOptions {
   std::chrono::milliseconds deadline{60'000};
 };
 
-// What a lane's worker runs just before a command, prepared on the fold thread when the command
-// is handed over: a copy of the part of the state the executor reads (it must not read the
-// runtime's state from another thread).
-using Prepared = std::function<void()>;
-using Prepare = std::function<Prepared(const Command&)>;
-
 struct Lane {
   LaneOptions options;
-  Executor* executor = nullptr;  // Not owned; called on the lane's worker only.
-  Prepare prepare;               // May be empty.
+  // Not owned; called on the lane's worker only. It must not read the runtime's state: a
+  // command carries all its effect needs.
+  Executor* executor = nullptr;
 };
 
 // A command a worker executed, with its results and how long the executor took.
@@ -115,7 +110,7 @@ class Lanes : public Executor {
  private:
   struct Item {
     std::optional<Command> command;  // Empty: a job.
-    Prepared prepared;               // The lane's Prepare for the command, or the job.
+    std::function<void()> job;       // Empty for a command.
     Clock::time_point issued;
   };
   struct Worker;

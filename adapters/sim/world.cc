@@ -1371,9 +1371,15 @@ NodeClass World::Resolved(const NodeClass& nodeclass) const {
 NodeClassResolution World::Resolution(const NodeClass& nodeclass) const {
   constexpr std::int64_t kSubnetAddresses = 8187;  // A /19 less the five AWS keeps.
   NodeClassResolution out;
-  // The simulated images carry no creation date.
-  out.amis.push_back({CurrentAmi(nodeclass),
-                      nodeclass.ami_family + " release " + std::to_string(ami_release_), "", ""});
+  // One image serves every architecture the catalog has; the simulated images carry no
+  // creation date.
+  std::set<std::string> archs;
+  for (const auto& type : scenario_.catalog) archs.insert(type.arch);
+  for (const std::string& arch : archs) {
+    out.amis.push_back({CurrentAmi(nodeclass),
+                        nodeclass.ami_family + " release " + std::to_string(ami_release_), arch,
+                        ""});
+  }
   std::map<std::string, std::int64_t> used;
   for (const auto& [id, instance] : instances_) ++used[instance.zone];
   const NodeClass ids = Resolved(nodeclass);
@@ -1403,7 +1409,8 @@ FleetLaunched World::Answer(CommandId command, const SimInstance& i,
                        std::move(errors),
                        i.image_id,
                        "subnet-" + i.zone,
-                       {"sg-" + scenario_.settings.cluster_name + "-nodes"}};
+                       {"sg-" + scenario_.settings.cluster_name + "-nodes"},
+                       ""};
 }
 
 std::vector<Event> World::Launch(const Command& command, const LaunchInstances& launch) {
@@ -1430,9 +1437,10 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
     char id[32];
     std::snprintf(id, sizeof id, "i-%017llx",
                   static_cast<unsigned long long>(Mix(scenario_.seed ^ next_instance_++) >> 4));
-    std::string image;
+    // The AMI the launch names, as EC2 launches the template's image.
+    std::string image = o.image;
     for (const auto& c : scenario_.nodeclasses) {
-      if (c.name == launch.nodeclass) image = CurrentAmi(c);
+      if (c.name == launch.nodeclass && image.empty()) image = CurrentAmi(c);
     }
     SimInstance instance{id,
                          launch.nodeclaim,
@@ -1460,7 +1468,7 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstances& 
     }
     return {Answer(command.id, instance, std::move(errors))};
   }
-  return {FleetFailed{command.id, launch.nodeclaim, errors}};
+  return {FleetFailed{command.id, launch.nodeclaim, errors, ""}};
 }
 
 std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) {

@@ -94,8 +94,8 @@ struct Fixture {
   std::unique_ptr<runtime::Lanes> lanes;
   explicit Fixture(std::size_t aws_capacity = 8) {
     std::vector<runtime::Lane> specs(2);
-    specs[0] = {runtime::LaneOptions{"aws", aws_capacity, 60'000ms}, &aws, nullptr};
-    specs[1] = {runtime::LaneOptions{"kube", 8, 30'000ms}, &kube, nullptr};
+    specs[0] = {runtime::LaneOptions{"aws", aws_capacity, 60'000ms}, &aws};
+    specs[1] = {runtime::LaneOptions{"kube", 8, 30'000ms}, &kube};
     lanes = std::make_unique<runtime::Lanes>(
         std::move(specs),
         [](const Command& c) { return std::holds_alternative<LaunchInstances>(c.body) ? 0 : 1; },
@@ -201,24 +201,6 @@ TEST(Lanes, AnExecutorsExceptionReachesDrain) {
   EXPECT_THROW(f.lanes->Drain(), std::runtime_error);
 }
 
-TEST(Lanes, PrepareRunsOnTheFoldThreadAndItsResultOnTheWorker) {
-  Gate gate;
-  std::thread::id prepared_on;
-  std::thread::id ran_on;
-  std::vector<runtime::Lane> specs(1);
-  specs[0] = {runtime::LaneOptions{"aws", 4, 1000ms}, &gate,
-              [&](const Command&) -> runtime::Prepared {
-                prepared_on = std::this_thread::get_id();
-                return [&] { ran_on = std::this_thread::get_id(); };
-              }};
-  runtime::Lanes lanes(std::move(specs), [](const Command&) { return 0; });
-  lanes.Execute(Launch(1));
-  ASSERT_TRUE(lanes.WaitForCompletion(10s));
-  ASSERT_EQ(lanes.Drain().size(), 1u);
-  EXPECT_EQ(prepared_on, std::this_thread::get_id());
-  EXPECT_NE(ran_on, std::this_thread::get_id());
-}
-
 // Counts what the runtime reports as executed.
 class Executions : public runtime::Observer {
  public:
@@ -254,8 +236,8 @@ TEST(Lanes, RecoveryReDrivesTheCommandsInFlightThroughTheLanes) {
   Gate aws;
   Gate kube;
   std::vector<runtime::Lane> specs(2);
-  specs[0] = {runtime::LaneOptions{"aws", 2, 60'000ms}, &aws, nullptr};
-  specs[1] = {runtime::LaneOptions{"kube", 2, 60'000ms}, &kube, nullptr};
+  specs[0] = {runtime::LaneOptions{"aws", 2, 60'000ms}, &aws};
+  specs[1] = {runtime::LaneOptions{"kube", 2, 60'000ms}, &kube};
   runtime::Lanes lanes(std::move(specs), [](const Command& c) {
     return std::holds_alternative<LaunchInstances>(c.body) ? 0 : 1;
   });

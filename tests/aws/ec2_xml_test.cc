@@ -48,29 +48,34 @@ TEST(AwsEc2Xml, FleetOutcomeFillsZonesFromSubnetsAndPricesFromOverrides) {
   std::string error;
   const Result<FleetResult> r =
       Result<FleetResult>::Ok(*ParseCreateFleet(kFleetWithErrors, &error));
-  const LaunchInstances launch{"claim-1",
-                               "pool",
-                               "class",
-                               "claim-1",
-                               "spot",
-                               {{"m5.large", "us-east-1a", "spot", MicroUsdPerHour{40000}},
-                                {"c5.large", "us-east-1b", "spot", MicroUsdPerHour{35000}}},
-                               {},
-                               "price-capacity-optimized"};
-  const LaunchContext context{
-      "lt", {{"us-east-1a", "subnet-a"}, {"us-east-1b", "subnet-b"}}, "ami-1", {"sg-1"}, {}};
-  const Event e = FleetOutcome(Command{CommandId{7}, Seq{1}, launch}, launch, context, r);
+  LaunchInstances launch{
+      "claim-1",
+      "pool",
+      "class",
+      "claim-1",
+      "spot",
+      {{"m5.large", "us-east-1a", "spot", MicroUsdPerHour{40000}, "subnet-a", "ami-1"},
+       {"c5.large", "us-east-1b", "spot", MicroUsdPerHour{35000}, "subnet-b", "ami-1"}},
+      {},
+      "price-capacity-optimized",
+      {}};
+  launch.node.security_groups = {"sg-1"};
+  RenderedLaunch rendered;
+  rendered.body = "Action=CreateFleet";
+  const Event e = FleetOutcome(Command{CommandId{7}, Seq{1}, launch}, launch, rendered, r);
   const auto* launched = std::get_if<FleetLaunched>(&e);
   ASSERT_NE(launched, nullptr);
   EXPECT_EQ(launched->provider_id, "aws:///us-east-1b/i-0abc");
   EXPECT_EQ(launched->price, MicroUsdPerHour{35000});
   EXPECT_EQ(launched->image_id, "ami-1");
   EXPECT_EQ(launched->security_groups, std::vector<std::string>{"sg-1"});
+  EXPECT_EQ(launched->subnet_id, "subnet-b");
+  EXPECT_EQ(launched->request, "Action=CreateFleet");
   ASSERT_EQ(launched->errors.size(), 1u);
   EXPECT_EQ(launched->errors[0].zone, "us-east-1a");
   EXPECT_EQ(launched->errors[0].code, ErrorCode::kInsufficientCapacity);
   const Event failed = FleetOutcome(
-      Command{CommandId{8}, Seq{1}, launch}, launch, context,
+      Command{CommandId{8}, Seq{1}, launch}, launch, rendered,
       Result<FleetResult>::Fail(AwsError{ErrorCode::kThrottled, "RequestLimitExceeded", "", 503}));
   ASSERT_TRUE(std::holds_alternative<FleetFailed>(failed));
   EXPECT_EQ(std::get<FleetFailed>(failed).errors.at(0).code, ErrorCode::kThrottled);

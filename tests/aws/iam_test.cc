@@ -31,6 +31,7 @@
 #include "adapters/aws/sqs.h"
 #include "adapters/controller/cloud.h"
 #include "adapters/kube/client.h"
+#include "tests/aws/launch.h"
 #include "tests/aws/messages.h"
 #include "tests/aws/moto.h"
 #include "tests/kube/apiserver.h"
@@ -174,14 +175,13 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
   config.server = "http://127.0.0.1:" + std::to_string(servers.api.port());
   config.token = kube::testing::kToken;
   kube::Client kube(config);
-  // What the launch resolver reads from the folded state: the instance type's architecture.
+  // The core's state for the launch below: the instance type's architecture.
   State state;
   InstanceType m5;
   m5.name = "m5.large";
   m5.arch = "amd64";
   state.catalog = Catalog{{"m5.large", CatalogEntry{m5, {}, {}}}};
   controller::CloudSource cloud(options, kube, [] { return true; });
-  cloud.SetState(&state);
   cloud.Start();
 
   std::vector<Event> events;
@@ -195,17 +195,9 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
 
   // A launch: the launch template is described (absent), created, then CreateFleet.
   const std::string claim = "default-x4k2p";
-  const LaunchInstances launch{claim,
-                               "default",
-                               "default",
-                               claim,
-                               "on-demand",
-                               {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000}}},
-                               {{"karpenter.sh/nodepool", "default"},
-                                {"karpenter.sh/nodeclaim", claim},
-                                {"karpenter.k8s.aws/ec2nodeclass", "default"},
-                                {"kubernetes.io/cluster/iam", "owned"}},
-                               "lowest-price"};
+  const LaunchInstances launch =
+      aws::testing::CoreLaunch(state, events, kCluster, claim, "default");
+  ASSERT_EQ(launch.overrides.size(), 1u);
   const std::vector<Event> launched = cloud.Execute(Command{CommandId{1}, Seq{1}, launch});
   ASSERT_EQ(launched.size(), 1u);
   const auto* fleet = std::get_if<FleetLaunched>(&launched[0]);

@@ -201,41 +201,50 @@ TEST(AwsMoto, LaunchTemplateCreateDescribeDelete) {
 }
 
 struct Fleet {
-  explicit Fleet(const std::string& url, const std::string& cluster) : client(url) {
+  explicit Fleet(const std::string& url, const std::string& cluster_name)
+      : client(url), cluster(cluster_name) {
     subnets = MakeNetwork(client, cluster);
-    LaunchTemplateSpec spec;
-    spec.name = "lt-" + cluster;
-    spec.image_id = "ami-12c6146b";
-    EXPECT_TRUE(client.ec2.CreateLaunchTemplate(spec).ok());
-    executor =
-        std::make_unique<AwsExecutor>(client.ec2, nullptr, [this, spec](const LaunchInstances&) {
-          return Result<LaunchContext>::Ok(
-              LaunchContext{spec.name, subnets, spec.image_id, spec.security_group_ids, {}});
-        });
+    executor = std::make_unique<AwsExecutor>(client.ec2, nullptr, &known);
   }
+
+  // A launch as the core issues it: each override with its subnet and AMI, and what the
+  // launch template is made of.
+  LaunchInstances Launch(const std::string& claim) const {
+    LaunchInstances launch{claim,
+                           "default",
+                           "default",
+                           claim,
+                           "on-demand",
+                           {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000},
+                             subnets.at("us-east-1a"), kImage},
+                            {"c5.large", "us-east-1b", "on-demand", MicroUsdPerHour{85000},
+                             subnets.at("us-east-1b"), kImage}},
+                           {{"karpenter.sh/nodeclaim", claim},
+                            {"karpenter.sh/nodepool", "default"},
+                            {"kubernetes.io/cluster/" + cluster, "owned"}},
+                           "lowest-price",
+                           {}};
+    launch.node.ami_family = "AL2023";
+    launch.node.cluster_name = cluster;
+    launch.node.cluster_endpoint = "https://" + cluster + ".example";
+    launch.node.cluster_ca_bundle = "Y2E=";
+    launch.node.labels = {{"karpenter.sh/nodepool", "default"}};
+    launch.node.tags = NodeClassOwnerTags(cluster, "default");
+    return launch;
+  }
+
+  static constexpr char kImage[] = "ami-12c6146b";
   Client client;
+  std::string cluster;
   std::map<std::string, std::string> subnets;
+  KnownTemplates known;
   std::unique_ptr<AwsExecutor> executor;
 };
-
-LaunchInstances Launch(const std::string& claim, const std::string& cluster) {
-  return LaunchInstances{claim,
-                         "default",
-                         "default",
-                         claim,
-                         "on-demand",
-                         {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000}},
-                          {"c5.large", "us-east-1b", "on-demand", MicroUsdPerHour{85000}}},
-                         {{"karpenter.sh/nodeclaim", claim},
-                          {"karpenter.sh/nodepool", "default"},
-                          {"kubernetes.io/cluster/" + cluster, "owned"}},
-                         "lowest-price"};
-}
 
 TEST(AwsMoto, CreateFleetLaunchesListsTagsAndTerminates) {
   Fleet f(servers->proxy.url(), "fleet");
   const std::vector<Event> events =
-      f.executor->Execute(Command{CommandId{1}, Seq{1}, Launch("claim-a", "fleet")});
+      f.executor->Execute(Command{CommandId{1}, Seq{1}, f.Launch("claim-a")});
   ASSERT_EQ(events.size(), 1u);
   const auto* launched = std::get_if<FleetLaunched>(&events[0]);
   ASSERT_NE(launched, nullptr);
@@ -247,6 +256,11 @@ TEST(AwsMoto, CreateFleetLaunchesListsTagsAndTerminates) {
   EXPECT_EQ(launched->image_id, "ami-12c6146b");
   EXPECT_EQ(launched->subnet_id.rfind("subnet-", 0), 0u) << launched->subnet_id;
   const std::string wire = LastBody("CreateFleet");
+  // The body sent is recorded with the outcome, and the command alone renders it again.
+  EXPECT_EQ(launched->request, wire);
+  EXPECT_EQ(RenderLaunch(f.Launch("claim-a")).body, wire);
+  EXPECT_NE(wire.find("LaunchTemplateConfigs.1.Overrides.2.SubnetId=" + f.subnets.at("us-east-1b")),
+            std::string::npos);
   EXPECT_NE(wire.find("TagSpecification.1.ResourceType=instance"), std::string::npos);
   EXPECT_EQ(wire.find("TagSpecifications."), std::string::npos);
   EXPECT_NE(wire.find("ClientToken=claim-a"), std::string::npos);
@@ -296,8 +310,7 @@ TEST(AwsMoto, TagInstanceTagsWhatTheInstanceLacks) {
   Fleet f(servers->proxy.url(), "tagging");
   std::vector<std::string> ids;
   for (const char* claim : {"tagging-a", "tagging-b"}) {
-    const auto events =
-        f.executor->Execute(Command{CommandId{1}, Seq{1}, Launch(claim, "tagging")});
+    const auto events = f.executor->Execute(Command{CommandId{1}, Seq{1}, f.Launch(claim)});
     ASSERT_EQ(events.size(), 1u);
     const auto* launched = std::get_if<FleetLaunched>(&events[0]);
     ASSERT_NE(launched, nullptr) << claim;
@@ -339,7 +352,7 @@ TEST(AwsMoto, InsufficientCapacityErrorSetThroughTheProxy) {
   Fleet f(servers->proxy.url(), "ice");
   Fault({{"action", "CreateFleet"}, {"kind", "ice"}, {"types", {"m5.large"}}, {"count", 1}});
   std::vector<Event> events =
-      f.executor->Execute(Command{CommandId{3}, Seq{1}, Launch("claim-ice", "ice")});
+      f.executor->Execute(Command{CommandId{3}, Seq{1}, f.Launch("claim-ice")});
   ASSERT_EQ(events.size(), 1u);
   const auto* launched = std::get_if<FleetLaunched>(&events[0]);
   ASSERT_NE(launched, nullptr);
@@ -354,7 +367,7 @@ TEST(AwsMoto, InsufficientCapacityErrorSetThroughTheProxy) {
          {"kind", "ice"},
          {"types", {"m5.large", "c5.large"}},
          {"count", 1}});
-  events = f.executor->Execute(Command{CommandId{4}, Seq{2}, Launch("claim-ice-2", "ice")});
+  events = f.executor->Execute(Command{CommandId{4}, Seq{2}, f.Launch("claim-ice-2")});
   ASSERT_EQ(events.size(), 1u);
   const auto* failed = std::get_if<FleetFailed>(&events[0]);
   ASSERT_NE(failed, nullptr);
@@ -429,9 +442,7 @@ TEST(AwsMoto, SqsRoundTripOfEveryEventBridgeKindAndAMalformedOne) {
   EXPECT_EQ(kinds[InterruptionKind::kStateChange], 1);
   EXPECT_EQ(rejected, 1);
   // Acknowledge the interruptions through the executor; the queue still holds the malformed one.
-  AwsExecutor executor(c.ec2, &queue, [](const LaunchInstances&) {
-    return Result<LaunchContext>::Fail(AwsError{ErrorCode::kInvalid, "", "unused", 0});
-  });
+  AwsExecutor executor(c.ec2, &queue);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   ASSERT_EQ(ids.size(), 4u);

@@ -156,7 +156,7 @@ class Cluster(unittest.TestCase):
     # ---- the world ----
 
     def make_aws(self):
-        vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        self.vpc = vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
         tag = [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]
         for i, zone in enumerate(["us-east-1a", "us-east-1b"]):
             self.ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.%d.0/24" % i, AvailabilityZone=zone,
@@ -346,7 +346,22 @@ class EndToEnd(Cluster):
             "%d claims for 1 pod" % len(self.claims())])
         self.assertLess(1, before)
 
-        # Drift: a new template label; every node is replaced by one carrying it.
+        # The network and the image change under it: a larger subnet in us-east-1a (more free
+        # addresses: launches there take it) and another AMI for the EC2NodeClass.
+        tag = [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]
+        new_subnet = self.ec2.create_subnet(
+            VpcId=self.vpc, CidrBlock="10.0.128.0/17", AvailabilityZone="us-east-1a",
+            TagSpecifications=[{"ResourceType": "subnet", "Tags": tag}])["Subnet"]["SubnetId"]
+        images = self.ec2.describe_images(Owners=["amazon"])["Images"]
+        new_ami = next(i["ImageId"] for i in images
+                       if i.get("Architecture") == "x86_64" and i["ImageId"] != self.ami)
+        self.api.patch(NODECLASSES + "/default", {"spec": {"amiSelectorTerms": [{"id": new_ami}]}})
+        wait_for("the new AMI in the EC2NodeClass's status", lambda: [
+            a.get("id") for a in self.api.ok("GET", NODECLASSES + "/default").get(
+                "status", {}).get("amis", [])] == [new_ami], 30)
+
+        # Drift: a new template label (and the new AMI); every node is replaced by one carrying
+        # it, launched with the AMI and, in us-east-1a, the subnet as they resolve now.
         old = {c["metadata"]["name"] for c in self.claims()}
         self.api.patch(NODEPOOLS + "/default", {"spec": {"template": {"metadata": {
             "labels": {"tier": "web", "release": "2"}}}}})
@@ -358,6 +373,14 @@ class EndToEnd(Cluster):
         for c in self.claims():
             self.assertEqual(c["metadata"]["labels"].get("release"), "2")
         per_claim = self.no_instance_twice()
+        for c in self.claims():
+            instance_id = c["status"]["providerID"].rsplit("/", 1)[-1]
+            instance = self.ec2.describe_instances(InstanceIds=[instance_id])[
+                "Reservations"][0]["Instances"][0]
+            self.assertEqual(instance["ImageId"], new_ami, instance_id)
+        with urllib.request.urlopen(self.proxy + "/__last?action=CreateFleet", timeout=5) as r:
+            last_fleet = r.read().decode()
+        self.assertIn("SubnetId=" + new_subnet, last_fleet)
 
         text = self.metrics()
         self.assertGreaterEqual(self.metric_sum(text, "karpenter_nodeclaims_created_total"),
@@ -371,7 +394,12 @@ class EndToEnd(Cluster):
         self.assertGreater(self.metric_sum(text, "tenon_log_sequence"), 0)
 
         self.stop_tenon()
-        self.assertIn("verdict: identical", self.replay_verdict())
+        verdict = self.replay_verdict()
+        self.assertIn("verdict: identical", verdict)
+        # Every CreateFleet body the adapter sent, rendered again from its command alone.
+        rendered = re.search(r"(\d+) recorded CreateFleet bodies rendered again", verdict)
+        self.assertIsNotNone(rendered, verdict)
+        self.assertGreaterEqual(int(rendered.group(1)), len(per_claim))
 
 
 class KilledAndRestarted(Cluster):

@@ -127,8 +127,15 @@ std::vector<Event> EveryEvent() {
       Tick{kT0},
       ControllerStarted{"v1", 99,
                         [] {
-                          Settings s{"prod", Nanos{2}, Nanos{3}, 80, true, true};
+                          Settings s;
+                          s.cluster_name = "prod";
+                          s.batch_idle = Nanos{2};
+                          s.batch_max = Nanos{3};
+                          s.vm_memory_overhead_permille = 80;
+                          s.ignore_preferences = s.min_values_best_effort = true;
                           s.reserved_enis = 2;
+                          s.cluster_endpoint = "https://api.example";
+                          s.cluster_ca_bundle = "Y2E=";
                           return s;
                         }()},
       CatalogRefreshed{CatalogWithGpu()},
@@ -145,7 +152,9 @@ std::vector<Event> EveryEvent() {
                                   {"sg-1", "sg-2"},
                                   true,
                                   {"us-east-1a"},
-                                  {"amd64", "arm64"}}},
+                                  {"amd64", "arm64"},
+                                  "echo hi",
+                                  {{"team", "web"}}}},
       NodeClassDeleted{"default"},
       PodUpserted{FullPod()},
       PodDeleted{"default", "web-1"},
@@ -162,9 +171,12 @@ std::vector<Event> EveryEvent() {
                     {{"m5.large", "y", "spot", ErrorCode::kInsufficientCapacity, "ICE"}},
                     "ami-1",
                     "subnet-z",
-                    {"sg-1"}},
-      FleetFailed{
-          CommandId{5}, "c2", {{"m5.large", "z", "spot", ErrorCode::kInsufficientCapacity, "ICE"}}},
+                    {"sg-1"},
+                    "Action=CreateFleet&ClientToken=c1"},
+      FleetFailed{CommandId{5},
+                  "c2",
+                  {{"m5.large", "z", "spot", ErrorCode::kInsufficientCapacity, "ICE"}},
+                  "Action=CreateFleet&ClientToken=c2"},
       CommandSucceeded{CommandId{6}},
       CommandFailed{CommandId{7}, ErrorCode::kThrottled, "slow down"},
       InputRejected{"interruption", "bad json", std::string("\0\xff{raw", 6), "message-1"},
@@ -246,6 +258,27 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
       {CommandId{100}, Seq{3},
        TagInstance{"i-1", "c1", {{"Name", "n1"}, {"eks:eks-cluster-name", "prod"}}}});
   out.commands.push_back({CommandId{101}, Seq{3}, PatchNodeClassStatus{"default", Resolution()}});
+  LaunchInstances full{
+      "c9",
+      "default",
+      "default",
+      "c9",
+      "spot",
+      {{"m5.large", "us-east-1a", "spot", MicroUsdPerHour{40'000}, "subnet-a", "ami-1"}},
+      {{"karpenter.sh/nodeclaim", "c9"}},
+      "price-capacity-optimized",
+      {"AL2023",
+       "tenon_default",
+       {"sg-1"},
+       "echo hi",
+       58,
+       {{"team", "web"}},
+       {{"dedicated", "web", TaintEffect::kNoSchedule}},
+       {{"team", "web"}},
+       "prod",
+       "https://api.example",
+       "Y2E="}};
+  out.commands.push_back({CommandId{102}, Seq{3}, full});
   ASSERT_FALSE(out.decisions.empty());
   auto entry = log::DecodeEntry(log::EncodeOutput(Seq{12}, out));
   const auto& record = std::get<log::OutputRecord>(entry);
@@ -410,7 +443,8 @@ TEST(Codec, SnapshotRestoresExactState) {
   f.Fold(Tick{kT0 + kSecond});
   f.Fold(FleetFailed{CommandId{999},
                      "none",
-                     {{"c5.large", "us-east-1a", "spot", ErrorCode::kInsufficientCapacity, ""}}});
+                     {{"c5.large", "us-east-1a", "spot", ErrorCode::kInsufficientCapacity, ""}},
+                     ""});
   ASSERT_FALSE(f.state.nodeclaims.empty());
   // A launch that failed and waits to be sent again.
   for (const auto& [id, command] : std::map<CommandId, Command>(f.state.inflight)) {

@@ -71,8 +71,8 @@ class Folder {
   void Start(std::vector<NodePool> pools, std::uint64_t seed = 7) {
     FoldAll({Tick{kT0}, ControllerStarted{"test", seed, Settings{}},
              CatalogRefreshed{SmallCatalog()},
-             NodeClassUpserted{
-                 NodeClass{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, false, {}, {}}}});
+             NodeClassUpserted{NodeClass{
+                 "default", "AL2023", "role", true, {}, {}, {}, {}, {}, false, {}, {}, "", {}}}});
     for (auto& p : pools) Fold(NodePoolUpserted{std::move(p)});
   }
   State state;

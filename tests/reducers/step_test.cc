@@ -2,6 +2,8 @@
 // capacity errors and the determinism of ids, names and the state hash.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "reducers/requirements.h"
 #include "tests/reducers/fixtures.h"
 
@@ -247,7 +249,8 @@ FleetLaunched LaunchedFor(const Output& out) {
                        {},
                        "ami-1",
                        "subnet-a",
-                       {"sg-1"}};
+                       {"sg-1"},
+                       ""};
 }
 
 // ProvisionOne and EC2's answer to its launch folded: the claim, Launched.
@@ -662,7 +665,8 @@ TEST(Lifecycle, InsufficientCapacityMarksOfferingAndReplans) {
   Output failed = f.Fold(FleetFailed{LaunchId(out),
                                      claim,
                                      {{first.instance_type, first.zone, first.capacity_type,
-                                       ErrorCode::kInsufficientCapacity, "ICE"}}});
+                                       ErrorCode::kInsufficientCapacity, "ICE"}},
+                                     ""});
   EXPECT_EQ(CommandsOf<DeleteNodeClaim>(failed).size(), 1u);
   ASSERT_TRUE(f.state.nodeclaims.contains(claim));
   EXPECT_TRUE(f.state.nodeclaims.at(claim).deleting);  // No instance: the finalizer goes next.
@@ -689,7 +693,7 @@ TEST(Lifecycle, LaunchFailureOtherThanCapacityIsRetried) {
   const std::string claim = LaunchFor(out);
   const LaunchInstances sent = *CommandsOf<LaunchInstances>(out)[0];
   Output failed = f.Fold(FleetFailed{
-      LaunchId(out), claim, {{"", "", "spot", ErrorCode::kThrottled, "RequestLimitExceeded"}}});
+      LaunchId(out), claim, {{"", "", "spot", ErrorCode::kThrottled, "RequestLimitExceeded"}}, ""});
   EXPECT_TRUE(CommandsOf<DeleteNodeClaim>(failed).empty());
   ASSERT_TRUE(f.state.nodeclaims.contains(claim));
   EXPECT_FALSE(f.state.nodeclaims.at(claim).deleting);
@@ -726,7 +730,7 @@ TEST(Lifecycle, LaunchWithNothingLaunchedAndNoErrorIsOutOfCapacity) {
   Folder f;
   Output out = ProvisionOne(f);
   const std::string claim = LaunchFor(out);
-  Output failed = f.Fold(FleetFailed{LaunchId(out), claim, {}});
+  Output failed = f.Fold(FleetFailed{LaunchId(out), claim, {}, ""});
   EXPECT_EQ(CommandsOf<DeleteNodeClaim>(failed).size(), 1u);
   EXPECT_TRUE(f.state.nodeclaims.at(claim).deleting);
   EXPECT_FALSE(f.state.relaunches.contains(claim));
@@ -1004,7 +1008,7 @@ TEST(Lifecycle, NodePoolStatusSaysWhetherItsNodeClassIsReady) {
   EXPECT_EQ(published["default"].nodeclass_unready, "");
   EXPECT_TRUE(published["orphan"].validated);
   EXPECT_EQ(published["orphan"].nodeclass_unready, "NodeClassNotFound");
-  NodeClass deleting{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, true, {}, {}};
+  NodeClass deleting{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, true, {}, {}, "", {}};
   f.Fold(NodeClassUpserted{deleting});
   const Output later = f.Fold(Tick{kT0 + Nanos{2 * kSecond.value}});
   auto changed = CommandsOf<PatchNodePoolStatus>(later);
@@ -1140,16 +1144,8 @@ TEST(Lifecycle, RegistrationOwnsTheNodeAndTagsTheInstanceOnce) {
   EXPECT_TRUE(CommandsOf<TagInstance>(after).empty());
 }
 
-// Karpenter builds a NodeClass's offerings from the zones its subnets are in, and only types
-// an AMI of it serves can launch: a NodeClass whose status lists subnets in us-east-1a only and
-// amd64 AMIs only never has a claim planned in us-east-1b or on arm64, even for a zone spread;
-// a pod that needs us-east-1b stays pending and nothing launches for it.
-TEST(Provisioning, OnlyZonesAndArchitecturesTheNodeClassCanLaunchInto) {
-  Folder f;
-  f.Start({Pool("default")});
-  const NodeClass nodeclass{"default",    "AL2023", "role", true,           {},       {}, {"ami-1"},
-                            {"subnet-a"}, {},       false,  {"us-east-1a"}, {"amd64"}};
-  f.Fold(NodeClassUpserted{nodeclass});
+// Three pods spread over zones, and one that needs us-east-1b (returned), all pending.
+Pod FoldSpreadAndOneForZoneB(Folder& f) {
   for (int i = 0; i < 3; ++i) {
     Pod pod = PendingPod("spread-" + std::to_string(i), 1500, 1024);
     pod.labels.Mutable()["app"] = "spread";
@@ -1162,6 +1158,21 @@ TEST(Provisioning, OnlyZonesAndArchitecturesTheNodeClassCanLaunchInto) {
   Pod elsewhere = PendingPod("needs-1b", 500, 512);
   elsewhere.constraints.Mutable().node_selector[label::kZone] = "us-east-1b";
   f.Fold(PodUpserted{elsewhere});
+  return elsewhere;
+}
+
+// Karpenter builds a NodeClass's offerings from the zones its subnets are in, and only types
+// an AMI of it serves can launch: a NodeClass whose status lists subnets in us-east-1a only and
+// amd64 AMIs only never has a claim planned in us-east-1b or on arm64, even for a zone spread;
+// a pod that needs us-east-1b stays pending and nothing launches for it.
+TEST(Provisioning, OnlyZonesAndArchitecturesTheNodeClassCanLaunchInto) {
+  Folder f;
+  f.Start({Pool("default")});
+  const NodeClass nodeclass{
+      "default",    "AL2023", "role", true,           {},        {}, {"ami-1"},
+      {"subnet-a"}, {},       false,  {"us-east-1a"}, {"amd64"}, "", {}};
+  f.Fold(NodeClassUpserted{nodeclass});
+  const Pod elsewhere = FoldSpreadAndOneForZoneB(f);
   const Output out = f.Fold(Tick{kT0 + kSecond});
   auto launches = CommandsOf<LaunchInstances>(out);
   ASSERT_FALSE(launches.empty());
@@ -1190,6 +1201,159 @@ TEST(Provisioning, OnlyZonesAndArchitecturesTheNodeClassCanLaunchInto) {
   auto later = CommandsOf<LaunchInstances>(first);
   ASSERT_EQ(later.size(), 1u);
   EXPECT_EQ(later[0]->overrides.front().zone, "us-east-1b");
+}
+
+// Karpenter's launch, from what the EC2NodeClass resolves to: per zone the subnet with the
+// most free addresses (ZonalSubnetsForLaunch), per architecture the newest AMI (AMIs.Sort:
+// creation date, then id), the security groups and the instance profile; the NodeClass's
+// userData and tags, the NodePool's labels and taints, and where the API server is, so that the
+// command alone renders the launch template. A NodeClass whose subnets cover one zone has no
+// claim planned in another, whatever its status says.
+NodeClassResolution TwoZoneResolution() {
+  NodeClassResolution r;
+  r.amis = {{"ami-new-amd", "al2023 new", "amd64", "2026-11-01T00:00:00.000Z"},
+            {"ami-old-amd", "al2023 old", "amd64", "2026-10-01T00:00:00.000Z"},
+            {"ami-tie-a", "al2023 arm a", "arm64", "2026-11-01T00:00:00.000Z"},
+            {"ami-tie-b", "al2023 arm b", "arm64", "2026-11-01T00:00:00.000Z"}};
+  r.subnets = {{"subnet-a-small", "us-east-1a", "use1-az1", 10},
+               {"subnet-a-large", "us-east-1a", "use1-az1", 4000},
+               {"subnet-b", "us-east-1b", "use1-az2", 200}};
+  r.security_groups = {{"sg-nodes", "nodes"}};
+  r.instance_profile = "tenon_default";
+  return r;
+}
+
+TEST(Provisioning, LaunchCarriesItsSubnetsAmisAndTemplateInputs) {
+  Folder f;
+  Settings settings;
+  settings.cluster_endpoint = "https://api.example";
+  settings.cluster_ca_bundle = "Y2E=";
+  NodePool pool = Pool("default");
+  pool.labels = {{"team", "web"}};
+  pool.taints = {{"dedicated", "web", TaintEffect::kNoSchedule}};
+  pool.startup_taints = {{"startup", "", TaintEffect::kNoSchedule}};
+  f.Start({});
+  f.Fold(ControllerStarted{"test", 7, settings});
+  NodeClass nodeclass{
+      "default", "al2023@latest", "role",           true, {}, {}, {}, {}, {}, false, {},
+      {},        "echo hello",    {{"team", "web"}}};
+  nodeclass.max_pods = 58;
+  f.Fold(NodeClassUpserted{nodeclass});
+  f.Fold(NodeClassResolved{"default", TwoZoneResolution()});
+  f.Fold(NodePoolUpserted{pool});
+  Pod pod = PendingPod("web-1", 500, 512);
+  pod.constraints.Mutable().tolerations.push_back(
+      {"dedicated", false, "web", TaintEffect::kNoSchedule});
+  f.Fold(PodUpserted{pod});
+  const Output out = f.Fold(Tick{kT0 + kSecond});
+  const auto launches = CommandsOf<LaunchInstances>(out);
+  ASSERT_EQ(launches.size(), 1u);
+  const LaunchInstances& launch = *launches[0];
+  std::set<std::string> zones;
+  for (const LaunchOverride& o : launch.overrides) {
+    zones.insert(o.zone);
+    EXPECT_EQ(o.subnet, o.zone == "us-east-1a" ? "subnet-a-large" : "subnet-b") << o.zone;
+    EXPECT_EQ(o.image, o.instance_type == "m6g.large" ? "ami-tie-a" : "ami-new-amd")
+        << o.instance_type;
+  }
+  EXPECT_EQ(zones, (std::set<std::string>{"us-east-1a", "us-east-1b"}));
+  const LaunchNode& node = launch.node;
+  EXPECT_EQ(node.ami_family, "al2023@latest");
+  EXPECT_EQ(node.instance_profile, "tenon_default");
+  EXPECT_EQ(node.security_groups, std::vector<std::string>{"sg-nodes"});
+  EXPECT_EQ(node.user_data, "echo hello");
+  EXPECT_EQ(node.max_pods, 58);
+  EXPECT_EQ(node.labels, (Labels{{"team", "web"}, {label::kNodePool, "default"}}));
+  ASSERT_EQ(node.taints.size(), 2u);
+  EXPECT_EQ(node.taints[0].key, "dedicated");
+  EXPECT_EQ(node.taints[1].key, "startup");
+  EXPECT_EQ(node.tags, (Labels{{"team", "web"},
+                               {"karpenter.k8s.aws/ec2nodeclass", "default"},
+                               {"kubernetes.io/cluster/tenon", "owned"}}));
+  EXPECT_EQ(node.cluster_name, "tenon");
+  EXPECT_EQ(node.cluster_endpoint, "https://api.example");
+  EXPECT_EQ(node.cluster_ca_bundle, "Y2E=");
+}
+
+TEST(Provisioning, OnlyZonesAndArchitecturesTheResolutionServes) {
+  Folder f;
+  f.Start({Pool("default")});
+  NodeClassResolution r = TwoZoneResolution();
+  r.subnets = {{"subnet-a-large", "us-east-1a", "use1-az1", 4000}};
+  r.amis = {{"ami-new-amd", "al2023 new", "amd64", "2026-11-01T00:00:00.000Z"}};
+  // The status (from an older resolution) still lists both zones; the resolution decides.
+  NodeClass nodeclass{"default",
+                      "AL2023",
+                      "role",
+                      true,
+                      {},
+                      {},
+                      {},
+                      {},
+                      {},
+                      false,
+                      {"us-east-1a", "us-east-1b"},
+                      {"amd64", "arm64"},
+                      "",
+                      {}};
+  f.Fold(NodeClassUpserted{nodeclass});
+  f.Fold(NodeClassResolved{"default", r});
+  FoldSpreadAndOneForZoneB(f);
+  const Output out = f.Fold(Tick{kT0 + kSecond});
+  const auto launches = CommandsOf<LaunchInstances>(out);
+  ASSERT_FALSE(launches.empty());
+  for (const auto* launch : launches) {
+    for (const auto& o : launch->overrides) {
+      EXPECT_EQ(o.zone, "us-east-1a") << launch->nodeclaim << " " << o.instance_type;
+      EXPECT_EQ(o.subnet, "subnet-a-large");
+      EXPECT_NE(o.instance_type, "m6g.large");
+    }
+  }
+  for (const auto& [name, claim] : f.state.nodeclaims) {
+    for (const Requirement& req : *claim.requirements) {
+      if (req.key == label::kZone) {
+        EXPECT_EQ(req.values, std::vector<std::string>{"us-east-1a"});
+      }
+    }
+  }
+  // A resolution that fails makes the NodePool unusable: nothing more launches.
+  NodeClassResolution failed;
+  failed.reason = "SubnetsNotFound";
+  failed.message = "no subnets matched";
+  f.Fold(NodeClassResolved{"default", failed});
+  f.Fold(PodUpserted{PendingPod("later", 500, 512, kT0 + kSecond)});
+  const Output none = f.Fold(Tick{kT0 + Nanos{5 * kSecond.value}});
+  EXPECT_TRUE(CommandsOf<LaunchInstances>(none).empty());
+}
+
+// A launch retried after a failure that is not out of capacity goes out with the subnets and
+// AMIs as they resolve then (Karpenter resolves them on every launch attempt).
+TEST(Lifecycle, RetriedLaunchTakesTheResolutionOfTheRetry) {
+  Folder f;
+  f.Start({Pool("default")});
+  f.Fold(NodeClassResolved{"default", TwoZoneResolution()});
+  f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
+  Output out = f.Fold(Tick{kT0 + kSecond});
+  const std::string claim = LaunchFor(out);
+  ASSERT_FALSE(claim.empty());
+  f.Fold(FleetFailed{
+      LaunchId(out), claim, {{"", "", "spot", ErrorCode::kThrottled, "RequestLimitExceeded"}}, ""});
+  NodeClassResolution newer = TwoZoneResolution();
+  newer.amis.push_back({"ami-newest-amd", "al2023 newest", "amd64", "2026-11-20T00:00:00.000Z"});
+  newer.subnets.push_back({"subnet-b-large", "us-east-1b", "use1-az2", 9000});
+  f.Fold(NodeClassResolved{"default", newer});
+  const Output due = f.Fold(Tick{kT0 + kSecond + kSecond});
+  const auto again = CommandsOf<LaunchInstances>(due);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0]->client_token, claim);
+  for (const LaunchOverride& o : again[0]->overrides) {
+    if (o.instance_type != "m6g.large") {
+      EXPECT_EQ(o.image, "ami-newest-amd");
+    }
+    if (o.zone == "us-east-1b") {
+      EXPECT_EQ(o.subnet, "subnet-b-large");
+    }
+  }
 }
 
 }  // namespace

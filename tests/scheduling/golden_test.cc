@@ -93,7 +93,7 @@ std::vector<Event> Inputs(const YAML::Node& c, bool reverse) {
       body.push_back(NodeClassUpserted{kube::ParseNodeClass(n)});
   } else {
     body.push_back(NodeClassUpserted{
-        NodeClass{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, false, {}, {}}});
+        NodeClass{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, false, {}, {}, "", {}}});
   }
   if (c["nodepools"]) {
     for (const auto& n : c["nodepools"]) body.push_back(NodePoolUpserted{kube::ParseNodePool(n)});
