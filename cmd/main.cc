@@ -281,6 +281,7 @@ struct RunArgs {
   std::string catalog_every = "5m";
   std::string gc_every = "2m";
   std::string nodeclass_every = "1m";
+  std::string aws_deadline = "1m";
   std::string cloud_provider = "aws";
   std::string log_format = "json";
   std::string retain_age = "168h";
@@ -315,6 +316,7 @@ int RunController(RunArgs& args) {
   options.retain_age = args.retain_age == "0" ? Nanos{0} : Duration("--retain", args.retain_age);
   options.cloud.gc_every = Millis("--gc-every", args.gc_every);
   options.cloud.nodeclass_every = Millis("--nodeclass-every", args.nodeclass_every);
+  options.aws_lane.deadline = Millis("--aws-command-deadline", args.aws_deadline);
   options.cloud_provider = args.cloud_provider == "none" ? controller::CloudProvider::kNone
                                                          : controller::CloudProvider::kAws;
   std::optional<ScratchDir> dry_run_log;
@@ -467,6 +469,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--gc-every", run_args.gc_every, "instance garbage collection (2m)");
   run_cmd->add_option("--nodeclass-every", run_args.nodeclass_every,
                       "EC2NodeClass resolution (1m)");
+  run_cmd->add_option("--aws-command-deadline", run_args.aws_deadline,
+                      "an AWS command taking longer marks the AWS lane stuck (1m)");
   run_cmd
       ->add_option("--catalog", run_args.options.catalog_file,
                    "instance types from `tenon catalog export`")

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -15,6 +17,7 @@
 #include "adapters/kube/source.h"
 #include "adapters/metrics/logging.h"
 #include "adapters/metrics/metrics.h"
+#include "adapters/runtime/lanes.h"
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/scenario.h"
 #include "log/codec.h"
@@ -22,6 +25,10 @@
 
 namespace tenon::controller {
 namespace {
+
+// The command lanes of `tenon run`, by index.
+constexpr std::size_t kAwsLane = 0;
+constexpr std::size_t kKubeLane = 1;
 
 constexpr const char* kStopRequested = "stop requested (SIGTERM or SIGINT)";
 
@@ -303,10 +310,18 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     cloud = std::make_unique<CloudSource>(cloud_options, client, may_act);
     cloud_executor = cloud.get();
   }
-  aws::RoutingExecutor routing(*cloud_executor, kube_executor);
+  // The commands run on the lanes' workers, off this thread (runtime/lanes.h): one lane for
+  // the cloud, one for the Kubernetes API, each in the order the core issued its commands.
+  // Each command carries all its effect needs; no executor reads the folded state.
+  std::vector<runtime::Lane> lane_specs(2);
+  lane_specs[kAwsLane] = {options.aws_lane, cloud_executor};
+  lane_specs[kKubeLane] = {options.kube_lane, &kube_executor};
+  runtime::Lanes lanes(std::move(lane_specs), [](const Command& command) {
+    return aws::AwsExecutor::Owns(command) ? kAwsLane : kKubeLane;
+  });
   DryRun dry_run;
   runtime::Executor& executor = options.dry_run ? static_cast<runtime::Executor&>(dry_run)
-                                                : static_cast<runtime::Executor&>(routing);
+                                                : static_cast<runtime::Executor&>(lanes);
   metrics::DecisionLogger decision_logger;
   OutputCollector outputs;
   runtime::ObserverList observers;
@@ -320,16 +335,53 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   runtime_options.retain_bytes = options.retain_bytes;
   runtime_options.observer = &observers;
   runtime::Runtime rt(*log, executor, runtime_options);
-  // Karpenter's Events for what the core decided (not in a dry run: it writes nothing).
+  // Karpenter's Events for what the core decided (not in a dry run: it writes nothing),
+  // written by the Kubernetes lane after the commands already handed to it; best effort: an
+  // Event finding that lane's queue full is dropped.
+  std::uint64_t events_dropped = 0;
   auto record_events = [&] {
     if (!options.dry_run) {
       for (const Output& output : outputs.outputs) {
-        for (const kube::KubeEvent& e : kube::EventsFor(output, rt.state())) {
-          kube_executor.RecordEvent(e.object, e.type, e.reason, e.message);
+        for (kube::KubeEvent& e : kube::EventsFor(output, rt.state())) {
+          const bool posted = lanes.Post(kKubeLane, [&kube_executor, e = std::move(e)] {
+            kube_executor.RecordEvent(e.object, e.type, e.reason, e.message);
+          });
+          if (!posted && events_dropped++ % 100 == 0) {
+            spdlog::warn("Kubernetes Event not recorded: the kube lane's queue is full ({} so far)",
+                         events_dropped);
+          }
         }
       }
     }
     outputs.outputs.clear();
+  };
+  // The results the lanes' workers brought back, for the next fold.
+  auto completed = [&](std::vector<Event>& events) {
+    for (runtime::Completion& done : lanes.Drain()) {
+      rt.Executed(done.command, done.results, done.took);
+      for (Event& e : done.results) events.push_back(std::move(e));
+    }
+  };
+  // The lanes as metrics, every loop at most once a second, and as health warnings and a log
+  // line when one becomes stuck or recovers.
+  std::map<std::string, std::string> stuck_lanes;
+  auto observe_lanes = [&] {
+    const std::vector<runtime::LaneStatus> status = lanes.Status();
+    metrics.ObserveLanes(status);
+    std::vector<std::string> warnings;
+    for (const runtime::LaneStatus& lane : status) {
+      const std::string problem = lane.Problem();
+      const bool was_stuck = stuck_lanes.contains(lane.name);
+      if (!problem.empty()) {
+        warnings.push_back("command lane " + problem);
+        if (!was_stuck) spdlog::warn("command lane stuck: {}", problem);
+        stuck_lanes[lane.name] = problem;
+      } else if (was_stuck) {
+        spdlog::info("command lane {} is moving again", lane.name);
+        stuck_lanes.erase(lane.name);
+      }
+    }
+    health.SetWarnings(std::move(warnings));
   };
   auto state_seen = std::chrono::steady_clock::time_point{};
   auto observe_state = [&](bool now) {
@@ -338,6 +390,7 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     if (!now && t - state_seen < std::chrono::seconds(1)) return;
     state_seen = t;
     metrics.ObserveState(rt.state());
+    observe_lanes();
   };
   kube::KubeSource source(client);
   auto stop_sources = [&] {
@@ -368,6 +421,7 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     source.Seed(rt.state());
     source.Start();
     auto next_tick = std::chrono::steady_clock::now() + options.tick;
+    std::optional<std::chrono::steady_clock::time_point> last_tick;
     while (!stop.load()) {
       if (lost.load() || !may_act()) throw kube::LeadershipLost("the lease was lost");
       std::vector<Event> events = source.Drain(std::chrono::milliseconds(100));
@@ -378,11 +432,19 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
       if (cloud != nullptr) {
         for (Event& e : cloud->Drain()) events.push_back(std::move(e));
       }
+      completed(events);
+      bool ticked = false;
       if (std::chrono::steady_clock::now() >= next_tick) {
         events.push_back(Tick{WallNow()});
         next_tick = std::max(next_tick + options.tick, std::chrono::steady_clock::now());
+        ticked = true;
       }
       if (!events.empty()) rt.Ingest(std::move(events));
+      if (ticked) {
+        const auto folded_at = std::chrono::steady_clock::now();
+        if (last_tick) metrics.ObserveTickInterval(folded_at - *last_tick);
+        last_tick = folded_at;
+      }
       record_events();
       observe_state(false);
       health.Beat();
@@ -398,10 +460,12 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   } catch (const kube::LeadershipLost& e) {
     spdlog::error("{}: stopping every effect and exiting", e.what());
     shutdown_begins(e.what());
+    lanes.Stop();
     stop_sources();
     return finish(kExitLeadershipLost);
   }
   shutdown_begins(kStopRequested);
+  lanes.Stop();
   stop_sources();
   return finish(0);
 }

@@ -12,6 +12,7 @@
 #include "adapters/controller/cloud.h"
 #include "adapters/kube/client.h"
 #include "adapters/kube/leader.h"
+#include "adapters/runtime/lanes.h"
 #include "reducers/model.h"
 
 namespace tenon::controller {
@@ -46,6 +47,11 @@ struct RunOptions {
   int metrics_port = 8080;               // METRICS_PORT
   int health_port = 8081;                // HEALTH_PROBE_PORT
   std::string bind_address = "0.0.0.0";  // Of the probe and metrics servers.
+  // The command lanes (runtime/lanes.h): how many commands each holds, and how long a command
+  // may take before its lane is reported stuck. The AWS client retries a call for up to about
+  // 2.5 min; a Kubernetes write takes seconds.
+  runtime::LaneOptions aws_lane{"aws", 1024, std::chrono::milliseconds(60'000)};
+  runtime::LaneOptions kube_lane{"kube", 4096, std::chrono::milliseconds(30'000)};
 };
 
 // Exit codes: 0 stopped by `stop` (SIGTERM), 3 leadership lost.

@@ -130,18 +130,32 @@ void HealthServer::SetReady(bool ready, const std::string& reason) {
   not_ready_reason_ = ready ? "" : (reason.empty() ? "not ready" : reason);
 }
 
+void HealthServer::SetWarnings(std::vector<std::string> warnings) {
+  std::lock_guard lock(mu_);
+  warnings_ = std::move(warnings);
+}
+
+namespace {
+
+std::string WithWarnings(std::string body, const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) body += "\nwarning: " + w;
+  return body;
+}
+
+}  // namespace
+
 Answer HealthServer::Healthz() const {
   const auto now = Now();
   std::lock_guard lock(mu_);
   const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_beat_);
-  if (since <= options_.staleness) return {200, "ok"};
+  if (since <= options_.staleness) return {200, WithWarnings("ok", warnings_)};
   return {500, "controller loop stalled: no progress for " + std::to_string(since.count()) +
                    " ms (limit " + std::to_string(options_.staleness.count()) + " ms)"};
 }
 
 Answer HealthServer::Readyz() const {
   std::lock_guard lock(mu_);
-  if (ready_) return {200, "ok"};
+  if (ready_) return {200, WithWarnings("ok", warnings_)};
   return {503, "not ready: " + not_ready_reason_};
 }
 

@@ -3,6 +3,8 @@
 //
 // healthz: 200 "ok" while the controller loop has beaten (Beat) within the staleness window,
 // else 500 with the reason. readyz: 200 "ok" once SetReady(true), else 503 with the reason.
+// Warnings (SetWarnings: a stuck command lane) follow "ok" in both bodies, one per line, and
+// change no status: a slow cloud is no reason to restart the controller or route around it.
 //
 // Both stop at once when destroyed: civetweb's listener notices a stop only between polls of
 // its socket, 2 s apart, so the destructors connect to it until it has gone.
@@ -13,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 class CivetServer;
 namespace prometheus {
@@ -49,6 +52,8 @@ class HealthServer {
   void Beat();
   // Ready for traffic (leader or standby, informers synced); `reason` says why not when false.
   void SetReady(bool ready, const std::string& reason = "");
+  // What an operator should see without a failing probe (each becomes a "warning: " line).
+  void SetWarnings(std::vector<std::string> warnings);
 
   Answer Healthz() const;
   Answer Readyz() const;
@@ -62,6 +67,7 @@ class HealthServer {
   std::chrono::steady_clock::time_point last_beat_;
   bool ready_ = false;
   std::string not_ready_reason_ = "starting";
+  std::vector<std::string> warnings_;
   std::unique_ptr<CivetServer> server_;
   struct Handlers;
   std::unique_ptr<Handlers> handlers_;

@@ -47,6 +47,9 @@ const std::vector<double> kDurationBuckets = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
     0.8,   0.9,  1.0,   1.25, 1.5, 1.75, 2.0, 2.5,  3.0, 3.5,  4.0, 4.5,  5,   6,   7,
     8,     9,    10,    15,   20,  25,   30,  40,   50,  60,   120, 150,  300, 450, 600};
+// Ticks are folded about once a second (--tick): fine steps around it, coarse ones for a stall.
+const std::vector<double> kTickBuckets = {0.25, 0.5, 0.9, 0.95, 1.0, 1.01, 1.025, 1.05, 1.1,
+                                          1.25, 1.5, 2.0, 3.0,  5.0, 10,   30,    60,   120};
 // Log appends are fast: microseconds to tens of milliseconds with fsync.
 const std::vector<double> kAppendBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                             0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1.0};
@@ -428,6 +431,26 @@ struct Metrics::Families {
                                 .Help("Writes the Kubernetes API server refused (each also logged "
                                       "as a warning with its HTTP status and message).")
                                 .Register(r)),
+        lane_depth(prometheus::BuildGauge()
+                       .Name("tenon_lane_queue_depth")
+                       .Help("Commands handed to a command lane (aws, kube) and not finished, "
+                             "plus those parked on the fold thread while its queue is full.")
+                       .Register(r)),
+        lane_oldest(prometheus::BuildGauge()
+                        .Name("tenon_lane_oldest_command_age_seconds")
+                        .Help("Age of the oldest unfinished command of a command lane, from "
+                              "its issue; 0 when the lane is idle.")
+                        .Register(r)),
+        lane_stuck(prometheus::BuildGauge()
+                       .Name("tenon_lane_stuck")
+                       .Help("1 while a command lane is stuck: its oldest command is past the "
+                             "lane's deadline or its queue is full; 0 otherwise.")
+                       .Register(r)),
+        tick_interval(prometheus::BuildHistogram()
+                          .Name("tenon_tick_interval_seconds")
+                          .Help("Wall time between two clock ticks folded by `tenon run`'s loop "
+                                "(--tick apart when the loop keeps up).")
+                          .Register(r)),
         node_gauges({&nodes_allocatable, &nodes_pod_requests, &nodes_daemon_requests}),
         pool_gauges{GaugeSet(nodepools_usage), GaugeSet(nodepools_limit)} {}
 
@@ -464,6 +487,10 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>& commands;
   prometheus::Family<prometheus::Counter>& decisions;
   prometheus::Family<prometheus::Counter>& kube_write_failures;
+  prometheus::Family<prometheus::Gauge>& lane_depth;
+  prometheus::Family<prometheus::Gauge>& lane_oldest;
+  prometheus::Family<prometheus::Gauge>& lane_stuck;
+  prometheus::Family<prometheus::Histogram>& tick_interval;
   // allocatable, pod requests, daemon requests; usage, limit.
   NodeGauges node_gauges;
   GaugeSet pool_gauges[2];
@@ -521,6 +548,19 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
 
 void Metrics::KubeWriteFailed() {
   f_->kube_write_failures.Add({}).Increment();
+}
+
+void Metrics::ObserveLanes(const std::vector<runtime::LaneStatus>& lanes) {
+  for (const runtime::LaneStatus& lane : lanes) {
+    const prometheus::Labels labels = {{"lane", lane.name}};
+    f_->lane_depth.Add(labels).Set(static_cast<double>(lane.queued + lane.parked));
+    f_->lane_oldest.Add(labels).Set(Seconds(lane.oldest));
+    f_->lane_stuck.Add(labels).Set(lane.stuck() ? 1 : 0);
+  }
+}
+
+void Metrics::ObserveTickInterval(std::chrono::nanoseconds interval) {
+  f_->tick_interval.Add({}, kTickBuckets).Observe(Seconds(interval));
 }
 
 Metrics::~Metrics() = default;

@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "adapters/runtime/lanes.h"
 #include "adapters/runtime/runtime.h"
 
 namespace prometheus {
@@ -51,6 +52,10 @@ class Metrics : public runtime::Observer {
   void ObserveState(const State& state);
   // A write the Kubernetes API server refused (thread-safe).
   void KubeWriteFailed();
+  // The command lanes of `tenon run`: queue depth, oldest command's age, stuck or not.
+  void ObserveLanes(const std::vector<runtime::LaneStatus>& lanes);
+  // The wall time since the previous tick `tenon run`'s loop folded.
+  void ObserveTickInterval(std::chrono::nanoseconds interval);
 
   // The registry in the Prometheus text format (what /metrics serves).
   std::string Serialize() const;

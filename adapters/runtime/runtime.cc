@@ -259,11 +259,16 @@ void Runtime::ApplyRetention() {
 
 std::vector<Event> Runtime::Execute(const Command& command) {
   if (options_.appends == Appends::kPipelined) Flush();
-  if (options_.observer == nullptr) return executor_.Execute(command);
+  if (options_.observer == nullptr || executor_.Defers()) return executor_.Execute(command);
   const auto start = std::chrono::steady_clock::now();
   std::vector<Event> results = executor_.Execute(command);
   options_.observer->OnExecuted(command, results, std::chrono::steady_clock::now() - start);
   return results;
+}
+
+void Runtime::Executed(const Command& command, const std::vector<Event>& results,
+                       std::chrono::nanoseconds took) {
+  if (options_.observer != nullptr) options_.observer->OnExecuted(command, results, took);
 }
 
 void Runtime::Ingest(std::vector<Event> events) {

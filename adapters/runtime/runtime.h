@@ -43,6 +43,9 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::vector<Event> Execute(const Command& command) = 0;
+  // True when Execute only hands the command over (runtime::Lanes): its results and its time
+  // come back later, and the caller reports them through Runtime::Executed.
+  virtual bool Defers() const { return false; }
 };
 
 // Sees what the runtime does, for metrics and logs; called on the runtime's thread. Must not
@@ -190,6 +193,11 @@ class Runtime {
   // Appends `events`, folds them, appends their outputs, executes their commands, and does the
   // same for the results, until nothing is left (bounded by kRoundsMax).
   void Ingest(std::vector<Event> events);
+
+  // A command a deferring executor (Executor::Defers) ran: hands it to the observer with its
+  // results and time. Fold the results with Ingest.
+  void Executed(const Command& command, const std::vector<Event>& results,
+                std::chrono::nanoseconds took);
 
   // Waits until the log holds every record of what was folded and hands the observer and
   // on_ack what the writer appended (pipelined appends; nothing to wait for otherwise). Call it

@@ -9,6 +9,9 @@ told to through POST /__fault, answers in the real EC2 formats instead:
   ice       CreateFleet: the named instance types fail with InsufficientInstanceCapacity in the
             errorSet; the remaining overrides go to moto
   paginate  DescribeInstanceTypeOfferings split into pages of `page_size` with nextToken
+  stall     no answer for `seconds` from when the fault is set: every request that arrives
+            meanwhile waits until then and is forwarded after (an endpoint that hangs); action
+            "*" stalls every action. A client that gives up early sees a timeout
 CreateFleet is idempotent by ClientToken, as EC2 is (moto is not): a request repeating a token
 that already launched gets the first answer again, so a controller re-driving a launch after a
 crash never gets a second instance.
@@ -21,6 +24,7 @@ import json
 import re
 import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 UPSTREAM = "http://127.0.0.1:%d" % int(sys.argv[1])
 LOCK = threading.Lock()
+FLEET_LOCK = threading.Lock()
 FAULTS = {}  # action -> {"kind":..., "count": n (-1 forever), ...}
 LAST = {}  # action -> raw form body
 CACHE = {}  # "paginate" -> the upstream answer being paged through
@@ -51,9 +56,14 @@ def ec2_error(code, message):
 
 def take_fault(action):
     with LOCK:
-        fault = FAULTS.get(action)
+        fault = FAULTS.get(action) or FAULTS.get("*")
         if not fault:
             return None
+        if fault["kind"] == "stall":
+            if time.monotonic() >= fault["until"]:
+                del FAULTS[fault["action"]]
+                return None
+            return dict(fault)
         if fault["count"] > 0:
             fault["count"] -= 1
             if fault["count"] == 0:
@@ -118,6 +128,8 @@ class Handler(BaseHTTPRequestHandler):
         path = urllib.parse.urlparse(self.path)
         if path.path == "/__fault":
             spec = json.loads(body)
+            if spec["kind"] == "stall":
+                spec["until"] = time.monotonic() + float(spec["seconds"])
             with LOCK:
                 FAULTS[spec["action"]] = spec
             return self.reply(200, b"{}", "application/json")
@@ -156,6 +168,8 @@ class Handler(BaseHTTPRequestHandler):
             LAST[action] = body
         fault = take_fault(action)
         kind = fault["kind"] if fault else None
+        if kind == "stall":
+            time.sleep(max(0.0, fault["until"] - time.monotonic()))
         if kind == "throttle":
             return self.reply(503, ec2_error("RequestLimitExceeded", "Request limit exceeded."))
         if kind == "html500":
@@ -168,14 +182,18 @@ class Handler(BaseHTTPRequestHandler):
         if action == "AWSPriceListService.GetProducts":
             return self.get_products(json.loads(body or b"{}"))
         token = form.get("ClientToken", [""])[0] if action == "CreateFleet" else ""
-        if token:
+        if not token:
+            return self.reply(*self.forward(body))
+        # One CreateFleet at a time: a retry that arrives while the first try is still held (a
+        # stall) must find the first answer, not launch again.
+        with FLEET_LOCK:
             with LOCK:
                 if token in FLEETS:
                     return self.reply(*FLEETS[token])
-        status, data, content_type = self.forward(body)
-        if token and status == 200 and b"<instanceIds>" in data:
-            with LOCK:
-                FLEETS.setdefault(token, (status, data, content_type))
+            status, data, content_type = self.forward(body)
+            if status == 200 and b"<instanceIds>" in data:
+                with LOCK:
+                    FLEETS.setdefault(token, (status, data, content_type))
         self.reply(status, data, content_type)
 
     def get_products(self, request):

@@ -144,6 +144,7 @@ std::vector<RunSetting> RunSettings() {
       {"--catalog-every", "", [](O o) { return Millis(o.cloud.catalog_every); }, ""},
       {"--gc-every", "", [](O o) { return Millis(o.cloud.gc_every); }, ""},
       {"--nodeclass-every", "", [](O o) { return Millis(o.cloud.nodeclass_every); }, ""},
+      {"--aws-command-deadline", "", [](O o) { return Millis(o.aws_lane.deadline); }, ""},
       {"--identity", "", [](O o) { return o.lease.identity; }, ""},
       // SYSTEM_NAMESPACE is read by cmd/main.cc itself, before the flags: no check here.
       {"--lease-namespace", "SYSTEM_NAMESPACE", [](O o) { return o.lease.ns; }, ""},
@@ -349,6 +350,9 @@ json MetricFacts(const std::filesystem::path& source) {
   options.on_state = [&](const State& state) { metrics.ObserveState(state); };
   sim::Simulate(sim::LoadScenario(source / "tests/docs/metrics_scenario.yaml"), options);
   std::filesystem::remove_all(dir);
+  // What only `tenon run`'s loop sets: its command lanes and the interval between its ticks.
+  metrics.ObserveLanes({runtime::LaneStatus{.name = "aws"}, runtime::LaneStatus{.name = "kube"}});
+  metrics.ObserveTickInterval(std::chrono::seconds(1));
 
   std::map<std::string, json> families;  // By name: a stable order.
   for (const prometheus::MetricFamily& family : registry->Collect()) {

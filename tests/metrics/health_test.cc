@@ -80,6 +80,23 @@ TEST(Health, ReadyzFollowsSetReady) {
   EXPECT_EQ(Get(server.port(), "/nothing").status, 404);
 }
 
+// A warning (a stuck command lane) follows "ok" in both bodies and changes no status.
+TEST(Health, WarningsShowWithoutFailingTheProbes) {
+  http::HealthOptions options;
+  options.address = "127.0.0.1:0";
+  http::HealthServer server(options);
+  server.SetReady(true);
+  server.SetWarnings({"command lane aws: oldest command 75 s old (deadline 60 s)"});
+  for (const char* path : {"/healthz", "/readyz"}) {
+    const Got got = Get(server.port(), path);
+    EXPECT_EQ(got.status, 200) << path;
+    EXPECT_EQ(got.body, "ok\nwarning: command lane aws: oldest command 75 s old (deadline 60 s)")
+        << path;
+  }
+  server.SetWarnings({});
+  EXPECT_EQ(Get(server.port(), "/healthz").body, "ok");
+}
+
 // An address already in use is refused with a clear error.
 TEST(Health, BusyPortIsAnError) {
   http::HealthOptions options;
