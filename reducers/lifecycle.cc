@@ -196,6 +196,9 @@ void TagRegistered(State& state, Seq seq, const NodeClaim& claim, const Node& no
   Issue(state, seq, TagInstance{claim.instance_id, claim.name, std::move(tags)}, out);
 }
 
+// Defined below, with the Node's handler.
+void ReconcileNode(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& out);
+
 }  // namespace
 
 void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& out) {
@@ -225,6 +228,15 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
   // A launch that lands after the claim was given up on still has its instance terminated:
   // the claim is deleting, and termination now has an instance id to act on.
   RecordTransition(state, seq, *claim, "Launched", reason, out);
+  // Its Node may have registered before the launch's answer was folded (the answer comes back
+  // from the AWS adapter's worker, the Node from the informer): as Karpenter, which finds a
+  // claim's Node by providerID whenever it reconciles the claim.
+  for (const auto& [name, node] : state.nodes) {
+    if (!node.provider_id.empty() && node.provider_id == claim->provider_id) {
+      ReconcileNode(state, seq, *claim, node, out);
+      break;
+    }
+  }
 }
 
 void OnFleetFailed(State& state, Seq seq, const FleetFailed& event,
@@ -287,40 +299,50 @@ void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out) {
   Issue(state, seq, std::move(launch), out);
 }
 
+namespace {
+
+// The claim's side of its Node: registration, initialization, the Node's sync, and the claim's
+// deletion when the Node is deleted.
+void ReconcileNode(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& out) {
+  bool registering = claim.phase == ClaimPhase::kLaunched;
+  if (registering) {
+    claim.phase = ClaimPhase::kRegistered;
+    SetClaimNode(state, claim, node.name);
+    claim.registered = state.now;
+    state.registration_healthy[claim.nodepool] = true;
+    RecordTransition(state, seq, claim, "Registered", "node " + node.name + " has its providerID",
+                     out);
+    TagRegistered(state, seq, claim, node, out);
+  } else if (claim.node_name != node.name && claim.phase != ClaimPhase::kPending) {
+    // Its node came back (deleted and registered again by the kubelet, or listed again after
+    // a relist missed it): as in Karpenter, which finds a claim's Node by providerID each time.
+    SetClaimNode(state, claim, node.name);
+  }
+  // Ready, registered (no unregistered taint) and every startup taint gone.
+  bool ready = node.ready && !HasTaint(node, label::kUnregisteredTaint) &&
+               StartupTaintsGone(state, claim, node) && ExtendedResourcesPresent(claim, node);
+  if (claim.phase == ClaimPhase::kRegistered && ready) {
+    claim.phase = ClaimPhase::kInitialized;
+    claim.initialized = state.now;
+    RecordTransition(state, seq, claim, "Initialized", "node Ready, startup taints gone", out);
+  }
+  bool synced = claim.phase == ClaimPhase::kRegistered || claim.phase == ClaimPhase::kInitialized;
+  if (synced && !claim.deleting) SyncNode(state, seq, claim, node, registering, out);
+  // Deleting a Node deletes its NodeClaim, as in Karpenter: the Node's finalizer holds it while
+  // the claim's termination drains it and terminates the instance.
+  if (node.deleting && !claim.deleting) {
+    BeginDeletion(state, seq, claim, "its node was deleted", Cause::kNodeDeleted, true, out);
+  }
+}
+
+}  // namespace
+
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
   Node& slot = state.nodes[node.name] = node;
   state.node_parts.Share(slot, state.pod_parts.node_names);
   NodeClaim* claim = ClaimByProviderId(state, node.provider_id, node.name);
   if (claim == nullptr) return;
-  bool registering = claim->phase == ClaimPhase::kLaunched;
-  if (registering) {
-    claim->phase = ClaimPhase::kRegistered;
-    SetClaimNode(state, *claim, node.name);
-    claim->registered = state.now;
-    state.registration_healthy[claim->nodepool] = true;
-    RecordTransition(state, seq, *claim, "Registered", "node " + node.name + " has its providerID",
-                     out);
-    TagRegistered(state, seq, *claim, node, out);
-  } else if (claim->node_name != node.name && claim->phase != ClaimPhase::kPending) {
-    // Its node came back (deleted and registered again by the kubelet, or listed again after
-    // a relist missed it): as in Karpenter, which finds a claim's Node by providerID each time.
-    SetClaimNode(state, *claim, node.name);
-  }
-  // Ready, registered (no unregistered taint) and every startup taint gone.
-  bool ready = node.ready && !HasTaint(node, label::kUnregisteredTaint) &&
-               StartupTaintsGone(state, *claim, node) && ExtendedResourcesPresent(*claim, node);
-  if (claim->phase == ClaimPhase::kRegistered && ready) {
-    claim->phase = ClaimPhase::kInitialized;
-    claim->initialized = state.now;
-    RecordTransition(state, seq, *claim, "Initialized", "node Ready, startup taints gone", out);
-  }
-  bool synced = claim->phase == ClaimPhase::kRegistered || claim->phase == ClaimPhase::kInitialized;
-  if (synced && !claim->deleting) SyncNode(state, seq, *claim, node, registering, out);
-  // Deleting a Node deletes its NodeClaim, as in Karpenter: the Node's finalizer holds it while
-  // the claim's termination drains it and terminates the instance.
-  if (node.deleting && !claim->deleting) {
-    BeginDeletion(state, seq, *claim, "its node was deleted", Cause::kNodeDeleted, true, out);
-  }
+  ReconcileNode(state, seq, *claim, slot, out);
 }
 
 // What the catalog says the adopted claim's offering costs, and the type's allocatable.

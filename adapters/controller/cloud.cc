@@ -9,7 +9,7 @@ CloudSource::CloudSource(CloudOptions options, kube::Client& kube, std::function
     : options_(std::move(options)),
       kube_(kube),
       may_act_(std::move(may_act)),
-      main_(options_.aws, aws::ProcessEnv()),
+      main_(options_.aws, aws::ProcessEnv(), {.abort = &abort_}),
       ec2_(main_.client()) {
   if (!options_.interruption_queue.empty() && !options_.read_only) {
     aws::TransportOptions poll;

@@ -120,13 +120,16 @@ class CloudSource : public runtime::Executor {
   kube::Client& kube_;
   std::function<bool()> may_act_;
 
-  // The controller thread's connection: launches, terminations, acknowledgements.
+  // Stop ends every AWS call in flight: the pollers' (a long poll would hold it for up to
+  // poll_wait_seconds) and the executor's (a stalled EC2 call would hold the shutdown for its
+  // retries). A message received but not yet handed to the log stays in the queue: nothing
+  // deletes it. A NodeClass pass cut short writes no status. A command cut short has no result
+  // in the log, and the next start re-drives it.
+  aws::AbortSignal abort_;
+  // The executor's connection (the AWS lane's worker): launches, terminations, tags,
+  // acknowledgements.
   aws::AwsConnection main_;
   aws::Ec2 ec2_;
-  // Stop ends every poller's AWS calls in flight (a long poll would hold it for up to
-  // poll_wait_seconds). A message received but not yet handed to the log stays in the queue:
-  // nothing deletes it. A NodeClass pass cut short writes no status.
-  aws::AbortSignal abort_;
   std::unique_ptr<aws::AwsConnection> poller_;  // The queue's long polls.
   std::unique_ptr<aws::InterruptionQueue> queue_;
   std::atomic<aws::InterruptionQueue*> queue_ready_{nullptr};  // Set once the URL is known.

@@ -460,13 +460,15 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   } catch (const kube::LeadershipLost& e) {
     spdlog::error("{}: stopping every effect and exiting", e.what());
     shutdown_begins(e.what());
-    lanes.Stop();
+    // The sources first: stopping the AWS side aborts the call an AWS command may be stuck in,
+    // so the lanes then stop after at most the Kubernetes call in progress.
     stop_sources();
+    lanes.Stop();
     return finish(kExitLeadershipLost);
   }
   shutdown_begins(kStopRequested);
-  lanes.Stop();
   stop_sources();
+  lanes.Stop();
   return finish(0);
 }
 

@@ -1146,6 +1146,24 @@ TEST(Lifecycle, RegistrationOwnsTheNodeAndTagsTheInstanceOnce) {
   EXPECT_TRUE(CommandsOf<TagInstance>(after).empty());
 }
 
+// The Node can be folded before its launch's answer: the answer comes back from the AWS
+// adapter's worker, the Node from the informer, and after a restart the re-driven launch's
+// answer comes late. The claim registers, and initializes, when the answer lands, as Karpenter
+// finds a NodeClaim's Node by providerID whenever it reconciles the claim.
+TEST(Lifecycle, NodeSeenBeforeTheLaunchAnswerRegistersWhenItLands) {
+  Folder f;
+  Output out = ProvisionOne(f);
+  const std::string claim = LaunchFor(out);
+  Node node = LaunchedNode(true);
+  EXPECT_TRUE(f.Fold(NodeUpserted{node}).commands.empty());
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kPending);
+  const Output launched = f.Fold(LaunchedFor(out));
+  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, "node-1");
+  EXPECT_EQ(CommandsOf<TagInstance>(launched).size(), 1u);
+  EXPECT_EQ(CommandsOf<PatchNode>(launched).size(), 1u);
+}
+
 // Three pods spread over zones, and one that needs us-east-1b (returned), all pending.
 Pod FoldSpreadAndOneForZoneB(Folder& f) {
   for (int i = 0; i < 3; ++i) {
