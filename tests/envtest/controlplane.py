@@ -140,9 +140,22 @@ def available(scheduler=False, controller_manager=False):
 
 def free_port():
     """A loopback TCP port free at the time of the call."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n):
+    """`n` distinct loopback TCP ports free at the time of the call: each socket stays bound
+    until all are chosen, so two calls in a row cannot hand out the same port."""
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            sockets.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def wait_for(what, probe, timeout_s=STARTUP_TIMEOUT_S, poll_s=POLL_S):
@@ -451,7 +464,7 @@ class ControlPlane:
         with open(self._path("tokens.csv"), "w") as f:
             for name, groups in self.users.items():
                 f.write('%s,%s,%s,"%s"\n' % (self.tokens[name], name, name, ",".join(groups)))
-        self.ports = {"etcd": free_port(), "etcd-peer": free_port(), "apiserver": free_port()}
+        self.ports = dict(zip(("etcd", "etcd-peer", "apiserver"), free_ports(3)))
         self._start_etcd()
         self._start_apiserver()
         self.kubeconfig = self.write_kubeconfig(ADMIN_USER)
