@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Proves the effects lint catches a write API called outside a command executor, planted in a
+# copy of adapters/, stays quiet about the same call in a comment, and fails when a file it
+# lists as pending no longer writes.
+set -u
+root="$1"
+lint="$root/scripts/lint-effects"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+copy() {
+  rm -rf "$work/adapters" && cp -r "$root/adapters" "$work/adapters"
+}
+
+plant() {  # plant KIND CODE: add CODE to a copy of adapters/, expect the lint to name the file.
+  copy
+  printf '%s\n' "$2" >"$work/adapters/controller/planted.cc"
+  out=$(python3 "$lint" "$work" 2>&1)
+  if [ $? -ne 1 ] || ! grep -q "planted.cc:1: $1" <<<"$out"; then
+    echo "NOT CAUGHT ($1): $2"; echo "$out"; failures=$((failures + 1))
+  else
+    echo "caught ($1)"
+  fi
+}
+
+plant 'AWS write' 'void F(aws::Ec2& ec2) { ec2.TerminateInstances({"i-1"}); }'
+plant 'AWS write' 'auto p = iam.EnsureInstanceProfile(name, role, tags);'
+plant 'AWS write' 'queue->Acknowledge(id);'
+plant 'Kubernetes write' 'client.Request("DELETE", path);'
+plant 'Kubernetes write' 'writer.Update(path, "", patch);'
+plant 'Kubernetes write' 'executor.RecordEvent(ref, "Normal", "Reason", "text");'
+
+copy
+printf '%s\n' '// ec2.CreateFleet(request) is what the executor calls.' >"$work/adapters/controller/planted.cc"
+if ! python3 "$lint" "$work" >/dev/null 2>&1; then
+  echo "a comment was taken for a call"; failures=$((failures + 1))
+fi
+
+copy
+: >"$work/adapters/controller/controller.cc"
+out=$(python3 "$lint" "$work" 2>&1)
+if [ $? -ne 1 ] || ! grep -q "controller.cc: listed as writing" <<<"$out"; then
+  echo "a pending file that no longer writes was not reported"; echo "$out"; failures=$((failures + 1))
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures case(s) not caught"
+  exit 1
+fi
+echo "every planted write caught"
