@@ -13,15 +13,11 @@ copy() {
   rm -rf "$work/adapters" && cp -r "$root/adapters" "$work/adapters"
 }
 
+source "$root/tests/lint/expect_caught.sh"
+
 plant() {  # plant KIND CODE: add CODE to a copy of adapters/, expect the lint to name the file.
   copy
-  printf '%s\n' "$2" >"$work/adapters/controller/planted.cc"
-  out=$(python3 "$lint" "$work" 2>&1)
-  if [ $? -ne 1 ] || ! grep -q "planted.cc:1: $1" <<<"$out"; then
-    echo "NOT CAUGHT ($1): $2"; echo "$out"; failures=$((failures + 1))
-  else
-    echo "caught ($1)"
-  fi
+  expect_caught "$1" "$2" "$work/adapters/controller/planted.cc" "planted.cc:1: $1" "$lint" "$work"
 }
 
 plant 'AWS write' 'void F(aws::Ec2& ec2) { ec2.TerminateInstances({"i-1"}); }'

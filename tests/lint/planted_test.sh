@@ -8,15 +8,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
 
+source "$root/tests/lint/expect_caught.sh"
+
 plant() {  # plant NAME CODE: copy reducers/, add CODE, expect the lint to fail naming the file.
   rm -rf "$work/reducers" && cp -r "$root/reducers" "$work/reducers"
-  printf '%s\n' "$2" >"$work/reducers/planted.cc"
-  out=$(python3 "$lint" "$work/reducers" 2>&1)
-  if [ $? -ne 1 ] || ! grep -q "planted.cc:.*$1" <<<"$out"; then
-    echo "NOT CAUGHT ($1): $2"; echo "$out"; failures=$((failures + 1))
-  else
-    echo "caught ($1)"
-  fi
+  expect_caught "$1" "$2" "$work/reducers/planted.cc" "planted.cc:.*$1" "$lint" "$work/reducers"
 }
 
 plant clock 'long Now() { return std::chrono::system_clock::now().time_since_epoch().count(); }'

@@ -1,0 +1,15 @@
+# Sourced by the lints' planted-violation tests (they set `failures`).
+# expect_caught WHAT CODE FILE PATTERN LINT [ARG...]: writes CODE to FILE, runs the Python lint
+# LINT with its arguments, and counts a failure unless it exits 1 with PATTERN in its output.
+expect_caught() {
+  local what="$1" code="$2" file="$3" pattern="$4"
+  shift 4
+  printf '%s\n' "$code" >"$file"
+  local out
+  out=$(python3 "$@" 2>&1)
+  if [ $? -ne 1 ] || ! grep -q "$pattern" <<<"$out"; then
+    echo "NOT CAUGHT ($what): $code"; echo "$out"; failures=$((failures + 1))
+  else
+    echo "caught ($what)"
+  fi
+}
