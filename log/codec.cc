@@ -540,6 +540,7 @@ void Put(s::NodeClass::Builder b, const NodeClass& c) {
   PutTexts(b.initArchs(c.archs.size()), c.archs);
   b.setUserData(T(c.user_data));
   Put(b.initTags(c.tags.size()), c.tags);
+  b.setFinalizer(c.finalizer);
 }
 NodeClass Get(s::NodeClass::Reader r) {
   auto narrow = [](std::optional<std::int64_t> v) -> std::optional<std::int32_t> {
@@ -558,7 +559,8 @@ NodeClass Get(s::NodeClass::Reader r) {
           GetTexts(r.getZones()),
           GetTexts(r.getArchs()),
           S(r.getUserData()),
-          GetLabels(r.getTags())};
+          GetLabels(r.getTags()),
+          r.getFinalizer()};
 }
 
 void Put(s::NodeClassResolution::Builder b, const NodeClassResolution& v) {
@@ -1194,6 +1196,33 @@ void Put(s::Command::Builder b, const Command& c) {
                    g.setNodeClass(T(x.nodeclass));
                    Put(g.initResolution(), x.resolution);
                  },
+                 [&](const SetNodeClassFinalizer& x) {
+                   auto g = b.initSetNodeClassFinalizer();
+                   g.setNodeClass(T(x.nodeclass));
+                   g.setPresent(x.present);
+                 },
+                 [&](const EnsureInstanceProfile& x) {
+                   auto g = b.initEnsureInstanceProfile();
+                   g.setNodeClass(T(x.nodeclass));
+                   g.setRole(T(x.role));
+                   g.setClusterName(T(x.cluster_name));
+                 },
+                 [&](const DeleteNodeClassResources& x) {
+                   auto g = b.initDeleteNodeClassResources();
+                   g.setNodeClass(T(x.nodeclass));
+                   g.setClusterName(T(x.cluster_name));
+                   g.setInstanceProfile(x.instance_profile);
+                 },
+                 [&](const RecordKubeEvent& x) {
+                   auto g = b.initRecordKubeEvent();
+                   g.setApiVersion(T(x.object.api_version));
+                   g.setKind(T(x.object.kind));
+                   g.setNamespace(T(x.object.ns));
+                   g.setName(T(x.object.name));
+                   g.setType(T(x.type));
+                   g.setReason(T(x.reason));
+                   g.setMessage(T(x.message));
+                 },
                  [&](const PatchNodeClaimStatus& x) {
                    auto g = b.initPatchNodeClaimStatus();
                    g.setNodeClaim(T(x.nodeclaim));
@@ -1272,6 +1301,31 @@ Command Get(s::Command::Reader r) {
     case s::Command::PATCH_NODE_CLASS_STATUS: {
       auto g = r.getPatchNodeClassStatus();
       c.body = PatchNodeClassStatus{S(g.getNodeClass()), Get(g.getResolution())};
+      return c;
+    }
+    case s::Command::SET_NODE_CLASS_FINALIZER: {
+      auto g = r.getSetNodeClassFinalizer();
+      c.body = SetNodeClassFinalizer{S(g.getNodeClass()), g.getPresent()};
+      return c;
+    }
+    case s::Command::ENSURE_INSTANCE_PROFILE: {
+      auto g = r.getEnsureInstanceProfile();
+      c.body = EnsureInstanceProfile{S(g.getNodeClass()), S(g.getRole()), S(g.getClusterName())};
+      return c;
+    }
+    case s::Command::DELETE_NODE_CLASS_RESOURCES: {
+      auto g = r.getDeleteNodeClassResources();
+      c.body = DeleteNodeClassResources{S(g.getNodeClass()), S(g.getClusterName()),
+                                        g.getInstanceProfile()};
+      return c;
+    }
+    case s::Command::RECORD_KUBE_EVENT: {
+      auto g = r.getRecordKubeEvent();
+      c.body = RecordKubeEvent{
+          {S(g.getApiVersion()), S(g.getKind()), S(g.getNamespace()), S(g.getName())},
+          S(g.getType()),
+          S(g.getReason()),
+          S(g.getMessage())};
       return c;
     }
     case s::Command::PATCH_NODE_CLAIM_STATUS: {
@@ -1588,6 +1642,16 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
            [](auto item) { return item.initStatus(); });
   PutNamed(b.initNodeClassResolutions(state.nodeclass_resolutions.size()),
            state.nodeclass_resolutions, [](auto item) { return item.initResolution(); });
+  {
+    auto terminations = b.initNodeClassTerminations(state.nodeclass_terminations.size());
+    unsigned i = 0;
+    for (const auto& [name, t] : state.nodeclass_terminations) {
+      terminations[i].setName(T(name));
+      terminations[i].setWaitingMessage(T(t.waiting_message));
+      terminations[i].setWaitingAtNs(t.waiting_at.value);
+      terminations[i++].setRetryAtNs(t.retry_at.value);
+    }
+  }
   b.setLastInstanceListingNs(state.last_instance_listing.value);
   std::map<std::string, std::int64_t> healthy(state.registration_healthy.begin(),
                                               state.registration_healthy.end());
@@ -1698,6 +1762,10 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
   for (auto p : r.getNodeClassResolutions()) {
     state.nodeclass_resolutions[S(p.getName())] = Get(p.getResolution());
   }
+  for (auto t : r.getNodeClassTerminations()) {
+    state.nodeclass_terminations[S(t.getName())] = {
+        S(t.getWaitingMessage()), Nanos{t.getWaitingAtNs()}, Nanos{t.getRetryAtNs()}};
+  }
   for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
     state.registration_healthy[pool] = healthy != 0;
   }
@@ -1782,7 +1850,11 @@ std::string CommandKind(const Command& command) {
                                     "PatchNodeClaimStatus",
                                     "DeleteQueueMessage",
                                     "TagInstance",
-                                    "PatchNodeClassStatus"};
+                                    "PatchNodeClassStatus",
+                                    "SetNodeClassFinalizer",
+                                    "EnsureInstanceProfile",
+                                    "DeleteNodeClassResources",
+                                    "RecordKubeEvent"};
   static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
   return kNames[command.body.index()];
 }

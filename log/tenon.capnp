@@ -226,6 +226,7 @@ struct NodeClass {
   archs @11 :List(Text);
   userData @12 :Text;
   tags @13 :List(KeyValue);
+  finalizer @14 :Bool;
 }
 
 struct NodeClassResolution {
@@ -540,6 +541,29 @@ struct Command {
       nodeClass @43 :Text;
       resolution @44 :NodeClassResolution;
     }
+    setNodeClassFinalizer :group {
+      nodeClass @46 :Text;
+      present @47 :Bool;
+    }
+    ensureInstanceProfile :group {
+      nodeClass @48 :Text;
+      role @49 :Text;
+      clusterName @50 :Text;
+    }
+    deleteNodeClassResources :group {
+      nodeClass @51 :Text;
+      clusterName @52 :Text;
+      instanceProfile @53 :Bool;
+    }
+    recordKubeEvent :group {
+      apiVersion @54 :Text;
+      kind @55 :Text;
+      namespace @56 :Text;
+      name @57 :Text;
+      type @58 :Text;
+      reason @59 :Text;
+      message @60 :Text;
+    }
   }
 }
 
@@ -560,6 +584,13 @@ struct NamedNodePoolStatus {
 struct NamedNodeClassResolution {
   name @0 :Text;
   resolution @1 :NodeClassResolution;
+}
+
+struct NamedNodeClassTermination {
+  name @0 :Text;
+  waitingMessage @1 :Text;
+  waitingAtNs @2 :Int64;
+  retryAtNs @3 :Int64;
 }
 
 struct OfferingChoice {
@@ -722,4 +753,5 @@ struct Snapshot {
   consolidationRecheckAtNs @44 :Int64;
   relaunches @45 :List(Command);
   nodeClassResolutions @46 :List(NamedNodeClassResolution);
+  nodeClassTerminations @47 :List(NamedNodeClassTermination);
 }

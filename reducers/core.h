@@ -272,6 +272,16 @@ struct ReplacementWait {
 
 using Catalog = std::map<std::string, CatalogEntry>;
 
+// A deleted EC2NodeClass whose finalizer the core still holds: the WaitingOnNodeClaimTermination
+// Event last recorded (repeated when its message changes and every 10 minutes), and when the
+// cleanup may be tried again after a failure.
+struct NodeClassTermination {
+  std::string waiting_message;
+  Nanos waiting_at{0};
+  Nanos retry_at{0};
+  friend bool operator==(const NodeClassTermination&, const NodeClassTermination&) = default;
+};
+
 struct State {
   Seq last_seq{0};
   Nanos now{0};
@@ -302,6 +312,8 @@ struct State {
   std::map<std::string, Nanos> unavailable_offerings;
   // Each EC2NodeClass's latest NodeClassResolved, by name: what its status is written from.
   std::map<std::string, NodeClassResolution> nodeclass_resolutions;
+  // Deleted EC2NodeClasses waiting on their NodeClaims or their cleanup, by name.
+  std::map<std::string, NodeClassTermination> nodeclass_terminations;
   // NodePool status as last published (PatchNodePoolStatus), by pool name.
   std::map<std::string, NodePoolStatus> nodepool_status;
   // NodeRegistrationHealthy per pool: false after a registration timeout, true once a claim
@@ -351,6 +363,10 @@ struct State {
 
 // Folds one event. `seq` is the event's sequence number in the log.
 Output Step(State& state, Seq seq, const Event& event);
+
+// The Kubernetes Events for what `output` decided (Karpenter's reasons and messages); `state` is
+// the state after the fold that produced it. Step issues them as RecordKubeEvent commands.
+std::vector<RecordKubeEvent> KubeEventsFor(const Output& output, const State& state);
 
 // A 64-bit hash of the whole state, stable across runs, machines and builds.
 std::uint64_t StateHash(const State& state);

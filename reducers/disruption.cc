@@ -1410,8 +1410,9 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
       }
       break;
     case InterruptionKind::kSpotInterruption:
-      state.unavailable_offerings[OfferingKey(claim->instance_type, claim->zone,
-                                              claim->capacity_type)] =
+      // As Karpenter's interruption controller: the type's spot offering in the zone is out of
+      // capacity (whatever the claim says it runs as; only spot is interrupted).
+      state.unavailable_offerings[OfferingKey(claim->instance_type, claim->zone, kCapacitySpot)] =
           state.now + kUnavailableOfferingTtl;
       break;
     case InterruptionKind::kScheduledChange:

@@ -236,6 +236,7 @@ void H(Hasher& h, const NodeClass& c) {
   if (c.terminating) H(h, c.terminating);  // Added later: hashed only when set.
   if (!c.zones.empty() || !c.archs.empty()) All(h, c.zones, c.archs);
   if (!c.user_data.empty() || !c.tags.empty()) All(h, c.user_data, c.tags);
+  if (c.finalizer) All(h, std::string_view("finalizer"), c.finalizer);
 }
 void H(Hasher& h, const Offering& o) {
   All(h, o.zone, o.capacity_type, o.price, o.available);
@@ -316,6 +317,22 @@ void H(Hasher& h, const TagInstance& c) {
 void H(Hasher& h, const PatchNodeClassStatus& c) {
   All(h, c.nodeclass, c.resolution);
 }
+void H(Hasher& h, const SetNodeClassFinalizer& c) {
+  All(h, c.nodeclass, c.present);
+}
+void H(Hasher& h, const EnsureInstanceProfile& c) {
+  All(h, c.nodeclass, c.role, c.cluster_name);
+}
+void H(Hasher& h, const DeleteNodeClassResources& c) {
+  All(h, c.nodeclass, c.cluster_name, c.instance_profile);
+}
+void H(Hasher& h, const RecordKubeEvent& c) {
+  All(h, c.object.api_version, c.object.kind, c.object.ns, c.object.name, c.type, c.reason,
+      c.message);
+}
+void H(Hasher& h, const NodeClassTermination& t) {
+  All(h, t.waiting_message, t.waiting_at, t.retry_at);
+}
 void H(Hasher& h, const PatchNodeClaimStatus& c) {
   All(h, c.nodeclaim, c.condition, c.status, c.reason, c.provider_id, c.node_name, c.labels,
       c.image_id, c.capacity, c.allocatable);
@@ -363,6 +380,9 @@ std::uint64_t StateHash(const State& s) {
   if (s.consolidation_recheck_at.value != 0) All(h, s.consolidation_recheck_at);
   if (!s.nodeclass_resolutions.empty()) {
     All(h, std::string_view("nodeclass_resolutions"), s.nodeclass_resolutions);
+  }
+  if (!s.nodeclass_terminations.empty()) {
+    All(h, std::string_view("nodeclass_terminations"), s.nodeclass_terminations);
   }
   return h.Digest();
 }

@@ -111,6 +111,18 @@ inline std::int64_t EvictionCost(const Pod& pod) {
 // Command and decision construction with the state's deterministic counters.
 Command& Issue(State& state, Seq cause, CommandBody body, Output& out);
 Decision& Decide(State& state, Seq cause, DecisionBody body, Output& out);
+// A Kubernetes Event, best effort: a command that is not waited on (not in flight) and is not
+// sent again after a restart (nodeclass.cc).
+void Announce(State& state, Seq cause, RecordKubeEvent event, Output& out);
+
+// The EC2NodeClass's lifecycle (nodeclass.cc): its finalizer and instance profile, and the
+// termination of a deleted one. Reconciled when it or its resolution changes, and on each
+// tick while a deletion waits.
+void ReconcileNodeClass(State& state, Seq seq, const std::string& name, Output& out);
+void AdvanceNodeClassTerminations(State& state, Seq seq, Output& out);
+// The result of an EC2NodeClass command (it leaves the in-flight set); false when the
+// command `id` is not one.
+bool OnNodeClassResult(State& state, Seq seq, CommandId id, bool succeeded, Output& out);
 
 inline std::string Join(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;

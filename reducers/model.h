@@ -199,6 +199,8 @@ inline constexpr const char* kNodeClaim = "karpenter.sh/nodeclaim";
 inline constexpr const char* kUnregisteredTaint = "karpenter.sh/unregistered";
 inline constexpr const char* kDisruptedTaint = "karpenter.sh/disrupted";
 inline constexpr const char* kTerminationFinalizer = "karpenter.sh/termination";
+// An EC2NodeClass's: its deletion waits for its NodeClaims and its AWS resources.
+inline constexpr const char* kNodeClassFinalizer = "karpenter.k8s.aws/termination";
 inline constexpr const char* kDoNotDisrupt = "karpenter.sh/do-not-disrupt";  // Pod/Node annotation.
 // Instance tags, as Karpenter's: the cluster's name, and the Node's name once it registers.
 inline constexpr const char* kEksClusterName = "eks:eks-cluster-name";
@@ -485,6 +487,12 @@ struct ResolvedSecurityGroup {
   std::string name;
   friend bool operator==(const ResolvedSecurityGroup&, const ResolvedSecurityGroup&) = default;
 };
+// The reasons of a resolution that did not resolve, as Karpenter names them.
+inline constexpr char kAmiNotFound[] = "AMINotFound";
+inline constexpr char kSubnetsNotFound[] = "SubnetsNotFound";
+inline constexpr char kSecurityGroupsNotFound[] = "SecurityGroupsNotFound";
+inline constexpr char kInstanceProfileNotFound[] = "InstanceProfileNotFound";
+inline constexpr char kInvalidSpec[] = "InvalidSpec";
 struct NodeClassResolution {
   std::vector<ResolvedAmi> amis;  // Sorted by id, as each list.
   std::vector<ResolvedSubnet> subnets;
@@ -520,6 +528,10 @@ struct NodeClass {
   // own by the AWS adapter) and spec.tags (on the launch template, its instances and volumes).
   std::string user_data;
   Labels tags;
+  // karpenter.k8s.aws/termination is among its finalizers: its deletion waits for the core to
+  // let it go (SetNodeClassFinalizer) once no NodeClaim uses it and what tenon made for it in
+  // AWS is deleted.
+  bool finalizer = false;
   friend bool operator==(const NodeClass&, const NodeClass&) = default;
 };
 
@@ -1035,10 +1047,59 @@ struct PatchNodeClassStatus {
   friend bool operator==(const PatchNodeClassStatus&, const PatchNodeClassStatus&) = default;
 };
 
+// Adds karpenter.k8s.aws/termination to an EC2NodeClass (present), or removes it, letting a
+// deleted EC2NodeClass go.
+struct SetNodeClassFinalizer {
+  std::string nodeclass;
+  bool present = true;
+  friend bool operator==(const SetNodeClassFinalizer&, const SetNodeClassFinalizer&) = default;
+};
+
+// The instance profile for an EC2NodeClass's spec.role, named after the cluster and the
+// EC2NodeClass (the AWS adapter derives the name and the owner tags from the two): created when
+// missing, with the role as its only role.
+struct EnsureInstanceProfile {
+  std::string nodeclass;
+  std::string role;
+  std::string cluster_name;
+  friend bool operator==(const EnsureInstanceProfile&, const EnsureInstanceProfile&) = default;
+};
+
+// What tenon made in AWS for a deleted EC2NodeClass: its launch templates, and the instance
+// profile it made for spec.role (instance_profile; one named in spec.instanceProfile is the
+// user's and stays).
+struct DeleteNodeClassResources {
+  std::string nodeclass;
+  std::string cluster_name;
+  bool instance_profile = false;
+  friend bool operator==(const DeleteNodeClassResources&,
+                         const DeleteNodeClassResources&) = default;
+};
+
+// The Kubernetes object an Event is about.
+struct KubeObjectRef {
+  std::string api_version;
+  std::string kind;
+  std::string ns;  // Empty for cluster-scoped objects.
+  std::string name;
+  friend bool operator==(const KubeObjectRef&, const KubeObjectRef&) = default;
+};
+
+// A Kubernetes Event, as Karpenter records it. Best effort, as client-go's recorder is: no
+// result comes back and it is not sent again after a restart.
+struct RecordKubeEvent {
+  KubeObjectRef object;
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string message;
+  friend bool operator==(const RecordKubeEvent&, const RecordKubeEvent&) = default;
+};
+
 using CommandBody =
     std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode, EvictPod, DeletePod,
                  TerminateInstance, RemoveFinalizer, PatchNodePoolStatus, PatchNodeClaimStatus,
-                 DeleteQueueMessage, TagInstance, PatchNodeClassStatus>;
+                 DeleteQueueMessage, TagInstance, PatchNodeClassStatus, SetNodeClassFinalizer,
+                 EnsureInstanceProfile, DeleteNodeClassResources, RecordKubeEvent>;
 
 struct Command {
   CommandId id{0};

@@ -27,6 +27,7 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   const std::vector<NodeClaim*> expired = AdvanceLifecycle(state, seq, out);
   if (out.size() != before) ++state.cluster_generation;
   if (state.watches_synced) AdvanceDisruption(state, seq, expired, out);
+  AdvanceNodeClassTerminations(state, seq, out);
 }
 
 void OnStarted(State& state, const ControllerStarted& started) {
@@ -61,6 +62,14 @@ Node WithoutLifecycleLabels(const Node& node) {
   return out;
 }
 
+// An EC2NodeClass seen again with nothing changed but its finalizer (the echo of the core's
+// own SetNodeClassFinalizer): nothing a pod or a consolidation could be waiting for.
+bool OnlyFinalizerChanged(const NodeClass& before, const NodeClass& after) {
+  NodeClass same = before;
+  same.finalizer = after.finalizer;
+  return same == after;
+}
+
 // Whether folding `event` could change what consolidation finds: as Karpenter's
 // MarkUnconsolidated, anything that may turn a cluster with nothing to consolidate into one
 // with something. Ticks count through what they do (AdvanceDisruption), a pod only when it
@@ -87,9 +96,17 @@ bool ChangesCluster(const State& state, const Event& event) {
          std::holds_alternative<DeleteQueueMessage>(it->second.body) ||
          std::holds_alternative<TagInstance>(it->second.body) ||
          std::holds_alternative<PatchNodeClassStatus>(it->second.body) ||
+         std::holds_alternative<SetNodeClassFinalizer>(it->second.body) ||
+         std::holds_alternative<EnsureInstanceProfile>(it->second.body) ||
+         std::holds_alternative<DeleteNodeClassResources>(it->second.body) ||
          std::holds_alternative<PatchNode>(it->second.body))) {
       return false;
     }
+  }
+  if (const auto* upserted = std::get_if<NodeClassUpserted>(&event)) {
+    auto known = state.nodeclasses.find(upserted->nodeclass.name);
+    return known == state.nodeclasses.end() ||
+           !OnlyFinalizerChanged(known->second, upserted->nodeclass);
   }
   if (const auto* upserted = std::get_if<NodeUpserted>(&event)) {
     auto known = state.nodes.find(upserted->node.name);
@@ -155,6 +172,7 @@ void OnNodeClassResolved(State& state, Seq seq, const NodeClassResolved& event, 
   const bool changed = added || StatusPart(it->second) != StatusPart(event.resolution);
   it->second = event.resolution;
   if (changed) Issue(state, seq, PatchNodeClassStatus{event.nodeclass, event.resolution}, out);
+  ReconcileNodeClass(state, seq, event.nodeclass, out);
 }
 
 // Input that could not be read is kept in the log for audit; a queue message it came in is
@@ -204,12 +222,15 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const NodeClassUpserted& e) {
             NodeClass& slot = state.nodeclasses[e.nodeclass.name];
             if (slot == e.nodeclass) return;
+            const bool finalizer_only = OnlyFinalizerChanged(slot, e.nodeclass);
             slot = e.nodeclass;
-            ReconsiderPendingPods(state);
+            if (!finalizer_only) ReconsiderPendingPods(state);
+            ReconcileNodeClass(state, seq, e.nodeclass.name, out);
           },
           [&](const NodeClassDeleted& e) {
             state.nodeclasses.erase(e.name);
             state.nodeclass_resolutions.erase(e.name);
+            state.nodeclass_terminations.erase(e.name);
           },
           [&](const PodUpserted& e) { OnPodUpserted(state, e.pod); },
           [&](const PodDeleted& e) { ForgetPod(state, e.ns, e.name); },
@@ -232,6 +253,7 @@ Output Step(State& state, Seq seq, const Event& event) {
             OnFleetFailed(state, seq, e, launch, out);
           },
           [&](const CommandSucceeded& e) {
+            if (OnNodeClassResult(state, seq, e.command, true, out)) return;
             const std::size_t claims = state.nodeclaims.size();
             OnTerminationResult(state, seq, e.command, std::nullopt, out);
             std::optional<PatchNode> patched;
@@ -245,6 +267,7 @@ Output Step(State& state, Seq seq, const Event& event) {
             if (state.nodeclaims.size() < claims) ReconsiderPendingPods(state);
           },
           [&](const CommandFailed& e) {
+            if (OnNodeClassResult(state, seq, e.command, false, out)) return;
             if (!OnTerminationResult(state, seq, e.command, e.code, out)) {
               OnCommandFailed(state, seq, e, out);
             }
@@ -282,6 +305,10 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const NodeClassResolved& e) { OnNodeClassResolved(state, seq, e, out); },
       },
       event);
+  // Karpenter's Events for what this fold decided (reducers/events.cc).
+  if (!out.decisions.empty()) {
+    for (RecordKubeEvent& e : KubeEventsFor(out, state)) Announce(state, seq, std::move(e), out);
+  }
   return out;
 }
 

@@ -44,7 +44,9 @@ bool AwsExecutor::Owns(const Command& command) {
   return std::holds_alternative<LaunchInstances>(command.body) ||
          std::holds_alternative<TerminateInstance>(command.body) ||
          std::holds_alternative<DeleteQueueMessage>(command.body) ||
-         std::holds_alternative<TagInstance>(command.body);
+         std::holds_alternative<TagInstance>(command.body) ||
+         std::holds_alternative<EnsureInstanceProfile>(command.body) ||
+         std::holds_alternative<DeleteNodeClassResources>(command.body);
 }
 
 std::vector<Event> AwsExecutor::Execute(const Command& command) {
@@ -56,6 +58,12 @@ std::vector<Event> AwsExecutor::Execute(const Command& command) {
   if (const auto* ack = std::get_if<DeleteQueueMessage>(&command.body))
     return Acknowledge(command, *ack);
   if (const auto* tag = std::get_if<TagInstance>(&command.body)) return Tag(command, *tag);
+  if (const auto* ensure = std::get_if<EnsureInstanceProfile>(&command.body)) {
+    return Profile(command, *ensure);
+  }
+  if (const auto* cleanup = std::get_if<DeleteNodeClassResources>(&command.body)) {
+    return Cleanup(command, *cleanup);
+  }
   return {};
 }
 
@@ -197,6 +205,62 @@ std::vector<Event> AwsExecutor::Tag(const Command& command, const TagInstance& t
   Result<Unit> tagged = ec2_.CreateTags({tag.instance_id}, missing);
   if (!tagged.ok()) return {CommandFailed{command.id, tagged.error.code, tagged.error.message}};
   spdlog::info("aws: tagged {} of {} ({} tag(s))", tag.instance_id, tag.nodeclaim, missing.size());
+  return {CommandSucceeded{command.id}};
+}
+
+std::vector<Event> AwsExecutor::Profile(const Command& command,
+                                        const EnsureInstanceProfile& ensure) {
+  if (iam_ == nullptr) return {CommandFailed{command.id, ErrorCode::kInvalid, "no IAM client"}};
+  const std::string name = InstanceProfileName(ensure.cluster_name, ensure.nodeclass);
+  const Result<InstanceProfile> profile = iam_->EnsureInstanceProfile(
+      name, ensure.role, NodeClassOwnerTags(ensure.cluster_name, ensure.nodeclass));
+  if (!profile.ok()) {
+    return {CommandFailed{command.id, profile.error.code,
+                          "instance profile " + name + " for role " + ensure.role + ": " +
+                              profile.error.aws_code + ": " + profile.error.message}};
+  }
+  spdlog::info("aws: instance profile {} holds role {} (EC2NodeClass {})", name, ensure.role,
+               ensure.nodeclass);
+  return {CommandSucceeded{command.id}};
+}
+
+std::vector<Event> AwsExecutor::Cleanup(const Command& command,
+                                        const DeleteNodeClassResources& cleanup) {
+  const std::string& nodeclass = cleanup.nodeclass;
+  std::string profile_done = "no instance profile of its own";
+  if (cleanup.instance_profile) {
+    if (iam_ == nullptr) return {CommandFailed{command.id, ErrorCode::kInvalid, "no IAM client"}};
+    const std::string profile = InstanceProfileName(cleanup.cluster_name, nodeclass);
+    const auto removed =
+        iam_->DeleteInstanceProfile(profile, NodeClassOwnerTags(cleanup.cluster_name, nodeclass));
+    if (!removed.ok()) {
+      return {CommandFailed{command.id, removed.error.code,
+                            "deleting the instance profile " + profile + ": " +
+                                removed.error.aws_code + ": " + removed.error.message}};
+    }
+    switch (*removed.value) {
+      case ProfileRemoval::kDeleted:
+        profile_done = "instance profile " + profile + " deleted";
+        break;
+      case ProfileRemoval::kAbsent:
+        profile_done = "instance profile " + profile + " already gone";
+        break;
+      case ProfileRemoval::kNotOwned:
+        profile_done = "instance profile " + profile + " left (not tagged as tenon's)";
+        break;
+    }
+  }
+  const auto templates = DeleteNodeClassLaunchTemplates(ec2_, cleanup.cluster_name, nodeclass);
+  if (!templates.ok()) {
+    return {CommandFailed{command.id, templates.error.code,
+                          "deleting its launch templates: " + templates.error.aws_code + ": " +
+                              templates.error.message}};
+  }
+  if (known_ != nullptr) {
+    for (const std::string& t : *templates.value) known_->erase(t);
+  }
+  spdlog::info("aws: EC2NodeClass {} cleaned up: {}, {} launch template(s) deleted", nodeclass,
+               profile_done, templates.value->size());
   return {CommandSucceeded{command.id}};
 }
 

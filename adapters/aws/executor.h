@@ -1,7 +1,9 @@
-// The AWS side of the runtime's Executor. It owns exactly four commands: LaunchInstances
-// (CreateFleet), TerminateInstance (TerminateInstances), TagInstance (CreateTags) and
-// DeleteQueueMessage (SQS DeleteMessage). Every other command belongs to the Kubernetes adapter:
-// RoutingExecutor sends each command to the one that owns it, so no command is silently dropped.
+// The AWS side of the runtime's Executor. It owns the commands that act in AWS:
+// LaunchInstances (CreateFleet), TerminateInstance (TerminateInstances), TagInstance
+// (CreateTags), DeleteQueueMessage (SQS DeleteMessage), EnsureInstanceProfile and
+// DeleteNodeClassResources (IAM, launch templates). Every other command belongs to the Kubernetes
+// adapter: RoutingExecutor sends each command to the one that owns it, so no command is silently
+// dropped.
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "adapters/aws/ec2.h"
+#include "adapters/aws/iam.h"
 #include "adapters/aws/sqs.h"
 #include "adapters/runtime/runtime.h"
 
@@ -53,9 +56,11 @@ RenderedLaunch RenderLaunch(const LaunchInstances& launch);
 
 class AwsExecutor : public runtime::Executor {
  public:
-  // `known` (optional) remembers the launch templates made or found, across launches.
-  AwsExecutor(Ec2& ec2, InterruptionQueue* queue, KnownTemplates* known = nullptr)
-      : ec2_(ec2), queue_(queue), known_(known) {}
+  // `known` (optional) remembers the launch templates made or found, across launches; `iam`
+  // (optional) makes and deletes the EC2NodeClasses' instance profiles.
+  AwsExecutor(Ec2& ec2, InterruptionQueue* queue, KnownTemplates* known = nullptr,
+              Iam* iam = nullptr)
+      : ec2_(ec2), queue_(queue), known_(known), iam_(iam) {}
 
   static bool Owns(const Command& command);
   // Commands it does not own produce no events.
@@ -66,10 +71,13 @@ class AwsExecutor : public runtime::Executor {
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
   std::vector<Event> Acknowledge(const Command& command, const DeleteQueueMessage& ack);
   std::vector<Event> Tag(const Command& command, const TagInstance& tag);
+  std::vector<Event> Profile(const Command& command, const EnsureInstanceProfile& ensure);
+  std::vector<Event> Cleanup(const Command& command, const DeleteNodeClassResources& cleanup);
 
   Ec2& ec2_;
   InterruptionQueue* queue_;  // Null: no interruption queue configured.
   KnownTemplates* known_;
+  Iam* iam_;  // Null: no IAM client.
 };
 
 // Sends AwsExecutor::Owns commands to `aws`, the rest to `other`.

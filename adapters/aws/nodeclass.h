@@ -53,12 +53,7 @@ struct NodeClassResolutionResult {
   }
 };
 
-// Condition reasons of a resolution that found nothing.
-inline constexpr char kAmiNotFound[] = "AMINotFound";
-inline constexpr char kSubnetsNotFound[] = "SubnetsNotFound";
-inline constexpr char kSecurityGroupsNotFound[] = "SecurityGroupsNotFound";
-inline constexpr char kInstanceProfileNotFound[] = "InstanceProfileNotFound";
-inline constexpr char kInvalidSpec[] = "InvalidSpec";
+// The condition reasons of a resolution that found nothing are the model's (kAmiNotFound...).
 
 // Resolves `terms` for `nodeclass`: aliases through SSM for both architectures (an
 // architecture the alias has no parameter for is skipped), other AMI terms through

@@ -10,14 +10,15 @@ CloudSource::CloudSource(CloudOptions options, kube::Client& kube, std::function
       kube_(kube),
       may_act_(std::move(may_act)),
       main_(options_.aws, aws::ProcessEnv(), {.abort = &abort_}),
-      ec2_(main_.client()) {
+      ec2_(main_.client()),
+      iam_(main_.client()) {
   if (!options_.interruption_queue.empty() && !options_.read_only) {
     aws::TransportOptions poll;
     poll.total_timeout_ms = (options_.poll_wait_seconds + 10) * 1000;
     poll.abort = &abort_;
     poller_ = std::make_unique<aws::AwsConnection>(options_.aws, aws::ProcessEnv(), poll);
   }
-  executor_ = std::make_unique<aws::AwsExecutor>(ec2_, nullptr, &templates_);
+  executor_ = std::make_unique<aws::AwsExecutor>(ec2_, nullptr, &templates_, &iam_);
 }
 
 CloudSource::~CloudSource() {
@@ -26,7 +27,14 @@ CloudSource::~CloudSource() {
 
 std::vector<Event> CloudSource::Execute(const Command& command) {
   const auto* ack = std::get_if<DeleteQueueMessage>(&command.body);
-  if (ack == nullptr) return executor_->Execute(command);
+  if (ack == nullptr) {
+    std::vector<Event> results = executor_->Execute(command);
+    if (std::holds_alternative<EnsureInstanceProfile>(command.body) && !results.empty() &&
+        std::holds_alternative<CommandSucceeded>(results.front())) {
+      PokeNodeClasses();
+    }
+    return results;
+  }
   aws::InterruptionQueue* queue = queue_ready_.load();
   if (queue == nullptr) {
     return {CommandFailed{command.id, ErrorCode::kTransient,

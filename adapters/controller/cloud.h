@@ -11,9 +11,9 @@
 //                changes): AMIs, subnets, security groups, the instance profile ->
 //                NodeClassResolved, from which the core writes the status and its Ready
 //                condition (PatchNodeClassStatus); the informer brings the status back.
-//                Each gets the finalizer karpenter.k8s.aws/termination; once one is deleted and
-//                no NodeClaim uses it any more, the launch templates and the instance profile
-//                tenon made for it are deleted and the finalizer removed
+//                It only reads: the finalizer, a missing instance profile and the cleanup of a
+//                deleted EC2NodeClass are the core's commands (SetNodeClassFinalizer,
+//                EnsureInstanceProfile, DeleteNodeClassResources)
 //
 // Each thread owns its AWS connection (the HTTP pieces are not thread-safe). The executor runs
 // on the controller's thread with a connection of its own; a launch carries all it needs
@@ -71,10 +71,6 @@ struct CloudOptions {
 // What NodeClassResolved carries for a resolution, or the reason it failed (pure).
 NodeClassResolution ResolutionFor(const aws::NodeClassResolutionResult& resolved,
                                   const std::string& instance_profile);
-// The finalizer that holds a deleted EC2NodeClass until what tenon made for it is gone.
-inline constexpr char kNodeClassFinalizer[] = "karpenter.k8s.aws/termination";
-// Karpenter's rendering of names in an Event: "a, b, c, d, e and 2 other(s)" (pure).
-std::string PrettyNames(const std::vector<std::string>& names, std::size_t shown = 5);
 
 // "v1.31.2-eks-1234" -> "1.31"; empty when it is not a version.
 std::string MinorVersion(const std::string& git_version);
@@ -92,7 +88,8 @@ class CloudSource : public runtime::Executor {
   std::vector<Event> Drain();
   // Resolve the NodeClasses again now (one changed).
   void PokeNodeClasses();
-  // The cloud's commands: launches, terminations (AwsExecutor) and queue message deletions.
+  // The cloud's commands (AwsExecutor's) and queue message deletions. A profile made for an
+  // EC2NodeClass has it resolved again at once.
   std::vector<Event> Execute(const Command& command) override;
 
   // For tests and metrics.
@@ -106,14 +103,7 @@ class CloudSource : public runtime::Executor {
   void InterruptionLoop();
   void GarbageLoop();
   void NodeClassLoop();
-  void ResolveAll(aws::AwsConnection& connection, kube::KubeExecutor& writer);
-  // The termination of a deleted EC2NodeClass (`object` is its JSON): waits while NodeClaims
-  // use it, then deletes its launch templates and instance profile and drops the finalizer.
-  void FinalizeNodeClass(const nlohmann::json& object, aws::AwsConnection& connection,
-                         kube::KubeExecutor& writer);
-  // The names of the NodeClaims whose spec.nodeClassRef names `nodeclass`; nullopt when they
-  // could not be listed.
-  std::optional<std::vector<std::string>> NodeClaimsUsing(const std::string& nodeclass);
+  void ResolveAll(aws::AwsConnection& connection);
   std::string KubernetesVersion();
 
   CloudOptions options_;
@@ -127,20 +117,17 @@ class CloudSource : public runtime::Executor {
   // in the log, and the next start re-drives it.
   aws::AbortSignal abort_;
   // The executor's connection (the AWS lane's worker): launches, terminations, tags,
-  // acknowledgements.
+  // acknowledgements, instance profiles.
   aws::AwsConnection main_;
   aws::Ec2 ec2_;
+  aws::Iam iam_;
   std::unique_ptr<aws::AwsConnection> poller_;  // The queue's long polls.
   std::unique_ptr<aws::InterruptionQueue> queue_;
   std::atomic<aws::InterruptionQueue*> queue_ready_{nullptr};  // Set once the URL is known.
   std::unique_ptr<aws::AwsExecutor> executor_;
-  // Launch templates known to exist: filled by launches on the executor's thread, emptied of
-  // those deleted with their EC2NodeClass on the NodeClass thread.
+  // Launch templates known to exist: filled by launches, emptied of those deleted with their
+  // EC2NodeClass.
   aws::KnownTemplates templates_;
-  // NodeClass thread only: per deleted EC2NodeClass, the NodeClaims last reported as holding
-  // it and when (the Event is repeated when they change, or every kWaitingReportEvery).
-  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>>
-      waiting_reported_;
 
   std::mutex mu_;
   std::condition_variable wake_;

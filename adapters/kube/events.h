@@ -1,9 +1,5 @@
-// Kubernetes Events for what the core decided, with Karpenter's reasons (Nominated,
-// DisruptionBlocked, Unconsolidatable, DisruptionLaunching, DisruptionWaitingReadiness,
-// DisruptionTerminating, SpotInterrupted, Evicted, FailedDraining, InsufficientCapacityError...),
-// so `kubectl describe` and event-based tooling read the same as under Karpenter.
-//
-// EventsFor is a pure mapping; EventCorrelator decides how each Event reaches the API server
+// How a Kubernetes Event reaches the API server. What Events there are is the core's to say
+// (RecordKubeEvent commands, reducers/events.cc); EventCorrelator decides how each is written
 // (KubeExecutor::RecordEvent uses it), as client-go's recorder does for Karpenter.
 #pragma once
 
@@ -18,16 +14,7 @@
 
 namespace tenon::kube {
 
-struct KubeEvent {
-  ObjectRef object;
-  std::string type;  // Normal | Warning
-  std::string reason;
-  std::string message;
-};
-
-// The events for one output of the core. `state` is the state after the fold that produced it
-// (for the node a NodeClaim runs on); claims already gone are named from the decisions.
-std::vector<KubeEvent> EventsFor(const Output& output, const State& state);
+using KubeEvent = RecordKubeEvent;
 
 // What client-go's EventCorrelator (tools/record/events_cache.go) does before an Event is
 // written, so that a controller repeating itself leaves one Event with a count, not a flood:

@@ -234,7 +234,9 @@ bool KubeExecutor::Owns(const Command& command) {
          std::holds_alternative<RemoveFinalizer>(command.body) ||
          std::holds_alternative<PatchNodePoolStatus>(command.body) ||
          std::holds_alternative<PatchNodeClaimStatus>(command.body) ||
-         std::holds_alternative<PatchNodeClassStatus>(command.body);
+         std::holds_alternative<PatchNodeClassStatus>(command.body) ||
+         std::holds_alternative<SetNodeClassFinalizer>(command.body) ||
+         std::holds_alternative<RecordKubeEvent>(command.body);
 }
 
 void KubeExecutor::CheckLeader(const Command* command) const {
@@ -318,6 +320,12 @@ std::vector<Event> KubeExecutor::Execute(const Command& command) {
           return ClaimStatus(command, body);
         } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
           return ClassStatus(command, body);
+        } else if constexpr (std::is_same_v<T, SetNodeClassFinalizer>) {
+          return ClassFinalizer(command, body);
+        } else if constexpr (std::is_same_v<T, RecordKubeEvent>) {
+          // Best effort, as client-go's recorder: nothing comes back to the core.
+          RecordEvent(body.object, body.type, body.reason, body.message);
+          return {};
         } else {
           return {CommandFailed{command.id, ErrorCode::kInvalid,
                                 "not a Kubernetes command (routed to the wrong executor)"}};
@@ -468,6 +476,24 @@ std::vector<Event> KubeExecutor::Finalize(const Command& command, const RemoveFi
   }
   const auto claim_path = ResourceNamed("nodeclaims").ObjectPath("", remove.nodeclaim);
   return Result(command, Update(claim_path, "", drop), true);
+}
+
+std::vector<Event> KubeExecutor::ClassFinalizer(const Command& command,
+                                                const SetNodeClassFinalizer& set) {
+  const std::string finalizer = label::kNodeClassFinalizer;
+  const auto path = ResourceNamed("ec2nodeclasses").ObjectPath("", set.nodeclass);
+  const auto response = Update(path, "", [&](const json& object) -> std::optional<json> {
+    if (HasFinalizer(object, finalizer) == set.present) return std::nullopt;
+    // The API server takes no new finalizer on an object being deleted.
+    if (set.present && !object["metadata"].value("deletionTimestamp", json()).is_null()) {
+      return std::nullopt;
+    }
+    json list = WithoutFinalizer(object, finalizer);
+    if (set.present) list.push_back(finalizer);
+    return json{{"metadata", {{"finalizers", list}}}};
+  });
+  // Gone: a finalizer to remove is removed.
+  return Result(command, response, !set.present);
 }
 
 std::vector<Event> KubeExecutor::ClaimStatus(const Command& command,

@@ -56,12 +56,7 @@ bool IsRefusedWrite(const std::string& method, const std::string& path, int stat
 ErrorCode MapStatus(const Response& response);
 
 // An object an Event is about.
-struct ObjectRef {
-  std::string api_version;
-  std::string kind;
-  std::string ns;
-  std::string name;
-};
+using ObjectRef = KubeObjectRef;
 
 class EventCorrelator;
 
@@ -103,6 +98,7 @@ class KubeExecutor : public runtime::Executor {
   std::vector<Event> PoolStatus(const Command& command, const PatchNodePoolStatus& patch);
   // The status subresource of an EC2NodeClass, with its Ready condition.
   std::vector<Event> ClassStatus(const Command& command, const PatchNodeClassStatus& patch);
+  std::vector<Event> ClassFinalizer(const Command& command, const SetNodeClassFinalizer& set);
 
   Client& client_;
   ExecutorOptions options_;

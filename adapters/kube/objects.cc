@@ -955,6 +955,12 @@ NodeClass ParseNodeClass(const YAML::Node& object, bool needs_ready_condition) {
   if (const auto& meta = object["metadata"]; meta && meta["deletionTimestamp"]) {
     nodeclass.terminating = !meta["deletionTimestamp"].IsNull();
   }
+  if (const auto& meta = object["metadata"];
+      meta && meta["finalizers"] && meta["finalizers"].IsSequence()) {
+    for (const auto& f : meta["finalizers"]) {
+      if (f.IsScalar() && f.Scalar() == label::kNodeClassFinalizer) nodeclass.finalizer = true;
+    }
+  }
   const auto& spec = object["spec"];
   if (!spec) throw ObjectError("EC2NodeClass " + nodeclass.name + " has no spec");
   if (spec["amiFamily"]) nodeclass.ami_family = Str(spec["amiFamily"], "amiFamily");

@@ -138,6 +138,17 @@ std::string CommandTarget(const Command& command) {
         } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
           return "ec2nodeclass " + c.nodeclass + " " +
                  (c.resolution.reason.empty() ? "Ready" : "not Ready: " + c.resolution.reason);
+        } else if constexpr (std::is_same_v<T, SetNodeClassFinalizer>) {
+          return "ec2nodeclass " + c.nodeclass + (c.present ? " + " : " - ") +
+                 label::kNodeClassFinalizer;
+        } else if constexpr (std::is_same_v<T, EnsureInstanceProfile>) {
+          return "ec2nodeclass " + c.nodeclass + " role " + c.role;
+        } else if constexpr (std::is_same_v<T, DeleteNodeClassResources>) {
+          return "ec2nodeclass " + c.nodeclass +
+                 (c.instance_profile ? ": launch templates, instance profile"
+                                     : ": launch templates");
+        } else if constexpr (std::is_same_v<T, RecordKubeEvent>) {
+          return c.object.kind + " " + c.object.name + " " + c.reason + ": " + c.message;
         } else {
           static_assert(std::is_same_v<T, DeleteQueueMessage>);
           return "message " + c.message_id;
@@ -208,7 +219,10 @@ void DecisionLogger::OnOutput(Seq /*cause*/, const Output& output) {
   }
   for (const Command& c : output.commands) {
     SeqScope scope(c.cause.value);
-    spdlog::info("command {} #{}: {}", log::CommandKind(c), c.id.value, CommandTarget(c));
+    // Events repeat what the decisions above say: at debug, so they do not double the log.
+    const auto level = std::holds_alternative<RecordKubeEvent>(c.body) ? spdlog::level::debug
+                                                                       : spdlog::level::info;
+    spdlog::log(level, "command {} #{}: {}", log::CommandKind(c), c.id.value, CommandTarget(c));
   }
 }
 

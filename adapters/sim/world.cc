@@ -309,6 +309,7 @@ void World::LoadFrom(const json& j) {
   for (const auto& i : j.at("instances")) instances_[i.at("id")] = InstanceFrom(i);
   client_tokens_ = j.at("tokens").get<std::map<std::string, std::string>>();
   nodeclaims_ = j.at("nodeclaims").get<std::map<std::string, std::string>>();
+  nodeclass_finalizers_ = j.value("nodeclass_finalizers", std::set<std::string>{});
   // The world as it was saved replaces the scenario's starting objects.
   nodes_.clear();
   claims_.clear();
@@ -398,6 +399,7 @@ void World::Save() const {
   for (const auto& [id, i] : instances_) j["instances"].push_back(InstanceJson(i));
   j["tokens"] = client_tokens_;
   j["nodeclaims"] = nodeclaims_;
+  j["nodeclass_finalizers"] = nodeclass_finalizers_;
   j["nodes"] = json::array();
   for (const auto& [name, n] : nodes_) j["nodes"].push_back(NodeJson(n));
   j["pods"] = json::array();
@@ -1365,6 +1367,7 @@ NodeClass World::Resolved(const NodeClass& nodeclass) const {
   for (const auto& zone : zones) out.subnets.push_back("subnet-" + zone);
   out.zones.assign(zones.begin(), zones.end());
   out.security_groups = {"sg-" + scenario_.settings.cluster_name + "-nodes"};
+  out.finalizer = nodeclass_finalizers_.contains(nodeclass.name);
   return out;
 }
 
@@ -1623,6 +1626,21 @@ std::vector<Event> World::Finalize(const Command& command, const RemoveFinalizer
   return events;
 }
 
+// The EC2NodeClass object changes, and its watch says so.
+std::vector<Event> World::SetFinalizer(const Command& command, const SetNodeClassFinalizer& set) {
+  for (const auto& c : scenario_.nodeclasses) {
+    if (c.name != set.nodeclass) continue;
+    if (set.present) {
+      nodeclass_finalizers_.insert(c.name);
+    } else {
+      nodeclass_finalizers_.erase(c.name);
+    }
+    return {CommandSucceeded{command.id}, NodeClassUpserted{Resolved(c)}};
+  }
+  return {CommandFailed{command.id, ErrorCode::kNotFound,
+                        "ec2nodeclass " + set.nodeclass + " not found"}};
+}
+
 std::vector<Event> World::Execute(const Command& command) {
   // Like the real API servers, the world's change is durable before its answer is given.
   std::vector<Event> results = Apply(command);
@@ -1661,6 +1679,14 @@ std::vector<Event> World::Apply(const Command& command) {
         } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
           // The simulated EC2NodeClasses carry their resolution already (Resolved).
           return {CommandSucceeded{command.id}};
+        } else if constexpr (std::is_same_v<T, SetNodeClassFinalizer>) {
+          return SetFinalizer(command, body);
+        } else if constexpr (std::is_same_v<T, EnsureInstanceProfile> ||
+                             std::is_same_v<T, DeleteNodeClassResources>) {
+          // Instance profiles and launch templates are not modelled.
+          return {CommandSucceeded{command.id}};
+        } else if constexpr (std::is_same_v<T, RecordKubeEvent>) {
+          return {};  // Events are not modelled; best effort, no answer.
         } else if constexpr (std::is_same_v<T, TagInstance>) {
           // Tags are not modelled; an instance that is gone cannot be tagged.
           if (!instances_.contains(body.instance_id)) {

@@ -182,6 +182,7 @@ class World : public runtime::Executor {
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
   std::vector<Event> RemoveInstance(const std::string& id);
   std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
+  std::vector<Event> SetFinalizer(const Command& command, const SetNodeClassFinalizer& set);
   std::vector<Event> RunActions();
   std::vector<Event> TopUp();
   std::vector<Event> ListInstances();
@@ -241,9 +242,11 @@ class World : public runtime::Executor {
   // whose node's kubelet reported less, with what fell short.
   std::map<std::string, Resources> planned_;
   std::map<std::string, std::string> overestimated_;
-  std::map<std::string, SimInstance> instances_;       // By instance id.
-  std::map<std::string, std::string> client_tokens_;   // Token -> instance id.
-  std::map<std::string, std::string> nodeclaims_;      // NodeClaim objects: name -> nodepool.
+  std::map<std::string, SimInstance> instances_;      // By instance id.
+  std::map<std::string, std::string> client_tokens_;  // Token -> instance id.
+  std::map<std::string, std::string> nodeclaims_;     // NodeClaim objects: name -> nodepool.
+  // The EC2NodeClasses holding karpenter.k8s.aws/termination (SetNodeClassFinalizer).
+  std::set<std::string> nodeclass_finalizers_;
   std::set<std::string> deleting_;                     // NodeClaims with a deletion timestamp.
   std::map<std::string, std::size_t> deployments_;     // ns/name -> its latest workload step.
   std::map<std::string, NodePoolStatus> pool_status_;  // As the controller last patched it.

@@ -3,12 +3,14 @@
 // moto behind the fault proxy, with the recording proxy in front of both, and the test API
 // server for its EC2NodeClasses. It goes through every path the controller takes: the catalog
 // (instance types, offerings, spot prices, Pricing), EC2NodeClass resolution (an AMI alias
-// through SSM, an AMI by id, subnets and security groups by tag, the instance profile created
-// and its role switched), a launch (launch template described, created, CreateFleet), the
-// instance tagged once its Node registers (DescribeInstances, CreateTags), a termination,
-// garbage collection (DescribeInstances), the interruption queue (GetQueueUrl, ReceiveMessage,
-// DeleteMessage) and an EC2NodeClass deleted (its launch templates described by tag and
-// deleted, its instance profile's role removed and the profile deleted). tests/deploy/iam_check.py
+// through SSM, an AMI by id, subnets and security groups by tag, the instance profile read), the
+// instance profile created and its role switched (EnsureInstanceProfile, as the core issues it
+// when the resolution says InstanceProfileNotFound), a launch (launch template described,
+// created, CreateFleet), the instance tagged once its Node registers (DescribeInstances,
+// CreateTags), a termination, garbage collection (DescribeInstances), the interruption queue
+// (GetQueueUrl, ReceiveMessage, DeleteMessage) and a deleted EC2NodeClass cleaned up
+// (DeleteNodeClassResources: its launch templates described by tag and deleted, its instance
+// profile's role removed and the profile deleted). tests/deploy/iam_check.py
 // then maps each recorded request to its IAM action and compares the set with ControllerPolicy,
 // both ways. The S3 calls of `tenon log export` and `import` are compared with ArchivePolicy the
 // same way.
@@ -185,10 +187,22 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
   cloud.Start();
 
   std::vector<Event> events;
+  // The resolver only reads: the profile is missing, and the core has it made.
+  auto resolved = [&](const std::string& reason) {
+    for (auto it = events.rbegin(); it != events.rend(); ++it) {
+      const auto* r = std::get_if<NodeClassResolved>(&*it);
+      if (r != nullptr && r->nodeclass == "default") return r->resolution.reason == reason;
+    }
+    return false;
+  };
+  ASSERT_TRUE(Await(cloud, events, [&] { return resolved(kInstanceProfileNotFound); }));
+  EXPECT_EQ(cloud.Execute(Command{CommandId{10}, Seq{1},
+                                  EnsureInstanceProfile{"default", "tenon-node-iam", kCluster}}),
+            (std::vector<Event>{CommandSucceeded{CommandId{10}}}));
   ASSERT_TRUE(Await(cloud, events,
                     [&] {
                       return cloud.catalogs_published() > 0 && cloud.nodeclasses_resolved() > 0 &&
-                             Find<InstancesListed>(events) != nullptr;
+                             resolved("") && Find<InstancesListed>(events) != nullptr;
                     }))
       << "catalog " << cloud.catalogs_published() << ", nodeclasses "
       << cloud.nodeclasses_resolved();
@@ -229,24 +243,28 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
       cloud.Execute(Command{CommandId{3}, Seq{3}, TerminateInstance{fleet->instance_id, claim}}),
       (std::vector<Event>{CommandSucceeded{CommandId{3}}}));
 
-  // The EC2NodeClass's role changes: its instance profile gets the new role.
+  // The EC2NodeClass's role changes: the resolution says so, and its instance profile gets the
+  // new role.
   ASSERT_EQ(api.MergePatch(std::string(kNodeClasses) + "/default",
                            {{"spec", {{"role", "other-node-role"}}}})
                 .status,
             200);
   cloud.PokeNodeClasses();
+  ASSERT_TRUE(Await(cloud, events, [&] { return resolved(kInstanceProfileNotFound); }));
+  EXPECT_EQ(cloud.Execute(Command{CommandId{11}, Seq{5},
+                                  EnsureInstanceProfile{"default", "other-node-role", kCluster}}),
+            (std::vector<Event>{CommandSucceeded{CommandId{11}}}));
   Iam iam(admin.client);
-  ASSERT_TRUE(Await(cloud, events, [&] {
-    const auto profile = iam.GetInstanceProfile("iam_default");
-    return profile.ok() && profile.value->roles == std::vector<std::string>{"other-node-role"};
-  }));
+  const auto switched = iam.GetInstanceProfile("iam_default");
+  ASSERT_TRUE(switched.ok()) << switched.error.message;
+  EXPECT_EQ(switched.value->roles, std::vector<std::string>{"other-node-role"});
 
   // The EC2NodeClass deleted with no NodeClaim using it: its launch template (found by its
-  // tags) and its instance profile (its role removed first) are deleted, then its finalizer.
+  // tags) and its instance profile (its role removed first) are deleted.
   ASSERT_EQ(api.Delete(std::string(kNodeClasses) + "/default").status, 200);
-  cloud.PokeNodeClasses();
-  ASSERT_TRUE(Await(cloud, events,
-                    [&] { return api.Get(std::string(kNodeClasses) + "/default").status == 404; }));
+  EXPECT_EQ(cloud.Execute(Command{CommandId{12}, Seq{6},
+                                  DeleteNodeClassResources{"default", kCluster, true}}),
+            (std::vector<Event>{CommandSucceeded{CommandId{12}}}));
   EXPECT_EQ(iam.GetInstanceProfile("iam_default").error.code, ErrorCode::kNotFound);
   cloud.Stop();
 

@@ -279,6 +279,15 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
        "https://api.example",
        "Y2E="}};
   out.commands.push_back({CommandId{102}, Seq{3}, full});
+  out.commands.push_back({CommandId{103}, Seq{3}, SetNodeClassFinalizer{"default", false}});
+  out.commands.push_back(
+      {CommandId{104}, Seq{3}, EnsureInstanceProfile{"default", "Node", "prod"}});
+  out.commands.push_back({CommandId{105}, Seq{3}, DeleteNodeClassResources{"gpu", "prod", true}});
+  out.commands.push_back({CommandId{106}, Seq{3},
+                          RecordKubeEvent{{"karpenter.k8s.aws/v1", "EC2NodeClass", "", "gpu"},
+                                          "Normal",
+                                          "WaitingOnNodeClaimTermination",
+                                          "Waiting on NodeClaim termination for gpu-a"}});
   ASSERT_FALSE(out.decisions.empty());
   auto entry = log::DecodeEntry(log::EncodeOutput(Seq{12}, out));
   const auto& record = std::get<log::OutputRecord>(entry);
@@ -456,6 +465,12 @@ TEST(Codec, SnapshotRestoresExactState) {
   }
   f.Fold(NodeClassResolved{"default", Resolution()});
   ASSERT_TRUE(f.state.nodeclass_resolutions.contains("default"));
+  // A deleted EC2NodeClass waiting on its NodeClaims.
+  NodeClass deleted = f.state.nodeclasses.at("default");
+  deleted.terminating = true;
+  f.Fold(NodeClassUpserted{deleted});
+  ASSERT_TRUE(f.state.nodeclass_terminations.contains("default"));
+  ASSERT_FALSE(f.state.nodeclass_terminations.at("default").waiting_message.empty());
   NodeClaim& registered = f.state.nodeclaims.begin()->second;
   registered.node_name = "node-x";
   f.state.claims_by_node.Add("node-x", registered.name);

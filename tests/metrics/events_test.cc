@@ -1,5 +1,6 @@
 // Kubernetes Events: Karpenter's reasons for what the core decided, from hand-built outputs
-// and from simulated scenarios with a spot interruption and a blocked disruption.
+// and, as the RecordKubeEvent commands the core issues, from simulated scenarios with a spot
+// interruption and a blocked disruption.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -46,7 +47,7 @@ TEST(KubeEvents, ProvisioningNominates) {
   p.pods.push_back({"ns/b", "", "no NodePool fits: default: requires gpu", {}});
   Output out;
   out.decisions.push_back(Wrap(p));
-  auto events = kube::EventsFor(out, State{});
+  auto events = KubeEventsFor(out, State{});
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].reason, "Nominated");
   EXPECT_EQ(events[0].type, "Normal");
@@ -78,7 +79,7 @@ TEST(KubeEvents, BlockedAndUnconsolidatable) {
       {}};
   Output out;
   out.decisions.push_back(Wrap(d));
-  auto events = kube::EventsFor(out, state);
+  auto events = KubeEventsFor(out, state);
   auto blocked = With(events, "DisruptionBlocked");
   ASSERT_EQ(blocked.size(), 3u);  // Node n1, NodeClaim c1, NodePool default.
   EXPECT_EQ(blocked[0]->object.kind, "Node");
@@ -106,7 +107,7 @@ TEST(KubeEvents, LaunchFailuresAndEvictionsByTheirCodes) {
                              "", "", Cause::kLaunchError, ""}));
   out.decisions.push_back(
       Wrap(LifecycleDecision{"c1", "Evicted", "drained", "n1", "", Cause::kNone, "shop/cart-1"}));
-  auto events = kube::EventsFor(out, state);
+  auto events = KubeEventsFor(out, state);
   ASSERT_EQ(With(events, "InsufficientCapacityError").size(), 1u);
   EXPECT_EQ(With(events, "InsufficientCapacityError")[0]->message,
             "NodeClaim c1 event: every offering taken");
@@ -133,7 +134,7 @@ TEST(KubeEvents, ReplacingDisruption) {
   provisioned.name = "pending-1";
   out.commands.push_back(Command{CommandId{1}, Seq{9}, CreateNodeClaim{replacement}});
   out.commands.push_back(Command{CommandId{2}, Seq{9}, CreateNodeClaim{provisioned}});
-  auto events = kube::EventsFor(out, state);
+  auto events = KubeEventsFor(out, state);
   auto terminating = With(events, "DisruptionTerminating");
   ASSERT_EQ(terminating.size(), 2u);
   EXPECT_EQ(terminating[0]->message, "Disrupting Node: Drifted");
@@ -145,28 +146,24 @@ TEST(KubeEvents, ReplacingDisruption) {
   EXPECT_EQ(With(events, "DisruptionWaitingReadiness").size(), 1u);
 }
 
-// The events of a whole scenario: every output mapped with the state after its ingest round,
-// as the controller does.
+// The events of a whole scenario: the RecordKubeEvent commands the core issued.
 std::vector<KubeEvent> ScenarioEvents(const std::string& body) {
   testing::TempDir dir;
   std::ofstream(dir.path() / "s.yaml")
       << testing::Scenario(body, "", "      disruption: {consolidateAfter: 0s}\n");
   struct Collector : runtime::Observer {
-    std::vector<Output> round;
-    void OnOutput(Seq, const Output& output) override { round.push_back(output); }
+    std::vector<KubeEvent> events;
+    void OnOutput(Seq, const Output& output) override {
+      for (const Command& c : output.commands) {
+        if (const auto* e = std::get_if<RecordKubeEvent>(&c.body)) events.push_back(*e);
+      }
+    }
   } collector;
-  std::vector<KubeEvent> events;
   sim::SimulateOptions options;
   options.log_dir = dir.path() / "log";
   options.observer = &collector;
-  options.on_state = [&](const State& state) {
-    for (const Output& output : collector.round) {
-      for (auto& e : kube::EventsFor(output, state)) events.push_back(std::move(e));
-    }
-    collector.round.clear();
-  };
   sim::Simulate(sim::LoadScenario(dir.path() / "s.yaml"), options);
-  return events;
+  return collector.events;
 }
 
 // A spot interruption: SpotInterrupted (Warning) on the Node and the NodeClaim; the pods of
@@ -196,7 +193,7 @@ TEST(KubeEvents, InterruptionOfAClaimAlreadyDeleting) {
       LifecycleDecision{"default-1", "Interrupted",
                         "instance state change (terminated), message m-1; already being deleted",
                         "node-1", "i-1", Cause::kInstanceTerminating, ""}));
-  auto events = kube::EventsFor(out, StateWithClaim("default-1", "node-1"));
+  auto events = KubeEventsFor(out, StateWithClaim("default-1", "node-1"));
   auto terminating = With(events, "InstanceTerminating");
   ASSERT_EQ(terminating.size(), 2u);
   std::set<std::string> kinds = {terminating[0]->object.kind, terminating[1]->object.kind};

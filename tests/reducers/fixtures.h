@@ -67,12 +67,14 @@ class Folder {
     }
     return all;
   }
-  // Starts a controller with a catalog, one NodeClass and the given pools, at kT0.
+  // Starts a controller with a catalog, one NodeClass (holding the controller's finalizer, as
+  // the cluster shows it once added) and the given pools, at kT0.
   void Start(std::vector<NodePool> pools, std::uint64_t seed = 7) {
+    NodeClass nodeclass{"default", "AL2023", "role", true, {}, {}, {},
+                        {},        {},       false,  {},   {}, "", {}};
+    nodeclass.finalizer = true;
     FoldAll({Tick{kT0}, ControllerStarted{"test", seed, Settings{}},
-             CatalogRefreshed{SmallCatalog()},
-             NodeClassUpserted{NodeClass{
-                 "default", "AL2023", "role", true, {}, {}, {}, {}, {}, false, {}, {}, "", {}}}});
+             CatalogRefreshed{SmallCatalog()}, NodeClassUpserted{nodeclass}});
     for (auto& p : pools) Fold(NodePoolUpserted{std::move(p)});
   }
   State state;

@@ -533,6 +533,20 @@ TEST(Disruption, RedeliveredInterruptionIsOnlyAcknowledged) {
   EXPECT_EQ(f.Fold(message).decisions.size(), 1u);
 }
 
+// Karpenter's interruption controller marks the interrupted type's spot offering in its zone
+// unavailable: spot capacity is what ran out, whatever capacity type the NodeClaim records.
+TEST(Disruption, SpotInterruptionMarksTheSpotOfferingUnavailable) {
+  Folder f;
+  std::string claim = LaunchOne(f);
+  f.Fold(NodeUpserted{LaunchedNode(true)});
+  f.state.nodeclaims.at(claim).capacity_type = kCapacityOnDemand;
+  f.Fold(InterruptionReceived{"msg-1", InterruptionKind::kSpotInterruption, "i-1", ""});
+  EXPECT_TRUE(f.state.unavailable_offerings.contains(
+      OfferingKey("m6g.large", "us-east-1a", kCapacitySpot)));
+  EXPECT_FALSE(f.state.unavailable_offerings.contains(
+      OfferingKey("m6g.large", "us-east-1a", kCapacityOnDemand)));
+}
+
 // A message for a NodeClaim already being deleted (its Node was deleted first, as the cloud
 // node-lifecycle controller does for a terminated instance) is recorded, as Karpenter still
 // reports it, and changes nothing else.
@@ -592,6 +606,167 @@ TEST(NodeClassStatus, WrittenFromEachResolutionThatChangesIt) {
 
   f.Fold(NodeClassDeleted{"default"});
   EXPECT_FALSE(f.state.nodeclass_resolutions.contains("default"));
+}
+
+// Karpenter's EC2NodeClass controller adds karpenter.k8s.aws/termination to every EC2NodeClass:
+// the core asks for it once, not again while the patch is in flight, and the watch bringing the
+// EC2NodeClass back with it ends the matter (and changes nothing consolidation could see).
+TEST(NodeClassLifecycle, FinalizerAskedForOnce) {
+  Folder f;
+  f.Start({Pool("default")});
+  NodeClass nodeclass = f.state.nodeclasses.at("default");
+  nodeclass.finalizer = false;
+  nodeclass.ami_family = "Bottlerocket";
+  Output out = f.Fold(NodeClassUpserted{nodeclass});
+  auto added = CommandsOf<SetNodeClassFinalizer>(out);
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(*added[0], (SetNodeClassFinalizer{"default", true}));
+  const CommandId id = IdOf<SetNodeClassFinalizer>(out);
+  NodeClassResolution resolved;
+  resolved.amis = {{"ami-1", "br-1", "amd64", "2026-11-01T00:00:00.000Z"}};
+  out = f.Fold(NodeClassResolved{"default", resolved});
+  EXPECT_TRUE(CommandsOf<SetNodeClassFinalizer>(out).empty()) << "one in flight already";
+  f.Fold(CommandSucceeded{id});
+  nodeclass.finalizer = true;
+  const std::uint64_t generation = f.state.cluster_generation;
+  out = f.Fold(NodeClassUpserted{nodeclass});
+  EXPECT_TRUE(out.commands.empty());
+  EXPECT_EQ(f.state.cluster_generation, generation);
+  // A deleted EC2NodeClass without it (another controller's) gets none: the API server takes no
+  // new finalizer on an object being deleted.
+  NodeClass foreign = nodeclass;
+  foreign.name = "foreign";
+  foreign.finalizer = false;
+  foreign.terminating = true;
+  out = f.Fold(NodeClassUpserted{foreign});
+  EXPECT_TRUE(out.commands.empty());
+}
+
+// The resolver only reads: an instance profile missing for spec.role (InstanceProfileNotFound)
+// is made by a command, once while it is in flight, again at the next resolution after a
+// failure; a profile named in spec.instanceProfile (no role) is the user's and never made.
+TEST(NodeClassLifecycle, MissingInstanceProfileIsMade) {
+  Folder f;
+  f.Start({Pool("default")});
+  NodeClassResolution missing;
+  missing.amis = {{"ami-1", "al2023-1", "amd64", "2026-11-01T00:00:00.000Z"}};
+  missing.reason = kInstanceProfileNotFound;
+  missing.message = "instance profile tenon_default for role role does not exist yet";
+  Output out = f.Fold(NodeClassResolved{"default", missing});
+  auto made = CommandsOf<EnsureInstanceProfile>(out);
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(*made[0], (EnsureInstanceProfile{"default", "role", "tenon"}));
+  const CommandId id = IdOf<EnsureInstanceProfile>(out);
+  out = f.Fold(NodeClassResolved{"default", missing});
+  EXPECT_TRUE(CommandsOf<EnsureInstanceProfile>(out).empty()) << "one in flight already";
+  f.Fold(CommandFailed{id, ErrorCode::kThrottled, "Throttling"});
+  out = f.Fold(NodeClassResolved{"default", missing});
+  EXPECT_EQ(CommandsOf<EnsureInstanceProfile>(out).size(), 1u) << "tried again";
+  f.Fold(CommandSucceeded{IdOf<EnsureInstanceProfile>(out)});
+  NodeClassResolution ready = missing;
+  ready.reason.clear();
+  ready.message.clear();
+  ready.instance_profile = "tenon_default";
+  out = f.Fold(NodeClassResolved{"default", ready});
+  EXPECT_TRUE(CommandsOf<EnsureInstanceProfile>(out).empty());
+
+  NodeClass users = f.state.nodeclasses.at("default");
+  users.role.clear();
+  f.Fold(NodeClassUpserted{users});
+  out = f.Fold(NodeClassResolved{"default", missing});
+  EXPECT_TRUE(CommandsOf<EnsureInstanceProfile>(out).empty());
+}
+
+// Karpenter's EC2NodeClass termination: a deleted EC2NodeClass holding the finalizer waits while
+// NodeClaims use it, saying so with a WaitingOnNodeClaimTermination Event (again when the
+// NodeClaims it waits on change, and every 10 minutes); then what tenon made for it in AWS is
+// deleted, a failure tried again a minute later, and only then is the finalizer removed.
+TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
+  Folder f;
+  f.Start({Pool("default")});
+  for (const char* name : {"default-b", "default-a", "gpu-a"}) {
+    NodeClaim claim;
+    claim.name = name;
+    claim.nodepool = "default";
+    claim.nodeclass = std::string(name).starts_with("gpu") ? "gpu" : "default";
+    f.state.nodeclaims[name] = claim;
+  }
+  NodeClass deleted = f.state.nodeclasses.at("default");
+  deleted.terminating = true;
+  Output out = f.Fold(NodeClassUpserted{deleted});
+  auto events = CommandsOf<RecordKubeEvent>(out);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(*events[0],
+            (RecordKubeEvent{{"karpenter.k8s.aws/v1", "EC2NodeClass", "", "default"},
+                             "Normal",
+                             "WaitingOnNodeClaimTermination",
+                             "Waiting on NodeClaim termination for default-a, default-b"}));
+  EXPECT_TRUE(f.state.inflight.empty()) << "an Event is not waited on";
+  EXPECT_TRUE(CommandsOf<DeleteNodeClassResources>(out).empty());
+
+  Nanos now = kT0 + kSecond;
+  auto tick = [&](Nanos step) {
+    now = Nanos{now.value + step.value};
+    return f.Fold(Tick{now});
+  };
+  out = tick(kSecond);
+  EXPECT_TRUE(CommandsOf<RecordKubeEvent>(out).empty()) << "nothing changed";
+  f.state.nodeclaims.erase("default-a");
+  out = tick(kSecond);
+  events = CommandsOf<RecordKubeEvent>(out);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]->message, "Waiting on NodeClaim termination for default-b");
+  out = tick(Nanos{599 * kSecond.value});
+  EXPECT_TRUE(CommandsOf<RecordKubeEvent>(out).empty());
+  out = tick(kSecond);
+  EXPECT_EQ(CommandsOf<RecordKubeEvent>(out).size(), 1u) << "every 10 minutes";
+
+  f.state.nodeclaims.erase("default-b");
+  out = tick(kSecond);
+  auto cleanups = CommandsOf<DeleteNodeClassResources>(out);
+  ASSERT_EQ(cleanups.size(), 1u);
+  EXPECT_EQ(*cleanups[0], (DeleteNodeClassResources{"default", "tenon", true}));
+  EXPECT_TRUE(CommandsOf<SetNodeClassFinalizer>(out).empty());
+  CommandId id = IdOf<DeleteNodeClassResources>(out);
+  out = tick(kSecond);
+  EXPECT_TRUE(CommandsOf<DeleteNodeClassResources>(out).empty()) << "in flight";
+  out = f.Fold(CommandFailed{id, ErrorCode::kThrottled, "Throttling"});
+  EXPECT_TRUE(out.commands.empty());
+  out = tick(Nanos{30 * kSecond.value});
+  EXPECT_TRUE(CommandsOf<DeleteNodeClassResources>(out).empty());
+  out = tick(Nanos{31 * kSecond.value});
+  ASSERT_EQ(CommandsOf<DeleteNodeClassResources>(out).size(), 1u) << "a minute later";
+  out = f.Fold(CommandSucceeded{IdOf<DeleteNodeClassResources>(out)});
+  auto released = CommandsOf<SetNodeClassFinalizer>(out);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(*released[0], (SetNodeClassFinalizer{"default", false}));
+  f.Fold(CommandSucceeded{IdOf<SetNodeClassFinalizer>(out)});
+  EXPECT_TRUE(tick(kSecond).commands.empty()) << "the watch's deletion is waited for";
+  f.Fold(NodeClassDeleted{"default"});
+  EXPECT_TRUE(f.state.nodeclass_terminations.empty());
+
+  // A profile named in spec.instanceProfile is the user's: only the launch templates go. The
+  // Event lists five names and counts the rest.
+  NodeClass users = deleted;
+  users.name = "users";
+  users.role.clear();
+  for (int i = 0; i < 7; ++i) {
+    NodeClaim claim;
+    claim.name = "users-" + std::to_string(i);
+    claim.nodeclass = "users";
+    f.state.nodeclaims[claim.name] = claim;
+  }
+  out = f.Fold(NodeClassUpserted{users});
+  events = CommandsOf<RecordKubeEvent>(out);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]->message,
+            "Waiting on NodeClaim termination for users-0, users-1, users-2, users-3, users-4 "
+            "and 2 other(s)");
+  std::erase_if(f.state.nodeclaims, [](const auto& c) { return c.second.nodeclass == "users"; });
+  out = tick(kSecond);
+  cleanups = CommandsOf<DeleteNodeClassResources>(out);
+  ASSERT_EQ(cleanups.size(), 1u);
+  EXPECT_FALSE(cleanups[0]->instance_profile);
 }
 
 TEST(Lifecycle, InitializedWaitsForExtendedResources) {
@@ -758,13 +933,15 @@ TEST(Determinism, SameEventsSameOutputs) {
 // without a capacity-type requirement stopped defaulting to on-demand: this fold's claim is
 // another one, the hash of a given state is unchanged. Re-pinned when a launch came to carry its
 // launch template's inputs: this fold's launch in flight holds more; a launch without them, as
-// recorded before, hashes as it did.)
+// recorded before, hashes as it did. Re-pinned when EC2NodeClasses came to record their
+// finalizer and Kubernetes Events became commands: this fold's EC2NodeClass holds the finalizer
+// and its Events take command ids; a state without either hashes as it did.)
 TEST(Determinism, StateHashIsPinned) {
   Folder f;
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   f.Fold(Tick{kT0 + kSecond});
-  EXPECT_EQ(StateHash(f.state), 7383628570055451435ull) << std::hex << StateHash(f.state);
+  EXPECT_EQ(StateHash(f.state), 17352100496895518399ull) << std::hex << StateHash(f.state);
 }
 
 // Nodes whose labels the State shares (SharedNodeParts) hash as they did when each node held
