@@ -55,7 +55,7 @@ std::string FewNames(const std::vector<std::string>& names) {
 }
 
 // A deleted EC2NodeClass holding the finalizer: waits while NodeClaims use it, then deletes
-// its AWS resources; the finalizer goes when that succeeds (OnNodeClassCommandResult).
+// its AWS resources; the finalizer goes when that succeeds (OnNodeClassResult).
 void Terminate(State& state, Seq seq, const NodeClass& nodeclass, Output& out) {
   NodeClassTermination& termination = state.nodeclass_terminations[nodeclass.name];
   const std::vector<std::string> claims = ClaimsUsing(state, nodeclass.name);

@@ -47,6 +47,10 @@ std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node)
   return out;
 }
 
+// An accepted eviction's pod deletion reaches the core with the pod's watch, after the
+// eviction's own result: until it does (at most this long) the pod is not evicted again.
+constexpr Nanos kEvictedWatchWait{10 * kSecond.value};
+
 template <class T, class Match>
 bool Inflight(const State& state, Match&& match) {
   return std::any_of(state.inflight.begin(), state.inflight.end(), [&](const auto& entry) {
@@ -347,7 +351,9 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
              out, Cause::kPodDisruptionBudget, key);
     } else if (!error || error == ErrorCode::kNotFound) {
       claim->second.evictions_refused.erase(key);
-      claim->second.evict_after.erase(key);
+      // The API server has the pod deleting; the watch says so after this answer, and the
+      // drain must not evict it again meanwhile.
+      claim->second.evict_after[key] = state.now + kEvictedWatchWait;
       Record(state, seq, claim->second, "Evicted", "pod " + key + (error ? " (already gone)" : ""),
              out, Cause::kNone, key);
       // NotFound: the pod is gone, whether or not its deletion was seen (a restart may have

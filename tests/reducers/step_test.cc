@@ -1102,6 +1102,23 @@ TEST(Termination, EvictionOfAGonePodForgetsIt) {
   EXPECT_EQ(CommandsOf<TerminateInstance>(next).size(), 1u);
 }
 
+// An accepted eviction's result can come back before the watch shows the pod deleting (the two
+// travel apart): the drain waits for the watch instead of evicting the pod again, for at most
+// 10 s, after which a pod still not deleting is evicted again.
+TEST(Termination, AcceptedEvictionWaitsForTheWatch) {
+  DrainingOnePod d;
+  Folder& f = d.f;
+  const Nanos now = d.now;
+  ASSERT_EQ(CommandsOf<EvictPod>(d.first).size(), 1u);
+  f.Fold(CommandSucceeded{IdOf<EvictPod>(d.first)});
+  for (int i = 1; i < 10; ++i) {
+    const Output later = f.Fold(Tick{now + Nanos{i * kSecond.value}});
+    EXPECT_TRUE(CommandsOf<EvictPod>(later).empty()) << "second " << i;
+  }
+  const Output again = f.Fold(Tick{now + Nanos{10 * kSecond.value}});
+  EXPECT_EQ(CommandsOf<EvictPod>(again).size(), 1u);
+}
+
 // Karpenter's drain evicts a pod once: one already terminating is waited for, not evicted
 // again on every pass.
 TEST(Termination, TerminatingPodIsNotEvictedAgain) {
