@@ -365,7 +365,7 @@ struct State {
 Output Step(State& state, Seq seq, const Event& event);
 
 // The Kubernetes Events for what `output` decided (Karpenter's reasons and messages); `state` is
-// the state after the fold that produced it. Step issues them as RecordKubeEvent commands.
+// the state after the fold that produced it. `tenon run` records them after each fold.
 std::vector<RecordKubeEvent> KubeEventsFor(const Output& output, const State& state);
 
 // A 64-bit hash of the whole state, stable across runs, machines and builds.

@@ -1,8 +1,8 @@
 // Kubernetes Events for what the core decided, with Karpenter's reasons (Nominated,
 // DisruptionBlocked, Unconsolidatable, DisruptionLaunching, DisruptionWaitingReadiness,
 // DisruptionTerminating, SpotInterrupted, Evicted, FailedDraining, InsufficientCapacityError...),
-// so `kubectl describe` and event-based tooling read the same as under Karpenter. Step issues
-// them as RecordKubeEvent commands after each fold.
+// so `kubectl describe` and event-based tooling read the same as under Karpenter. `tenon run`
+// records them after each fold, on the Kubernetes lane.
 #include <set>
 
 #include "reducers/internal.h"

@@ -305,10 +305,6 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const NodeClassResolved& e) { OnNodeClassResolved(state, seq, e, out); },
       },
       event);
-  // Karpenter's Events for what this fold decided (reducers/events.cc).
-  if (!out.decisions.empty()) {
-    for (RecordKubeEvent& e : KubeEventsFor(out, state)) Announce(state, seq, std::move(e), out);
-  }
   return out;
 }
 

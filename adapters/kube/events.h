@@ -1,6 +1,7 @@
 // How a Kubernetes Event reaches the API server. What Events there are is the core's to say
-// (RecordKubeEvent commands, reducers/events.cc); EventCorrelator decides how each is written
-// (KubeExecutor::RecordEvent uses it), as client-go's recorder does for Karpenter.
+// (KubeEventsFor, reducers/events.cc, and RecordKubeEvent commands); EventCorrelator decides how
+// each is written (KubeExecutor::RecordEvent uses it), as client-go's recorder does for
+// Karpenter.
 #pragma once
 
 #include <cstdint>

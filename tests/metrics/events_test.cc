@@ -1,6 +1,5 @@
 // Kubernetes Events: Karpenter's reasons for what the core decided, from hand-built outputs
-// and, as the RecordKubeEvent commands the core issues, from simulated scenarios with a spot
-// interruption and a blocked disruption.
+// and from simulated scenarios with a spot interruption and a blocked disruption.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -146,24 +145,28 @@ TEST(KubeEvents, ReplacingDisruption) {
   EXPECT_EQ(With(events, "DisruptionWaitingReadiness").size(), 1u);
 }
 
-// The events of a whole scenario: the RecordKubeEvent commands the core issued.
+// The events of a whole scenario: every output mapped with the state after its ingest round,
+// as the controller does.
 std::vector<KubeEvent> ScenarioEvents(const std::string& body) {
   testing::TempDir dir;
   std::ofstream(dir.path() / "s.yaml")
       << testing::Scenario(body, "", "      disruption: {consolidateAfter: 0s}\n");
   struct Collector : runtime::Observer {
-    std::vector<KubeEvent> events;
-    void OnOutput(Seq, const Output& output) override {
-      for (const Command& c : output.commands) {
-        if (const auto* e = std::get_if<RecordKubeEvent>(&c.body)) events.push_back(*e);
-      }
-    }
+    std::vector<Output> round;
+    void OnOutput(Seq, const Output& output) override { round.push_back(output); }
   } collector;
+  std::vector<KubeEvent> events;
   sim::SimulateOptions options;
   options.log_dir = dir.path() / "log";
   options.observer = &collector;
+  options.on_state = [&](const State& state) {
+    for (const Output& output : collector.round) {
+      for (auto& e : KubeEventsFor(output, state)) events.push_back(std::move(e));
+    }
+    collector.round.clear();
+  };
   sim::Simulate(sim::LoadScenario(dir.path() / "s.yaml"), options);
-  return collector.events;
+  return events;
 }
 
 // A spot interruption: SpotInterrupted (Warning) on the Node and the NodeClaim; the pods of
