@@ -6,6 +6,7 @@
 #include <set>
 
 #include "reducers/internal.h"
+#include "reducers/vocabulary.h"
 
 namespace tenon {
 namespace {
@@ -42,17 +43,6 @@ void OnNodeAndClaim(const State& state, const std::string& claim, const std::str
   std::string node = NodeOf(state, claim);
   if (!node.empty()) out.push_back({NodeRef(node), type, reason, node_message});
   out.push_back({NodeClaimRef(claim), type, reason, claim_message});
-}
-
-// Karpenter's disruption reason, title-cased, for "Disrupting Node: <Reason>".
-std::string TitleReason(const std::string& method) {
-  if (method == "Emptiness") return "Empty";
-  if (method == "SingleNodeConsolidation" || method == "MultiNodeConsolidation") {
-    return "Underutilized";
-  }
-  if (method == "Drift") return "Drifted";
-  if (method == "Expiration" || method == "SoftExpiration") return "Expired";
-  return method;
 }
 
 bool IsConsolidation(const std::string& method) {
@@ -145,7 +135,7 @@ void Disruption(const DisruptionDecision& d, const Output& output, const State& 
     for (const DisruptionCandidate& c : d.candidates) Interrupted(c.nodeclaim, c.cause, state, out);
     return;
   }
-  const std::string title = TitleReason(d.method);
+  const std::string title = DisruptionReason(d.method);
   for (const std::string& claim : d.nodeclaims) {
     OnNodeAndClaim(state, claim, kNormal, "DisruptionTerminating", "Disrupting Node: " + title,
                    "Disrupting NodeClaim: " + title, out);

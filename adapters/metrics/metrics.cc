@@ -20,6 +20,7 @@
 #include <variant>
 
 #include "log/codec.h"
+#include "reducers/vocabulary.h"
 
 namespace tenon::metrics {
 namespace {
@@ -263,14 +264,7 @@ static_assert(std::size(kDecisionKinds) == std::variant_size_v<DecisionBody>);
 }  // namespace
 
 std::string DisruptionReasonLabel(const std::string& method) {
-  if (method == "Emptiness") return "empty";
-  if (method == "SingleNodeConsolidation" || method == "MultiNodeConsolidation") {
-    return "underutilized";
-  }
-  if (method == "Drift") return "drifted";
-  if (method == "Expiration" || method == "SoftExpiration") return "expired";
-  if (method == "Interruption") return "interrupted";
-  return Lower(method);
+  return Lower(DisruptionReason(method));
 }
 
 struct Metrics::Families {
