@@ -1674,6 +1674,12 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
   std::map<std::string, std::int64_t> finished;
   for (const auto& [name, at] : state.finished_nodeclaims) finished[name] = at.value;
   Put(b.initFinishedNodeClaims(finished.size()), finished);
+  std::map<std::string, std::int64_t> recorded;
+  for (const auto& [key, until] : state.event_limits.recorded) recorded[key] = until.value;
+  Put(b.initEventsRecorded(recorded.size()), recorded);
+  b.setNominatedMilliTokens(state.event_limits.nominated_milli_tokens);
+  b.setNominatedAtNs(state.event_limits.nominated_at.value);
+  b.setEventsPrunedAtNs(state.event_limits.pruned_at.value);
   sink(ToBytes(message));
   PutSlices(
       *state.catalog, [](s::Snapshot::Builder p, unsigned n) { return p.initCatalog(n); }, sink);
@@ -1717,6 +1723,9 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
     state.consolidation_recheck_at = Nanos{r.getConsolidationRecheckAtNs()};
     state.pending_replacements = r.getPendingReplacements();
     state.replacing = GetList<ReplacementWait>(r.getReplacing());
+    state.event_limits.nominated_milli_tokens = r.getNominatedMilliTokens();
+    state.event_limits.nominated_at = Nanos{r.getNominatedAtNs()};
+    state.event_limits.pruned_at = Nanos{r.getEventsPrunedAtNs()};
   }
   for (auto p : r.getNodePools()) state.nodepools[S(p.getName())] = Get(p);
   for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
@@ -1777,6 +1786,9 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
   }
   for (const auto& [name, at] : GetInts(r.getFinishedNodeClaims())) {
     state.finished_nodeclaims[name] = Nanos{at};
+  }
+  for (const auto& [key, until] : GetInts(r.getEventsRecorded())) {
+    state.event_limits.recorded[key] = Nanos{until};
   }
 }
 

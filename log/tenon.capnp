@@ -754,4 +754,9 @@ struct Snapshot {
   relaunches @45 :List(Command);
   nodeClassResolutions @46 :List(NamedNodeClassResolution);
   nodeClassTerminations @47 :List(NamedNodeClassTermination);
+  # The core's limits on the Kubernetes Events it records (EventLimits).
+  eventsRecorded @48 :List(KeyInt);  # Dedupe key, until (ns).
+  nominatedMilliTokens @49 :Int64 = 10000;
+  nominatedAtNs @50 :Int64;
+  eventsPrunedAtNs @51 :Int64;
 }

@@ -282,6 +282,19 @@ struct NodeClassTermination {
   friend bool operator==(const NodeClassTermination&, const NodeClassTermination&) = default;
 };
 
+// Karpenter's limits on the Events it records, kept by the core so that each Event it records is
+// a command in the log: an Event whose dedupe key (its reason, its object and sometimes a
+// detail) was recorded within that key's timeout is dropped, and Nominated Events also pass a
+// token bucket of 5 a second with a burst of 10. From core time only, so a replay records the
+// same Events.
+struct EventLimits {
+  std::map<std::string, Nanos> recorded;         // Dedupe key -> until when it holds.
+  std::int64_t nominated_milli_tokens = 10'000;  // Thousandths of a token; the bucket starts full.
+  Nanos nominated_at{0};                         // When the bucket was last topped up.
+  Nanos pruned_at{0};  // When `recorded` was last rid of lapsed keys (once a minute).
+  friend bool operator==(const EventLimits&, const EventLimits&) = default;
+};
+
 struct State {
   Seq last_seq{0};
   Nanos now{0};
@@ -316,6 +329,7 @@ struct State {
   std::map<std::string, NodeClassTermination> nodeclass_terminations;
   // NodePool status as last published (PatchNodePoolStatus), by pool name.
   std::map<std::string, NodePoolStatus> nodepool_status;
+  EventLimits event_limits;
   // NodeRegistrationHealthy per pool: false after a registration timeout, true once a claim
   // of the pool registers. Absent: unknown.
   std::map<std::string, bool> registration_healthy;
@@ -364,8 +378,9 @@ struct State {
 // Folds one event. `seq` is the event's sequence number in the log.
 Output Step(State& state, Seq seq, const Event& event);
 
-// The Kubernetes Events for what `output` decided (Karpenter's reasons and messages); `state` is
-// the state after the fold that produced it. `tenon run` records them after each fold.
+// The Kubernetes Events for what `output` decided (Karpenter's reasons and messages), before
+// Karpenter's limits (EventLimits); `state` is the state after the fold that produced it. Step
+// issues those the limits let through as RecordKubeEvent commands.
 std::vector<RecordKubeEvent> KubeEventsFor(const Output& output, const State& state);
 
 // A 64-bit hash of the whole state, stable across runs, machines and builds.

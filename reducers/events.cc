@@ -1,8 +1,12 @@
 // Kubernetes Events for what the core decided, with Karpenter's reasons (Nominated,
 // DisruptionBlocked, Unconsolidatable, DisruptionLaunching, DisruptionWaitingReadiness,
 // DisruptionTerminating, SpotInterrupted, Evicted, FailedDraining, InsufficientCapacityError...),
-// so `kubectl describe` and event-based tooling read the same as under Karpenter. `tenon run`
-// records them after each fold, on the Kubernetes lane.
+// so `kubectl describe` and event-based tooling read the same as under Karpenter. Karpenter's
+// recorder limits how many it writes (a dedupe key per Event with a timeout, and a token bucket
+// for Nominated); the core applies the same limits from its own time and issues what passes as
+// RecordKubeEvent commands, so the log holds every Event recorded and a replay records the same.
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "reducers/internal.h"
@@ -13,6 +17,31 @@ namespace {
 
 constexpr const char* kNormal = "Normal";
 constexpr const char* kWarning = "Warning";
+
+// Karpenter's recorder: an Event's dedupe key holds for 2 minutes unless the Event says
+// otherwise; Nominated Events share a bucket of 5 tokens a second, 10 at most.
+constexpr Nanos kDefaultDedupe{120 * kSecond.value};
+constexpr Nanos kFailedSchedulingDedupe{300 * kSecond.value};
+constexpr Nanos kUnconsolidatableDedupe{900 * kSecond.value};
+constexpr Nanos kNodePoolBlockedDedupe{60 * kSecond.value};  // A budget can change each minute.
+constexpr std::int64_t kNominatedPerSecond = 5;
+constexpr std::int64_t kNominatedBurstMilli = 10'000;
+constexpr Nanos kPruneEvery{60 * kSecond.value};
+
+// An Event with what Karpenter's recorder limits it by. Karpenter dedupes by the involved
+// object's UID and sometimes a detail (a disruption reason); the core names the object instead.
+struct Draft {
+  RecordKubeEvent event;
+  std::string detail;  // A dedupe value beyond the object; empty when there is none.
+  Nanos timeout = kDefaultDedupe;
+  bool nominated = false;  // Passes the Nominated token bucket too.
+};
+using Drafts = std::vector<Draft>;
+
+void Add(Drafts& out, RecordKubeEvent event, Nanos timeout = kDefaultDedupe,
+         std::string detail = "") {
+  out.push_back({std::move(event), std::move(detail), timeout, false});
+}
 
 KubeObjectRef PodRef(const std::string& key) {
   auto slash = key.find('/');
@@ -39,10 +68,11 @@ std::string NodeOf(const State& state, const std::string& claim, const std::stri
 // emits its disruption events.
 void OnNodeAndClaim(const State& state, const std::string& claim, const std::string& type,
                     const std::string& reason, const std::string& node_message,
-                    const std::string& claim_message, std::vector<RecordKubeEvent>& out) {
+                    const std::string& claim_message, Drafts& out, Nanos timeout = kDefaultDedupe,
+                    const std::string& detail = "") {
   std::string node = NodeOf(state, claim);
-  if (!node.empty()) out.push_back({NodeRef(node), type, reason, node_message});
-  out.push_back({NodeClaimRef(claim), type, reason, claim_message});
+  if (!node.empty()) Add(out, {NodeRef(node), type, reason, node_message}, timeout, detail);
+  Add(out, {NodeClaimRef(claim), type, reason, claim_message}, timeout, detail);
 }
 
 bool IsConsolidation(const std::string& method) {
@@ -50,25 +80,25 @@ bool IsConsolidation(const std::string& method) {
          method == "MultiNodeConsolidation";
 }
 
-void Provisioning(const ProvisioningDecision& d, const State& state,
-                  std::vector<RecordKubeEvent>& out) {
+void Provisioning(const ProvisioningDecision& d, const State& state, Drafts& out) {
   for (const PodOutcome& pod : d.pods) {
     if (pod.target.empty()) {
-      out.push_back(
-          {PodRef(pod.pod), kWarning, "FailedScheduling", "Failed to schedule pod, " + pod.reason});
+      Add(out,
+          {PodRef(pod.pod), kWarning, "FailedScheduling", "Failed to schedule pod, " + pod.reason},
+          kFailedSchedulingDedupe);
       continue;
     }
     bool is_claim = state.nodeclaims.contains(pod.target);
     for (const ClaimPlan& plan : d.new_claims) is_claim = is_claim || plan.nodeclaim == pod.target;
-    out.push_back(
+    Add(out,
         {PodRef(pod.pod), kNormal, "Nominated",
          "Pod should schedule on: " + std::string(is_claim ? "nodeclaim/" : "node/") + pod.target});
+    out.back().nominated = true;
   }
 }
 
 // AWS's interruption events, from the code the core gave the message.
-void Interrupted(const std::string& nodeclaim, Cause cause, const State& state,
-                 std::vector<RecordKubeEvent>& out) {
+void Interrupted(const std::string& nodeclaim, Cause cause, const State& state, Drafts& out) {
   std::string reason = "InstanceTerminating";
   std::string message = "Instance is terminating";
   if (cause == Cause::kSpotInterruption) {
@@ -84,17 +114,17 @@ void Interrupted(const std::string& nodeclaim, Cause cause, const State& state,
   OnNodeAndClaim(state, nodeclaim, kWarning, reason, message, message, out);
 }
 
-void Lifecycle(const LifecycleDecision& d, const State& state, std::vector<RecordKubeEvent>& out) {
+void Lifecycle(const LifecycleDecision& d, const State& state, Drafts& out) {
   const std::string node = NodeOf(state, d.nodeclaim, d.node_name);
   if (d.transition == "LaunchFailed") {
-    out.push_back(
+    Add(out,
         {NodeClaimRef(d.nodeclaim), kWarning,
          d.cause == Cause::kInsufficientCapacity ? "InsufficientCapacityError" : "FailedLaunch",
          "NodeClaim " + d.nodeclaim + " event: " + d.reason});
   } else if (d.transition == "Evicted" && !d.subject.empty()) {
-    out.push_back({PodRef(d.subject), kNormal, "Evicted", "Evicted pod: draining node " + node});
+    Add(out, {PodRef(d.subject), kNormal, "Evicted", "Evicted pod: draining node " + node});
   } else if (d.transition == "EvictionRefused" && !node.empty()) {
-    out.push_back({NodeRef(node), kWarning, "FailedDraining", "Failed to drain node, " + d.reason});
+    Add(out, {NodeRef(node), kWarning, "FailedDraining", "Failed to drain node, " + d.reason});
   } else if (d.transition == "Interrupted") {
     Interrupted(d.nodeclaim, d.cause, state, out);
   } else if (d.transition == "RebalanceRecommendation") {
@@ -105,28 +135,35 @@ void Lifecycle(const LifecycleDecision& d, const State& state, std::vector<Recor
 }
 
 // A candidate that could not go: consolidation's own verdicts (no cheaper replacement, pods
-// would not fit, others went first, the policy) are Unconsolidatable; do-not-disrupt,
-// PodDisruptionBudgets, the NodePool's budget and an unsettled cluster block.
+// would not fit, others went first, the policy) are Unconsolidatable, repeated at most every 15
+// minutes; PodDisruptionBudgets, the NodePool's budget and an unsettled cluster block. Like
+// Karpenter, no Event says a karpenter.sh/do-not-disrupt annotation blocked: the user asked
+// for it.
 void Blocked(const std::string& method, const DisruptionCandidate& c, const State& state,
-             std::vector<RecordKubeEvent>& out) {
-  if (c.cause == Cause::kNone) return;
-  const bool blocker = c.cause == Cause::kDoNotDisrupt || c.cause == Cause::kPodDisruptionBudget ||
+             Drafts& out) {
+  if (c.cause == Cause::kNone || c.cause == Cause::kDoNotDisrupt) return;
+  const bool blocker = c.cause == Cause::kPodDisruptionBudget ||
                        c.cause == Cause::kDisruptionBudget || c.cause == Cause::kNotSettled;
-  std::string reason =
-      IsConsolidation(method) && !blocker ? "Unconsolidatable" : "DisruptionBlocked";
-  OnNodeAndClaim(state, c.nodeclaim, kNormal, reason, c.outcome, c.outcome, out);
+  if (IsConsolidation(method) && !blocker) {
+    OnNodeAndClaim(state, c.nodeclaim, kNormal, "Unconsolidatable", c.outcome, c.outcome, out,
+                   kUnconsolidatableDedupe);
+  } else {
+    OnNodeAndClaim(state, c.nodeclaim, kNormal, "DisruptionBlocked", c.outcome, c.outcome, out);
+  }
 }
 
 void Disruption(const DisruptionDecision& d, const Output& output, const State& state,
-                std::vector<RecordKubeEvent>& out) {
+                Drafts& out) {
   if (d.phase == "blocked") {
     for (const DisruptionCandidate& c : d.candidates) Blocked(d.method, c, state, out);
     for (const BudgetState& b : d.budgets) {
       if (b.allowed != 0) continue;
-      out.push_back({NodePoolRef(b.nodepool), kNormal, "DisruptionBlocked",
-                     b.reason.empty() ? "No allowed disruptions due to blocking budget"
-                                      : "No allowed disruptions for disruption reason " + b.reason +
-                                            " due to blocking budget"});
+      Add(out,
+          {NodePoolRef(b.nodepool), kNormal, "DisruptionBlocked",
+           b.reason.empty() ? "No allowed disruptions due to blocking budget"
+                            : "No allowed disruptions for disruption reason " + b.reason +
+                                  " due to blocking budget"},
+          kNodePoolBlockedDedupe, b.reason);
     }
     return;
   }
@@ -138,7 +175,7 @@ void Disruption(const DisruptionDecision& d, const Output& output, const State& 
   const std::string title = DisruptionReason(d.method);
   for (const std::string& claim : d.nodeclaims) {
     OnNodeAndClaim(state, claim, kNormal, "DisruptionTerminating", "Disrupting Node: " + title,
-                   "Disrupting NodeClaim: " + title, out);
+                   "Disrupting NodeClaim: " + title, out, kDefaultDedupe, title);
   }
   if (d.phase != "replacing") return;
   // The replacements are the NodeClaims this same output creates outside provisioning.
@@ -151,17 +188,17 @@ void Disruption(const DisruptionDecision& d, const Output& output, const State& 
   for (const Command& c : output.commands) {
     const auto* create = std::get_if<CreateNodeClaim>(&c.body);
     if (create == nullptr || provisioned.contains(create->claim.name)) continue;
-    out.push_back({NodeClaimRef(create->claim.name), kNormal, "DisruptionLaunching",
-                   "Launching NodeClaim: " + title});
-    out.push_back({NodeClaimRef(create->claim.name), kNormal, "DisruptionWaitingReadiness",
-                   "Waiting on readiness to continue disruption"});
+    Add(out,
+        {NodeClaimRef(create->claim.name), kNormal, "DisruptionLaunching",
+         "Launching NodeClaim: " + title},
+        kDefaultDedupe, title);
+    Add(out, {NodeClaimRef(create->claim.name), kNormal, "DisruptionWaitingReadiness",
+              "Waiting on readiness to continue disruption"});
   }
 }
 
-}  // namespace
-
-std::vector<RecordKubeEvent> KubeEventsFor(const Output& output, const State& state) {
-  std::vector<RecordKubeEvent> out;
+Drafts DraftsFor(const Output& output, const State& state) {
+  Drafts out;
   for (const Decision& decision : output.decisions) {
     if (const auto* p = std::get_if<ProvisioningDecision>(&decision.body)) {
       Provisioning(*p, state, out);
@@ -174,4 +211,61 @@ std::vector<RecordKubeEvent> KubeEventsFor(const Output& output, const State& st
   return out;
 }
 
+// Karpenter's key: the reason in lower case, then the dedupe values.
+std::string DedupeKey(const Draft& draft) {
+  std::string key = draft.event.reason;
+  std::transform(key.begin(), key.end(), key.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const KubeObjectRef& o = draft.event.object;
+  key += "-" + o.kind + "/" + o.ns + "/" + o.name;
+  if (!draft.detail.empty()) key += "-" + draft.detail;
+  return key;
+}
+
+// The Nominated bucket, topped up to `now` (5 tokens a second, 10 at most), then one token
+// taken if there is one.
+bool TakeNominationToken(EventLimits& limits, Nanos now) {
+  const std::int64_t elapsed = std::max<std::int64_t>(0, now.value - limits.nominated_at.value);
+  const std::int64_t room = kNominatedBurstMilli - limits.nominated_milli_tokens;
+  // Thousandths of a token per nanosecond: 5 * 1000 / 1e9.
+  const std::int64_t refill =
+      elapsed >= 2 * kSecond.value ? room : elapsed * kNominatedPerSecond / 1'000'000;
+  limits.nominated_milli_tokens += std::min(room, refill);
+  limits.nominated_at = now;
+  if (limits.nominated_milli_tokens < 1'000) return false;
+  limits.nominated_milli_tokens -= 1'000;
+  return true;
+}
+
+}  // namespace
+
+std::vector<RecordKubeEvent> KubeEventsFor(const Output& output, const State& state) {
+  std::vector<RecordKubeEvent> out;
+  for (Draft& draft : DraftsFor(output, state)) out.push_back(std::move(draft.event));
+  return out;
+}
+
+namespace core {
+
+// As Karpenter's recorder publishes: a key recorded within its timeout drops the Event; a key
+// not recorded is recorded (even if the rate limit then drops the Event), and a Nominated
+// Event needs a token besides.
+void AnnounceDecisionEvents(State& state, Seq cause, Output& out) {
+  Drafts drafts = DraftsFor(out, state);
+  if (drafts.empty()) return;
+  EventLimits& limits = state.event_limits;
+  if (state.now.value - limits.pruned_at.value >= kPruneEvery.value) {
+    std::erase_if(limits.recorded, [&](const auto& kv) { return kv.second <= state.now; });
+    limits.pruned_at = state.now;
+  }
+  for (Draft& draft : drafts) {
+    auto [it, added] = limits.recorded.try_emplace(DedupeKey(draft), Nanos{0});
+    if (!added && it->second > state.now) continue;
+    it->second = Nanos{state.now.value + draft.timeout.value};
+    if (draft.nominated && !TakeNominationToken(limits, state.now)) continue;
+    Announce(state, cause, std::move(draft.event), out);
+  }
+}
+
+}  // namespace core
 }  // namespace tenon

@@ -333,6 +333,9 @@ void H(Hasher& h, const RecordKubeEvent& c) {
 void H(Hasher& h, const NodeClassTermination& t) {
   All(h, t.waiting_message, t.waiting_at, t.retry_at);
 }
+void H(Hasher& h, const EventLimits& l) {
+  All(h, l.recorded, l.nominated_milli_tokens, l.nominated_at, l.pruned_at);
+}
 void H(Hasher& h, const PatchNodeClaimStatus& c) {
   All(h, c.nodeclaim, c.condition, c.status, c.reason, c.provider_id, c.node_name, c.labels,
       c.image_id, c.capacity, c.allocatable);
@@ -384,6 +387,7 @@ std::uint64_t StateHash(const State& s) {
   if (!s.nodeclass_terminations.empty()) {
     All(h, std::string_view("nodeclass_terminations"), s.nodeclass_terminations);
   }
+  if (s.event_limits != EventLimits{}) All(h, std::string_view("event_limits"), s.event_limits);
   return h.Digest();
 }
 

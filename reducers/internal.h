@@ -114,6 +114,9 @@ Decision& Decide(State& state, Seq cause, DecisionBody body, Output& out);
 // A Kubernetes Event, best effort: a command that is not waited on (not in flight) and is not
 // sent again after a restart (nodeclass.cc).
 void Announce(State& state, Seq cause, RecordKubeEvent event, Output& out);
+// The Events of the decisions in `out` (KubeEventsFor) that Karpenter's limits let through,
+// announced (events.cc).
+void AnnounceDecisionEvents(State& state, Seq cause, Output& out);
 
 // The EC2NodeClass's lifecycle (nodeclass.cc): its finalizer and instance profile, and the
 // termination of a deleted one. Reconciled when it or its resolution changes, and on each

@@ -305,6 +305,7 @@ Output Step(State& state, Seq seq, const Event& event) {
           [&](const NodeClassResolved& e) { OnNodeClassResolved(state, seq, e, out); },
       },
       event);
+  if (!out.decisions.empty()) AnnounceDecisionEvents(state, seq, out);
   return out;
 }
 

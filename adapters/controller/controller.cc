@@ -188,13 +188,6 @@ void ApplyEnvironment(RunOptions& options) {
   cloud.aws = aws::AwsSettingsFromEnvironment(aws::ProcessEnv());
 }
 
-// Collects the core's outputs during one Ingest, for the Kubernetes Events they become.
-class OutputCollector : public runtime::Observer {
- public:
-  void OnOutput(Seq /*cause*/, const Output& output) override { outputs.push_back(output); }
-  std::vector<Output> outputs;
-};
-
 int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   // Probes and metrics answer from the start, standby included: a standby is healthy.
   http::HealthServer health(
@@ -323,11 +316,9 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   runtime::Executor& executor = options.dry_run ? static_cast<runtime::Executor&>(dry_run)
                                                 : static_cast<runtime::Executor&>(lanes);
   metrics::DecisionLogger decision_logger;
-  OutputCollector outputs;
   runtime::ObserverList observers;
   observers.Add(&metrics);
   observers.Add(&decision_logger);
-  observers.Add(&outputs);
   runtime::Options runtime_options;
   runtime_options.snapshot_every_events = options.snapshot_every_events;
   runtime_options.snapshot_min_interval = options.snapshot_min_interval;
@@ -335,26 +326,6 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   runtime_options.retain_bytes = options.retain_bytes;
   runtime_options.observer = &observers;
   runtime::Runtime rt(*log, executor, runtime_options);
-  // Karpenter's Events for what the core decided (not in a dry run: it writes nothing),
-  // written by the Kubernetes lane after the commands already handed to it; best effort: an
-  // Event finding that lane's queue full is dropped.
-  std::uint64_t events_dropped = 0;
-  auto record_events = [&] {
-    if (!options.dry_run) {
-      for (const Output& output : outputs.outputs) {
-        for (kube::KubeEvent& e : KubeEventsFor(output, rt.state())) {
-          const bool posted = lanes.Post(kKubeLane, [&kube_executor, e = std::move(e)] {
-            kube_executor.RecordEvent(e.object, e.type, e.reason, e.message);
-          });
-          if (!posted && events_dropped++ % 100 == 0) {
-            spdlog::warn("Kubernetes Event not recorded: the kube lane's queue is full ({} so far)",
-                         events_dropped);
-          }
-        }
-      }
-    }
-    outputs.outputs.clear();
-  };
   // The results the lanes' workers brought back, for the next fold.
   auto completed = [&](std::vector<Event>& events) {
     for (runtime::Completion& done : lanes.Drain()) {
@@ -408,7 +379,6 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
     const auto recovery = rt.Recover();
     spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
                  recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
-    outputs.outputs.clear();  // Their Events were recorded before the restart.
     observe_state(true);
     // Nothing is decided on the recovered state until the informers have listed the cluster
     // again: it may have changed while no controller was watching.
@@ -445,7 +415,6 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
         if (last_tick) metrics.ObserveTickInterval(folded_at - *last_tick);
         last_tick = folded_at;
       }
-      record_events();
       observe_state(false);
       health.Beat();
       if (source.synced()) {

@@ -1,6 +1,7 @@
 #include "adapters/runtime/lanes.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace tenon::runtime {
@@ -12,7 +13,7 @@ struct Lanes::Worker {
   std::condition_variable wake;
   std::deque<Item> queue;   // Handed over, not started.
   std::deque<Item> parked;  // Waiting for room, in issue order.
-  bool running = false;     // A command or job of the queue is executing.
+  bool running = false;     // A command of the queue is executing.
   Clock::time_point running_since{};
   bool stopping = false;
   bool failed = false;  // Its executor threw: it runs nothing more.
@@ -92,21 +93,10 @@ std::vector<Event> Lanes::Execute(const Command& command) {
   const std::size_t index = route_(command);
   if (index >= lanes_.size()) throw std::logic_error("lanes: no lane for a command");
   Worker& worker = *lanes_[index];
-  Item item{command, nullptr, Now()};
+  Item item{command, Now()};
   std::lock_guard lock(worker.mu);
   HandOver(worker, std::move(item));
   return {};
-}
-
-bool Lanes::Post(std::size_t lane, std::function<void()> job) {
-  if (lane >= lanes_.size()) throw std::logic_error("lanes: no such lane");
-  Worker& worker = *lanes_[lane];
-  std::lock_guard lock(worker.mu);
-  const std::size_t busy = worker.queue.size() + (worker.running ? 1 : 0);
-  if (!worker.parked.empty() || busy >= worker.options.capacity || worker.failed) return false;
-  worker.queue.push_back(Item{std::nullopt, std::move(job), Now()});
-  worker.wake.notify_one();
-  return true;
 }
 
 void Lanes::Run(Worker& worker) {
@@ -124,13 +114,10 @@ void Lanes::Run(Worker& worker) {
     Completion completion;
     std::exception_ptr failure;
     try {
-      if (item.job) item.job();
-      if (item.command) {
-        const auto start = Clock::now();
-        completion.results = worker.executor->Execute(*item.command);
-        completion.took = Clock::now() - start;
-        completion.command = std::move(*item.command);
-      }
+      const auto start = Clock::now();
+      completion.results = worker.executor->Execute(item.command);
+      completion.took = Clock::now() - start;
+      completion.command = std::move(item.command);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -138,7 +125,7 @@ void Lanes::Run(Worker& worker) {
       std::lock_guard lock(done_mu_);
       if (failure != nullptr) {
         if (failure_ == nullptr) failure_ = failure;
-      } else if (item.command) {
+      } else {
         done_.push_back(std::move(completion));
       }
     }

@@ -25,7 +25,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,10 +88,6 @@ class Lanes : public Executor {
   std::vector<Event> Execute(const Command& command) override;
   bool Defers() const override { return true; }
 
-  // Fold thread: a job that is not a command (a Kubernetes Event to record), best effort: false
-  // when the lane's queue is full, and the job is dropped.
-  bool Post(std::size_t lane, std::function<void()> job);
-
   // Fold thread: the commands finished since the last call, in the order they finished; hands
   // parked commands over as room frees. Rethrows what a worker's executor threw (a
   // kube::LeadershipLost among others): that lane runs nothing more.
@@ -109,8 +104,7 @@ class Lanes : public Executor {
 
  private:
   struct Item {
-    std::optional<Command> command;  // Empty: a job.
-    std::function<void()> job;       // Empty for a command.
+    Command command;
     Clock::time_point issued;
   };
   struct Worker;

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Proves the effects lint catches a write API called outside a command executor, planted in a
-# copy of adapters/, stays quiet about the same call in a comment, and fails when a file it
-# lists as pending no longer writes.
+# copy of adapters/, and stays quiet about the same call in a comment.
 set -u
 root="$1"
 lint="$root/scripts/lint-effects"
@@ -31,13 +30,6 @@ copy
 printf '%s\n' '// ec2.CreateFleet(request) is what the executor calls.' >"$work/adapters/controller/planted.cc"
 if ! python3 "$lint" "$work" >/dev/null 2>&1; then
   echo "a comment was taken for a call"; failures=$((failures + 1))
-fi
-
-copy
-: >"$work/adapters/controller/controller.cc"
-out=$(python3 "$lint" "$work" 2>&1)
-if [ $? -ne 1 ] || ! grep -q "controller.cc: listed as writing" <<<"$out"; then
-  echo "a pending file that no longer writes was not reported"; echo "$out"; failures=$((failures + 1))
 fi
 
 if [ "$failures" -ne 0 ]; then

@@ -7,6 +7,7 @@
 
 #include "adapters/kube/events.h"
 #include "adapters/sim/simulator.h"
+#include "reducers/internal.h"
 #include "tests/integration/scenario_run.h"
 #include "tests/support/temp_dir.h"
 
@@ -58,9 +59,10 @@ TEST(KubeEvents, ProvisioningNominates) {
   EXPECT_EQ(events[1].type, "Warning");
 }
 
-// Blocked candidates: do-not-disrupt and PDBs block; consolidation's own verdicts are
-// Unconsolidatable; a zero budget blocks the NodePool. The Event's reason follows the
-// candidate's code, whatever its text says; the text is the message.
+// Blocked candidates: PDBs block; consolidation's own verdicts are Unconsolidatable; a zero
+// budget blocks the NodePool; a do-not-disrupt annotation, which the user asked for, gets no
+// Event (as in Karpenter). The Event's reason follows the candidate's code, whatever its text
+// says; the text is the message.
 TEST(KubeEvents, BlockedAndUnconsolidatable) {
   State state = StateWithClaim("c1", "n1");
   state.nodeclaims["c2"] = state.nodeclaims["c1"];
@@ -70,9 +72,10 @@ TEST(KubeEvents, BlockedAndUnconsolidatable) {
       "SingleNodeConsolidation",
       "blocked",
       {},
-      {{"c1", "default", "held", Cause::kDoNotDisrupt, "n1"},
+      {{"c1", "default", "held", Cause::kPodDisruptionBudget, "n1"},
        {"c2", "default", "over budget, says the text", Cause::kNoBetterPlacement, ""},
-       {"c3", "default", "selected", Cause::kNone, ""}},
+       {"c3", "default", "selected", Cause::kNone, ""},
+       {"c4", "default", "protected", Cause::kDoNotDisrupt, ""}},
       {{"default", "Underutilized", 0, "budget 0"}},
       "no candidate can go now",
       {}};
@@ -92,6 +95,7 @@ TEST(KubeEvents, BlockedAndUnconsolidatable) {
   EXPECT_EQ(unconsolidatable[0]->object.name, "n2");
   EXPECT_EQ(unconsolidatable[0]->message, "over budget, says the text");
   EXPECT_EQ(blocked[0]->message, "held");
+  for (const KubeEvent& e : events) EXPECT_NE(e.object.name, "c4") << e.reason;
 }
 
 // A failed launch is InsufficientCapacityError when the core coded it so, FailedLaunch
@@ -145,28 +149,24 @@ TEST(KubeEvents, ReplacingDisruption) {
   EXPECT_EQ(With(events, "DisruptionWaitingReadiness").size(), 1u);
 }
 
-// The events of a whole scenario: every output mapped with the state after its ingest round,
-// as the controller does.
+// The Events a whole scenario records: the RecordKubeEvent commands the core issued.
 std::vector<KubeEvent> ScenarioEvents(const std::string& body) {
   testing::TempDir dir;
   std::ofstream(dir.path() / "s.yaml")
       << testing::Scenario(body, "", "      disruption: {consolidateAfter: 0s}\n");
   struct Collector : runtime::Observer {
-    std::vector<Output> round;
-    void OnOutput(Seq, const Output& output) override { round.push_back(output); }
+    std::vector<KubeEvent> events;
+    void OnOutput(Seq, const Output& output) override {
+      for (const Command& c : output.commands) {
+        if (const auto* e = std::get_if<RecordKubeEvent>(&c.body)) events.push_back(*e);
+      }
+    }
   } collector;
-  std::vector<KubeEvent> events;
   sim::SimulateOptions options;
   options.log_dir = dir.path() / "log";
   options.observer = &collector;
-  options.on_state = [&](const State& state) {
-    for (const Output& output : collector.round) {
-      for (auto& e : KubeEventsFor(output, state)) events.push_back(std::move(e));
-    }
-    collector.round.clear();
-  };
   sim::Simulate(sim::LoadScenario(dir.path() / "s.yaml"), options);
-  return events;
+  return collector.events;
 }
 
 // A spot interruption: SpotInterrupted (Warning) on the Node and the NodeClaim; the pods of
@@ -204,8 +204,9 @@ TEST(KubeEvents, InterruptionOfAClaimAlreadyDeleting) {
   EXPECT_EQ(terminating[0]->type, "Warning");
 }
 
-// An empty node protected by karpenter.sh/do-not-disrupt: DisruptionBlocked naming it.
-TEST(KubeEvents, ScenarioWithBlockedDisruption) {
+// An empty node protected by karpenter.sh/do-not-disrupt is not disrupted, and, as in
+// Karpenter, no Event says so: the user asked for it.
+TEST(KubeEvents, ScenarioWithProtectedNode) {
   auto events = ScenarioEvents(R"(duration: 5m
 workloads:
   - {name: web, replicas: 1, cpu: 500m, memory: 512Mi}
@@ -213,11 +214,107 @@ workloads:
 actions:
   - {at: 1m30s, do: protectNode}
 )");
-  auto blocked = With(events, "DisruptionBlocked");
-  ASSERT_FALSE(blocked.empty());
-  EXPECT_NE(blocked[0]->message.find("has karpenter.sh/do-not-disrupt"), std::string::npos)
-      << blocked[0]->message;
+  ASSERT_FALSE(With(events, "Nominated").empty());
+  for (const KubeEvent& e : events) {
+    EXPECT_EQ(e.message.find("do-not-disrupt"), std::string::npos) << e.reason << ": " << e.message;
+  }
+  EXPECT_TRUE(With(events, "DisruptionBlocked").empty());
   EXPECT_TRUE(With(events, "DisruptionTerminating").empty());
+}
+
+// Karpenter's recorder limits, applied by the core (core::AnnounceDecisionEvents) from the
+// state's time: what passes becomes a RecordKubeEvent command, not waited on.
+struct Announcer {
+  State state = StateWithClaim("c1", "n1");
+  Nanos now{1'767'225'600'000'000'000};
+  std::vector<KubeEvent> At(std::int64_t seconds, DecisionBody body) {
+    state.now = Nanos{now.value + seconds * kSecond.value};
+    Output out;
+    out.decisions.push_back(Wrap(std::move(body)));
+    core::AnnounceDecisionEvents(state, Seq{9}, out);
+    std::vector<KubeEvent> events;
+    for (const Command& c : out.commands) events.push_back(std::get<RecordKubeEvent>(c.body));
+    EXPECT_TRUE(state.inflight.empty()) << "an Event is not waited on";
+    return events;
+  }
+};
+
+ProvisioningDecision Nominating(const std::string& prefix, int pods) {
+  ProvisioningDecision p;
+  p.new_claims.push_back({"default-1", "default", {}, {}, {}});
+  for (int i = 0; i < pods; ++i) {
+    p.pods.push_back({"ns/" + prefix + std::to_string(i), "default-1", "fits", {}});
+  }
+  return p;
+}
+
+// Nominated: deduped per pod for 2 minutes (a pod the bucket dropped included), and a token
+// bucket of 5 a second with a burst of 10 shared by all pods.
+TEST(KubeEventLimits, NominatedIsDedupedAndRateLimited) {
+  Announcer a;
+  EXPECT_EQ(a.At(0, Nominating("a", 30)).size(), 10u) << "the burst";
+  EXPECT_TRUE(a.At(1, Nominating("a", 30)).empty()) << "every pod's key holds 2 minutes";
+  EXPECT_EQ(a.At(1, Nominating("b", 30)).size(), 5u) << "5 tokens a second";
+  EXPECT_EQ(a.At(3, Nominating("c", 30)).size(), 10u) << "at most 10";
+  EXPECT_TRUE(a.At(119, Nominating("a", 1)).empty());
+  auto again = a.At(120, Nominating("a", 30));
+  ASSERT_EQ(again.size(), 10u) << "the keys lapsed after 2 minutes";
+  EXPECT_EQ(again[0].object.name, "a0");
+}
+
+DisruptionDecision BlockedBy(Cause cause, const std::string& method = "SingleNodeConsolidation",
+                             std::vector<BudgetState> budgets = {}) {
+  return {method, "blocked", {}, {{"c1", "default", "why", cause, "n1"}}, budgets, "", {}};
+}
+
+// Each Event's dedupe timeout: 2 minutes by default, 15 for Unconsolidatable, 5 for
+// FailedScheduling, 1 for a NodePool's blocking budget (per disruption reason); the message is
+// not part of the key, the object and the reason are.
+TEST(KubeEventLimits, EachEventHoldsItsKeyForKarpentersTimeout) {
+  Announcer a;
+  EXPECT_EQ(a.At(0, BlockedBy(Cause::kPodDisruptionBudget)).size(), 2u) << "node and claim";
+  EXPECT_TRUE(a.At(119, BlockedBy(Cause::kPodDisruptionBudget)).empty());
+  EXPECT_EQ(a.At(120, BlockedBy(Cause::kPodDisruptionBudget)).size(), 2u);
+
+  EXPECT_EQ(a.At(0, BlockedBy(Cause::kNoBetterPlacement)).size(), 2u) << "another reason";
+  EXPECT_TRUE(a.At(899, BlockedBy(Cause::kNoBetterPlacement)).empty());
+  EXPECT_EQ(a.At(900, BlockedBy(Cause::kNoBetterPlacement)).size(), 2u);
+
+  ProvisioningDecision failed;
+  failed.pods.push_back({"ns/big", "", "no instance type fits", {}});
+  EXPECT_EQ(a.At(1000, failed).size(), 1u);
+  EXPECT_TRUE(a.At(1299, failed).empty());
+  EXPECT_EQ(a.At(1300, failed).size(), 1u);
+
+  auto budget = [](const std::string& reason) {
+    return BlockedBy(Cause::kNone, "Drift", {{"default", reason, 0, "budget 0"}});
+  };
+  EXPECT_EQ(a.At(2000, budget("Drifted")).size(), 1u);
+  EXPECT_EQ(a.At(2000, budget("Empty")).size(), 1u) << "per disruption reason";
+  EXPECT_TRUE(a.At(2059, budget("Drifted")).empty());
+  EXPECT_EQ(a.At(2060, budget("Drifted")).size(), 1u);
+}
+
+// Disrupting a node for one reason does not hold back the Event for another.
+TEST(KubeEventLimits, TerminatingIsDedupedPerReason) {
+  Announcer a;
+  auto disrupting = [](const std::string& method) {
+    return DisruptionDecision{method, "executed", {"c1"}, {}, {}, "", {}};
+  };
+  EXPECT_EQ(a.At(0, disrupting("Drift")).size(), 2u);
+  EXPECT_TRUE(a.At(10, disrupting("Drift")).empty());
+  auto expired = a.At(10, disrupting("Expiration"));
+  ASSERT_EQ(expired.size(), 2u);
+  EXPECT_EQ(expired[1].message, "Disrupting NodeClaim: Expired");
+}
+
+// Lapsed keys are dropped from the state once a minute, so it holds only the live ones.
+TEST(KubeEventLimits, LapsedKeysLeaveTheState) {
+  Announcer a;
+  a.At(0, Nominating("a", 3));
+  EXPECT_EQ(a.state.event_limits.recorded.size(), 3u);
+  a.At(200, Nominating("b", 1));
+  EXPECT_EQ(a.state.event_limits.recorded.size(), 1u);
 }
 
 // client-go's EventCorrelator, step by step on a clock of our own.
