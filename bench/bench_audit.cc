@@ -48,7 +48,8 @@ Decision DecisionAt(std::uint64_t n, std::uint64_t seq, const Options& o) {
   d.at = Nanos{static_cast<std::int64_t>(seq) * kSecond.value};
   if (n <= 3 * o.claims) {
     const std::uint64_t claim = (n - 1) / 3;
-    static constexpr const char* kSteps[] = {"Launched", "Registered", "Initialized"};
+    static constexpr Transition kSteps[] = {Transition::kLaunched, Transition::kRegistered,
+                                            Transition::kInitialized};
     const auto step = (n - 1) % 3;
     d.body = LifecycleDecision{Claim(claim),
                                kSteps[step],
@@ -59,8 +60,8 @@ Decision DecisionAt(std::uint64_t n, std::uint64_t seq, const Options& o) {
                                ""};
     return d;
   }
-  DisruptionDecision x{"SingleNodeConsolidation",
-                       n % 7 == 0 ? "executed" : "blocked",
+  DisruptionDecision x{DisruptionMethod::kSingleNodeConsolidation,
+                       n % 7 == 0 ? DisruptionPhase::kExecuted : DisruptionPhase::kBlocked,
                        {},
                        {},
                        {},
@@ -73,7 +74,7 @@ Decision DecisionAt(std::uint64_t n, std::uint64_t seq, const Options& o) {
                             "no cheaper replacement: cheapest fit m5.large costs $0.0960/h",
                             Cause::kNoBetterPlacement, ""});
   }
-  if (x.phase == "executed") x.nodeclaims.push_back(Claim(first));
+  if (x.phase == DisruptionPhase::kExecuted) x.nodeclaims.push_back(Claim(first));
   x.budgets.push_back({"general", "Underutilized", 1, "budget 0 (nodes 10%)"});
   d.body = std::move(x);
   return d;
@@ -112,7 +113,9 @@ Figures Measure(int queries, const Options& o, Query query) {
   for (int q = 0; q < queries; ++q) {
     const std::uint64_t claim = (static_cast<std::uint64_t>(q) * 7919) % o.claims;
     const auto start = std::chrono::steady_clock::now();
-    replay::AuditResult result = query(replay::AuditQuery{NodeName(claim), "", "", {}, {}});
+    replay::AuditQuery by_node;
+    by_node.node = NodeName(claim);
+    replay::AuditResult result = query(by_node);
     times.push_back(Millis(std::chrono::steady_clock::now() - start));
     f.decisions_found += result.decisions.size();
     f.decisions_read += result.decisions_read;

@@ -119,8 +119,8 @@ bool SingleNode(const std::vector<InstanceType>& types, std::size_t pods) {
       all, build, each[each.size() / 2] * 1e6, each[each.size() * 99 / 100] * 1e6, fresh * 1e6,
       fresh / each[each.size() / 2]);
   std::printf("  one disruption pass (%s %s, %zu candidates recorded): %.4f s\n",
-              decision.method.c_str(), decision.phase.c_str(), evaluated, pass);
-  return !claims.empty() && decision.method == "SingleNodeConsolidation";
+              Name(decision.method), Name(decision.phase), evaluated, pass);
+  return !claims.empty() && decision.method == DisruptionMethod::kSingleNodeConsolidation;
 }
 
 bool MultiNode(const std::vector<InstanceType>& types, std::size_t pods) {
@@ -148,9 +148,10 @@ bool MultiNode(const std::vector<InstanceType>& types, std::size_t pods) {
   std::printf(
       "multi-node: %zu nodes, %zu pods; one disruption pass: %.4f s (%s %s, %zu nodes) | "
       "fresh-pass baseline for the 100-node group alone: %.4f s\n",
-      state.nodeclaims.size(), state.pods.size(), pass, decision.method.c_str(),
-      decision.phase.c_str(), decision.nodeclaims.size(), fresh);
-  return decision.method == "MultiNodeConsolidation" && decision.nodeclaims.size() >= 2;
+      state.nodeclaims.size(), state.pods.size(), pass, Name(decision.method), Name(decision.phase),
+      decision.nodeclaims.size(), fresh);
+  return decision.method == DisruptionMethod::kMultiNodeConsolidation &&
+         decision.nodeclaims.size() >= 2;
 }
 
 }  // namespace

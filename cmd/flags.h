@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include "reducers/core.h"
+
 namespace tenon::cmd {
 
 // A whole decimal number from 1 to 2^64 - 1: no sign, no spaces, nothing after it.
@@ -33,6 +35,18 @@ inline CLI::Validator NonEmptyTime() {
                             : "";
       },
       "TIME");
+}
+
+// A disruption method's name, as the log records it.
+inline CLI::Validator MethodName() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return ParseDisruptionMethod(text)
+                   ? ""
+                   : "not a disruption method: Emptiness, Drift, Expiration, SoftExpiration, "
+                     "Interruption, SingleNodeConsolidation or MultiNodeConsolidation";
+      },
+      "METHOD");
 }
 
 // A whole number from 0 to 100.

@@ -35,7 +35,7 @@ struct IncidentCommands {
   CLI::App* audit = nullptr;
   std::string audit_dir;
   replay::AuditQuery query;
-  std::string since_text, until_text;
+  std::string since_text, until_text, method_text;
   bool json = false;
 
   CLI::App* log_export = nullptr;
@@ -156,7 +156,7 @@ void PrintHistory(const log::EventLog& log, std::uint64_t to, const std::string&
     if (l == nullptr || (!claim.empty() && l->nodeclaim != claim)) return true;
     std::printf("  %s  %-22s %-24s %s  (event %" PRIu64 ")\n", replay::ClockText(d.at).c_str(),
                 l->nodeclaim.empty() ? l->instance_id.c_str() : l->nodeclaim.c_str(),
-                l->transition.c_str(), l->reason.c_str(), d.cause.value);
+                Name(l->transition), l->reason.c_str(), d.cause.value);
     return true;
   });
 }
@@ -260,6 +260,7 @@ int RunAudit(const IncidentCommands& c) {
   replay::AuditQuery query = c.query;
   query.since = TimeFlag("--since", c.since_text, *log);
   query.until = TimeFlag("--until", c.until_text, *log);
+  if (!c.method_text.empty()) query.method = ParseDisruptionMethod(c.method_text);
   auto result = replay::Audit(*log, query);
   const std::string text =
       c.json ? replay::AuditJson(result, query) : replay::AuditText(result, query);
@@ -481,8 +482,10 @@ void AddAudit(CLI::App& app, IncidentCommands& c) {
   c.audit->add_option("log", c.audit_dir, "log folder")->required()->check(CLI::ExistingDirectory);
   c.audit->add_option("--node", c.query.node, "decisions about this node (or NodeClaim)");
   c.audit->add_option("--nodepool", c.query.nodepool, "decisions about this NodePool");
-  c.audit->add_option("--method", c.query.method,
-                      "Emptiness, Drift, MultiNodeConsolidation, SingleNodeConsolidation, ...");
+  c.audit
+      ->add_option("--method", c.method_text,
+                   "Emptiness, Drift, MultiNodeConsolidation, SingleNodeConsolidation, ...")
+      ->check(MethodName());
   c.audit->add_option("--since", c.since_text, "from this time")->check(NonEmptyTime());
   c.audit->add_option("--until", c.until_text, "through this time")->check(NonEmptyTime());
   c.audit->add_flag("--json", c.json, "one JSON document");

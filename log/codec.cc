@@ -42,6 +42,13 @@ E CheckedEnum(std::uint16_t raw, std::uint16_t max, const char* what) {
   return static_cast<E>(raw);
 }
 
+// A name the log records for an enumerator (a disruption method, a transition), read back.
+template <class E>
+E Named(std::optional<E> (*parse)(std::string_view), capnp::Text::Reader text, const char* what) {
+  if (auto value = parse(View(text))) return *value;
+  throw CodecError(std::string("unknown ") + what + " \"" + S(text) + "\"");
+}
+
 // ---- small types ----
 
 template <class LabelMap>  // Labels or NodeLabels: the same pairs in the same order.
@@ -336,7 +343,7 @@ PodDisruptionBudget Get(s::PodDisruptionBudget::Reader r) {
 }
 
 void Put(s::ReplacementWait::Builder b, const ReplacementWait& v) {
-  b.setMethod(T(v.method));
+  b.setMethod(Name(v.method));
   PutTexts(b.initCandidates(v.candidates.size()), v.candidates);
   PutTexts(b.initReplacements(v.replacements.size()), v.replacements);
   b.setStartedNs(v.started.value);
@@ -344,7 +351,7 @@ void Put(s::ReplacementWait::Builder b, const ReplacementWait& v) {
   b.setDraining(v.draining);
 }
 ReplacementWait Get(s::ReplacementWait::Reader r) {
-  return {S(r.getMethod()),
+  return {Named(ParseDisruptionMethod, r.getMethod(), "disruption method"),
           GetTexts(r.getCandidates()),
           GetTexts(r.getReplacements()),
           Nanos{r.getStartedNs()},
@@ -1401,8 +1408,8 @@ void Put(s::Decision::Builder b, const Decision& d) {
                  },
                  [&](const DisruptionDecision& x) {
                    auto g = b.initDisruption();
-                   g.setMethod(T(x.method));
-                   g.setPhase(T(x.phase));
+                   g.setMethod(Name(x.method));
+                   g.setPhase(Name(x.phase));
                    PutTexts(g.initNodeClaims(x.nodeclaims.size()), x.nodeclaims);
                    PutCandidates(g, x.candidates);
                    auto budgets = g.initBudgets(x.budgets.size());
@@ -1423,7 +1430,7 @@ void Put(s::Decision::Builder b, const Decision& d) {
                  [&](const LifecycleDecision& l) {
                    auto g = b.initLifecycle();
                    g.setNodeClaim(T(l.nodeclaim));
-                   g.setTransition(T(l.transition));
+                   g.setTransition(Name(l.transition));
                    g.setReason(T(l.reason));
                    g.setNodeName(T(l.node_name));
                    g.setInstanceId(T(l.instance_id));
@@ -1436,6 +1443,30 @@ void Put(s::Decision::Builder b, const Decision& d) {
 
 // `keep` (may be empty: keep all) picks which of a disruption decision's candidates are decoded;
 // the others are never turned into strings, which is most of the work on a pass of many.
+// A disruption pass's candidates, those `keep` keeps (all without it).
+std::vector<DisruptionCandidate> GetCandidates(s::Decision::Disruption::Reader g,
+                                               const CandidateFilter& keep) {
+  std::vector<DisruptionCandidate> out;
+  const auto texts = g.getTexts();
+  // A candidate's pool or outcome: its own field, or the shared text it names.
+  auto text = [&](std::uint32_t ref, capnp::Text::Reader own) {
+    if (ref == 0) return View(own);
+    if (ref > texts.size()) {
+      throw CodecError("disruption candidate names text " + std::to_string(ref) + " of " +
+                       std::to_string(texts.size()));
+    }
+    return View(texts[ref - 1]);
+  };
+  for (auto c : g.getCandidates()) {
+    const std::string_view pool = text(c.getNodePoolText(), c.getNodePool());
+    if (keep && !keep(View(c.getNodeClaim()), pool)) continue;
+    out.push_back({S(c.getNodeClaim()), std::string(pool),
+                   std::string(text(c.getOutcomeText(), c.getOutcome())), CauseFrom(c.getCause()),
+                   std::string(text(c.getSubjectText(), capnp::Text::Reader()))});
+  }
+  return out;
+}
+
 Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
   // Ids are handed out from 1; a record with none is damaged or forged and keys nothing.
   if (r.getId() == 0) throw CodecError("a decision without an id (0)");
@@ -1450,8 +1481,8 @@ Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
     }
     case s::Decision::DISRUPTION: {
       auto g = r.getDisruption();
-      DisruptionDecision x{S(g.getMethod()),
-                           S(g.getPhase()),
+      DisruptionDecision x{Named(ParseDisruptionMethod, g.getMethod(), "disruption method"),
+                           Named(ParseDisruptionPhase, g.getPhase(), "disruption phase"),
                            GetTexts(g.getNodeClaims()),
                            {},
                            {},
@@ -1459,24 +1490,7 @@ Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
                            {MicroUsdPerHour{g.getRemovedPriceMicroUsdHour()},
                             GetList<OfferingChoice>(g.getReplacements()),
                             MicroUsdPerHour{g.getSavingMicroUsdHour()}}};
-      const auto texts = g.getTexts();
-      // A candidate's pool or outcome: its own field, or the shared text it names.
-      auto text = [&](std::uint32_t ref, capnp::Text::Reader own) {
-        if (ref == 0) return View(own);
-        if (ref > texts.size()) {
-          throw CodecError("disruption candidate names text " + std::to_string(ref) + " of " +
-                           std::to_string(texts.size()));
-        }
-        return View(texts[ref - 1]);
-      };
-      for (auto c : g.getCandidates()) {
-        const std::string_view pool = text(c.getNodePoolText(), c.getNodePool());
-        if (keep && !keep(View(c.getNodeClaim()), pool)) continue;
-        x.candidates.push_back({S(c.getNodeClaim()), std::string(pool),
-                                std::string(text(c.getOutcomeText(), c.getOutcome())),
-                                CauseFrom(c.getCause()),
-                                std::string(text(c.getSubjectText(), capnp::Text::Reader()))});
-      }
+      x.candidates = GetCandidates(g, keep);
       for (auto b : g.getBudgets()) {
         x.budgets.push_back(
             {S(b.getNodePool()), S(b.getReason()), b.getAllowed(), S(b.getDetail())});
@@ -1486,9 +1500,11 @@ Decision Get(s::Decision::Reader r, const CandidateFilter& keep = {}) {
     }
     case s::Decision::LIFECYCLE: {
       auto g = r.getLifecycle();
-      d.body = LifecycleDecision{S(g.getNodeClaim()), S(g.getTransition()), S(g.getReason()),
-                                 S(g.getNodeName()),  S(g.getInstanceId()), CauseFrom(g.getCause()),
-                                 S(g.getSubject())};
+      d.body = LifecycleDecision{
+          S(g.getNodeClaim()),  Named(ParseTransition, g.getTransition(), "lifecycle transition"),
+          S(g.getReason()),     S(g.getNodeName()),
+          S(g.getInstanceId()), CauseFrom(g.getCause()),
+          S(g.getSubject())};
       return d;
     }
     case s::Decision::NONE:
@@ -1578,6 +1594,27 @@ Decision DecodeDecision(std::string_view bytes) {
   return WithReader<s::Decision>(bytes, [](s::Decision::Reader r) { return Get(r); });
 }
 
+std::string EncodeCandidatesOnly(const Decision& decision,
+                                 const std::vector<DisruptionCandidate>& candidates) {
+  capnp::MallocMessageBuilder message;
+  auto b = message.initRoot<s::Decision>();
+  b.setId(decision.id.value);
+  b.setCauseSeq(decision.cause.value);
+  b.setAtNs(decision.at.value);
+  PutCandidates(b.initDisruption(), candidates);
+  return ToBytes(message);
+}
+
+std::optional<std::vector<DisruptionCandidate>> DecodeCandidatesOnly(std::string_view bytes) {
+  using Candidates = std::optional<std::vector<DisruptionCandidate>>;
+  return WithReader<s::Decision>(bytes, [](s::Decision::Reader r) -> Candidates {
+    if (r.which() != s::Decision::DISRUPTION || r.getDisruption().getMethod().size() != 0) {
+      return std::nullopt;
+    }
+    return GetCandidates(r.getDisruption(), {});
+  });
+}
+
 Decision DecodeDecisionKeeping(std::string_view bytes, const CandidateFilter& keep) {
   return WithReader<s::Decision>(bytes, [&](s::Decision::Reader r) { return Get(r, keep); });
 }
@@ -1657,7 +1694,7 @@ void EncodeSnapshot(const State& state, const std::function<void(std::string_vie
                                               state.registration_healthy.end());
   Put(b.initRegistrationHealthy(healthy.size()), healthy);
   b.setLastDisruptionPassNs(state.last_disruption_pass.value);
-  b.setPendingMethod(T(state.pending_method));
+  b.setPendingMethod(state.pending_method ? Name(*state.pending_method) : "");
   PutTexts(b.initPendingNodeClaims(state.pending_nodeclaims.size()), state.pending_nodeclaims);
   b.setPendingSinceNs(state.pending_since.value);
   b.setLastDisruptionDigest(state.last_disruption_digest);
@@ -1713,7 +1750,10 @@ void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64
     state.batch = {r.getBatchOpen(), Nanos{r.getBatchOpenedNs()}, Nanos{r.getBatchLastPodNs()}};
     state.last_instance_listing = Nanos{r.getLastInstanceListingNs()};
     state.last_disruption_pass = Nanos{r.getLastDisruptionPassNs()};
-    state.pending_method = S(r.getPendingMethod());
+    if (r.getPendingMethod().size() > 0) {
+      state.pending_method =
+          Named(ParseDisruptionMethod, r.getPendingMethod(), "disruption method");
+    }
     state.pending_nodeclaims = GetTexts(r.getPendingNodeClaims());
     state.pending_since = Nanos{r.getPendingSinceNs()};
     state.last_disruption_digest = r.getLastDisruptionDigest();

@@ -60,17 +60,21 @@ std::string TimeTerm(Nanos at);
 // Every term of one decision, sorted, without repeats.
 std::vector<std::string> DecisionIndexTerms(const Decision& decision);
 // The record Append stores: the encoded decision with its index terms, and for a disruption
-// pass over several candidates, under each NodeClaim's term, that claim's candidates alone (a
-// decision without a method: IsCandidatesOnly), and under its kind term the pass's head
-// (DecisionHead). Logs indexed before kept, under each NodeClaim's term, the whole pass trimmed
-// to that claim's candidates; audit reads both.
+// pass over several candidates, under each NodeClaim's term, that claim's candidates alone
+// (EncodeCandidatesOnly), and under its kind term the pass's head (DecisionHead). Logs indexed
+// before kept, under each NodeClaim's term, the whole pass trimmed to that claim's candidates;
+// audit reads both.
 DecisionRecord DecisionRecordFor(const Decision& decision);
 // The decision without its disruption candidates.
 Decision DecisionHead(const Decision& decision);
-// Whether an index value holds a pass's candidates only (its head is under the kind term).
-bool IsCandidatesOnly(const Decision& decision);
+// An index value holding a pass's candidates only (its head is under the kind term): a
+// disruption decision without a method or phase. DecodeCandidatesOnly reads one back, and is
+// nullopt for any other decision.
+std::string EncodeCandidatesOnly(const Decision& decision,
+                                 const std::vector<DisruptionCandidate>& candidates);
+std::optional<std::vector<DisruptionCandidate>> DecodeCandidatesOnly(std::string_view bytes);
 // The pass `head` with the candidates of a candidates-only value.
-Decision WithHead(Decision head, Decision candidates);
+Decision WithHead(Decision head, std::vector<DisruptionCandidate> candidates);
 // "provisioning", "lifecycle" or "disruption".
 std::string DecisionKind(const Decision& decision);
 

@@ -35,7 +35,7 @@ void AddTerms(std::vector<std::string>& terms, const LifecycleDecision& d) {
 }
 
 void AddTerms(std::vector<std::string>& terms, const DisruptionDecision& d) {
-  AddName(terms, IndexKind::kMethod, d.method);
+  AddName(terms, IndexKind::kMethod, Name(d.method));
   for (const auto& claim : d.nodeclaims) AddName(terms, IndexKind::kNodeClaim, claim);
   for (const auto& c : d.candidates) {
     AddName(terms, IndexKind::kNodeClaim, c.nodeclaim);
@@ -63,9 +63,8 @@ std::vector<std::string> IndexValues(const Decision& decision,
     return a->nodeclaim < b->nodeclaim;
   };
   std::stable_sort(by_claim.begin(), by_claim.end(), claim_less);
-  // Each claim's value: a decision holding only its candidates (no method: the head is apart).
-  Decision only{decision.id, decision.cause, decision.at, DisruptionDecision{}};
-  auto& candidates = std::get<DisruptionDecision>(only.body).candidates;
+  // Each claim's value: only its candidates (the head is apart).
+  std::vector<DisruptionCandidate> candidates;
   const std::string kind = IndexTerm(IndexKind::kKind, DecisionKind(decision));
   std::vector<std::string> values(terms.size());
   DisruptionCandidate key;
@@ -80,7 +79,7 @@ std::vector<std::string> IndexValues(const Decision& decision,
     auto [from, to] = std::equal_range(by_claim.begin(), by_claim.end(), &key, claim_less);
     candidates.clear();
     for (auto it = from; it != to; ++it) candidates.push_back(**it);
-    values[i] = EncodeDecision(only);
+    values[i] = EncodeCandidatesOnly(decision, candidates);
   }
   return values;
 }
@@ -126,18 +125,12 @@ Decision DecisionHead(const Decision& decision) {
   return head;
 }
 
-bool IsCandidatesOnly(const Decision& decision) {
-  const auto* d = std::get_if<DisruptionDecision>(&decision.body);
-  return d != nullptr && d->method.empty();
-}
-
-Decision WithHead(Decision head, Decision candidates) {
-  if (!std::holds_alternative<DisruptionDecision>(head.body) || !IsCandidatesOnly(candidates)) {
+Decision WithHead(Decision head, std::vector<DisruptionCandidate> candidates) {
+  if (!std::holds_alternative<DisruptionDecision>(head.body)) {
     throw CodecError("decision " + std::to_string(head.id.value) +
-                     ": an index head or candidates entry is not a disruption pass's");
+                     ": an index head is not a disruption pass's");
   }
-  auto& into = std::get<DisruptionDecision>(head.body).candidates;
-  into = std::move(std::get<DisruptionDecision>(candidates.body).candidates);
+  std::get<DisruptionDecision>(head.body).candidates = std::move(candidates);
   return head;
 }
 

@@ -261,7 +261,7 @@ struct BatchWindow {
 
 // A disruption waiting for its replacements to initialise before its candidates go.
 struct ReplacementWait {
-  std::string method;
+  DisruptionMethod method = DisruptionMethod::kDrift;
   std::vector<std::string> candidates;    // Tainted karpenter.sh/disrupted, not yet deleted.
   std::vector<std::string> replacements;  // NodeClaims launched for their pods.
   Nanos started{0};
@@ -336,7 +336,7 @@ struct State {
   Nanos last_instance_listing{0};  // When InstancesListed last arrived.
   // Disruption: the last 10 s pass, and a decision waiting out its 15 s validation.
   Nanos last_disruption_pass{0};
-  std::string pending_method;  // Empty: nothing pending.
+  std::optional<DisruptionMethod> pending_method;
   std::vector<std::string> pending_nodeclaims;
   Nanos pending_since{0};
   std::uint64_t pending_replacements = 0;  // New claims the proposal needed.

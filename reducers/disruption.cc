@@ -18,11 +18,10 @@
 
 #include "reducers/cron.h"
 #include "reducers/internal.h"
+#include "reducers/vocabulary.h"
 
 namespace tenon::core {
 namespace {
-
-constexpr const char* kReasonEmpty = "Empty";
 
 std::string ClockUtc(Nanos at) {
   return ClockText(at) + " UTC";
@@ -106,30 +105,14 @@ Allowance Allowed(const State& state, const NodePool& pool, const std::string& r
   return a;
 }
 
-constexpr const char* kEmptiness = "Emptiness";
-constexpr const char* kDrift = "Drift";
-// Beyond Karpenter (Settings::soft_expiration): expiration as a graceful, budgeted method.
-constexpr const char* kSoftExpiration = "SoftExpiration";
-constexpr const char* kReasonExpired = "Expired";
-constexpr const char* kMultiNode = "MultiNodeConsolidation";
-constexpr const char* kSingleNode = "SingleNodeConsolidation";
-constexpr const char* kReasonDrifted = "Drifted";
-constexpr const char* kReasonUnderutilized = "Underutilized";
-
 // Karpenter's limits: multi-node consolidation looks at the cheapest 100 candidates to
 // disrupt; spot-to-spot replacement needs 15 cheaper instance types and launches from those.
 constexpr std::size_t kMultiNodeCandidatesMax = 100;
 constexpr std::size_t kSpotToSpotTypesMin = 15;
 
-bool IsConsolidation(const std::string& method) {
-  return method == kMultiNode || method == kSingleNode;
-}
-
-std::string BudgetReason(const std::string& method) {
-  if (method == kDrift) return kReasonDrifted;
-  if (method == kSoftExpiration) return kReasonExpired;
-  if (IsConsolidation(method)) return kReasonUnderutilized;
-  return kReasonEmpty;
+bool IsConsolidation(DisruptionMethod method) {
+  return method == DisruptionMethod::kMultiNodeConsolidation ||
+         method == DisruptionMethod::kSingleNodeConsolidation;
 }
 
 std::string PriceText(MicroUsdPerHour p) {
@@ -412,10 +395,10 @@ std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
 
 // The methods, for tests made once per claim of a pass.
 enum class Method { kEmptiness, kDrift, kSoftExpiration, kConsolidation };
-Method KindOf(const std::string& method) {
-  if (method == kEmptiness) return Method::kEmptiness;
-  if (method == kDrift) return Method::kDrift;
-  if (method == kSoftExpiration) return Method::kSoftExpiration;
+Method KindOf(DisruptionMethod method) {
+  if (method == DisruptionMethod::kEmptiness) return Method::kEmptiness;
+  if (method == DisruptionMethod::kDrift) return Method::kDrift;
+  if (method == DisruptionMethod::kSoftExpiration) return Method::kSoftExpiration;
   assert(IsConsolidation(method));
   return Method::kConsolidation;
 }
@@ -529,7 +512,7 @@ std::optional<std::size_t> MinValuesNeed(const State& state, const PlannedClaim&
   return std::nullopt;
 }
 
-Plan Consult(const State& state, Simulation& sim, const std::string& method,
+Plan Consult(const State& state, Simulation& sim, DisruptionMethod method,
              const std::vector<const Candidate*>& group) {
   std::vector<Simulation::Removal> removals;
   MicroUsdPerHour total{0};
@@ -573,7 +556,7 @@ Plan Consult(const State& state, Simulation& sim, const std::string& method,
         "delete, saving " + PriceText(total) + (moves.empty() ? "" : "; its pods move: ") + moves;
     return plan;
   }
-  if (method == kDrift || method == kSoftExpiration) {
+  if (method == DisruptionMethod::kDrift || method == DisruptionMethod::kSoftExpiration) {
     plan.replacements = std::move(result.claims);
     plan.text = "replace with " + std::to_string(plan.replacements.size()) +
                 " new node(s) first; its pods move: " + MovesText(result);
@@ -716,7 +699,7 @@ Lookups LookUpClaims(State& state) {
 }
 
 // Every claim the method could look at, in disruption-cost order, each with its record.
-std::vector<Candidate> Gather(const State& state, const Claims& claims, const std::string& method,
+std::vector<Candidate> Gather(const State& state, const Claims& claims, DisruptionMethod method,
                               Pass& pass, const std::vector<std::string>* only) {
   const Method kind = KindOf(method);
   std::vector<Candidate> out;
@@ -828,7 +811,8 @@ std::string Unsettled(const State& state) {
 // budget that can go together, by binary search as Karpenter does.
 void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
                        Pass& pass, Lookups& looked, bool validating) {
-  Budgets budgets(state, kReasonUnderutilized, pass, looked);
+  Budgets budgets(state, DisruptionReason(DisruptionMethod::kSingleNodeConsolidation), pass,
+                  looked);
   std::vector<const Candidate*> within;
   for (const Candidate& c : cands) {
     std::int64_t& left = budgets.Left(c.claim->nodepool);
@@ -848,14 +832,14 @@ void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidat
   std::size_t best = 0;
   Plan chosen;
   if (validating) {
-    Plan plan = Consult(state, sim, kMultiNode, within);
+    Plan plan = Consult(state, sim, DisruptionMethod::kMultiNodeConsolidation, within);
     if (plan.blocker.empty() && within.size() >= 2) best = within.size(), chosen = std::move(plan);
   } else if (within.size() >= 2) {
     std::size_t lo = 2, hi = within.size();
     while (lo <= hi) {
       std::size_t mid = (lo + hi) / 2;
       std::vector<const Candidate*> prefix(within.begin(), within.begin() + mid);
-      Plan plan = Consult(state, sim, kMultiNode, prefix);
+      Plan plan = Consult(state, sim, DisruptionMethod::kMultiNodeConsolidation, prefix);
       if (plan.blocker.empty()) {
         best = mid;
         chosen = std::move(plan);
@@ -883,7 +867,7 @@ void EvaluateMultiNode(const State& state, Simulation& sim, std::vector<Candidat
 // order, simulated on their own; the first within its pool's budget that can go is selected
 // and the rest wait for the next pass unsimulated. Each outcome starts with why the claim
 // qualifies, when the method says (drift, expiration).
-void SelectFirst(const State& state, Simulation& sim, const std::string& method,
+void SelectFirst(const State& state, Simulation& sim, DisruptionMethod method,
                  const std::vector<Candidate>& cands, Pass& pass, Budgets& budgets) {
   for (const Candidate& c : cands) {
     auto& record = pass.candidates[c.record];
@@ -913,14 +897,15 @@ void SelectFirst(const State& state, Simulation& sim, const std::string& method,
 // Single-node: candidates in disruption-cost order (no timeout: it is fast enough).
 void EvaluateSingleNode(const State& state, Simulation& sim, std::vector<Candidate>& cands,
                         Pass& pass, Lookups& looked) {
-  Budgets budgets(state, kReasonUnderutilized, pass, looked);
-  SelectFirst(state, sim, kSingleNode, cands, pass, budgets);
+  Budgets budgets(state, DisruptionReason(DisruptionMethod::kSingleNodeConsolidation), pass,
+                  looked);
+  SelectFirst(state, sim, DisruptionMethod::kSingleNodeConsolidation, cands, pass, budgets);
 }
 
 // When the claim became a candidate of the eventual method: drifted since (the Drifted
 // condition's transition), or created (expiration).
-std::int64_t EventualSince(const Candidate& c, const std::string& method) {
-  if (method == kSoftExpiration) return c.claim->created.value;
+std::int64_t EventualSince(const Candidate& c, DisruptionMethod method) {
+  if (method == DisruptionMethod::kSoftExpiration) return c.claim->created.value;
   auto drifted = c.claim->disruption_conditions.find("Drifted");
   if (drifted == c.claim->disruption_conditions.end() || drifted->second == 0) {
     return std::numeric_limits<std::int64_t>::max();  // Drifted this pass: not published yet.
@@ -932,14 +917,14 @@ std::int64_t EventualSince(const Candidate& c, const std::string& method) {
 // ones first, then the longest drifted; the first within its pool's budget whose pods all
 // fit somewhere (on the rest of the cluster or on replacements) is selected, and the rest
 // wait for the next pass. So no command moves pods onto a node another command removes.
-void EvaluateEventual(const State& state, Simulation& sim, const std::string& method,
+void EvaluateEventual(const State& state, Simulation& sim, DisruptionMethod method,
                       std::vector<Candidate>& cands, Pass& pass, Lookups& looked) {
   std::stable_sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
     const bool a_empty = a.bound->reschedulable.empty(), b_empty = b.bound->reschedulable.empty();
     if (a_empty != b_empty) return a_empty;
     return EventualSince(a, method) < EventualSince(b, method);
   });
-  Budgets budgets(state, BudgetReason(method), pass, looked);
+  Budgets budgets(state, DisruptionReason(method), pass, looked);
   SelectFirst(state, sim, method, cands, pass, budgets);
 }
 
@@ -953,7 +938,7 @@ struct Gathered {
   std::vector<Candidate> cands;
 };
 
-Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lookups& looked,
+Pass Evaluate(const State& state, DisruptionMethod method, Simulation& sim, Lookups& looked,
               const std::vector<std::string>* only = nullptr, Gathered* consolidation = nullptr) {
   Pass pass;
   std::vector<Candidate> cands;
@@ -974,15 +959,17 @@ Pass Evaluate(const State& state, const std::string& method, Simulation& sim, Lo
       }
       return pass;
     }
-    if (method == kMultiNode) EvaluateMultiNode(state, sim, cands, pass, looked, only != nullptr);
-    if (method == kSingleNode) EvaluateSingleNode(state, sim, cands, pass, looked);
+    if (method == DisruptionMethod::kMultiNodeConsolidation)
+      EvaluateMultiNode(state, sim, cands, pass, looked, only != nullptr);
+    if (method == DisruptionMethod::kSingleNodeConsolidation)
+      EvaluateSingleNode(state, sim, cands, pass, looked);
     return pass;
   }
-  if (method == kDrift || method == kSoftExpiration) {
+  if (method == DisruptionMethod::kDrift || method == DisruptionMethod::kSoftExpiration) {
     EvaluateEventual(state, sim, method, cands, pass, looked);
     return pass;
   }
-  Budgets budgets(state, BudgetReason(method), pass, looked);
+  Budgets budgets(state, DisruptionReason(method), pass, looked);
   for (const Candidate& c : cands) {
     std::int64_t& left = budgets.Left(c.claim->nodepool);
     if (left <= 0) {
@@ -1028,16 +1015,16 @@ DisruptionPrices Prices(const std::vector<Plan>& plans) {
 const Taint kDisruptedTaint{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
 
 // What a deletion by `method` is, by kind.
-Cause DeletionCause(const std::string& method) {
-  if (method == kEmptiness) return Cause::kEmpty;
-  if (method == kDrift) return Cause::kDrifted;
-  if (method == kSoftExpiration) return Cause::kExpired;
+Cause DeletionCause(DisruptionMethod method) {
+  if (method == DisruptionMethod::kEmptiness) return Cause::kEmpty;
+  if (method == DisruptionMethod::kDrift) return Cause::kDrifted;
+  if (method == DisruptionMethod::kSoftExpiration) return Cause::kExpired;
   return Cause::kUnderutilized;
 }
 
-std::string DeletionReason(const std::string& method, const std::string& outcome) {
-  if (method == kEmptiness) return "empty: no workload pods";
-  if (method == kDrift || method == kSoftExpiration) {
+std::string DeletionReason(DisruptionMethod method, const std::string& outcome) {
+  if (method == DisruptionMethod::kEmptiness) return "empty: no workload pods";
+  if (method == DisruptionMethod::kDrift || method == DisruptionMethod::kSoftExpiration) {
     return outcome.substr(std::string("selected: ").size());
   }
   return "underutilized: " + outcome.substr(std::string("selected: ").size());
@@ -1045,9 +1032,8 @@ std::string DeletionReason(const std::string& method, const std::string& outcome
 
 // Carries out a validated plan: with nothing to launch, the candidates are deleted now;
 // otherwise they are tainted, the replacements launched, and the deletion waits for them.
-void Execute(State& state, Seq seq, const std::string& method,
-             const std::vector<std::string>& claims, const Plan& plan, const std::string& reason,
-             Output& out) {
+void Execute(State& state, Seq seq, DisruptionMethod method, const std::vector<std::string>& claims,
+             const Plan& plan, const std::string& reason, Output& out) {
   if (plan.replacements.empty()) {
     for (const auto& name : claims) {
       BeginDeletion(state, seq, state.nodeclaims.at(name), reason, DeletionCause(method), true,
@@ -1059,8 +1045,8 @@ void Execute(State& state, Seq seq, const std::string& method,
   for (const auto& name : claims) {
     const NodeClaim& claim = state.nodeclaims.at(name);
     Issue(state, seq, PatchNode{claim.node_name, {}, {}, {kDisruptedTaint}, {}}, out);
-    RecordTransition(state, seq, claim, "Tainted", "disrupted taint before replacement: " + reason,
-                     out);
+    RecordTransition(state, seq, claim, Transition::kTainted,
+                     "disrupted taint before replacement: " + reason, out);
   }
   for (const PlannedClaim& replacement : plan.replacements) {
     wait.replacements.push_back(LaunchClaim(state, seq, replacement, out).nodeclaim);
@@ -1080,8 +1066,8 @@ void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Outpu
     std::string reason = "expired: created " + DurationText(state.now - claim.created) +
                          " ago, expireAfter " + DurationText(after);
     Decide(state, seq,
-           DisruptionDecision{"Expiration",
-                              "executed",
+           DisruptionDecision{DisruptionMethod::kExpiration,
+                              DisruptionPhase::kExecuted,
                               {name},
                               {{name, claim.nodepool, reason, Cause::kNone, ""}},
                               {},
@@ -1093,9 +1079,9 @@ void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Outpu
 }
 
 void Validate(State& state, Lookups& looked, Seq seq, Output& out) {
-  std::string method = state.pending_method;
+  const DisruptionMethod method = *state.pending_method;
   std::vector<std::string> claims = state.pending_nodeclaims;
-  state.pending_method.clear();
+  state.pending_method.reset();
   state.pending_nodeclaims.clear();
   state.last_disruption_digest = 0;
   Simulation sim(state);
@@ -1105,10 +1091,11 @@ void Validate(State& state, Lookups& looked, Seq seq, Output& out) {
     if (std::find(now.selected.begin(), now.selected.end(), name) != now.selected.end()) continue;
     auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
                            [&](const auto& c) { return c.nodeclaim == name; });
-    std::string gone = method == kEmptiness        ? "no longer empty or no longer exists"
-                       : method == kDrift          ? "no longer drifted or no longer exists"
-                       : method == kSoftExpiration ? "no longer expired or no longer exists"
-                                                   : "no longer a candidate or no longer exists";
+    std::string gone =
+        method == DisruptionMethod::kEmptiness        ? "no longer empty or no longer exists"
+        : method == DisruptionMethod::kDrift          ? "no longer drifted or no longer exists"
+        : method == DisruptionMethod::kSoftExpiration ? "no longer expired or no longer exists"
+                                                      : "no longer a candidate or no longer exists";
     changed = name + ": " + (it != now.candidates.end() ? it->outcome : gone);
     break;
   }
@@ -1121,7 +1108,7 @@ void Validate(State& state, Lookups& looked, Seq seq, Output& out) {
   if (!changed.empty()) {
     Decide(state, seq,
            DisruptionDecision{method,
-                              "invalidated",
+                              DisruptionPhase::kInvalidated,
                               claims,
                               now.candidates,
                               now.budgets,
@@ -1131,12 +1118,13 @@ void Validate(State& state, Lookups& looked, Seq seq, Output& out) {
     return;
   }
   Decide(state, seq,
-         DisruptionDecision{method, replacements > 0 ? "replacing" : "executed", claims,
-                            now.candidates, now.budgets,
-                            replacements > 0 ? "unchanged after 15 s; tainting and launching " +
-                                                   std::to_string(replacements) + " replacement(s)"
-                                             : "unchanged after 15 s",
-                            Prices(now.plans)},
+         DisruptionDecision{
+             method, replacements > 0 ? DisruptionPhase::kReplacing : DisruptionPhase::kExecuted,
+             claims, now.candidates, now.budgets,
+             replacements > 0 ? "unchanged after 15 s; tainting and launching " +
+                                    std::to_string(replacements) + " replacement(s)"
+                              : "unchanged after 15 s",
+             Prices(now.plans)},
          out);
   auto outcome_of = [&](const std::string& name) {
     auto it = std::find_if(now.candidates.begin(), now.candidates.end(),
@@ -1197,20 +1185,20 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
       } else {
         Issue(state, seq, PatchNode{claim->second.node_name, {}, {label::kDisruptedTaint}, {}, {}},
               out);
-        RecordTransition(state, seq, claim->second, "Untainted",
+        RecordTransition(state, seq, claim->second, Transition::kUntainted,
                          "replacement " + failed + "; disruption rolled back", out);
       }
     }
     Decide(state, seq,
-           DisruptionDecision{w.method,
-                              failed.empty() ? "replaced" : "rolled back",
-                              w.candidates,
-                              std::move(candidates),
-                              {},
-                              failed.empty()
-                                  ? "replacements initialized: " + Join(w.replacements)
-                                  : "replacement " + failed + "; the disrupted taint is removed",
-                              {}},
+           DisruptionDecision{
+               w.method,
+               failed.empty() ? DisruptionPhase::kReplaced : DisruptionPhase::kRolledBack,
+               w.candidates,
+               std::move(candidates),
+               {},
+               failed.empty() ? "replacements initialized: " + Join(w.replacements)
+                              : "replacement " + failed + "; the disrupted taint is removed",
+               {}},
            out);
     if (failed.empty()) {
       w.draining = true;
@@ -1283,7 +1271,7 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   // Whatever this tick has done so far (expiry, replacements, conditions) is a change.
   if (out.size() != before) ++state.cluster_generation;
   if (!due) return;
-  if (!state.pending_method.empty()) {
+  if (state.pending_method) {
     if (state.now - state.pending_since >= kDisruptionValidation) Validate(state, looked, seq, out);
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
@@ -1297,11 +1285,14 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
       (state.consolidation_recheck_at.value == 0 || state.now < state.consolidation_recheck_at);
   // Karpenter's order: the first method with something to do acts; the others wait.
   Simulation sim(state);
-  std::vector<std::pair<std::string, Pass>> passes;
+  std::vector<std::pair<DisruptionMethod, Pass>> passes;
   Gathered consolidation;
-  for (const char* method : {kEmptiness, kSoftExpiration, kDrift, kMultiNode, kSingleNode}) {
-    if (method == std::string(kSoftExpiration) && !state.settings.soft_expiration) continue;
-    if (consolidated && (IsConsolidation(method) || method == std::string(kEmptiness))) continue;
+  for (DisruptionMethod method :
+       {DisruptionMethod::kEmptiness, DisruptionMethod::kSoftExpiration, DisruptionMethod::kDrift,
+        DisruptionMethod::kMultiNodeConsolidation, DisruptionMethod::kSingleNodeConsolidation}) {
+    if (method == DisruptionMethod::kSoftExpiration && !state.settings.soft_expiration) continue;
+    if (consolidated && (IsConsolidation(method) || method == DisruptionMethod::kEmptiness))
+      continue;
     Pass pass = Evaluate(state, method, sim, looked, nullptr,
                          IsConsolidation(method) ? &consolidation : nullptr);
     if (!pass.selected.empty()) {
@@ -1311,13 +1302,13 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
       state.pending_replacements = 0;
       for (const Plan& plan : pass.plans) state.pending_replacements += plan.replacements.size();
       Decide(state, seq,
-             DisruptionDecision{method, "proposed", pass.selected, pass.candidates, pass.budgets,
-                                "validating for 15 s", Prices(pass.plans)},
+             DisruptionDecision{method, DisruptionPhase::kProposed, pass.selected, pass.candidates,
+                                pass.budgets, "validating for 15 s", Prices(pass.plans)},
              out);
       return;
     }
     // Multi-node's candidates are single-node's too; their blockers are recorded there.
-    if (!pass.candidates.empty() && method != std::string(kMultiNode)) {
+    if (!pass.candidates.empty() && method != DisruptionMethod::kMultiNodeConsolidation) {
       passes.emplace_back(method, std::move(pass));
     }
   }
@@ -1332,7 +1323,7 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   // Blocked candidates are recorded when what blocks them changes, not every 10 s.
   std::string text;
   for (const auto& [method, pass] : passes) {
-    text.append(method) += '\n';
+    text.append(Name(method)) += '\n';
     AppendSummary(pass, text);
   }
   std::uint64_t digest = passes.empty() ? 0 : XXH3_64bits(text.data(), text.size());
@@ -1341,7 +1332,7 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   for (auto& [method, pass] : passes) {
     Decide(state, seq,
            DisruptionDecision{method,
-                              "blocked",
+                              DisruptionPhase::kBlocked,
                               {},
                               std::move(pass.candidates),
                               std::move(pass.budgets),
@@ -1393,19 +1384,20 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
   const Cause cause = InterruptionCause(event);
   if (claim == nullptr) {
     Decide(state, seq,
-           LifecycleDecision{"", "InterruptionIgnored", what + ": no NodeClaim has this instance",
-                             "", event.instance_id, cause, ""},
+           LifecycleDecision{"", Transition::kInterruptionIgnored,
+                             what + ": no NodeClaim has this instance", "", event.instance_id,
+                             cause, ""},
            out);
     return;
   }
   switch (event.kind) {
     case InterruptionKind::kRebalanceRecommendation:
-      RecordTransition(state, seq, *claim, "RebalanceRecommendation", what, out, cause);
+      RecordTransition(state, seq, *claim, Transition::kRebalanceRecommendation, what, out, cause);
       return;
     case InterruptionKind::kStateChange:
       if (event.detail != "stopping" && event.detail != "stopped" &&
           event.detail != "shutting-down" && event.detail != "terminated") {
-        RecordTransition(state, seq, *claim, "InstanceStateChange", what, out, cause);
+        RecordTransition(state, seq, *claim, Transition::kInstanceStateChange, what, out, cause);
         return;
       }
       break;
@@ -1420,13 +1412,13 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
   }
   if (claim->deleting) {
     // Karpenter reports the message on the node all the same; there is nothing left to do.
-    RecordTransition(state, seq, *claim, "Interrupted", what + "; already being deleted", out,
-                     cause);
+    RecordTransition(state, seq, *claim, Transition::kInterrupted, what + "; already being deleted",
+                     out, cause);
     return;
   }
   Decide(state, seq,
-         DisruptionDecision{"Interruption",
-                            "executed",
+         DisruptionDecision{DisruptionMethod::kInterruption,
+                            DisruptionPhase::kExecuted,
                             {claim->name},
                             {{claim->name, claim->nodepool, what, cause, ""}},
                             {},

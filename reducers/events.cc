@@ -75,9 +75,10 @@ void OnNodeAndClaim(const State& state, const std::string& claim, const std::str
   Add(out, {NodeClaimRef(claim), type, reason, claim_message}, timeout, detail);
 }
 
-bool IsConsolidation(const std::string& method) {
-  return method == "Emptiness" || method == "SingleNodeConsolidation" ||
-         method == "MultiNodeConsolidation";
+bool IsConsolidation(DisruptionMethod method) {
+  return method == DisruptionMethod::kEmptiness ||
+         method == DisruptionMethod::kSingleNodeConsolidation ||
+         method == DisruptionMethod::kMultiNodeConsolidation;
 }
 
 void Provisioning(const ProvisioningDecision& d, const State& state, Drafts& out) {
@@ -116,18 +117,18 @@ void Interrupted(const std::string& nodeclaim, Cause cause, const State& state, 
 
 void Lifecycle(const LifecycleDecision& d, const State& state, Drafts& out) {
   const std::string node = NodeOf(state, d.nodeclaim, d.node_name);
-  if (d.transition == "LaunchFailed") {
+  if (d.transition == Transition::kLaunchFailed) {
     Add(out,
         {NodeClaimRef(d.nodeclaim), kWarning,
          d.cause == Cause::kInsufficientCapacity ? "InsufficientCapacityError" : "FailedLaunch",
          "NodeClaim " + d.nodeclaim + " event: " + d.reason});
-  } else if (d.transition == "Evicted" && !d.subject.empty()) {
+  } else if (d.transition == Transition::kEvicted && !d.subject.empty()) {
     Add(out, {PodRef(d.subject), kNormal, "Evicted", "Evicted pod: draining node " + node});
-  } else if (d.transition == "EvictionRefused" && !node.empty()) {
+  } else if (d.transition == Transition::kEvictionRefused && !node.empty()) {
     Add(out, {NodeRef(node), kWarning, "FailedDraining", "Failed to drain node, " + d.reason});
-  } else if (d.transition == "Interrupted") {
+  } else if (d.transition == Transition::kInterrupted) {
     Interrupted(d.nodeclaim, d.cause, state, out);
-  } else if (d.transition == "RebalanceRecommendation") {
+  } else if (d.transition == Transition::kRebalanceRecommendation) {
     OnNodeAndClaim(state, d.nodeclaim, kNormal, "SpotRebalanceRecommendation",
                    "Spot rebalance recommendation was triggered",
                    "Spot rebalance recommendation was triggered", out);
@@ -139,7 +140,7 @@ void Lifecycle(const LifecycleDecision& d, const State& state, Drafts& out) {
 // minutes; PodDisruptionBudgets, the NodePool's budget and an unsettled cluster block. Like
 // Karpenter, no Event says a karpenter.sh/do-not-disrupt annotation blocked: the user asked
 // for it.
-void Blocked(const std::string& method, const DisruptionCandidate& c, const State& state,
+void Blocked(DisruptionMethod method, const DisruptionCandidate& c, const State& state,
              Drafts& out) {
   if (c.cause == Cause::kNone || c.cause == Cause::kDoNotDisrupt) return;
   const bool blocker = c.cause == Cause::kPodDisruptionBudget ||
@@ -154,7 +155,7 @@ void Blocked(const std::string& method, const DisruptionCandidate& c, const Stat
 
 void Disruption(const DisruptionDecision& d, const Output& output, const State& state,
                 Drafts& out) {
-  if (d.phase == "blocked") {
+  if (d.phase == DisruptionPhase::kBlocked) {
     for (const DisruptionCandidate& c : d.candidates) Blocked(d.method, c, state, out);
     for (const BudgetState& b : d.budgets) {
       if (b.allowed != 0) continue;
@@ -167,8 +168,8 @@ void Disruption(const DisruptionDecision& d, const Output& output, const State& 
     }
     return;
   }
-  if (d.phase != "replacing" && d.phase != "executed") return;
-  if (d.method == "Interruption") {
+  if (d.phase != DisruptionPhase::kReplacing && d.phase != DisruptionPhase::kExecuted) return;
+  if (d.method == DisruptionMethod::kInterruption) {
     for (const DisruptionCandidate& c : d.candidates) Interrupted(c.nodeclaim, c.cause, state, out);
     return;
   }
@@ -177,7 +178,7 @@ void Disruption(const DisruptionDecision& d, const Output& output, const State& 
     OnNodeAndClaim(state, claim, kNormal, "DisruptionTerminating", "Disrupting Node: " + title,
                    "Disrupting NodeClaim: " + title, out, kDefaultDedupe, title);
   }
-  if (d.phase != "replacing") return;
+  if (d.phase != DisruptionPhase::kReplacing) return;
   // The replacements are the NodeClaims this same output creates outside provisioning.
   std::set<std::string> provisioned;
   for (const Decision& other : output.decisions) {

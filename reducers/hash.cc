@@ -185,7 +185,9 @@ void H(Hasher& h, const PodDisruptionBudget& b) {
   All(h, b.ns, b.name, b.selector, b.disruptions_allowed);
 }
 void H(Hasher& h, const ReplacementWait& w) {
-  All(h, w.method, w.candidates, w.replacements, w.started, w.reason, w.draining);
+  // The method by its name, as it was hashed when it was a string.
+  All(h, std::string_view(Name(w.method)), w.candidates, w.replacements, w.started, w.reason,
+      w.draining);
 }
 void H(Hasher& h, const DaemonSet& d) {
   All(h, d.ns, d.name, d.pod);
@@ -370,7 +372,8 @@ std::uint64_t StateHash(const State& s) {
   if (!s.relaunches.empty()) All(h, s.relaunches);  // As launch_failures (NodeClaim's).
   All(h, s.daemonsets, s.pvcs, s.pvs, s.storage_classes, s.csi_nodes);
   All(h, s.nodepool_status, s.last_instance_listing, s.registration_healthy);
-  All(h, s.last_disruption_pass, s.pending_method, s.pending_nodeclaims, s.pending_since,
+  const std::string_view pending_method = s.pending_method ? Name(*s.pending_method) : "";
+  All(h, s.last_disruption_pass, pending_method, s.pending_nodeclaims, s.pending_since,
       s.last_disruption_digest);
   All(h, s.pdbs, s.pending_replacements, s.replacing, s.handled_messages);
   All(h, s.watches_synced);

@@ -169,7 +169,7 @@ void ExpireUnavailableOfferings(State& state);
 void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
                    bool requested_by_tenon, Output& out);
 // A LifecycleDecision: one step of the claim's life, its reason and the reason's code.
-void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,
+void RecordTransition(State& state, Seq seq, const NodeClaim& claim, Transition transition,
                       const std::string& reason, Output& out, Cause cause = Cause::kNone);
 void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out);
 // A NodeClaim seen in the API: adopted when the core does not know it (lifecycle.cc).

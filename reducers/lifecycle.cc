@@ -58,7 +58,7 @@ bool ExtendedResourcesPresent(const NodeClaim& claim, const Node& node) {
 // terminate, so termination goes straight to the finalizer) and its pods re-planned.
 void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
                Output& out) {
-  RecordTransition(state, seq, claim, "LaunchFailed", reason, out, cause);
+  RecordTransition(state, seq, claim, Transition::kLaunchFailed, reason, out, cause);
   BeginDeletion(state, seq, claim, "launch failed: " + reason, cause, true, out);
 }
 
@@ -76,7 +76,7 @@ void RetryLaunch(State& state, Seq seq, NodeClaim& claim, const LaunchInstances&
   delay = std::min(delay, kRelaunchBackoffMax);
   claim.relaunch_at = state.now + delay;
   state.relaunches[claim.name] = Command{CommandId{0}, seq, launch};
-  RecordTransition(state, seq, claim, "LaunchFailed",
+  RecordTransition(state, seq, claim, Transition::kLaunchFailed,
                    (reason.empty() ? std::string("launch failed") : reason) +
                        "; launching again in " + DurationText(delay),
                    out, Cause::kLaunchError);
@@ -227,7 +227,7 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
   if (!event.errors.empty()) reason += " after " + ErrorsText(event.errors);
   // A launch that lands after the claim was given up on still has its instance terminated:
   // the claim is deleting, and termination now has an instance id to act on.
-  RecordTransition(state, seq, *claim, "Launched", reason, out);
+  RecordTransition(state, seq, *claim, Transition::kLaunched, reason, out);
   // Its Node may have registered before the launch's answer was folded (the answer comes back
   // from the AWS adapter's worker, the Node from the informer): as Karpenter, which finds a
   // claim's Node by providerID whenever it reconciles the claim.
@@ -310,8 +310,8 @@ void ReconcileNode(State& state, Seq seq, NodeClaim& claim, const Node& node, Ou
     SetClaimNode(state, claim, node.name);
     claim.registered = state.now;
     state.registration_healthy[claim.nodepool] = true;
-    RecordTransition(state, seq, claim, "Registered", "node " + node.name + " has its providerID",
-                     out);
+    RecordTransition(state, seq, claim, Transition::kRegistered,
+                     "node " + node.name + " has its providerID", out);
     TagRegistered(state, seq, claim, node, out);
   } else if (claim.node_name != node.name && claim.phase != ClaimPhase::kPending) {
     // Its node came back (deleted and registered again by the kubelet, or listed again after
@@ -324,7 +324,8 @@ void ReconcileNode(State& state, Seq seq, NodeClaim& claim, const Node& node, Ou
   if (claim.phase == ClaimPhase::kRegistered && ready) {
     claim.phase = ClaimPhase::kInitialized;
     claim.initialized = state.now;
-    RecordTransition(state, seq, claim, "Initialized", "node Ready, startup taints gone", out);
+    RecordTransition(state, seq, claim, Transition::kInitialized, "node Ready, startup taints gone",
+                     out);
   }
   bool synced = claim.phase == ClaimPhase::kRegistered || claim.phase == ClaimPhase::kInitialized;
   if (synced && !claim.deleting) SyncNode(state, seq, claim, node, registering, out);
@@ -375,7 +376,7 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
   // core knows to say, as for its own claims.
   const bool launched = adopted.phase != ClaimPhase::kPending;
   adopted.phase = launched ? ClaimPhase::kLaunched : ClaimPhase::kPending;
-  RecordTransition(state, seq, adopted, "Adopted",
+  RecordTransition(state, seq, adopted, Transition::kAdopted,
                    launched ? "made by another controller; instance " + adopted.instance_id + " (" +
                                   adopted.instance_type + " in " + adopted.zone + ", " +
                                   adopted.capacity_type + ")"

@@ -1165,6 +1165,63 @@ inline constexpr Cause kCauseLast = Cause::kInstanceGone;
 // The code as metric labels spell it ("DoNotDisrupt"); "" for kNone.
 const char* CauseName(Cause cause);
 
+// How a NodeClaim is disrupted: Karpenter's disruption methods, and SoftExpiration beyond them
+// (Settings::soft_expiration: expiration as a graceful, budgeted method).
+enum class DisruptionMethod : std::uint8_t {
+  kEmptiness,
+  kDrift,
+  kExpiration,
+  kSoftExpiration,
+  kInterruption,
+  kSingleNodeConsolidation,
+  kMultiNodeConsolidation,
+};
+// Where a disruption stands: a pass that found candidates but could not act (blocked), one
+// proposing an action and waiting out its validation (proposed), an action dropped by that
+// validation (invalidated), replacing its candidates (replacing) and done with that (replaced,
+// or rolled back when a replacement failed), or deleting its candidates outright (executed).
+enum class DisruptionPhase : std::uint8_t {
+  kBlocked,
+  kProposed,
+  kInvalidated,
+  kReplacing,
+  kReplaced,
+  kRolledBack,
+  kExecuted,
+};
+// One step of a NodeClaim's life (or of an instance no NodeClaim owns).
+enum class Transition : std::uint8_t {
+  kLaunched,
+  kLaunchFailed,
+  kRegistered,
+  kInitialized,
+  kAdopted,
+  kTainted,    // karpenter.sh/disrupted before its replacements launch
+  kUntainted,  // a replacement failed: the disruption rolled back
+  kRebalanceRecommendation,
+  kInstanceStateChange,
+  kInterrupted,
+  kInterruptionIgnored,  // a message about an instance no NodeClaim has
+  kDeleting,
+  kEvicted,
+  kEvictionRefused,
+  kPodForceDeleted,  // terminationGracePeriod left no time to evict
+  kDrained,
+  kInstanceTerminated,
+  kInstanceGone,
+  kFinalized,
+  kLeakedInstance,
+  kLeakedInstanceTerminated,
+};
+// The names the log, the metrics and the incident tools use ("SingleNodeConsolidation",
+// "rolled back", "LaunchFailed"), and back; nullopt for a name that is none of them.
+const char* Name(DisruptionMethod method);
+const char* Name(DisruptionPhase phase);
+const char* Name(Transition transition);
+std::optional<DisruptionMethod> ParseDisruptionMethod(std::string_view name);
+std::optional<DisruptionPhase> ParseDisruptionPhase(std::string_view name);
+std::optional<Transition> ParseTransition(std::string_view name);
+
 struct PodOutcome {
   std::string pod;     // ns/name
   std::string target;  // node or nodeclaim the pod was placed on; empty when unschedulable.
@@ -1182,8 +1239,8 @@ struct ProvisioningDecision {
 
 // One step of a NodeClaim's life, with its cause: what `tenon replay` shows as its history.
 struct LifecycleDecision {
-  std::string nodeclaim;   // Empty for a leaked instance.
-  std::string transition;  // Launched, Registered, Initialized, Deleting, Drained, ...
+  std::string nodeclaim;  // Empty for a leaked instance.
+  Transition transition = Transition::kLaunched;
   std::string reason;
   std::string node_name;
   std::string instance_id;
@@ -1221,9 +1278,8 @@ struct DisruptionPrices {
   friend bool operator==(const DisruptionPrices&, const DisruptionPrices&) = default;
 };
 struct DisruptionDecision {
-  std::string method;  // Emptiness, Expiration, Interruption, ...
-  // proposed | invalidated | replacing | executed | rolled back | blocked
-  std::string phase;
+  DisruptionMethod method = DisruptionMethod::kEmptiness;
+  DisruptionPhase phase = DisruptionPhase::kBlocked;
   std::vector<std::string> nodeclaims;  // Acted on (or to be, once validated).
   std::vector<DisruptionCandidate> candidates;
   std::vector<BudgetState> budgets;

@@ -127,13 +127,13 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
 }
 
 // The status condition a transition sets, if any: (condition, status).
-std::optional<std::pair<const char*, bool>> ConditionOf(const std::string& transition) {
-  if (transition == "Launched") return std::pair{"Launched", true};
-  if (transition == "LaunchFailed") return std::pair{"Launched", false};
-  if (transition == "Registered") return std::pair{"Registered", true};
-  if (transition == "Initialized") return std::pair{"Initialized", true};
-  if (transition == "Drained") return std::pair{"Drained", true};
-  if (transition == "InstanceTerminated") return std::pair{"InstanceTerminating", true};
+std::optional<std::pair<const char*, bool>> ConditionOf(Transition transition) {
+  if (transition == Transition::kLaunched) return std::pair{"Launched", true};
+  if (transition == Transition::kLaunchFailed) return std::pair{"Launched", false};
+  if (transition == Transition::kRegistered) return std::pair{"Registered", true};
+  if (transition == Transition::kInitialized) return std::pair{"Initialized", true};
+  if (transition == Transition::kDrained) return std::pair{"Drained", true};
+  if (transition == Transition::kInstanceTerminated) return std::pair{"InstanceTerminating", true};
   return std::nullopt;
 }
 
@@ -163,16 +163,16 @@ void AddLaunchDetails(const State& state, const NodeClaim& claim, PatchNodeClaim
   patch.labels[label::kCapacityType] = claim.capacity_type;
 }
 
-void Record(State& state, Seq seq, const NodeClaim& claim, std::string transition,
+void Record(State& state, Seq seq, const NodeClaim& claim, Transition transition,
             std::string reason, Output& out, Cause cause = Cause::kNone, std::string subject = {}) {
   if (auto condition = ConditionOf(transition)) {
     PatchNodeClaimStatus patch = ClaimCondition(claim.name, condition->first, condition->second,
                                                 reason, claim.provider_id, claim.node_name);
-    if (transition == "Launched") AddLaunchDetails(state, claim, patch);
+    if (transition == Transition::kLaunched) AddLaunchDetails(state, claim, patch);
     Issue(state, seq, std::move(patch), out);
   }
   Decide(state, seq,
-         LifecycleDecision{claim.name, std::move(transition), std::move(reason), claim.node_name,
+         LifecycleDecision{claim.name, transition, std::move(reason), claim.node_name,
                            claim.instance_id, cause, std::move(subject)},
          out);
 }
@@ -192,7 +192,7 @@ void Advance(State& state, Seq seq, NodeClaim& claim, Output& out) {
     bool expired = deadline && state.now >= *deadline;
     if (node != state.nodes.end() && !node->second.volumes_attached.empty() && !expired) return;
     bool cut = node != state.nodes.end() && !PodsToDrain(state, node->first).empty();
-    Record(state, seq, claim, "Drained",
+    Record(state, seq, claim, Transition::kDrained,
            cut ? "terminationGracePeriod reached with pods left"
                : (node == state.nodes.end() ? "no node to drain" : "no pod left to evict"),
            out);
@@ -272,13 +272,13 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
   claim.deleting_reason = reason;
   claim.relaunch_at = Nanos{0};
   state.relaunches.erase(claim.name);
-  Record(state, seq, claim, "Deleting", reason, out, cause);
+  Record(state, seq, claim, Transition::kDeleting, reason, out, cause);
   if (requested_by_tenon) Issue(state, seq, DeleteNodeClaim{claim.name}, out);
   // Its pods are back in the market: the next batch plans for them.
   ReconsiderPendingPods(state);
 }
 
-void RecordTransition(State& state, Seq seq, const NodeClaim& claim, const std::string& transition,
+void RecordTransition(State& state, Seq seq, const NodeClaim& claim, Transition transition,
                       const std::string& reason, Output& out, Cause cause) {
   Record(state, seq, claim, transition, reason, out, cause);
 }
@@ -344,7 +344,7 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
     if (error == ErrorCode::kDisruptionBudget) {
       std::int32_t refusals = ++claim->second.evictions_refused[key];
       claim->second.evict_after[key] = state.now + Backoff(refusals);
-      Record(state, seq, claim->second, "EvictionRefused",
+      Record(state, seq, claim->second, Transition::kEvictionRefused,
              "pod " + key + ": a PodDisruptionBudget forbids it (refusal " +
                  std::to_string(refusals) + ", next try in " +
                  std::to_string(Backoff(refusals).value / 1'000'000) + "ms)",
@@ -354,8 +354,8 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
       // The API server has the pod deleting; the watch says so after this answer, and the
       // drain must not evict it again meanwhile.
       claim->second.evict_after[key] = state.now + kEvictedWatchWait;
-      Record(state, seq, claim->second, "Evicted", "pod " + key + (error ? " (already gone)" : ""),
-             out, Cause::kNone, key);
+      Record(state, seq, claim->second, Transition::kEvicted,
+             "pod " + key + (error ? " (already gone)" : ""), out, Cause::kNone, key);
       // NotFound: the pod is gone, whether or not its deletion was seen (a restart may have
       // missed it); the drain must not wait for it.
       if (error) ForgetPod(state, evict->ns, evict->name);
@@ -366,7 +366,7 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
     auto claim = state.nodeclaims.find(del->nodeclaim);
     if (claim != state.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
       Record(
-          state, seq, claim->second, "PodForceDeleted",
+          state, seq, claim->second, Transition::kPodForceDeleted,
           "pod " + PodKey(del->ns, del->name) + ": terminationGracePeriod leaves no time to evict",
           out);
     }
@@ -378,11 +378,11 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
     auto claim = state.nodeclaims.find(term->nodeclaim);
     if (claim != state.nodeclaims.end() && gone) {
       claim->second.instance_gone = true;
-      Record(state, seq, claim->second, "InstanceTerminated", term->instance_id, out);
+      Record(state, seq, claim->second, Transition::kInstanceTerminated, term->instance_id, out);
     } else if (term->nodeclaim.empty() && gone) {
       Decide(state, seq,
-             LifecycleDecision{"", "LeakedInstanceTerminated", "no NodeClaim owns it", "",
-                               term->instance_id, Cause::kNone, ""},
+             LifecycleDecision{"", Transition::kLeakedInstanceTerminated, "no NodeClaim owns it",
+                               "", term->instance_id, Cause::kNone, ""},
              out);
     }
     return true;
@@ -390,8 +390,8 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
   if (const auto* fin = std::get_if<RemoveFinalizer>(&body)) {
     auto claim = state.nodeclaims.find(fin->nodeclaim);
     if (claim != state.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
-      Record(state, seq, claim->second, "Finalized", "finalizer removed; NodeClaim and Node gone",
-             out);
+      Record(state, seq, claim->second, Transition::kFinalized,
+             "finalizer removed; NodeClaim and Node gone", out);
       std::erase_if(state.finished_nodeclaims, [&](const auto& entry) {
         return state.now - entry.second > kFinishedNodeClaimsKept;
       });
@@ -422,7 +422,7 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
     // The listing may have been taken before this launch was recorded: judge it next time.
     if (state.now - claim.launched < kLeakedInstanceAge) continue;
     claim.instance_gone = true;
-    Record(state, seq, claim, "InstanceGone",
+    Record(state, seq, claim, Transition::kInstanceGone,
            "instance " + claim.instance_id + " no longer exists (garbage collection)", out);
     BeginDeletion(state, seq, claim, "instance " + claim.instance_id + " is gone",
                   Cause::kInstanceGone, true, out);
@@ -440,7 +440,7 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
     }
     Decide(state, seq,
            LifecycleDecision{
-               instance->nodeclaim, "LeakedInstance",
+               instance->nodeclaim, Transition::kLeakedInstance,
                "tagged for this cluster, no NodeClaim, launched " +
                    std::to_string((state.now - instance->launched).value / kSecond.value) + "s ago",
                "", id, Cause::kNone, ""},

@@ -1,9 +1,62 @@
 // Prices, times and pod phases as people read them, for decision reasons, reports, the log and
 // incident tools alike.
+#include <array>
+
 #include "reducers/core.h"
 
 namespace tenon {
 namespace {
+
+// Each enumerator's name, in the enumeration's order.
+constexpr std::array kMethodNames{"Emptiness",
+                                  "Drift",
+                                  "Expiration",
+                                  "SoftExpiration",
+                                  "Interruption",
+                                  "SingleNodeConsolidation",
+                                  "MultiNodeConsolidation"};
+constexpr std::array kPhaseNames{"blocked",  "proposed",    "invalidated", "replacing",
+                                 "replaced", "rolled back", "executed"};
+constexpr std::array kTransitionNames{"Launched",
+                                      "LaunchFailed",
+                                      "Registered",
+                                      "Initialized",
+                                      "Adopted",
+                                      "Tainted",
+                                      "Untainted",
+                                      "RebalanceRecommendation",
+                                      "InstanceStateChange",
+                                      "Interrupted",
+                                      "InterruptionIgnored",
+                                      "Deleting",
+                                      "Evicted",
+                                      "EvictionRefused",
+                                      "PodForceDeleted",
+                                      "Drained",
+                                      "InstanceTerminated",
+                                      "InstanceGone",
+                                      "Finalized",
+                                      "LeakedInstance",
+                                      "LeakedInstanceTerminated"};
+static_assert(kMethodNames.size() ==
+              static_cast<std::size_t>(DisruptionMethod::kMultiNodeConsolidation) + 1);
+static_assert(kPhaseNames.size() == static_cast<std::size_t>(DisruptionPhase::kExecuted) + 1);
+static_assert(kTransitionNames.size() ==
+              static_cast<std::size_t>(Transition::kLeakedInstanceTerminated) + 1);
+
+template <class E, std::size_t N>
+const char* NameIn(const std::array<const char*, N>& names, E value) {
+  const auto i = static_cast<std::size_t>(value);
+  return i < N ? names[i] : "?";
+}
+
+template <class E, std::size_t N>
+std::optional<E> ParseIn(const std::array<const char*, N>& names, std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (name == names[i]) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
 
 // `n` in decimal, zero-padded to `width` digits.
 std::string Padded(std::int64_t n, std::size_t width) {
@@ -27,6 +80,25 @@ const char* PodPhaseText(PodPhase phase) {
       return "Unknown";
   }
   return "Unknown";
+}
+
+const char* Name(DisruptionMethod method) {
+  return NameIn(kMethodNames, method);
+}
+const char* Name(DisruptionPhase phase) {
+  return NameIn(kPhaseNames, phase);
+}
+const char* Name(Transition transition) {
+  return NameIn(kTransitionNames, transition);
+}
+std::optional<DisruptionMethod> ParseDisruptionMethod(std::string_view name) {
+  return ParseIn<DisruptionMethod>(kMethodNames, name);
+}
+std::optional<DisruptionPhase> ParseDisruptionPhase(std::string_view name) {
+  return ParseIn<DisruptionPhase>(kPhaseNames, name);
+}
+std::optional<Transition> ParseTransition(std::string_view name) {
+  return ParseIn<Transition>(kTransitionNames, name);
 }
 
 const char* CauseName(Cause cause) {

@@ -1,21 +1,28 @@
 // Words of Karpenter's the core and its observers share.
 #pragma once
 
-#include <string>
+#include "reducers/model.h"
 
 namespace tenon {
 
 // Karpenter's disruption reason for a disruption method: what its Events say ("Disrupting
 // Node: Underutilized") and, lower-cased, its metrics' reason label.
-inline std::string DisruptionReason(const std::string& method) {
-  if (method == "Emptiness") return "Empty";
-  if (method == "SingleNodeConsolidation" || method == "MultiNodeConsolidation") {
-    return "Underutilized";
+inline const char* DisruptionReason(DisruptionMethod method) {
+  switch (method) {
+    case DisruptionMethod::kEmptiness:
+      return "Empty";
+    case DisruptionMethod::kSingleNodeConsolidation:
+    case DisruptionMethod::kMultiNodeConsolidation:
+      return "Underutilized";
+    case DisruptionMethod::kDrift:
+      return "Drifted";
+    case DisruptionMethod::kExpiration:
+    case DisruptionMethod::kSoftExpiration:
+      return "Expired";
+    case DisruptionMethod::kInterruption:
+      return "Interrupted";
   }
-  if (method == "Drift") return "Drifted";
-  if (method == "Expiration" || method == "SoftExpiration") return "Expired";
-  if (method == "Interruption") return "Interrupted";
-  return method;
+  return "Unknown";
 }
 
 }  // namespace tenon

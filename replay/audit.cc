@@ -52,7 +52,7 @@ bool Matches(const Decision& decision, const AuditQuery& query,
   if (d == nullptr) return false;
   if (query.since.value != 0 && decision.at < query.since) return false;
   if (query.until.value != 0 && decision.at > query.until) return false;
-  if (!query.method.empty() && d->method != query.method) return false;
+  if (query.method && d->method != *query.method) return false;
   if (!query.nodepool.empty() && !InPool(*d, query.nodepool)) return false;
   return query.node.empty() || Mentions(*d, claims);
 }
@@ -70,8 +70,9 @@ std::vector<std::uint64_t> CandidateIds(const log::EventLog& log, const AuditQue
   }
   if (!query.nodepool.empty())
     return IdsUnder(log, log::IndexTerm(log::IndexKind::kNodePool, query.nodepool));
-  if (!query.method.empty())
-    return IdsUnder(log, log::IndexTerm(log::IndexKind::kMethod, query.method));
+  if (query.method) {
+    return IdsUnder(log, log::IndexTerm(log::IndexKind::kMethod, Name(*query.method)));
+  }
   if (query.since.value != 0 || query.until.value != 0) {
     std::vector<std::uint64_t> out;
     const std::string to = query.until.value != 0
@@ -124,25 +125,26 @@ std::map<std::uint64_t, Decision> NodeDecisions(const log::EventLog& log, AuditR
   const std::string disruption = log::IndexTerm(log::IndexKind::kKind, "disruption");
   for (const auto& claim : result.nodeclaims) {
     const std::string term = log::IndexTerm(log::IndexKind::kNodeClaim, claim);
-    log.ScanDecisionIndexValues(term, term + std::string(9, '\xff'),
-                                [&](std::uint64_t id, std::string_view value) {
-                                  if (value.empty() || found.contains(id)) {
-                                    whole.insert(id);
-                                    return true;
-                                  }
-                                  Decision d = log::DecodeDecision(value);
-                                  ++result.decisions_read;
-                                  if (log::IsCandidatesOnly(d)) {
-                                    auto head = log.ReadDecisionIndexValue(disruption, id);
-                                    if (!head || head->empty()) {
-                                      whole.insert(id);  // No head: read the pass itself.
-                                      return true;
-                                    }
-                                    d = log::WithHead(log::DecodeDecision(*head), std::move(d));
-                                  }
-                                  found.emplace(id, std::move(d));
-                                  return true;
-                                });
+    log.ScanDecisionIndexValues(
+        term, term + std::string(9, '\xff'), [&](std::uint64_t id, std::string_view value) {
+          if (value.empty() || found.contains(id)) {
+            whole.insert(id);
+            return true;
+          }
+          ++result.decisions_read;
+          auto only = log::DecodeCandidatesOnly(value);
+          if (!only) {
+            found.emplace(id, log::DecodeDecision(value));
+            return true;
+          }
+          auto head = log.ReadDecisionIndexValue(disruption, id);
+          if (!head || head->empty()) {
+            whole.insert(id);  // No head: read the pass itself.
+            return true;
+          }
+          found.emplace(id, log::WithHead(log::DecodeDecision(*head), std::move(*only)));
+          return true;
+        });
   }
   for (std::uint64_t id : whole) {
     auto record = log.ReadDecision(id);
@@ -229,8 +231,8 @@ std::string AuditText(const AuditResult& result, const AuditQuery& query) {
   for (const Decision& decision : result.decisions) {
     const auto& d = std::get<DisruptionDecision>(decision.body);
     text += TimestampText(decision.at) + "  decision " + std::to_string(decision.id.value) +
-            " (event " + std::to_string(decision.cause.value) + ")  " + d.method + " " + d.phase +
-            "\n    " + d.reason + "\n";
+            " (event " + std::to_string(decision.cause.value) + ")  " + Name(d.method) + " " +
+            Name(d.phase) + "\n    " + d.reason + "\n";
     if (HasPrices(d.prices)) text += PricesText(d.prices);
     if (!d.nodeclaims.empty()) {
       text += "    acting on:";
@@ -264,8 +266,8 @@ std::string AuditJson(const AuditResult& result, const AuditQuery& query) {
                      {"cause_seq", decision.cause.value},
                      {"at", TimestampText(decision.at)},
                      {"at_ns", decision.at.value},
-                     {"method", d.method},
-                     {"phase", d.phase},
+                     {"method", Name(d.method)},
+                     {"phase", Name(d.phase)},
                      {"reason", d.reason},
                      {"nodeclaims", d.nodeclaims}};
     j["candidates"] = nlohmann::json::array();

@@ -61,9 +61,10 @@ void AddCapacityErrors(const log::EventLog& log, const Decision& d, std::vector<
 
 // A step about one pod of the claim (an eviction) that concerns another pod than `pod`.
 bool AboutAnotherPod(const LifecycleDecision& l, const std::string& pod) {
-  static const std::set<std::string> kPodSteps = {"Evicted", "EvictionRefused", "PodForceDeleted"};
-  return !pod.empty() && kPodSteps.contains(l.transition) &&
-         l.reason.find(pod) == std::string::npos;
+  const bool pod_step = l.transition == Transition::kEvicted ||
+                        l.transition == Transition::kEvictionRefused ||
+                        l.transition == Transition::kPodForceDeleted;
+  return !pod.empty() && pod_step && l.reason.find(pod) == std::string::npos;
 }
 
 // `pod` (optional) leaves out the steps about the claim's other pods.
@@ -88,20 +89,25 @@ void ClaimLines(const log::EventLog& log, const std::string& claim, const std::s
       }
     } else if (const auto* l = std::get_if<LifecycleDecision>(&d.body)) {
       if (l->nodeclaim != claim || AboutAnotherPod(*l, pod)) continue;
-      if (l->transition == "Launched" || l->transition == "LaunchFailed") {
+      if (l->transition == Transition::kLaunched || l->transition == Transition::kLaunchFailed) {
         AddCapacityErrors(log, d, out);
       }
-      out.push_back({d.at, seq, "NodeClaim " + claim + " " + l->transition + ": " + l->reason});
+      out.push_back(
+          {d.at, seq, "NodeClaim " + claim + " " + Name(l->transition) + ": " + l->reason});
     } else if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) {
       const bool acted =
           std::find(x->nodeclaims.begin(), x->nodeclaims.end(), claim) != x->nodeclaims.end();
       if (acted) {
-        out.push_back({d.at, seq, x->method + " " + x->phase + " on " + claim + ": " + x->reason});
+        out.push_back({d.at, seq,
+                       std::string(Name(x->method)) + " " + Name(x->phase) + " on " + claim + ": " +
+                           x->reason});
         continue;
       }
       for (const auto& c : x->candidates) {
         if (c.nodeclaim != claim) continue;
-        out.push_back({d.at, seq, x->method + " did not disrupt " + claim + ": " + c.outcome});
+        out.push_back(
+            {d.at, seq,
+             std::string(Name(x->method)) + " did not disrupt " + claim + ": " + c.outcome});
       }
     }
   }

@@ -97,9 +97,9 @@ Nanos FirstEventTime(const log::EventLog& log);
 struct AuditQuery {
   std::string node;      // A node's name; its NodeClaims are found through lifecycle decisions.
   std::string nodepool;  // Decisions with a candidate or budget of this NodePool.
-  std::string method;    // Emptiness, Drift, SingleNodeConsolidation, ...
-  Nanos since{0};        // 0: from the first decision.
-  Nanos until{0};        // 0: through the last (inclusive).
+  std::optional<DisruptionMethod> method;  // Any when unset.
+  Nanos since{0};                          // 0: from the first decision.
+  Nanos until{0};                          // 0: through the last (inclusive).
 };
 
 struct AuditResult {

@@ -76,9 +76,10 @@ std::string MarkerText(const Decision& d) {
           }
           return text;
         } else if constexpr (std::is_same_v<T, LifecycleDecision>) {
-          return body.nodeclaim + " " + body.transition + ": " + body.reason;
+          return body.nodeclaim + " " + Name(body.transition) + ": " + body.reason;
         } else {
-          std::string text = body.method + " " + body.phase + ": " + body.reason;
+          std::string text =
+              std::string(Name(body.method)) + " " + Name(body.phase) + ": " + body.reason;
           for (const auto& c : body.nodeclaims) text += " [" + c + "]";
           return text;
         }

@@ -202,10 +202,10 @@ std::string DescribeDecision(const Decision& decision) {
           return DescribeProvisioning(d);
         } else if constexpr (std::is_same_v<T, LifecycleDecision>) {
           std::string who = d.nodeclaim.empty() ? "instance " + d.instance_id : d.nodeclaim;
-          return "lifecycle " + who + " " + d.transition + ": " + d.reason;
+          return "lifecycle " + who + " " + Name(d.transition) + ": " + d.reason;
         } else {
           static_assert(std::is_same_v<T, DisruptionDecision>);
-          return "disruption " + d.method + " " + d.phase + " [" +
+          return "disruption " + std::string(Name(d.method)) + " " + Name(d.phase) + " [" +
                  Listed(d.nodeclaims, [](const std::string& s) { return s; }) + "]: " + d.reason;
         }
       },

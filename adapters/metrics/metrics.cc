@@ -186,15 +186,15 @@ std::string Lower(std::string text) {
 }
 
 // Karpenter's consolidation_type label: empty, single, multi; "" for the other methods.
-std::string ConsolidationType(const std::string& method) {
-  if (method == "Emptiness") return "empty";
-  if (method == "SingleNodeConsolidation") return "single";
-  if (method == "MultiNodeConsolidation") return "multi";
+std::string ConsolidationType(DisruptionMethod method) {
+  if (method == DisruptionMethod::kEmptiness) return "empty";
+  if (method == DisruptionMethod::kSingleNodeConsolidation) return "single";
+  if (method == DisruptionMethod::kMultiNodeConsolidation) return "multi";
   return "";
 }
 
-bool IsVoluntary(const std::string& method) {
-  return method != "Expiration" && method != "Interruption";
+bool IsVoluntary(DisruptionMethod method) {
+  return method != DisruptionMethod::kExpiration && method != DisruptionMethod::kInterruption;
 }
 
 // Karpenter AWS's interruption message kinds, the message_type label.
@@ -263,7 +263,7 @@ static_assert(std::size(kDecisionKinds) == std::variant_size_v<DecisionBody>);
 
 }  // namespace
 
-std::string DisruptionReasonLabel(const std::string& method) {
+std::string DisruptionReasonLabel(DisruptionMethod method) {
   return Lower(DisruptionReason(method));
 }
 
@@ -519,10 +519,11 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
     f_->interruption_received.Add({{kMessageType, MessageType(kind)}});
   }
   // The voluntary methods; emptiness only ever deletes.
-  for (const char* method : {"Emptiness", "SoftExpiration", "Drift", "MultiNodeConsolidation",
-                             "SingleNodeConsolidation"}) {
+  for (DisruptionMethod method :
+       {DisruptionMethod::kEmptiness, DisruptionMethod::kSoftExpiration, DisruptionMethod::kDrift,
+        DisruptionMethod::kMultiNodeConsolidation, DisruptionMethod::kSingleNodeConsolidation}) {
     for (const char* decision : {"delete", "replace"}) {
-      if (std::string_view(method) == "Emptiness" && std::string_view(decision) == "replace") {
+      if (method == DisruptionMethod::kEmptiness && std::string_view(decision) == "replace") {
         continue;
       }
       f_->disruption_decisions.Add({{kDecision, decision},
@@ -602,7 +603,7 @@ void Metrics::CountCommand(const Command& command, const Output& output) {
   bool planned = false;  // By a provisioning decision of the same output.
   for (const Decision& d : output.decisions) {
     const auto* disruption = std::get_if<DisruptionDecision>(&d.body);
-    if (disruption != nullptr && disruption->phase == "replacing") {
+    if (disruption != nullptr && disruption->phase == DisruptionPhase::kReplacing) {
       reason = DisruptionReasonLabel(disruption->method);
     }
     if (const auto* p = std::get_if<ProvisioningDecision>(&d.body)) {
@@ -631,10 +632,10 @@ void Metrics::CountLifecycle(const LifecycleDecision& lifecycle) {
   if (lifecycle.nodeclaim.empty()) return;  // A leaked instance: no NodeClaim, no NodePool.
   ClaimLabels& claim = claims_[lifecycle.nodeclaim];
   if (!lifecycle.node_name.empty()) claim.node_name = lifecycle.node_name;
-  if (lifecycle.transition == "Registered") {
+  if (lifecycle.transition == Transition::kRegistered) {
     f_->nodes_created.Add({{kNodePool, claim.nodepool}, {kZone, claim.zone}}).Increment();
   }
-  if (lifecycle.transition == "Finalized") {
+  if (lifecycle.transition == Transition::kFinalized) {
     f_->nodeclaims_terminated
         .Add({{kNodePool, claim.nodepool},
               {kCapacityType, claim.capacity_type},
@@ -655,16 +656,20 @@ void Metrics::CountDisruption(const DisruptionDecision& disruption) {
               {kReason, budget.reason.empty() ? "all" : Lower(budget.reason)}})
         .Set(static_cast<double>(budget.allowed));
   }
-  if (disruption.phase == "proposed" || disruption.phase == "blocked") {
+  if (disruption.phase == DisruptionPhase::kProposed ||
+      disruption.phase == DisruptionPhase::kBlocked) {
     f_->eligible_nodes.Add({{kReason, reason}})
         .Set(static_cast<double>(disruption.candidates.size()));
     return;
   }
-  // "replacing" and "executed" start the disruption of their NodeClaims, once each.
-  if (disruption.phase != "replacing" && disruption.phase != "executed") return;
+  // Replacing and executed start the disruption of their NodeClaims, once each.
+  if (disruption.phase != DisruptionPhase::kReplacing &&
+      disruption.phase != DisruptionPhase::kExecuted) {
+    return;
+  }
   if (IsVoluntary(disruption.method)) {
     f_->disruption_decisions
-        .Add({{kDecision, disruption.phase == "replacing" ? "replace" : "delete"},
+        .Add({{kDecision, disruption.phase == DisruptionPhase::kReplacing ? "replace" : "delete"},
               {kReason, reason},
               {kConsolidationType, ConsolidationType(disruption.method)}})
         .Increment();
@@ -736,12 +741,12 @@ void Metrics::OnSnapshot(log::Seq seq) {
 void Metrics::OnFolded(Seq /*seq*/, const Event& /*event*/, const Output& output,
                        std::chrono::nanoseconds took) {
   bool provisioned = false;
-  std::set<std::string> passes;  // Methods whose pass ran in this fold.
+  std::set<DisruptionMethod> passes;  // Methods whose pass ran in this fold.
   for (const Decision& d : output.decisions) {
     provisioned = provisioned || std::holds_alternative<ProvisioningDecision>(d.body);
     const auto* disruption = std::get_if<DisruptionDecision>(&d.body);
-    if (disruption != nullptr &&
-        (disruption->phase == "proposed" || disruption->phase == "blocked")) {
+    if (disruption != nullptr && (disruption->phase == DisruptionPhase::kProposed ||
+                                  disruption->phase == DisruptionPhase::kBlocked)) {
       passes.insert(disruption->method);
     }
   }
@@ -749,7 +754,7 @@ void Metrics::OnFolded(Seq /*seq*/, const Event& /*event*/, const Output& output
     f_->scheduling_duration.Add({{kController, "provisioner"}}, kDurationBuckets)
         .Observe(Seconds(took));
   }
-  for (const std::string& method : passes) {
+  for (DisruptionMethod method : passes) {
     f_->evaluation_duration
         .Add({{kReason, DisruptionReasonLabel(method)},
               {kConsolidationType, ConsolidationType(method)}},

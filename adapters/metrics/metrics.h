@@ -91,6 +91,6 @@ class Metrics : public runtime::Observer {
 };
 
 // Karpenter's label value for a disruption method ("Emptiness" -> "empty", ...).
-std::string DisruptionReasonLabel(const std::string& method);
+std::string DisruptionReasonLabel(DisruptionMethod method);
 
 }  // namespace tenon::metrics

@@ -100,9 +100,9 @@ void ReportBuilder::OnDecision(const Decision& decision) {
     ++report_.provisioning_decisions;
     for (const auto& pod : p->pods) report_.pods_unschedulable_outcomes += pod.target.empty();
   } else if (const auto* l = std::get_if<LifecycleDecision>(&decision.body)) {
-    if (l->transition == "Launched") ++report_.nodes_launched;
-    if (l->transition == "LaunchFailed") ++report_.launch_failures;
-    if (l->transition == "Deleting") {
+    if (l->transition == Transition::kLaunched) ++report_.nodes_launched;
+    if (l->transition == Transition::kLaunchFailed) ++report_.launch_failures;
+    if (l->transition == Transition::kDeleting) {
       // Each removal by its kind; a deletion recorded before kinds were kept counts as such.
       ++report_.removed[l->cause == Cause::kNone ? "Unknown" : CauseName(l->cause)];
     }
@@ -112,7 +112,7 @@ void ReportBuilder::OnDecision(const Decision& decision) {
 }
 
 void ReportBuilder::OnDisruption(const DisruptionDecision& d) {
-  ++report_.decisions[d.method + " " + d.phase];
+  ++report_.decisions[std::string(Name(d.method)) + " " + Name(d.phase)];
   for (const auto& b : d.budgets) {
     BudgetUse& use = report_.budgets[b.nodepool];
     use.allowed_min = use.allowed_min < 0 ? b.allowed : std::min(use.allowed_min, b.allowed);
@@ -123,8 +123,10 @@ void ReportBuilder::OnDisruption(const DisruptionDecision& d) {
       ++report_.budgets[c.nodepool].blocked_by_budget;
     }
   }
-  const bool graceful = d.method != "Expiration" && d.method != "Interruption";
-  if (graceful && (d.phase == "executed" || d.phase == "replacing")) {
+  const bool graceful =
+      d.method != DisruptionMethod::kExpiration && d.method != DisruptionMethod::kInterruption;
+  if (graceful &&
+      (d.phase == DisruptionPhase::kExecuted || d.phase == DisruptionPhase::kReplacing)) {
     for (const auto& name : d.nodeclaims) {
       auto pool = claim_pool_.find(name);
       if (pool != claim_pool_.end()) ++report_.budgets[pool->second].disrupted;

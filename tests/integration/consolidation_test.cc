@@ -36,18 +36,21 @@ std::string AllAtOnce(const std::string& body) {
 TEST(Consolidation, ReplacesANodeWithACheaperOne) {
   Outcome o = Simulate(PoolScenario(kOneSmallPod));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto replacing = Phase(o, "SingleNodeConsolidation", "replacing");
+  auto replacing =
+      Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplacing);
   ASSERT_EQ(replacing.size(), 1u) << Outcomes(o);
-  ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
-  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation",
+  ASSERT_EQ(Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplaced).size(),
+            1u)
+      << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, DisruptionMethod::kSingleNodeConsolidation,
                        "replace with one on-demand node (m5.large from $0.0960/h, 1 types), "
                        "saving at least $0.0960/h"))
       << Outcomes(o);
   // The old node was tainted before its replacement launched and deleted after it was up.
   std::string old = replacing[0]->nodeclaims.at(0);
   auto mine = o.Transitions(old);
-  auto tainted = std::find(mine.begin(), mine.end(), "Tainted");
-  auto deleting = std::find(mine.begin(), mine.end(), "Deleting");
+  auto tainted = std::find(mine.begin(), mine.end(), Transition::kTainted);
+  auto deleting = std::find(mine.begin(), mine.end(), Transition::kDeleting);
   ASSERT_NE(tainted, mine.end()) << o.Describe();
   ASSERT_NE(deleting, mine.end()) << o.Describe();
   EXPECT_LT(tainted, deleting);
@@ -69,7 +72,9 @@ workloads:
   - {at: 4m, name: a, replicas: 1}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
+  ASSERT_EQ(Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplaced).size(),
+            1u)
+      << Outcomes(o);
   ASSERT_EQ(o.instances.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.instances.begin()->second.instance_type, "m5.large");
   EXPECT_EQ(o.Bound(), 1u);
@@ -87,12 +92,13 @@ workloads:
   - {at: 4m, name: a, replicas: 1}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto rolled = Phase(o, "SingleNodeConsolidation", "rolled back");
+  auto rolled = Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kRolledBack);
   ASSERT_EQ(rolled.size(), 1u) << Outcomes(o);
   EXPECT_NE(rolled[0]->reason.find("the disrupted taint is removed"), std::string::npos);
   std::string old = rolled[0]->nodeclaims.at(0);
-  EXPECT_EQ(o.Count("Untainted"), 1u) << o.Describe();
-  EXPECT_TRUE(Phase(o, "SingleNodeConsolidation", "replaced").empty());
+  EXPECT_EQ(o.Count(Transition::kUntainted), 1u) << o.Describe();
+  EXPECT_TRUE(
+      Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplaced).empty());
   // The old node is still there, the taint was taken off it, and its pod kept running. (The
   // next pass tries again, so the scenario may end with it tainted anew.)
   ASSERT_TRUE(o.nodeclaims.contains(old));
@@ -104,7 +110,9 @@ workloads:
     }
   }
   EXPECT_EQ(untaint, 1u);
-  EXPECT_EQ(Phase(o, "SingleNodeConsolidation", "replacing").size(), 2u) << Outcomes(o);
+  EXPECT_EQ(
+      Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplacing).size(), 2u)
+      << Outcomes(o);
   EXPECT_EQ(o.Bound(), 1u);
 }
 
@@ -122,13 +130,14 @@ workloads:
   - {at: 4m, name: a, replicas: 0}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto multi = Phase(o, "MultiNodeConsolidation", "replacing");
-  auto deleted = Phase(o, "MultiNodeConsolidation", "executed");
+  auto multi = Phase(o, DisruptionMethod::kMultiNodeConsolidation, DisruptionPhase::kReplacing);
+  auto deleted = Phase(o, DisruptionMethod::kMultiNodeConsolidation, DisruptionPhase::kExecuted);
   ASSERT_EQ(multi.size() + deleted.size(), 1u) << Outcomes(o);
   EXPECT_TRUE(multi.empty()) << Outcomes(o);
   ASSERT_EQ(deleted.size(), 1u) << Outcomes(o);
   EXPECT_EQ(deleted[0]->nodeclaims.size(), 2u) << Outcomes(o);
-  EXPECT_TRUE(Recorded(o, "MultiNodeConsolidation", "selected: 2 nodes together: delete"))
+  EXPECT_TRUE(
+      Recorded(o, DisruptionMethod::kMultiNodeConsolidation, "selected: 2 nodes together: delete"))
       << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 3u);
@@ -151,9 +160,12 @@ workloads:
   yaml.replace(yaml.find(both), both.size(), "values: [m5.large]");
   Outcome o = Simulate(yaml);
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  for (const auto& [at, d] : o.disruptions) EXPECT_NE(d.phase, "replacing") << Outcomes(o);
-  EXPECT_EQ(Phase(o, "SingleNodeConsolidation", "executed").size(), 1u) << Outcomes(o);
-  EXPECT_EQ(o.Count("Launched"), 2u) << Outcomes(o);
+  for (const auto& [at, d] : o.disruptions)
+    EXPECT_NE(d.phase, DisruptionPhase::kReplacing) << Outcomes(o);
+  EXPECT_EQ(Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kExecuted).size(),
+            1u)
+      << Outcomes(o);
+  EXPECT_EQ(o.Count(Transition::kLaunched), 2u) << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 2u);
 }
@@ -162,16 +174,19 @@ workloads:
 // only with 15 cheaper types to choose from.
 TEST(Consolidation, SpotToSpotNeedsTheGateAndFifteenTypes) {
   Outcome off = Simulate(PoolScenario(kOneSmallPod, "spot"));
-  EXPECT_TRUE(Recorded(off, "SingleNodeConsolidation", "spot-to-spot consolidation is off"))
+  EXPECT_TRUE(Recorded(off, DisruptionMethod::kSingleNodeConsolidation,
+                       "spot-to-spot consolidation is off"))
       << Outcomes(off);
-  EXPECT_TRUE(Phase(off, "SingleNodeConsolidation", "replacing").empty());
+  EXPECT_TRUE(
+      Phase(off, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplacing).empty());
 
   Outcome on = Simulate(PoolScenario(kOneSmallPod, "spot", "",
                                      "settings: {featureGates: SpotToSpotConsolidation=true}\n"));
-  EXPECT_TRUE(Recorded(on, "SingleNodeConsolidation",
+  EXPECT_TRUE(Recorded(on, DisruptionMethod::kSingleNodeConsolidation,
                        "spot-to-spot replacement needs 15 cheaper instance types, 1 found"))
       << Outcomes(on);
-  EXPECT_TRUE(Phase(on, "SingleNodeConsolidation", "replacing").empty());
+  EXPECT_TRUE(
+      Phase(on, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplacing).empty());
 }
 
 // A spot pool on the full us-east-1 catalog with the gate on, running `body`, of the instance
@@ -205,9 +220,13 @@ std::string Sized(const std::vector<std::string>& sizes) {
 TEST(Consolidation, SpotToSpotReplacesFromTheFifteenCheapest) {
   Outcome o = Simulate(SpotToSpotScenario(kOneSmallPod, Sized({"large"}) + ", m5.xlarge"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
-  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", "replace with one spot node")) << Outcomes(o);
-  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", ", 15 types)")) << Outcomes(o);
+  ASSERT_EQ(Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplaced).size(),
+            1u)
+      << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, DisruptionMethod::kSingleNodeConsolidation, "replace with one spot node"))
+      << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, DisruptionMethod::kSingleNodeConsolidation, ", 15 types)"))
+      << Outcomes(o);
   EXPECT_EQ(o.Bound(), 1u);
 }
 
@@ -224,9 +243,12 @@ workloads:
 )",
                                           Sized({"large", "4xlarge"}), ", minValues: 20"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  ASSERT_EQ(Phase(o, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(o);
-  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", ", 20 types)")) << Outcomes(o);
-  EXPECT_EQ(o.Count("Launched"), 2u) << Outcomes(o);
+  ASSERT_EQ(Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplaced).size(),
+            1u)
+      << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, DisruptionMethod::kSingleNodeConsolidation, ", 20 types)"))
+      << Outcomes(o);
+  EXPECT_EQ(o.Count(Transition::kLaunched), 2u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 1u);
 }
 
@@ -234,13 +256,18 @@ workloads:
 TEST(Consolidation, MinimumSavingsStopsSmallReplacements) {
   Outcome strict = Simulate(PoolScenario(kOneSmallPod, "on-demand", "",
                                          "settings: {consolidationMinSavingsPercent: 60}\n"));
-  EXPECT_TRUE(Recorded(strict, "SingleNodeConsolidation", "savings under the minimum"))
+  EXPECT_TRUE(
+      Recorded(strict, DisruptionMethod::kSingleNodeConsolidation, "savings under the minimum"))
       << Outcomes(strict);
-  EXPECT_TRUE(Phase(strict, "SingleNodeConsolidation", "replacing").empty());
+  EXPECT_TRUE(Phase(strict, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplacing)
+                  .empty());
 
   Outcome loose = Simulate(PoolScenario(kOneSmallPod, "on-demand", "",
                                         "settings: {consolidationMinSavingsPercent: 40}\n"));
-  EXPECT_EQ(Phase(loose, "SingleNodeConsolidation", "replaced").size(), 1u) << Outcomes(loose);
+  EXPECT_EQ(
+      Phase(loose, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplaced).size(),
+      1u)
+      << Outcomes(loose);
 }
 
 // A PodDisruptionBudget that allows no disruption blocks its pod's node (named in the
@@ -258,9 +285,10 @@ workloads:
   - {name: a-pdb, app: a, minAvailable: 1}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  EXPECT_TRUE(Recorded(o, "SingleNodeConsolidation", ": PDB a-pdb allows 0 disruptions"))
+  EXPECT_TRUE(
+      Recorded(o, DisruptionMethod::kSingleNodeConsolidation, ": PDB a-pdb allows 0 disruptions"))
       << Outcomes(o);
-  auto executed = Phase(o, "SingleNodeConsolidation", "executed");
+  auto executed = Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kExecuted);
   ASSERT_EQ(executed.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.Bound(), 2u);
@@ -270,10 +298,12 @@ workloads:
   - {name: a-pdb-2, app: a, maxUnavailable: 1}
   - {name: b-pdb, app: b, minAvailable: 1}
 )"));
-  EXPECT_TRUE(Recorded(twice, "SingleNodeConsolidation",
+  EXPECT_TRUE(Recorded(twice, DisruptionMethod::kSingleNodeConsolidation,
                        "is matched by several PodDisruptionBudgets (a-pdb, a-pdb-2)"))
       << Outcomes(twice);
-  EXPECT_TRUE(Phase(twice, "SingleNodeConsolidation", "executed").empty()) << Outcomes(twice);
+  EXPECT_TRUE(
+      Phase(twice, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kExecuted).empty())
+      << Outcomes(twice);
   EXPECT_EQ(twice.instances.size(), 2u);
 }
 
@@ -295,7 +325,8 @@ workloads:
     put("PRIORITY_A", high == "a");
     put("PRIORITY_B", high == "b");
     Outcome o = Simulate(PoolScenario(yaml));
-    auto executed = Phase(o, "SingleNodeConsolidation", "executed");
+    auto executed =
+        Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kExecuted);
     EXPECT_EQ(executed.size(), 1u) << Outcomes(o);
     // The pods left: the kept node's own, and the one that moved onto it.
     std::set<std::string> apps;
@@ -323,14 +354,15 @@ workloads:
   - {at: 4m, name: a, replicas: 1}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  EXPECT_TRUE(
-      Recorded(o, "SingleNodeConsolidation", "has karpenter.sh/do-not-disrupt until 00:06:00 UTC"))
+  EXPECT_TRUE(Recorded(o, DisruptionMethod::kSingleNodeConsolidation,
+                       "has karpenter.sh/do-not-disrupt until 00:06:00 UTC"))
       << Outcomes(o);
-  auto replacing = Phase(o, "SingleNodeConsolidation", "replacing");
+  auto replacing =
+      Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kReplacing);
   ASSERT_EQ(replacing.size(), 1u) << Outcomes(o);
   // Past its six minutes the pod no longer holds the drain either: the old node is evicted,
   // terminated and finalized, and the pod runs on the replacement.
-  EXPECT_EQ(o.Count("Finalized"), 1u) << o.Describe();
+  EXPECT_EQ(o.Count(Transition::kFinalized), 1u) << o.Describe();
   EXPECT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.Bound(), 1u);
 }
@@ -352,10 +384,14 @@ workloads:
   const std::string expire = "          expireAfter: 5m\n";
   Outcome o = Simulate(Scenario(workload, expire) + "settings: {softExpiration: true}\n");
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  EXPECT_TRUE(Phase(o, "Expiration", "executed").empty()) << Outcomes(o);
-  ASSERT_EQ(Phase(o, "SoftExpiration", "replacing").size(), 1u) << Outcomes(o);
-  ASSERT_EQ(Phase(o, "SoftExpiration", "replaced").size(), 1u) << Outcomes(o);
-  EXPECT_TRUE(Recorded(o, "SoftExpiration", "selected: expired (created 309s ago, expireAfter 5m)"))
+  EXPECT_TRUE(Phase(o, DisruptionMethod::kExpiration, DisruptionPhase::kExecuted).empty())
+      << Outcomes(o);
+  ASSERT_EQ(Phase(o, DisruptionMethod::kSoftExpiration, DisruptionPhase::kReplacing).size(), 1u)
+      << Outcomes(o);
+  ASSERT_EQ(Phase(o, DisruptionMethod::kSoftExpiration, DisruptionPhase::kReplaced).size(), 1u)
+      << Outcomes(o);
+  EXPECT_TRUE(Recorded(o, DisruptionMethod::kSoftExpiration,
+                       "selected: expired (created 309s ago, expireAfter 5m)"))
       << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.Bound(), 2u);
@@ -363,8 +399,10 @@ workloads:
   Outcome held =
       Simulate(Scenario(workload, expire, "      disruption: {budgets: [{nodes: \"0\"}]}\n") +
                "settings: {softExpiration: true}\n");
-  EXPECT_TRUE(Phase(held, "SoftExpiration", "replacing").empty()) << Outcomes(held);
-  EXPECT_TRUE(Recorded(held, "SoftExpiration", "over budget: Expired allows 0 now"))
+  EXPECT_TRUE(Phase(held, DisruptionMethod::kSoftExpiration, DisruptionPhase::kReplacing).empty())
+      << Outcomes(held);
+  EXPECT_TRUE(
+      Recorded(held, DisruptionMethod::kSoftExpiration, "over budget: Expired allows 0 now"))
       << Outcomes(held);
 }
 

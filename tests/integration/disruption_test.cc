@@ -39,7 +39,7 @@ std::string OnMonday(std::string yaml) {
                       "start: \"2026-01-05T10:00:00Z\"");
 }
 
-Nanos FirstAt(const Outcome& o, const std::string& method, const std::string& phase) {
+Nanos FirstAt(const Outcome& o, DisruptionMethod method, DisruptionPhase phase) {
   for (const auto& [at, d] : o.disruptions) {
     if (d.method == method && d.phase == phase) return at;
   }
@@ -53,12 +53,14 @@ TEST(Disruption, EmptyNodesGoAfterValidation) {
       Scenario(kScaleToZero, "",
                "      disruption: {consolidateAfter: 30s, budgets: [{nodes: \"100%\"}]}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto proposed = Phase(o, "Emptiness", "proposed");
-  auto executed = Phase(o, "Emptiness", "executed");
+  auto proposed = Phase(o, DisruptionMethod::kEmptiness, DisruptionPhase::kProposed);
+  auto executed = Phase(o, DisruptionMethod::kEmptiness, DisruptionPhase::kExecuted);
   ASSERT_FALSE(proposed.empty()) << Outcomes(o);
   ASSERT_FALSE(executed.empty()) << Outcomes(o);
-  EXPECT_GE(FirstAt(o, "Emptiness", "proposed").value, Minutes(4).value + 30 * kSecond.value);
-  EXPECT_GE(FirstAt(o, "Emptiness", "executed") - FirstAt(o, "Emptiness", "proposed"),
+  EXPECT_GE(FirstAt(o, DisruptionMethod::kEmptiness, DisruptionPhase::kProposed).value,
+            Minutes(4).value + 30 * kSecond.value);
+  EXPECT_GE(FirstAt(o, DisruptionMethod::kEmptiness, DisruptionPhase::kExecuted) -
+                FirstAt(o, DisruptionMethod::kEmptiness, DisruptionPhase::kProposed),
             Nanos{15 * kSecond.value});
   EXPECT_EQ(o.instances.size(), 0u) << Outcomes(o);
   EXPECT_EQ(o.nodeclaims.size(), 0u);
@@ -69,7 +71,7 @@ TEST(Disruption, CountBudgetTakesOneAtATime) {
   Outcome o = Simulate(Scenario(
       kScaleToZero, "", "      disruption: {consolidateAfter: 0s, budgets: [{nodes: \"1\"}]}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto executed = Phase(o, "Emptiness", "executed");
+  auto executed = Phase(o, DisruptionMethod::kEmptiness, DisruptionPhase::kExecuted);
   ASSERT_GE(executed.size(), 2u) << Outcomes(o);
   for (const auto* d : executed) EXPECT_EQ(d->nodeclaims.size(), 1u);
   bool budget_named = false;
@@ -95,11 +97,12 @@ workloads:
 )",
                                 "", "      disruption: {consolidateAfter: 0s}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto invalidated = Phase(o, "Emptiness", "invalidated");
+  auto invalidated = Phase(o, DisruptionMethod::kEmptiness, DisruptionPhase::kInvalidated);
   ASSERT_EQ(invalidated.size(), 1u) << Outcomes(o);
   EXPECT_NE(invalidated[0]->reason.find("no longer empty"), std::string::npos)
       << invalidated[0]->reason;
-  EXPECT_TRUE(Phase(o, "Emptiness", "executed").empty()) << Outcomes(o);
+  EXPECT_TRUE(Phase(o, DisruptionMethod::kEmptiness, DisruptionPhase::kExecuted).empty())
+      << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.Bound(), 1u);
 }
@@ -110,15 +113,17 @@ workloads:
 TEST(Disruption, ConsolidateAfterNeverRecordsNoPasses) {
   const std::string scaled = kOneScaledDown + "  - {at: 4m, name: b, replicas: 0}\n";
   Outcome never = Simulate(Scenario(scaled, "", "      disruption: {consolidateAfter: Never}\n"));
-  EXPECT_EQ(never.Count("Deleting"), 0u) << Outcomes(never);
+  EXPECT_EQ(never.Count(Transition::kDeleting), 0u) << Outcomes(never);
   for (const auto& [at, d] : never.disruptions) {
-    EXPECT_TRUE(d.method != "Emptiness" && d.method != "SingleNodeConsolidation" &&
-                d.method != "MultiNodeConsolidation")
+    EXPECT_TRUE(d.method != DisruptionMethod::kEmptiness &&
+                d.method != DisruptionMethod::kSingleNodeConsolidation &&
+                d.method != DisruptionMethod::kMultiNodeConsolidation)
         << Outcomes(never);
   }
   Outcome on = Simulate(Scenario(scaled, "", "      disruption: {consolidateAfter: 0s}\n"));
-  EXPECT_GT(on.Count("Deleting"), 0u) << Outcomes(on);
-  EXPECT_FALSE(Phase(on, "Emptiness", "executed").empty()) << Outcomes(on);
+  EXPECT_GT(on.Count(Transition::kDeleting), 0u) << Outcomes(on);
+  EXPECT_FALSE(Phase(on, DisruptionMethod::kEmptiness, DisruptionPhase::kExecuted).empty())
+      << Outcomes(on);
 }
 
 // A do-not-disrupt node keeps an empty node, recorded with its blocker.
@@ -133,7 +138,7 @@ actions:
 )",
                                       "", "      disruption: {consolidateAfter: 0s}\n"));
   EXPECT_EQ(protect.instances.size(), 1u);
-  auto blocked = Phase(protect, "Emptiness", "blocked");
+  auto blocked = Phase(protect, DisruptionMethod::kEmptiness, DisruptionPhase::kBlocked);
   ASSERT_FALSE(blocked.empty()) << Outcomes(protect);
   EXPECT_EQ(blocked[0]->candidates.at(0).cause, Cause::kDoNotDisrupt);
   EXPECT_FALSE(blocked[0]->candidates.at(0).subject.empty());
@@ -147,7 +152,7 @@ workloads:
   - {at: 2m, name: web, replicas: 0}
 )",
                                     "", "      disruption: {consolidateAfter: 10m}\n"));
-  blocked = Phase(fresh, "Emptiness", "blocked");
+  blocked = Phase(fresh, DisruptionMethod::kEmptiness, DisruptionPhase::kBlocked);
   ASSERT_FALSE(blocked.empty()) << Outcomes(fresh);
   EXPECT_EQ(blocked[0]->candidates.at(0).cause, Cause::kPolicy);
   EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("not consolidatable until 00:11:59 UTC"),
@@ -169,12 +174,12 @@ workloads:
           - {nodes: "0", schedule: "0 0 * * *", duration: 6m}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto blocked = Phase(o, "Emptiness", "blocked");
+  auto blocked = Phase(o, DisruptionMethod::kEmptiness, DisruptionPhase::kBlocked);
   ASSERT_FALSE(blocked.empty()) << Outcomes(o);
   EXPECT_EQ(blocked[0]->candidates.at(0).cause, Cause::kDisruptionBudget);
   EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("until 00:06:00 UTC"), std::string::npos)
       << blocked[0]->candidates.at(0).outcome;
-  Nanos proposed = FirstAt(o, "Emptiness", "proposed");
+  Nanos proposed = FirstAt(o, DisruptionMethod::kEmptiness, DisruptionPhase::kProposed);
   EXPECT_GE(proposed.value, Minutes(6).value) << Outcomes(o);
   EXPECT_LT(proposed.value, Minutes(7).value) << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 0u);
@@ -198,7 +203,7 @@ workloads:
           - {nodes: "0", schedule: "0 9 * * mon-fri", duration: 8h, reasons: [Drifted, Underutilized]}
 )")));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto executed = Phase(o, "Emptiness", "executed");
+  auto executed = Phase(o, DisruptionMethod::kEmptiness, DisruptionPhase::kExecuted);
   ASSERT_GE(executed.size(), 2u) << Outcomes(o);
   for (const auto* d : executed) {
     EXPECT_LE(d->nodeclaims.size(), 2u);  // 20% of the pool's 8 nodes, rounded up.
@@ -221,9 +226,10 @@ actions:
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   // Each drifted node is tainted while its replacement launches, and deleted once the
   // replacement is initialized.
-  auto executed = Phase(o, "Drift", "replacing");
+  auto executed = Phase(o, DisruptionMethod::kDrift, DisruptionPhase::kReplacing);
   ASSERT_GE(executed.size(), 2u) << Outcomes(o);
-  EXPECT_EQ(Phase(o, "Drift", "replaced").size(), executed.size()) << Outcomes(o);
+  EXPECT_EQ(Phase(o, DisruptionMethod::kDrift, DisruptionPhase::kReplaced).size(), executed.size())
+      << Outcomes(o);
   for (const auto* d : executed) {
     ASSERT_EQ(d->nodeclaims.size(), 1u);
     bool named = false;
@@ -232,7 +238,8 @@ actions:
     }
     EXPECT_TRUE(named) << Outcomes(o);
   }
-  EXPECT_GE(FirstAt(o, "Drift", "proposed").value, Minutes(3).value);
+  EXPECT_GE(FirstAt(o, DisruptionMethod::kDrift, DisruptionPhase::kProposed).value,
+            Minutes(3).value);
   // Every node now running carries the new label, and every pod runs.
   ASSERT_FALSE(o.nodes.empty());
   for (const auto& [name, node] : o.nodes) EXPECT_EQ(node.labels.at("team"), "web") << name;
@@ -260,14 +267,16 @@ actions:
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   std::vector<const DisruptionDecision*> acted;
   for (const auto& [at, d] : o.disruptions) {
-    if (d.method != "Drift") continue;
+    if (d.method != DisruptionMethod::kDrift) continue;
     EXPECT_LE(d.nodeclaims.size(), 1u) << Outcomes(o);  // None when blocked.
-    if (d.phase == "executed" || d.phase == "replacing") acted.push_back(&d);
+    if (d.phase == DisruptionPhase::kExecuted || d.phase == DisruptionPhase::kReplacing)
+      acted.push_back(&d);
   }
   ASSERT_EQ(acted.size(), 3u) << Outcomes(o);
-  EXPECT_EQ(acted[0]->phase, "executed") << "the empty node goes first, with no replacement\n"
-                                         << Outcomes(o);
-  EXPECT_EQ(acted[1]->phase, "replacing") << Outcomes(o);
+  EXPECT_EQ(acted[0]->phase, DisruptionPhase::kExecuted)
+      << "the empty node goes first, with no replacement\n"
+      << Outcomes(o);
+  EXPECT_EQ(acted[1]->phase, DisruptionPhase::kReplacing) << Outcomes(o);
   ASSERT_FALSE(o.nodes.empty());
   for (const auto& [name, node] : o.nodes) EXPECT_EQ(node.labels.at("team"), "web") << name;
   EXPECT_EQ(o.Bound(), 2u);
@@ -286,12 +295,16 @@ actions:
   - {at: 3m, do: labelNodePool, label: team=web}
 )";
   Outcome held = Simulate(Scenario(workload));
-  EXPECT_TRUE(Phase(held, "Drift", "replacing").empty()) << Outcomes(held);
-  EXPECT_TRUE(Recorded(held, "Drift", "has karpenter.sh/do-not-disrupt")) << Outcomes(held);
+  EXPECT_TRUE(Phase(held, DisruptionMethod::kDrift, DisruptionPhase::kReplacing).empty())
+      << Outcomes(held);
+  EXPECT_TRUE(Recorded(held, DisruptionMethod::kDrift, "has karpenter.sh/do-not-disrupt"))
+      << Outcomes(held);
   Outcome o = Simulate(Scenario(workload, "          terminationGracePeriod: 2m\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  EXPECT_TRUE(Phase(o, "Drift", "replacing").empty()) << Outcomes(o);
-  ASSERT_EQ(Phase(o, "Drift", "executed").size(), 1u) << Outcomes(o);
+  EXPECT_TRUE(Phase(o, DisruptionMethod::kDrift, DisruptionPhase::kReplacing).empty())
+      << Outcomes(o);
+  ASSERT_EQ(Phase(o, DisruptionMethod::kDrift, DisruptionPhase::kExecuted).size(), 1u)
+      << Outcomes(o);
   ASSERT_EQ(o.nodes.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.nodes.begin()->second.labels.at("team"), "web");
   EXPECT_EQ(o.Bound(), 1u);
@@ -309,10 +322,11 @@ actions:
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   EXPECT_TRUE(Recorded(
-      o, "Drift",
+      o, DisruptionMethod::kDrift,
       "drifted (AMIDrift: AMI ami-al2023-r1 is no longer selected by EC2NodeClass default)"))
       << Outcomes(o);
-  ASSERT_EQ(Phase(o, "Drift", "replaced").size(), 1u) << Outcomes(o);
+  ASSERT_EQ(Phase(o, DisruptionMethod::kDrift, DisruptionPhase::kReplaced).size(), 1u)
+      << Outcomes(o);
   ASSERT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.instances.begin()->second.image_id, "ami-al2023-r2");
   EXPECT_EQ(o.Bound(), 2u);
@@ -330,7 +344,7 @@ workloads:
   - {at: 4m, name: b, replicas: 1}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto executed = Phase(o, "SingleNodeConsolidation", "executed");
+  auto executed = Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kExecuted);
   ASSERT_EQ(executed.size(), 1u) << Outcomes(o);
   EXPECT_EQ(executed[0]->budgets.at(0).reason, "Underutilized");
   bool moves = false;
@@ -350,17 +364,23 @@ TEST(Disruption, ConsolidationBlockers) {
   const std::string& scaled = kOneScaledDown;
   Outcome when_empty =
       Simulate(Scenario(scaled, "", "      disruption: {consolidationPolicy: WhenEmpty}\n"));
-  EXPECT_TRUE(Phase(when_empty, "SingleNodeConsolidation", "executed").empty());
+  EXPECT_TRUE(
+      Phase(when_empty, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kExecuted)
+          .empty());
   bool named = false;
-  for (const auto* d : Phase(when_empty, "SingleNodeConsolidation", "blocked")) {
+  for (const auto* d :
+       Phase(when_empty, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kBlocked)) {
     for (const auto& c : d->candidates) named |= c.outcome == "consolidationPolicy is WhenEmpty";
   }
   EXPECT_TRUE(named) << Outcomes(when_empty);
 
   Outcome full = Simulate(Scenario(scaled));
-  EXPECT_TRUE(Phase(full, "SingleNodeConsolidation", "executed").empty()) << Outcomes(full);
+  EXPECT_TRUE(
+      Phase(full, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kExecuted).empty())
+      << Outcomes(full);
   named = false;
-  for (const auto* d : Phase(full, "SingleNodeConsolidation", "blocked")) {
+  for (const auto* d :
+       Phase(full, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kBlocked)) {
     for (const auto& c : d->candidates) {
       named |= c.outcome.find(
                    "no cheaper replacement: cheapest fit m5.xlarge costs $0.1920/h, "
@@ -382,10 +402,11 @@ workloads:
 )",
                                 "      disruption: {budgets: [{nodes: \"0\"}]}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto expired = Phase(o, "Expiration", "executed");
+  auto expired = Phase(o, DisruptionMethod::kExpiration, DisruptionPhase::kExecuted);
   ASSERT_GE(expired.size(), 1u) << Outcomes(o);
   EXPECT_NE(expired[0]->candidates[0].outcome.find("expireAfter 5m"), std::string::npos);
-  EXPECT_EQ(FirstAt(o, "Expiration", "executed").value, Minutes(5).value + kSecond.value);
+  EXPECT_EQ(FirstAt(o, DisruptionMethod::kExpiration, DisruptionPhase::kExecuted).value,
+            Minutes(5).value + kSecond.value);
   ExpectReplaced(o, expired[0]->nodeclaims[0], 2);
 }
 
@@ -403,7 +424,7 @@ actions:
   - {at: 2m, do: malformedMessage}
 )"));
   EXPECT_EQ(spot.verdict, replay::Verdict::kIdentical) << spot.verify_detail;
-  auto interrupted = Phase(spot, "Interruption", "executed");
+  auto interrupted = Phase(spot, DisruptionMethod::kInterruption, DisruptionPhase::kExecuted);
   ASSERT_EQ(interrupted.size(), 1u) << Outcomes(spot);
   ExpectReplaced(spot, interrupted[0]->nodeclaims[0], 2);
   // The warning keeps the type's spot offering in its zone out for three minutes, as
@@ -430,8 +451,9 @@ actions:
   - {at: 2m, do: instanceStopping}
   - {at: 3m, do: rebalanceRecommendation}
 )"));
-  ASSERT_EQ(Phase(stopping, "Interruption", "executed").size(), 1u) << Outcomes(stopping);
-  EXPECT_EQ(stopping.Count("RebalanceRecommendation"), 1u);
+  ASSERT_EQ(Phase(stopping, DisruptionMethod::kInterruption, DisruptionPhase::kExecuted).size(), 1u)
+      << Outcomes(stopping);
+  EXPECT_EQ(stopping.Count(Transition::kRebalanceRecommendation), 1u);
   EXPECT_EQ(stopping.CommandsOf<DeleteQueueMessage>().size(), 2u);
   EXPECT_EQ(stopping.Bound(), 2u);
 }

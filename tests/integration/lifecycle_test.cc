@@ -25,7 +25,7 @@ workloads:
                                 "            - {key: tier, operator: In, values: [web]}\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   EXPECT_EQ(o.Bound(), 2u) << o.Describe();
-  EXPECT_EQ(o.Count("Launched"), 2u) << o.Describe();
+  EXPECT_EQ(o.Count(Transition::kLaunched), 2u) << o.Describe();
   std::set<std::string> teams;
   for (const auto& [name, node] : o.nodes) {
     ASSERT_TRUE(node.labels.contains("team")) << name;
@@ -50,7 +50,9 @@ workloads:
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   ASSERT_EQ(o.instances.size(), 1u);
-  EXPECT_EQ(o.Transitions(), (std::vector<std::string>{"Launched", "Registered", "Initialized"}));
+  EXPECT_EQ(o.Transitions(),
+            (std::vector<Transition>{Transition::kLaunched, Transition::kRegistered,
+                                     Transition::kInitialized}));
   ASSERT_EQ(o.nodes.size(), 1u);
   const Node& node = o.nodes.begin()->second;
   EXPECT_EQ(node.labels.at(label::kRegistered), "true");
@@ -75,12 +77,14 @@ cloud:
   neverRegister: [m5.large]
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  const LifecycleDecision* deleting = o.First("Deleting");
+  const LifecycleDecision* deleting = o.First(Transition::kDeleting);
   ASSERT_NE(deleting, nullptr);
   EXPECT_EQ(deleting->reason, "no node registered within 15m");
   std::string first = deleting->nodeclaim;
-  EXPECT_EQ(o.Transitions(first), (std::vector<std::string>{"Launched", "Deleting", "Drained",
-                                                            "InstanceTerminated", "Finalized"}));
+  EXPECT_EQ(
+      o.Transitions(first),
+      (std::vector<Transition>{Transition::kLaunched, Transition::kDeleting, Transition::kDrained,
+                               Transition::kInstanceTerminated, Transition::kFinalized}));
   EXPECT_FALSE(o.nodeclaims.contains(first));
   EXPECT_EQ(o.pool_status.at("default").registration_healthy, false);
   // The pods were planned again: a second claim was created and launched after the first.
@@ -116,10 +120,10 @@ cloud:
   // ...after them it is, first again as the cheapest.
   EXPECT_EQ(first_override(launches[2]), "m5.large/us-east-1a");
   // Every launch succeeded, on the next offering, within its own batch.
-  EXPECT_EQ(o.Count("Launched"), 3u);
-  EXPECT_EQ(o.Count("LaunchFailed"), 0u);
+  EXPECT_EQ(o.Count(Transition::kLaunched), 3u);
+  EXPECT_EQ(o.Count(Transition::kLaunchFailed), 0u);
   for (const auto& [id, i] : o.instances) EXPECT_NE(i.zone, "us-east-1a");
-  const LifecycleDecision* launched = o.First("Launched");
+  const LifecycleDecision* launched = o.First(Transition::kLaunched);
   ASSERT_NE(launched, nullptr);
   EXPECT_NE(launched->reason.find("InsufficientInstanceCapacity"), std::string::npos)
       << launched->reason;
@@ -151,7 +155,7 @@ cloud:
   EXPECT_LE(o.CommandsOf<CreateNodeClaim>().size(), 5u) << o.Describe();
   std::set<std::string> launched;
   for (const auto& d : o.history) {
-    if (d.transition != "Launched") continue;
+    if (d.transition != Transition::kLaunched) continue;
     for (const char* zone : {"us-east-1a", "us-east-1b", "us-east-1c"}) {
       for (const char* capacity : {"spot", "on-demand"}) {
         if (d.reason.find(std::string("in ") + zone + " (" + capacity + ",") != std::string::npos) {
@@ -184,19 +188,19 @@ actions:
 TEST(Lifecycle, DrainWaitsForThePdbUntilAReplicaIsReady) {
   Outcome o = Simulate(Scenario(DeletedUnder("maxUnavailable: 1")));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  const LifecycleDecision* deleting = o.First("Deleting");
+  const LifecycleDecision* deleting = o.First(Transition::kDeleting);
   ASSERT_NE(deleting, nullptr);
   EXPECT_EQ(deleting->reason, "deleted through the API");
   std::string claim = deleting->nodeclaim;
-  EXPECT_GE(o.Count("EvictionRefused"), 1u);
-  EXPECT_EQ(o.Count("Evicted"), 2u);
-  EXPECT_EQ(o.Count("PodForceDeleted"), 0u);
+  EXPECT_GE(o.Count(Transition::kEvictionRefused), 1u);
+  EXPECT_EQ(o.Count(Transition::kEvicted), 2u);
+  EXPECT_EQ(o.Count(Transition::kPodForceDeleted), 0u);
   // The refusals come before the replacement node is up, the last eviction after it.
   auto t = o.Transitions();
-  auto refused = std::find(t.begin(), t.end(), "EvictionRefused");
-  auto replacement_up = std::find(refused, t.end(), "Initialized");
+  auto refused = std::find(t.begin(), t.end(), Transition::kEvictionRefused);
+  auto replacement_up = std::find(refused, t.end(), Transition::kInitialized);
   ASSERT_NE(replacement_up, t.end());
-  EXPECT_NE(std::find(replacement_up, t.end(), "Evicted"), t.end());
+  EXPECT_NE(std::find(replacement_up, t.end(), Transition::kEvicted), t.end());
   ExpectReplaced(o, claim, 2);
 }
 
@@ -206,10 +210,10 @@ TEST(Lifecycle, TerminationGracePeriodCutsTheDrain) {
   Outcome o =
       Simulate(Scenario(DeletedUnder("minAvailable: 2"), "          terminationGracePeriod: 2m\n"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  EXPECT_GE(o.Count("EvictionRefused"), 2u);
-  EXPECT_EQ(o.Count("Evicted"), 0u);
-  EXPECT_EQ(o.Count("PodForceDeleted"), 2u);
-  ExpectReplaced(o, o.First("Deleting")->nodeclaim, 2);
+  EXPECT_GE(o.Count(Transition::kEvictionRefused), 2u);
+  EXPECT_EQ(o.Count(Transition::kEvicted), 0u);
+  EXPECT_EQ(o.Count(Transition::kPodForceDeleted), 2u);
+  ExpectReplaced(o, o.First(Transition::kDeleting)->nodeclaim, 2);
 }
 
 // A do-not-disrupt pod is never evicted (no terminationGracePeriod to override it), so the
@@ -224,11 +228,11 @@ actions:
   - {at: 3m, do: deleteNodeClaim}
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  std::string claim = o.First("Deleting")->nodeclaim;
-  EXPECT_EQ(o.Count("Evicted"), 1u);
+  std::string claim = o.First(Transition::kDeleting)->nodeclaim;
+  EXPECT_EQ(o.Count(Transition::kEvicted), 1u);
   for (const auto* e : o.CommandsOf<EvictPod>()) EXPECT_EQ(e->name.rfind("web-", 0), 0u);
   EXPECT_TRUE(o.nodeclaims.contains(claim));
-  EXPECT_EQ(o.Count("InstanceTerminated"), 0u);
+  EXPECT_EQ(o.Count(Transition::kInstanceTerminated), 0u);
   bool keep_still_there = false;
   for (const auto& [key, pod] : o.pods) keep_still_there |= pod.name.rfind("keep-", 0) == 0;
   EXPECT_TRUE(keep_still_there);
@@ -252,8 +256,8 @@ cloud:
   listInterval: 1m
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  EXPECT_EQ(o.Count("LeakedInstance"), 1u);
-  EXPECT_EQ(o.Count("LeakedInstanceTerminated"), 1u);
+  EXPECT_EQ(o.Count(Transition::kLeakedInstance), 1u);
+  EXPECT_EQ(o.Count(Transition::kLeakedInstanceTerminated), 1u);
   ASSERT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.nodeclaims.count(o.instances.begin()->second.nodeclaim), 1u);
 }
@@ -271,12 +275,13 @@ cloud:
   listInterval: 1m
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  const LifecycleDecision* gone = o.First("InstanceGone");
+  const LifecycleDecision* gone = o.First(Transition::kInstanceGone);
   ASSERT_NE(gone, nullptr);
   std::string claim = gone->nodeclaim;
   EXPECT_EQ(o.Transitions(claim),
-            (std::vector<std::string>{"Launched", "Registered", "Initialized", "InstanceGone",
-                                      "Deleting", "Finalized"}));
+            (std::vector<Transition>{Transition::kLaunched, Transition::kRegistered,
+                                     Transition::kInitialized, Transition::kInstanceGone,
+                                     Transition::kDeleting, Transition::kFinalized}));
   EXPECT_EQ(o.CommandsOf<TerminateInstance>().size(), 0u);
   ExpectReplaced(o, claim, 2);
 }
@@ -300,7 +305,7 @@ cloud:
   listInterval: 1m
 )"),
                        &dir);
-  std::string claim = o.First("InstanceGone")->nodeclaim;
+  std::string claim = o.First(Transition::kInstanceGone)->nodeclaim;
   auto run = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv{TENON_BINARY, "replay", (dir.path() / "log").string()};
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -318,7 +323,8 @@ cloud:
   };
   auto all = run({});
   for (const auto& d : o.history) {
-    EXPECT_TRUE(contains(all, d.transition, d.reason)) << d.transition << ": " << d.reason;
+    EXPECT_TRUE(contains(all, Name(d.transition), d.reason))
+        << Name(d.transition) << ": " << d.reason;
   }
   auto one = run({"--nodeclaim", claim});
   EXPECT_TRUE(contains(one, claim, "InstanceGone"));

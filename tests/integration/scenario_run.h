@@ -64,20 +64,20 @@ struct Outcome {
   replay::Verdict verdict = replay::Verdict::kIdentical;
   std::string verify_detail;
 
-  // The transitions recorded, e.g. "Launched", in order, for one claim ("" = every claim).
-  std::vector<std::string> Transitions(const std::string& claim = "") const {
-    std::vector<std::string> out;
+  // The transitions recorded, in order, for one claim ("" = every claim).
+  std::vector<Transition> Transitions(const std::string& claim = "") const {
+    std::vector<Transition> out;
     for (const auto& d : history) {
       if (claim.empty() || d.nodeclaim == claim) out.push_back(d.transition);
     }
     return out;
   }
-  std::size_t Count(const std::string& transition) const {
+  std::size_t Count(Transition transition) const {
     std::size_t n = 0;
     for (const auto& d : history) n += d.transition == transition ? 1 : 0;
     return n;
   }
-  const LifecycleDecision* First(const std::string& transition) const {
+  const LifecycleDecision* First(Transition transition) const {
     for (const auto& d : history) {
       if (d.transition == transition) return &d;
     }
@@ -87,7 +87,7 @@ struct Outcome {
   std::string Describe() const {
     std::string text;
     for (const auto& d : history) {
-      text += d.nodeclaim + " " + d.transition + ": " + d.reason + "\n";
+      text += d.nodeclaim + " " + Name(d.transition) + ": " + d.reason + "\n";
     }
     return text;
   }
@@ -163,20 +163,26 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
   log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
     Decision d = log::DecodeDecision(record.payload);
     const auto* x = std::get_if<DisruptionDecision>(&d.body);
-    bool consolidation = x != nullptr && x->method.find("Consolidation") != std::string::npos;
-    if (consolidation && (x->phase == "executed" || x->phase == "replaced")) {
+    const bool consolidation =
+        x != nullptr && (x->method == DisruptionMethod::kSingleNodeConsolidation ||
+                         x->method == DisruptionMethod::kMultiNodeConsolidation);
+    if (consolidation &&
+        (x->phase == DisruptionPhase::kExecuted || x->phase == DisruptionPhase::kReplaced)) {
       // Replacements are up when "replaced" is decided: the state after its event has them.
-      State at = replay::FoldTo(log, d.cause.value - (x->phase == "executed" ? 1 : 0), true);
+      State at = replay::FoldTo(
+          log, d.cause.value - (x->phase == DisruptionPhase::kExecuted ? 1 : 0), true);
       if (std::string pod = Unplaceable(at, x->nodeclaims); !pod.empty()) {
-        out.push_back(x->method + " deleted " + x->nodeclaims.front() + " but pod " + pod +
-                      " fits on no other node");
+        out.push_back(std::string(Name(x->method)) + " deleted " + x->nodeclaims.front() +
+                      " but pod " + pod + " fits on no other node");
       }
     }
     // A disruption starts when it is executed, or when its candidates are tainted while
     // replacements launch; the budgets recorded then must have allowed it.
-    if (x == nullptr || (x->phase != "executed" && x->phase != "replacing")) return true;
-    if (x->method != "Emptiness" && x->method != "Drift" && x->method != "SoftExpiration" &&
-        x->method.find("Consolidation") == std::string::npos) {
+    if (x == nullptr ||
+        (x->phase != DisruptionPhase::kExecuted && x->phase != DisruptionPhase::kReplacing))
+      return true;
+    if (x->method != DisruptionMethod::kEmptiness && x->method != DisruptionMethod::kDrift &&
+        x->method != DisruptionMethod::kSoftExpiration && !consolidation) {
       return true;
     }
     State before = replay::FoldTo(log, d.cause.value - 1, true);
@@ -186,7 +192,7 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
       if (claim == before.nodeclaims.end()) continue;
       taken[claim->second.nodepool]++;
       auto pool = before.nodepools.find(claim->second.nodepool);
-      if (x->method == "Drift" && pool != before.nodepools.end() &&
+      if (x->method == DisruptionMethod::kDrift && pool != before.nodepools.end() &&
           pool->second.termination_grace_period.value >= 0) {
         continue;
       }
@@ -195,7 +201,8 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
             pod.do_not_disrupt && (pod.do_not_disrupt_for.value <= 0 ||
                                    before.now < pod.created + pod.do_not_disrupt_for);
         if (pod.node_name == claim->second.node_name && protected_now) {
-          out.push_back(x->method + " took " + name + " with do-not-disrupt pod " + key);
+          out.push_back(std::string(Name(x->method)) + " took " + name +
+                        " with do-not-disrupt pod " + key);
         }
       }
     }
@@ -203,8 +210,8 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
       auto budget = std::find_if(x->budgets.begin(), x->budgets.end(),
                                  [&](const BudgetState& b) { return b.nodepool == pool; });
       if (budget == x->budgets.end() || n > budget->allowed) {
-        out.push_back(x->method + " took " + std::to_string(n) + " nodes of " + pool +
-                      " beyond its budget");
+        out.push_back(std::string(Name(x->method)) + " took " + std::to_string(n) + " nodes of " +
+                      pool + " beyond its budget");
       }
     }
     return true;
@@ -263,7 +270,7 @@ inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) 
 inline void ExpectReplaced(const Outcome& o, const std::string& claim, std::size_t pods) {
   auto mine = o.Transitions(claim);
   ASSERT_FALSE(mine.empty());
-  EXPECT_EQ(mine.back(), "Finalized") << o.Describe();
+  EXPECT_EQ(mine.back(), Transition::kFinalized) << o.Describe();
   EXPECT_FALSE(o.nodeclaims.contains(claim));
   EXPECT_EQ(o.instances.size(), 1u);
   EXPECT_EQ(o.Bound(), pods);
@@ -283,8 +290,8 @@ inline Nanos Minutes(std::int64_t m) {
 }
 
 // The decisions of one method in one phase, in order.
-inline std::vector<const DisruptionDecision*> Phase(const Outcome& o, const std::string& method,
-                                                    const std::string& phase) {
+inline std::vector<const DisruptionDecision*> Phase(const Outcome& o, DisruptionMethod method,
+                                                    DisruptionPhase phase) {
   std::vector<const DisruptionDecision*> out;
   for (const auto& [at, d] : o.disruptions) {
     if (d.method == method && d.phase == phase) out.push_back(&d);
@@ -297,8 +304,8 @@ inline std::vector<const DisruptionDecision*> Phase(const Outcome& o, const std:
 inline std::string Outcomes(const Outcome& o) {
   std::string text;
   for (const auto& [at, d] : o.disruptions) {
-    text += std::to_string((at.value - Start().value) / kSecond.value) + "s " + d.method + " " +
-            d.phase + " [" + d.reason + "]";
+    text += std::to_string((at.value - Start().value) / kSecond.value) + "s " + Name(d.method) +
+            " " + Name(d.phase) + " [" + d.reason + "]";
     for (const auto& c : d.candidates) text += " {" + c.nodeclaim + ": " + c.outcome + "}";
     text += "\n";
   }
@@ -306,7 +313,7 @@ inline std::string Outcomes(const Outcome& o) {
 }
 
 // Whether any candidate of any decision of `method` was recorded with `text` in its outcome.
-inline bool Recorded(const Outcome& o, const std::string& method, const std::string& text) {
+inline bool Recorded(const Outcome& o, DisruptionMethod method, const std::string& text) {
   for (const auto& [at, d] : o.disruptions) {
     if (d.method != method) continue;
     for (const auto& c : d.candidates) {

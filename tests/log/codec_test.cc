@@ -297,14 +297,14 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   EXPECT_EQ(record.decision_ids[0], out.decisions[0].id);
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(out.decisions[0])), out.decisions[0]);
   Decision lifecycle{DecisionId{7}, Seq{4}, kT0,
-                     LifecycleDecision{"c1", "Evicted", "pod shop/cart-1", "n1", "i-1",
+                     LifecycleDecision{"c1", Transition::kEvicted, "pod shop/cart-1", "n1", "i-1",
                                        Cause::kNone, "shop/cart-1"}};
   EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(lifecycle)), lifecycle);
   Decision disruption{
       DecisionId{8}, Seq{5}, kT0,
       DisruptionDecision{
-          "Emptiness",
-          "proposed",
+          DisruptionMethod::kEmptiness,
+          DisruptionPhase::kProposed,
           {"c1"},
           {{"c1", "default", "selected", Cause::kNone, ""},
            {"c2", "default", "budget allows 0 disruptions", Cause::kDisruptionBudget, "default"}},
@@ -320,7 +320,13 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
 // pass over many candidates with one blocker is a fraction of the candidates' texts.
 TEST(Codec, DisruptionCandidatesShareTheirTexts) {
   const std::string blocker(200, 'b');
-  DisruptionDecision pass{"SingleNodeConsolidation", "blocked", {}, {}, {}, "pass", {}};
+  DisruptionDecision pass{DisruptionMethod::kSingleNodeConsolidation,
+                          DisruptionPhase::kBlocked,
+                          {},
+                          {},
+                          {},
+                          "pass",
+                          {}};
   for (int i = 0; i < 1000; ++i) {
     pass.candidates.push_back(
         {"claim-" + std::to_string(i), "default", blocker, Cause::kNoBetterPlacement, ""});
@@ -385,6 +391,19 @@ TEST(Codec, DisruptionCandidatesWithTheirOwnTextsStillDecode) {
                                                bad.asBytes().size())),
                log::CodecError);
   candidates[1].setOutcomeText(0);
+  EXPECT_EQ(got.method, DisruptionMethod::kEmptiness);
+  EXPECT_EQ(got.phase, DisruptionPhase::kBlocked);
+  g.setMethod("Sideways");  // The log names its methods; an unknown name is a damaged record.
+  const auto unnamed = capnp::messageToFlatArray(message);
+  try {
+    log::DecodeDecision(std::string(reinterpret_cast<const char*>(unnamed.asBytes().begin()),
+                                    unnamed.asBytes().size()));
+    ADD_FAILURE() << "decoded a decision of an unknown method";
+  } catch (const log::CodecError& e) {
+    EXPECT_STREQ(e.what(), "unknown disruption method \"Sideways\"");
+  }
+  g.setMethod("Emptiness");
+  candidates[1].setOutcomeText(0);
   d.setId(0);  // Ids start at 1: a decision without one keys nothing in the log.
   const auto anonymous = capnp::messageToFlatArray(message);
   EXPECT_THROW(
@@ -398,8 +417,8 @@ TEST(Codec, DisruptionCandidatesWithTheirOwnTextsStillDecode) {
 // term the pass without candidates; the two make the pass trimmed to the claim. Other terms
 // carry no value.
 TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
-  DisruptionDecision pass{"SingleNodeConsolidation",
-                          "blocked",
+  DisruptionDecision pass{DisruptionMethod::kSingleNodeConsolidation,
+                          DisruptionPhase::kBlocked,
                           {"c-2"},
                           {{"c-2", "a", "first", Cause::kNone, ""},
                            {"c-1", "a", "second", Cause::kNone, ""},
@@ -421,7 +440,7 @@ TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
   DisruptionDecision headless = pass;
   headless.candidates.clear();
   EXPECT_EQ(*head, (Decision{decision.id, decision.cause, decision.at, headless}));
-  EXPECT_FALSE(log::IsCandidatesOnly(*head));
+  EXPECT_FALSE(log::DecodeCandidatesOnly(log::EncodeDecision(*head)).has_value());
   std::size_t valued = 0;
   for (std::size_t i = 0; i < record.index_terms.size(); ++i) {
     const std::string& term = record.index_terms[i];
@@ -433,15 +452,40 @@ TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
     const std::string claim = term.substr(1, term.size() - 2);
     DisruptionDecision trimmed = pass;
     std::erase_if(trimmed.candidates, [&](const auto& c) { return c.nodeclaim != claim; });
-    const Decision only = log::DecodeDecision(record.index_values[i]);
-    EXPECT_TRUE(log::IsCandidatesOnly(only)) << claim;
-    EXPECT_EQ(log::WithHead(*head, only),
+    auto only = log::DecodeCandidatesOnly(record.index_values[i]);
+    ASSERT_TRUE(only.has_value()) << claim;
+    EXPECT_THROW(log::DecodeDecision(record.index_values[i]), log::CodecError)
+        << "candidates alone are no decision";
+    EXPECT_EQ(log::WithHead(*head, *only),
               (Decision{decision.id, decision.cause, decision.at, trimmed}))
         << claim;
     ++valued;
   }
-  EXPECT_EQ(valued, 4u);                                       // c-1, c-10, c-2, c-3.
-  EXPECT_THROW(log::WithHead(*head, *head), log::CodecError);  // A head is not candidates.
+  EXPECT_EQ(valued, 4u);  // c-1, c-10, c-2, c-3.
+  // Only a disruption pass takes candidates.
+  EXPECT_THROW(
+      log::WithHead(Decision{decision.id, decision.cause, decision.at, LifecycleDecision{}}, {}),
+      log::CodecError);
+}
+
+// The log records methods, phases and transitions by name: each name reads back as its code.
+TEST(Codec, EveryCodeHasTheNameTheLogRecords) {
+  for (int i = 0; i <= static_cast<int>(DisruptionMethod::kMultiNodeConsolidation); ++i) {
+    const auto method = static_cast<DisruptionMethod>(i);
+    EXPECT_EQ(ParseDisruptionMethod(Name(method)), method) << Name(method);
+  }
+  for (int i = 0; i <= static_cast<int>(DisruptionPhase::kExecuted); ++i) {
+    const auto phase = static_cast<DisruptionPhase>(i);
+    EXPECT_EQ(ParseDisruptionPhase(Name(phase)), phase) << Name(phase);
+  }
+  for (int i = 0; i <= static_cast<int>(Transition::kLeakedInstanceTerminated); ++i) {
+    const auto transition = static_cast<Transition>(i);
+    EXPECT_EQ(ParseTransition(Name(transition)), transition) << Name(transition);
+  }
+  EXPECT_STREQ(Name(DisruptionPhase::kRolledBack), "rolled back");
+  EXPECT_STREQ(Name(DisruptionMethod::kSingleNodeConsolidation), "SingleNodeConsolidation");
+  EXPECT_FALSE(ParseDisruptionMethod("").has_value());
+  EXPECT_FALSE(ParseTransition("launched").has_value());
 }
 
 // A snapshot restores the exact state, hash included; encoding it twice gives the same bytes.

@@ -69,8 +69,8 @@ TEST(KubeEvents, BlockedAndUnconsolidatable) {
   state.nodeclaims["c2"].name = "c2";
   state.nodeclaims["c2"].node_name = "n2";
   DisruptionDecision d{
-      "SingleNodeConsolidation",
-      "blocked",
+      DisruptionMethod::kSingleNodeConsolidation,
+      DisruptionPhase::kBlocked,
       {},
       {{"c1", "default", "held", Cause::kPodDisruptionBudget, "n1"},
        {"c2", "default", "over budget, says the text", Cause::kNoBetterPlacement, ""},
@@ -103,13 +103,14 @@ TEST(KubeEvents, BlockedAndUnconsolidatable) {
 TEST(KubeEvents, LaunchFailuresAndEvictionsByTheirCodes) {
   const State state = StateWithClaim("c1", "n1");
   Output out;
-  out.decisions.push_back(Wrap(LifecycleDecision{"c1", "LaunchFailed", "every offering taken", "",
-                                                 "", Cause::kInsufficientCapacity, ""}));
   out.decisions.push_back(
-      Wrap(LifecycleDecision{"c1", "LaunchFailed", "InsufficientInstanceCapacity in the text only",
-                             "", "", Cause::kLaunchError, ""}));
-  out.decisions.push_back(
-      Wrap(LifecycleDecision{"c1", "Evicted", "drained", "n1", "", Cause::kNone, "shop/cart-1"}));
+      Wrap(LifecycleDecision{"c1", Transition::kLaunchFailed, "every offering taken", "", "",
+                             Cause::kInsufficientCapacity, ""}));
+  out.decisions.push_back(Wrap(LifecycleDecision{"c1", Transition::kLaunchFailed,
+                                                 "InsufficientInstanceCapacity in the text only",
+                                                 "", "", Cause::kLaunchError, ""}));
+  out.decisions.push_back(Wrap(LifecycleDecision{"c1", Transition::kEvicted, "drained", "n1", "",
+                                                 Cause::kNone, "shop/cart-1"}));
   auto events = KubeEventsFor(out, state);
   ASSERT_EQ(With(events, "InsufficientCapacityError").size(), 1u);
   EXPECT_EQ(With(events, "InsufficientCapacityError")[0]->message,
@@ -126,8 +127,13 @@ TEST(KubeEvents, LaunchFailuresAndEvictionsByTheirCodes) {
 TEST(KubeEvents, ReplacingDisruption) {
   State state = StateWithClaim("old", "n-old");
   Output out;
-  out.decisions.push_back(Wrap(
-      DisruptionDecision{"Drift", "replacing", {"old"}, {}, {}, "tainting and launching", {}}));
+  out.decisions.push_back(Wrap(DisruptionDecision{DisruptionMethod::kDrift,
+                                                  DisruptionPhase::kReplacing,
+                                                  {"old"},
+                                                  {},
+                                                  {},
+                                                  "tainting and launching",
+                                                  {}}));
   ProvisioningDecision p;
   p.new_claims.push_back({"pending-1", "default", {}, {}, {}});
   out.decisions.push_back(Wrap(p));
@@ -193,7 +199,7 @@ actions:
 TEST(KubeEvents, InterruptionOfAClaimAlreadyDeleting) {
   Output out;
   out.decisions.push_back(Wrap(
-      LifecycleDecision{"default-1", "Interrupted",
+      LifecycleDecision{"default-1", Transition::kInterrupted,
                         "instance state change (terminated), message m-1; already being deleted",
                         "node-1", "i-1", Cause::kInstanceTerminating, ""}));
   auto events = KubeEventsFor(out, StateWithClaim("default-1", "node-1"));
@@ -262,9 +268,12 @@ TEST(KubeEventLimits, NominatedIsDedupedAndRateLimited) {
   EXPECT_EQ(again[0].object.name, "a0");
 }
 
-DisruptionDecision BlockedBy(Cause cause, const std::string& method = "SingleNodeConsolidation",
+DisruptionDecision BlockedBy(Cause cause,
+                             DisruptionMethod method = DisruptionMethod::kSingleNodeConsolidation,
                              std::vector<BudgetState> budgets = {}) {
-  return {method, "blocked", {}, {{"c1", "default", "why", cause, "n1"}}, budgets, "", {}};
+  return {
+      method, DisruptionPhase::kBlocked, {}, {{"c1", "default", "why", cause, "n1"}}, budgets, "",
+      {}};
 }
 
 // Each Event's dedupe timeout: 2 minutes by default, 15 for Unconsolidatable, 5 for
@@ -287,7 +296,7 @@ TEST(KubeEventLimits, EachEventHoldsItsKeyForKarpentersTimeout) {
   EXPECT_EQ(a.At(1300, failed).size(), 1u);
 
   auto budget = [](const std::string& reason) {
-    return BlockedBy(Cause::kNone, "Drift", {{"default", reason, 0, "budget 0"}});
+    return BlockedBy(Cause::kNone, DisruptionMethod::kDrift, {{"default", reason, 0, "budget 0"}});
   };
   EXPECT_EQ(a.At(2000, budget("Drifted")).size(), 1u);
   EXPECT_EQ(a.At(2000, budget("Empty")).size(), 1u) << "per disruption reason";
@@ -298,12 +307,12 @@ TEST(KubeEventLimits, EachEventHoldsItsKeyForKarpentersTimeout) {
 // Disrupting a node for one reason does not hold back the Event for another.
 TEST(KubeEventLimits, TerminatingIsDedupedPerReason) {
   Announcer a;
-  auto disrupting = [](const std::string& method) {
-    return DisruptionDecision{method, "executed", {"c1"}, {}, {}, "", {}};
+  auto disrupting = [](DisruptionMethod method) {
+    return DisruptionDecision{method, DisruptionPhase::kExecuted, {"c1"}, {}, {}, "", {}};
   };
-  EXPECT_EQ(a.At(0, disrupting("Drift")).size(), 2u);
-  EXPECT_TRUE(a.At(10, disrupting("Drift")).empty());
-  auto expired = a.At(10, disrupting("Expiration"));
+  EXPECT_EQ(a.At(0, disrupting(DisruptionMethod::kDrift)).size(), 2u);
+  EXPECT_TRUE(a.At(10, disrupting(DisruptionMethod::kDrift)).empty());
+  auto expired = a.At(10, disrupting(DisruptionMethod::kExpiration));
   ASSERT_EQ(expired.size(), 2u);
   EXPECT_EQ(expired[1].message, "Disrupting NodeClaim: Expired");
 }

@@ -53,11 +53,12 @@ LogCounts CountLog(const log::EventLog& log) {
     Decision d = log::DecodeDecision(r.payload);
     ++c.decisions;
     if (const auto* l = std::get_if<LifecycleDecision>(&d.body)) {
-      c.registered += l->transition == "Registered" ? 1 : 0;
-      c.finalized += l->transition == "Finalized" ? 1 : 0;
+      c.registered += l->transition == Transition::kRegistered ? 1 : 0;
+      c.finalized += l->transition == Transition::kFinalized ? 1 : 0;
     }
     if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) {
-      if (x->phase == "executed" || x->phase == "replacing") c.disrupted += x->nodeclaims.size();
+      if (x->phase == DisruptionPhase::kExecuted || x->phase == DisruptionPhase::kReplacing)
+        c.disrupted += x->nodeclaims.size();
     }
     return true;
   });
@@ -275,11 +276,13 @@ TEST(Metrics, CountersStartAtZero) {
 
 // Disruption method names map to Karpenter's reason label values.
 TEST(Metrics, DisruptionReasonLabels) {
-  EXPECT_EQ(metrics::DisruptionReasonLabel("Emptiness"), "empty");
-  EXPECT_EQ(metrics::DisruptionReasonLabel("SingleNodeConsolidation"), "underutilized");
-  EXPECT_EQ(metrics::DisruptionReasonLabel("MultiNodeConsolidation"), "underutilized");
-  EXPECT_EQ(metrics::DisruptionReasonLabel("Drift"), "drifted");
-  EXPECT_EQ(metrics::DisruptionReasonLabel("Expiration"), "expired");
+  EXPECT_EQ(metrics::DisruptionReasonLabel(DisruptionMethod::kEmptiness), "empty");
+  EXPECT_EQ(metrics::DisruptionReasonLabel(DisruptionMethod::kSingleNodeConsolidation),
+            "underutilized");
+  EXPECT_EQ(metrics::DisruptionReasonLabel(DisruptionMethod::kMultiNodeConsolidation),
+            "underutilized");
+  EXPECT_EQ(metrics::DisruptionReasonLabel(DisruptionMethod::kDrift), "drifted");
+  EXPECT_EQ(metrics::DisruptionReasonLabel(DisruptionMethod::kExpiration), "expired");
 }
 
 }  // namespace

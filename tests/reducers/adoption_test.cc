@@ -36,7 +36,7 @@ Node KarpenterNode() {
   return node;
 }
 
-const LifecycleDecision* Transition(const Output& out, const std::string& transition) {
+const LifecycleDecision* TransitionOf(const Output& out, Transition transition) {
   for (const auto& d : out.decisions) {
     const auto* l = std::get_if<LifecycleDecision>(&d.body);
     if (l != nullptr && l->transition == transition) return l;
@@ -51,7 +51,7 @@ TEST(Adoption, AdoptsAKarpenterClaimWithItsNode) {
   f.Start({Pool("default")});
   f.Fold(NodeUpserted{KarpenterNode()});
   Output out = f.Fold(NodeClaimObserved{KarpenterClaim()});
-  const auto* adopted = Transition(out, "Adopted");
+  const auto* adopted = TransitionOf(out, Transition::kAdopted);
   ASSERT_NE(adopted, nullptr);
   EXPECT_NE(adopted->reason.find("i-0karpenter"), std::string::npos) << adopted->reason;
   const NodeClaim& claim = f.state.nodeclaims.at("default-x7k2p");
@@ -138,7 +138,7 @@ TEST(Adoption, FinishedClaimsStayGoneAndUnlaunchedOnesAreDeleted) {
   }
   ASSERT_FALSE(f.state.nodeclaims.contains("default-x7k2p")) << "termination did not finish";
   Output late = f.Fold(NodeClaimObserved{KarpenterClaim()});
-  EXPECT_EQ(Transition(late, "Adopted"), nullptr);
+  EXPECT_EQ(TransitionOf(late, Transition::kAdopted), nullptr);
   EXPECT_FALSE(f.state.nodeclaims.contains("default-x7k2p"));
 
   NodeClaim unlaunched = KarpenterClaim();
@@ -146,7 +146,7 @@ TEST(Adoption, FinishedClaimsStayGoneAndUnlaunchedOnesAreDeleted) {
   unlaunched.phase = ClaimPhase::kPending;
   unlaunched.provider_id = unlaunched.instance_id = unlaunched.node_name = "";
   Output out = f.Fold(NodeClaimObserved{unlaunched});
-  ASSERT_NE(Transition(out, "Adopted"), nullptr);
+  ASSERT_NE(TransitionOf(out, Transition::kAdopted), nullptr);
   EXPECT_TRUE(f.state.nodeclaims.at("default-pend1").deleting);
 }
 

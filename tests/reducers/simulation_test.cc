@@ -51,7 +51,7 @@ TEST(Schedule, CapacityBeingReplacedTakesNoPods) {
   State state = bench::MakeCluster(SmallCatalog(), "m5.xlarge", 400, 12, "100%");
   const NodeClaim& candidate = state.nodeclaims.at("claim-0");
   ReplacementWait wait;
-  wait.method = "SingleNodeConsolidation";
+  wait.method = DisruptionMethod::kSingleNodeConsolidation;
   wait.candidates = {candidate.name};
   wait.started = state.now;
   state.replacing.push_back(wait);

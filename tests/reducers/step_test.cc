@@ -415,7 +415,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
     std::vector<DisruptionDecision> out;
     for (const auto& d : f.Fold(Tick{at}).decisions) {
       const auto* x = std::get_if<DisruptionDecision>(&d.body);
-      if (x != nullptr && x->method == "Drift") out.push_back(*x);
+      if (x != nullptr && x->method == DisruptionMethod::kDrift) out.push_back(*x);
     }
     return out;
   };
@@ -427,8 +427,8 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
   gone.Fold(CatalogRefreshed{catalog});
   auto d = proposals(gone, kT0 + Nanos{40 * kSecond.value});
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].method, "Drift");
-  EXPECT_EQ(d[0].phase, "proposed") << d[0].candidates[0].outcome;
+  EXPECT_EQ(d[0].method, DisruptionMethod::kDrift);
+  EXPECT_EQ(d[0].phase, DisruptionPhase::kProposed) << d[0].candidates[0].outcome;
   EXPECT_EQ(d[0].nodeclaims, std::vector<std::string>{claim});
   EXPECT_NE(d[0].candidates[0].outcome.find("m6g.large is no longer offered"), std::string::npos);
 
@@ -470,10 +470,10 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   const DisruptionDecision* emptiness = nullptr;
   for (const auto& d : pass.decisions) {
     const auto* x = std::get_if<DisruptionDecision>(&d.body);
-    if (x != nullptr && x->method == "Emptiness") emptiness = x;
+    if (x != nullptr && x->method == DisruptionMethod::kEmptiness) emptiness = x;
   }
   ASSERT_NE(emptiness, nullptr);
-  EXPECT_EQ(emptiness->phase, "blocked");
+  EXPECT_EQ(emptiness->phase, DisruptionPhase::kBlocked);
   EXPECT_EQ(emptiness->candidates.at(0).cause, Cause::kNominated);
   EXPECT_EQ(emptiness->candidates.at(0).outcome, "nominated for pending pods until 00:00:23 UTC");
   auto conditions = CommandsOf<PatchNodeClaimStatus>(pass);
@@ -565,7 +565,7 @@ TEST(Disruption, InterruptionOfADeletingClaimIsRecorded) {
   const auto* noted = std::get_if<LifecycleDecision>(&out.decisions[0].body);
   ASSERT_NE(noted, nullptr);
   EXPECT_EQ(noted->nodeclaim, claim);
-  EXPECT_EQ(noted->transition, "Interrupted");
+  EXPECT_EQ(noted->transition, Transition::kInterrupted);
 }
 
 // A node registered without the GPUs its type brings is not Initialized until the device
@@ -875,7 +875,7 @@ TEST(Lifecycle, LaunchFailureOtherThanCapacityIsRetried) {
   bool noted = false;
   for (const auto& d : failed.decisions) {
     const auto* l = std::get_if<LifecycleDecision>(&d.body);
-    noted |= l != nullptr && l->transition == "LaunchFailed" &&
+    noted |= l != nullptr && l->transition == Transition::kLaunchFailed &&
              l->reason.find("launching again in 1s") != std::string::npos;
   }
   EXPECT_TRUE(noted);

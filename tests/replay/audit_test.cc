@@ -11,7 +11,7 @@ namespace tenon::testing {
 namespace {
 
 // The claim some candidate outcome of `method` names with `text`, or "".
-std::string ClaimWith(const Outcome& o, const std::string& method, const std::string& text) {
+std::string ClaimWith(const Outcome& o, DisruptionMethod method, const std::string& text) {
   for (const auto& [at, d] : o.disruptions) {
     for (const auto& c : d.candidates) {
       if (d.method == method && c.outcome.find(text) != std::string::npos) return c.nodeclaim;
@@ -31,7 +31,8 @@ std::vector<std::uint64_t> Ids(const replay::AuditResult& result) {
 TEST(Audit, NamesThePdbThatBlockedANode) {
   auto run = RunKept(PdbScenario());
   const Outcome& o = run->outcome;
-  const std::string blocked = ClaimWith(o, "SingleNodeConsolidation", "PDB a-pdb allows 0");
+  const std::string blocked =
+      ClaimWith(o, DisruptionMethod::kSingleNodeConsolidation, "PDB a-pdb allows 0");
   ASSERT_FALSE(blocked.empty()) << Outcomes(o);
   const std::string node = NodeOf(o, blocked);
   ASSERT_FALSE(node.empty());
@@ -46,7 +47,7 @@ TEST(Audit, NamesThePdbThatBlockedANode) {
   for (const auto& decision : result.decisions) {
     const auto& d = std::get<DisruptionDecision>(decision.body);
     EXPECT_TRUE(std::find(d.nodeclaims.begin(), d.nodeclaims.end(), blocked) == d.nodeclaims.end())
-        << "the PDB-protected node was disrupted by " << d.method << " " << d.phase;
+        << "the PDB-protected node was disrupted by " << Name(d.method) << " " << Name(d.phase);
     for (const auto& c : d.candidates) {
       named = named || (c.nodeclaim == blocked &&
                         c.outcome.find(": PDB a-pdb allows 0 disruptions") != std::string::npos);
@@ -61,13 +62,13 @@ TEST(Audit, NamesThePdbThatBlockedANode) {
   EXPECT_NE(text.find("PDB a-pdb allows 0 disruptions"), std::string::npos) << text;
 
   // The other node went, executed by single-node consolidation within a budget allowing it.
-  auto executed = Phase(o, "SingleNodeConsolidation", "executed");
+  auto executed = Phase(o, DisruptionMethod::kSingleNodeConsolidation, DisruptionPhase::kExecuted);
   ASSERT_EQ(executed.size(), 1u) << Outcomes(o);
   const std::string removed = executed[0]->nodeclaims.at(0);
-  auto gone =
-      replay::Audit(*log, {.node = NodeOf(o, removed), .method = "SingleNodeConsolidation"});
+  auto gone = replay::Audit(
+      *log, {.node = NodeOf(o, removed), .method = DisruptionMethod::kSingleNodeConsolidation});
   auto found = std::find_if(gone.decisions.begin(), gone.decisions.end(), [](const Decision& d) {
-    return std::get<DisruptionDecision>(d.body).phase == "executed";
+    return std::get<DisruptionDecision>(d.body).phase == DisruptionPhase::kExecuted;
   });
   ASSERT_NE(found, gone.decisions.end()) << replay::AuditText(gone, {});
   const auto& budgets = std::get<DisruptionDecision>(found->body).budgets;
@@ -82,7 +83,8 @@ TEST(Audit, NamesThePdbThatBlockedANode) {
 TEST(Audit, JsonFromTheCommandLine) {
   auto run = RunKept(PdbScenario());
   const Outcome& o = run->outcome;
-  const std::string blocked = ClaimWith(o, "SingleNodeConsolidation", "PDB a-pdb allows 0");
+  const std::string blocked =
+      ClaimWith(o, DisruptionMethod::kSingleNodeConsolidation, "PDB a-pdb allows 0");
   ASSERT_FALSE(blocked.empty());
   auto cli = Tenon("audit " + run->log().string() + " --node " + NodeOf(o, blocked) + " --json");
   ASSERT_EQ(cli.exit_code, 0) << cli.out;
@@ -107,7 +109,7 @@ TEST(Audit, JsonFromTheCommandLine) {
 TEST(Audit, ShowsReplacementPriceAndSaving) {
   auto run = RunKept(ReplaceScenario());
   auto log = run->Open();
-  auto result = replay::Audit(*log, {.method = "SingleNodeConsolidation"});
+  auto result = replay::Audit(*log, {.method = DisruptionMethod::kSingleNodeConsolidation});
   const std::string text = replay::AuditText(result, {});
   EXPECT_NE(text.find("SingleNodeConsolidation replaced"), std::string::npos) << text;
   EXPECT_NE(text.find("replace with one on-demand node (m5.large from $0.0960/h"),
@@ -115,7 +117,8 @@ TEST(Audit, ShowsReplacementPriceAndSaving) {
       << text;
   EXPECT_NE(text.find("saving at least $0.0960/h"), std::string::npos) << text;
   for (const auto& d : result.decisions) {
-    EXPECT_EQ(std::get<DisruptionDecision>(d.body).method, "SingleNodeConsolidation");
+    EXPECT_EQ(std::get<DisruptionDecision>(d.body).method,
+              DisruptionMethod::kSingleNodeConsolidation);
   }
 }
 
@@ -146,8 +149,8 @@ TEST(Audit, JsonCarriesReplacementPricesAndSaving) {
   }
   EXPECT_EQ(priced, (std::set<std::string>{"proposed", "replacing"})) << cli.out;
   auto log = run->Open();
-  const std::string text =
-      replay::AuditText(replay::Audit(*log, {.method = "SingleNodeConsolidation"}), {});
+  const std::string text = replay::AuditText(
+      replay::Audit(*log, {.method = DisruptionMethod::kSingleNodeConsolidation}), {});
   EXPECT_NE(text.find("removes $0.1920/h; replacement m5.large on-demand in us-east-1"),
             std::string::npos)
       << text;
@@ -184,7 +187,7 @@ TEST(Audit, DecisionsWithoutPricesStillAudit) {
   const std::string old = OldReplacingDecision();
   const Decision decoded = log::DecodeDecision(old);
   const auto& d = std::get<DisruptionDecision>(decoded.body);
-  EXPECT_EQ(d.phase, "replacing");
+  EXPECT_EQ(d.phase, DisruptionPhase::kReplacing);
   EXPECT_EQ(d.budgets.size(), 1u);
   EXPECT_EQ(d.prices, DisruptionPrices{});
 
@@ -262,12 +265,14 @@ TEST(Audit, IndexAgreesWithAFullScan) {
       {},
       {.nodepool = "default"},
       {.nodepool = "none"},
-      {.method = "Emptiness"},
-      {.method = "SingleNodeConsolidation"},
+      {.method = DisruptionMethod::kEmptiness},
+      {.method = DisruptionMethod::kSingleNodeConsolidation},
       {.since = middle},
       {.until = middle},
       {.since = Minutes(4), .until = Minutes(7)},
-      {.nodepool = "default", .method = "SingleNodeConsolidation", .since = Minutes(5)},
+      {.nodepool = "default",
+       .method = DisruptionMethod::kSingleNodeConsolidation,
+       .since = Minutes(5)},
   };
   for (const auto& [claim, instance] : o.nodeclaims) queries.push_back({.node = claim});
   for (const auto& l : o.history) {
@@ -278,7 +283,8 @@ TEST(Audit, IndexAgreesWithAFullScan) {
     auto indexed = replay::Audit(*log, q);
     auto scanned = replay::AuditByScan(*log, q);
     EXPECT_TRUE(indexed.used_index);
-    EXPECT_EQ(Ids(indexed), Ids(scanned)) << q.node << q.nodepool << q.method;
+    EXPECT_EQ(Ids(indexed), Ids(scanned))
+        << q.node << q.nodepool << (q.method ? Name(*q.method) : "");
     EXPECT_EQ(indexed.nodeclaims, scanned.nodeclaims);
     nonempty += indexed.decisions.empty() ? 0 : 1;
     for (const auto& d : indexed.decisions) {
@@ -311,7 +317,7 @@ void AsWholeTrimmed(log::DecisionRecord& record) {
   ASSERT_TRUE(head.has_value());
   for (auto& value : record.index_values) {
     if (value.empty()) continue;
-    value = log::EncodeDecision(log::WithHead(*head, log::DecodeDecision(value)));
+    value = log::EncodeDecision(log::WithHead(*head, *log::DecodeCandidatesOnly(value)));
   }
 }
 
@@ -319,20 +325,24 @@ void WritePasses(log::EventLog& log, IndexValues values) {
   log::AppendBatch batch;
   std::uint64_t id = 0;
   for (int claim = 0; claim < 8; ++claim) {
-    LifecycleDecision l{"c-" + std::to_string(claim), "Registered", "",
+    LifecycleDecision l{"c-" + std::to_string(claim), Transition::kRegistered, "",
                         "node-" + std::to_string(claim / 2), ""};
     batch.decisions.push_back(log::DecisionRecordFor({DecisionId{++id}, Seq{id}, Minutes(1), l}));
   }
   for (int pass = 0; pass < 12; ++pass) {
-    DisruptionDecision d{
-        "SingleNodeConsolidation",     pass % 3 == 0 ? "executed" : "blocked", {}, {}, {},
-        "pass " + std::to_string(pass)};
+    DisruptionDecision d{DisruptionMethod::kSingleNodeConsolidation,
+                         pass % 3 == 0 ? DisruptionPhase::kExecuted : DisruptionPhase::kBlocked,
+                         {},
+                         {},
+                         {},
+                         "pass " + std::to_string(pass)};
     for (int i = 0; i < 6; ++i) {
       const int claim = (pass + i) % 8;
       d.candidates.push_back({"c-" + std::to_string(claim), claim < 4 ? "a" : "b",
                               "outcome " + std::to_string(pass * 10 + i), Cause::kNone, ""});
     }
-    if (d.phase == "executed") d.nodeclaims.push_back(d.candidates.front().nodeclaim);
+    if (d.phase == DisruptionPhase::kExecuted)
+      d.nodeclaims.push_back(d.candidates.front().nodeclaim);
     d.budgets.push_back({"a", "Underutilized", 1, "budget"});
     auto record = log::DecisionRecordFor({DecisionId{++id}, Seq{id}, Minutes(2 + pass), d});
     if (values == IndexValues::kNone) record.index_values.clear();

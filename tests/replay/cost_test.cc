@@ -64,8 +64,8 @@ TEST(Cost, WholeRunAddsUp) {
     Decision d = log::DecodeDecision(r.payload);
     const auto* l = std::get_if<LifecycleDecision>(&d.body);
     if (l == nullptr) return true;
-    if (l->transition == "Launched") launched[l->nodeclaim] = d.at;
-    if (l->transition == "InstanceTerminated" && launched.contains(l->nodeclaim)) {
+    if (l->transition == Transition::kLaunched) launched[l->nodeclaim] = d.at;
+    if (l->transition == Transition::kInstanceTerminated && launched.contains(l->nodeclaim)) {
       const double hours = static_cast<double>(d.at.value - launched[l->nodeclaim].value) / 3.6e12;
       // The price of a claim gone from the state: m5.xlarge in this scenario.
       expected += 0.192 * hours;

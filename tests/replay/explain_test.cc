@@ -15,7 +15,7 @@ std::string Text(const std::vector<replay::ExplainLine>& lines) {
 TEST(Explain, PodChainShowsTheIcedOffering) {
   auto run = RunKept(IceScenario());
   const Outcome& o = run->outcome;
-  const LifecycleDecision* launched = o.First("Launched");
+  const LifecycleDecision* launched = o.First(Transition::kLaunched);
   ASSERT_NE(launched, nullptr);
   std::string pod;
   for (const auto& [key, p] : o.pods) {
@@ -104,7 +104,7 @@ workloads:
   - {at: 6m, name: a, replicas: 0}
 )"));
   const Outcome& o = run->outcome;
-  const LifecycleDecision* registered = o.First("Registered");
+  const LifecycleDecision* registered = o.First(Transition::kRegistered);
   ASSERT_NE(registered, nullptr);
   const std::string node = registered->node_name;
   auto log = run->Open();

@@ -82,7 +82,7 @@ void Checker::OnGracefulDisruption(const sim::World& world, const DisruptionDeci
     // but drift in a pool with a terminationGracePeriod is Karpenter's eventual disruption.
     auto pool = std::find_if(scenario_.nodepools.begin(), scenario_.nodepools.end(),
                              [&](const NodePool& p) { return p.name == claim->second; });
-    if (d.method == "Drift" && pool != scenario_.nodepools.end() &&
+    if (d.method == DisruptionMethod::kDrift && pool != scenario_.nodepools.end() &&
         pool->termination_grace_period.value >= 0) {
       continue;
     }
@@ -92,7 +92,8 @@ void Checker::OnGracefulDisruption(const sim::World& world, const DisruptionDeci
         bool in_force = pod.do_not_disrupt && (pod.do_not_disrupt_for.value <= 0 ||
                                                world.now() < pod.created + pod.do_not_disrupt_for);
         if (pod.node_name == instance.node_name && in_force) {
-          Fail(world, d.method + " disrupted " + name + " running do-not-disrupt pod " + key);
+          Fail(world, std::string(Name(d.method)) + " disrupted " + name +
+                          " running do-not-disrupt pod " + key);
         }
       }
     }
@@ -106,9 +107,9 @@ void Checker::OnGracefulDisruption(const sim::World& world, const DisruptionDeci
     for (const auto& [claim, p] : world.nodeclaims()) nodes += p == pool_name ? 1 : 0;
     const std::int64_t allows = BudgetAllows(*pool, nodes);
     if (n > allows) {
-      Fail(world, d.method + " " + d.phase + ": " + std::to_string(n) + " nodes of " + pool_name +
-                      " disrupted at once, its budgets allow " + std::to_string(allows) + " of " +
-                      std::to_string(nodes));
+      Fail(world, std::string(Name(d.method)) + " " + Name(d.phase) + ": " + std::to_string(n) +
+                      " nodes of " + pool_name + " disrupted at once, its budgets allow " +
+                      std::to_string(allows) + " of " + std::to_string(nodes));
     }
   }
 }
@@ -215,13 +216,16 @@ void Checker::AfterStep(const sim::World& world, const std::vector<Decision>& de
   for (const auto& decision : decisions) {
     const auto* d = std::get_if<DisruptionDecision>(&decision.body);
     if (d == nullptr) continue;
-    const bool graceful = d->method == "Emptiness" || d->method == "Drift" ||
-                          d->method.find("Consolidation") != std::string::npos;
-    if (graceful && (d->phase == "executed" || d->phase == "replacing")) {
+    const bool graceful = d->method == DisruptionMethod::kEmptiness ||
+                          d->method == DisruptionMethod::kDrift ||
+                          d->method == DisruptionMethod::kSingleNodeConsolidation ||
+                          d->method == DisruptionMethod::kMultiNodeConsolidation;
+    if (graceful &&
+        (d->phase == DisruptionPhase::kExecuted || d->phase == DisruptionPhase::kReplacing)) {
       OnGracefulDisruption(world, *d);
       ++disruptions_;
     }
-    if (d->phase == "rolled back") {
+    if (d->phase == DisruptionPhase::kRolledBack) {
       for (const auto& name : d->nodeclaims) disrupting_.erase(name);
     }
   }

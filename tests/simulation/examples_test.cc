@@ -128,7 +128,7 @@ TEST(ScenarioExamples, ConsolidationScaleDownKeepsBudgetAndProtectedPods) {
   EXPECT_GT(web.disrupted, 3u);
   EXPECT_GT(web.blocked_by_budget, 0u);
   for (const auto& h : run.history) {
-    if (h.transition == "Evicted") {
+    if (h.transition == Transition::kEvicted) {
       EXPECT_EQ(h.reason.find("ledger"), std::string::npos) << h.reason;
     }
   }
