@@ -32,8 +32,4 @@ if ! python3 "$lint" "$work" >/dev/null 2>&1; then
   echo "a comment was taken for a call"; failures=$((failures + 1))
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures case(s) not caught"
-  exit 1
-fi
-echo "every planted write caught"
+finish "every planted write caught"

@@ -13,3 +13,12 @@ expect_caught() {
     echo "caught ($what)"
   fi
 }
+
+# finish MESSAGE: exits 1 naming how many cases were not caught, else prints MESSAGE.
+finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$failures case(s) not caught"
+    exit 1
+  fi
+  echo "$1"
+}
