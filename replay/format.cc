@@ -6,9 +6,8 @@
 #include <sstream>
 #include <string_view>
 
-#include <date/date.h>
-
 #include "log/codec.h"
+#include "reducers/timestamp.h"
 #include "replay/replay.h"
 
 namespace tenon::replay {
@@ -24,48 +23,38 @@ std::string TimestampText(Nanos at) {
 
 namespace {
 
-// `text` read whole with a date::parse `format`, which checks the calendar (no 2026-02-30) and
-// the clock (no 25:00 or 02:61).
-bool ParseWhole(const std::string& text, const char* format, date::sys_seconds& at) {
-  std::istringstream in(text);
-  in >> date::parse(format, at);
-  return !in.fail() && in.peek() == std::char_traits<char>::eof();
-}
-
-// Whether `text` has one of the accepted shapes, digit for digit ('d' in a shape is a digit).
-// date::parse alone reads looser text, and some of it ("0:0:", letters in the seconds) into a
-// NaN it then converts to an integer, which is undefined.
-bool HasTimeShape(const std::string& text) {
-  for (const std::string_view shape :
-       {"dddd-dd-ddTdd:dd:ddZ", "dddd-dd-ddTdd:dd:dd", "dd:dd:dd", "dd:dd"}) {
-    if (text.size() != shape.size()) continue;
-    bool fits = true;
-    for (std::size_t i = 0; i < shape.size() && fits; ++i) {
-      const bool digit = text[i] >= '0' && text[i] <= '9';
-      fits = shape[i] == 'd' ? digit : text[i] == shape[i];
-    }
-    if (fits) return true;
+// Whether `text` has `shape`, digit for digit ('d' in a shape is a digit).
+bool HasShape(std::string_view text, std::string_view shape) {
+  if (text.size() != shape.size()) return false;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const bool digit = text[i] >= '0' && text[i] <= '9';
+    if (shape[i] == 'd' ? !digit : text[i] != shape[i]) return false;
   }
-  return false;
+  return true;
 }
 
 }  // namespace
 
 std::optional<Nanos> ParseTime(const std::string& text, Nanos reference) {
-  if (!HasTimeShape(text)) return std::nullopt;
-  date::sys_seconds at;
-  bool ok = ParseWhole(text, "%Y-%m-%dT%H:%M:%SZ", at) || ParseWhole(text, "%Y-%m-%dT%H:%M:%S", at);
-  if (!ok && text.find('T') == std::string::npos) {
-    // A time of day: on the day of `reference`.
-    const std::string day = TimestampText(reference).substr(0, 11);  // "2026-01-01T"
-    ok = ParseWhole(day + text, "%Y-%m-%dT%H:%M:%S", at) ||
-         ParseWhole(day + text, "%Y-%m-%dT%H:%M", at);
+  // Each shape the flags take, made a full RFC 3339 time; a time of day is on the day of
+  // `reference`.
+  const std::string day = TimestampText(reference).substr(0, 11);  // "2026-01-01T"
+  std::string full;
+  if (HasShape(text, "dddd-dd-ddTdd:dd:ddZ")) {
+    full = text;
+  } else if (HasShape(text, "dddd-dd-ddTdd:dd:dd")) {
+    full = text + "Z";
+  } else if (HasShape(text, "dd:dd:dd")) {
+    full = day + text + "Z";
+  } else if (HasShape(text, "dd:dd")) {
+    full = day + text + ":00Z";
+  } else {
+    return std::nullopt;
   }
-  // Nanoseconds since the epoch in 64 bits reach from 1677 to 2262.
-  constexpr std::int64_t kSecondsMax = std::numeric_limits<std::int64_t>::max() / kSecond.value;
-  const std::int64_t seconds = at.time_since_epoch().count();
-  if (!ok || seconds > kSecondsMax || seconds < -kSecondsMax) return std::nullopt;
-  return Nanos{seconds * kSecond.value};
+  const std::optional<Nanos> at = ParseRfc3339(full);
+  // A leap second (":60") is RFC 3339's, not a time a flag names.
+  if (!at || full[17] == '6') return std::nullopt;
+  return at;
 }
 
 Nanos FirstEventTime(const log::EventLog& log) {

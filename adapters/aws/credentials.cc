@@ -1,5 +1,7 @@
 #include "adapters/aws/credentials.h"
 
+#include "reducers/timestamp.h"
+
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <spdlog/spdlog.h>
@@ -82,13 +84,7 @@ EnvLookup ProcessEnv() {
 }
 
 std::optional<Nanos> ParseIsoTime(const std::string& text) {
-  std::tm tm{};
-  std::istringstream in(text);
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  if (in.fail()) return std::nullopt;
-  const std::time_t seconds = timegm(&tm);
-  if (seconds == static_cast<std::time_t>(-1)) return std::nullopt;
-  return Nanos{static_cast<std::int64_t>(seconds) * kSecond.value};
+  return ParseRfc3339(text);
 }
 
 Result<Credentials> ParseJsonCredentials(const std::string& body, const std::string& source) {

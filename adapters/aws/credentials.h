@@ -118,7 +118,8 @@ class ChainProvider : public CredentialsProvider {
 std::unique_ptr<ChainProvider> DefaultChain(EnvLookup env, Transport& transport, AwsClient& sts,
                                             std::string imds_endpoint = "http://169.254.169.254");
 
-// Parses an ISO 8601 UTC time (2026-11-23T06:00:00Z, fractions allowed) into Unix nanos.
+// An RFC 3339 time (2026-11-23T06:00:00Z, fractions and offsets allowed) as Unix nanos, or
+// nullopt (ParseRfc3339).
 std::optional<Nanos> ParseIsoTime(const std::string& text);
 // Parses the JSON answer of the container endpoint or IMDS.
 Result<Credentials> ParseJsonCredentials(const std::string& body, const std::string& source);

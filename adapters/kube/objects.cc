@@ -2,6 +2,7 @@
 
 #include "reducers/core.h"
 #include "reducers/cron.h"
+#include "reducers/timestamp.h"
 
 #include <charconv>
 #include <chrono>
@@ -568,66 +569,8 @@ Bytes ParseMemory(std::string_view quantity) {
 }
 
 Nanos ParseTimestamp(std::string_view text) {
-  // YYYY-MM-DDTHH:MM:SS, an optional fraction of a second, then Z or an offset +HH:MM / -HH:MM.
-  auto fail = [&]() -> ObjectError {
-    return ObjectError("invalid RFC 3339 timestamp '" + std::string(text) + "'");
-  };
-  if (text.size() < 20 || text.size() > kQuantityCharsMax) throw fail();
-  // Digits only: from_chars would take a sign, and a year of "-999" overflows below.
-  auto number = [&](std::size_t pos, std::size_t len) {
-    int value = 0;
-    for (std::size_t k = pos; k < pos + len; ++k) {
-      if (text[k] < '0' || text[k] > '9') throw fail();
-      value = value * 10 + (text[k] - '0');
-    }
-    return value;
-  };
-  auto expect = [&](std::size_t pos, char c) {
-    if (text[pos] != c && !(c == 'T' && text[pos] == 't')) throw fail();
-  };
-  expect(4, '-');
-  expect(7, '-');
-  expect(10, 'T');
-  expect(13, ':');
-  expect(16, ':');
-  int y = number(0, 4), mo = number(5, 2), d = number(8, 2);
-  int h = number(11, 2), mi = number(14, 2), sec = number(17, 2);
-  using namespace std::chrono;
-  year_month_day date{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
-  if (!date.ok() || h > 23 || mi > 59 || sec > 60) throw fail();
-  std::int64_t frac_nanos = 0;
-  std::size_t i = 19;
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    std::size_t start = i;
-    std::int64_t scale = 100'000'000;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      frac_nanos += (text[i] - '0') * scale;  // Digits past nanoseconds scale to zero.
-      scale /= 10;
-      ++i;
-    }
-    if (i == start) throw fail();
-  }
-  std::int64_t offset_seconds = 0;
-  if (i < text.size() && (text[i] == 'Z' || text[i] == 'z')) {
-    ++i;
-  } else if (i + 6 == text.size() && (text[i] == '+' || text[i] == '-') && text[i + 3] == ':') {
-    int oh = number(i + 1, 2), om = number(i + 4, 2);
-    if (oh > 23 || om > 59) throw fail();
-    offset_seconds = (text[i] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
-    i += 6;
-  } else {
-    throw fail();
-  }
-  if (i != text.size()) throw fail();
-  auto local = sys_days{date} + hours{h} + minutes{mi} + seconds{sec};
-  auto utc = local - seconds{offset_seconds};
-  // Nanoseconds since the epoch in 64 bits reach from 1677 to 2262 (less a second for the
-  // fraction).
-  constexpr std::int64_t kSecondsMax = std::numeric_limits<std::int64_t>::max() / 1'000'000'000 - 1;
-  const std::int64_t since_epoch = utc.time_since_epoch().count();
-  if (since_epoch > kSecondsMax || since_epoch < -kSecondsMax) throw fail();
-  return Nanos{since_epoch * 1'000'000'000 + frac_nanos};
+  if (auto at = ParseRfc3339(text)) return *at;
+  throw ObjectError("invalid RFC 3339 timestamp '" + std::string(text) + "'");
 }
 
 Nanos ParseDuration(std::string_view text) {

@@ -136,6 +136,14 @@ TEST(AwsCredentials, JsonAnswersAndTimes) {
   EXPECT_EQ(c.value->expires, Nanos{1795413600LL * kSecond.value});
   EXPECT_FALSE(ParseJsonCredentials("<html>", "container").ok());
   EXPECT_FALSE(ParseIsoTime("yesterday"));
+  EXPECT_FALSE(ParseIsoTime("2026-02-30T00:00:00Z")) << "no such day";
+  // EC2's launch times carry milliseconds; they are kept.
+  EXPECT_EQ(ParseIsoTime("2026-11-23T06:00:00.250Z"),
+            Nanos{1795413600LL * kSecond.value + 250'000'000});
+  EXPECT_FALSE(ParseIsoTime("2026-02-30T00:00:00Z")) << "no such day";
+  // EC2's launch times carry milliseconds; they are kept.
+  EXPECT_EQ(ParseIsoTime("2026-11-23T06:00:00.250Z"),
+            Nanos{1795413600LL * kSecond.value + 250'000'000});
 }
 
 }  // namespace

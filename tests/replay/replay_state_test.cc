@@ -1,6 +1,7 @@
 // tenon replay --until / --to on the PDB scenario: the state printed at 00:03:00 is the known
 // one (two m5.xlarge nodes, a's three pods on one, b's on the other, nothing pending), and the
-// time maps to the last record before the clock passes it.
+// time maps to the last record before the clock passes it. And the time flags every incident
+// command takes.
 #include "tests/replay/incident.h"
 
 namespace tenon::testing {
@@ -48,6 +49,21 @@ TEST(ReplayState, UntilPrintsTheStateAtThatTime) {
   // Before the log begins there is nothing to show.
   auto early = Tenon("replay " + run->log().string() + " --until 2025-12-31T23:00:00Z");
   EXPECT_EQ(early.exit_code, 1);
+}
+
+// The time flags (--at, --until, --since): a full UTC time with or without its Z, or a time of
+// day on the log's day, each checked against the calendar and the clock.
+TEST(TimeFlags, ReadEveryShapeAndNothingElse) {
+  const Nanos day{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
+  const Nanos at = Nanos{day.value + (2 * 3600 + 14 * 60 + 9) * kSecond.value};
+  EXPECT_EQ(replay::ParseTime("2026-01-01T02:14:09Z", Nanos{0}), at);
+  EXPECT_EQ(replay::ParseTime("2026-01-01T02:14:09", Nanos{0}), at);
+  EXPECT_EQ(replay::ParseTime("02:14:09", Nanos{day.value + kSecond.value}), at);
+  EXPECT_EQ(replay::ParseTime("02:14", day), Nanos{at.value - 9 * kSecond.value});
+  for (const char* bad : {"2026-02-30T00:00:00Z", "25:00", "02:61", "02:14:60", "2:14",
+                          "02:14:09.5", "2026-01-01T02:14:09+01:00", "yesterday", ""}) {
+    EXPECT_FALSE(replay::ParseTime(bad, day).has_value()) << bad;
+  }
 }
 
 }  // namespace
