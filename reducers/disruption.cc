@@ -1,8 +1,9 @@
-// Disruption, as Karpenter's disruption and interruption controllers do it: expiration,
-// interruption, and the 10 s disruption pass with emptiness, budgets and the 15 s validation.
+// Disruption, as Karpenter's disruption controller does it: expiration, and the 10 s disruption
+// pass with emptiness, drift, consolidation, budgets and the 15 s validation (interruption
+// messages are interruption.cc's).
 //
-// Expiration and interruption are forceful: they start termination at once and are not
-// budgeted (the drain still honours PDBs until the terminationGracePeriod). Emptiness is
+// Expiration is forceful: it starts termination at once and is not budgeted (the drain still
+// honours PDBs until the terminationGracePeriod). Emptiness is
 // graceful: a pass proposes the empty candidates the budgets allow, waits 15 s, re-checks
 // candidates and budgets, and only then deletes, recording every step and, for candidates it
 // leaves alone, the precise blocker.
@@ -1340,92 +1341,6 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
                               {}},
            out);
   }
-}
-
-namespace {
-
-// What an interruption message says will happen to the instance, as a code (kNone for a state
-// change that stops nothing).
-Cause InterruptionCause(const InterruptionReceived& event) {
-  switch (event.kind) {
-    case InterruptionKind::kSpotInterruption:
-      return Cause::kSpotInterruption;
-    case InterruptionKind::kRebalanceRecommendation:
-      return Cause::kRebalanceRecommendation;
-    case InterruptionKind::kScheduledChange:
-      return Cause::kScheduledChange;
-    case InterruptionKind::kStateChange:
-      break;
-  }
-  if (event.detail == "stopping" || event.detail == "stopped") return Cause::kInstanceStopping;
-  if (event.detail == "shutting-down" || event.detail == "terminated") {
-    return Cause::kInstanceTerminating;
-  }
-  return Cause::kNone;
-}
-
-}  // namespace
-
-void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out) {
-  Issue(state, seq, DeleteQueueMessage{event.message_id}, out);
-  std::erase_if(state.handled_messages,
-                [&](const auto& entry) { return state.now - entry.second > kHandledMessagesKept; });
-  // At-least-once delivery: a message handled before is acknowledged again, nothing more.
-  if (!state.handled_messages.try_emplace(event.message_id, state.now).second) return;
-  NodeClaim* claim = nullptr;
-  for (auto& [name, c] : state.nodeclaims) {
-    if (!event.instance_id.empty() && c.instance_id == event.instance_id) claim = &c;
-  }
-  static constexpr const char* kNames[] = {"spot interruption warning", "rebalance recommendation",
-                                           "scheduled change", "instance state change"};
-  std::string what = std::string(kNames[static_cast<int>(event.kind)]) +
-                     (event.detail.empty() ? "" : " (" + event.detail + ")") + ", message " +
-                     event.message_id;
-  const Cause cause = InterruptionCause(event);
-  if (claim == nullptr) {
-    Decide(state, seq,
-           LifecycleDecision{"", Transition::kInterruptionIgnored,
-                             what + ": no NodeClaim has this instance", "", event.instance_id,
-                             cause, ""},
-           out);
-    return;
-  }
-  switch (event.kind) {
-    case InterruptionKind::kRebalanceRecommendation:
-      RecordTransition(state, seq, *claim, Transition::kRebalanceRecommendation, what, out, cause);
-      return;
-    case InterruptionKind::kStateChange:
-      if (event.detail != "stopping" && event.detail != "stopped" &&
-          event.detail != "shutting-down" && event.detail != "terminated") {
-        RecordTransition(state, seq, *claim, Transition::kInstanceStateChange, what, out, cause);
-        return;
-      }
-      break;
-    case InterruptionKind::kSpotInterruption:
-      // As Karpenter's interruption controller: the type's spot offering in the zone is out of
-      // capacity (whatever the claim says it runs as; only spot is interrupted).
-      state.unavailable_offerings[OfferingKey(claim->instance_type, claim->zone, kCapacitySpot)] =
-          state.now + kUnavailableOfferingTtl;
-      break;
-    case InterruptionKind::kScheduledChange:
-      break;
-  }
-  if (claim->deleting) {
-    // Karpenter reports the message on the node all the same; there is nothing left to do.
-    RecordTransition(state, seq, *claim, Transition::kInterrupted, what + "; already being deleted",
-                     out, cause);
-    return;
-  }
-  Decide(state, seq,
-         DisruptionDecision{DisruptionMethod::kInterruption,
-                            DisruptionPhase::kExecuted,
-                            {claim->name},
-                            {{claim->name, claim->nodepool, what, cause, ""}},
-                            {},
-                            "forceful and not budgeted",
-                            {}},
-         out);
-  BeginDeletion(state, seq, *claim, "interrupted: " + what, cause, true, out);
 }
 
 void NotePodMoved(State& state, const std::string& node_name) {
