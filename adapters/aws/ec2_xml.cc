@@ -1,5 +1,6 @@
 #include "adapters/aws/ec2_xml.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <pugixml.hpp>
@@ -10,10 +11,22 @@ namespace {
 // Every set in an answer is bounded, so a hostile or broken body cannot make us loop forever.
 constexpr std::int32_t kItemsMax = 100'000;
 
+// No figure of an EC2 answer comes near 2^40 (a count of MiB that large is an exbibyte): a
+// larger or negative one is taken as absent (0), so that scaling it (MiB to bytes, vCPUs to
+// millicores) cannot overflow.
+constexpr std::int64_t kFigureMax = std::int64_t{1} << 40;
+// Nor does a count of devices come near 2^20; a sum of them is held there.
+constexpr std::int64_t kCountMax = std::int64_t{1} << 20;
+
 std::int64_t ToInt(std::string_view text) {
   std::int64_t value = 0;
   const auto result = std::from_chars(text.data(), text.data() + text.size(), value);
-  return result.ec == std::errc() ? value : 0;
+  return result.ec == std::errc() && value >= 0 && value <= kFigureMax ? value : 0;
+}
+
+// `total` plus the count in `text`, held at kCountMax.
+std::int32_t AddCount(std::int32_t total, std::string_view text) {
+  return static_cast<std::int32_t>(std::min(kCountMax, std::int64_t{total} + ToInt(text)));
 }
 
 std::string Text(pugi::xml_node node, const char* path) {
@@ -73,18 +86,18 @@ std::string Arch(std::string_view aws) {
 
 void ParseGpus(pugi::xml_node item, InstanceType& out) {
   for (pugi::xml_node gpu : item.first_element_by_path("gpuInfo/gpus").children("item")) {
-    out.gpu_count += static_cast<std::int32_t>(ToInt(gpu.child_value("count")));
+    out.gpu_count = AddCount(out.gpu_count, gpu.child_value("count"));
     out.gpu_name = gpu.child_value("name");
     out.gpu_manufacturer = gpu.child_value("manufacturer");
     out.gpu_memory = Bytes{ToInt(Text(gpu, "memoryInfo/sizeInMiB")) * kMebibyte.value};
   }
   for (pugi::xml_node acc :
        item.first_element_by_path("neuronInfo/neuronDevices").children("item")) {
-    out.accelerator_count += static_cast<std::int32_t>(ToInt(acc.child_value("count")));
+    out.accelerator_count = AddCount(out.accelerator_count, acc.child_value("count"));
   }
   for (pugi::xml_node acc :
        item.first_element_by_path("inferenceAcceleratorInfo/accelerators").children("item")) {
-    out.accelerator_count += static_cast<std::int32_t>(ToInt(acc.child_value("count")));
+    out.accelerator_count = AddCount(out.accelerator_count, acc.child_value("count"));
   }
 }
 
@@ -97,10 +110,8 @@ std::optional<InstanceType> ParseInstanceType(pugi::xml_node item) {
   out.cpu_manufacturer = Text(item, "processorInfo/manufacturer");
   out.cpu = Millicores{ToInt(Text(item, "vCpuInfo/defaultVCpus")) * 1000};
   out.memory = Bytes{ToInt(Text(item, "memoryInfo/sizeInMiB")) * kMebibyte.value};
-  out.max_enis =
-      static_cast<std::int32_t>(ToInt(Text(item, "networkInfo/maximumNetworkInterfaces")));
-  out.ipv4_per_eni =
-      static_cast<std::int32_t>(ToInt(Text(item, "networkInfo/ipv4AddressesPerInterface")));
+  out.max_enis = AddCount(0, Text(item, "networkInfo/maximumNetworkInterfaces"));
+  out.ipv4_per_eni = AddCount(0, Text(item, "networkInfo/ipv4AddressesPerInterface"));
   out.hypervisor = item.child_value("hypervisor");
   out.bare_metal = std::string_view(item.child_value("bareMetal")) == "true";
   if (Text(item, "instanceStorageInfo/nvmeSupport") != "unsupported") {

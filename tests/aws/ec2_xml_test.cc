@@ -91,6 +91,31 @@ TEST(AwsEc2Xml, BrokenBodiesAreErrorsNotCrashes) {
   EXPECT_FALSE(error.empty());
 }
 
+// Figures no instance type has (an exbibyte of GPU memory, a negative vCPU count, a million
+// devices) are read as absent or held at a bound: scaling and summing them cannot overflow.
+TEST(AwsEc2Xml, OutlandishFiguresAreAbsentOrBounded) {
+  const std::string gpu =
+      "<item><count>1000000000</count><memoryInfo><sizeInMiB>"
+      "163842222222222222</sizeInMiB></memoryInfo></item>";
+  std::string gpus;
+  for (int i = 0; i < 4; ++i) gpus += gpu;
+  const auto page = ParseInstanceTypes(
+      "<DescribeInstanceTypesResponse><instanceTypeSet><item><instanceType>g9.huge"
+      "</instanceType><vCpuInfo><defaultVCpus>-4</defaultVCpus></vCpuInfo><memoryInfo>"
+      "<sizeInMiB>9223372036854775807</sizeInMiB></memoryInfo><networkInfo>"
+      "<maximumNetworkInterfaces>99999999999</maximumNetworkInterfaces></networkInfo>"
+      "<gpuInfo><gpus>" +
+      gpus + "</gpus></gpuInfo></item></instanceTypeSet></DescribeInstanceTypesResponse>");
+  ASSERT_TRUE(page.error.empty()) << page.error;
+  ASSERT_EQ(page.items.size(), 1u);
+  const InstanceType& t = page.items[0];
+  EXPECT_EQ(t.cpu, Millicores{0});
+  EXPECT_EQ(t.memory, Bytes{0});
+  EXPECT_EQ(t.gpu_memory, Bytes{0});
+  EXPECT_EQ(t.gpu_count, 1 << 20);
+  EXPECT_EQ(t.max_enis, 1 << 20);
+}
+
 TEST(AwsEc2Xml, PricesAndNotFoundIds) {
   EXPECT_EQ(ParsePrice("0.0416"), MicroUsdPerHour{41600});
   EXPECT_FALSE(ParsePrice("abc"));
