@@ -1447,7 +1447,12 @@ void Put(s::Decision::Builder b, const Decision& d) {
 std::vector<DisruptionCandidate> GetCandidates(s::Decision::Disruption::Reader g,
                                                const CandidateFilter& keep) {
   std::vector<DisruptionCandidate> out;
-  const auto texts = g.getTexts();
+  // The shared texts, each read once: the reader counts every visit against the record's
+  // traversal limit, and a long outcome shared by many candidates would exceed it if each
+  // candidate visited it again.
+  std::vector<std::string_view> texts;
+  texts.reserve(g.getTexts().size());
+  for (auto t : g.getTexts()) texts.push_back(View(t));
   // A candidate's pool or outcome: its own field, or the shared text it names.
   auto text = [&](std::uint32_t ref, capnp::Text::Reader own) {
     if (ref == 0) return View(own);
@@ -1455,7 +1460,7 @@ std::vector<DisruptionCandidate> GetCandidates(s::Decision::Disruption::Reader g
       throw CodecError("disruption candidate names text " + std::to_string(ref) + " of " +
                        std::to_string(texts.size()));
     }
-    return View(texts[ref - 1]);
+    return texts[ref - 1];
   };
   for (auto c : g.getCandidates()) {
     const std::string_view pool = text(c.getNodePoolText(), c.getNodePool());

@@ -416,6 +416,27 @@ TEST(Codec, DisruptionCandidatesWithTheirOwnTextsStillDecode) {
 // candidates, in the pass's order (a claim may be a candidate twice, apart), and under its kind
 // term the pass without candidates; the two make the pass trimmed to the claim. Other terms
 // carry no value.
+// A multi-node consolidation names one long outcome (its plan, with every pod move) for each of
+// its candidates; the shared text is stored once and must decode within the record's traversal
+// limit however many candidates name it.
+TEST(Codec, ALongOutcomeSharedByManyCandidatesDecodes) {
+  std::string plan = "delete, saving $1.0000/h; its pods move:";
+  for (int i = 0; i < 200; ++i) plan += " default/web-" + std::to_string(i) + " -> node-7";
+  DisruptionDecision pass{DisruptionMethod::kMultiNodeConsolidation,
+                          DisruptionPhase::kExecuted,
+                          {},
+                          {},
+                          {},
+                          "unchanged after 15 s; deleting",
+                          {}};
+  for (int i = 0; i < 20; ++i) {
+    pass.nodeclaims.push_back("c-" + std::to_string(i));
+    pass.candidates.push_back({"c-" + std::to_string(i), "default", plan, Cause::kNone, ""});
+  }
+  const Decision decision{DecisionId{3}, Seq{7}, kT0, pass};
+  EXPECT_EQ(log::DecodeDecision(log::EncodeDecision(decision)), decision);
+}
+
 TEST(Codec, IndexValuesAreThePassTrimmedToEachClaim) {
   DisruptionDecision pass{DisruptionMethod::kSingleNodeConsolidation,
                           DisruptionPhase::kBlocked,
