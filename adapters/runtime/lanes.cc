@@ -121,6 +121,14 @@ void Lanes::Run(Worker& worker) {
     } catch (...) {
       failure = std::current_exception();
     }
+    // The command stops counting as running before its completion can be drained, so that a
+    // caller who has drained every completion sees an idle lane.
+    {
+      std::lock_guard lock(worker.mu);
+      worker.running = false;
+      // On a failure what is left stays in flight: a restart re-drives it.
+      if (failure != nullptr) worker.failed = true;
+    }
     {
       std::lock_guard lock(done_mu_);
       if (failure != nullptr) {
@@ -130,13 +138,7 @@ void Lanes::Run(Worker& worker) {
       }
     }
     done_cv_.notify_all();
-    std::lock_guard lock(worker.mu);
-    worker.running = false;
-    if (failure != nullptr) {
-      // What is left stays in flight: a restart re-drives it.
-      worker.failed = true;
-      return;
-    }
+    if (failure != nullptr) return;
   }
 }
 
