@@ -378,9 +378,10 @@ struct State {
 // Folds one event. `seq` is the event's sequence number in the log.
 Output Step(State& state, Seq seq, const Event& event);
 
-// The Kubernetes Events for what `output` decided (Karpenter's reasons and messages), before
-// Karpenter's limits (EventLimits); `state` is the state after the fold that produced it. Step
-// issues those the limits let through as RecordKubeEvent commands.
+// The Kubernetes Events for what `output` decided (Karpenter's reasons and messages); `state` is
+// the state after the fold that produced it. Events whose dedupe key `state.event_limits` still
+// holds are left out; Step applies the rest of Karpenter's limits (EventLimits) and issues what
+// passes as RecordKubeEvent commands.
 std::vector<RecordKubeEvent> KubeEventsFor(const Output& output, const State& state);
 
 // A 64-bit hash of the whole state, stable across runs, machines and builds.
