@@ -1,5 +1,6 @@
 // The RocksDB event store behind log/event_log.h.
 #include "log/event_log.h"
+#include "log/creation.h"
 #include "log/files.h"
 #include "log/repair.h"
 
@@ -1232,14 +1233,7 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
   }
   UmaskGuard umask;
   std::error_code ec;
-  if (!std::filesystem::exists(dir / "CURRENT", ec) && std::filesystem::exists(dir, ec) &&
-      !std::filesystem::is_empty(dir, ec)) {
-    // Not a log, and not tenon's to take over: its files stay as they are.
-    throw LogError(ErrorKind::kInvalid, 0,
-                   "log: " + dir.string() +
-                       " is a folder that holds other files and no log; give a new or empty "
-                       "folder");
-  }
+  RefuseOtherFiles(dir, options.read_only, out);
   std::filesystem::create_directories(dir, ec);  // 0700 under the umask above.
   if (ec)
     throw LogError(ErrorKind::kIo, 0, "log: cannot create " + dir.string() + ": " + ec.message());
@@ -1254,7 +1248,8 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
           "listing the families of " + dir.string());
     // Every family but the decision index (which a log may predate) is there from the first
     // open on; one missing is a MANIFEST damaged or cut short, and must not be made anew.
-    for (std::size_t f = 0; f < kDecisionIndex; ++f) {
+    const bool first_open_cut_short = !options.read_only && NothingWritten(dir);
+    for (std::size_t f = 0; f < kDecisionIndex && !first_open_cut_short; ++f) {
       if (std::find(present.begin(), present.end(), kFamilyNames[f]) == present.end()) {
         throw LogError(ErrorKind::kCorruption, 0,
                        "log: " + dir.string() + ": its MANIFEST lists no column family '" +

@@ -43,6 +43,24 @@ void Add(Drafts& out, RecordKubeEvent event, Nanos timeout = kDefaultDedupe,
   out.push_back({std::move(event), std::move(detail), timeout, false});
 }
 
+// Karpenter's key: the reason in lower case, then the dedupe values.
+std::string KeyOf(std::string_view reason, const KubeObjectRef& o, std::string_view detail) {
+  std::string key(reason);
+  std::transform(key.begin(), key.end(), key.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  key += "-" + o.kind + "/" + o.ns + "/" + o.name;
+  if (!detail.empty()) key.append("-").append(detail);
+  return key;
+}
+
+// Whether an Event of `reason` on `object` would be dropped as a repeat now: one is not drafted
+// at all then (its message can be long), which drops nothing that would have been recorded.
+bool Held(const State& state, std::string_view reason, const KubeObjectRef& object,
+          std::string_view detail = {}) {
+  auto it = state.event_limits.recorded.find(KeyOf(reason, object, detail));
+  return it != state.event_limits.recorded.end() && it->second > state.now;
+}
+
 KubeObjectRef PodRef(const std::string& key) {
   auto slash = key.find('/');
   if (slash == std::string::npos) return {"v1", "Pod", "", key};
@@ -71,8 +89,12 @@ void OnNodeAndClaim(const State& state, const std::string& claim, const std::str
                     const std::string& claim_message, Drafts& out, Nanos timeout = kDefaultDedupe,
                     const std::string& detail = "") {
   std::string node = NodeOf(state, claim);
-  if (!node.empty()) Add(out, {NodeRef(node), type, reason, node_message}, timeout, detail);
-  Add(out, {NodeClaimRef(claim), type, reason, claim_message}, timeout, detail);
+  if (!node.empty() && !Held(state, reason, NodeRef(node), detail)) {
+    Add(out, {NodeRef(node), type, reason, node_message}, timeout, detail);
+  }
+  if (!Held(state, reason, NodeClaimRef(claim), detail)) {
+    Add(out, {NodeClaimRef(claim), type, reason, claim_message}, timeout, detail);
+  }
 }
 
 bool IsConsolidation(DisruptionMethod method) {
@@ -82,17 +104,20 @@ bool IsConsolidation(DisruptionMethod method) {
 }
 
 void Provisioning(const ProvisioningDecision& d, const State& state, Drafts& out) {
+  std::set<std::string_view> new_claims;
+  for (const ClaimPlan& plan : d.new_claims) new_claims.insert(plan.nodeclaim);
   for (const PodOutcome& pod : d.pods) {
+    const KubeObjectRef ref = PodRef(pod.pod);
     if (pod.target.empty()) {
-      Add(out,
-          {PodRef(pod.pod), kWarning, "FailedScheduling", "Failed to schedule pod, " + pod.reason},
+      if (Held(state, "FailedScheduling", ref)) continue;
+      Add(out, {ref, kWarning, "FailedScheduling", "Failed to schedule pod, " + pod.reason},
           kFailedSchedulingDedupe);
       continue;
     }
-    bool is_claim = state.nodeclaims.contains(pod.target);
-    for (const ClaimPlan& plan : d.new_claims) is_claim = is_claim || plan.nodeclaim == pod.target;
+    if (Held(state, "Nominated", ref)) continue;
+    const bool is_claim = state.nodeclaims.contains(pod.target) || new_claims.contains(pod.target);
     Add(out,
-        {PodRef(pod.pod), kNormal, "Nominated",
+        {ref, kNormal, "Nominated",
          "Pod should schedule on: " + std::string(is_claim ? "nodeclaim/" : "node/") + pod.target});
     out.back().nominated = true;
   }
@@ -212,15 +237,8 @@ Drafts DraftsFor(const Output& output, const State& state) {
   return out;
 }
 
-// Karpenter's key: the reason in lower case, then the dedupe values.
 std::string DedupeKey(const Draft& draft) {
-  std::string key = draft.event.reason;
-  std::transform(key.begin(), key.end(), key.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const KubeObjectRef& o = draft.event.object;
-  key += "-" + o.kind + "/" + o.ns + "/" + o.name;
-  if (!draft.detail.empty()) key += "-" + draft.detail;
-  return key;
+  return KeyOf(draft.event.reason, draft.event.object, draft.detail);
 }
 
 // The Nominated bucket, topped up to `now` (5 tokens a second, 10 at most), then one token

@@ -188,15 +188,6 @@ void Complete(State& state, CommandId id) {
 
 }  // namespace
 
-std::string PodKey(const std::string& ns, const std::string& name) {
-  return ns + "/" + name;
-}
-
-std::string OfferingKey(const std::string& type, const std::string& zone,
-                        const std::string& capacity_type) {
-  return type + "/" + zone + "/" + capacity_type;
-}
-
 Output Step(State& state, Seq seq, const Event& event) {
   assert(seq > state.last_seq);
   state.last_seq = seq;

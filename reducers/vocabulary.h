@@ -1,7 +1,7 @@
 // Words of Karpenter's the core and its observers share.
 #pragma once
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon {
 

@@ -149,10 +149,9 @@ bool IsRefusedWrite(const std::string& method, const std::string& path, int stat
   if (status < 400 || method == "GET") return false;
   if (status == kNotFound && method == "DELETE") return false;
   if (status == kConflict) return false;
-  const std::string eviction = "/eviction";
-  const bool evicting = path.size() >= eviction.size() &&
-                        path.compare(path.size() - eviction.size(), eviction.size(), eviction) == 0;
-  return !(evicting && (status == 429 || status == kNotFound));
+  // The object was deleted after it was read: nothing is left to write a status to.
+  if (status == kNotFound && path.ends_with("/status")) return false;
+  return !(path.ends_with("/eviction") && (status == 429 || status == kNotFound));
 }
 
 std::string CpuQuantity(Millicores cpu) {

@@ -48,8 +48,9 @@ struct ConditionText {
 ConditionText ConditionReason(const std::string& text, const std::string& fallback);
 
 // Whether the API server refused a write in a way someone should hear of: not a deletion of
-// what is already gone, not a conflict (retried), not an eviction a PDB refused (429, an
-// EvictionRefused for the core).
+// what is already gone, not a status write to an object deleted since it was read (Karpenter's
+// status controllers ignore NotFound alike), not a conflict (retried), not an eviction a PDB
+// refused (429, an EvictionRefused for the core).
 bool IsRefusedWrite(const std::string& method, const std::string& path, int status);
 
 // The closed error set from an API answer.

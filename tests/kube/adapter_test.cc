@@ -1025,14 +1025,17 @@ TEST(KubeWriterSchemas, ConditionReasonsAreCodesAndProseIsTheMessage) {
   EXPECT_EQ(ConditionReason("node ip-1: gone", "Registered").reason, "Registered");
 }
 
-// Refused writes are the ones someone must hear of: not a deletion of what is gone, a conflict
-// (retried) or an eviction a PDB refused.
+// Refused writes are the ones someone must hear of: not a deletion of what is gone, a status
+// write to an object deleted since it was read, a conflict (retried) or an eviction a PDB
+// refused.
 TEST(KubeWriteFailures, RefusedWritesAreWarnedAndCounted) {
   EXPECT_TRUE(IsRefusedWrite("PATCH", "/apis/karpenter.sh/v1/nodeclaims/a/status", 422));
   EXPECT_TRUE(IsRefusedWrite("POST", "/api/v1/namespaces/default/events", 403));
   EXPECT_TRUE(IsRefusedWrite("POST", "/api/v1/namespaces/d/pods/p/eviction", 500));
   EXPECT_FALSE(IsRefusedWrite("POST", "/api/v1/namespaces/d/pods/p/eviction", 429));
   EXPECT_FALSE(IsRefusedWrite("DELETE", "/api/v1/nodes/n", 404));
+  EXPECT_FALSE(IsRefusedWrite("PATCH", "/apis/karpenter.sh/v1/nodepools/default/status", 404));
+  EXPECT_TRUE(IsRefusedWrite("PATCH", "/api/v1/nodes/n", 404));
   EXPECT_FALSE(IsRefusedWrite("PATCH", "/api/v1/nodes/n", 409));
   EXPECT_FALSE(IsRefusedWrite("GET", "/api/v1/nodes/n", 403));
   EXPECT_FALSE(IsRefusedWrite("PATCH", "/api/v1/nodes/n", 200));

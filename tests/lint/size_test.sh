@@ -13,7 +13,7 @@ source "$root/tests/lint/expect_caught.sh"
 
 copy() {
   rm -rf "${work:?}"/*
-  for part in reducers log adapters replay cmd; do cp -r "$root/$part" "$work/$part"; done
+  for part in model reducers log adapters replay whatif cmd; do cp -r "$root/$part" "$work/$part"; done
 }
 
 body() {  # body N: N lines of statements.

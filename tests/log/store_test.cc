@@ -534,6 +534,67 @@ TEST(Store, AFolderOfOtherFilesIsRefused) {
   EXPECT_EQ(ModeOf(script), 0755u);
 }
 
+// A writer killed while RocksDB was creating the log, before CURRENT named its first
+// MANIFEST, leaves RocksDB's files and no record: the next open makes the log anew and says
+// so. Anything else beside them keeps the folder refused, untouched.
+TEST(Store, ACreationCutShortIsMadeAnew) {
+  TempDir dir;
+  const auto leave = [&](const char* name, const char* text) {
+    std::ofstream(dir.path() / name) << text;
+  };
+  leave("LOCK", "");
+  leave("IDENTITY", "3f1c0a6e-0000-4000-8000-000000000000\n");
+  leave("MANIFEST-000001", "partial manifest");
+  leave("000001.dbtmp", "MANIFEST-000001\n");
+  OpenReport report;
+  auto log = Open(dir.path(), &report);
+  EXPECT_NE(report.message.find("creation cut short"), std::string::npos) << report.message;
+  log->Append(Events({"a"}));
+  EXPECT_EQ(log->LastSeq(), 1u);
+  log.reset();
+  EXPECT_EQ(Open(dir.path())->LastSeq(), 1u);
+
+  TempDir other;
+  std::ofstream(other.path() / "LOCK") << "";
+  std::ofstream(other.path() / "MANIFEST-000001") << "partial manifest";
+  std::ofstream(other.path() / "notes.txt") << "mine";
+  EXPECT_THROW(Open(other.path()), LogError);
+  EXPECT_TRUE(std::filesystem::exists(other.path() / "MANIFEST-000001"));
+  EXPECT_TRUE(std::filesystem::exists(other.path() / "notes.txt"));
+}
+
+// Killed after RocksDB made the database but before tenon's column families were added, the
+// log holds no record: the next open adds them. The same MANIFEST beside a record written is
+// damage, and refused.
+TEST(Store, AFirstOpenCutShortBeforeTheFamiliesGoesOn) {
+  const auto bare_database = [](const std::filesystem::path& path, bool with_a_record) {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, path.string(), &db).ok());
+    if (with_a_record) {
+      ASSERT_TRUE(db->Put(rocksdb::WriteOptions{}, "k", "v").ok());
+    }
+    ASSERT_TRUE(db->Close().ok());
+    delete db;
+  };
+  TempDir cut;
+  bare_database(cut.path(), false);
+  auto log = Open(cut.path());
+  log->Append(Events({"a", "b"}));
+  EXPECT_EQ(log->LastSeq(), 2u);
+
+  TempDir damaged;
+  bare_database(damaged.path(), true);
+  try {
+    Open(damaged.path());
+    ADD_FAILURE() << "opened a log whose MANIFEST lost its families";
+  } catch (const LogError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCorruption);
+    EXPECT_NE(std::string(e.what()).find("lists no column family"), std::string::npos) << e.what();
+  }
+}
+
 // A second writer is refused while the first holds the LOCK, with a message that says so, and
 // touches nothing: a snapshot the first writer is still writing (its .partial file) survives.
 TEST(Store, ASecondWriterIsRefusedAndHarmsNothing) {
