@@ -118,76 +118,19 @@ class World : public runtime::Executor {
   void SkewBudgetsForTest(std::int64_t delta) { budget_skew_for_test_ = delta; }
 
  private:
-  void LoadFrom(const nlohmann::json& j);  // Load's body, on the parsed file.
+  // ---- The world itself (world.cc): the API server's objects, the clock, the pod garbage
+  // collector and the bookkeeping of pods per node and per owner.
   std::vector<Event> Apply(const Command& command);
-  std::vector<Event> ScaleWorkloads();
-  std::vector<Event> StartJobs();
-  // Bare pods of the scenario whose time has come.
-  std::vector<Event> CreatePods();
+  ClusterView View() const;
   // The pod template a workload step, Job or DaemonSet names, if any.
   const Pod* TemplateOf(const std::string& key) const;
-  // A new pod of a template: its labels, requests and constraints, with a numbered name.
-  Pod FromTemplate(const std::string& template_key, const std::string& ns, const std::string& name,
-                   const char* owner_kind);
-  // A StatefulSet's pod `name` gets its own claim for each of the step's claim templates.
-  std::vector<Event> ClaimsFor(const WorkloadStep& step, Pod& pod);
-  // A volume for a claim whose StorageClass binds at once (Immediate), made when the claim is.
-  const PersistentVolume* ProvisionAtOnce(PersistentVolumeClaim& claim);
-  // Volumes for the pod's unbound claims, provisioned where it was bound (WaitForFirstConsumer).
-  std::vector<Event> ProvisionFor(const Pod& pod);
-  ClusterView View() const;
-  Pod NewJobPod(const Job& job);
-  template <class Template>
-  Pod TemplatePod(const Template& t, const char* owner_kind);
-  // A new pod, not yet bound, in the cluster; returns its watch event.
-  PodUpserted AddPending(Pod pod);
-  void StartJobTimer(const Pod& pod);
-  // A workload step's new pod (and a StatefulSet pod's claims), appended to `events`.
-  void AddWorkloadPod(const WorkloadStep& step, std::vector<Event>& events);
-  // How many of a Job's `left` pods run at once (its parallelism).
-  std::int64_t JobPodsAtOnce(const Job& job, std::int64_t left) const;
-  // A DaemonSet's pod as its template (or the scenario's shorthand) makes it.
-  Pod DaemonPod(const DaemonSetSpec& d) const;
-  // DaemonSet pods for a node that just became Ready.
-  std::vector<Event> PlaceDaemonPods(const Node& node);
-  // Applies the price change `action` to catalog_.
-  void ChangePrice(const Action& action);
-  std::vector<Event> InterruptSpot(const SimInstance& instance);
-  std::vector<Event> InterruptOffering(const Action& action);
-  std::vector<Event> ByHandOnOffering(const Action& action);
-  const SimInstance* OfOffering(const Action& action,
-                                const std::function<bool(const SimInstance&)>& keep) const;
-  void ApplyNodePool(const NodePool& pool);
-  bool OutOfCapacity(const std::string& offering) const;
-  MicroUsdPerHour PriceNow(const SimInstance& instance) const;
-  FleetLaunched Answer(CommandId command, const SimInstance& instance,
-                       std::vector<FleetError> errors) const;
+  NodePool Pool(const NodePool& original) const;  // With the labels users added.
+  void AddTimer(Nanos at, Timer timer);
   std::vector<Event> FireTimers();
-  std::vector<Event> Schedule();
-  std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
-  std::vector<Event> Patch(const Command& command, const PatchNode& patch);
-  std::vector<Event> Evict(const Command& command, const EvictPod& evict);
-  std::int64_t DisruptionsAllowed(const Budget& budget) const;
-  std::vector<Event> PublishBudgets();
-  // EC2NodeClass status: the AMI of the current release, a subnet per zone, one security
-  // group; `releaseAmi` publishes a new AMI.
-  NodeClass Resolved(const NodeClass& nodeclass) const;
-  // What the simulated cloud resolves its selector terms to (NodeClassResolved): the same AMI
-  // (for every architecture), subnets with the addresses the instances in each zone leave
-  // free, the security group, and the instance profile for its role.
-  NodeClassResolution Resolution(const NodeClass& nodeclass) const;
-  std::string CurrentAmi(const NodeClass& nodeclass) const;
-  std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
-                                  const std::string& name);
-  std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
-  std::vector<Event> RemoveInstance(const std::string& id);
-  std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
-  std::vector<Event> SetFinalizer(const Command& command, const SetNodeClassFinalizer& set);
-  std::vector<Event> RunActions();
-  std::vector<Event> TopUp();
-  std::vector<Event> ListInstances();
   // Pods bound to `node` are deleted with it (the pod garbage collector's part).
   std::vector<Event> DeletePodsOn(const std::string& node);
+  std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
+  std::vector<Event> SetFinalizer(const Command& command, const SetNodeClassFinalizer& set);
   // The pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
   std::vector<std::map<std::string, Pod>::iterator> PodsOf(const std::string& ns,
                                                            const std::string& name);
@@ -202,14 +145,88 @@ class World : public runtime::Executor {
   Pod& InsertPod(Pod pod);
   void Binding(const Pod& pod);
   std::map<std::string, Pod>::iterator ErasePod(std::map<std::string, Pod>::iterator it);
+
+  // ---- The world's file (world_persistence.cc).
+  void LoadFrom(const nlohmann::json& j);  // Load's body, on the parsed file.
+
+  // ---- The workload controllers and the volume provisioner (world_workloads.cc).
+  std::vector<Event> ScaleWorkloads();
+  std::vector<Event> StartJobs();
+  // Bare pods of the scenario whose time has come.
+  std::vector<Event> CreatePods();
+  // A new pod of a template: its labels, requests and constraints, with a numbered name.
+  Pod FromTemplate(const std::string& template_key, const std::string& ns, const std::string& name,
+                   const char* owner_kind);
+  // A StatefulSet's pod `name` gets its own claim for each of the step's claim templates.
+  std::vector<Event> ClaimsFor(const WorkloadStep& step, Pod& pod);
+  // A volume for a claim whose StorageClass binds at once (Immediate), made when the claim is.
+  const PersistentVolume* ProvisionAtOnce(PersistentVolumeClaim& claim);
+  // Volumes for the pod's unbound claims, provisioned where it was bound (WaitForFirstConsumer).
+  std::vector<Event> ProvisionFor(const Pod& pod);
+  Pod NewJobPod(const Job& job);
+  template <class Template>
+  Pod TemplatePod(const Template& t, const char* owner_kind);
+  // A new pod, not yet bound, in the cluster; returns its watch event.
+  PodUpserted AddPending(Pod pod);
+  void StartJobTimer(const Pod& pod);
+  // A workload step's new pod (and a StatefulSet pod's claims), appended to `events`.
+  void AddWorkloadPod(const WorkloadStep& step, std::vector<Event>& events);
+  // How many of a Job's `left` pods run at once (its parallelism).
+  std::int64_t JobPodsAtOnce(const Job& job, std::int64_t left) const;
+  // A DaemonSet's pod as its template (or the scenario's shorthand) makes it.
+  Pod DaemonPod(const DaemonSetSpec& d) const;
+  // DaemonSet pods for a node that just became Ready.
+  std::vector<Event> PlaceDaemonPods(const Node& node);
+  std::vector<Event> TopUp();
   Pod NewPod(const WorkloadStep& step);
-  // The instance launched first (earliest, then by id) among those `keep` accepts.
-  const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
+
+  // ---- The kube-scheduler's binding pass (world_scheduler.cc).
+  std::vector<Event> Schedule();
+
+  // ---- The kubelet and the Node object (world_kubelet.cc).
   Node NewNode(const SimInstance& instance) const;
   // Compares what the controller planned on for `nodeclaim` with what its node's kubelet
   // reported, once both are known.
   void CheckPlanned(const std::string& nodeclaim);
-  void AddTimer(Nanos at, Timer timer);
+  std::vector<Event> Patch(const Command& command, const PatchNode& patch);
+
+  // ---- The cloud (world_cloud.cc).
+  // Applies the price change `action` to catalog_.
+  void ChangePrice(const Action& action);
+  std::vector<Event> InterruptSpot(const SimInstance& instance);
+  bool OutOfCapacity(const std::string& offering) const;
+  MicroUsdPerHour PriceNow(const SimInstance& instance) const;
+  FleetLaunched Answer(CommandId command, const SimInstance& instance,
+                       std::vector<FleetError> errors) const;
+  std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
+  std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
+  std::vector<Event> RemoveInstance(const std::string& id);
+  std::vector<Event> ListInstances();
+  // EC2NodeClass status: the AMI of the current release, a subnet per zone, one security
+  // group; `releaseAmi` publishes a new AMI.
+  NodeClass Resolved(const NodeClass& nodeclass) const;
+  // What the simulated cloud resolves its selector terms to (NodeClassResolved): the same AMI
+  // (for every architecture), subnets with the addresses the instances in each zone leave
+  // free, the security group, and the instance profile for its role.
+  NodeClassResolution Resolution(const NodeClass& nodeclass) const;
+  std::string CurrentAmi(const NodeClass& nodeclass) const;
+
+  // ---- PodDisruptionBudgets and evictions (world_budgets.cc).
+  std::vector<Event> Evict(const Command& command, const EvictPod& evict);
+  std::int64_t DisruptionsAllowed(const Budget& budget) const;
+  std::vector<Event> PublishBudgets();
+  std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
+                                  const std::string& name);
+
+  // ---- The scenario's scripted actions (world_actions.cc).
+  std::vector<Event> RunActions();
+  std::vector<Event> InterruptOffering(const Action& action);
+  std::vector<Event> ByHandOnOffering(const Action& action);
+  const SimInstance* OfOffering(const Action& action,
+                                const std::function<bool(const SimInstance&)>& keep) const;
+  void ApplyNodePool(const NodePool& pool);
+  // The instance launched first (earliest, then by id) among those `keep` accepts.
+  const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
 
   const Scenario& scenario_;
   std::filesystem::path state_file_;
@@ -251,7 +268,6 @@ class World : public runtime::Executor {
   std::map<std::string, std::size_t> deployments_;     // ns/name -> its latest workload step.
   std::map<std::string, NodePoolStatus> pool_status_;  // As the controller last patched it.
   std::map<std::string, Labels> added_pool_labels_;    // Template labels users added since.
-  NodePool Pool(const NodePool& original) const;       // With the labels users added.
   std::size_t next_action_ = 0;
   Nanos next_listing_{0};
   std::uint64_t next_message_ = 1;
