@@ -220,6 +220,25 @@ class World : public runtime::Executor {
 
   // ---- The scenario's scripted actions (world_actions.cc).
   std::vector<Event> RunActions();
+  // One action's effect on the world, and the watch events it makes.
+  std::vector<Event> RunAction(const Action& action);
+  // kDeleteNodeClaim: the oldest NodeClaim not already going gets its deletion timestamp.
+  std::vector<Event> DeleteOldestNodeClaim();
+  // An interruption message about the oldest instance: a spot warning (its reclaim follows),
+  // a rebalance recommendation, a scheduled retirement or a stopping state change.
+  std::vector<Event> MessageOnOldest(Action::Kind kind);
+  // Spot warnings to the `count` oldest spot instances at once.
+  std::vector<Event> SpotInterruptionStorm(std::int64_t count);
+  // kCordonNode and kUncordonNode: the node's unschedulable taint set or cleared.
+  std::vector<Event> Cordon(const Action& action);
+  // kProtectNode: the oldest instance's Node gets karpenter.sh/do-not-disrupt.
+  std::vector<Event> ProtectOldestNode();
+  // kReleaseAmi: a new AMI release, published in every NodeClass's status.
+  std::vector<Event> ReleaseAmi();
+  // kLabelNodePool: a user adds `label` ("key=value") to the first NodePool's template.
+  std::vector<Event> LabelNodePool(const std::string& label);
+  // kStrayInstance: an instance tagged for the cluster with no NodeClaim.
+  void AddStrayInstance(const Action& action);
   std::vector<Event> InterruptOffering(const Action& action);
   std::vector<Event> ByHandOnOffering(const Action& action);
   const SimInstance* OfOffering(const Action& action,

@@ -31,144 +31,156 @@ std::vector<Event> World::RunActions() {
          scenario_.start + scenario_.actions[next_action_].at <= now_) {
     const Action& action = scenario_.actions[next_action_++];
     room_may_have_changed_ = true;
-    switch (action.kind) {
-      case Action::Kind::kDeleteNodeClaim: {
-        const SimInstance* i = Oldest([&](const SimInstance& x) {
-          return nodeclaims_.contains(x.nodeclaim) && !deleting_.contains(x.nodeclaim);
-        });
-        if (i == nullptr) break;
-        deleting_.insert(i->nodeclaim);
-        events.push_back(NodeClaimDeleting{i->nodeclaim});
-        break;
-      }
-      case Action::Kind::kTerminateInstance: {
-        const SimInstance* i = Oldest([](const SimInstance&) { return true; });
-        if (i == nullptr) break;
-        for (auto& e : RemoveInstance(i->id)) events.push_back(std::move(e));
-        break;
-      }
-      case Action::Kind::kSpotInterruption:
-      case Action::Kind::kRebalanceRecommendation:
-      case Action::Kind::kScheduledChange:
-      case Action::Kind::kInstanceStopping: {
-        const SimInstance* i = Oldest([](const SimInstance&) { return true; });
-        if (i == nullptr) break;
-        std::string id = "msg-" + std::to_string(next_message_++);
-        switch (action.kind) {
-          case Action::Kind::kSpotInterruption:
-            --next_message_;  // InterruptSpot names the message.
-            for (auto& e : InterruptSpot(*i)) events.push_back(std::move(e));
-            break;
-          case Action::Kind::kRebalanceRecommendation:
-            events.push_back(
-                InterruptionReceived{id, InterruptionKind::kRebalanceRecommendation, i->id, ""});
-            break;
-          case Action::Kind::kScheduledChange:
-            events.push_back(InterruptionReceived{id, InterruptionKind::kScheduledChange, i->id,
-                                                  "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"});
-            break;
-          default:
-            events.push_back(
-                InterruptionReceived{id, InterruptionKind::kStateChange, i->id, "stopping"});
-            break;
-        }
-        break;
-      }
-      case Action::Kind::kSpotInterruptionStorm: {
-        std::vector<const SimInstance*> spot;
-        for (const auto& [id, i] : instances_) {
-          if (i.capacity_type == kCapacitySpot) spot.push_back(&i);
-        }
-        std::sort(spot.begin(), spot.end(), [](const SimInstance* a, const SimInstance* b) {
-          return a->launched != b->launched ? a->launched < b->launched : a->id < b->id;
-        });
-        if (spot.size() > static_cast<std::size_t>(action.count)) spot.resize(action.count);
-        for (const SimInstance* i : spot) {
-          for (auto& e : InterruptSpot(*i)) events.push_back(std::move(e));
-        }
-        break;
-      }
-      case Action::Kind::kPriceChange:
-        ChangePrice(action);
-        events.push_back(CatalogRefreshed{catalog_});
-        break;
-      case Action::Kind::kCatalogRefresh:
-        catalog_ = action.catalog;
-        events.push_back(CatalogRefreshed{catalog_});
-        break;
-      case Action::Kind::kInterruptOffering:
-        for (auto& e : InterruptOffering(action)) events.push_back(std::move(e));
-        break;
-      case Action::Kind::kDeleteNodeClaimOfOffering:
-      case Action::Kind::kTerminateInstanceOfOffering:
-        for (auto& e : ByHandOnOffering(action)) events.push_back(std::move(e));
-        break;
-      case Action::Kind::kApplyNodePool:
-        ApplyNodePool(action.nodepool);
-        events.push_back(NodePoolUpserted{Pool(action.nodepool)});
-        break;
-      case Action::Kind::kMalformedMessage:
-        // The queue adapter keeps what it cannot read for audit; the core deletes it.
-        events.push_back(InputRejected{"sqs", "not an EventBridge event: missing detail-type",
-                                       "{\"version\":\"0\",\"source\":\"aws.ec2\"}",
-                                       "msg-" + std::to_string(next_message_++)});
-        break;
-      case Action::Kind::kCordonNode:
-      case Action::Kind::kUncordonNode: {
-        auto node = nodes_.find(action.node);
-        if (node == nodes_.end()) break;  // Gone since: nothing to cordon.
-        std::vector<Taint>& taints = node->second.taints;
-        std::erase_if(taints, [](const Taint& t) { return t.key == kUnschedulableTaint; });
-        if (action.kind == Action::Kind::kCordonNode) {
-          taints.push_back({kUnschedulableTaint, "", TaintEffect::kNoSchedule});
-        }
-        room_may_have_changed_ = true;
-        events.push_back(NodeUpserted{node->second});
-        break;
-      }
-      case Action::Kind::kProtectNode: {
-        const SimInstance* i =
-            Oldest([&](const SimInstance& x) { return nodes_.contains(x.node_name); });
-        if (i == nullptr) break;
-        Node& node = nodes_.at(i->node_name);
-        node.do_not_disrupt = true;
-        events.push_back(NodeUpserted{node});
-        break;
-      }
-      case Action::Kind::kReleaseAmi: {
-        ++ami_release_;
-        for (const auto& c : scenario_.nodeclasses) {
-          events.push_back(NodeClassUpserted{Resolved(c)});
-          events.push_back(NodeClassResolved{c.name, Resolution(c)});
-        }
-        break;
-      }
-      case Action::Kind::kLabelNodePool: {
-        const NodePool& pool = nodepools_.front();
-        auto eq = action.label.find('=');
-        added_pool_labels_[pool.name][action.label.substr(0, eq)] = action.label.substr(eq + 1);
-        events.push_back(NodePoolUpserted{Pool(pool)});
-        break;
-      }
-      case Action::Kind::kStrayInstance: {
-        char id[32];
-        std::snprintf(id, sizeof id, "i-%017llx",
-                      static_cast<unsigned long long>(Mix(scenario_.seed ^ next_instance_++) >> 4));
-        instances_[id] = SimInstance{id,
-                                     "stray-" + std::string(id),
-                                     "",
-                                     action.instance_type,
-                                     action.zone,
-                                     kCapacityOnDemand,
-                                     MicroUsdPerHour{0},
-                                     now_,
-                                     "",
-                                     ""};
-        break;
-      }
-    }
+    for (auto& e : RunAction(action)) events.push_back(std::move(e));
   }
   return events;
+}
+
+std::vector<Event> World::RunAction(const Action& action) {
+  switch (action.kind) {
+    case Action::Kind::kDeleteNodeClaim:
+      return DeleteOldestNodeClaim();
+    case Action::Kind::kTerminateInstance: {
+      const SimInstance* i = Oldest([](const SimInstance&) { return true; });
+      if (i == nullptr) return {};
+      return RemoveInstance(i->id);
+    }
+    case Action::Kind::kSpotInterruption:
+    case Action::Kind::kRebalanceRecommendation:
+    case Action::Kind::kScheduledChange:
+    case Action::Kind::kInstanceStopping:
+      return MessageOnOldest(action.kind);
+    case Action::Kind::kSpotInterruptionStorm:
+      return SpotInterruptionStorm(action.count);
+    case Action::Kind::kPriceChange:
+      ChangePrice(action);
+      return {CatalogRefreshed{catalog_}};
+    case Action::Kind::kCatalogRefresh:
+      catalog_ = action.catalog;
+      return {CatalogRefreshed{catalog_}};
+    case Action::Kind::kInterruptOffering:
+      return InterruptOffering(action);
+    case Action::Kind::kDeleteNodeClaimOfOffering:
+    case Action::Kind::kTerminateInstanceOfOffering:
+      return ByHandOnOffering(action);
+    case Action::Kind::kApplyNodePool:
+      ApplyNodePool(action.nodepool);
+      return {NodePoolUpserted{Pool(action.nodepool)}};
+    case Action::Kind::kMalformedMessage:
+      // The queue adapter keeps what it cannot read for audit; the core deletes it.
+      return {InputRejected{"sqs", "not an EventBridge event: missing detail-type",
+                            "{\"version\":\"0\",\"source\":\"aws.ec2\"}",
+                            "msg-" + std::to_string(next_message_++)}};
+    case Action::Kind::kCordonNode:
+    case Action::Kind::kUncordonNode:
+      return Cordon(action);
+    case Action::Kind::kProtectNode:
+      return ProtectOldestNode();
+    case Action::Kind::kReleaseAmi:
+      return ReleaseAmi();
+    case Action::Kind::kLabelNodePool:
+      return LabelNodePool(action.label);
+    case Action::Kind::kStrayInstance:
+      AddStrayInstance(action);
+      return {};
+  }
+  return {};
+}
+
+std::vector<Event> World::DeleteOldestNodeClaim() {
+  const SimInstance* i = Oldest([&](const SimInstance& x) {
+    return nodeclaims_.contains(x.nodeclaim) && !deleting_.contains(x.nodeclaim);
+  });
+  if (i == nullptr) return {};
+  deleting_.insert(i->nodeclaim);
+  return {NodeClaimDeleting{i->nodeclaim}};
+}
+
+std::vector<Event> World::MessageOnOldest(Action::Kind kind) {
+  const SimInstance* i = Oldest([](const SimInstance&) { return true; });
+  if (i == nullptr) return {};
+  std::string id = "msg-" + std::to_string(next_message_++);
+  switch (kind) {
+    case Action::Kind::kSpotInterruption:
+      --next_message_;  // InterruptSpot names the message.
+      return InterruptSpot(*i);
+    case Action::Kind::kRebalanceRecommendation:
+      return {InterruptionReceived{id, InterruptionKind::kRebalanceRecommendation, i->id, ""}};
+    case Action::Kind::kScheduledChange:
+      return {InterruptionReceived{id, InterruptionKind::kScheduledChange, i->id,
+                                   "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"}};
+    default:
+      return {InterruptionReceived{id, InterruptionKind::kStateChange, i->id, "stopping"}};
+  }
+}
+
+std::vector<Event> World::SpotInterruptionStorm(std::int64_t count) {
+  std::vector<const SimInstance*> spot;
+  for (const auto& [id, i] : instances_) {
+    if (i.capacity_type == kCapacitySpot) spot.push_back(&i);
+  }
+  std::sort(spot.begin(), spot.end(), [](const SimInstance* a, const SimInstance* b) {
+    return a->launched != b->launched ? a->launched < b->launched : a->id < b->id;
+  });
+  if (spot.size() > static_cast<std::size_t>(count)) spot.resize(count);
+  std::vector<Event> events;
+  for (const SimInstance* i : spot) {
+    for (auto& e : InterruptSpot(*i)) events.push_back(std::move(e));
+  }
+  return events;
+}
+
+std::vector<Event> World::Cordon(const Action& action) {
+  auto node = nodes_.find(action.node);
+  if (node == nodes_.end()) return {};  // Gone since: nothing to cordon.
+  std::vector<Taint>& taints = node->second.taints;
+  std::erase_if(taints, [](const Taint& t) { return t.key == kUnschedulableTaint; });
+  if (action.kind == Action::Kind::kCordonNode) {
+    taints.push_back({kUnschedulableTaint, "", TaintEffect::kNoSchedule});
+  }
+  room_may_have_changed_ = true;
+  return {NodeUpserted{node->second}};
+}
+
+std::vector<Event> World::ProtectOldestNode() {
+  const SimInstance* i = Oldest([&](const SimInstance& x) { return nodes_.contains(x.node_name); });
+  if (i == nullptr) return {};
+  Node& node = nodes_.at(i->node_name);
+  node.do_not_disrupt = true;
+  return {NodeUpserted{node}};
+}
+
+std::vector<Event> World::ReleaseAmi() {
+  ++ami_release_;
+  std::vector<Event> events;
+  for (const auto& c : scenario_.nodeclasses) {
+    events.push_back(NodeClassUpserted{Resolved(c)});
+    events.push_back(NodeClassResolved{c.name, Resolution(c)});
+  }
+  return events;
+}
+
+std::vector<Event> World::LabelNodePool(const std::string& label) {
+  const NodePool& pool = nodepools_.front();
+  auto eq = label.find('=');
+  added_pool_labels_[pool.name][label.substr(0, eq)] = label.substr(eq + 1);
+  return {NodePoolUpserted{Pool(pool)}};
+}
+
+void World::AddStrayInstance(const Action& action) {
+  char id[32];
+  std::snprintf(id, sizeof id, "i-%017llx",
+                static_cast<unsigned long long>(Mix(scenario_.seed ^ next_instance_++) >> 4));
+  instances_[id] = SimInstance{id,
+                               "stray-" + std::string(id),
+                               "",
+                               action.instance_type,
+                               action.zone,
+                               kCapacityOnDemand,
+                               MicroUsdPerHour{0},
+                               now_,
+                               "",
+                               ""};
 }
 
 // The oldest instance `keep` accepts of the action's offering, else of its capacity type in its
