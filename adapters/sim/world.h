@@ -147,7 +147,22 @@ class World : public runtime::Executor {
   std::map<std::string, Pod>::iterator ErasePod(std::map<std::string, Pod>::iterator it);
 
   // ---- The world's file (world_persistence.cc).
-  void LoadFrom(const nlohmann::json& j);  // Load's body, on the parsed file.
+  // Load's body, on the parsed file: its version and counters, then each part in turn.
+  void LoadFrom(const nlohmann::json& j);
+  // The instances, their client tokens, the NodeClaims and what was planned for them.
+  void LoadCloud(const nlohmann::json& j);
+  // The Nodes, claims, volumes and pods, which replace the scenario's starting objects.
+  void LoadObjects(const nlohmann::json& j);
+  // One pod; one made from a template takes its constraints from the scenario's template.
+  void LoadPod(const nlohmann::json& p);
+  // Where the ReplicaSet, StatefulSet and Job controllers were.
+  void LoadWorkloads(const nlohmann::json& j);
+  // How many of the scenario's actions ran, with the price changes and NodePool edits among
+  // them applied again (they are not stored).
+  void LoadActionsRun(const nlohmann::json& j);
+  // The labels users added to NodePools and the status the controller last patched.
+  void LoadNodePools(const nlohmann::json& j);
+  void LoadTimers(const nlohmann::json& j);
 
   // ---- The workload controllers and the volume provisioner (world_workloads.cc).
   std::vector<Event> ScaleWorkloads();

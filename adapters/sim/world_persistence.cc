@@ -200,6 +200,17 @@ void World::LoadFrom(const json& j) {
   next_pod_ = j.at("next_pod");
   ami_release_ = j.value("ami_release", std::int64_t{1});
   launch_calls_ = j.at("launch_calls");
+  next_listing_ = Nanos{j.at("next_listing").get<std::int64_t>()};
+  next_message_ = j.at("next_message");
+  LoadCloud(j);
+  LoadObjects(j);
+  LoadWorkloads(j);
+  LoadActionsRun(j);
+  LoadNodePools(j);
+  LoadTimers(j);
+}
+
+void World::LoadCloud(const json& j) {
   if (j.contains("planned")) {
     for (const auto& [claim, r] : j.at("planned").items()) planned_[claim] = ResourcesFrom(r);
   }
@@ -207,7 +218,11 @@ void World::LoadFrom(const json& j) {
   for (const auto& i : j.at("instances")) instances_[i.at("id")] = InstanceFrom(i);
   client_tokens_ = j.at("tokens").get<std::map<std::string, std::string>>();
   nodeclaims_ = j.at("nodeclaims").get<std::map<std::string, std::string>>();
+  deleting_ = j.at("deleting").get<std::set<std::string>>();
   nodeclass_finalizers_ = j.value("nodeclass_finalizers", std::set<std::string>{});
+}
+
+void World::LoadObjects(const json& j) {
   // The world as it was saved replaces the scenario's starting objects.
   nodes_.clear();
   claims_.clear();
@@ -222,28 +237,37 @@ void World::LoadFrom(const json& j) {
   for (const auto& v : j.value("volumes", json::array())) {
     volumes_[v.at(0)] = PersistentVolume{v.at(0), v.at(1), TermsFrom(v.at(2))};
   }
-  for (const auto& p : j.at("pods")) {
-    Pod pod = PodFrom(p);
-    if (p.contains("template")) {
-      // Constraints come from the template the pod was made from, its own claims from the file.
-      const std::string key = p.at("template");
-      const Pod* made_from = TemplateOf(key);
-      if (made_from == nullptr) {
-        throw ScenarioError(state_file_.string() + ": the world file is of another scenario (" +
-                            "no pod template " + key + ")");
-      }
-      PodConstraints constraints = *made_from->constraints;
-      constraints.volume_claims = p.at("claims").get<std::vector<std::string>>();
-      pod.constraints = std::move(constraints);
-      pod.deletion_cost = made_from->deletion_cost;
-      pod_template_[PodKey(pod.ns, pod.name)] = key;
+  for (const auto& p : j.at("pods")) LoadPod(p);
+}
+
+void World::LoadPod(const json& p) {
+  Pod pod = PodFrom(p);
+  if (p.contains("template")) {
+    // Constraints come from the template the pod was made from, its own claims from the file.
+    const std::string key = p.at("template");
+    const Pod* made_from = TemplateOf(key);
+    if (made_from == nullptr) {
+      throw ScenarioError(state_file_.string() + ": the world file is of another scenario (" +
+                          "no pod template " + key + ")");
     }
-    InsertPod(std::move(pod));
+    PodConstraints constraints = *made_from->constraints;
+    constraints.volume_claims = p.at("claims").get<std::vector<std::string>>();
+    pod.constraints = std::move(constraints);
+    pod.deletion_cost = made_from->deletion_cost;
+    pod_template_[PodKey(pod.ns, pod.name)] = key;
   }
+  InsertPod(std::move(pod));
+}
+
+void World::LoadWorkloads(const json& j) {
   next_bare_pod_ = j.value("next_bare_pod", std::size_t{0});
   replicas_ = j.at("replicas").get<std::map<std::string, std::int64_t>>();
-  deleting_ = j.at("deleting").get<std::set<std::string>>();
   deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
+  next_job_ = j.value("next_job", std::size_t{0});
+  job_pods_left_ = j.value("job_pods_left", std::map<std::string, std::int64_t>{});
+}
+
+void World::LoadActionsRun(const json& j) {
   next_action_ = j.at("next_action");
   if (next_action_ > scenario_.actions.size()) {
     throw ScenarioError(state_file_.string() + ": the world file is of another scenario (" +
@@ -260,10 +284,9 @@ void World::LoadFrom(const json& j) {
       ApplyNodePool(scenario_.actions[i].nodepool);
     }
   }
-  next_job_ = j.value("next_job", std::size_t{0});
-  job_pods_left_ = j.value("job_pods_left", std::map<std::string, std::int64_t>{});
-  next_listing_ = Nanos{j.at("next_listing").get<std::int64_t>()};
-  next_message_ = j.at("next_message");
+}
+
+void World::LoadNodePools(const json& j) {
   added_pool_labels_ = j.at("added_pool_labels").get<std::map<std::string, Labels>>();
   for (const auto& [pool, st] : j.at("pool_status").items()) {
     NodePoolStatus status;
@@ -271,6 +294,9 @@ void World::LoadFrom(const json& j) {
     status.nodes = st.at(1).get<std::int64_t>();
     pool_status_[pool] = status;
   }
+}
+
+void World::LoadTimers(const json& j) {
   for (const auto& t : j.at("timers")) {
     timers_[{t.at(0).get<std::int64_t>(), t.at(1).get<std::uint64_t>()}] =
         Timer{static_cast<Timer::Kind>(t.at(2).get<int>()), t.at(3).get<std::string>(),
