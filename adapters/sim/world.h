@@ -38,6 +38,8 @@ struct SimInstance {
 struct Timer {
   // kJobDone: a Job's pod (instance_id holds its ns/name key) finishes. kLaunchAnswer: the
   // answer to CreateFleet `command` (for the instance `instance_id`) reaches the controller.
+  // The world file stores the kind by number: a new kind goes last, and LoadTimers checks
+  // against the last.
   enum class Kind : std::uint8_t { kRegister, kReady, kReclaim, kJobDone, kLaunchAnswer };
   Kind kind = Kind::kRegister;
   std::string instance_id;
@@ -153,8 +155,9 @@ class World : public runtime::Executor {
   void LoadCloud(const nlohmann::json& j);
   // The Nodes, claims, volumes and pods, which replace the scenario's starting objects.
   void LoadObjects(const nlohmann::json& j);
-  // One pod; one made from a template takes its constraints from the scenario's template.
-  void LoadPod(const nlohmann::json& p);
+  // One pod, at `field` of the file; one made from a template takes its constraints from the
+  // scenario's template.
+  void LoadPod(const nlohmann::json& p, const std::string& field);
   // Where the ReplicaSet, StatefulSet and Job controllers were.
   void LoadWorkloads(const nlohmann::json& j);
   // How many of the scenario's actions ran, with the price changes and NodePool edits among

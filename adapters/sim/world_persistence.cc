@@ -1,9 +1,12 @@
-// The world's file: plain JSON, written whole and renamed into place, read back whole.
+// The world's file: plain JSON, written whole and renamed into place, read back whole. What it
+// holds is read as outside input: an enum's number or a pod's phase that its type does not have
+// is an error naming the file and the field, never a value made up.
 #include "adapters/sim/world.h"
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "adapters/sim/world_parts.h"
 
@@ -11,6 +14,33 @@ namespace tenon::sim {
 namespace {
 
 using json = nlohmann::json;
+
+// A field of the world file holds a value its type does not have (Load names the file).
+class BadField : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The path of item `i` of the array at `field`: "nodes[3]".
+std::string Item(const std::string& field, std::size_t i) {
+  return field + "[" + std::to_string(i) + "]";
+}
+
+// The number at `field` as an `E`, which it must be: an integer from 0 to `last`; `what` names
+// the type in the error.
+template <class E>
+E EnumFrom(const json& j, E last, const std::string& field, const char* what) {
+  const auto top = static_cast<std::int64_t>(last);
+  if (!j.is_number_integer() || j.get<std::int64_t>() < 0 || j.get<std::int64_t>() > top) {
+    throw BadField(field + ": " + j.dump() + " is not " + what + " (0 to " + std::to_string(top) +
+                   ")");
+  }
+  return static_cast<E>(j.get<std::int64_t>());
+}
+
+TaintEffect EffectFrom(const json& j, const std::string& field) {
+  return EnumFrom(j, TaintEffect::kNoExecute, field, "a taint effect");
+}
 
 json ResourcesJson(const Resources& r) {
   return {r.cpu.value, r.memory.value, r.pods, r.extended};
@@ -27,11 +57,11 @@ json TaintsJson(const std::vector<Taint>& taints) {
   for (const auto& t : taints) out.push_back({t.key, t.value, static_cast<int>(t.effect)});
   return out;
 }
-std::vector<Taint> TaintsFrom(const json& j) {
+std::vector<Taint> TaintsFrom(const json& j, const std::string& field) {
   std::vector<Taint> out;
   for (const auto& t : j) {
     out.push_back({t.at(0).get<std::string>(), t.at(1).get<std::string>(),
-                   static_cast<TaintEffect>(t.at(2).get<int>())});
+                   EffectFrom(t.at(2), Item(Item(field, out.size()), 2))});
   }
   return out;
 }
@@ -43,12 +73,13 @@ json TolerationsJson(const std::vector<Toleration>& tolerations) {
   }
   return out;
 }
-std::vector<Toleration> TolerationsFrom(const json& j) {
+std::vector<Toleration> TolerationsFrom(const json& j, const std::string& field) {
   std::vector<Toleration> out;
   for (const auto& t : j) {
     Toleration tol{t.at(0).get<std::string>(), t.at(1).get<bool>(), t.at(2).get<std::string>(),
                    std::nullopt};
-    if (int e = t.at(3).get<int>(); e >= 0) tol.effect = static_cast<TaintEffect>(e);
+    // -1: the toleration names no effect (it tolerates every effect).
+    if (t.at(3) != -1) tol.effect = EffectFrom(t.at(3), Item(Item(field, out.size()), 3));
     out.push_back(std::move(tol));
   }
   return out;
@@ -76,7 +107,7 @@ json PodJson(const Pod& p) {
                              : p.constraints->topology_spread.front().max_skew},
           {"priority", p.priority_class}};
 }
-Pod PodFrom(const json& j) {
+Pod PodFrom(const json& j, const std::string& field) {
   Pod p;
   p.ns = j.at("ns").get<std::string>();
   p.name = j.at("name");
@@ -84,13 +115,17 @@ Pod PodFrom(const json& j) {
   p.requests = ResourcesFrom(j.at("requests"));
   p.node_name = j.at("node").get<std::string>();
   p.unschedulable = j.at("unschedulable");
-  p.phase = PodPhaseFrom(j.at("phase"));
+  const std::string phase = j.at("phase");
+  p.phase = PodPhaseFrom(phase);
+  if (phase != PodPhaseText(p.phase)) {
+    throw BadField(field + ".phase: \"" + phase + "\" is not a pod phase");
+  }
   p.owner_kind = j.at("owner").get<std::string>();
   p.created = Nanos{j.at("created").get<std::int64_t>()};
   p.labels = j.at("labels").get<Labels>();
   PodConstraints constraints;
   constraints.node_selector = j.at("selector").get<Labels>();
-  constraints.tolerations = TolerationsFrom(j.at("tolerations"));
+  constraints.tolerations = TolerationsFrom(j.at("tolerations"), field + ".tolerations");
   p.do_not_disrupt = j.at("doNotDisrupt");
   p.do_not_disrupt_for = Nanos{j.value("doNotDisruptFor", std::int64_t{0})};
   if (j.contains("priorityValue") && !j.at("priorityValue").is_null()) {
@@ -114,13 +149,14 @@ json TermsJson(const std::vector<NodeSelectorTerm>& terms) {
   }
   return out;
 }
-std::vector<NodeSelectorTerm> TermsFrom(const json& j) {
+std::vector<NodeSelectorTerm> TermsFrom(const json& j, const std::string& field) {
   std::vector<NodeSelectorTerm> out;
   for (const auto& t : j) {
     NodeSelectorTerm term;
     for (const auto& r : t) {
+      const std::string at = Item(Item(Item(field, out.size()), term.requirements.size()), 1);
       term.requirements.push_back({r.at(0).get<std::string>(),
-                                   static_cast<RequirementOp>(r.at(1).get<int>()),
+                                   EnumFrom(r.at(1), RequirementOp::kLt, at, "an operator"),
                                    r.at(2).get<std::vector<std::string>>()});
     }
     out.push_back(std::move(term));
@@ -138,11 +174,11 @@ json NodeJson(const Node& n) {
           {"created", n.created.value},
           {"doNotDisrupt", n.do_not_disrupt}};
 }
-Node NodeFrom(const json& j) {
+Node NodeFrom(const json& j, const std::string& field) {
   return {j.at("name"),
           j.at("provider"),
           j.at("labels").get<Labels>(),
-          TaintsFrom(j.at("taints")),
+          TaintsFrom(j.at("taints"), field + ".taints"),
           j.at("ready"),
           ResourcesFrom(j.at("allocatable")),
           Nanos{j.at("created").get<std::int64_t>()},
@@ -184,6 +220,8 @@ bool World::Load() {
   try {
     LoadFrom(json::parse(in));
   } catch (const json::exception& e) {
+    throw ScenarioError(state_file_.string() + ": damaged world file: " + e.what());
+  } catch (const BadField& e) {
     throw ScenarioError(state_file_.string() + ": damaged world file: " + e.what());
   }
   return true;
@@ -227,21 +265,26 @@ void World::LoadObjects(const json& j) {
   nodes_.clear();
   claims_.clear();
   volumes_.clear();
+  std::size_t i = 0;
   for (const auto& n : j.at("nodes")) {
-    node_parts_.Share(nodes_[n.at("name")] = NodeFrom(n), pod_parts_.node_names);
+    node_parts_.Share(nodes_[n.at("name")] = NodeFrom(n, Item("nodes", i++)),
+                      pod_parts_.node_names);
   }
   for (const auto& c : j.value("claims", json::array())) {
     PersistentVolumeClaim claim{c.at(0), c.at(1), c.at(2), c.at(3)};
     claims_[PodKey(claim.ns, claim.name)] = claim;
   }
+  i = 0;
   for (const auto& v : j.value("volumes", json::array())) {
-    volumes_[v.at(0)] = PersistentVolume{v.at(0), v.at(1), TermsFrom(v.at(2))};
+    volumes_[v.at(0)] =
+        PersistentVolume{v.at(0), v.at(1), TermsFrom(v.at(2), Item(Item("volumes", i++), 2))};
   }
-  for (const auto& p : j.at("pods")) LoadPod(p);
+  i = 0;
+  for (const auto& p : j.at("pods")) LoadPod(p, Item("pods", i++));
 }
 
-void World::LoadPod(const json& p) {
-  Pod pod = PodFrom(p);
+void World::LoadPod(const json& p, const std::string& field) {
+  Pod pod = PodFrom(p, field);
   if (p.contains("template")) {
     // Constraints come from the template the pod was made from, its own claims from the file.
     const std::string key = p.at("template");
@@ -290,6 +333,10 @@ void World::LoadNodePools(const json& j) {
   added_pool_labels_ = j.at("added_pool_labels").get<std::map<std::string, Labels>>();
   for (const auto& [pool, st] : j.at("pool_status").items()) {
     NodePoolStatus status;
+    // Registration health: -1 not known, 0 unhealthy, 1 healthy.
+    if (st.at(0) != -1 && st.at(0) != 0 && st.at(0) != 1) {
+      throw BadField("pool_status." + pool + "[0]: " + st.at(0).dump() + " is not -1, 0 or 1");
+    }
     if (st.at(0).get<int>() >= 0) status.registration_healthy = st.at(0).get<int>() == 1;
     status.nodes = st.at(1).get<std::int64_t>();
     pool_status_[pool] = status;
@@ -297,10 +344,12 @@ void World::LoadNodePools(const json& j) {
 }
 
 void World::LoadTimers(const json& j) {
+  std::size_t i = 0;
   for (const auto& t : j.at("timers")) {
+    const Timer::Kind kind =
+        EnumFrom(t.at(2), Timer::Kind::kLaunchAnswer, Item(Item("timers", i++), 2), "a timer kind");
     timers_[{t.at(0).get<std::int64_t>(), t.at(1).get<std::uint64_t>()}] =
-        Timer{static_cast<Timer::Kind>(t.at(2).get<int>()), t.at(3).get<std::string>(),
-              t.size() > 4 ? t.at(4).get<std::uint64_t>() : 0};
+        Timer{kind, t.at(3).get<std::string>(), t.size() > 4 ? t.at(4).get<std::uint64_t>() : 0};
   }
 }
 
