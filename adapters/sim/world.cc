@@ -284,25 +284,9 @@ std::vector<Event> World::FireTimers() {
       continue;
     }
     if (timer.kind == Timer::Kind::kRegister) {
-      Node node = NewNode(instance);
-      instance.node_name = node.name;
-      node_parts_.Share(node, pod_parts_.node_names);
-      nodes_[node.name] = node;
-      events.push_back(NodeUpserted{node});
-      AddTimer(now_ + scenario_.cloud.ready_delay, Timer{Timer::Kind::kReady, instance.id});
-      CheckPlanned(instance.nodeclaim);
-    } else if (auto node = nodes_.find(instance.node_name); node != nodes_.end()) {
-      node->second.ready = true;
-      // Startup taints are removed by the agents that own them once the node is up.
-      for (const auto& pool : nodepools_) {
-        if (pool.name != instance.nodepool) continue;
-        std::erase_if(node->second.taints, [&](const Taint& t) {
-          return std::any_of(pool.startup_taints.begin(), pool.startup_taints.end(),
-                             [&](const Taint& s) { return s.key == t.key; });
-        });
-      }
-      events.push_back(NodeUpserted{node->second});
-      for (auto& e : PlaceDaemonPods(node->second)) events.push_back(std::move(e));
+      events.push_back(Register(instance));
+    } else {
+      for (auto& e : BecomeReady(instance)) events.push_back(std::move(e));
     }
   }
   return events;

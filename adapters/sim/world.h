@@ -202,6 +202,11 @@ class World : public runtime::Executor {
   std::vector<Event> Schedule();
 
   // ---- The kubelet and the Node object (world_kubelet.cc).
+  // The instance's kubelet registers its Node (not Ready, with the unregistered taint); the
+  // node becomes Ready after the cloud's ready delay.
+  NodeUpserted Register(SimInstance& instance);
+  // The node is Ready: its startup taints go, and the DaemonSets place their pods on it.
+  std::vector<Event> BecomeReady(const SimInstance& instance);
   Node NewNode(const SimInstance& instance) const;
   // Compares what the controller planned on for `nodeclaim` with what its node's kubelet
   // reported, once both are known.

@@ -8,6 +8,33 @@
 
 namespace tenon::sim {
 
+NodeUpserted World::Register(SimInstance& instance) {
+  Node node = NewNode(instance);
+  instance.node_name = node.name;
+  node_parts_.Share(node, pod_parts_.node_names);
+  nodes_[node.name] = node;
+  AddTimer(now_ + scenario_.cloud.ready_delay, Timer{Timer::Kind::kReady, instance.id});
+  CheckPlanned(instance.nodeclaim);
+  return NodeUpserted{node};
+}
+
+std::vector<Event> World::BecomeReady(const SimInstance& instance) {
+  auto node = nodes_.find(instance.node_name);
+  if (node == nodes_.end()) return {};
+  node->second.ready = true;
+  // Startup taints are removed by the agents that own them once the node is up.
+  for (const auto& pool : nodepools_) {
+    if (pool.name != instance.nodepool) continue;
+    std::erase_if(node->second.taints, [&](const Taint& t) {
+      return std::any_of(pool.startup_taints.begin(), pool.startup_taints.end(),
+                         [&](const Taint& s) { return s.key == t.key; });
+    });
+  }
+  std::vector<Event> events{NodeUpserted{node->second}};
+  for (auto& e : PlaceDaemonPods(node->second)) events.push_back(std::move(e));
+  return events;
+}
+
 Node World::NewNode(const SimInstance& instance) const {
   Node node;
   // EKS resource-name hostnames: i-0123456789abcdef0.us-east-1.compute.internal.
