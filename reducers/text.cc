@@ -7,14 +7,8 @@
 namespace tenon {
 namespace {
 
-// Each enumerator's name, in the enumeration's order.
-constexpr std::array kMethodNames{"Emptiness",
-                                  "Drift",
-                                  "Expiration",
-                                  "SoftExpiration",
-                                  "Interruption",
-                                  "SingleNodeConsolidation",
-                                  "MultiNodeConsolidation"};
+// Each enumerator's name, in the enumeration's order (the disruption methods' are in their
+// table, reducers/disruption/methods.cc).
 constexpr std::array kPhaseNames{"blocked",  "proposed",    "invalidated", "replacing",
                                  "replaced", "rolled back", "executed"};
 constexpr std::array kTransitionNames{"Launched",
@@ -38,8 +32,6 @@ constexpr std::array kTransitionNames{"Launched",
                                       "Finalized",
                                       "LeakedInstance",
                                       "LeakedInstanceTerminated"};
-static_assert(kMethodNames.size() ==
-              static_cast<std::size_t>(DisruptionMethod::kMultiNodeConsolidation) + 1);
 static_assert(kPhaseNames.size() == static_cast<std::size_t>(DisruptionPhase::kExecuted) + 1);
 static_assert(kTransitionNames.size() ==
               static_cast<std::size_t>(Transition::kLeakedInstanceTerminated) + 1);
@@ -82,17 +74,11 @@ const char* PodPhaseText(PodPhase phase) {
   return "Unknown";
 }
 
-const char* Name(DisruptionMethod method) {
-  return NameIn(kMethodNames, method);
-}
 const char* Name(DisruptionPhase phase) {
   return NameIn(kPhaseNames, phase);
 }
 const char* Name(Transition transition) {
   return NameIn(kTransitionNames, transition);
-}
-std::optional<DisruptionMethod> ParseDisruptionMethod(std::string_view name) {
-  return ParseIn<DisruptionMethod>(kMethodNames, name);
 }
 std::optional<DisruptionPhase> ParseDisruptionPhase(std::string_view name) {
   return ParseIn<DisruptionPhase>(kPhaseNames, name);

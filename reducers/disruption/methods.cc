@@ -77,4 +77,15 @@ const DisruptionMethodInfo& MethodInfo(DisruptionMethod method) {
   return kUnknown;
 }
 
+const char* Name(DisruptionMethod method) {
+  return MethodInfo(method).name;
+}
+
+std::optional<DisruptionMethod> ParseDisruptionMethod(std::string_view name) {
+  for (const DisruptionMethodInfo& info : kMethods) {
+    if (name == info.name) return info.method;
+  }
+  return std::nullopt;
+}
+
 }  // namespace tenon
