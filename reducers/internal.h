@@ -169,8 +169,9 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
                          Output& out);
 void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Output& out);
 
-// Disruption (disruption.cc): expiration on every tick, then the 10 s pass (emptiness with
-// budgets and validation); interruption messages; pod moves for consolidateAfter.
+// Disruption (reducers/disruption/): expiration on every tick, then the 10 s pass (the graceful
+// methods' deciders, in the order of their table, with budgets and validation); interruption
+// messages (interruption.cc); pod moves for consolidateAfter.
 // `expired`: what AdvanceLifecycle returned on this tick.
 void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out);
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);
