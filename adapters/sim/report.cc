@@ -115,7 +115,7 @@ void ReportBuilder::OnDecision(const Decision& decision) {
 
 void ReportBuilder::OnDisruption(const DisruptionDecision& d) {
   const DisruptionMethodInfo& method = MethodInfo(d.method);
-  ++report_.decisions[std::string(method.name) + " " + Name(d.phase)];
+  ++report_.decisions[std::string(Name(d.method)) + " " + Name(d.phase)];
   for (const auto& b : d.budgets) {
     BudgetUse& use = report_.budgets[b.nodepool];
     use.allowed_min = use.allowed_min < 0 ? b.allowed : std::min(use.allowed_min, b.allowed);
