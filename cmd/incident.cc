@@ -17,7 +17,7 @@
 #include "log/files.h"
 #include "log/repair.h"
 #include "replay/replay.h"
-#include "replay/whatif.h"
+#include "whatif/whatif.h"
 
 namespace tenon::cmd {
 
@@ -213,7 +213,7 @@ int RunVerify(const log::EventLog& log, bool decode_snapshots) {
 
 // The what-if's log goes to --what-if-log, else to a folder in $TMPDIR removed at the end.
 int RunWhatIf(const IncidentCommands& c, const log::EventLog& log) {
-  replay::WhatIfOptions options;
+  whatif::WhatIfOptions options;
   options.config = c.with;
   std::filesystem::path scratch;
   if (c.what_if_log.empty()) {
@@ -226,7 +226,7 @@ int RunWhatIf(const IncidentCommands& c, const log::EventLog& log) {
   }
   std::string text;
   try {
-    text = replay::WhatIfText(replay::WhatIf(log, options));
+    text = whatif::WhatIfText(whatif::WhatIf(log, options));
   } catch (...) {
     if (!scratch.empty()) std::filesystem::remove_all(scratch);
     throw;

@@ -34,7 +34,7 @@
 #include "log/codec.h"
 #include "log/event_log.h"
 #include "replay/replay.h"
-#include "replay/whatif.h"
+#include "whatif/whatif.h"
 
 namespace {
 
@@ -143,7 +143,7 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
   log::OpenOptions open;
   open.read_only = true;
   open.create_if_missing = false;
-  return replay::ReportFromLog(*log::EventLog::Open(log_dir, open), scenario.name);
+  return whatif::ReportFromLog(*log::EventLog::Open(log_dir, open), scenario.name);
 }
 
 int RunSimulate(const SimulateArgs& args) {

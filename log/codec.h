@@ -1,4 +1,4 @@
-// The codec between the domain model (reducers/model.h) and Cap'n Proto records.
+// The codec between the domain model (model/model.h) and Cap'n Proto records.
 //
 // Encoding is deterministic: the same value always gives the same bytes. Decoding outside
 // input (a record read back from disk) never trusts it: malformed bytes raise CodecError.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "log/event_log.h"
-#include "reducers/core.h"
+#include "model/state.h"
 
 namespace tenon::log {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::core {
 

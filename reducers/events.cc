@@ -9,8 +9,8 @@
 #include <cctype>
 #include <set>
 
+#include "reducers/disruption/methods.h"
 #include "reducers/internal.h"
-#include "reducers/vocabulary.h"
 
 namespace tenon {
 namespace {
@@ -97,12 +97,6 @@ void OnNodeAndClaim(const State& state, const std::string& claim, const std::str
   }
 }
 
-bool IsConsolidation(DisruptionMethod method) {
-  return method == DisruptionMethod::kEmptiness ||
-         method == DisruptionMethod::kSingleNodeConsolidation ||
-         method == DisruptionMethod::kMultiNodeConsolidation;
-}
-
 void Provisioning(const ProvisioningDecision& d, const State& state, Drafts& out) {
   std::set<std::string_view> new_claims;
   for (const ClaimPlan& plan : d.new_claims) new_claims.insert(plan.nodeclaim);
@@ -160,17 +154,17 @@ void Lifecycle(const LifecycleDecision& d, const State& state, Drafts& out) {
   }
 }
 
-// A candidate that could not go: consolidation's own verdicts (no cheaper replacement, pods
-// would not fit, others went first, the policy) are Unconsolidatable, repeated at most every 15
-// minutes; PodDisruptionBudgets, the NodePool's budget and an unsettled cluster block. Like
-// Karpenter, no Event says a karpenter.sh/do-not-disrupt annotation blocked: the user asked
-// for it.
+// A candidate that could not go: emptiness's and consolidation's own verdicts (no cheaper
+// replacement, pods would not fit, others went first, the policy) are Unconsolidatable, repeated at
+// most every 15 minutes; PodDisruptionBudgets, the NodePool's budget and an unsettled cluster
+// block. Like Karpenter, no Event says a karpenter.sh/do-not-disrupt annotation blocked: the user
+// asked for it.
 void Blocked(DisruptionMethod method, const DisruptionCandidate& c, const State& state,
              Drafts& out) {
   if (c.cause == Cause::kNone || c.cause == Cause::kDoNotDisrupt) return;
   const bool blocker = c.cause == Cause::kPodDisruptionBudget ||
                        c.cause == Cause::kDisruptionBudget || c.cause == Cause::kNotSettled;
-  if (IsConsolidation(method) && !blocker) {
+  if (MethodInfo(method).consolidation_or_emptiness() && !blocker) {
     OnNodeAndClaim(state, c.nodeclaim, kNormal, "Unconsolidatable", c.outcome, c.outcome, out,
                    kUnconsolidatableDedupe);
   } else {
@@ -198,7 +192,7 @@ void Disruption(const DisruptionDecision& d, const Output& output, const State& 
     for (const DisruptionCandidate& c : d.candidates) Interrupted(c.nodeclaim, c.cause, state, out);
     return;
   }
-  const std::string title = DisruptionReason(d.method);
+  const std::string title = MethodInfo(d.method).reason;
   for (const std::string& claim : d.nodeclaims) {
     OnNodeAndClaim(state, claim, kNormal, "DisruptionTerminating", "Disrupting Node: " + title,
                    "Disrupting NodeClaim: " + title, out, kDefaultDedupe, title);

@@ -8,31 +8,13 @@
 #include <optional>
 #include <string_view>
 
+#include "model/pod_rules.h"
 #include "reducers/core.h"
 #include "reducers/requirements.h"
 
 namespace tenon::core {
 
 bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
-// A pod that still holds its node's resources (not Succeeded or Failed).
-inline bool IsActive(const Pod& pod) {
-  return pod.phase != PodPhase::kSucceeded && pod.phase != PodPhase::kFailed;
-}
-
-// The order a scheduling pass places pods in: largest (CPU, then memory) first, then oldest,
-// then by uid (a total order: the same pods always come in the same order).
-inline bool PlacedBefore(const Pod* a, const Pod* b) {
-  if (a->requests.cpu != b->requests.cpu) return a->requests.cpu > b->requests.cpu;
-  if (a->requests.memory != b->requests.memory) return a->requests.memory > b->requests.memory;
-  if (a->created != b->created) return a->created < b->created;
-  return a->uid < b->uid;
-}
-
-// A pod that would have to move if its node went: active, not a DaemonSet or mirror pod.
-inline bool IsReschedulable(const Pod& pod) {
-  return IsActive(pod) && pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
-}
-
 // The pod's karpenter.sh/do-not-disrupt at `now`: "true" always, the duration form until that
 // long after the pod's creation.
 inline bool DoNotDisrupt(const Pod& pod, Nanos now) {
@@ -99,15 +81,6 @@ class BoundWalk {
   const PodTable::Bound& none_;
 };
 
-// Karpenter's eviction cost of a pod, 1 + pod-deletion-cost / 2^27 + priority / 2^25 clamped
-// to [-10, 10], in integer units of 2^-27 (no floating point on a decision path).
-inline constexpr std::int64_t kCostUnit = std::int64_t{1} << 27;
-inline std::int64_t EvictionCost(const Pod& pod) {
-  std::int64_t cost = kCostUnit + pod.deletion_cost;
-  if (pod.priority) cost += std::int64_t{*pod.priority} * 4;  // 2^27 / 2^25
-  return std::clamp(cost, -10 * kCostUnit, 10 * kCostUnit);
-}
-
 // Command and decision construction with the state's deterministic counters.
 Command& Issue(State& state, Seq cause, CommandBody body, Output& out);
 Decision& Decide(State& state, Seq cause, DecisionBody body, Output& out);
@@ -138,7 +111,6 @@ void MaybeProvision(State& state, Seq seq, Output& out);
 void NotePodForBatch(State& state, const Pod& pod);
 // Pods still pending are planned for again in the next batch (capacity or config changed).
 void ReconsiderPendingPods(State& state);
-bool IsProvisionable(const Pod& pod);
 // Names a planned claim and issues its CreateNodeClaim + LaunchInstances (provisioning and
 // disruption replacements alike); returns its record.
 ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& out);
@@ -197,8 +169,9 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
                          Output& out);
 void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Output& out);
 
-// Disruption (disruption.cc): expiration on every tick, then the 10 s pass (emptiness with
-// budgets and validation); interruption messages; pod moves for consolidateAfter.
+// Disruption (reducers/disruption/): expiration on every tick, then the 10 s pass (the graceful
+// methods' deciders, in the order of their table, with budgets and validation); interruption
+// messages (interruption.cc); pod moves for consolidateAfter.
 // `expired`: what AdvanceLifecycle returned on this tick.
 void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out);
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::core {
 

@@ -20,9 +20,6 @@
 namespace tenon::core {
 namespace {
 
-constexpr const char* kDaemonSetKind = "DaemonSet";
-constexpr const char* kMirrorKind = "Node";
-
 // Taints on an existing node that say nothing about where pods belong once it is up.
 bool Ephemeral(const Taint& t) {
   return t.key == label::kUnregisteredTaint || t.key == "node.kubernetes.io/not-ready" ||
@@ -1113,12 +1110,6 @@ void ClaimOrder::Bump(std::size_t claim) {
   count_[claim]++;
 }
 
-bool IsProvisionable(const Pod& pod) {
-  return pod.node_name.empty() && pod.unschedulable && pod.phase == PodPhase::kPending &&
-         pod.nominated_node.empty() && pod.owner_kind != kDaemonSetKind &&
-         pod.owner_kind != kMirrorKind;
-}
-
 }  // namespace tenon::core
 
 namespace tenon {
@@ -1171,9 +1162,9 @@ ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool of
     pods.push_back(it->second);
   }
   if (removals.size() != 1 || !removals.front().in_placement_order || !pending.empty()) {
-    std::sort(pods.begin(), pods.end(), core::PlacedBefore);
+    std::sort(pods.begin(), pods.end(), PlacedBefore);
   }
-  assert(std::is_sorted(pods.begin(), pods.end(), core::PlacedBefore));
+  assert(std::is_sorted(pods.begin(), pods.end(), PlacedBefore));
   // The pass over the whole cluster is built on the first question: most disruption passes
   // find no candidate worth simulating.
   if (impl_ == nullptr) impl_ = std::make_unique<SimulationImpl>(state_);

@@ -188,123 +188,157 @@ void Complete(State& state, CommandId id) {
 
 }  // namespace
 
-std::string PodKey(const std::string& ns, const std::string& name) {
-  return ns + "/" + name;
+namespace {
+
+// Each event's fold, by its type.
+void Apply(State& state, Seq seq, const Tick& e, Output& out) {
+  OnTick(state, seq, e, out);
+}
+void Apply(State& state, Seq, const ControllerStarted& e, Output&) {
+  OnStarted(state, e);
+}
+// A NodePool, EC2NodeClass or the catalog changed: pods left pending (perhaps for want
+// of exactly this) are planned for again in the next batch.
+void Apply(State& state, Seq, const CatalogRefreshed& e, Output&) {
+  OnCatalog(state, e);
+  ReconsiderPendingPods(state);
+}
+void Apply(State& state, Seq, const NodePoolUpserted& e, Output&) {
+  NodePool& slot = state.nodepools[e.nodepool.name];
+  if (slot == e.nodepool) return;
+  slot = e.nodepool;
+  ReconsiderPendingPods(state);
+}
+void Apply(State& state, Seq, const NodePoolDeleted& e, Output&) {
+  state.nodepools.erase(e.name);
+}
+void Apply(State& state, Seq seq, const NodeClassUpserted& e, Output& out) {
+  NodeClass& slot = state.nodeclasses[e.nodeclass.name];
+  if (slot == e.nodeclass) return;
+  const bool finalizer_only = OnlyFinalizerChanged(slot, e.nodeclass);
+  slot = e.nodeclass;
+  if (!finalizer_only) ReconsiderPendingPods(state);
+  ReconcileNodeClass(state, seq, e.nodeclass.name, out);
+}
+void Apply(State& state, Seq, const NodeClassDeleted& e, Output&) {
+  state.nodeclasses.erase(e.name);
+  state.nodeclass_resolutions.erase(e.name);
+  state.nodeclass_terminations.erase(e.name);
+}
+void Apply(State& state, Seq, const PodUpserted& e, Output&) {
+  OnPodUpserted(state, e.pod);
+}
+void Apply(State& state, Seq, const PodDeleted& e, Output&) {
+  ForgetPod(state, e.ns, e.name);
+}
+void Apply(State& state, Seq seq, const NodeUpserted& e, Output& out) {
+  OnNodeUpserted(state, seq, e.node, out);
+}
+// Pods planned onto the node are planned for again.
+void Apply(State& state, Seq, const NodeDeleted& e, Output&) {
+  OnNodeDeleted(state, e.name);
+  ReconsiderPendingPods(state);
+}
+void Apply(State& state, Seq seq, const FleetLaunched& e, Output& out) {
+  Complete(state, e.command);
+  OnFleetLaunched(state, seq, e, out);
+}
+void Apply(State& state, Seq seq, const FleetFailed& e, Output& out) {
+  std::optional<LaunchInstances> launch;
+  if (auto it = state.inflight.find(e.command); it != state.inflight.end()) {
+    if (const auto* l = std::get_if<LaunchInstances>(&it->second.body)) launch = *l;
+  }
+  Complete(state, e.command);
+  OnFleetFailed(state, seq, e, launch, out);
+}
+void Apply(State& state, Seq seq, const CommandSucceeded& e, Output& out) {
+  if (OnNodeClassResult(state, seq, e.command, true, out)) return;
+  const std::size_t claims = state.nodeclaims.size();
+  OnTerminationResult(state, seq, e.command, std::nullopt, out);
+  std::optional<PatchNode> patched;
+  if (auto it = state.inflight.find(e.command); it != state.inflight.end()) {
+    if (const auto* p = std::get_if<PatchNode>(&it->second.body)) patched = *p;
+  }
+  Complete(state, e.command);
+  if (patched) ResyncNode(state, seq, *patched, out);
+  // A NodeClaim gone gives its NodePool's limit back: the pods the limit kept out
+  // are worth another provisioning pass (nothing else would bring them back).
+  if (state.nodeclaims.size() < claims) ReconsiderPendingPods(state);
+}
+void Apply(State& state, Seq seq, const CommandFailed& e, Output& out) {
+  if (OnNodeClassResult(state, seq, e.command, false, out)) return;
+  if (!OnTerminationResult(state, seq, e.command, e.code, out)) {
+    OnCommandFailed(state, seq, e, out);
+  }
+  Complete(state, e.command);
+}
+void Apply(State& state, Seq seq, const InputRejected& e, Output& out) {
+  OnInputRejected(state, seq, e, out);
+}
+void Apply(State& state, Seq, const DaemonSetUpserted& e, Output&) {
+  state.daemonsets[PodKey(e.daemonset.ns, e.daemonset.name)] = e.daemonset;
+}
+void Apply(State& state, Seq, const DaemonSetDeleted& e, Output&) {
+  state.daemonsets.erase(PodKey(e.ns, e.name));
+}
+void Apply(State& state, Seq, const PersistentVolumeClaimUpserted& e, Output&) {
+  state.pvcs[PodKey(e.claim.ns, e.claim.name)] = e.claim;
+}
+void Apply(State& state, Seq, const PersistentVolumeClaimDeleted& e, Output&) {
+  state.pvcs.erase(PodKey(e.ns, e.name));
+}
+void Apply(State& state, Seq, const PersistentVolumeUpserted& e, Output&) {
+  state.pvs[e.volume.name] = e.volume;
+}
+void Apply(State& state, Seq, const PersistentVolumeDeleted& e, Output&) {
+  state.pvs.erase(e.name);
+}
+void Apply(State& state, Seq, const StorageClassUpserted& e, Output&) {
+  state.storage_classes[e.storage_class.name] = e.storage_class;
+}
+void Apply(State& state, Seq, const StorageClassDeleted& e, Output&) {
+  state.storage_classes.erase(e.name);
+}
+void Apply(State& state, Seq, const CsiNodeUpserted& e, Output&) {
+  state.csi_nodes[e.csi_node.name] = e.csi_node;
+}
+void Apply(State& state, Seq, const CsiNodeDeleted& e, Output&) {
+  state.csi_nodes.erase(e.name);
+}
+void Apply(State& state, Seq seq, const NodeClaimDeleting& e, Output& out) {
+  OnNodeClaimDeleting(state, seq, e, out);
+}
+void Apply(State& state, Seq seq, const InstancesListed& e, Output& out) {
+  OnInstancesListed(state, seq, e, out);
+  if (!out.empty()) ++state.cluster_generation;  // Garbage collection acted.
+}
+void Apply(State& state, Seq seq, const InterruptionReceived& e, Output& out) {
+  OnInterruption(state, seq, e, out);
+}
+void Apply(State& state, Seq, const PodDisruptionBudgetUpserted& e, Output&) {
+  state.pdbs[PodKey(e.pdb.ns, e.pdb.name)] = e.pdb;
+}
+void Apply(State& state, Seq, const PodDisruptionBudgetDeleted& e, Output&) {
+  state.pdbs.erase(PodKey(e.ns, e.name));
+}
+void Apply(State& state, Seq, const WatchesSynced& e, Output&) {
+  state.watches_synced = e.synced;
+}
+void Apply(State& state, Seq seq, const NodeClaimObserved& e, Output& out) {
+  OnNodeClaimObserved(state, seq, e.claim, out);
+}
+void Apply(State& state, Seq seq, const NodeClassResolved& e, Output& out) {
+  OnNodeClassResolved(state, seq, e, out);
 }
 
-std::string OfferingKey(const std::string& type, const std::string& zone,
-                        const std::string& capacity_type) {
-  return type + "/" + zone + "/" + capacity_type;
-}
+}  // namespace
 
 Output Step(State& state, Seq seq, const Event& event) {
   assert(seq > state.last_seq);
   state.last_seq = seq;
   if (ChangesCluster(state, event)) ++state.cluster_generation;
   Output out;
-  std::visit(
-      Overloaded{
-          [&](const Tick& e) { OnTick(state, seq, e, out); },
-          [&](const ControllerStarted& e) { OnStarted(state, e); },
-          // A NodePool, EC2NodeClass or the catalog changed: pods left pending (perhaps for want
-          // of exactly this) are planned for again in the next batch.
-          [&](const CatalogRefreshed& e) {
-            OnCatalog(state, e);
-            ReconsiderPendingPods(state);
-          },
-          [&](const NodePoolUpserted& e) {
-            NodePool& slot = state.nodepools[e.nodepool.name];
-            if (slot == e.nodepool) return;
-            slot = e.nodepool;
-            ReconsiderPendingPods(state);
-          },
-          [&](const NodePoolDeleted& e) { state.nodepools.erase(e.name); },
-          [&](const NodeClassUpserted& e) {
-            NodeClass& slot = state.nodeclasses[e.nodeclass.name];
-            if (slot == e.nodeclass) return;
-            const bool finalizer_only = OnlyFinalizerChanged(slot, e.nodeclass);
-            slot = e.nodeclass;
-            if (!finalizer_only) ReconsiderPendingPods(state);
-            ReconcileNodeClass(state, seq, e.nodeclass.name, out);
-          },
-          [&](const NodeClassDeleted& e) {
-            state.nodeclasses.erase(e.name);
-            state.nodeclass_resolutions.erase(e.name);
-            state.nodeclass_terminations.erase(e.name);
-          },
-          [&](const PodUpserted& e) { OnPodUpserted(state, e.pod); },
-          [&](const PodDeleted& e) { ForgetPod(state, e.ns, e.name); },
-          [&](const NodeUpserted& e) { OnNodeUpserted(state, seq, e.node, out); },
-          // Pods planned onto the node are planned for again.
-          [&](const NodeDeleted& e) {
-            OnNodeDeleted(state, e.name);
-            ReconsiderPendingPods(state);
-          },
-          [&](const FleetLaunched& e) {
-            Complete(state, e.command);
-            OnFleetLaunched(state, seq, e, out);
-          },
-          [&](const FleetFailed& e) {
-            std::optional<LaunchInstances> launch;
-            if (auto it = state.inflight.find(e.command); it != state.inflight.end()) {
-              if (const auto* l = std::get_if<LaunchInstances>(&it->second.body)) launch = *l;
-            }
-            Complete(state, e.command);
-            OnFleetFailed(state, seq, e, launch, out);
-          },
-          [&](const CommandSucceeded& e) {
-            if (OnNodeClassResult(state, seq, e.command, true, out)) return;
-            const std::size_t claims = state.nodeclaims.size();
-            OnTerminationResult(state, seq, e.command, std::nullopt, out);
-            std::optional<PatchNode> patched;
-            if (auto it = state.inflight.find(e.command); it != state.inflight.end()) {
-              if (const auto* p = std::get_if<PatchNode>(&it->second.body)) patched = *p;
-            }
-            Complete(state, e.command);
-            if (patched) ResyncNode(state, seq, *patched, out);
-            // A NodeClaim gone gives its NodePool's limit back: the pods the limit kept out
-            // are worth another provisioning pass (nothing else would bring them back).
-            if (state.nodeclaims.size() < claims) ReconsiderPendingPods(state);
-          },
-          [&](const CommandFailed& e) {
-            if (OnNodeClassResult(state, seq, e.command, false, out)) return;
-            if (!OnTerminationResult(state, seq, e.command, e.code, out)) {
-              OnCommandFailed(state, seq, e, out);
-            }
-            Complete(state, e.command);
-          },
-          [&](const InputRejected& e) { OnInputRejected(state, seq, e, out); },
-          [&](const DaemonSetUpserted& e) {
-            state.daemonsets[PodKey(e.daemonset.ns, e.daemonset.name)] = e.daemonset;
-          },
-          [&](const DaemonSetDeleted& e) { state.daemonsets.erase(PodKey(e.ns, e.name)); },
-          [&](const PersistentVolumeClaimUpserted& e) {
-            state.pvcs[PodKey(e.claim.ns, e.claim.name)] = e.claim;
-          },
-          [&](const PersistentVolumeClaimDeleted& e) { state.pvcs.erase(PodKey(e.ns, e.name)); },
-          [&](const PersistentVolumeUpserted& e) { state.pvs[e.volume.name] = e.volume; },
-          [&](const PersistentVolumeDeleted& e) { state.pvs.erase(e.name); },
-          [&](const StorageClassUpserted& e) {
-            state.storage_classes[e.storage_class.name] = e.storage_class;
-          },
-          [&](const StorageClassDeleted& e) { state.storage_classes.erase(e.name); },
-          [&](const CsiNodeUpserted& e) { state.csi_nodes[e.csi_node.name] = e.csi_node; },
-          [&](const CsiNodeDeleted& e) { state.csi_nodes.erase(e.name); },
-          [&](const NodeClaimDeleting& e) { OnNodeClaimDeleting(state, seq, e, out); },
-          [&](const InstancesListed& e) {
-            OnInstancesListed(state, seq, e, out);
-            if (!out.empty()) ++state.cluster_generation;  // Garbage collection acted.
-          },
-          [&](const InterruptionReceived& e) { OnInterruption(state, seq, e, out); },
-          [&](const PodDisruptionBudgetUpserted& e) {
-            state.pdbs[PodKey(e.pdb.ns, e.pdb.name)] = e.pdb;
-          },
-          [&](const PodDisruptionBudgetDeleted& e) { state.pdbs.erase(PodKey(e.ns, e.name)); },
-          [&](const WatchesSynced& e) { state.watches_synced = e.synced; },
-          [&](const NodeClaimObserved& e) { OnNodeClaimObserved(state, seq, e.claim, out); },
-          [&](const NodeClassResolved& e) { OnNodeClassResolved(state, seq, e, out); },
-      },
-      event);
+  std::visit([&](const auto& alternative) { Apply(state, seq, alternative, out); }, event);
   if (!out.decisions.empty()) AnnounceDecisionEvents(state, seq, out);
   return out;
 }

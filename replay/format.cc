@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "log/codec.h"
-#include "reducers/timestamp.h"
+#include "model/timestamp.h"
 #include "replay/replay.h"
 
 namespace tenon::replay {

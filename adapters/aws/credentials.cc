@@ -1,6 +1,6 @@
 #include "adapters/aws/credentials.h"
 
-#include "reducers/timestamp.h"
+#include "model/timestamp.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

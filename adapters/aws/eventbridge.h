@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::aws {
 

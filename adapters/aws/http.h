@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "adapters/aws/sigv4.h"
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::aws {
 

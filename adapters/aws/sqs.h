@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "adapters/aws/http.h"
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::aws {
 

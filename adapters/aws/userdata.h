@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::aws {
 

@@ -13,7 +13,7 @@
 #include "adapters/kube/client.h"
 #include "adapters/kube/leader.h"
 #include "adapters/runtime/lanes.h"
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::controller {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "adapters/kube/informer.h"
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::kube {
 

@@ -1,8 +1,9 @@
 #include "adapters/kube/objects.h"
 
+#include "model/pod_rules.h"
+#include "model/timestamp.h"
 #include "reducers/core.h"
 #include "reducers/cron.h"
-#include "reducers/timestamp.h"
 
 #include <charconv>
 #include <chrono>

@@ -10,7 +10,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::kube {
 

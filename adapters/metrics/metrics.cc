@@ -20,7 +20,7 @@
 #include <variant>
 
 #include "log/codec.h"
-#include "reducers/vocabulary.h"
+#include "reducers/disruption/methods.h"
 
 namespace tenon::metrics {
 namespace {
@@ -187,14 +187,7 @@ std::string Lower(std::string text) {
 
 // Karpenter's consolidation_type label: empty, single, multi; "" for the other methods.
 std::string ConsolidationType(DisruptionMethod method) {
-  if (method == DisruptionMethod::kEmptiness) return "empty";
-  if (method == DisruptionMethod::kSingleNodeConsolidation) return "single";
-  if (method == DisruptionMethod::kMultiNodeConsolidation) return "multi";
-  return "";
-}
-
-bool IsVoluntary(DisruptionMethod method) {
-  return method != DisruptionMethod::kExpiration && method != DisruptionMethod::kInterruption;
+  return MethodInfo(method).consolidation_type;
 }
 
 // Karpenter AWS's interruption message kinds, the message_type label.
@@ -264,7 +257,7 @@ static_assert(std::size(kDecisionKinds) == std::variant_size_v<DecisionBody>);
 }  // namespace
 
 std::string DisruptionReasonLabel(DisruptionMethod method) {
-  return Lower(DisruptionReason(method));
+  return Lower(MethodInfo(method).reason);
 }
 
 struct Metrics::Families {
@@ -518,17 +511,14 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
         InterruptionKind::kScheduledChange, InterruptionKind::kStateChange}) {
     f_->interruption_received.Add({{kMessageType, MessageType(kind)}});
   }
-  // The voluntary methods; emptiness only ever deletes.
-  for (DisruptionMethod method :
-       {DisruptionMethod::kEmptiness, DisruptionMethod::kSoftExpiration, DisruptionMethod::kDrift,
-        DisruptionMethod::kMultiNodeConsolidation, DisruptionMethod::kSingleNodeConsolidation}) {
+  // The voluntary (graceful) methods; those that only ever delete (emptiness) never replace.
+  for (const DisruptionMethodInfo& method : DisruptionMethods()) {
+    if (!method.graceful()) continue;
     for (const char* decision : {"delete", "replace"}) {
-      if (method == DisruptionMethod::kEmptiness && std::string_view(decision) == "replace") {
-        continue;
-      }
+      if (!method.replaces && std::string_view(decision) == "replace") continue;
       f_->disruption_decisions.Add({{kDecision, decision},
-                                    {kReason, DisruptionReasonLabel(method)},
-                                    {kConsolidationType, ConsolidationType(method)}});
+                                    {kReason, DisruptionReasonLabel(method.method)},
+                                    {kConsolidationType, method.consolidation_type}});
     }
   }
   for (const auto& [controller, method] :
@@ -667,7 +657,7 @@ void Metrics::CountDisruption(const DisruptionDecision& disruption) {
       disruption.phase != DisruptionPhase::kExecuted) {
     return;
   }
-  if (IsVoluntary(disruption.method)) {
+  if (MethodInfo(disruption.method).graceful()) {
     f_->disruption_decisions
         .Add({{kDecision, disruption.phase == DisruptionPhase::kReplacing ? "replace" : "delete"},
               {kReason, reason},

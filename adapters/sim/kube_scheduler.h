@@ -18,7 +18,7 @@
 #include <set>
 #include <string>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::sim {
 

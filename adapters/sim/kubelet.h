@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::sim {
 

@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "reducers/disruption/methods.h"
+
 namespace tenon::sim {
 namespace {
 
@@ -112,6 +114,7 @@ void ReportBuilder::OnDecision(const Decision& decision) {
 }
 
 void ReportBuilder::OnDisruption(const DisruptionDecision& d) {
+  const DisruptionMethodInfo& method = MethodInfo(d.method);
   ++report_.decisions[std::string(Name(d.method)) + " " + Name(d.phase)];
   for (const auto& b : d.budgets) {
     BudgetUse& use = report_.budgets[b.nodepool];
@@ -123,9 +126,7 @@ void ReportBuilder::OnDisruption(const DisruptionDecision& d) {
       ++report_.budgets[c.nodepool].blocked_by_budget;
     }
   }
-  const bool graceful =
-      d.method != DisruptionMethod::kExpiration && d.method != DisruptionMethod::kInterruption;
-  if (graceful &&
+  if (method.graceful() &&
       (d.phase == DisruptionPhase::kExecuted || d.phase == DisruptionPhase::kReplacing)) {
     for (const auto& name : d.nodeclaims) {
       auto pool = claim_pool_.find(name);

@@ -65,7 +65,7 @@ class ReportBuilder : public runtime::Observer {
                 std::chrono::nanoseconds took) override;
   // Once per tick, after the tick's events were folded.
   void Sample(Nanos now, const WorldSummary& world);
-  // OnFolded's two halves, for a report built from a log read back (replay/whatif.h), where an
+  // OnFolded's two halves, for a report built from a log read back (whatif/whatif.h), where an
   // event and the output recorded for it are separate records.
   void Observe(const Event& event);
   void Observe(const Output& output);

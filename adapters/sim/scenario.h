@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon::sim {
 
@@ -112,7 +112,7 @@ struct Action {
     // The price of `instance_type` (`capacity_type`, every zone or `zone`) becomes
     // `price_permille`/1000 of what it is; the controller sees a catalog refresh.
     kPriceChange,
-    // A what-if replaying a recorded log (replay/whatif.h): the controller sees `catalog` as
+    // A what-if replaying a recorded log (whatif/whatif.h): the controller sees `catalog` as
     // the recording's CatalogRefreshed had it.
     kCatalogRefresh,
     // A recorded interruption message (`interruption`, `detail`) about an instance of offering

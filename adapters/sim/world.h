@@ -38,6 +38,8 @@ struct SimInstance {
 struct Timer {
   // kJobDone: a Job's pod (instance_id holds its ns/name key) finishes. kLaunchAnswer: the
   // answer to CreateFleet `command` (for the instance `instance_id`) reaches the controller.
+  // The world file stores the kind by number: a new kind goes last, and LoadTimers checks
+  // against the last.
   enum class Kind : std::uint8_t { kRegister, kReady, kReclaim, kJobDone, kLaunchAnswer };
   Kind kind = Kind::kRegister;
   std::string instance_id;
@@ -118,76 +120,19 @@ class World : public runtime::Executor {
   void SkewBudgetsForTest(std::int64_t delta) { budget_skew_for_test_ = delta; }
 
  private:
-  void LoadFrom(const nlohmann::json& j);  // Load's body, on the parsed file.
+  // ---- The world itself (world.cc): the API server's objects, the clock, the pod garbage
+  // collector and the bookkeeping of pods per node and per owner.
   std::vector<Event> Apply(const Command& command);
-  std::vector<Event> ScaleWorkloads();
-  std::vector<Event> StartJobs();
-  // Bare pods of the scenario whose time has come.
-  std::vector<Event> CreatePods();
+  ClusterView View() const;
   // The pod template a workload step, Job or DaemonSet names, if any.
   const Pod* TemplateOf(const std::string& key) const;
-  // A new pod of a template: its labels, requests and constraints, with a numbered name.
-  Pod FromTemplate(const std::string& template_key, const std::string& ns, const std::string& name,
-                   const char* owner_kind);
-  // A StatefulSet's pod `name` gets its own claim for each of the step's claim templates.
-  std::vector<Event> ClaimsFor(const WorkloadStep& step, Pod& pod);
-  // A volume for a claim whose StorageClass binds at once (Immediate), made when the claim is.
-  const PersistentVolume* ProvisionAtOnce(PersistentVolumeClaim& claim);
-  // Volumes for the pod's unbound claims, provisioned where it was bound (WaitForFirstConsumer).
-  std::vector<Event> ProvisionFor(const Pod& pod);
-  ClusterView View() const;
-  Pod NewJobPod(const Job& job);
-  template <class Template>
-  Pod TemplatePod(const Template& t, const char* owner_kind);
-  // A new pod, not yet bound, in the cluster; returns its watch event.
-  PodUpserted AddPending(Pod pod);
-  void StartJobTimer(const Pod& pod);
-  // A workload step's new pod (and a StatefulSet pod's claims), appended to `events`.
-  void AddWorkloadPod(const WorkloadStep& step, std::vector<Event>& events);
-  // How many of a Job's `left` pods run at once (its parallelism).
-  std::int64_t JobPodsAtOnce(const Job& job, std::int64_t left) const;
-  // A DaemonSet's pod as its template (or the scenario's shorthand) makes it.
-  Pod DaemonPod(const DaemonSetSpec& d) const;
-  // DaemonSet pods for a node that just became Ready.
-  std::vector<Event> PlaceDaemonPods(const Node& node);
-  // Applies the price change `action` to catalog_.
-  void ChangePrice(const Action& action);
-  std::vector<Event> InterruptSpot(const SimInstance& instance);
-  std::vector<Event> InterruptOffering(const Action& action);
-  std::vector<Event> ByHandOnOffering(const Action& action);
-  const SimInstance* OfOffering(const Action& action,
-                                const std::function<bool(const SimInstance&)>& keep) const;
-  void ApplyNodePool(const NodePool& pool);
-  bool OutOfCapacity(const std::string& offering) const;
-  MicroUsdPerHour PriceNow(const SimInstance& instance) const;
-  FleetLaunched Answer(CommandId command, const SimInstance& instance,
-                       std::vector<FleetError> errors) const;
+  NodePool Pool(const NodePool& original) const;  // With the labels users added.
+  void AddTimer(Nanos at, Timer timer);
   std::vector<Event> FireTimers();
-  std::vector<Event> Schedule();
-  std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
-  std::vector<Event> Patch(const Command& command, const PatchNode& patch);
-  std::vector<Event> Evict(const Command& command, const EvictPod& evict);
-  std::int64_t DisruptionsAllowed(const Budget& budget) const;
-  std::vector<Event> PublishBudgets();
-  // EC2NodeClass status: the AMI of the current release, a subnet per zone, one security
-  // group; `releaseAmi` publishes a new AMI.
-  NodeClass Resolved(const NodeClass& nodeclass) const;
-  // What the simulated cloud resolves its selector terms to (NodeClassResolved): the same AMI
-  // (for every architecture), subnets with the addresses the instances in each zone leave
-  // free, the security group, and the instance profile for its role.
-  NodeClassResolution Resolution(const NodeClass& nodeclass) const;
-  std::string CurrentAmi(const NodeClass& nodeclass) const;
-  std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
-                                  const std::string& name);
-  std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
-  std::vector<Event> RemoveInstance(const std::string& id);
-  std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
-  std::vector<Event> SetFinalizer(const Command& command, const SetNodeClassFinalizer& set);
-  std::vector<Event> RunActions();
-  std::vector<Event> TopUp();
-  std::vector<Event> ListInstances();
   // Pods bound to `node` are deleted with it (the pod garbage collector's part).
   std::vector<Event> DeletePodsOn(const std::string& node);
+  std::vector<Event> Finalize(const Command& command, const RemoveFinalizer& remove);
+  std::vector<Event> SetFinalizer(const Command& command, const SetNodeClassFinalizer& set);
   // The pods of deployment `ns/name` (named `name-<n>`), a range of `pods_`.
   std::vector<std::map<std::string, Pod>::iterator> PodsOf(const std::string& ns,
                                                            const std::string& name);
@@ -202,14 +147,128 @@ class World : public runtime::Executor {
   Pod& InsertPod(Pod pod);
   void Binding(const Pod& pod);
   std::map<std::string, Pod>::iterator ErasePod(std::map<std::string, Pod>::iterator it);
+
+  // ---- The world's file (world_persistence.cc).
+  // Load's body, on the parsed file: its version and counters, then each part in turn.
+  void LoadFrom(const nlohmann::json& j);
+  // The instances, their client tokens, the NodeClaims and what was planned for them.
+  void LoadCloud(const nlohmann::json& j);
+  // The Nodes, claims, volumes and pods, which replace the scenario's starting objects.
+  void LoadObjects(const nlohmann::json& j);
+  // One pod, at `field` of the file; one made from a template takes its constraints from the
+  // scenario's template.
+  void LoadPod(const nlohmann::json& p, const std::string& field);
+  // Where the ReplicaSet, StatefulSet and Job controllers were.
+  void LoadWorkloads(const nlohmann::json& j);
+  // How many of the scenario's actions ran, with the price changes and NodePool edits among
+  // them applied again (they are not stored).
+  void LoadActionsRun(const nlohmann::json& j);
+  // The labels users added to NodePools and the status the controller last patched.
+  void LoadNodePools(const nlohmann::json& j);
+  void LoadTimers(const nlohmann::json& j);
+
+  // ---- The workload controllers and the volume provisioner (world_workloads.cc).
+  std::vector<Event> ScaleWorkloads();
+  std::vector<Event> StartJobs();
+  // Bare pods of the scenario whose time has come.
+  std::vector<Event> CreatePods();
+  // A new pod of a template: its labels, requests and constraints, with a numbered name.
+  Pod FromTemplate(const std::string& template_key, const std::string& ns, const std::string& name,
+                   const char* owner_kind);
+  // A StatefulSet's pod `name` gets its own claim for each of the step's claim templates.
+  std::vector<Event> ClaimsFor(const WorkloadStep& step, Pod& pod);
+  // A volume for a claim whose StorageClass binds at once (Immediate), made when the claim is.
+  const PersistentVolume* ProvisionAtOnce(PersistentVolumeClaim& claim);
+  // Volumes for the pod's unbound claims, provisioned where it was bound (WaitForFirstConsumer).
+  std::vector<Event> ProvisionFor(const Pod& pod);
+  Pod NewJobPod(const Job& job);
+  template <class Template>
+  Pod TemplatePod(const Template& t, const char* owner_kind);
+  // A new pod, not yet bound, in the cluster; returns its watch event.
+  PodUpserted AddPending(Pod pod);
+  void StartJobTimer(const Pod& pod);
+  // A workload step's new pod (and a StatefulSet pod's claims), appended to `events`.
+  void AddWorkloadPod(const WorkloadStep& step, std::vector<Event>& events);
+  // How many of a Job's `left` pods run at once (its parallelism).
+  std::int64_t JobPodsAtOnce(const Job& job, std::int64_t left) const;
+  // A DaemonSet's pod as its template (or the scenario's shorthand) makes it.
+  Pod DaemonPod(const DaemonSetSpec& d) const;
+  // DaemonSet pods for a node that just became Ready.
+  std::vector<Event> PlaceDaemonPods(const Node& node);
+  std::vector<Event> TopUp();
   Pod NewPod(const WorkloadStep& step);
-  // The instance launched first (earliest, then by id) among those `keep` accepts.
-  const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
+
+  // ---- The kube-scheduler's binding pass (world_scheduler.cc).
+  std::vector<Event> Schedule();
+
+  // ---- The kubelet and the Node object (world_kubelet.cc).
+  // The instance's kubelet registers its Node (not Ready, with the unregistered taint); the
+  // node becomes Ready after the cloud's ready delay.
+  NodeUpserted Register(SimInstance& instance);
+  // The node is Ready: its startup taints go, and the DaemonSets place their pods on it.
+  std::vector<Event> BecomeReady(const SimInstance& instance);
   Node NewNode(const SimInstance& instance) const;
   // Compares what the controller planned on for `nodeclaim` with what its node's kubelet
   // reported, once both are known.
   void CheckPlanned(const std::string& nodeclaim);
-  void AddTimer(Nanos at, Timer timer);
+  std::vector<Event> Patch(const Command& command, const PatchNode& patch);
+
+  // ---- The cloud (world_cloud.cc).
+  // Applies the price change `action` to catalog_.
+  void ChangePrice(const Action& action);
+  std::vector<Event> InterruptSpot(const SimInstance& instance);
+  bool OutOfCapacity(const std::string& offering) const;
+  MicroUsdPerHour PriceNow(const SimInstance& instance) const;
+  FleetLaunched Answer(CommandId command, const SimInstance& instance,
+                       std::vector<FleetError> errors) const;
+  std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
+  std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
+  std::vector<Event> RemoveInstance(const std::string& id);
+  std::vector<Event> ListInstances();
+  // EC2NodeClass status: the AMI of the current release, a subnet per zone, one security
+  // group; `releaseAmi` publishes a new AMI.
+  NodeClass Resolved(const NodeClass& nodeclass) const;
+  // What the simulated cloud resolves its selector terms to (NodeClassResolved): the same AMI
+  // (for every architecture), subnets with the addresses the instances in each zone leave
+  // free, the security group, and the instance profile for its role.
+  NodeClassResolution Resolution(const NodeClass& nodeclass) const;
+  std::string CurrentAmi(const NodeClass& nodeclass) const;
+
+  // ---- PodDisruptionBudgets and evictions (world_budgets.cc).
+  std::vector<Event> Evict(const Command& command, const EvictPod& evict);
+  std::int64_t DisruptionsAllowed(const Budget& budget) const;
+  std::vector<Event> PublishBudgets();
+  std::vector<Event> DeletePodNow(const Command& command, const std::string& ns,
+                                  const std::string& name);
+
+  // ---- The scenario's scripted actions (world_actions.cc).
+  std::vector<Event> RunActions();
+  // One action's effect on the world, and the watch events it makes.
+  std::vector<Event> RunAction(const Action& action);
+  // kDeleteNodeClaim: the oldest NodeClaim not already going gets its deletion timestamp.
+  std::vector<Event> DeleteOldestNodeClaim();
+  // An interruption message about the oldest instance: a spot warning (its reclaim follows),
+  // a rebalance recommendation, a scheduled retirement or a stopping state change.
+  std::vector<Event> MessageOnOldest(Action::Kind kind);
+  // Spot warnings to the `count` oldest spot instances at once.
+  std::vector<Event> SpotInterruptionStorm(std::int64_t count);
+  // kCordonNode and kUncordonNode: the node's unschedulable taint set or cleared.
+  std::vector<Event> Cordon(const Action& action);
+  // kProtectNode: the oldest instance's Node gets karpenter.sh/do-not-disrupt.
+  std::vector<Event> ProtectOldestNode();
+  // kReleaseAmi: a new AMI release, published in every NodeClass's status.
+  std::vector<Event> ReleaseAmi();
+  // kLabelNodePool: a user adds `label` ("key=value") to the first NodePool's template.
+  std::vector<Event> LabelNodePool(const std::string& label);
+  // kStrayInstance: an instance tagged for the cluster with no NodeClaim.
+  void AddStrayInstance(const Action& action);
+  std::vector<Event> InterruptOffering(const Action& action);
+  std::vector<Event> ByHandOnOffering(const Action& action);
+  const SimInstance* OfOffering(const Action& action,
+                                const std::function<bool(const SimInstance&)>& keep) const;
+  void ApplyNodePool(const NodePool& pool);
+  // The instance launched first (earliest, then by id) among those `keep` accepts.
+  const SimInstance* Oldest(const std::function<bool(const SimInstance&)>& keep) const;
 
   const Scenario& scenario_;
   std::filesystem::path state_file_;
@@ -251,7 +310,6 @@ class World : public runtime::Executor {
   std::map<std::string, std::size_t> deployments_;     // ns/name -> its latest workload step.
   std::map<std::string, NodePoolStatus> pool_status_;  // As the controller last patched it.
   std::map<std::string, Labels> added_pool_labels_;    // Template labels users added since.
-  NodePool Pool(const NodePool& original) const;       // With the labels users added.
   std::size_t next_action_ = 0;
   Nanos next_listing_{0};
   std::uint64_t next_message_ = 1;

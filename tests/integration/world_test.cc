@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "adapters/runtime/runtime.h"
@@ -108,6 +111,72 @@ TEST(World, PodsKeptPerNodeAndOwnerMatchARecount) {
   EXPECT_EQ(reloaded.pods_by_owner_for_test(), RecountOwners(world));
 }
 
+// The world file is read as outside input: a number that is no value of its enum, a phase no
+// pod has, or a registration health other than -1, 0 and 1 is an error naming the file and the
+// field, never a value made up.
+TEST(World, AWorldFileValueOutOfRangeIsAnErrorNamingTheField) {
+  TempDir dir;
+  const sim::Scenario scenario = ChurningScenario();
+  const auto file = dir.path() / "world.json";
+  {
+    sim::World world(scenario, file);
+    world.Advance(scenario.start + scenario.tick);
+    world.Save();
+  }
+  std::ifstream in(file);
+  const nlohmann::json saved = nlohmann::json::parse(in);
+  ASSERT_FALSE(saved.at("pods").empty());
+  {
+    sim::World reloaded(scenario, file);
+    ASSERT_TRUE(reloaded.Load());  // As saved, it loads.
+  }
+  const nlohmann::json node = {{"name", "node-1"},
+                               {"provider", ""},
+                               {"labels", nlohmann::json::object()},
+                               {"taints", {{"dedicated", "gpu", 3}}},
+                               {"ready", true},
+                               {"allocatable", {0, 0, 0}},
+                               {"created", 0},
+                               {"doNotDisrupt", false}};
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> damages = {
+      {[](nlohmann::json& j) {
+         j["timers"] = {{0, 1, 9, "i-1", 0}};
+       },
+       "timers[0][2]: 9 is not a timer kind (0 to 4)"},
+      {[](nlohmann::json& j) {
+         j["timers"] = {{0, 1, -1, "i-1", 0}};
+       },
+       "timers[0][2]: -1 is not a timer kind (0 to 4)"},
+      {[&](nlohmann::json& j) { j["nodes"] = nlohmann::json::array({node}); },
+       "nodes[0].taints[0][2]: 3 is not a taint effect (0 to 2)"},
+      {[](nlohmann::json& j) {
+         j["pods"][0]["tolerations"] = {{"k", true, "", 7}};
+       },
+       "pods[0].tolerations[0][3]: 7 is not a taint effect (0 to 2)"},
+      {[](nlohmann::json& j) { j["pods"][0]["phase"] = "Sleeping"; },
+       "pods[0].phase: \"Sleeping\" is not a pod phase"},
+      {[](nlohmann::json& j) {
+         j["volumes"] = {{"pv-1", "ebs.csi.aws.com", {{{"zone", 6, {"a"}}}}}};
+       },
+       "volumes[0][2][0][0][1]: 6 is not an operator (0 to 5)"},
+      {[](nlohmann::json& j) {
+         j["pool_status"]["default"] = {2, 0};
+       },
+       "pool_status.default[0]: 2 is not -1, 0 or 1"},
+  };
+  for (const auto& [damage, field] : damages) {
+    nlohmann::json damaged = saved;
+    damage(damaged);
+    std::ofstream(file, std::ios::trunc) << damaged.dump();
+    sim::World world(scenario, file);
+    try {
+      world.Load();
+      ADD_FAILURE() << "loaded a world file with " << field;
+    } catch (const sim::ScenarioError& e) {
+      EXPECT_EQ(std::string(e.what()), file.string() + ": damaged world file: " + field);
+    }
+  }
+}
 }  // namespace
 // A controller that restarts learns what went while it was down: the world's startup list
 // ends with a deletion for every pod and node its recovered state still holds that the world

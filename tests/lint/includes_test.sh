@@ -12,7 +12,7 @@ source "$root/tests/lint/expect_caught.sh"
 
 copy() {
   rm -rf "${work:?}"/*
-  for part in reducers log adapters replay cmd tests bench; do cp -r "$root/$part" "$work/$part"; done
+  for part in model reducers log adapters replay whatif cmd tests bench; do cp -r "$root/$part" "$work/$part"; done
 }
 
 plant() {  # plant FILE CODE PATTERN: add CODE as FILE in a copy, expect the lint to name it.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Proves the symbol lint catches what the purity lint's regular expressions can be fooled by: each
-# trick is compiled on its own and checked as part of the reducers library.
-#   symbols_test.sh ROOT ARCHIVE CXX
+# trick is compiled on its own and checked as part of the core's libraries (model and reducers).
+#   symbols_test.sh ROOT CXX ARCHIVE...
 set -u
 root="$1"
-archive="$2"
-cxx="$3"
+cxx="$2"
+archives=("${@:3}")
 lint="$root/scripts/lint-symbols"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -22,7 +22,7 @@ plant() {
     return
   fi
   local out
-  out=$(python3 "$lint" "$archive" "$work/planted.o" 2>&1)
+  out=$(python3 "$lint" "${archives[@]}" "$work/planted.o" 2>&1)
   if [ $? -ne 1 ] || ! grep -qF -- "$pattern" <<<"$out"; then
     echo "NOT CAUGHT ($what)"; echo "$out"; failures=$((failures + 1))
   else
@@ -55,7 +55,7 @@ plant 'a mutable static inside a function' 'writable data tenon::Next()::n' 'nam
 int Next() { static int n = 0; return ++n; } }'
 
 # The library as built passes.
-if ! python3 "$lint" "$archive" >/dev/null; then
+if ! python3 "$lint" "${archives[@]}" >/dev/null; then
   echo "the reducers library itself fails the lint"; failures=$((failures + 1))
 fi
 

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "log/codec.h"
-#include "replay/whatif.h"
 #include "tests/replay/incident.h"
+#include "whatif/whatif.h"
 
 namespace tenon::testing {
 namespace {
@@ -31,21 +31,21 @@ const std::string kRecordedTypes =
     "{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}";
 
 struct WhatIfRun {
-  replay::WhatIfResult result;
+  whatif::WhatIfResult result;
   std::filesystem::path log;
 };
 
 // Runs the what-if of `run`'s log under `config` (YAML; empty: the recorded configuration).
 WhatIfRun RunWhatIf(const KeptRun& run, const std::string& config) {
   WhatIfRun out;
-  replay::WhatIfOptions options;
+  whatif::WhatIfOptions options;
   if (!config.empty()) {
     options.config = run.dir.path() / "config.yaml";
     std::ofstream(options.config) << config;
   }
   out.log = run.dir.path() / ("what-if-" + std::to_string(std::hash<std::string>{}(config)));
   options.log_dir = out.log;
-  out.result = replay::WhatIf(*run.Open(), options);
+  out.result = whatif::WhatIf(*run.Open(), options);
   return out;
 }
 
@@ -218,13 +218,13 @@ TEST(WhatIf, AnotherFamilyIsAnsweredFromTheCatalog) {
   auto run = RunKept(IceScenario());
   auto c5 =
       RunWhatIf(*run, Pool("{key: karpenter.k8s.aws/instance-family, operator: In, values: [c5]}"));
-  const replay::Coverage& coverage = c5.result.coverage;
+  const whatif::Coverage& coverage = c5.result.coverage;
   EXPECT_EQ(coverage.recorded, 0u);
   EXPECT_GT(coverage.from_catalog, 0u);
   for (const auto& [offering, n] : coverage.uncovered) EXPECT_EQ(offering.rfind("c5.", 0), 0u);
   for (const auto& type : LaunchedTypes(c5.log)) EXPECT_EQ(type.rfind("c5.", 0), 0u) << type;
   EXPECT_LT(c5.result.what_if.cost_micro_usd, c5.result.recorded.cost_micro_usd);
-  const std::string text = replay::WhatIfText(c5.result);
+  const std::string text = whatif::WhatIfText(c5.result);
   EXPECT_NE(text.find("not in the recording, answered from the catalog"), std::string::npos);
   // The recorded ICE on m5.large in us-east-1a is honoured when the same offering is asked.
   auto same = RunWhatIf(*run, Pool(kRecordedTypes));

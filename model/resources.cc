@@ -1,7 +1,7 @@
 // Resource arithmetic over the fixed dimensions and the extended-resource map.
 #include <algorithm>
 
-#include "reducers/internal.h"
+#include "model/pod_rules.h"
 
 namespace tenon {
 namespace {

@@ -1,8 +1,8 @@
-// NodeLabels (model.h): a node's labels as sorted pairs of shared texts, read as a Labels map.
+// NodeLabels (units.h): a node's labels as sorted pairs of shared texts, read as a Labels map.
 #include <algorithm>
 #include <stdexcept>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon {
 namespace {

@@ -2,7 +2,7 @@
 // incident tools alike.
 #include <array>
 
-#include "reducers/core.h"
+#include "model/state.h"
 
 namespace tenon {
 namespace {
@@ -183,6 +183,15 @@ std::string DollarsText(MicroUsdPerHour price) {
   const std::int64_t v = price.value < 0 ? -price.value : price.value;
   return std::string(price.value < 0 ? "-" : "") + "$" + std::to_string(v / 1'000'000) + "." +
          Padded((v % 1'000'000) / 100, 4);
+}
+
+std::string PodKey(const std::string& ns, const std::string& name) {
+  return ns + "/" + name;
+}
+
+std::string OfferingKey(const std::string& type, const std::string& zone,
+                        const std::string& capacity_type) {
+  return type + "/" + zone + "/" + capacity_type;
 }
 
 }  // namespace tenon

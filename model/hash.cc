@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "reducers/core.h"
+#include "model/state.h"
 
 namespace tenon {
 namespace {

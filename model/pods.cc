@@ -1,8 +1,9 @@
-// PodTable: the State's pods and the views kept beside them; ClaimsByNode (core.h).
+// PodTable: the State's pods and the views kept beside them; ClaimsByNode (state.h).
 #include <algorithm>
 #include <cassert>
 
-#include "reducers/internal.h"
+#include "model/pod_rules.h"
+#include "model/state.h"
 
 namespace tenon {
 
@@ -89,14 +90,14 @@ void PodTable::Index(const value_type& entry) {
   if (!pod.node_name.empty()) {
     Bound& bound = by_node_[pod.node_name.str()];
     bound.pods.emplace(Slot(bound.pods, key), key, &pod);
-    if (core::IsActive(pod)) {
+    if (IsActive(pod)) {
       bound.active = bound.active + Held(pod);
       if (PortsOrVolumes(pod)) bound.ports_or_volumes++;
     }
     Recount(bound);
     if (!pod.constraints->pod_anti_affinity_required.empty()) anti_affinity_.emplace(key, &pod);
   }
-  if (core::IsProvisionable(pod)) provisionable_.emplace(key, &pod);
+  if (IsProvisionable(pod)) provisionable_.emplace(key, &pod);
 }
 
 void PodTable::Unindex(const value_type& entry) {
@@ -106,7 +107,7 @@ void PodTable::Unindex(const value_type& entry) {
     Bound& bound = node->second;
     auto at = Slot(bound.pods, key);
     if (at != bound.pods.end() && at->first == key) bound.pods.erase(at);
-    if (core::IsActive(pod)) {
+    if (IsActive(pod)) {
       bound.active = bound.active - Held(pod);
       if (PortsOrVolumes(pod)) bound.ports_or_volumes--;
     }
@@ -127,14 +128,14 @@ void PodTable::Recount(Bound& bound) {
   bound.eviction_cost = 0;
   for (const auto& [key, pod] : bound.pods) {
     // Every running pod's do-not-disrupt counts, DaemonSet and mirror pods' too.
-    if (core::IsActive(*pod) && pod->do_not_disrupt) bound.do_not_disrupt++;
-    if (!core::IsReschedulable(*pod)) continue;
+    if (IsActive(*pod) && pod->do_not_disrupt) bound.do_not_disrupt++;
+    if (!IsReschedulable(*pod)) continue;
     bound.reschedulable.push_back(pod);
-    bound.eviction_cost += core::EvictionCost(*pod);
+    bound.eviction_cost += EvictionCost(*pod);
   }
   bound.reschedulable_in_placement_order = bound.reschedulable;
   std::sort(bound.reschedulable_in_placement_order.begin(),
-            bound.reschedulable_in_placement_order.end(), core::PlacedBefore);
+            bound.reschedulable_in_placement_order.end(), PlacedBefore);
 }
 
 bool ClaimsByNode::Matches(const std::map<std::string, NodeClaim>& claims) const {

@@ -6,8 +6,8 @@
 // timeline, under the other configuration. Both runs are then summed up the same way, from
 // their logs, and compared.
 //
-// Separate from tenon_replay: it needs the simulated world, which the other incident tools
-// (log and reducers only) do not.
+// A part of its own, above replay/ and the simulator: it needs the simulated world, which the
+// other incident tools (log, model and reducers only) do not.
 #pragma once
 
 #include <filesystem>
@@ -19,7 +19,7 @@
 #include "adapters/sim/scenario.h"
 #include "log/event_log.h"
 
-namespace tenon::replay {
+namespace tenon::whatif {
 
 // How long a recorded answer about an offering stands for it: the core keeps an offering that
 // answered InsufficientInstanceCapacity out of launches this long, so the recording says
@@ -72,4 +72,4 @@ WhatIfResult WhatIf(const log::EventLog& log, const WhatIfOptions& options);
 // Both reports, the coverage of the what-if's requests, the notes and a table of differences.
 std::string WhatIfText(const WhatIfResult& result);
 
-}  // namespace tenon::replay
+}  // namespace tenon::whatif

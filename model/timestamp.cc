@@ -1,4 +1,4 @@
-#include "reducers/timestamp.h"
+#include "model/timestamp.h"
 
 #include <chrono>
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "reducers/model.h"
+#include "model/model.h"
 
 namespace tenon {
 

@@ -1,0 +1,257 @@
+// Snapshots: the whole State as a head and parts of at most kSnapshotPartItems items each.
+#include "log/codec_parts.h"
+
+namespace tenon::log {
+using namespace parts;
+
+namespace {
+
+// The large collections of a snapshot follow its head in parts of at most this many items, so
+// that no buffer ever holds the whole state (tens of MB at 5,000 nodes).
+constexpr std::size_t kSnapshotPartItems = 1024;
+
+// Writes `map` as snapshot parts, each a Snapshot message with only the list `init` makes.
+template <class Map, class Init>
+void PutSlices(const Map& map, Init init, const std::function<void(std::string_view)>& sink) {
+  auto it = map.begin();
+  for (std::size_t left = map.size(); left > 0;) {
+    const std::size_t n = std::min(left, kSnapshotPartItems);
+    capnp::MallocMessageBuilder message;
+    auto list = init(message.initRoot<s::Snapshot>(), static_cast<unsigned>(n));
+    for (unsigned i = 0; i < n; ++i, ++it) Put(list[i], it->second);
+    sink(ToBytes(message));
+    left -= n;
+  }
+}
+
+// The head's first half: the clock, the settings and configuration, the offerings out of
+// capacity, the batch window, the commands in flight and the counters.
+void PutHeadConfiguration(s::Snapshot::Builder b, const State& state) {
+  b.setStateHash(StateHash(state));
+  b.setLastSeq(state.last_seq.value);
+  b.setNowNs(state.now.value);
+  b.setStarted(state.started);
+  b.setSeed(state.seed);
+  b.setVersion(T(state.version));
+  Put(b.initSettings(), state.settings);
+  PutValues(b.initNodePools(state.nodepools.size()), state.nodepools);
+  PutValues(b.initNodeClasses(state.nodeclasses.size()), state.nodeclasses);
+  auto unavailable = b.initUnavailableOfferings(state.unavailable_offerings.size());
+  unsigned i = 0;
+  for (const auto& [key, until] : state.unavailable_offerings) {
+    unavailable[i].setKey(T(key));
+    unavailable[i].setUntilNs(until.value);
+    ++i;
+  }
+  b.setBatchOpen(state.batch.open);
+  b.setBatchOpenedNs(state.batch.opened.value);
+  b.setBatchLastPodNs(state.batch.last_pod.value);
+  PutValues(b.initInflight(state.inflight.size()), state.inflight);
+  PutValues(b.initRelaunches(state.relaunches.size()), state.relaunches);
+  b.setNextCommand(state.next_command.value);
+  b.setNextDecision(state.next_decision.value);
+  b.setNextNodeClaim(state.next_nodeclaim);
+  b.setRejectedInputs(state.rejected_inputs);
+  b.setWatchesUnsynced(!state.watches_synced);
+}
+
+// The head's second half: the objects beside pods and nodes, the statuses, disruption and the
+// controller's bookkeeping (messages handled, claims finished, Events recorded).
+void PutHeadBookkeeping(s::Snapshot::Builder b, const State& state) {
+  PutValues(b.initDaemonSets(state.daemonsets.size()), state.daemonsets);
+  PutValues(b.initPersistentVolumeClaims(state.pvcs.size()), state.pvcs);
+  PutValues(b.initPersistentVolumes(state.pvs.size()), state.pvs);
+  PutValues(b.initStorageClasses(state.storage_classes.size()), state.storage_classes);
+  PutValues(b.initCsiNodes(state.csi_nodes.size()), state.csi_nodes);
+  PutNamed(b.initNodePoolStatus(state.nodepool_status.size()), state.nodepool_status,
+           [](auto item) { return item.initStatus(); });
+  PutNamed(b.initNodeClassResolutions(state.nodeclass_resolutions.size()),
+           state.nodeclass_resolutions, [](auto item) { return item.initResolution(); });
+  {
+    auto terminations = b.initNodeClassTerminations(state.nodeclass_terminations.size());
+    unsigned i = 0;
+    for (const auto& [name, t] : state.nodeclass_terminations) {
+      terminations[i].setName(T(name));
+      terminations[i].setWaitingMessage(T(t.waiting_message));
+      terminations[i].setWaitingAtNs(t.waiting_at.value);
+      terminations[i++].setRetryAtNs(t.retry_at.value);
+    }
+  }
+  b.setLastInstanceListingNs(state.last_instance_listing.value);
+  std::map<std::string, std::int64_t> healthy(state.registration_healthy.begin(),
+                                              state.registration_healthy.end());
+  Put(b.initRegistrationHealthy(healthy.size()), healthy);
+  b.setLastDisruptionPassNs(state.last_disruption_pass.value);
+  b.setPendingMethod(state.pending_method ? Name(*state.pending_method) : "");
+  PutTexts(b.initPendingNodeClaims(state.pending_nodeclaims.size()), state.pending_nodeclaims);
+  b.setPendingSinceNs(state.pending_since.value);
+  b.setLastDisruptionDigest(state.last_disruption_digest);
+  b.setClusterGeneration(state.cluster_generation);
+  b.setConsolidatedGeneration(state.consolidated_generation);
+  b.setConsolidatedAtNs(state.consolidated_at.value);
+  b.setConsolidationRecheckAtNs(state.consolidation_recheck_at.value);
+  PutValues(b.initPodDisruptionBudgets(state.pdbs.size()), state.pdbs);
+  b.setPendingReplacements(state.pending_replacements);
+  PutList(b.initReplacing(state.replacing.size()), state.replacing);
+  std::map<std::string, std::int64_t> handled;
+  for (const auto& [id, at] : state.handled_messages) handled[id] = at.value;
+  Put(b.initHandledMessages(handled.size()), handled);
+  std::map<std::string, std::int64_t> finished;
+  for (const auto& [name, at] : state.finished_nodeclaims) finished[name] = at.value;
+  Put(b.initFinishedNodeClaims(finished.size()), finished);
+  std::map<std::string, std::int64_t> recorded;
+  for (const auto& [key, until] : state.event_limits.recorded) recorded[key] = until.value;
+  Put(b.initEventsRecorded(recorded.size()), recorded);
+  b.setNominatedMilliTokens(state.event_limits.nominated_milli_tokens);
+  b.setNominatedAtNs(state.event_limits.nominated_at.value);
+  b.setEventsPrunedAtNs(state.event_limits.pruned_at.value);
+}
+
+}  // namespace
+
+void EncodeSnapshot(const State& state, const std::function<void(std::string_view)>& sink) {
+  capnp::MallocMessageBuilder message;
+  auto b = message.initRoot<s::Snapshot>();
+  PutHeadConfiguration(b, state);
+  PutHeadBookkeeping(b, state);
+  sink(ToBytes(message));
+  PutSlices(
+      *state.catalog, [](s::Snapshot::Builder p, unsigned n) { return p.initCatalog(n); }, sink);
+  PutSlices(
+      state.pods, [](s::Snapshot::Builder p, unsigned n) { return p.initPods(n); }, sink);
+  PutSlices(
+      state.nodes, [](s::Snapshot::Builder p, unsigned n) { return p.initNodes(n); }, sink);
+  PutSlices(
+      state.nodeclaims, [](s::Snapshot::Builder p, unsigned n) { return p.initNodeClaims(n); },
+      sink);
+}
+
+namespace {
+
+// The head's scalars, read from the first part only.
+void GetHead(s::Snapshot::Reader r, State& state, std::uint64_t* stored_hash) {
+  if (stored_hash != nullptr) *stored_hash = r.getStateHash();
+  state.last_seq = tenon::Seq{r.getLastSeq()};
+  state.now = Nanos{r.getNowNs()};
+  state.started = r.getStarted();
+  state.seed = r.getSeed();
+  state.version = S(r.getVersion());
+  state.settings = Get(r.getSettings());
+  state.next_command = CommandId{r.getNextCommand()};
+  state.next_decision = DecisionId{r.getNextDecision()};
+  state.next_nodeclaim = r.getNextNodeClaim();
+  state.rejected_inputs = r.getRejectedInputs();
+  state.watches_synced = !r.getWatchesUnsynced();
+  state.batch = {r.getBatchOpen(), Nanos{r.getBatchOpenedNs()}, Nanos{r.getBatchLastPodNs()}};
+  state.last_instance_listing = Nanos{r.getLastInstanceListingNs()};
+  state.last_disruption_pass = Nanos{r.getLastDisruptionPassNs()};
+  if (r.getPendingMethod().size() > 0) {
+    state.pending_method = Named(ParseDisruptionMethod, r.getPendingMethod(), "disruption method");
+  }
+  state.pending_nodeclaims = GetTexts(r.getPendingNodeClaims());
+  state.pending_since = Nanos{r.getPendingSinceNs()};
+  state.last_disruption_digest = r.getLastDisruptionDigest();
+  state.cluster_generation = r.getClusterGeneration();
+  state.consolidated_generation = r.getConsolidatedGeneration();
+  state.consolidated_at = Nanos{r.getConsolidatedAtNs()};
+  state.consolidation_recheck_at = Nanos{r.getConsolidationRecheckAtNs()};
+  state.pending_replacements = r.getPendingReplacements();
+  state.replacing = GetList<ReplacementWait>(r.getReplacing());
+  state.event_limits.nominated_milli_tokens = r.getNominatedMilliTokens();
+  state.event_limits.nominated_at = Nanos{r.getNominatedAtNs()};
+  state.event_limits.pruned_at = Nanos{r.getEventsPrunedAtNs()};
+}
+
+// The collections, which any part may hold.
+void GetCollections(s::Snapshot::Reader r, State& state) {
+  for (auto p : r.getNodePools()) state.nodepools[S(p.getName())] = Get(p);
+  for (auto c : r.getNodeClasses()) state.nodeclasses[S(c.getName())] = Get(c);
+  if (r.getCatalog().size() > 0) {
+    Catalog& catalog = state.catalog.Mutable();
+    for (auto e : r.getCatalog()) catalog[S(e.getType().getName())] = Get(e);
+  }
+  for (auto p : r.getPods()) {
+    Pod pod = Get(p);
+    state.pod_parts.Share(pod);
+    const std::string key = PodKey(pod.ns, pod.name);
+    state.pods.Upsert(key, std::move(pod));
+  }
+  for (auto n : r.getNodes()) {
+    Node& node = state.nodes[S(n.getName())] = Get(n);
+    state.node_parts.Share(node, state.pod_parts.node_names);
+  }
+  for (auto c : r.getNodeClaims()) {
+    NodeClaim& claim = state.nodeclaims[S(c.getName())] = Get(c);
+    state.claim_parts.Share(claim);
+    state.claims_by_node.Add(claim.node_name, claim.name);
+  }
+  for (auto u : r.getUnavailableOfferings()) {
+    state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};
+  }
+  for (auto c : r.getInflight()) state.inflight[CommandId{c.getId()}] = Get(c);
+  for (auto c : r.getRelaunches()) {
+    Command command = Get(c);
+    const auto* launch = std::get_if<LaunchInstances>(&command.body);
+    if (launch == nullptr) throw CodecError("snapshot: a relaunch that is not a launch");
+    state.relaunches[launch->nodeclaim] = std::move(command);
+  }
+  for (auto d : r.getDaemonSets()) {
+    state.daemonsets[PodKey(S(d.getNamespace()), S(d.getName()))] = Get(d);
+  }
+  for (auto c : r.getPersistentVolumeClaims()) {
+    state.pvcs[PodKey(S(c.getNamespace()), S(c.getName()))] = Get(c);
+  }
+  for (auto v : r.getPersistentVolumes()) state.pvs[S(v.getName())] = Get(v);
+  for (auto c : r.getStorageClasses()) state.storage_classes[S(c.getName())] = Get(c);
+  for (auto c : r.getCsiNodes()) state.csi_nodes[S(c.getName())] = Get(c);
+  for (auto p : r.getNodePoolStatus()) state.nodepool_status[S(p.getName())] = Get(p.getStatus());
+  for (auto p : r.getNodeClassResolutions()) {
+    state.nodeclass_resolutions[S(p.getName())] = Get(p.getResolution());
+  }
+  for (auto t : r.getNodeClassTerminations()) {
+    state.nodeclass_terminations[S(t.getName())] = {
+        S(t.getWaitingMessage()), Nanos{t.getWaitingAtNs()}, Nanos{t.getRetryAtNs()}};
+  }
+  for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
+    state.registration_healthy[pool] = healthy != 0;
+  }
+  for (auto p : r.getPodDisruptionBudgets()) {
+    state.pdbs[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
+  }
+  for (const auto& [id, at] : GetInts(r.getHandledMessages())) {
+    state.handled_messages[id] = Nanos{at};
+  }
+  for (const auto& [name, at] : GetInts(r.getFinishedNodeClaims())) {
+    state.finished_nodeclaims[name] = Nanos{at};
+  }
+  for (const auto& [key, until] : GetInts(r.getEventsRecorded())) {
+    state.event_limits.recorded[key] = Nanos{until};
+  }
+}
+
+// Reads one snapshot part into `state`: the head's scalars only from the first part, the
+// collections from every part (a snapshot of one part, as older logs have, holds them all).
+void GetSnapshotPart(s::Snapshot::Reader r, bool head, State& state, std::uint64_t* stored_hash) {
+  if (head) GetHead(r, state, stored_hash);
+  GetCollections(r, state);
+}
+
+}  // namespace
+
+State DecodeSnapshot(const std::vector<std::string>& parts, std::uint64_t* stored_hash) {
+  if (parts.empty()) throw CodecError("a snapshot without parts");
+  State state;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    WithReader<s::Snapshot>(parts[i], [&](s::Snapshot::Reader r) {
+      GetSnapshotPart(r, i == 0, state, stored_hash);
+      return 0;
+    });
+  }
+  return state;
+}
+
+std::uint64_t SnapshotStoredHash(std::string_view head) {
+  return WithReader<s::Snapshot>(head, [](s::Snapshot::Reader r) { return r.getStateHash(); });
+}
+
+}  // namespace tenon::log

@@ -1,0 +1,106 @@
+// Consulting the simulation about a group of candidates: where their pods would go if they were
+// gone, and, one node per command, the first candidate that can go.
+#include <span>
+
+#include "reducers/disruption/decider.h"
+
+namespace tenon::core::disruption {
+namespace {
+
+// A destination Karpenter's disruption does not move pods to: a NodeClaim not initialized yet
+// (in flight, or its node not Ready). A node tenon does not manage counts as initialized.
+bool Uninitialized(const State& state, const std::string& target) {
+  if (target.empty() || target.front() == '#') return false;  // A new claim of the answer.
+  if (auto claim = state.nodeclaims.find(target); claim != state.nodeclaims.end()) {
+    return claim->second.phase != ClaimPhase::kInitialized;
+  }
+  bool uninitialized = false;
+  state.claims_by_node.ForEach(target, [&](const std::string& name) {
+    uninitialized = uninitialized || state.nodeclaims.at(name).phase != ClaimPhase::kInitialized;
+  });
+  return uninitialized;
+}
+
+}  // namespace
+
+std::string MovesText(const ScheduleResult& result) {
+  std::string where;
+  for (const auto& outcome : result.pods) {
+    where += (where.empty() ? "" : ", ") + outcome.pod + " -> " + outcome.target;
+  }
+  return where;
+}
+
+Simulated Simulate(const State& state, Simulation& sim, const std::vector<const Candidate*>& group,
+                   bool brief) {
+  std::vector<Simulation::Removal> removals;
+  MicroUsdPerHour total{0};
+  for (const Candidate* c : group) {
+    removals.push_back({c->claim, c->node,
+                        c->past_blocked_pods ? std::span<const Pod* const>(c->moving)
+                                             : c->bound->reschedulable_in_placement_order,
+                        true});
+    total += c->claim->price;
+  }
+  Simulated out;
+  out.result = sim.Without(removals, !brief);
+  if (brief && out.result.claims.size() == 1 &&
+      out.result.claims.front().capacity_type != kCapacitySpot) {
+    out.result = sim.Without(removals);
+  }
+  const ScheduleResult& result = out.result;
+  Plan& plan = out.plan;
+  plan.removed = total;
+  out.settled = true;
+  for (const auto& outcome : result.pods) {
+    // A pending pod that fits nowhere does not hold the move back (Karpenter's
+    // AllNonPendingPodsScheduled); a moving pod that fits nowhere does.
+    if (state.pods.Provisionable().contains(outcome.pod)) continue;
+    if (outcome.target.empty()) {
+      plan.blocker = "pod " + outcome.pod + " would not reschedule: " + outcome.reason;
+      return out;
+    }
+    if (Uninitialized(state, outcome.target)) {
+      plan.blocker =
+          "pod " + outcome.pod + " would schedule against uninitialized " + outcome.target;
+      return out;
+    }
+  }
+  if (result.claims.empty()) {
+    std::string moves = MovesText(result);
+    plan.text =
+        "delete, saving " + PriceText(total) + (moves.empty() ? "" : "; its pods move: ") + moves;
+    return out;
+  }
+  out.settled = false;
+  return out;
+}
+
+void SelectFirst(const State& state, Simulation& sim, const Decider& decider,
+                 const std::vector<Candidate>& cands, Pass& pass, Budgets& budgets) {
+  for (const Candidate& c : cands) {
+    auto& record = pass.candidates[c.record];
+    if (budgets.Left(c.claim->nodepool) <= 0) {
+      SetOutcome(record, budgets.Over(c.claim->nodepool), Cause::kDisruptionBudget,
+                 c.claim->nodepool);
+      continue;
+    }
+    const std::string why = c.why.empty() ? "" : c.why + "; ";
+    if (!pass.selected.empty()) {
+      SetOutcome(record, why + "not simulated: another node was selected (one node per command)",
+                 Cause::kNotConsidered);
+      continue;
+    }
+    Plan plan = decider.plan(state, sim, {&c});
+    if (!plan.blocker.empty()) {
+      SetOutcome(record, (c.why.empty() ? "" : c.why + ", but ") + plan.blocker,
+                 Cause::kNoBetterPlacement);
+      continue;
+    }
+    SetOutcome(record, "selected: " + why + plan.text);
+    pass.selected.push_back(c.claim->name);
+    pass.plans.push_back(std::move(plan));
+  }
+}
+
+}  // namespace tenon::core::disruption
