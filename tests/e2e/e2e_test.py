@@ -37,6 +37,7 @@ import unittest
 import urllib.request
 
 import boto3
+import botocore.exceptions
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from standin_test import (APISERVER, MOTO_SERVER, STANDIN, TOKEN, Api, free_port,  # noqa: E402
@@ -105,8 +106,12 @@ class Cluster(unittest.TestCase):
     def stop_all(self):
         for process in reversed(self.processes):
             stop_process(process)
-        failed = any(e for e in (self._outcome.result.errors + self._outcome.result.failures)
-                     if e[0] is self) if hasattr(self._outcome, "result") else True
+        outcome = getattr(self._outcome, "result", None)
+        mine = [e[1] for e in (outcome.errors + outcome.failures) if e[0] is self] if outcome \
+            else []
+        failed = bool(mine) or outcome is None
+        for trace in mine:  # First, so that a shortened output still shows why.
+            sys.stderr.write("---- why the test failed ----\n%s\n" % trace)
         for name, stderr, path in self.logs:
             stderr.close()
             if failed and name in ("tenon", "standin"):
@@ -267,8 +272,18 @@ class Cluster(unittest.TestCase):
             nonlocal last
             last = self.problems() + extra()
             return not last
+        def observed():
+            # A read of the test's own observers (the test API server, moto) that fails once
+            # says nothing about tenon: it counts as not converged yet and is named if it lasts.
+            nonlocal last
+            try:
+                return probe()
+            except (OSError, ValueError, botocore.exceptions.BotoCoreError,
+                    botocore.exceptions.ClientError) as e:
+                last = ["could not observe the cluster: %s: %s" % (type(e).__name__, e)]
+                return False
         try:
-            wait_for(what, probe, timeout_s)
+            wait_for(what, observed, timeout_s)
         except AssertionError:
             raise AssertionError("%s: not converged: %s" % (what, "; ".join(last)))
 
