@@ -1,131 +1,36 @@
 # tenon's log records: events (inputs), outputs (the commands an event produced), decisions and
 # snapshots. The schema only grows: never renumber, retype or remove a field, so a log written
-# by an old version replays on a new one. Units are in the field names.
+# by an old version replays on a new one. Units are in the field names. The objects the records
+# carry are in kube.capnp (Kubernetes) and cloud.capnp (EC2 and the catalog); a field's wire
+# form depends on its type's layout, not on the file the type is declared in.
 @0x8872e5c918ad5bf5;
 
 $import "/capnp/c++.capnp".namespace("tenon::schema");
 
-struct KeyValue {
-  key @0 :Text;
-  value @1 :Text;
-}
-
-struct KeyInt {
-  key @0 :Text;
-  value @1 :Int64;
-}
-
-struct Resources {
-  cpuMillis @0 :Int64;
-  memoryBytes @1 :Int64;
-  pods @2 :Int64;
-  extended @3 :List(KeyInt);  # Other resources by Kubernetes name, in their integer unit.
-}
-
-enum RequirementOp { in @0; notIn @1; exists @2; doesNotExist @3; gt @4; lt @5; }
-
-struct Requirement {
-  key @0 :Text;
-  op @1 :RequirementOp;
-  values @2 :List(Text);
-  minValues @3 :Int32;
-}
-
-enum TaintEffect { noSchedule @0; preferNoSchedule @1; noExecute @2; }
-
-struct Taint {
-  key @0 :Text;
-  value @1 :Text;
-  effect @2 :TaintEffect;
-}
-
-struct Toleration {
-  key @0 :Text;
-  opExists @1 :Bool;
-  value @2 :Text;
-  hasEffect @3 :Bool;
-  effect @4 :TaintEffect;
-}
-
-enum ErrorCode {
-  insufficientCapacity @0; throttled @1; notFound @2; unauthorized @3; invalid @4; transient @5;
-  disruptionBudget @6;
-}
-
-struct LabelSelector {
-  matchLabels @0 :List(KeyValue);
-  matchExpressions @1 :List(Requirement);
-}
-
-struct NodeSelectorTerm {
-  requirements @0 :List(Requirement);
-  weight @1 :Int32;
-}
-
-struct PodAffinityTerm {
-  selector @0 :LabelSelector;
-  namespaces @1 :List(Text);
-  allNamespaces @2 :Bool;
-  topologyKey @3 :Text;
-  matchLabelKeys @4 :List(Text);
-  weight @5 :Int32;
-}
-
-struct TopologySpreadConstraint {
-  maxSkew @0 :Int32;
-  topologyKey @1 :Text;
-  doNotSchedule @2 :Bool;
-  selector @3 :LabelSelector;
-  minDomains @4 :Int32;
-  nodeAffinityHonor @5 :Bool;
-  nodeTaintsHonor @6 :Bool;
-  matchLabelKeys @7 :List(Text);
-}
-
-struct HostPort {
-  port @0 :Int32;
-  protocol @1 :Text;
-  hostIp @2 :Text;
-}
-
-struct Pod {
-  namespace @0 :Text;
-  name @1 :Text;
-  uid @2 :Text;
-  requests @3 :Resources;
-  nodeName @4 :Text;
-  unschedulable @5 :Bool;
-  phase @6 :Text;
-  ownerKind @7 :Text;
-  createdNs @8 :Int64;
-  labels @9 :List(KeyValue);
-  nodeSelector @10 :List(KeyValue);
-  tolerations @11 :List(Toleration);
-  nodeAffinityRequired @12 :List(NodeSelectorTerm);
-  nodeAffinityPreferred @13 :List(NodeSelectorTerm);
-  podAffinityRequired @14 :List(PodAffinityTerm);
-  podAffinityPreferred @15 :List(PodAffinityTerm);
-  podAntiAffinityRequired @16 :List(PodAffinityTerm);
-  podAntiAffinityPreferred @17 :List(PodAffinityTerm);
-  topologySpread @18 :List(TopologySpreadConstraint);
-  volumeClaims @19 :List(Text);
-  hostPorts @20 :List(HostPort);
-  nominatedNode @21 :Text;
-  doNotDisrupt @22 :Bool;
-  priorityClass @23 :Text;
-  terminationGraceNs @24 :Int64;
-  doNotDisruptForNs @25 :Int64;
-  priority @26 :OptionalInt64;
-  deletionCost @27 :Int32;
-  deletionNs @28 :Int64;
-}
-
-struct PodDisruptionBudget {
-  namespace @0 :Text;
-  name @1 :Text;
-  selector @2 :LabelSelector;
-  disruptionsAllowed @3 :Int32;
-}
+using KeyValue = import "kube.capnp".KeyValue;
+using KeyInt = import "kube.capnp".KeyInt;
+using Resources = import "kube.capnp".Resources;
+using Taint = import "kube.capnp".Taint;
+using Pod = import "kube.capnp".Pod;
+using PodDisruptionBudget = import "kube.capnp".PodDisruptionBudget;
+using DaemonSet = import "kube.capnp".DaemonSet;
+using PersistentVolumeClaim = import "kube.capnp".PersistentVolumeClaim;
+using PersistentVolume = import "kube.capnp".PersistentVolume;
+using StorageClass = import "kube.capnp".StorageClass;
+using CsiNode = import "kube.capnp".CsiNode;
+using Node = import "kube.capnp".Node;
+using NodePool = import "kube.capnp".NodePool;
+using NodeClaim = import "kube.capnp".NodeClaim;
+using NodePoolStatus = import "kube.capnp".NodePoolStatus;
+using ErrorCode = import "cloud.capnp".ErrorCode;
+using NodeClass = import "cloud.capnp".NodeClass;
+using NodeClassResolution = import "cloud.capnp".NodeClassResolution;
+using InstanceType = import "cloud.capnp".InstanceType;
+using Settings = import "cloud.capnp".Settings;
+using FleetError = import "cloud.capnp".FleetError;
+using CloudInstance = import "cloud.capnp".CloudInstance;
+using LaunchOverride = import "cloud.capnp".LaunchOverride;
+using LaunchNode = import "cloud.capnp".LaunchNode;
 
 struct ReplacementWait {
   method @0 :Text;
@@ -134,227 +39,6 @@ struct ReplacementWait {
   startedNs @3 :Int64;
   reason @4 :Text;
   draining @5 :Bool;
-}
-
-struct DaemonSet {
-  namespace @0 :Text;
-  name @1 :Text;
-  pod @2 :Pod;
-}
-
-struct PersistentVolumeClaim {
-  namespace @0 :Text;
-  name @1 :Text;
-  storageClass @2 :Text;
-  volumeName @3 :Text;
-}
-
-struct PersistentVolume {
-  name @0 :Text;
-  csiDriver @1 :Text;
-  nodeAffinity @2 :List(NodeSelectorTerm);
-}
-
-struct StorageClass {
-  name @0 :Text;
-  provisioner @1 :Text;
-  waitForFirstConsumer @2 :Bool;
-  allowedTopologies @3 :List(NodeSelectorTerm);
-}
-
-struct CsiNode {
-  name @0 :Text;
-  attachLimits @1 :List(KeyInt);
-}
-
-struct Node {
-  name @0 :Text;
-  providerId @1 :Text;
-  labels @2 :List(KeyValue);
-  taints @3 :List(Taint);
-  ready @4 :Bool;
-  allocatable @5 :Resources;
-  createdNs @6 :Int64;
-  volumesAttached @7 :List(Text);
-  doNotDisrupt @8 :Bool;
-  deleting @9 :Bool;
-}
-
-struct OptionalInt64 {
-  set @0 :Bool;
-  value @1 :Int64;
-}
-
-struct NodePool {
-  name @0 :Text;
-  weight @1 :Int32;
-  labels @2 :List(KeyValue);
-  requirements @3 :List(Requirement);
-  taints @4 :List(Taint);
-  startupTaints @5 :List(Taint);
-  nodeClass @6 :Text;
-  limitCpuMillis @7 :OptionalInt64;
-  limitMemoryBytes @8 :OptionalInt64;
-  limitNodes @9 :OptionalInt64;
-  expireAfterNs @10 :Int64;
-  limitsExtended @11 :List(KeyInt);
-  terminationGracePeriodNs @12 :Int64;
-  consolidationPolicy @13 :UInt8;
-  consolidateAfterNs @14 :Int64;
-  budgets @15 :List(DisruptionBudget);
-}
-
-struct DisruptionBudget {
-  nodes @0 :Text;
-  schedule @1 :Text;
-  durationNs @2 :Int64;
-  reasons @3 :List(Text);
-}
-
-struct NodeClass {
-  name @0 :Text;
-  amiFamily @1 :Text;
-  role @2 :Text;
-  ready @3 :Bool;
-  maxPods @4 :OptionalInt64;
-  podsPerCore @5 :OptionalInt64;
-  amis @6 :List(Text);
-  subnets @7 :List(Text);
-  securityGroups @8 :List(Text);
-  terminating @9 :Bool;
-  zones @10 :List(Text);
-  archs @11 :List(Text);
-  userData @12 :Text;
-  tags @13 :List(KeyValue);
-  finalizer @14 :Bool;
-}
-
-struct NodeClassResolution {
-  amis @0 :List(ResolvedAmi);
-  subnets @1 :List(ResolvedSubnet);
-  securityGroups @2 :List(ResolvedSecurityGroup);
-  instanceProfile @3 :Text;
-  reason @4 :Text;
-  message @5 :Text;
-}
-
-struct ResolvedAmi {
-  id @0 :Text;
-  name @1 :Text;
-  arch @2 :Text;
-  created @3 :Text;
-}
-
-struct ResolvedSubnet {
-  id @0 :Text;
-  zone @1 :Text;
-  zoneId @2 :Text;
-  freeIps @3 :Int64;
-}
-
-struct ResolvedSecurityGroup {
-  id @0 :Text;
-  name @1 :Text;
-}
-
-struct Offering {
-  zone @0 :Text;
-  capacityType @1 :Text;
-  priceMicroUsdHour @2 :Int64;
-  available @3 :Bool;
-}
-
-struct InstanceType {
-  name @0 :Text;
-  arch @1 :Text;
-  cpuMillis @2 :Int64;
-  memoryBytes @3 :Int64;
-  maxEnis @4 :Int32;
-  ipv4PerEni @5 :Int32;
-  gpuCount @6 :Int32;
-  bareMetal @7 :Bool;
-  offerings @8 :List(Offering);
-  gpuName @9 :Text;
-  gpuManufacturer @10 :Text;
-  gpuMemoryBytes @11 :Int64;
-  acceleratorCount @12 :Int32;
-  cpuManufacturer @13 :Text;
-  hypervisor @14 :Text;
-  localNvmeGib @15 :Int64;
-  labels @16 :List(KeyValue);
-  extended @17 :List(KeyInt);
-  allocatable @18 :Resources;  # Set only when the catalog writes it by hand.
-}
-
-enum ClaimPhase { pending @0; launched @1; registered @2; initialized @3; failed @4; }
-
-struct NodeClaim {
-  name @0 :Text;
-  nodePool @1 :Text;
-  nodeClass @2 :Text;
-  requirements @3 :List(Requirement);
-  requests @4 :Resources;
-  instanceTypes @5 :List(Text);
-  phase @6 :ClaimPhase;
-  providerId @7 :Text;
-  instanceId @8 :Text;
-  instanceType @9 :Text;
-  zone @10 :Text;
-  capacityType @11 :Text;
-  priceMicroUsdHour @12 :Int64;
-  nodeName @13 :Text;
-  allocatable @14 :Resources;
-  createdNs @15 :Int64;
-  launchedNs @16 :Int64;
-  registeredNs @17 :Int64;
-  initializedNs @18 :Int64;
-  deleting @19 :Bool;
-  deletingSinceNs @20 :Int64;
-  deletingReason @21 :Text;
-  instanceGone @22 :Bool;
-  evictionsRefused @23 :List(KeyInt);
-  evictAfterNs @24 :List(KeyInt);
-  lastPodChangeNs @25 :Int64;
-  nodePoolHash @26 :UInt64;
-  nodeClassHash @27 :UInt64;
-  imageId @28 :Text;
-  subnetId @29 :Text;
-  securityGroups @30 :List(Text);
-  nominatedUntilNs @31 :Int64;
-  disruptionConditions @32 :List(KeyInt);
-  launchFailures @33 :Int32;
-  relaunchAtNs @34 :Int64;
-}
-
-struct Settings {
-  clusterName @0 :Text;
-  batchIdleNs @1 :Int64;
-  batchMaxNs @2 :Int64;
-  vmMemoryOverheadPermille @3 :Int32;
-  ignorePreferences @4 :Bool;
-  minValuesBestEffort @5 :Bool;
-  spotToSpotConsolidation @6 :Bool;
-  consolidationMinSavingsMicroUsdHour @7 :Int64;
-  consolidationMinSavingsPercent @8 :Int32;
-  softExpiration @9 :Bool;
-  reservedEnis @10 :Int32;
-  clusterEndpoint @11 :Text;
-  clusterCaBundle @12 :Text;
-}
-
-struct FleetError {
-  instanceType @0 :Text;
-  zone @1 :Text;
-  capacityType @2 :Text;
-  code @3 :ErrorCode;
-  message @4 :Text;
-}
-
-struct CloudInstance {
-  id @0 :Text;
-  nodeClaim @1 :Text;
-  launchedNs @2 :Int64;
-  state @3 :Text;
 }
 
 struct Event {
@@ -450,29 +134,6 @@ struct Event {
   }
 }
 
-struct LaunchOverride {
-  instanceType @0 :Text;
-  zone @1 :Text;
-  capacityType @2 :Text;
-  priceMicroUsdHour @3 :Int64;
-  subnet @4 :Text;
-  image @5 :Text;
-}
-
-struct LaunchNode {
-  amiFamily @0 :Text;
-  instanceProfile @1 :Text;
-  securityGroups @2 :List(Text);
-  userData @3 :Text;
-  maxPods @4 :OptionalInt64;
-  labels @5 :List(KeyValue);
-  taints @6 :List(Taint);
-  tags @7 :List(KeyValue);
-  clusterName @8 :Text;
-  clusterEndpoint @9 :Text;
-  clusterCaBundle @10 :Text;
-}
-
 struct Command {
   id @0 :UInt64;
   causeSeq @1 :UInt64;
@@ -565,15 +226,6 @@ struct Command {
       message @60 :Text;
     }
   }
-}
-
-struct NodePoolStatus {
-  registrationHealthKnown @0 :Bool;
-  registrationHealthy @1 :Bool;
-  nodes @2 :Int64;
-  resources @3 :Resources;
-  validated @4 :Bool;
-  nodeClassUnready @5 :Text;
 }
 
 struct NamedNodePoolStatus {
