@@ -1,8 +1,15 @@
 // Snapshots: the whole State as a head and parts of at most kSnapshotPartItems items each.
 #include "log/codec_parts.h"
+#include "model/fields.h"
 
 namespace tenon::log {
 using namespace parts;
+
+// Every field of the State is in a snapshot: the head or the parts write 46, and decoding makes
+// the other 4 (pod_parts, node_parts, claim_parts, claims_by_node) from them. A field added to
+// the State fails the build here until the snapshot carries it, or recovery would lose it.
+static_assert(FieldCount<State>() == 46 + 4,
+              "State: encode the field added in the snapshot (PutHead*, GetHead*)");
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "model/fields.h"
 #include "model/state.h"
 
 namespace tenon {
@@ -348,6 +349,77 @@ void H(Hasher& h, const PatchNodePoolStatus& c) {
 void H(Hasher& h, const Command& c) {
   All(h, c.id, c.cause, c.body);
 }
+
+// The field count of every type the walk above takes field by field: a field added to one of
+// them fails the build here until the walk takes it too (or says why it may not) and the count
+// is raised. A field the hash misses is one replay cannot check.
+static_assert(FieldCount<Resources>() == 4, "Resources: hash the field added");
+static_assert(FieldCount<Requirement>() == 4, "Requirement: hash the field added");
+static_assert(FieldCount<Taint>() == 3, "Taint: hash the field added");
+static_assert(FieldCount<Toleration>() == 4, "Toleration: hash the field added");
+static_assert(FieldCount<Settings>() == 13, "Settings: hash the field added");
+static_assert(FieldCount<LabelSelector>() == 2, "LabelSelector: hash the field added");
+static_assert(FieldCount<NodeSelectorTerm>() == 2, "NodeSelectorTerm: hash the field added");
+static_assert(FieldCount<PodAffinityTerm>() == 6, "PodAffinityTerm: hash the field added");
+static_assert(FieldCount<TopologySpreadConstraint>() == 8,
+              "TopologySpreadConstraint: hash the field added");
+static_assert(FieldCount<HostPort>() == 3, "HostPort: hash the field added");
+static_assert(FieldCount<Pod>() == 19, "Pod: hash the field added");
+static_assert(FieldCount<PodDisruptionBudget>() == 4, "PodDisruptionBudget: hash the field added");
+static_assert(FieldCount<ReplacementWait>() == 6, "ReplacementWait: hash the field added");
+static_assert(FieldCount<DaemonSet>() == 3, "DaemonSet: hash the field added");
+static_assert(FieldCount<PersistentVolumeClaim>() == 4,
+              "PersistentVolumeClaim: hash the field added");
+static_assert(FieldCount<PersistentVolume>() == 3, "PersistentVolume: hash the field added");
+static_assert(FieldCount<StorageClass>() == 4, "StorageClass: hash the field added");
+static_assert(FieldCount<CsiNode>() == 2, "CsiNode: hash the field added");
+static_assert(FieldCount<Node>() == 10, "Node: hash the field added");
+static_assert(FieldCount<DisruptionBudget>() == 4, "DisruptionBudget: hash the field added");
+static_assert(FieldCount<NodePoolLimits>() == 4, "NodePoolLimits: hash the field added");
+static_assert(FieldCount<NodePool>() == 13, "NodePool: hash the field added");
+static_assert(FieldCount<ResolvedAmi>() == 4, "ResolvedAmi: hash the field added");
+static_assert(FieldCount<ResolvedSubnet>() == 4, "ResolvedSubnet: hash the field added");
+static_assert(FieldCount<ResolvedSecurityGroup>() == 2,
+              "ResolvedSecurityGroup: hash the field added");
+static_assert(FieldCount<NodeClassResolution>() == 6, "NodeClassResolution: hash the field added");
+static_assert(FieldCount<NodeClass>() == 15, "NodeClass: hash the field added");
+static_assert(FieldCount<Offering>() == 4, "Offering: hash the field added");
+static_assert(FieldCount<InstanceType>() == 19, "InstanceType: hash the field added");
+static_assert(FieldCount<CatalogEntry>() == 3, "CatalogEntry: hash the field added");
+static_assert(FieldCount<NodeClaim>() == 35, "NodeClaim: hash the field added");
+static_assert(FieldCount<BatchWindow>() == 3, "BatchWindow: hash the field added");
+static_assert(FieldCount<CreateNodeClaim>() == 1, "CreateNodeClaim: hash the field added");
+static_assert(FieldCount<DeleteNodeClaim>() == 1, "DeleteNodeClaim: hash the field added");
+static_assert(FieldCount<LaunchOverride>() == 6, "LaunchOverride: hash the field added");
+static_assert(FieldCount<LaunchNode>() == 11, "LaunchNode: hash the field added");
+static_assert(FieldCount<LaunchInstances>() == 9, "LaunchInstances: hash the field added");
+static_assert(FieldCount<PatchNode>() == 5, "PatchNode: hash the field added");
+static_assert(FieldCount<EvictPod>() == 3, "EvictPod: hash the field added");
+static_assert(FieldCount<DeletePod>() == 3, "DeletePod: hash the field added");
+static_assert(FieldCount<TerminateInstance>() == 2, "TerminateInstance: hash the field added");
+static_assert(FieldCount<RemoveFinalizer>() == 2, "RemoveFinalizer: hash the field added");
+static_assert(FieldCount<NodePoolStatus>() == 5, "NodePoolStatus: hash the field added");
+static_assert(FieldCount<DeleteQueueMessage>() == 1, "DeleteQueueMessage: hash the field added");
+static_assert(FieldCount<TagInstance>() == 3, "TagInstance: hash the field added");
+static_assert(FieldCount<PatchNodeClassStatus>() == 2,
+              "PatchNodeClassStatus: hash the field added");
+static_assert(FieldCount<SetNodeClassFinalizer>() == 2,
+              "SetNodeClassFinalizer: hash the field added");
+static_assert(FieldCount<EnsureInstanceProfile>() == 3,
+              "EnsureInstanceProfile: hash the field added");
+static_assert(FieldCount<DeleteNodeClassResources>() == 3,
+              "DeleteNodeClassResources: hash the field added");
+static_assert(FieldCount<RecordKubeEvent>() == 4, "RecordKubeEvent: hash the field added");
+static_assert(FieldCount<NodeClassTermination>() == 3,
+              "NodeClassTermination: hash the field added");
+static_assert(FieldCount<EventLimits>() == 4, "EventLimits: hash the field added");
+static_assert(FieldCount<PatchNodeClaimStatus>() == 10,
+              "PatchNodeClaimStatus: hash the field added");
+static_assert(FieldCount<PatchNodePoolStatus>() == 2, "PatchNodePoolStatus: hash the field added");
+static_assert(FieldCount<Command>() == 3, "Command: hash the field added");
+// The State's shared parts and indexes (pod_parts, node_parts, claim_parts, claims_by_node) are
+// made from the fields StateHash takes and are not hashed themselves: 46 fields and those 4.
+static_assert(FieldCount<State>() == 46 + 4, "State: hash the field added (StateHash)");
 
 }  // namespace
 
