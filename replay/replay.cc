@@ -321,6 +321,151 @@ std::vector<log::Seq> Cuts(const log::EventLog& log, const std::vector<log::Seq>
   return cuts;
 }
 
+// A whole log's verification: its stretches between snapshots, and beside them the fold from the
+// newest snapshot, taken as jobs from one queue by the threads that run it. Job 0 is the fold
+// from the newest snapshot (when there is one), job i + 1 stretch i.
+class Verification {
+ public:
+  Verification(const log::EventLog& log, const std::function<void(log::Seq, log::Seq)>& progress,
+               std::size_t threads, bool decode_snapshots, const RequestRenderer& render)
+      : log_(log),
+        progress_(progress),
+        listed_(log.SnapshotSeqs()),
+        snapshots_(listed_.begin(), listed_.end()),
+        cuts_(threads == 1 ? std::vector<log::Seq>{}
+                           : Cuts(log, listed_, threads * kStretchesPerThread)),
+        newest_(listed_.empty() ? 0 : listed_.back()),
+        next_(newest_ == 0 ? 1u : 0u) {
+    for (std::size_t i = 0; i <= cuts_.size(); ++i) {
+      parts_.push_back(std::make_unique<Verifier>(log, i == 0 ? 0 : cuts_[i - 1],
+                                                  i < cuts_.size() ? cuts_[i] : 0, snapshots_,
+                                                  decode_snapshots, render));
+    }
+    read_.assign(parts_.size(), 0);
+    cpu_.resize(parts_.size());
+  }
+
+  void Run(std::size_t threads) {
+    std::vector<std::jthread> workers;
+    for (std::size_t t = 1; t < std::min(threads, parts_.size() + 1); ++t) {
+      workers.emplace_back([this] { Work(); });
+    }
+    Work();
+  }
+
+  VerifyReport Report() {
+    VerifyReport report = Merged();
+    report.cuts = cuts_;
+    report.stretch_cpu = std::move(cpu_);
+    report.newest_cpu = newest_cpu_;
+    report.last_seq = log_.LastSeq();
+    report.final_hash = StateHash(parts_.back()->state());
+    if (report.verdict == Verdict::kIdentical && newest_ != 0) CheckNewest(report);
+    return report;
+  }
+
+ private:
+  void Work() {
+    for (std::size_t job = next_++; job <= parts_.size(); job = next_++) {
+      const std::chrono::nanoseconds start = ThreadCpu();
+      if (job == 0) {
+        FoldFromNewest();
+        newest_cpu_ = ThreadCpu() - start;
+        continue;
+      }
+      VerifyStretch(job - 1);
+      cpu_[job - 1] = ThreadCpu() - start;
+    }
+  }
+
+  void VerifyStretch(std::size_t i) {
+    Verifier& part = *parts_[i];
+    try {
+      if (!part.Start()) return;
+      part.Run([&](std::uint64_t n) { ShowProgress(i, n); });
+    } catch (const log::LogError& e) {
+      part.Corrupt(e.key(), e.what());
+    } catch (const std::exception& e) {
+      // A snapshot that does not decode, found on a worker thread: reported, not thrown.
+      part.Corrupt(part.at(), e.what());
+    }
+    if (i + 1 < parts_.size()) part.ReleaseState();  // Only the last stretch's is reported.
+  }
+
+  // Stretch i has read `n` records: the records all stretches have read, as a position in the log.
+  void ShowProgress(std::size_t i, std::uint64_t n) {
+    if (!progress_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    read_[i] = n;
+    std::uint64_t total = 0;
+    for (auto r : read_) total += r;
+    progress_(log_.FirstSeq() + total, log_.LastSeq());
+  }
+
+  // As a restart folds: it is as long as a stretch's start and no shorter for more cores, so it
+  // goes first in the queue.
+  void FoldFromNewest() {
+    try {
+      from_newest_ = StateHash(FoldTo(log_, 0, true));
+    } catch (const std::exception& e) {
+      newest_error_ = e.what();
+    }
+  }
+
+  // The earliest failing stretch speaks for the log; the counts add up.
+  VerifyReport Merged() const {
+    VerifyReport report = parts_.front()->report();
+    for (std::size_t i = 1; i < parts_.size(); ++i) {
+      const VerifyReport& part = parts_[i]->report();
+      if (report.verdict == Verdict::kIdentical && part.verdict != Verdict::kIdentical) {
+        report.verdict = part.verdict;
+        report.first_bad_seq = part.first_bad_seq;
+        report.detail = part.detail;
+      }
+      report.events += part.events;
+      report.outputs += part.outputs;
+      report.decisions += part.decisions;
+      report.snapshots_checked += part.snapshots_checked;
+      report.snapshots_decoded += part.snapshots_decoded;
+      report.requests_rendered += part.requests_rendered;
+    }
+    return report;
+  }
+
+  // The fold from the newest snapshot must end where the fold from zero did.
+  void CheckNewest(VerifyReport& report) const {
+    report.newest_snapshot = newest_;
+    report.final_hash_from_snapshot = from_newest_;
+    ++report.snapshots_decoded;
+    if (!newest_error_.empty()) {
+      report.verdict = Verdict::kCorrupt;
+      report.first_bad_seq = newest_;
+      report.detail = "folding from the snapshot at seq " + std::to_string(newest_) +
+                      " failed: " + newest_error_;
+    } else if (from_newest_ != report.final_hash) {
+      report.verdict = Verdict::kDiverged;
+      report.first_bad_seq = newest_;
+      report.detail = "folding from the snapshot at seq " + std::to_string(newest_) +
+                      " ends in another state than folding from zero";
+    }
+  }
+
+  const log::EventLog& log_;
+  const std::function<void(log::Seq, log::Seq)>& progress_;
+  const std::vector<log::Seq> listed_;
+  const std::set<log::Seq> snapshots_;  // The stretches read it.
+  const std::vector<log::Seq> cuts_;
+  const log::Seq newest_;  // 0: the log has no snapshot.
+  std::vector<std::unique_ptr<Verifier>> parts_;
+  std::mutex mu_;
+  std::vector<std::uint64_t> read_;  // Records each stretch has read, under mu_.
+  std::vector<std::chrono::nanoseconds> cpu_;
+  std::chrono::nanoseconds newest_cpu_{0};
+  std::uint64_t from_newest_ = 0;
+  std::string newest_error_;
+  std::atomic<std::size_t> next_;  // The next job to take.
+};
+
 }  // namespace
 
 VerifyReport Verify(const log::EventLog& log,
@@ -331,110 +476,9 @@ VerifyReport Verify(const log::EventLog& log,
   // at its cut, and the stretch before checks that snapshot against the state it folded, so
   // the chain is the same proof as one fold from zero.
   threads = std::min(threads, kVerifyThreadsMax);
-  const std::vector<log::Seq> listed = log.SnapshotSeqs();
-  const std::set<log::Seq> snapshots(listed.begin(), listed.end());
-  const std::vector<log::Seq> cuts =
-      threads == 1 ? std::vector<log::Seq>{} : Cuts(log, listed, threads * kStretchesPerThread);
-  std::vector<std::unique_ptr<Verifier>> parts;
-  for (std::size_t i = 0; i <= cuts.size(); ++i) {
-    parts.push_back(std::make_unique<Verifier>(log, i == 0 ? 0 : cuts[i - 1],
-                                               i < cuts.size() ? cuts[i] : 0, snapshots,
-                                               decode_snapshots, render));
-  }
-  std::mutex mu;
-  std::vector<std::uint64_t> read(parts.size(), 0);
-  auto verify = [&](std::size_t i) {
-    Verifier& part = *parts[i];
-    try {
-      if (!part.Start()) return;
-      part.Run([&](std::uint64_t n) {
-        if (!progress) return;
-        std::lock_guard<std::mutex> lock(mu);
-        read[i] = n;
-        std::uint64_t total = 0;
-        for (auto r : read) total += r;
-        progress(log.FirstSeq() + total, log.LastSeq());
-      });
-    } catch (const log::LogError& e) {
-      part.Corrupt(e.key(), e.what());
-    } catch (const std::exception& e) {
-      // A snapshot that does not decode, found on a worker thread: reported, not thrown.
-      part.Corrupt(part.at(), e.what());
-    }
-    if (i + 1 < parts.size()) part.ReleaseState();  // Only the last stretch's is reported.
-  };
-  // Beside the stretches, first in the queue (it is as long as a stretch's start and no
-  // shorter for more cores): the fold from the newest snapshot, as a restart does it.
-  const log::Seq newest = listed.empty() ? 0 : listed.back();
-  std::uint64_t from_newest = 0;
-  std::string newest_error;
-  auto fold_from_newest = [&] {
-    try {
-      from_newest = StateHash(FoldTo(log, 0, true));
-    } catch (const std::exception& e) {
-      newest_error = e.what();
-    }
-  };
-  // Job 0 is the fold from the newest snapshot (when there is one), job i + 1 stretch i.
-  std::vector<std::chrono::nanoseconds> cpu(parts.size());
-  std::chrono::nanoseconds newest_cpu{0};
-  std::atomic<std::size_t> next{newest == 0 ? 1u : 0u};
-  auto work = [&] {
-    for (std::size_t job = next++; job <= parts.size(); job = next++) {
-      const std::chrono::nanoseconds start = ThreadCpu();
-      if (job == 0) {
-        fold_from_newest();
-        newest_cpu = ThreadCpu() - start;
-        continue;
-      }
-      verify(job - 1);
-      cpu[job - 1] = ThreadCpu() - start;
-    }
-  };
-  {
-    std::vector<std::jthread> workers;
-    for (std::size_t t = 1; t < std::min(threads, parts.size() + 1); ++t) {
-      workers.emplace_back(work);
-    }
-    work();
-  }
-  // The earliest failing stretch speaks for the log; the counts add up.
-  VerifyReport report = parts.front()->report();
-  for (std::size_t i = 1; i < parts.size(); ++i) {
-    const VerifyReport& part = parts[i]->report();
-    if (report.verdict == Verdict::kIdentical && part.verdict != Verdict::kIdentical) {
-      report.verdict = part.verdict;
-      report.first_bad_seq = part.first_bad_seq;
-      report.detail = part.detail;
-    }
-    report.events += part.events;
-    report.outputs += part.outputs;
-    report.decisions += part.decisions;
-    report.snapshots_checked += part.snapshots_checked;
-    report.snapshots_decoded += part.snapshots_decoded;
-    report.requests_rendered += part.requests_rendered;
-  }
-  report.cuts = cuts;
-  report.stretch_cpu = std::move(cpu);
-  report.newest_cpu = newest_cpu;
-  report.last_seq = log.LastSeq();
-  report.final_hash = StateHash(parts.back()->state());
-  if (report.verdict != Verdict::kIdentical || newest == 0) return report;
-  report.newest_snapshot = newest;
-  report.final_hash_from_snapshot = from_newest;
-  ++report.snapshots_decoded;
-  if (!newest_error.empty()) {
-    report.verdict = Verdict::kCorrupt;
-    report.first_bad_seq = newest;
-    report.detail =
-        "folding from the snapshot at seq " + std::to_string(newest) + " failed: " + newest_error;
-  } else if (from_newest != report.final_hash) {
-    report.verdict = Verdict::kDiverged;
-    report.first_bad_seq = newest;
-    report.detail = "folding from the snapshot at seq " + std::to_string(newest) +
-                    " ends in another state than folding from zero";
-  }
-  return report;
+  Verification verification(log, progress, threads, decode_snapshots, render);
+  verification.Run(threads);
+  return verification.Report();
 }
 
 State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot) {

@@ -96,114 +96,146 @@ std::string Describe(const Node& node, const YAML::Node& labels) {
   return text;
 }
 
-// Checks each expectation against the world; returns what did not hold.
-std::vector<std::string> Check(const YAML::Node& expect, const World& world) {
+// A case's expectations checked one kind at a time against the world the run left, gathering
+// what did not hold in the order the kinds are listed here.
+struct Expectations {
+  const YAML::Node& expect;
+  const World& world;
   std::vector<std::string> failures;
-  const auto fail = [&](const std::string& what) { failures.push_back(what); };
-  const WorldSummary summary = world.Summary();
-  const auto count = [&](const char* key, std::size_t have) {
-    if (!expect[key]) return;
-    auto want = expect[key].as<std::size_t>();
-    if (want != have) {
-      fail(std::string(key) + ": expected " + std::to_string(want) + ", got " +
-           std::to_string(have));
-    }
-  };
-  count("bound", summary.pods_bound);
-  count("pending", summary.pods_pending);
-  count("nodes", summary.nodes);
-  count("instances", summary.instances);
-  count("launches", summary.launch_calls);
-  const auto pod = [&](const std::string& ref) -> const Pod* {
+
+  void Fail(const std::string& what) { failures.push_back(what); }
+
+  const Pod* PodOf(const std::string& ref) const {
     auto it = world.pods().find(PodKeyOf(ref));
     return it == world.pods().end() ? nullptr : &it->second;
-  };
-  const auto node_of = [&](const std::string& ref) -> const Node* {
-    const Pod* p = pod(ref);
+  }
+
+  // The node the pod is bound to; null when it is pending or does not exist.
+  const Node* NodeOf(const std::string& ref) const {
+    const Pod* p = PodOf(ref);
     if (p == nullptr || p->node_name.empty()) return nullptr;
     auto it = world.nodes().find(p->node_name.str());
     return it == world.nodes().end() ? nullptr : &it->second;
-  };
-  for (const auto& ref : expect["podsBound"]) {
-    const std::string name = ref.as<std::string>();
-    if (node_of(name) == nullptr)
-      fail("podsBound: " + name + (pod(name) ? " is pending" : " does not exist"));
   }
-  for (const auto& ref : expect["podsPending"]) {
-    const std::string name = ref.as<std::string>();
-    const Pod* p = pod(name);
-    if (p == nullptr) {
-      fail("podsPending: " + name + " does not exist");
-    } else if (!p->node_name.empty()) {
-      fail("podsPending: " + name + " is bound to " + p->node_name.str());
+
+  void Counts() {
+    const WorldSummary summary = world.Summary();
+    const auto count = [&](const char* key, std::size_t have) {
+      if (!expect[key]) return;
+      auto want = expect[key].as<std::size_t>();
+      if (want != have) {
+        Fail(std::string(key) + ": expected " + std::to_string(want) + ", got " +
+             std::to_string(have));
+      }
+    };
+    count("bound", summary.pods_bound);
+    count("pending", summary.pods_pending);
+    count("nodes", summary.nodes);
+    count("instances", summary.instances);
+    count("launches", summary.launch_calls);
+  }
+
+  void PodsBound() {
+    for (const auto& ref : expect["podsBound"]) {
+      const std::string name = ref.as<std::string>();
+      if (NodeOf(name) == nullptr)
+        Fail("podsBound: " + name + (PodOf(name) ? " is pending" : " does not exist"));
     }
   }
-  if (const auto& labels = expect["nodeLabels"]; labels) {
+
+  void PodsPending() {
+    for (const auto& ref : expect["podsPending"]) {
+      const std::string name = ref.as<std::string>();
+      const Pod* p = PodOf(name);
+      if (p == nullptr) {
+        Fail("podsPending: " + name + " does not exist");
+      } else if (!p->node_name.empty()) {
+        Fail("podsPending: " + name + " is bound to " + p->node_name.str());
+      }
+    }
+  }
+
+  // Every launched instance's node carries the labels.
+  void NodeLabels() {
+    const auto& labels = expect["nodeLabels"];
+    if (!labels) return;
     for (const auto& [id, instance] : world.instances()) {
       auto node = world.nodes().find(instance.node_name);
       if (node == world.nodes().end()) continue;
       for (const auto& kv : labels) {
         if (!LabelHolds(node->second, kv.first.as<std::string>(), kv.second.as<std::string>())) {
-          fail("nodeLabels: " + Describe(node->second, labels));
+          Fail("nodeLabels: " + Describe(node->second, labels));
           break;
         }
       }
     }
   }
-  if (const auto& types = expect["instanceTypes"]; types) {
+
+  void InstanceTypes() {
+    const auto& types = expect["instanceTypes"];
+    if (!types) return;
     std::set<std::string> allowed;
     for (const auto& t : types) allowed.insert(t.as<std::string>());
     for (const auto& [id, instance] : world.instances()) {
       if (!allowed.contains(instance.instance_type)) {
-        fail("instanceTypes: instance " + id + " is " + instance.instance_type);
+        Fail("instanceTypes: instance " + id + " is " + instance.instance_type);
       }
     }
   }
-  for (const auto& kv : expect["podNode"]) {
-    const std::string name = kv.first.as<std::string>();
-    const Node* node = node_of(name);
-    if (node == nullptr) {
-      fail("podNode: " + name + " is not bound");
-      continue;
-    }
-    for (const auto& label : kv.second) {
-      if (!LabelHolds(*node, label.first.as<std::string>(), label.second.as<std::string>())) {
-        fail("podNode: " + name + " is on " + Describe(*node, kv.second));
-        break;
-      }
-    }
-  }
-  for (const auto& group : expect["sameNode"]) {
-    std::set<std::string> nodes;
-    for (const auto& ref : group) {
-      const Node* node = node_of(ref.as<std::string>());
-      nodes.insert(node == nullptr ? "<pending>" : node->name);
-    }
-    if (nodes.size() != 1 || nodes.contains("<pending>")) {
-      std::string text = "sameNode: the group is on";
-      for (const auto& n : nodes) text += " " + n;
-      fail(text);
-    }
-  }
-  for (const auto& group : expect["distinctNodes"]) {
-    std::map<std::string, std::string> seen;  // Node -> the first pod on it.
-    for (const auto& ref : group) {
-      const std::string name = ref.as<std::string>();
-      const Node* node = node_of(name);
+
+  // Each pod named is bound to a node carrying its labels.
+  void PodNodes() {
+    for (const auto& kv : expect["podNode"]) {
+      const std::string name = kv.first.as<std::string>();
+      const Node* node = NodeOf(name);
       if (node == nullptr) {
-        fail("distinctNodes: " + name + " is not bound");
+        Fail("podNode: " + name + " is not bound");
         continue;
       }
-      auto [it, fresh] = seen.try_emplace(node->name, name);
-      if (!fresh) fail("distinctNodes: " + name + " shares " + node->name + " with " + it->second);
+      for (const auto& label : kv.second) {
+        if (!LabelHolds(*node, label.first.as<std::string>(), label.second.as<std::string>())) {
+          Fail("podNode: " + name + " is on " + Describe(*node, kv.second));
+          break;
+        }
+      }
     }
   }
-  for (const auto& spread : expect["spread"]) {
-    LabelSelector selector;
-    for (const auto& kv : spread["selector"]) {
-      selector.match_labels[kv.first.as<std::string>()] = kv.second.as<std::string>();
+
+  void SameNode() {
+    for (const auto& group : expect["sameNode"]) {
+      std::set<std::string> nodes;
+      for (const auto& ref : group) {
+        const Node* node = NodeOf(ref.as<std::string>());
+        nodes.insert(node == nullptr ? "<pending>" : node->name);
+      }
+      if (nodes.size() != 1 || nodes.contains("<pending>")) {
+        std::string text = "sameNode: the group is on";
+        for (const auto& n : nodes) text += " " + n;
+        Fail(text);
+      }
     }
-    const std::string key = spread["key"].as<std::string>();
+  }
+
+  void DistinctNodes() {
+    for (const auto& group : expect["distinctNodes"]) {
+      std::map<std::string, std::string> seen;  // Node -> the first pod on it.
+      for (const auto& ref : group) {
+        const std::string name = ref.as<std::string>();
+        const Node* node = NodeOf(name);
+        if (node == nullptr) {
+          Fail("distinctNodes: " + name + " is not bound");
+          continue;
+        }
+        auto [it, fresh] = seen.try_emplace(node->name, name);
+        if (!fresh)
+          Fail("distinctNodes: " + name + " shares " + node->name + " with " + it->second);
+      }
+    }
+  }
+
+  // How many bound pods the selector picks in each domain of the node label `key`.
+  std::map<std::string, std::int64_t> PodsPerDomain(const LabelSelector& selector,
+                                                    const std::string& key) const {
     std::map<std::string, std::int64_t> counts;
     for (const auto& [k, p] : world.pods()) {
       if (p.node_name.empty() || !LabelsMatch(selector, *p.labels)) continue;
@@ -212,6 +244,16 @@ std::vector<std::string> Check(const YAML::Node& expect, const World& world) {
       auto value = node->second.labels.Lookup(key);
       if (value) ++counts[std::string(*value)];
     }
+    return counts;
+  }
+
+  void Spread(const YAML::Node& spread) {
+    LabelSelector selector;
+    for (const auto& kv : spread["selector"]) {
+      selector.match_labels[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+    const std::string key = spread["key"].as<std::string>();
+    const std::map<std::string, std::int64_t> counts = PodsPerDomain(selector, key);
     std::string seen;
     std::int64_t most = 0, least = counts.empty() ? 0 : INT64_MAX;
     for (const auto& [value, n] : counts) {
@@ -220,14 +262,28 @@ std::vector<std::string> Check(const YAML::Node& expect, const World& world) {
       least = std::min(least, n);
     }
     if (spread["maxSkew"] && most - least > spread["maxSkew"].as<std::int64_t>()) {
-      fail("spread over " + key + ": skew " + std::to_string(most - least) + " (" + seen + " )");
+      Fail("spread over " + key + ": skew " + std::to_string(most - least) + " (" + seen + " )");
     }
     if (spread["domains"] && counts.size() != spread["domains"].as<std::size_t>()) {
-      fail("spread over " + key + ": " + std::to_string(counts.size()) + " domains used (" + seen +
+      Fail("spread over " + key + ": " + std::to_string(counts.size()) + " domains used (" + seen +
            " ), expected " + spread["domains"].as<std::string>());
     }
   }
-  return failures;
+};
+
+// Checks each expectation against the world; returns what did not hold.
+std::vector<std::string> Check(const YAML::Node& expect, const World& world) {
+  Expectations e{expect, world, {}};
+  e.Counts();
+  e.PodsBound();
+  e.PodsPending();
+  e.NodeLabels();
+  e.InstanceTypes();
+  e.PodNodes();
+  e.SameNode();
+  e.DistinctNodes();
+  for (const auto& spread : expect["spread"]) e.Spread(spread);
+  return std::move(e.failures);
 }
 
 CaseResult RunCase(const YAML::Node& c, const std::filesystem::path& file) {

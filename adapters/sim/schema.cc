@@ -34,9 +34,9 @@ struct TypeDef {
 };
 
 // clang-format off
-const std::vector<TypeDef>& TypeDefs() {
-  static const std::vector<TypeDef> types{
-      // --- Object metadata (meta/v1) ---------------------------------------------------------
+// Object metadata (meta/v1), and the List of objects `kubectl get -o yaml` writes.
+std::vector<TypeDef> ObjectTypes() {
+  return {
       {"ObjectMeta", {"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
                       "generation", "creationTimestamp", "deletionTimestamp",
                       "deletionGracePeriodSeconds", "labels", "annotations",
@@ -45,8 +45,13 @@ const std::vector<TypeDef>& TypeDefs() {
                           "blockOwnerDeletion"}},
       {"LabelSelector", {"matchLabels", "matchExpressions:[LabelSelectorRequirement]"}},
       {"LabelSelectorRequirement", {"key", "operator", "values"}},
+      {"List", {"apiVersion", "kind", "metadata", "items"}},
+  };
+}
 
-      // --- Pods (core/v1) ----------------------------------------------------------------------
+// Pods (core/v1).
+std::vector<TypeDef> PodTypes() {
+  return {
       {"PodTemplateSpec", {"metadata:ObjectMeta", "spec:PodSpec"}},
       {"PodSpec", {"volumes:[Volume]", "initContainers:[Container]", "containers:[Container]",
                    "ephemeralContainers:[EphemeralContainer]", "restartPolicy",
@@ -86,8 +91,12 @@ const std::vector<TypeDef>& TypeDefs() {
       {"SeccompProfile", {"type", "localhostProfile"}},
       {"AppArmorProfile", {"type", "localhostProfile"}},
       {"Sysctl", {"name", "value"}},
+  };
+}
 
-      // --- Containers ----------------------------------------------------------------------------
+// Containers, and what they run with: probes, lifecycle hooks, security contexts.
+std::vector<TypeDef> ContainerTypes() {
+  return {
       {"Container", {"name", "image", "command", "args", "workingDir", "ports:[ContainerPort]",
                      "envFrom:[EnvFromSource]", "env:[EnvVar]",
                      "resources:ResourceRequirements", "resizePolicy:[ContainerResizePolicy]",
@@ -142,16 +151,24 @@ const std::vector<TypeDef>& TypeDefs() {
                            "allowPrivilegeEscalation", "procMount",
                            "seccompProfile:SeccompProfile", "appArmorProfile:AppArmorProfile"}},
       {"Capabilities", {"add", "drop"}},
+  };
+}
 
-      // --- Volumes: a name and one source; each source's own fields are not checked ------------
+// Volumes: a name and one source; each source's own fields are not checked.
+std::vector<TypeDef> VolumeTypes() {
+  return {
       {"Volume", {"name", "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore",
                   "gitRepo", "secret", "nfs", "iscsi", "glusterfs", "persistentVolumeClaim",
                   "rbd", "flexVolume", "cinder", "cephfs", "flocker", "downwardAPI", "fc",
                   "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk",
                   "photonPersistentDisk", "projected", "portworxVolume", "scaleIO", "storageos",
                   "csi", "ephemeral", "image"}},
+  };
+}
 
-      // --- Scheduling constraints ----------------------------------------------------------------
+// The constraints on where a pod may go: affinity, tolerations, topology spread.
+std::vector<TypeDef> SchedulingTypes() {
+  return {
       {"Affinity", {"nodeAffinity:NodeAffinity", "podAffinity:PodAffinity",
                     "podAntiAffinity:PodAffinity"}},
       {"NodeAffinity", {"requiredDuringSchedulingIgnoredDuringExecution:NodeSelector",
@@ -174,8 +191,12 @@ const std::vector<TypeDef>& TypeDefs() {
       {"TopologySpreadConstraint", {"maxSkew", "topologyKey", "whenUnsatisfiable",
                                     "labelSelector:LabelSelector", "minDomains",
                                     "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys"}},
+  };
+}
 
-      // --- Workloads -----------------------------------------------------------------------------
+// Workloads, and the objects their pods' admission and disruption read.
+std::vector<TypeDef> WorkloadTypes() {
+  return {
       {"Pod", {"apiVersion", "kind", "metadata:ObjectMeta", "spec:PodSpec", "status"}},
       {"Deployment", {"apiVersion", "kind", "metadata:ObjectMeta", "spec:DeploymentSpec",
                       "status"}},
@@ -225,8 +246,12 @@ const std::vector<TypeDef>& TypeDefs() {
                         "status"}},
       {"RuntimeClassOverhead", {"podFixed"}},
       {"RuntimeClassScheduling", {"nodeSelector", "tolerations:[Toleration]"}},
+  };
+}
 
-      // --- Storage -------------------------------------------------------------------------------
+// Storage (core/v1 and storage.k8s.io/v1): claims, volumes, their classes and CSI nodes.
+std::vector<TypeDef> StorageTypes() {
+  return {
       {"PersistentVolumeClaim", {"apiVersion", "kind", "metadata:ObjectMeta",
                                  "spec:PersistentVolumeClaimSpec", "status"}},
       {"PersistentVolumeClaimSpec", {"accessModes", "selector:LabelSelector",
@@ -261,17 +286,22 @@ const std::vector<TypeDef>& TypeDefs() {
       {"CSINodeSpec", {"drivers:[CSINodeDriver]"}},
       {"CSINodeDriver", {"name", "nodeID", "topologyKeys", "allocatable:VolumeNodeResources"}},
       {"VolumeNodeResources", {"count"}},
+  };
+}
 
-      // --- Nodes ---------------------------------------------------------------------------------
+// Nodes (core/v1).
+std::vector<TypeDef> NodeTypes() {
+  return {
       {"Node", {"apiVersion", "kind", "metadata:ObjectMeta", "spec:NodeSpec", "status"}},
       {"NodeSpec", {"podCIDR", "podCIDRs", "providerID", "unschedulable", "taints:[Taint]",
                     "configSource", "externalID"}},
       {"Taint", {"key", "value", "effect", "timeAdded"}},
+  };
+}
 
-      // --- A List of objects (kubectl get -o yaml) ----------------------------------------------
-      {"List", {"apiVersion", "kind", "metadata", "items"}},
-
-      // --- Karpenter (deploy/base/crds) ----------------------------------------------------------
+// Karpenter's own kinds (karpenter.sh/v1 in deploy/base/crds).
+std::vector<TypeDef> NodePoolTypes() {
+  return {
       {"NodePool", {"apiVersion", "kind", "metadata:ObjectMeta", "spec:NodePoolSpec",
                     "status"}},
       {"NodePoolSpec", {"template:NodeClaimTemplate", "disruption:Disruption", "limits",
@@ -295,6 +325,12 @@ const std::vector<TypeDef>& TypeDefs() {
                          "resources:NodeClaimResources", "expireAfter",
                          "terminationGracePeriod"}},
       {"NodeClaimResources", {"requests"}},
+  };
+}
+
+// The AWS provider's kind (karpenter.k8s.aws/v1 in deploy/base/crds).
+std::vector<TypeDef> NodeClassTypes() {
+  return {
       {"EC2NodeClass", {"apiVersion", "kind", "metadata:ObjectMeta", "spec:EC2NodeClassSpec",
                         "status"}},
       {"EC2NodeClassSpec", {"kubelet:KubeletConfiguration",
@@ -320,9 +356,22 @@ const std::vector<TypeDef>& TypeDefs() {
       {"MetadataOptions", {"httpEndpoint", "httpProtocolIPv6", "httpPutResponseHopLimit",
                            "httpTokens"}},
   };
-  return types;
 }
 // clang-format on
+
+// The table, part by part.
+std::vector<TypeDef> TypeDefs() {
+  using Part = std::vector<TypeDef> (*)();
+  constexpr Part kParts[] = {ObjectTypes,     PodTypes,      ContainerTypes, VolumeTypes,
+                             SchedulingTypes, WorkloadTypes, StorageTypes,   NodeTypes,
+                             NodePoolTypes,   NodeClassTypes};
+  std::vector<TypeDef> types;
+  for (Part part : kParts) {
+    std::vector<TypeDef> defs = part();
+    types.insert(types.end(), defs.begin(), defs.end());
+  }
+  return types;
+}
 
 // The kinds checked, each with the apiVersion it is written with and its type in the table.
 struct KindDef {
