@@ -21,7 +21,9 @@ struct AnyField {
 
 template <class T, std::size_t... I>
 constexpr bool TakesInitialisers(std::index_sequence<I...>) {
-  return requires { T{(static_cast<void>(I), AnyField{})...}; };
+  return requires {
+    T{(static_cast<void>(I), AnyField{})...};
+  };
 }
 
 // Past any aggregate of the model: a type that takes this many is not one to count.

@@ -164,8 +164,8 @@ struct Object {
   std::string kind;
   std::string ns;  // "default" when the object names none.
   std::string name;
-  std::string key;  // "Kind/namespace/name".
-  Nanos at;         // When the timeline applies it; 0: from the start.
+  std::string key;         // "Kind/namespace/name".
+  Nanos at;                // When the timeline applies it; 0: from the start.
   std::string adopted_by;  // A Pod's workload, when it is kept as the workload's replica.
 };
 
