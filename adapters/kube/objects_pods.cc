@@ -126,48 +126,64 @@ std::string OwnerKind(const YAML::Node& meta) {
 
 constexpr const char* kPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost";
 
-// Parses a v1 Pod; errors carry the field, the caller adds the pod's name.
-Pod ParsePodInner(const YAML::Node& object, Pod pod) {
-  const auto& meta = object["metadata"];
+void ParseDeletionCost(const YAML::Node& notes, Pod& pod) {
+  if (!notes || !notes[kPodDeletionCost]) return;
+  // Kubernetes accepts an int32; anything else is the object's error.
+  std::string text =
+      Str(notes[kPodDeletionCost], "metadata.annotations." + std::string(kPodDeletionCost));
+  try {
+    std::size_t used = 0;
+    long long cost = std::stoll(text, &used);
+    if (used != text.size() || cost < INT32_MIN || cost > INT32_MAX) throw std::out_of_range(text);
+    pod.deletion_cost = static_cast<std::int32_t>(cost);
+  } catch (const std::exception&) {
+    throw ObjectError("metadata.annotations." + std::string(kPodDeletionCost) +
+                      ": not a 32-bit integer: " + text);
+  }
+}
+
+void ParseDoNotDisrupt(const YAML::Node& notes, Pod& pod) {
+  if (!notes || !notes[label::kDoNotDisrupt]) return;
+  std::string value =
+      Str(notes[label::kDoNotDisrupt], "metadata.annotations.karpenter.sh/do-not-disrupt");
+  // "true", or the duration form ("30m"): protected for that long after creation.
+  if (value == "true") {
+    pod.do_not_disrupt = true;
+  } else if (!value.empty() && value != "false") {
+    try {
+      pod.do_not_disrupt_for = ParseDuration(value);
+    } catch (const ObjectError& e) {
+      throw ObjectError("metadata.annotations.karpenter.sh/do-not-disrupt: " +
+                        std::string(e.what()));
+    }
+    pod.do_not_disrupt = pod.do_not_disrupt_for.value > 0;
+  }
+}
+
+void ParsePodMetadata(const YAML::Node& meta, Pod& pod) {
   if (meta["namespace"]) pod.ns = Str(meta["namespace"], "metadata.namespace");
   pod.uid = meta["uid"] ? Str(meta["uid"], "metadata.uid") : pod.ns + "/" + pod.name;
   pod.labels = ParseLabels(meta["labels"], "metadata.labels");
   pod.owner_kind = OwnerKind(meta);
   pod.created = Created(meta);
   pod.deletion = Timestamp(meta, "deletionTimestamp");
-  if (const auto& notes = meta["annotations"]; notes && notes[kPodDeletionCost]) {
-    // Kubernetes accepts an int32; anything else is the object's error.
-    std::string text =
-        Str(notes[kPodDeletionCost], "metadata.annotations." + std::string(kPodDeletionCost));
-    try {
-      std::size_t used = 0;
-      long long cost = std::stoll(text, &used);
-      if (used != text.size() || cost < INT32_MIN || cost > INT32_MAX)
-        throw std::out_of_range(text);
-      pod.deletion_cost = static_cast<std::int32_t>(cost);
-    } catch (const std::exception&) {
-      throw ObjectError("metadata.annotations." + std::string(kPodDeletionCost) +
-                        ": not a 32-bit integer: " + text);
-    }
+  ParseDeletionCost(meta["annotations"], pod);
+  ParseDoNotDisrupt(meta["annotations"], pod);
+}
+
+Nanos ParseGracePeriod(const YAML::Node& grace) {
+  std::string text = Str(grace, "spec.terminationGracePeriodSeconds");
+  std::int64_t seconds = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || seconds < 0 ||
+      seconds > kGraceSecondsMax) {
+    throw ObjectError("spec.terminationGracePeriodSeconds: invalid '" + text + "'");
   }
-  if (const auto& notes = meta["annotations"]; notes && notes[label::kDoNotDisrupt]) {
-    std::string value =
-        Str(notes[label::kDoNotDisrupt], "metadata.annotations.karpenter.sh/do-not-disrupt");
-    // "true", or the duration form ("30m"): protected for that long after creation.
-    if (value == "true") {
-      pod.do_not_disrupt = true;
-    } else if (!value.empty() && value != "false") {
-      try {
-        pod.do_not_disrupt_for = ParseDuration(value);
-      } catch (const ObjectError& e) {
-        throw ObjectError("metadata.annotations.karpenter.sh/do-not-disrupt: " +
-                          std::string(e.what()));
-      }
-      pod.do_not_disrupt = pod.do_not_disrupt_for.value > 0;
-    }
-  }
-  const auto& spec = object["spec"];
-  if (!spec) throw ObjectError("no spec");
+  return Nanos{seconds * kSecond.value};
+}
+
+// The node the pod is bound to, and its rank among pods.
+void ParseBindingAndPriority(const YAML::Node& spec, Pod& pod) {
   if (spec["nodeName"]) pod.node_name = Str(spec["nodeName"], "spec.nodeName");
   if (spec["priorityClassName"]) {
     pod.priority_class = Str(spec["priorityClassName"], "spec.priorityClassName");
@@ -179,16 +195,10 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
       throw ObjectError("spec.priority: not a 32-bit integer");
     }
   }
-  if (const auto& grace = spec["terminationGracePeriodSeconds"]; grace) {
-    std::string text = Str(grace, "spec.terminationGracePeriodSeconds");
-    std::int64_t seconds = -1;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0 ||
-        seconds > kGraceSecondsMax) {
-      throw ObjectError("spec.terminationGracePeriodSeconds: invalid '" + text + "'");
-    }
-    pod.termination_grace = Nanos{seconds * kSecond.value};
-  }
+}
+
+// Where the pod may run, all but what its containers (host ports) and volumes add.
+PodConstraints ParsePlacement(const YAML::Node& spec) {
   PodConstraints constraints;
   constraints.node_selector = ParseLabels(spec["nodeSelector"], "spec.nodeSelector");
   if (spec["tolerations"]) {
@@ -202,38 +212,57 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
       constraints.topology_spread.push_back(ParseSpread(c));
     }
   }
-  auto containers = ParseContainers(spec["containers"], false, constraints);
-  auto init = ParseContainers(spec["initContainers"], true, constraints);
-  pod.requests = PodRequests(containers, init, ParseResourceList(spec["overhead"], "overhead"));
-  if (spec["volumes"]) {
-    for (const auto& v : spec["volumes"]) {
-      if (v["persistentVolumeClaim"]) {
-        constraints.volume_claims.push_back(
-            Str(v["persistentVolumeClaim"]["claimName"], "claimName"));
-      }
+  return constraints;
+}
+
+std::vector<std::string> ParseVolumeClaims(const YAML::Node& volumes) {
+  std::vector<std::string> claims;
+  if (!volumes) return claims;
+  for (const auto& v : volumes) {
+    if (v["persistentVolumeClaim"]) {
+      claims.push_back(Str(v["persistentVolumeClaim"]["claimName"], "claimName"));
     }
   }
-  pod.constraints = std::move(constraints);
-  const auto& status = object["status"];
+  return claims;
+}
+
+void ParsePodStatus(const YAML::Node& status, Pod& pod) {
   // A pod with no status yet is pending and, once the scheduler has looked, unschedulable;
   // manifests written by hand (scenarios, tests) rely on that default.
   pod.unschedulable = pod.node_name.empty();
-  if (status) {
-    if (status["phase"]) pod.phase = PodPhaseFrom(Str(status["phase"], "status.phase"));
-    if (status["nominatedNodeName"]) {
-      pod.nominated_node = Str(status["nominatedNodeName"], "status.nominatedNodeName");
-    }
-    if (status["conditions"]) {
-      pod.unschedulable = false;
-      for (const auto& c : status["conditions"]) {
-        if (c["type"] && Str(c["type"], "type") == "PodScheduled" && c["status"] &&
-            Str(c["status"], "status") == "False" && c["reason"] &&
-            Str(c["reason"], "reason") == "Unschedulable") {
-          pod.unschedulable = true;
-        }
+  if (!status) return;
+  if (status["phase"]) pod.phase = PodPhaseFrom(Str(status["phase"], "status.phase"));
+  if (status["nominatedNodeName"]) {
+    pod.nominated_node = Str(status["nominatedNodeName"], "status.nominatedNodeName");
+  }
+  if (status["conditions"]) {
+    pod.unschedulable = false;
+    for (const auto& c : status["conditions"]) {
+      if (c["type"] && Str(c["type"], "type") == "PodScheduled" && c["status"] &&
+          Str(c["status"], "status") == "False" && c["reason"] &&
+          Str(c["reason"], "reason") == "Unschedulable") {
+        pod.unschedulable = true;
       }
     }
   }
+}
+
+// Parses a v1 Pod; errors carry the field, the caller adds the pod's name.
+Pod ParsePodInner(const YAML::Node& object, Pod pod) {
+  ParsePodMetadata(object["metadata"], pod);
+  const auto& spec = object["spec"];
+  if (!spec) throw ObjectError("no spec");
+  ParseBindingAndPriority(spec, pod);
+  if (const auto& grace = spec["terminationGracePeriodSeconds"]; grace) {
+    pod.termination_grace = ParseGracePeriod(grace);
+  }
+  PodConstraints constraints = ParsePlacement(spec);
+  auto containers = ParseContainers(spec["containers"], false, constraints);
+  auto init = ParseContainers(spec["initContainers"], true, constraints);
+  pod.requests = PodRequests(containers, init, ParseResourceList(spec["overhead"], "overhead"));
+  constraints.volume_claims = ParseVolumeClaims(spec["volumes"]);
+  pod.constraints = std::move(constraints);
+  ParsePodStatus(object["status"], pod);
   return pod;
 }
 
