@@ -188,6 +188,368 @@ void ApplyEnvironment(RunOptions& options) {
   cloud.aws = aws::AwsSettingsFromEnvironment(aws::ProcessEnv());
 }
 
+namespace {
+
+// Says once that the process starts to stop, whatever stops it; cmd/main.cc logs the end, once
+// everything here is released.
+class Shutdown {
+ public:
+  void Begin(const std::string& why) {
+    if (stopping_) return;
+    stopping_ = true;
+    spdlog::info("shutdown: {}; stopping the informers, the AWS pollers and the lease", why);
+  }
+
+ private:
+  bool stopping_ = false;
+};
+
+// The leader Lease, with leader election on: a standby waits for it, and the leader renews it on
+// a thread of its own until Finish.
+class Leadership {
+ public:
+  Leadership(kube::Client& client, const RunOptions& options)
+      : options_(options), elector_(client, options.lease) {}
+
+  // Waits for the Lease, beating the liveness probe meanwhile; false when stopped first.
+  bool Acquire(const std::atomic<bool>& stop, http::HealthServer& health) {
+    if (!options_.leader_election) return true;
+    spdlog::info("standby: waiting for lease {}/{} as {}", options_.lease.ns, options_.lease.name,
+                 options_.lease.identity);
+    health.SetReady(true);  // Ready to take over; the Service has nothing else to route.
+    std::atomic<bool> acquired{false};
+    std::thread beats([&] {
+      while (!acquired.load() && !stop.load()) {
+        health.Beat();
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+    });
+    const bool leader = elector_.Acquire(stop);
+    acquired = true;
+    beats.join();
+    if (!leader) return false;
+    renewer_ = std::thread([this] {
+      elector_.KeepRenewing(renewing_stop_);
+      if (!renewing_stop_.load()) lost_ = true;
+    });
+    return true;
+  }
+
+  bool MayAct() const { return !options_.leader_election || elector_.IsLeader(); }
+  bool Lost() const { return lost_.load(); }
+
+  // Stops renewing, and gives the Lease up when the process stops cleanly; returns `code`.
+  int Finish(int code) {
+    renewing_stop_ = true;
+    if (renewer_.joinable()) renewer_.join();
+    if (code == 0 && options_.leader_election) elector_.Release();
+    return code;
+  }
+
+ private:
+  const RunOptions& options_;
+  kube::LeaderElector elector_;
+  std::atomic<bool> renewing_stop_{false};
+  std::atomic<bool> lost_{false};
+  std::thread renewer_;
+};
+
+struct OpenedLog {
+  std::unique_ptr<log::EventLog> log;  // Null: the process ends with `exit_code`.
+  int exit_code = 0;
+};
+
+// A previous leader that is paused or partitioned may still hold the log's LOCK (the log is on
+// a shared volume): waits for it to let go, as long as the Lease is ours.
+OpenedLog OpenLog(const RunOptions& options, const std::atomic<bool>& stop,
+                  const Leadership& leadership, Shutdown& shutdown) {
+  log::OpenOptions open;
+  open.on_store_warning = [](const std::string& line) { spdlog::warn("log store: {}", line); };
+  log::OpenReport report;
+  OpenedLog opened;
+  while (opened.log == nullptr) {
+    try {
+      opened.log = log::EventLog::Open(options.log_dir, open, &report);
+    } catch (const log::LogError& e) {
+      if (stop.load()) {
+        shutdown.Begin(kStopRequested);
+        return {nullptr, 0};
+      }
+      if (!leadership.MayAct()) {
+        shutdown.Begin("the lease was lost");
+        return {nullptr, kExitLeadershipLost};
+      }
+      if (e.kind() != log::ErrorKind::kIo) {
+        // Damage, or a folder that is no log: waiting mends neither, and writing past damage
+        // would bury what it hides (`tenon log repair` is the way on).
+        spdlog::critical("log {} cannot be used: {}", options.log_dir, e.what());
+        shutdown.Begin("the log cannot be used");
+        return {nullptr, 1};
+      }
+      spdlog::warn("log {} cannot be opened yet: {}", options.log_dir, e.what());
+      std::this_thread::sleep_for(options.lease.retry_period);
+    }
+  }
+  if (report.torn_tail_truncated) spdlog::warn("{}", report.message);
+  return opened;
+}
+
+kube::ClusterConfig ClusterConfigFor(const RunOptions& options) {
+  kube::ClusterConfig config = kube::ResolveConfig(options.kubeconfig, options.context);
+  config.qps = options.kube_qps;
+  config.burst = options.kube_burst;
+  config.user_agent = "tenon/" + options.lease.identity;
+  return config;
+}
+
+kube::ExecutorOptions KubeExecutorOptions(metrics::Metrics& metrics) {
+  kube::ExecutorOptions executor_options;
+  executor_options.on_write_failed = [&metrics] { metrics.KubeWriteFailed(); };
+  return executor_options;
+}
+
+CloudOptions CloudOptionsFor(const RunOptions& options, const kube::ClusterConfig& config) {
+  CloudOptions cloud_options = options.cloud;
+  cloud_options.cluster_name = options.settings.cluster_name;
+  cloud_options.refresh_catalog = options.catalog_file.empty();
+  cloud_options.read_only = options.dry_run;
+  if (cloud_options.cluster_endpoint.empty()) cloud_options.cluster_endpoint = config.server;
+  if (cloud_options.cluster_ca_base64.empty()) {
+    cloud_options.cluster_ca_base64 = aws::Base64(kube::CaBundle(config));
+  }
+  return cloud_options;
+}
+
+// The nodes' user data names the API server and its CA: logged with the settings, so every
+// launch carries them.
+Settings SettingsFor(const RunOptions& options, const CloudOptions& cloud_options) {
+  Settings settings = options.settings;
+  settings.cluster_endpoint = cloud_options.cluster_endpoint;
+  settings.cluster_ca_bundle = cloud_options.cluster_ca_base64;
+  return settings;
+}
+
+// The commands run on the lanes' workers, off the fold's thread (runtime/lanes.h): one lane for
+// the cloud, one for the Kubernetes API, each in the order the core issued its commands.
+// Each command carries all its effect needs; no executor reads the folded state.
+std::vector<runtime::Lane> LaneSpecs(const RunOptions& options, runtime::Executor* cloud,
+                                     runtime::Executor* kube) {
+  std::vector<runtime::Lane> lane_specs(2);
+  lane_specs[kAwsLane] = {options.aws_lane, cloud};
+  lane_specs[kKubeLane] = {options.kube_lane, kube};
+  return lane_specs;
+}
+
+std::size_t LaneOf(const Command& command) {
+  return aws::AwsExecutor::Owns(command) ? kAwsLane : kKubeLane;
+}
+
+runtime::Options RuntimeOptionsFor(const RunOptions& options, runtime::Observer* observer) {
+  runtime::Options runtime_options;
+  runtime_options.snapshot_every_events = options.snapshot_every_events;
+  runtime_options.snapshot_min_interval = options.snapshot_min_interval;
+  runtime_options.retain_age = options.retain_age;
+  runtime_options.retain_bytes = options.retain_bytes;
+  runtime_options.observer = observer;
+  return runtime_options;
+}
+
+// What the leader runs: the executors of the core's commands on their lanes, the runtime
+// folding into the log, and the sources feeding it (the informers, the AWS pollers, the clock).
+class Leader {
+ public:
+  Leader(const RunOptions& options, const kube::ClusterConfig& config, kube::Client& client,
+         log::EventLog& log, const Leadership& leadership, metrics::Metrics& metrics,
+         http::HealthServer& health);
+
+  // Recovers and folds until `stop` or the Lease is lost; returns the exit code.
+  int Run(const std::atomic<bool>& stop, Shutdown& shutdown);
+
+ private:
+  void RecoverAndStart();
+  void FoldUntil(const std::atomic<bool>& stop);
+  void Completed(std::vector<Event>& events);
+  void ObserveLanes();
+  void ObserveState(bool now);
+  void StopSources();
+
+  const RunOptions& options_;
+  const Leadership& leadership_;
+  metrics::Metrics& metrics_;
+  http::HealthServer& health_;
+  kube::KubeExecutor kube_executor_;
+  CloudOptions cloud_options_;
+  Settings settings_;
+  std::unique_ptr<CloudSource> cloud_;
+  NoCloud no_cloud_;
+  runtime::Lanes lanes_;
+  DryRun dry_run_;
+  metrics::DecisionLogger decision_logger_;
+  runtime::ObserverList observers_;
+  runtime::Runtime rt_;
+  std::map<std::string, std::string> stuck_lanes_;  // By lane name: why it is stuck.
+  std::chrono::steady_clock::time_point state_seen_{};
+  kube::KubeSource source_;
+};
+
+Leader::Leader(const RunOptions& options, const kube::ClusterConfig& config, kube::Client& client,
+               log::EventLog& log, const Leadership& leadership, metrics::Metrics& metrics,
+               http::HealthServer& health)
+    : options_(options),
+      leadership_(leadership),
+      metrics_(metrics),
+      health_(health),
+      kube_executor_(client, KubeExecutorOptions(metrics),
+                     [&leadership] { return leadership.MayAct(); }),
+      cloud_options_(CloudOptionsFor(options, config)),
+      settings_(SettingsFor(options, cloud_options_)),
+      cloud_(options.cloud_provider == CloudProvider::kAws
+                 ? std::make_unique<CloudSource>(cloud_options_, client,
+                                                 [&leadership] { return leadership.MayAct(); })
+                 : nullptr),
+      lanes_(
+          LaneSpecs(options,
+                    cloud_ != nullptr ? static_cast<runtime::Executor*>(cloud_.get()) : &no_cloud_,
+                    &kube_executor_),
+          LaneOf),
+      rt_(log,
+          options.dry_run ? static_cast<runtime::Executor&>(dry_run_)
+                          : static_cast<runtime::Executor&>(lanes_),
+          RuntimeOptionsFor(options, &observers_)),
+      source_(client) {
+  observers_.Add(&metrics);
+  observers_.Add(&decision_logger_);
+}
+
+int Leader::Run(const std::atomic<bool>& stop, Shutdown& shutdown) {
+  try {
+    RecoverAndStart();
+    FoldUntil(stop);
+  } catch (const kube::LeadershipLost& e) {
+    spdlog::error("{}: stopping every effect and exiting", e.what());
+    shutdown.Begin(e.what());
+    // The sources first: stopping the AWS side aborts the call an AWS command may be stuck in,
+    // so the lanes then stop after at most the Kubernetes call in progress.
+    StopSources();
+    lanes_.Stop();
+    return kExitLeadershipLost;
+  }
+  shutdown.Begin(kStopRequested);
+  StopSources();
+  lanes_.Stop();
+  return 0;
+}
+
+void Leader::RecoverAndStart() {
+  // The AWS side first: what its pollers find while recovery runs waits in their queues for
+  // the loop. Commands re-driven from the log carry all they need.
+  if (cloud_ != nullptr) cloud_->Start();
+  const auto recovery = rt_.Recover();
+  spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
+               recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
+  ObserveState(true);
+  // Nothing is decided on the recovered state until the informers have listed the cluster
+  // again: it may have changed while no controller was watching.
+  std::vector<Event> start{ControllerStarted{options_.version, std::random_device{}(), settings_},
+                           WatchesSynced{false}, Tick{WallNow()}};
+  if (!options_.catalog_file.empty()) {
+    start.push_back(CatalogRefreshed{sim::LoadCatalogJson(options_.catalog_file, 0)});
+  }
+  rt_.Ingest(std::move(start));
+  source_.Seed(rt_.state());
+  source_.Start();
+}
+
+void Leader::FoldUntil(const std::atomic<bool>& stop) {
+  auto next_tick = std::chrono::steady_clock::now() + options_.tick;
+  std::optional<std::chrono::steady_clock::time_point> last_tick;
+  while (!stop.load()) {
+    if (leadership_.Lost() || !leadership_.MayAct()) {
+      throw kube::LeadershipLost("the lease was lost");
+    }
+    std::vector<Event> events = source_.Drain(std::chrono::milliseconds(100));
+    bool nodeclass_changed = false;
+    for (const Event& e : events) {
+      nodeclass_changed |= std::holds_alternative<NodeClassUpserted>(e);
+    }
+    if (cloud_ != nullptr) {
+      for (Event& e : cloud_->Drain()) events.push_back(std::move(e));
+    }
+    Completed(events);
+    bool ticked = false;
+    if (std::chrono::steady_clock::now() >= next_tick) {
+      events.push_back(Tick{WallNow()});
+      next_tick = std::max(next_tick + options_.tick, std::chrono::steady_clock::now());
+      ticked = true;
+    }
+    if (!events.empty()) rt_.Ingest(std::move(events));
+    if (ticked) {
+      const auto folded_at = std::chrono::steady_clock::now();
+      if (last_tick) metrics_.ObserveTickInterval(folded_at - *last_tick);
+      last_tick = folded_at;
+    }
+    ObserveState(false);
+    health_.Beat();
+    if (source_.synced()) {
+      health_.SetReady(true);
+    } else {
+      health_.SetReady(false, "informers have not synced yet");
+    }
+    if (cloud_ != nullptr) {
+      if (nodeclass_changed) cloud_->PokeNodeClasses();
+    }
+  }
+}
+
+// The results the lanes' workers brought back, for the next fold.
+void Leader::Completed(std::vector<Event>& events) {
+  for (runtime::Completion& done : lanes_.Drain()) {
+    rt_.Executed(done.command, done.results, done.took);
+    for (Event& e : done.results) events.push_back(std::move(e));
+  }
+}
+
+// The lanes as metrics, and as health warnings and a log line when one becomes stuck or
+// recovers.
+void Leader::ObserveLanes() {
+  const std::vector<runtime::LaneStatus> status = lanes_.Status();
+  metrics_.ObserveLanes(status);
+  std::vector<std::string> warnings;
+  for (const runtime::LaneStatus& lane : status) {
+    const std::string problem = lane.Problem();
+    const bool was_stuck = stuck_lanes_.contains(lane.name);
+    if (!problem.empty()) {
+      warnings.push_back("command lane " + problem);
+      if (!was_stuck) spdlog::warn("command lane stuck: {}", problem);
+      stuck_lanes_[lane.name] = problem;
+    } else if (was_stuck) {
+      spdlog::info("command lane {} is moving again", lane.name);
+      stuck_lanes_.erase(lane.name);
+    }
+  }
+  health_.SetWarnings(std::move(warnings));
+}
+
+void Leader::ObserveState(bool now) {
+  // At most once a second: the gauges walk every node and pod.
+  const auto t = std::chrono::steady_clock::now();
+  if (!now && t - state_seen_ < std::chrono::seconds(1)) return;
+  state_seen_ = t;
+  metrics_.ObserveState(rt_.state());
+  ObserveLanes();
+}
+
+void Leader::StopSources() {
+  // Side by side: the informers' watches notice within a second, the AWS pollers at once.
+  std::thread cloud_stop([&] {
+    if (cloud_ != nullptr) cloud_->Stop();
+  });
+  source_.Stop();
+  cloud_stop.join();
+}
+
+}  // namespace
+
 int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   // Probes and metrics answer from the start, standby included: a standby is healthy.
   http::HealthServer health(
@@ -200,245 +562,18 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   health.SetReady(false, "starting");
   spdlog::info("probes on :{}, metrics on :{}", health.port(), metrics_server.port());
 
-  kube::ClusterConfig config = kube::ResolveConfig(options.kubeconfig, options.context);
-  config.qps = options.kube_qps;
-  config.burst = options.kube_burst;
-  config.user_agent = "tenon/" + options.lease.identity;
+  const kube::ClusterConfig config = ClusterConfigFor(options);
   kube::Client client(config);
-
-  // One line when the process starts to stop, whatever stops it; cmd/main.cc logs the end,
-  // once everything here is released.
-  bool stopping = false;
-  auto shutdown_begins = [&](const std::string& why) {
-    if (stopping) return;
-    stopping = true;
-    spdlog::info("shutdown: {}; stopping the informers, the AWS pollers and the lease", why);
-  };
-
-  kube::LeaderElector elector(client, options.lease);
-  std::atomic<bool> renewing_stop{false};
-  std::atomic<bool> lost{false};
-  std::thread renewer;
-  if (options.leader_election) {
-    spdlog::info("standby: waiting for lease {}/{} as {}", options.lease.ns, options.lease.name,
-                 options.lease.identity);
-    health.SetReady(true);  // Ready to take over; the Service has nothing else to route.
-    std::atomic<bool> acquired{false};
-    std::thread beats([&] {
-      while (!acquired.load() && !stop.load()) {
-        health.Beat();
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      }
-    });
-    const bool leader = elector.Acquire(stop);
-    acquired = true;
-    beats.join();
-    if (!leader) {
-      shutdown_begins(std::string(kStopRequested) + " while standing by");
-      return 0;
-    }
-    renewer = std::thread([&] {
-      elector.KeepRenewing(renewing_stop);
-      if (!renewing_stop.load()) lost = true;
-    });
+  Shutdown shutdown;
+  Leadership leadership(client, options);
+  if (!leadership.Acquire(stop, health)) {
+    shutdown.Begin(std::string(kStopRequested) + " while standing by");
+    return 0;
   }
-  auto may_act = [&] { return !options.leader_election || elector.IsLeader(); };
-  auto finish = [&](int code) {
-    renewing_stop = true;
-    if (renewer.joinable()) renewer.join();
-    if (code == 0 && options.leader_election) elector.Release();
-    return code;
-  };
-
-  // A previous leader that is paused or partitioned may still hold the log's LOCK (the log is
-  // on a shared volume): wait for it to let go, as long as the Lease is ours.
-  log::OpenOptions open;
-  open.on_store_warning = [](const std::string& line) { spdlog::warn("log store: {}", line); };
-  log::OpenReport report;
-  std::unique_ptr<log::EventLog> log;
-  while (log == nullptr) {
-    try {
-      log = log::EventLog::Open(options.log_dir, open, &report);
-    } catch (const log::LogError& e) {
-      if (stop.load()) {
-        shutdown_begins(kStopRequested);
-        return finish(0);
-      }
-      if (!may_act()) {
-        shutdown_begins("the lease was lost");
-        return finish(kExitLeadershipLost);
-      }
-      if (e.kind() != log::ErrorKind::kIo) {
-        // Damage, or a folder that is no log: waiting mends neither, and writing past damage
-        // would bury what it hides (`tenon log repair` is the way on).
-        spdlog::critical("log {} cannot be used: {}", options.log_dir, e.what());
-        shutdown_begins("the log cannot be used");
-        return finish(1);
-      }
-      spdlog::warn("log {} cannot be opened yet: {}", options.log_dir, e.what());
-      std::this_thread::sleep_for(options.lease.retry_period);
-    }
-  }
-  if (report.torn_tail_truncated) spdlog::warn("{}", report.message);
-  kube::ExecutorOptions executor_options;
-  executor_options.on_write_failed = [&metrics] { metrics.KubeWriteFailed(); };
-  kube::KubeExecutor kube_executor(client, executor_options, may_act);
-  CloudOptions cloud_options = options.cloud;
-  cloud_options.cluster_name = options.settings.cluster_name;
-  cloud_options.refresh_catalog = options.catalog_file.empty();
-  cloud_options.read_only = options.dry_run;
-  if (cloud_options.cluster_endpoint.empty()) cloud_options.cluster_endpoint = config.server;
-  if (cloud_options.cluster_ca_base64.empty()) {
-    cloud_options.cluster_ca_base64 = aws::Base64(kube::CaBundle(config));
-  }
-  // The nodes' user data names the API server and its CA: logged with the settings, so every
-  // launch carries them.
-  Settings settings = options.settings;
-  settings.cluster_endpoint = cloud_options.cluster_endpoint;
-  settings.cluster_ca_bundle = cloud_options.cluster_ca_base64;
-  std::unique_ptr<CloudSource> cloud;
-  NoCloud no_cloud;
-  runtime::Executor* cloud_executor = &no_cloud;
-  if (options.cloud_provider == CloudProvider::kAws) {
-    cloud = std::make_unique<CloudSource>(cloud_options, client, may_act);
-    cloud_executor = cloud.get();
-  }
-  // The commands run on the lanes' workers, off this thread (runtime/lanes.h): one lane for
-  // the cloud, one for the Kubernetes API, each in the order the core issued its commands.
-  // Each command carries all its effect needs; no executor reads the folded state.
-  std::vector<runtime::Lane> lane_specs(2);
-  lane_specs[kAwsLane] = {options.aws_lane, cloud_executor};
-  lane_specs[kKubeLane] = {options.kube_lane, &kube_executor};
-  runtime::Lanes lanes(std::move(lane_specs), [](const Command& command) {
-    return aws::AwsExecutor::Owns(command) ? kAwsLane : kKubeLane;
-  });
-  DryRun dry_run;
-  runtime::Executor& executor = options.dry_run ? static_cast<runtime::Executor&>(dry_run)
-                                                : static_cast<runtime::Executor&>(lanes);
-  metrics::DecisionLogger decision_logger;
-  runtime::ObserverList observers;
-  observers.Add(&metrics);
-  observers.Add(&decision_logger);
-  runtime::Options runtime_options;
-  runtime_options.snapshot_every_events = options.snapshot_every_events;
-  runtime_options.snapshot_min_interval = options.snapshot_min_interval;
-  runtime_options.retain_age = options.retain_age;
-  runtime_options.retain_bytes = options.retain_bytes;
-  runtime_options.observer = &observers;
-  runtime::Runtime rt(*log, executor, runtime_options);
-  // The results the lanes' workers brought back, for the next fold.
-  auto completed = [&](std::vector<Event>& events) {
-    for (runtime::Completion& done : lanes.Drain()) {
-      rt.Executed(done.command, done.results, done.took);
-      for (Event& e : done.results) events.push_back(std::move(e));
-    }
-  };
-  // The lanes as metrics, every loop at most once a second, and as health warnings and a log
-  // line when one becomes stuck or recovers.
-  std::map<std::string, std::string> stuck_lanes;
-  auto observe_lanes = [&] {
-    const std::vector<runtime::LaneStatus> status = lanes.Status();
-    metrics.ObserveLanes(status);
-    std::vector<std::string> warnings;
-    for (const runtime::LaneStatus& lane : status) {
-      const std::string problem = lane.Problem();
-      const bool was_stuck = stuck_lanes.contains(lane.name);
-      if (!problem.empty()) {
-        warnings.push_back("command lane " + problem);
-        if (!was_stuck) spdlog::warn("command lane stuck: {}", problem);
-        stuck_lanes[lane.name] = problem;
-      } else if (was_stuck) {
-        spdlog::info("command lane {} is moving again", lane.name);
-        stuck_lanes.erase(lane.name);
-      }
-    }
-    health.SetWarnings(std::move(warnings));
-  };
-  auto state_seen = std::chrono::steady_clock::time_point{};
-  auto observe_state = [&](bool now) {
-    // At most once a second: the gauges walk every node and pod.
-    const auto t = std::chrono::steady_clock::now();
-    if (!now && t - state_seen < std::chrono::seconds(1)) return;
-    state_seen = t;
-    metrics.ObserveState(rt.state());
-    observe_lanes();
-  };
-  kube::KubeSource source(client);
-  auto stop_sources = [&] {
-    // Side by side: the informers' watches notice within a second, the AWS pollers at once.
-    std::thread cloud_stop([&] {
-      if (cloud != nullptr) cloud->Stop();
-    });
-    source.Stop();
-    cloud_stop.join();
-  };
-  try {
-    // The AWS side first: what its pollers find while recovery runs waits in their queues for
-    // the loop below. Commands re-driven from the log carry all they need.
-    if (cloud != nullptr) cloud->Start();
-    const auto recovery = rt.Recover();
-    spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
-                 recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
-    observe_state(true);
-    // Nothing is decided on the recovered state until the informers have listed the cluster
-    // again: it may have changed while no controller was watching.
-    std::vector<Event> start{ControllerStarted{options.version, std::random_device{}(), settings},
-                             WatchesSynced{false}, Tick{WallNow()}};
-    if (!options.catalog_file.empty()) {
-      start.push_back(CatalogRefreshed{sim::LoadCatalogJson(options.catalog_file, 0)});
-    }
-    rt.Ingest(std::move(start));
-    source.Seed(rt.state());
-    source.Start();
-    auto next_tick = std::chrono::steady_clock::now() + options.tick;
-    std::optional<std::chrono::steady_clock::time_point> last_tick;
-    while (!stop.load()) {
-      if (lost.load() || !may_act()) throw kube::LeadershipLost("the lease was lost");
-      std::vector<Event> events = source.Drain(std::chrono::milliseconds(100));
-      bool nodeclass_changed = false;
-      for (const Event& e : events) {
-        nodeclass_changed |= std::holds_alternative<NodeClassUpserted>(e);
-      }
-      if (cloud != nullptr) {
-        for (Event& e : cloud->Drain()) events.push_back(std::move(e));
-      }
-      completed(events);
-      bool ticked = false;
-      if (std::chrono::steady_clock::now() >= next_tick) {
-        events.push_back(Tick{WallNow()});
-        next_tick = std::max(next_tick + options.tick, std::chrono::steady_clock::now());
-        ticked = true;
-      }
-      if (!events.empty()) rt.Ingest(std::move(events));
-      if (ticked) {
-        const auto folded_at = std::chrono::steady_clock::now();
-        if (last_tick) metrics.ObserveTickInterval(folded_at - *last_tick);
-        last_tick = folded_at;
-      }
-      observe_state(false);
-      health.Beat();
-      if (source.synced()) {
-        health.SetReady(true);
-      } else {
-        health.SetReady(false, "informers have not synced yet");
-      }
-      if (cloud != nullptr) {
-        if (nodeclass_changed) cloud->PokeNodeClasses();
-      }
-    }
-  } catch (const kube::LeadershipLost& e) {
-    spdlog::error("{}: stopping every effect and exiting", e.what());
-    shutdown_begins(e.what());
-    // The sources first: stopping the AWS side aborts the call an AWS command may be stuck in,
-    // so the lanes then stop after at most the Kubernetes call in progress.
-    stop_sources();
-    lanes.Stop();
-    return finish(kExitLeadershipLost);
-  }
-  shutdown_begins(kStopRequested);
-  stop_sources();
-  lanes.Stop();
-  return finish(0);
+  const OpenedLog opened = OpenLog(options, stop, leadership, shutdown);
+  if (opened.log == nullptr) return leadership.Finish(opened.exit_code);
+  Leader leader(options, config, client, *opened.log, leadership, metrics, health);
+  return leadership.Finish(leader.Run(stop, shutdown));
 }
 
 }  // namespace tenon::controller

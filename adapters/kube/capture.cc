@@ -192,8 +192,12 @@ std::string ToYaml(const nlohmann::ordered_json& object) {
   return YamlOf(object);
 }
 
-CaptureReport Capture(Client& client, const CaptureOptions& options) {
-  namespace fs = std::filesystem;
+namespace {
+
+namespace fs = std::filesystem;
+
+// The folder must be new or empty, and the catalog to copy in a file.
+void CheckPaths(const CaptureOptions& options) {
   std::error_code ec;
   if (fs::exists(options.folder, ec) &&
       (!fs::is_directory(options.folder, ec) || !fs::is_empty(options.folder, ec))) {
@@ -202,7 +206,10 @@ CaptureReport Capture(Client& client, const CaptureOptions& options) {
   if (!fs::is_regular_file(options.catalog, ec)) {
     throw CaptureError("catalog " + options.catalog.string() + " is not a file");
   }
-  CaptureReport report;
+}
+
+// cluster.yaml: every object listed, kind by kind; what is left out is said in `report`.
+std::string ListCluster(Client& client, const CaptureOptions& options, CaptureReport& report) {
   std::set<std::string> nodes;  // Listed before the pods.
   std::size_t on_later_nodes = 0;
   std::string cluster = "# The cluster's objects as `tenon capture` listed them from " +
@@ -238,20 +245,27 @@ CaptureReport Capture(Client& client, const CaptureOptions& options) {
     report.skipped.push_back(std::to_string(on_later_nodes) +
                              " pods on nodes that joined while the cluster was listed");
   }
+  return cluster;
+}
+
+std::string ScenarioText(Client& client, const CaptureOptions& options) {
   const nlohmann::ordered_json scenario = {{"kind", "Scenario"},
                                            {"name", options.name},
                                            {"start", options.start},
                                            {"duration", options.duration},
                                            {"catalog", "catalog/instance-types.json"}};
-  const std::string scenario_text =
-      "# A scenario of the cluster at " + client.config().server + " as it was at " +
-      options.start +
-      ".\n"
-      "# `tenon simulate FOLDER` runs it; change a NodePool in cluster.yaml, or add a timeline\n"
-      "# here, to see what the change would do first.\n" +
-      ToYaml(scenario);
+  return "# A scenario of the cluster at " + client.config().server + " as it was at " +
+         options.start +
+         ".\n"
+         "# `tenon simulate FOLDER` runs it; change a NodePool in cluster.yaml, or add a timeline\n"
+         "# here, to see what the change would do first.\n" +
+         ToYaml(scenario);
+}
 
-  // Written beside the target and renamed into place: a failed capture leaves nothing.
+// Written beside the target and renamed into place: a failed capture leaves nothing.
+void WriteFolder(const CaptureOptions& options, const std::string& scenario_text,
+                 const std::string& cluster) {
+  std::error_code ec;
   const fs::path target = fs::absolute(options.folder);
   const fs::path staging = target.parent_path() / ("." + target.filename().string() + ".capture-" +
                                                    std::to_string(::getpid()));
@@ -264,7 +278,7 @@ CaptureReport Capture(Client& client, const CaptureOptions& options) {
     // as Kubernetes objects.
     fs::create_directories(staging / "catalog");
     fs::copy_file(options.catalog, staging / "catalog" / "instance-types.json");
-    if (fs::exists(target)) fs::remove(target);  // An empty folder, checked above.
+    if (fs::exists(target)) fs::remove(target);  // An empty folder (CheckPaths).
     fs::rename(staging, target);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(staging, ec);
@@ -273,6 +287,15 @@ CaptureReport Capture(Client& client, const CaptureOptions& options) {
     fs::remove_all(staging, ec);
     throw;
   }
+}
+
+}  // namespace
+
+CaptureReport Capture(Client& client, const CaptureOptions& options) {
+  CheckPaths(options);
+  CaptureReport report;
+  const std::string cluster = ListCluster(client, options, report);
+  WriteFolder(options, ScenarioText(client, options), cluster);
   return report;
 }
 
