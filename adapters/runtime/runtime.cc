@@ -38,6 +38,20 @@ void ReleaseFreeMemory() {
   }
   ::malloc_trim(0);
 }
+
+std::uint64_t HeapBytesInUse() {
+  if (mallctl != nullptr) {
+    // jemalloc's statistics are a snapshot taken when the epoch advances.
+    std::uint64_t epoch = 1;
+    std::size_t size = sizeof epoch;
+    mallctl("epoch", &epoch, &size, &epoch, size);
+    std::size_t allocated = 0;
+    size = sizeof allocated;
+    if (mallctl("stats.allocated", &allocated, &size, nullptr, 0) == 0) return allocated;
+  }
+  const struct mallinfo2 info = ::mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
 namespace {
 
 // Command results feeding further commands must settle; a chain longer than this is a bug.

@@ -35,6 +35,9 @@ void TuneAllocatorForLongRun();
 // Hands memory the allocator holds free back to the system: malloc_trim under glibc, a purge
 // of every arena under jemalloc (whichever this process runs with).
 void ReleaseFreeMemory();
+// Bytes the allocator has handed out and not had back, in every arena: jemalloc's
+// stats.allocated when the program links jemalloc, glibc's mallinfo2 otherwise.
+std::uint64_t HeapBytesInUse();
 
 // Performs commands against the world. Results are returned as events (possibly none, when the
 // result arrives later through another adapter). Implementations must be idempotent per command
