@@ -100,11 +100,10 @@ void SetOutcome(DisruptionCandidate& record, std::string text, Cause cause = Cau
 
 // One graceful disruption method as the pass consults it: which claims it looks at, what
 // acting on some of them would take, how it chooses, and what its deletions say. Defined in
-// the method's own file; the table in methods.cc registers it.
+// the method's own file; the table in methods.cc registers it, and its NodePool budgets are
+// read for the reason the table gives its method (what a budget's `reasons:` names: Empty,
+// Drifted, Underutilized, or Expired for soft expiration).
 struct Decider {
-  // The disruption reason a NodePool's budgets are read for (what a budget's `reasons:`
-  // names): Empty, Drifted, Underutilized, or Expired for soft expiration.
-  const char* budget_reason = "";
   // Whether the settings turn the method on (null: always on).
   bool (*enabled)(const Settings& settings) = nullptr;
   // Its test of one claim: "" when it is a candidate (setting `c.why` when why it qualifies is

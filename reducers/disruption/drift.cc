@@ -187,7 +187,7 @@ void SelectEventual(const State& state, Simulation& sim, const Decider& decider,
     if (a_empty != b_empty) return a_empty;
     return since(a) < since(b);
   });
-  Budgets budgets(state, decider.budget_reason, pass, looked);
+  Budgets budgets(state, MethodInfo(decider).reason, pass, looked);
   SelectFirst(state, sim, decider, cands, pass, budgets);
 }
 
@@ -196,7 +196,6 @@ std::string EventualDeletionReason(const std::string& outcome) {
 }
 
 const Decider kDrift{
-    .budget_reason = "Drifted",
     .blocker = DriftBlocker,
     .plan = PlanReplacing,
     .select = SelectDrift,

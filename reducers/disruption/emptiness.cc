@@ -23,7 +23,7 @@ Plan PlanDelete(const State& /*state*/, Simulation& /*sim*/,
 // Every candidate within its pool's budget goes.
 void SelectEmpty(const State& state, Simulation& sim, std::vector<Candidate>& cands, Pass& pass,
                  Lookups& looked, bool /*validating*/) {
-  Budgets budgets(state, kEmptiness.budget_reason, pass, looked);
+  Budgets budgets(state, MethodInfo(kEmptiness).reason, pass, looked);
   for (const Candidate& c : cands) {
     std::int64_t& left = budgets.Left(c.claim->nodepool);
     if (left <= 0) {
@@ -44,7 +44,6 @@ std::string EmptyDeletionReason(const std::string& /*outcome*/) {
 }  // namespace
 
 const Decider kEmptiness{
-    .budget_reason = "Empty",
     .blocker = EmptinessBlocker,
     .plan = PlanDelete,
     .select = SelectEmpty,

@@ -72,4 +72,11 @@ const DisruptionMethodInfo& MethodInfo(DisruptionMethod method) {
   return kUnknown;
 }
 
+const DisruptionMethodInfo& MethodInfo(const core::disruption::Decider& decider) {
+  for (const DisruptionMethodInfo& info : kMethods) {
+    if (info.decider == &decider) return info;
+  }
+  return kUnknown;
+}
+
 }  // namespace tenon

@@ -45,5 +45,7 @@ std::span<const DisruptionMethodInfo> DisruptionMethods();
 // The method's entry (one with reason "Unknown" for a value out of range). Its name, what the
 // log records, is the model's: Name(method) (model/text.cc).
 const DisruptionMethodInfo& MethodInfo(DisruptionMethod method);
+// The entry of the method `decider` carries out (the unknown one for a decider not in the table).
+const DisruptionMethodInfo& MethodInfo(const core::disruption::Decider& decider);
 
 }  // namespace tenon

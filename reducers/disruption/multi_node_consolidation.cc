@@ -12,7 +12,7 @@ constexpr std::size_t kMultiNodeCandidatesMax = 100;
 // The candidates within budget, among the cheapest 100; the others' outcomes are recorded.
 std::vector<const Candidate*> WithinBudget(const State& state, std::vector<Candidate>& cands,
                                            Pass& pass, Lookups& looked) {
-  Budgets budgets(state, kMultiNodeConsolidation.budget_reason, pass, looked);
+  Budgets budgets(state, MethodInfo(kMultiNodeConsolidation).reason, pass, looked);
   std::vector<const Candidate*> within;
   for (const Candidate& c : cands) {
     std::int64_t& left = budgets.Left(c.claim->nodepool);
@@ -73,7 +73,6 @@ void SelectGroup(const State& state, Simulation& sim, std::vector<Candidate>& ca
 }  // namespace
 
 const Decider kMultiNodeConsolidation{
-    .budget_reason = "Underutilized",
     .blocker = ConsolidationBlocker,
     .plan = PlanCheaper,
     .select = SelectGroup,

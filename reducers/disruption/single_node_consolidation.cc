@@ -9,14 +9,13 @@ namespace {
 void SelectOne(const State& state, Simulation& sim, std::vector<Candidate>& cands, Pass& pass,
                Lookups& looked, bool /*validating*/) {
   if (AwaitSettled(state, cands, pass)) return;
-  Budgets budgets(state, kSingleNodeConsolidation.budget_reason, pass, looked);
+  Budgets budgets(state, MethodInfo(kSingleNodeConsolidation).reason, pass, looked);
   SelectFirst(state, sim, kSingleNodeConsolidation, cands, pass, budgets);
 }
 
 }  // namespace
 
 const Decider kSingleNodeConsolidation{
-    .budget_reason = "Underutilized",
     .blocker = ConsolidationBlocker,
     .plan = PlanCheaper,
     .select = SelectOne,

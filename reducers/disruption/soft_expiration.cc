@@ -31,7 +31,6 @@ void SelectSoftExpiration(const State& state, Simulation& sim, std::vector<Candi
 }  // namespace
 
 const Decider kSoftExpiration{
-    .budget_reason = "Expired",
     .enabled = SoftExpirationEnabled,
     .blocker = SoftExpirationBlocker,
     .plan = PlanReplacing,
