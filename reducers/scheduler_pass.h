@@ -21,7 +21,7 @@ namespace tenon::core::placement {
 constexpr std::uint64_t kRefusedForever = std::numeric_limits<std::uint64_t>::max();
 
 // Whether the pod's requirements name the hosts it may run on: no new node can be one of them
-// (Karpenter's NodeClaim templates carry a placeholder hostname for that reason).
+// (Karpenter gives its NodeClaim templates a hostname no node has, for that reason).
 inline bool NamesAHost(const PodView& v) {
   const ValueSet* host = v.requirements.Get(label::kHostname);
   return host != nullptr && !host->complement && !host->values.empty();
