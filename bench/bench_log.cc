@@ -125,7 +125,7 @@ void BM_LogRead(benchmark::State& state) {
   for (std::int64_t i = 0; i < kPreloaded; i += 1000) log.log->Append({batch, {}});
   std::mt19937_64 rng(1);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(log.log->Read(1 + rng() % kPreloaded));
+    benchmark::DoNotOptimize(log.log->Read(tenon::Seq{1 + rng() % kPreloaded}));
   }
   state.SetItemsProcessed(state.iterations());
 }

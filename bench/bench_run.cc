@@ -106,11 +106,11 @@ double Since(Clock::time_point start) {
 // Counts what the runtime appends to the log.
 struct AppendCounter : runtime::Observer {
   void OnAppend(std::size_t records_in, std::size_t bytes_in, std::chrono::nanoseconds,
-                log::Seq) override {
+                Seq) override {
     records += records_in;
     bytes += bytes_in;
   }
-  void OnSnapshot(log::Seq) override { ++snapshots; }
+  void OnSnapshot(Seq) override { ++snapshots; }
   std::uint64_t records = 0, bytes = 0, snapshots = 0;
 };
 
@@ -200,11 +200,11 @@ std::size_t SnapshotBytes(const log::Snapshot& snapshot) {
   return bytes;
 }
 
-CoreOnly FoldCoreOnly(const log::EventLog& log, log::Seq churn_from) {
+CoreOnly FoldCoreOnly(const log::EventLog& log, Seq churn_from) {
   CoreOnly core;
   const double heap0 = HeapMb();
   State state;
-  log::Seq from = 1;
+  Seq from{1};
   if (auto snapshot = log.SnapshotAtOrBelow(churn_from - 1)) {
     std::uint64_t hash = 0;
     state = log::DecodeSnapshot(snapshot->parts, &hash);
@@ -223,7 +223,7 @@ CoreOnly FoldCoreOnly(const log::EventLog& log, log::Seq churn_from) {
     log.Scan(from, churn_from - 1, [&](const auto& r) { return fold(r, false); });
   const double cpu0 = ThreadCpuSeconds();
   const auto wall0 = Clock::now();
-  log.Scan(churn_from, 0, [&](const auto& r) { return fold(r, true); });
+  log.Scan(churn_from, Seq{0}, [&](const auto& r) { return fold(r, true); });
   core.cpu_seconds = ThreadCpuSeconds() - cpu0;
   core.wall_seconds = Since(wall0);
   core.state_hash = StateHash(state);
@@ -341,7 +341,7 @@ int Run(const Args& args) {
               build.cpu_seconds, build.events);
   const double rss_peak_build = StatusMb("VmHWM:");
   const bool reset = ResetPeak();
-  const log::Seq churn_from = log->LastSeq() + 1;
+  const Seq churn_from = log->LastSeq() + 1;
 
   Phase hour = Drive(*runtime, timed, counter, built_at + kSecond,
                      built_at + Seconds(args.churn_seconds), true);
@@ -363,7 +363,7 @@ int Run(const Args& args) {
   std::printf("  core-only fold ends in the controller's state: %s\n",
               core.state_hash == controller_hash ? "yes" : "NO");
   std::uintmax_t disk = DirBytes(dir);
-  auto snapshot = log->SnapshotAtOrBelow(0);
+  auto snapshot = log->SnapshotAtOrBelow(Seq{0});
   std::printf(
       "  newest snapshot %.1f MB; heap given back: World %.1f MB, runtime (its State) "
       "%.1f MB, ",

@@ -77,7 +77,7 @@ double Since(Clock::time_point start) {
 // Where the run's time goes: the log's appends and the core's Step, as the runtime reports them
 // (on its own thread: pipelined appends are reported once written, not as the writer makes them).
 struct Split : runtime::Observer {
-  void OnAppend(std::size_t n, std::size_t b, std::chrono::nanoseconds took, log::Seq) override {
+  void OnAppend(std::size_t n, std::size_t b, std::chrono::nanoseconds took, Seq) override {
     records += n;
     bytes += b;
     append_seconds += std::chrono::duration<double>(took).count();
@@ -89,7 +89,7 @@ struct Split : runtime::Observer {
     ++count;
     seconds += s;
   }
-  void OnSnapshot(log::Seq) override { ++snapshots; }
+  void OnSnapshot(Seq) override { ++snapshots; }
   std::uint64_t records = 0, bytes = 0, snapshots = 0;
   double append_seconds = 0, step_seconds = 0;
   std::map<std::string, std::pair<std::uint64_t, double>> by_kind;  // kind: count, seconds
@@ -231,7 +231,7 @@ RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::
 // The baseline: every event folded from zero by the core alone, nothing compared.
 double FoldAlone(const log::EventLog& log, std::uint64_t* hash) {
   const auto start = Clock::now();
-  State state = replay::FoldTo(log, 0, false);
+  State state = replay::FoldTo(log, Seq{0}, false);
   *hash = StateHash(state);
   return Since(start);
 }
@@ -382,7 +382,7 @@ int Fold(const Args& args) {
     const double seconds = FoldAlone(*log, &hash);
     fastest = i == 0 ? seconds : std::min(fastest, seconds);
     std::printf("fold %" PRId64 ": %.3f s, %" PRIu64 " records, final state %016" PRIx64 "\n",
-                i + 1, seconds, log->LastSeq(), hash);
+                i + 1, seconds, log->LastSeq().value, hash);
   }
   std::printf("fastest: %.3f s\n", fastest);
   return 0;

@@ -147,11 +147,11 @@ void PrintState(const State& state) {
 
 // Every NodeClaim transition up to `to` (0: all), with its time, cause and the event that led
 // to it. `claim` (optional) keeps one NodeClaim's.
-void PrintHistory(const log::EventLog& log, std::uint64_t to, const std::string& claim) {
+void PrintHistory(const log::EventLog& log, Seq to, const std::string& claim) {
   std::printf("nodeclaim history%s%s:\n", claim.empty() ? "" : " of ", claim.c_str());
   log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
     Decision d = log::DecodeDecision(record.payload);
-    if (to != 0 && d.cause.value > to) return false;
+    if (to != Seq{0} && d.cause > to) return false;
     const auto* l = std::get_if<LifecycleDecision>(&d.body);
     if (l == nullptr || (!claim.empty() && l->nodeclaim != claim)) return true;
     std::printf("  %s  %-22s %-24s %s  (event %" PRIu64 ")\n", replay::ClockText(d.at).c_str(),
@@ -162,25 +162,25 @@ void PrintHistory(const log::EventLog& log, std::uint64_t to, const std::string&
 }
 
 // A progress bar on stderr, only when it is a terminal, at most once per percent.
-std::function<void(log::Seq, log::Seq)> ProgressBar() {
+std::function<void(Seq, Seq)> ProgressBar() {
   if (::isatty(STDERR_FILENO) == 0) return {};
-  return [last = -1](log::Seq at, log::Seq end) mutable {
-    const int percent = end == 0 ? 100 : static_cast<int>(at * 100 / end);
+  return [last = -1](Seq at, Seq end) mutable {
+    const int percent = end == Seq{0} ? 100 : static_cast<int>(at.value * 100 / end.value);
     if (percent == last) return;
     last = percent;
     constexpr int kWidth = 40;
     std::string bar(static_cast<std::size_t>(percent * kWidth / 100), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\rverify [%s] %3d%%  seq %" PRIu64 "/%" PRIu64, bar.c_str(), percent, at,
-                 end);
+    std::fprintf(stderr, "\rverify [%s] %3d%%  seq %" PRIu64 "/%" PRIu64, bar.c_str(), percent,
+                 at.value, end.value);
     if (at >= end) std::fprintf(stderr, "\n");
   };
 }
 
 int RunVerify(const log::EventLog& log, bool decode_snapshots) {
-  // Each recorded CreateFleet body is rendered again from its LaunchInstances alone.
+  // Each recorded CreateFleet body is rendered again from its LaunchInstance alone.
   const replay::RequestRenderer render = [](const Command& command) -> std::string {
-    const auto* launch = std::get_if<LaunchInstances>(&command.body);
+    const auto* launch = std::get_if<LaunchInstance>(&command.body);
     return launch == nullptr ? "" : aws::RenderLaunch(*launch).body;
   };
   auto report = replay::Verify(log, ProgressBar(), 0, decode_snapshots, render);
@@ -189,8 +189,8 @@ int RunVerify(const log::EventLog& log, bool decode_snapshots) {
               " snapshots checked (%" PRIu64 " decoded); final state %016" PRIx64,
               report.events, report.outputs, report.decisions, report.snapshots_checked,
               report.snapshots_decoded, report.final_hash);
-  if (report.newest_snapshot != 0) {
-    std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot,
+  if (report.newest_snapshot != Seq{0}) {
+    std::printf(" (from snapshot %" PRIu64 ": %016" PRIx64 ")", report.newest_snapshot.value,
                 report.final_hash_from_snapshot);
   }
   if (!report.cuts.empty()) {
@@ -200,13 +200,13 @@ int RunVerify(const log::EventLog& log, bool decode_snapshots) {
     std::printf("; %" PRIu64 " recorded CreateFleet bodies rendered again, byte for byte",
                 report.requests_rendered);
   }
-  if (report.first_seq > 1) {
+  if (report.first_seq > Seq{1}) {
     std::printf("; the log begins at seq %" PRIu64 " (older records dropped by retention)",
-                report.first_seq);
+                report.first_seq.value);
   }
   std::printf("\nverdict: %s\n", replay::VerdictName(report.verdict));
   if (report.verdict == replay::Verdict::kIdentical) return 0;
-  std::printf("first bad sequence number: %" PRIu64 "\n%s\n", report.first_bad_seq,
+  std::printf("first bad sequence number: %" PRIu64 "\n%s\n", report.first_bad_seq.value,
               report.detail.c_str());
   return report.verdict == replay::Verdict::kIncomplete ? 2 : 1;
 }
@@ -240,12 +240,12 @@ int RunReplay(const IncidentCommands& c) {
   auto log = OpenForReading(c.replay_dir);
   if (c.verify) return RunVerify(*log, c.decode_snapshots);
   if (c.what_if || !c.with.empty()) return RunWhatIf(c, *log);
-  log::Seq to = c.to;
+  Seq to{c.to};
   if (!c.until.empty()) {
     const Nanos until = TimeFlag("--until", c.until, *log);
-    const log::Seq at = replay::SeqAtTime(*log, until);
-    to = to == 0 ? at : std::min(to, at);
-    if (to == 0) {
+    const Seq at = replay::SeqAtTime(*log, until);
+    to = to == Seq{0} ? at : std::min(to, at);
+    if (to == Seq{0}) {
       std::printf("the log holds nothing at or before %s\n", replay::TimestampText(until).c_str());
       return 1;
     }
@@ -288,7 +288,7 @@ int RunExplain(const IncidentCommands& c) {
 void PrintArchive(const char* verb, const replay::ArchiveReport& r, const std::string& file) {
   std::printf("%s %s: %" PRIu64 " events (through seq %" PRIu64 "), %" PRIu64 " decisions, %" PRIu64
               " snapshots, %" PRIu64 " bytes, checksum %016" PRIx64 "\n",
-              verb, file.c_str(), r.events, r.last_seq, r.decisions, r.snapshots, r.bytes,
+              verb, file.c_str(), r.events, r.last_seq.value, r.decisions, r.snapshots, r.bytes,
               r.checksum);
 }
 
@@ -345,19 +345,18 @@ int RunImport(const IncidentCommands& c) {
 }
 
 int RunRepair(const IncidentCommands& c) {
-  const log::RepairReport r =
-      log::RepairLog(c.repair_dir, [](const log::EventLog& log, log::Seq last) {
-        return replay::FoldTo(log, last, true).next_decision.value;
-      });
+  const log::RepairReport r = log::RepairLog(c.repair_dir, [](const log::EventLog& log, Seq last) {
+    return replay::FoldTo(log, last, true).next_decision.value;
+  });
   if (!r.repaired) {
     std::printf("%s has no damage: nothing changed (last sequence number %" PRIu64 ")\n",
-                c.repair_dir.c_str(), r.last_seq);
+                c.repair_dir.c_str(), r.last_seq.value);
     return 0;
   }
   std::printf(
       "repaired %s\n  damage: %s\n  the log as it was: %s\n  the log goes on after "
       "record %" PRIu64 "; what was lost: %s\n",
-      c.repair_dir.c_str(), r.damage.c_str(), r.aside.c_str(), r.last_seq, r.report.c_str());
+      c.repair_dir.c_str(), r.damage.c_str(), r.aside.c_str(), r.last_seq.value, r.report.c_str());
   return 0;
 }
 

@@ -91,8 +91,8 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
   // Without --log, the log and the world go with the process: commands need not wait for the log.
   if (args.log_dir.empty()) options.appends = runtime::Appends::kPipelinedAhead;
   if (args.trace_acks) {
-    options.on_ack = [](log::Seq seq, const std::string& payload) {
-      std::printf("ack %" PRIu64 " %016" PRIx64 "\n", seq,
+    options.on_ack = [](Seq seq, const std::string& payload) {
+      std::printf("ack %" PRIu64 " %016" PRIx64 "\n", seq.value,
                   XXH3_64bits(payload.data(), payload.size()));
       std::fflush(stdout);
     };
@@ -116,7 +116,7 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
   if (result.resumed && !args.quiet) {
     std::printf("resumed: snapshot %" PRIu64 ", %" PRIu64 " outputs restored, %" PRIu64
                 " commands re-driven\n",
-                result.recovered_snapshot, result.outputs_restored, result.commands_redriven);
+                result.recovered_snapshot.value, result.outputs_restored, result.commands_redriven);
     if (result.finished_before) {
       std::printf("the run had already reached the scenario's end (%s): nothing more to do\n",
                   Clock(scenario.start + scenario.duration).c_str());
@@ -126,7 +126,7 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
     std::printf("done: %" PRIu64
                 " records, %zu instances running (%zu CreateFleet calls), "
                 "%zu nodes, %zu pods bound, %zu pending, %s/h, state %016" PRIx64 "\n",
-                result.last_seq, result.world.instances, result.world.launch_calls,
+                result.last_seq.value, result.world.instances, result.world.launch_calls,
                 result.world.nodes, result.world.pods_bound, result.world.pods_pending,
                 Dollars(result.world.cost).c_str(), result.state_hash);
   }

@@ -87,7 +87,7 @@ State DecodeSnapshot(const std::vector<std::string>& parts, std::uint64_t* store
 // The hash a snapshot's state had when written, read from its head part alone.
 std::uint64_t SnapshotStoredHash(std::string_view head);
 
-// A short human name for an event kind ("PodUpserted") and a command kind ("LaunchInstances").
+// A short human name for an event kind ("PodUpserted") and a command kind ("LaunchInstance").
 std::string EventKind(const Event& event);
 std::string CommandKind(const Command& command);
 

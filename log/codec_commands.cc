@@ -11,8 +11,8 @@ void PutAlt(s::Command::Builder b, const CreateNodeClaim& x) {
 void PutAlt(s::Command::Builder b, const DeleteNodeClaim& x) {
   b.setDeleteNodeClaim(T(x.name));
 }
-void PutAlt(s::Command::Builder b, const LaunchInstances& x) {
-  auto g = b.initLaunchInstances();
+void PutAlt(s::Command::Builder b, const LaunchInstance& x) {
+  auto g = b.initLaunchInstance();
   g.setNodeClaim(T(x.nodeclaim));
   g.setNodePool(T(x.nodepool));
   g.setNodeClass(T(x.nodeclass));
@@ -197,13 +197,13 @@ std::optional<Command> GetKubeCommand(s::Command::Reader r, Command& c) {
 // The commands the cloud carries out.
 Command GetCloudCommand(s::Command::Reader r, Command& c) {
   switch (r.which()) {
-    case s::Command::LAUNCH_INSTANCES: {
-      auto g = r.getLaunchInstances();
-      c.body = LaunchInstances{S(g.getNodeClaim()),    S(g.getNodePool()),
-                               S(g.getNodeClass()),    S(g.getClientToken()),
-                               S(g.getCapacityType()), GetList<LaunchOverride>(g.getOverrides()),
-                               GetLabels(g.getTags()), S(g.getAllocationStrategy()),
-                               Get(g.getNode())};
+    case s::Command::LAUNCH_INSTANCE: {
+      auto g = r.getLaunchInstance();
+      c.body = LaunchInstance{S(g.getNodeClaim()),    S(g.getNodePool()),
+                              S(g.getNodeClass()),    S(g.getClientToken()),
+                              S(g.getCapacityType()), GetList<LaunchOverride>(g.getOverrides()),
+                              GetLabels(g.getTags()), S(g.getAllocationStrategy()),
+                              Get(g.getNode())};
       return c;
     }
     case s::Command::TERMINATE_INSTANCE: {
@@ -249,7 +249,7 @@ namespace tenon::log {
 std::string CommandKind(const Command& command) {
   constexpr const char* kNames[] = {"CreateNodeClaim",
                                     "DeleteNodeClaim",
-                                    "LaunchInstances",
+                                    "LaunchInstance",
                                     "PatchNode",
                                     "EvictPod",
                                     "DeletePod",

@@ -116,8 +116,8 @@ void PutAlt(s::Event::Builder b, const CsiNodeUpserted& e) {
 void PutAlt(s::Event::Builder b, const CsiNodeDeleted& e) {
   b.setCsiNodeDeleted(T(e.name));
 }
-void PutAlt(s::Event::Builder b, const NodeClaimDeleting& e) {
-  b.setNodeClaimDeleting(T(e.name));
+void PutAlt(s::Event::Builder b, const NodeClaimDeletionRequested& e) {
+  b.setNodeClaimDeletionRequested(T(e.name));
 }
 void PutAlt(s::Event::Builder b, const PodDisruptionBudgetUpserted& e) {
   Put(b.initPodDisruptionBudgetUpserted(), e.pdb);
@@ -127,8 +127,11 @@ void PutAlt(s::Event::Builder b, const PodDisruptionBudgetDeleted& e) {
   g.setNamespace(T(e.ns));
   g.setName(T(e.name));
 }
-void PutAlt(s::Event::Builder b, const WatchesSynced& e) {
-  b.setWatchesSynced(e.synced);
+void PutAlt(s::Event::Builder b, const WatchesStarted&) {
+  b.setWatchesSynced(false);
+}
+void PutAlt(s::Event::Builder b, const WatchesSynced&) {
+  b.setWatchesSynced(true);
 }
 void PutAlt(s::Event::Builder b, const NodeClaimObserved& e) {
   Put(b.initNodeClaimObserved(), e.claim);
@@ -202,8 +205,8 @@ std::optional<Event> GetClusterEvent(s::Event::Reader r) {
       return CsiNodeUpserted{Get(r.getCsiNodeUpserted())};
     case s::Event::CSI_NODE_DELETED:
       return CsiNodeDeleted{S(r.getCsiNodeDeleted())};
-    case s::Event::NODE_CLAIM_DELETING:
-      return NodeClaimDeleting{S(r.getNodeClaimDeleting())};
+    case s::Event::NODE_CLAIM_DELETION_REQUESTED:
+      return NodeClaimDeletionRequested{S(r.getNodeClaimDeletionRequested())};
     case s::Event::POD_DISRUPTION_BUDGET_UPSERTED:
       return PodDisruptionBudgetUpserted{Get(r.getPodDisruptionBudgetUpserted())};
     case s::Event::POD_DISRUPTION_BUDGET_DELETED: {
@@ -264,7 +267,8 @@ Event GetControllerEvent(s::Event::Reader r) {
           S(g.getMessageId())};
     }
     case s::Event::WATCHES_SYNCED:
-      return WatchesSynced{r.getWatchesSynced()};
+      if (!r.getWatchesSynced()) return WatchesStarted{};
+      return WatchesSynced{};
     case s::Event::NODE_CLASS_RESOLVED: {
       auto g = r.getNodeClassResolved();
       return NodeClassResolved{S(g.getNodeClass()), Get(g.getResolution())};
@@ -325,11 +329,12 @@ std::string EventKind(const Event& event) {
                                     "StorageClassDeleted",
                                     "CsiNodeUpserted",
                                     "CsiNodeDeleted",
-                                    "NodeClaimDeleting",
+                                    "NodeClaimDeletionRequested",
                                     "InstancesListed",
                                     "InterruptionReceived",
                                     "PodDisruptionBudgetUpserted",
                                     "PodDisruptionBudgetDeleted",
+                                    "WatchesStarted",
                                     "WatchesSynced",
                                     "NodeClaimObserved",
                                     "NodeClassResolved"};

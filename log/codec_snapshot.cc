@@ -198,7 +198,7 @@ void GetCollections(s::Snapshot::Reader r, State& state) {
   for (auto c : r.getInflight()) state.inflight[CommandId{c.getId()}] = Get(c);
   for (auto c : r.getRelaunches()) {
     Command command = Get(c);
-    const auto* launch = std::get_if<LaunchInstances>(&command.body);
+    const auto* launch = std::get_if<LaunchInstance>(&command.body);
     if (launch == nullptr) throw CodecError("snapshot: a relaunch that is not a launch");
     state.relaunches[launch->nodeclaim] = std::move(command);
   }

@@ -131,7 +131,7 @@ std::unique_ptr<EventLog> EventLog::Open(const std::filesystem::path& dir,
   auto log = OpenedLog(opening.db, std::move(handles), dir, options, out);
   out.last_seq = log->LastSeq();
   if (out.torn_tail_truncated) {
-    out.message += "; the log goes on from sequence number " + std::to_string(out.last_seq);
+    out.message += "; the log goes on from sequence number " + std::to_string(out.last_seq.value);
   }
   return log;
 }

@@ -23,9 +23,11 @@
 #include <string_view>
 #include <vector>
 
+#include "model/units.h"
+
 namespace tenon::log {
 
-using Seq = std::uint64_t;  // 1-based; 0 means "none".
+// Records are numbered by Seq (model/units.h): 1-based, 0 meaning "none".
 
 // The schema version this build writes into meta. Bump only with a migration note.
 // 2: disruption decisions store their candidates' pools and outcomes once each, in `texts`
@@ -51,6 +53,7 @@ class LogError : public std::runtime_error {
  public:
   LogError(ErrorKind kind, std::uint64_t key, const std::string& what)
       : std::runtime_error(what), kind_(kind), key_(key) {}
+  LogError(ErrorKind kind, Seq seq, const std::string& what) : LogError(kind, seq.value, what) {}
   ErrorKind kind() const { return kind_; }
   // The sequence number (or decision id) of the offending record, 0 when not about one record.
   std::uint64_t key() const { return key_; }
@@ -84,7 +87,7 @@ struct OpenReport {
   bool created = false;
   bool torn_tail_truncated = false;
   std::string message;  // Human-readable account of any recovery done at open.
-  Seq last_seq = 0;
+  Seq last_seq{0};
 };
 
 struct DecisionRecord {
@@ -111,14 +114,14 @@ struct AppendOptions {
 };
 
 struct Record {
-  Seq seq = 0;
+  Seq seq{0};
   std::string payload;
 };
 
 // A snapshot is stored in parts (the codec's head first, then slices of the large collections),
 // so that neither writing nor reading one needs the whole state as a single buffer.
 struct Snapshot {
-  Seq seq = 0;
+  Seq seq{0};
   std::vector<std::string> parts;
 };
 

@@ -177,13 +177,13 @@ void WriteRepairReport(const std::filesystem::path& dir, const EventLog& log,
   std::ofstream out(report.report);
   out << "tenon log repair of " << dir.string() << " at " << UtcStamp() << "\n"
       << "damage: " << report.damage << "\n"
-      << "kept: records " << log.FirstSeq() << " to " << report.last_seq << " (in " << dir.string()
-      << ")\n";
+      << "kept: records " << log.FirstSeq().value << " to " << report.last_seq.value << " (in "
+      << dir.string() << ")\n";
   if (report.manifest_rebuilt) {
     out << "the records of the tables the MANIFEST no longer listed were put back; the folder "
         << "as it was, damaged MANIFEST included, is in " << report.aside.string() << "\n";
   } else {
-    out << "lost from the log: every record after " << report.last_seq
+    out << "lost from the log: every record after " << report.last_seq.value
         << "; the damaged write-ahead log and everything else the folder held are in "
         << report.aside.string() << "\n";
   }

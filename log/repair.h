@@ -19,7 +19,7 @@ struct RepairReport {
   std::string damage;             // RocksDB's account: the file and the bytes it dropped.
   std::filesystem::path aside;    // The log folder as it was (SST files hard-linked).
   std::filesystem::path report;   // aside / "REPAIR.txt"
-  Seq last_seq = 0;               // The log goes on after this record.
+  Seq last_seq{0};                // The log goes on after this record.
 };
 
 // The first decision id the kept records did not make (the fold's next id after `last`).

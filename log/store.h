@@ -47,10 +47,16 @@ inline constexpr const char* kFamilyNames[kFamilies] = {"default",   "events", "
 
 // A sequence number or decision id as an 8-byte big-endian key: keys sort in number order.
 std::string Key(std::uint64_t n);
-std::string PartKey(std::uint64_t seq, std::uint32_t part);
+inline std::string Key(Seq seq) {
+  return Key(seq.value);
+}
+std::string PartKey(Seq seq, std::uint32_t part);
 std::uint64_t FromKey(const rocksdb::Slice& key);
+inline Seq SeqFromKey(const rocksdb::Slice& key) {
+  return Seq{FromKey(key)};
+}
 // The sequence number a snapshot head or part key belongs to.
-std::uint64_t SnapshotSeqOf(const rocksdb::Slice& key);
+Seq SnapshotSeqOf(const rocksdb::Slice& key);
 // The frame's header: its version and the checksum of key and payload.
 std::string FrameHeader(std::string_view key, std::string_view payload);
 // Checks a stored value against its key and returns the payload; never skips a bad record.

@@ -245,12 +245,12 @@ std::string WhereDamaged(const std::filesystem::path& dir, rocksdb::DBOptions db
     return "";
   }
   const rocksdb::SequenceNumber kept = db->GetLatestSequenceNumber();
-  Seq last = 0;
+  Seq last{0};
   for (std::size_t i = 0; i < families.size(); ++i) {
     if (families[i].name != kFamilyNames[kEvents]) continue;
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions{}, handles[i]));
     it->SeekToLast();
-    if (it->Valid() && it->key().size() == 8) last = FromKey(it->key());
+    if (it->Valid() && it->key().size() == 8) last = SeqFromKey(it->key());
   }
   for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
   db->Close();
@@ -259,7 +259,8 @@ std::string WhereDamaged(const std::filesystem::path& dir, rocksdb::DBOptions db
   if (damage.file.empty()) return "";
   return damage.file.filename().string() + " is damaged at offset " +
          std::to_string(damage.offset) + " of its " + std::to_string(damage.size) +
-         " bytes: the records after sequence number " + std::to_string(last) + " cannot be read";
+         " bytes: the records after sequence number " + std::to_string(last.value) +
+         " cannot be read";
 }
 
 }  // namespace tenon::log::store

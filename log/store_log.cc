@@ -94,7 +94,7 @@ class RocksEventLog final : public EventLog {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   bool read_only_;
   std::filesystem::path dir_;
-  std::atomic<Seq> last_seq_{0};
+  std::atomic<Seq> last_seq_{Seq{0}};
   std::uint32_t schema_version_ = kSchemaVersion;
   std::string writer_version_;
   std::string cluster_id_;
@@ -110,7 +110,7 @@ Seq RocksEventLog::FindLastSeq() const {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kEvents]));
   it->SeekToLast();
   Check(it->status(), "seeking the last event");
-  return it->Valid() ? FromKey(it->key()) : 0;
+  return it->Valid() ? SeqFromKey(it->key()) : Seq{0};
 }
 
 std::optional<std::string> RocksEventLog::GetMeta(const char* key) const {
@@ -287,7 +287,8 @@ void RocksEventLog::CommitGroup(std::unique_lock<std::mutex>& lock) {
       for (auto& payload : w->batch->events) {
         std::string key = Key(next);
         PutFramed(batch, handles_[kEvents], key, payload);
-        w->seqs.push_back(next++);
+        w->seqs.push_back(next);
+        next = next + 1;
       }
       if (apart) continue;
       for (auto& d : w->batch->decisions) PutDecision(batch, d);
@@ -324,7 +325,7 @@ std::optional<std::string> RocksEventLog::Get(Family family, std::uint64_t n) co
 }
 
 std::optional<Record> RocksEventLog::Read(Seq seq) const {
-  auto payload = Get(kEvents, seq);
+  auto payload = Get(kEvents, seq.value);
   if (!payload) return std::nullopt;
   return Record{seq, std::move(*payload)};
 }
@@ -332,10 +333,10 @@ std::optional<Record> RocksEventLog::Read(Seq seq) const {
 void RocksEventLog::Scan(Seq from, Seq to, const std::function<bool(const Record&)>& fn) const {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kEvents]));
   for (it->Seek(Key(from)); it->Valid(); it->Next()) {
-    Seq seq = FromKey(it->key());
-    if (to != 0 && seq > to) break;
-    Record record{seq,
-                  Unframe("events", seq, it->key().ToStringView(), it->value().ToStringView())};
+    Seq seq = SeqFromKey(it->key());
+    if (to != Seq{0} && seq > to) break;
+    Record record{
+        seq, Unframe("events", seq.value, it->key().ToStringView(), it->value().ToStringView())};
     if (!fn(record)) return;
   }
   Check(it->status(), "scanning events");
@@ -419,7 +420,7 @@ class RocksSnapshotWriter final : public SnapshotWriter {
         file_(std::move(file)),
         seq_(seq) {
     UmaskGuard umask;
-    Check(writer_.Open(file_.string()), "starting snapshot " + std::to_string(seq));
+    Check(writer_.Open(file_.string()), "starting snapshot " + std::to_string(seq.value));
   }
 
   ~RocksSnapshotWriter() override {
@@ -441,14 +442,14 @@ class RocksSnapshotWriter final : public SnapshotWriter {
     std::string value;
     value.reserve(header.size() + part.size());
     value.append(header).append(part);
-    Check(writer_.Put(key, value), "writing snapshot " + std::to_string(seq_));
+    Check(writer_.Put(key, value), "writing snapshot " + std::to_string(seq_.value));
     ++parts_;
   }
 
   void Commit() override {
     if (parts_ == 0) throw LogError(ErrorKind::kInvalid, seq_, "log: a snapshot without parts");
     UmaskGuard umask;
-    Check(writer_.Finish(), "finishing snapshot " + std::to_string(seq_));
+    Check(writer_.Finish(), "finishing snapshot " + std::to_string(seq_.value));
     // A snapshot at this seq written before (a rerun) may have had more parts: drop it first.
     std::string existing;
     if (db_->Get({}, family_, Key(seq_), &existing).ok()) {
@@ -457,7 +458,7 @@ class RocksSnapshotWriter final : public SnapshotWriter {
     rocksdb::IngestExternalFileOptions ingest;
     ingest.move_files = true;
     Check(db_->IngestExternalFile(family_, {file_.string()}, ingest),
-          "storing snapshot " + std::to_string(seq_));
+          "storing snapshot " + std::to_string(seq_.value));
     committed_ = true;
     std::error_code ec;
     std::filesystem::remove(file_, ec);  // Moved files may leave the name behind.
@@ -479,7 +480,7 @@ std::unique_ptr<SnapshotWriter> RocksEventLog::BeginSnapshot(Seq seq) {
   Check(handles_[kSnapshots]->GetDescriptor(&descriptor), "reading the snapshot options");
   return std::make_unique<RocksSnapshotWriter>(
       db_, handles_[kSnapshots], descriptor.options,
-      dir_ / ("snapshot-" + std::to_string(seq) + ".sst.partial"), seq);
+      dir_ / ("snapshot-" + std::to_string(seq.value) + ".sst.partial"), seq);
 }
 
 // Snapshot parts are blocks of hundreds of KB read once: kept out of the block cache, where
@@ -492,7 +493,7 @@ rocksdb::ReadOptions SnapshotReads() {
 
 std::optional<Snapshot> RocksEventLog::SnapshotAtOrBelow(Seq at) const {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(SnapshotReads(), handles_[kSnapshots]));
-  it->SeekForPrev(Key(at == 0 ? ~Seq{0} : at));
+  it->SeekForPrev(Key(at == Seq{0} ? Seq{~std::uint64_t{0}} : at));
   Check(it->status(), "seeking a snapshot");
   if (!it->Valid()) return std::nullopt;
   // Landing on a part of an older snapshot: its head sits before it.
@@ -501,26 +502,27 @@ std::optional<Snapshot> RocksEventLog::SnapshotAtOrBelow(Seq at) const {
   if (it->key() != rocksdb::Slice(head)) it->SeekForPrev(head);
   Check(it->status(), "seeking a snapshot");
   if (!it->Valid() || it->key() != rocksdb::Slice(head)) {
-    throw LogError(ErrorKind::kCorruption, seq,
-                   "log: snapshot at sequence number " + std::to_string(seq) + " has no head");
+    throw LogError(
+        ErrorKind::kCorruption, seq,
+        "log: snapshot at sequence number " + std::to_string(seq.value) + " has no head");
   }
   Snapshot snapshot{seq, {}};
   for (; it->Valid() && SnapshotSeqOf(it->key()) == seq; it->Next()) {
     const std::uint32_t expected = static_cast<std::uint32_t>(snapshot.parts.size());
     if (expected > 0 && it->key() != rocksdb::Slice(PartKey(seq, expected))) {
       throw LogError(ErrorKind::kCorruption, seq,
-                     "log: snapshot at sequence number " + std::to_string(seq) + " lacks part " +
-                         std::to_string(expected));
+                     "log: snapshot at sequence number " + std::to_string(seq.value) +
+                         " lacks part " + std::to_string(expected));
     }
     snapshot.parts.push_back(
-        Unframe("snapshots", seq, it->key().ToStringView(), it->value().ToStringView()));
+        Unframe("snapshots", seq.value, it->key().ToStringView(), it->value().ToStringView()));
   }
   Check(it->status(), "reading a snapshot");
   return snapshot;
 }
 
 std::optional<std::string> RocksEventLog::SnapshotHead(Seq seq) const {
-  return Get(kSnapshots, seq);
+  return Get(kSnapshots, seq.value);
 }
 
 std::vector<Seq> RocksEventLog::SnapshotSeqs() const {
@@ -532,7 +534,7 @@ std::vector<Seq> RocksEventLog::SnapshotSeqs() const {
       it->Next();
       continue;
     }
-    seqs.push_back(FromKey(it->key()));
+    seqs.push_back(SeqFromKey(it->key()));
     it->Seek(Key(seqs.back() + 1));
   }
   Check(it->status(), "listing snapshots");
@@ -545,7 +547,7 @@ void RocksEventLog::Truncate(Seq through) {
   if (!snapshot || snapshot->seq != through) {
     throw LogError(
         ErrorKind::kInvalid, through,
-        "log: truncating through seq " + std::to_string(through) + " needs a snapshot there");
+        "log: truncating through seq " + std::to_string(through.value) + " needs a snapshot there");
   }
   // The new first sequence number is written with the deletions, so a crash leaves either
   // the old log or the truncated one.
@@ -553,7 +555,8 @@ void RocksEventLog::Truncate(Seq through) {
   rocksdb::WriteBatch batch;
   Check(batch.DeleteRange(handles_[kEvents], first, end), "truncating events");
   Check(batch.DeleteRange(handles_[kSnapshots], Key(0), Key(through)), "truncating snapshots");
-  Check(batch.Put(handles_[kMeta], kMetaFirstSeq, std::to_string(through + 1)), "first seq");
+  Check(batch.Put(handles_[kMeta], kMetaFirstSeq, std::to_string((through + 1).value)),
+        "first seq");
   rocksdb::WriteOptions write;
   write.sync = true;
   Check(db_->Write(write, &batch), "truncating the log");
@@ -569,7 +572,7 @@ void RocksEventLog::Truncate(Seq through) {
 
 Seq RocksEventLog::FirstSeq() const {
   auto first = GetMeta(kMetaFirstSeq);
-  return first ? std::stoull(*first) : 1;
+  return Seq{first ? std::stoull(*first) : 1};
 }
 
 std::uint64_t RocksEventLog::DiskBytes() const {

@@ -13,7 +13,7 @@ std::string Key(std::uint64_t n) {
   return key;
 }
 
-std::string PartKey(std::uint64_t seq, std::uint32_t part) {
+std::string PartKey(Seq seq, std::uint32_t part) {
   std::string key = Key(seq);
   for (int shift = 24; shift >= 0; shift -= 8) key.push_back(static_cast<char>(part >> shift));
   return key;
@@ -38,9 +38,9 @@ std::uint64_t Checksum(std::string_view key, std::string_view payload) {
 
 }  // namespace
 
-std::uint64_t SnapshotSeqOf(const rocksdb::Slice& key) {
-  if (key.size() == kPartKeyBytes) return FromKey(rocksdb::Slice(key.data(), 8));
-  return FromKey(key);
+Seq SnapshotSeqOf(const rocksdb::Slice& key) {
+  if (key.size() == kPartKeyBytes) return SeqFromKey(rocksdb::Slice(key.data(), 8));
+  return SeqFromKey(key);
 }
 
 std::string FrameHeader(std::string_view key, std::string_view payload) {

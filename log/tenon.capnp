@@ -112,7 +112,7 @@ struct Event {
     storageClassDeleted @41 :Text;
     csiNodeUpserted @42 :CsiNode;
     csiNodeDeleted @43 :Text;
-    nodeClaimDeleting @45 :Text;
+    nodeClaimDeletionRequested @45 :Text;
     instancesListed @46 :List(CloudInstance);
     interruptionReceived :group {
       messageId @47 :Text;
@@ -140,7 +140,7 @@ struct Command {
   union {
     createNodeClaim @2 :NodeClaim;
     deleteNodeClaim @3 :Text;
-    launchInstances :group {
+    launchInstance :group {
       nodeClaim @4 :Text;
       nodePool @5 :Text;
       nodeClass @6 :Text;

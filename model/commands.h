@@ -51,7 +51,7 @@ struct LaunchNode {
 // One CreateFleet request (type instant, target capacity 1). The client token is the NodeClaim
 // name, so re-driving the command after a crash never launches a second instance. It holds all
 // the request needs: re-driving it after a restart reads nothing else.
-struct LaunchInstances {
+struct LaunchInstance {
   std::string nodeclaim;
   std::string nodepool;
   std::string nodeclass;
@@ -61,7 +61,7 @@ struct LaunchInstances {
   Labels tags;
   std::string allocation_strategy;  // price-capacity-optimized (spot) | lowest-price (on-demand)
   LaunchNode node;
-  friend bool operator==(const LaunchInstances&, const LaunchInstances&) = default;
+  friend bool operator==(const LaunchInstance&, const LaunchInstance&) = default;
 };
 // Registration sync and the termination taint: labels and taints added, taints removed.
 struct PatchNode {
@@ -226,7 +226,7 @@ struct RecordKubeEvent {
 };
 
 using CommandBody =
-    std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstances, PatchNode, EvictPod, DeletePod,
+    std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstance, PatchNode, EvictPod, DeletePod,
                  TerminateInstance, RemoveFinalizer, PatchNodePoolStatus, PatchNodeClaimStatus,
                  DeleteQueueMessage, TagInstance, PatchNodeClassStatus, SetNodeClassFinalizer,
                  EnsureInstanceProfile, DeleteNodeClassResources, RecordKubeEvent>;

@@ -81,7 +81,7 @@ struct FleetLaunched {
   std::string subnet_id;
   std::vector<std::string> security_groups;
   // The CreateFleet request body as sent (form-encoded); a replay renders it again from the
-  // LaunchInstances alone and checks it is the same.
+  // LaunchInstance alone and checks it is the same.
   std::string request;
   friend bool operator==(const FleetLaunched&, const FleetLaunched&) = default;
 };
@@ -160,9 +160,10 @@ struct CsiNodeDeleted {
 };
 
 // Someone asked the API server to delete a NodeClaim (its deletionTimestamp is set).
-struct NodeClaimDeleting {
+struct NodeClaimDeletionRequested {
   std::string name;
-  friend bool operator==(const NodeClaimDeleting&, const NodeClaimDeleting&) = default;
+  friend bool operator==(const NodeClaimDeletionRequested&,
+                         const NodeClaimDeletionRequested&) = default;
 };
 // An instance as DescribeInstances reports it, found by the cluster's ownership tag.
 struct CloudInstance {
@@ -205,11 +206,14 @@ struct PodDisruptionBudgetDeleted {
                          const PodDisruptionBudgetDeleted&) = default;
 };
 
-// The Kubernetes informers: false when they start listing, true once every watched resource
-// has been listed and handed over. Provisioning and disruption wait for true, as Karpenter waits
-// for its cluster state to sync, so no decision is taken on a half-read cluster.
+// The Kubernetes informers started listing the cluster. Provisioning and disruption wait for
+// WatchesSynced, as Karpenter waits for its cluster state to sync, so no decision is taken on a
+// half-read cluster. (The log stores both as one flag, false for this one.)
+struct WatchesStarted {
+  friend bool operator==(const WatchesStarted&, const WatchesStarted&) = default;
+};
+// Every watched resource has been listed and handed over.
 struct WatchesSynced {
-  bool synced = true;
   friend bool operator==(const WatchesSynced&, const WatchesSynced&) = default;
 };
 
@@ -238,8 +242,8 @@ using Event =
                  InputRejected, DaemonSetUpserted, DaemonSetDeleted, PersistentVolumeClaimUpserted,
                  PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
                  StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted,
-                 NodeClaimDeleting, InstancesListed, InterruptionReceived,
-                 PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesSynced,
-                 NodeClaimObserved, NodeClassResolved>;
+                 NodeClaimDeletionRequested, InstancesListed, InterruptionReceived,
+                 PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesStarted,
+                 WatchesSynced, NodeClaimObserved, NodeClassResolved>;
 
 }  // namespace tenon

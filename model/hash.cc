@@ -285,7 +285,7 @@ void H(Hasher& h, const LaunchNode& n) {
       n.taints, n.tags);
   All(h, n.cluster_name, n.cluster_endpoint, n.cluster_ca_bundle);
 }
-void H(Hasher& h, const LaunchInstances& c) {
+void H(Hasher& h, const LaunchInstance& c) {
   All(h, c.nodeclaim, c.nodepool, c.nodeclass, c.client_token, c.capacity_type, c.overrides, c.tags,
       c.allocation_strategy);
   if (c.node != LaunchNode{}) H(h, c.node);  // Added later: hashed when set.
@@ -392,7 +392,7 @@ static_assert(FieldCount<CreateNodeClaim>() == 1, "CreateNodeClaim: hash the fie
 static_assert(FieldCount<DeleteNodeClaim>() == 1, "DeleteNodeClaim: hash the field added");
 static_assert(FieldCount<LaunchOverride>() == 6, "LaunchOverride: hash the field added");
 static_assert(FieldCount<LaunchNode>() == 11, "LaunchNode: hash the field added");
-static_assert(FieldCount<LaunchInstances>() == 9, "LaunchInstances: hash the field added");
+static_assert(FieldCount<LaunchInstance>() == 9, "LaunchInstance: hash the field added");
 static_assert(FieldCount<PatchNode>() == 5, "PatchNode: hash the field added");
 static_assert(FieldCount<EvictPod>() == 3, "EvictPod: hash the field added");
 static_assert(FieldCount<DeletePod>() == 3, "DeletePod: hash the field added");

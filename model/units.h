@@ -38,8 +38,18 @@ struct Strong {
 using Millicores = Strong<struct MillicoresTag>;
 using Bytes = Strong<struct BytesTag>;
 using MicroUsdPerHour = Strong<struct MicroUsdPerHourTag>;
-using Nanos = Strong<struct NanosTag>;  // Time since the Unix epoch, or a duration.
-using Seq = Strong<struct SeqTag, std::uint64_t>;
+using Nanos = Strong<struct NanosTag>;             // Time since the Unix epoch, or a duration.
+using Seq = Strong<struct SeqTag, std::uint64_t>;  // A record's place in the log, from 1; 0: none.
+// The record `n` places after or before `seq`.
+constexpr Seq operator+(Seq seq, std::uint64_t n) {
+  return Seq{seq.value + n};
+}
+constexpr Seq operator-(Seq seq, std::uint64_t n) {
+  return Seq{seq.value - n};
+}
+constexpr Seq& operator+=(Seq& seq, std::uint64_t n) {
+  return seq = seq + n;
+}
 using CommandId = Strong<struct CommandIdTag, std::uint64_t>;
 using DecisionId = Strong<struct DecisionIdTag, std::uint64_t>;
 

@@ -111,19 +111,19 @@ void MaybeProvision(State& state, Seq seq, Output& out);
 void NotePodForBatch(State& state, const Pod& pod);
 // Pods still pending are planned for again in the next batch (capacity or config changed).
 void ReconsiderPendingPods(State& state);
-// Names a planned claim and issues its CreateNodeClaim + LaunchInstances (provisioning and
+// Names a planned claim and issues its CreateNodeClaim + LaunchInstance (provisioning and
 // disruption replacements alike); returns its record.
 ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& out);
 // Fills in what a launch needs beyond its offerings, from the state alone: each override's
 // subnet and AMI from the EC2NodeClass's resolution (dropping overrides it has none for), and
 // the node's launch template inputs. Without a resolution, subnets and AMIs stay empty.
-void FillLaunch(const State& state, LaunchInstances& launch);
+void FillLaunch(const State& state, LaunchInstance& launch);
 
 // Lifecycle: results of launches and the nodes that register for them.
 void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& out);
 // `launch`: the launch that failed (taken from the in-flight commands before it completes).
 void OnFleetFailed(State& state, Seq seq, const FleetFailed& event,
-                   const std::optional<LaunchInstances>& launch, Output& out);
+                   const std::optional<LaunchInstance>& launch, Output& out);
 // Sends again the launch of a claim whose retry is due (NodeClaim::relaunch_at).
 void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out);
 void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& out);
@@ -143,7 +143,8 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
 // A LifecycleDecision: one step of the claim's life, its reason and the reason's code.
 void RecordTransition(State& state, Seq seq, const NodeClaim& claim, Transition transition,
                       const std::string& reason, Output& out, Cause cause = Cause::kNone);
-void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out);
+void OnNodeClaimDeletionRequested(State& state, Seq seq, const NodeClaimDeletionRequested& event,
+                                  Output& out);
 // A NodeClaim seen in the API: adopted when the core does not know it (lifecycle.cc).
 void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Output& out);
 // On each tick: launch and registration timeouts, the next step of every termination, and

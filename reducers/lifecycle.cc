@@ -66,7 +66,7 @@ void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reaso
 // throttled or failed call): the claim stays, Launched=False, and the same launch is sent
 // again after 1 s, doubling to 1 min, as Karpenter's lifecycle controller requeues it. The
 // launch timeout still deletes a claim that never launches.
-void RetryLaunch(State& state, Seq seq, NodeClaim& claim, const LaunchInstances& launch,
+void RetryLaunch(State& state, Seq seq, NodeClaim& claim, const LaunchInstance& launch,
                  const std::string& reason, Output& out) {
   ++claim.launch_failures;
   Nanos delay = kRelaunchBackoffBase;
@@ -240,7 +240,7 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
 }
 
 void OnFleetFailed(State& state, Seq seq, const FleetFailed& event,
-                   const std::optional<LaunchInstances>& launch, Output& out) {
+                   const std::optional<LaunchInstance>& launch, Output& out) {
   MarkUnavailable(state, event.errors);
   NodeClaim* claim = ClaimByName(state, event.nodeclaim);
   if (claim == nullptr || claim->phase != ClaimPhase::kPending || claim->deleting) return;
@@ -262,7 +262,7 @@ void OnFleetFailed(State& state, Seq seq, const FleetFailed& event,
 void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& out) {
   auto it = state.inflight.find(event.command);
   if (it == state.inflight.end()) return;
-  const auto* launch = std::get_if<LaunchInstances>(&it->second.body);
+  const auto* launch = std::get_if<LaunchInstance>(&it->second.body);
   if (launch == nullptr) return;
   NodeClaim* claim = ClaimByName(state, launch->nodeclaim);
   if (claim != nullptr && claim->phase == ClaimPhase::kPending && !claim->deleting) {
@@ -274,7 +274,7 @@ void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out) {
   claim.relaunch_at = Nanos{0};
   auto it = state.relaunches.find(claim.name);
   if (it == state.relaunches.end()) return;
-  LaunchInstances launch = std::get<LaunchInstances>(std::move(it->second.body));
+  LaunchInstance launch = std::get<LaunchInstance>(std::move(it->second.body));
   state.relaunches.erase(it);
   // Offerings found out of capacity since are not asked for again.
   std::erase_if(launch.overrides, [&](const LaunchOverride& o) {

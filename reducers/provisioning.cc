@@ -3,7 +3,7 @@
 // The window opens on the first provisionable pod and closes after BATCH_IDLE_DURATION
 // without a new one or BATCH_MAX_DURATION in all, measured on ticks. The pass itself is
 // Schedule (scheduler.cc); here its planned claims get their names and become
-// CreateNodeClaim + LaunchInstances commands, and the whole pass becomes one decision record.
+// CreateNodeClaim + LaunchInstance commands, and the whole pass becomes one decision record.
 #include <algorithm>
 #include <cassert>
 #include <map>
@@ -49,7 +49,7 @@ Labels LaunchTags(const State& state, const NodeClaim& claim) {
 
 }  // namespace
 
-void FillLaunch(const State& state, LaunchInstances& launch) {
+void FillLaunch(const State& state, LaunchInstance& launch) {
   LaunchNode& node = launch.node;
   node = LaunchNode{};
   node.cluster_name = state.settings.cluster_name;
@@ -149,15 +149,15 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
   if (auto nc = state.nodeclasses.find(plan.nodeclass); nc != state.nodeclasses.end()) {
     claim.nodeclass_hash = NodeClassHash(nc->second);
   }
-  LaunchInstances launch{claim.name,
-                         claim.nodepool,
-                         claim.nodeclass,
-                         claim.name,
-                         plan.capacity_type,
-                         {},
-                         LaunchTags(state, claim),
-                         plan.allocation_strategy,
-                         {}};
+  LaunchInstance launch{claim.name,
+                        claim.nodepool,
+                        claim.nodeclass,
+                        claim.name,
+                        plan.capacity_type,
+                        {},
+                        LaunchTags(state, claim),
+                        plan.allocation_strategy,
+                        {}};
   for (const auto& o : plan.offerings) {
     launch.overrides.push_back({o.instance_type, o.zone, o.capacity_type, o.price, "", ""});
   }

@@ -244,9 +244,9 @@ void Apply(State& state, Seq seq, const FleetLaunched& e, Output& out) {
   OnFleetLaunched(state, seq, e, out);
 }
 void Apply(State& state, Seq seq, const FleetFailed& e, Output& out) {
-  std::optional<LaunchInstances> launch;
+  std::optional<LaunchInstance> launch;
   if (auto it = state.inflight.find(e.command); it != state.inflight.end()) {
-    if (const auto* l = std::get_if<LaunchInstances>(&it->second.body)) launch = *l;
+    if (const auto* l = std::get_if<LaunchInstance>(&it->second.body)) launch = *l;
   }
   Complete(state, e.command);
   OnFleetFailed(state, seq, e, launch, out);
@@ -305,8 +305,8 @@ void Apply(State& state, Seq, const CsiNodeUpserted& e, Output&) {
 void Apply(State& state, Seq, const CsiNodeDeleted& e, Output&) {
   state.csi_nodes.erase(e.name);
 }
-void Apply(State& state, Seq seq, const NodeClaimDeleting& e, Output& out) {
-  OnNodeClaimDeleting(state, seq, e, out);
+void Apply(State& state, Seq seq, const NodeClaimDeletionRequested& e, Output& out) {
+  OnNodeClaimDeletionRequested(state, seq, e, out);
 }
 void Apply(State& state, Seq seq, const InstancesListed& e, Output& out) {
   OnInstancesListed(state, seq, e, out);
@@ -321,8 +321,11 @@ void Apply(State& state, Seq, const PodDisruptionBudgetUpserted& e, Output&) {
 void Apply(State& state, Seq, const PodDisruptionBudgetDeleted& e, Output&) {
   state.pdbs.erase(PodKey(e.ns, e.name));
 }
-void Apply(State& state, Seq, const WatchesSynced& e, Output&) {
-  state.watches_synced = e.synced;
+void Apply(State& state, Seq, const WatchesStarted&, Output&) {
+  state.watches_synced = false;
+}
+void Apply(State& state, Seq, const WatchesSynced&, Output&) {
+  state.watches_synced = true;
 }
 void Apply(State& state, Seq seq, const NodeClaimObserved& e, Output& out) {
   OnNodeClaimObserved(state, seq, e.claim, out);

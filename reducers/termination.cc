@@ -283,7 +283,8 @@ void RecordTransition(State& state, Seq seq, const NodeClaim& claim, Transition 
   Record(state, seq, claim, transition, reason, out, cause);
 }
 
-void OnNodeClaimDeleting(State& state, Seq seq, const NodeClaimDeleting& event, Output& out) {
+void OnNodeClaimDeletionRequested(State& state, Seq seq, const NodeClaimDeletionRequested& event,
+                                  Output& out) {
   auto it = state.nodeclaims.find(event.name);
   if (it == state.nodeclaims.end()) return;
   BeginDeletion(state, seq, it->second, "deleted through the API", Cause::kDeletedThroughApi, false,

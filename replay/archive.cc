@@ -107,9 +107,10 @@ class Reader {
 }  // namespace
 
 ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& file) {
-  if (log.FirstSeq() > 1) {
+  if (log.FirstSeq() > Seq{1}) {
     throw ArchiveError("the log was truncated by retention (it begins at seq " +
-                       std::to_string(log.FirstSeq()) + "); exporting it is not supported yet");
+                       std::to_string(log.FirstSeq().value) +
+                       "); exporting it is not supported yet");
   }
   Writer out(file);
   out.Bytes(std::string_view(kMagic, sizeof kMagic));
@@ -118,8 +119,8 @@ ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& f
   out.Str(log.ClusterId());
   out.Str(log.WriterVersion());
   ArchiveReport report;
-  log.Scan(1, 0, [&](const log::Record& r) {
-    out.Record('E', r.seq, r.payload);
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
+    out.Record('E', r.seq.value, r.payload);
     ++report.events;
     return true;
   });
@@ -129,11 +130,11 @@ ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& f
     return true;
   });
   std::uint64_t parts = 0;
-  for (log::Seq seq : log.SnapshotSeqs()) {
+  for (Seq seq : log.SnapshotSeqs()) {
     auto snapshot = log.SnapshotAtOrBelow(seq);
     assert(snapshot && snapshot->seq == seq && !snapshot->parts.empty());
     for (std::size_t i = 0; i < snapshot->parts.size(); ++i) {
-      out.Record(i == 0 ? 'S' : 'P', seq, snapshot->parts[i]);
+      out.Record(i == 0 ? 'S' : 'P', seq.value, snapshot->parts[i]);
       ++parts;
     }
     ++report.snapshots;
@@ -147,12 +148,12 @@ ArchiveReport ExportLog(const log::EventLog& log, const std::filesystem::path& f
 namespace {
 
 // Appends the events buffered so far (with the decisions they caused) and checks their seqs.
-void Flush(log::EventLog& log, log::AppendBatch& batch, log::Seq first) {
+void Flush(log::EventLog& log, log::AppendBatch& batch, Seq first) {
   if (batch.events.empty() && batch.decisions.empty()) return;
   auto seqs = log.Append(std::move(batch));
   if (!seqs.empty() && seqs.front() != first) {
-    throw ArchiveError("imported events got seq " + std::to_string(seqs.front()) + ", expected " +
-                       std::to_string(first));
+    throw ArchiveError("imported events got seq " + std::to_string(seqs.front().value) +
+                       ", expected " + std::to_string(first.value));
   }
   batch = {};
 }
@@ -190,9 +191,9 @@ Header ReadHeader(Reader& in) {
 ArchiveReport ReadInto(Reader& in, log::EventLog& log) {
   ArchiveReport report;
   log::AppendBatch batch;
-  log::Seq batch_first = 1, expected = 1;
+  Seq batch_first{1}, expected{1};
   std::unique_ptr<log::SnapshotWriter> snapshot;  // The snapshot whose parts are being read.
-  log::Seq snapshot_seq = 0;
+  Seq snapshot_seq{0};
   std::uint64_t parts = 0;
   auto commit_snapshot = [&] {
     if (snapshot) snapshot->Commit();
@@ -207,8 +208,9 @@ ArchiveReport ReadInto(Reader& in, log::EventLog& log) {
     if (length > log::kRecordBytesMax) throw ArchiveError("a record is larger than any log holds");
     std::string payload = in.Bytes(length);
     if (kind == "E") {
-      if (key != expected++)
+      if (Seq{key} != expected)
         throw ArchiveError("events out of order at seq " + std::to_string(key));
+      expected += 1;
       batch.events.push_back(std::move(payload));
       ++report.events;
       if (batch.events.size() == kImportBatchEvents) {
@@ -227,13 +229,13 @@ ArchiveReport ReadInto(Reader& in, log::EventLog& log) {
     } else if (kind == "S") {
       Flush(log, batch, batch_first);
       batch_first = expected;
-      snapshot = log.BeginSnapshot(key);
-      snapshot_seq = key;
+      snapshot = log.BeginSnapshot(Seq{key});
+      snapshot_seq = Seq{key};
       snapshot->Add(payload);
       ++parts;
       ++report.snapshots;
     } else if (kind == "P") {
-      if (!snapshot || key != snapshot_seq) {
+      if (!snapshot || Seq{key} != snapshot_seq) {
         throw ArchiveError("a snapshot part at seq " + std::to_string(key) +
                            " follows no snapshot of that seq");
       }

@@ -63,7 +63,7 @@ CostReport Cost(const log::EventLog& log, const CostQuery& query) {
   State state;
   Nanos last{0};
   bool started = false;
-  log.Scan(1, 0, [&](const log::Record& record) {
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
     if (event == nullptr) return true;

@@ -41,7 +41,7 @@ std::string OfferingText(const OfferingChoice& o) {
 // The offerings a launch found without capacity, from the FleetLaunched or FleetFailed event
 // the Launched / LaunchFailed decision followed, with how long each is kept out of launches.
 void AddCapacityErrors(const log::EventLog& log, const Decision& d, std::vector<ExplainLine>& out) {
-  auto record = log.Read(d.cause.value);
+  auto record = log.Read(d.cause);
   if (!record) return;
   auto entry = log::DecodeEntry(record->payload);
   const auto* event = std::get_if<Event>(&entry);
@@ -52,7 +52,7 @@ void AddCapacityErrors(const log::EventLog& log, const Decision& d, std::vector<
   if (errors == nullptr) return;
   for (const auto& e : *errors) {
     if (e.code != ErrorCode::kInsufficientCapacity) continue;
-    out.push_back({d.at, d.cause.value,
+    out.push_back({d.at, d.cause,
                    "offering " + e.instance_type + "/" + e.zone + "/" + e.capacity_type +
                        " had no capacity (" + e.message + "); kept out of launches until " +
                        ClockText(d.at + kUnavailableOfferingTtl)});
@@ -73,7 +73,7 @@ void ClaimLines(const log::EventLog& log, const std::string& claim, const std::s
   auto decisions = DecisionsUnder(log, log::IndexTerm(log::IndexKind::kNodeClaim, claim), at,
                                   [&](const Decision&) { return true; });
   for (const Decision& d : decisions) {
-    const log::Seq seq = d.cause.value;
+    const Seq seq = d.cause;
     if (const auto* p = std::get_if<ProvisioningDecision>(&d.body)) {
       for (const auto& plan : p->new_claims) {
         if (plan.nodeclaim != claim) continue;
@@ -142,15 +142,15 @@ void NodePlacementLines(const log::EventLog& log, const std::string& node, Nanos
                        std::to_string(placed.size()) + " placed on node " + node + " (" +
                        placed.front()->pod + (placed.size() > 1 ? ", ..." : "") +
                        "): " + placed.front()->reason;
-    out.push_back({d.at, d.cause.value, text});
+    out.push_back({d.at, d.cause, text});
   }
 }
 
 // Each event of the log through `at` (zero: all of it), with the time of the last tick before it.
 void ScanEventsThrough(const log::EventLog& log, Nanos at,
-                       const std::function<void(Nanos, log::Seq, const Event&)>& each) {
+                       const std::function<void(Nanos, Seq, const Event&)>& each) {
   Nanos now{0};
-  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+  log.Scan(log.FirstSeq(), Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
     if (event == nullptr) return true;
@@ -167,7 +167,7 @@ void ScanEventsThrough(const log::EventLog& log, Nanos at,
 void NodeEventLines(const log::EventLog& log, const std::string& name, Nanos at,
                     std::vector<ExplainLine>& out) {
   bool seen = false, deleting = false;
-  ScanEventsThrough(log, at, [&](Nanos now, log::Seq seq, const Event& event) {
+  ScanEventsThrough(log, at, [&](Nanos now, Seq seq, const Event& event) {
     if (const auto* u = std::get_if<NodeUpserted>(&event)) {
       if (u->node.name != name) return;
       if (!seen) {
@@ -192,7 +192,7 @@ void NodeEventLines(const log::EventLog& log, const std::string& name, Nanos at,
 void PodEventLines(const log::EventLog& log, const std::string& key, Nanos at,
                    std::vector<ExplainLine>& out) {
   std::optional<std::string> node;  // Unknown until the pod's first upsert.
-  ScanEventsThrough(log, at, [&](Nanos now, log::Seq seq, const Event& event) {
+  ScanEventsThrough(log, at, [&](Nanos now, Seq seq, const Event& event) {
     if (const auto* u = std::get_if<PodUpserted>(&event)) {
       if (u->pod.ns + "/" + u->pod.name != key || node == u->pod.node_name) return;
       out.push_back(
@@ -230,7 +230,7 @@ std::vector<std::string> PodDecisionLines(const log::EventLog& log, const std::s
                                    " pods; nothing fits " + key + ": " + outcome.reason
                              : "batch closed with " + std::to_string(p.pods.size()) + " pods; " +
                                    key + " placed on " + outcome.target + ": " + outcome.reason;
-      out.push_back({d.at, d.cause.value, text});
+      out.push_back({d.at, d.cause, text});
     }
   }
   return claims;
@@ -268,7 +268,8 @@ std::vector<ExplainLine> Explain(const log::EventLog& log, Subject subject, cons
 std::string ExplainText(const std::vector<ExplainLine>& lines) {
   std::string text;
   for (const auto& line : lines) {
-    text += ClockText(line.at) + "  " + line.text + "  (seq " + std::to_string(line.seq) + ")\n";
+    text +=
+        ClockText(line.at) + "  " + line.text + "  (seq " + std::to_string(line.seq.value) + ")\n";
   }
   return text;
 }

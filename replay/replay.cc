@@ -16,7 +16,7 @@
 namespace tenon::replay {
 namespace {
 
-constexpr log::Seq kProgressEvery = 10'000;
+constexpr std::uint64_t kProgressEvery = 10'000;
 // Stretches verified side by side at most: past this, memory (one State each) outgrows the gain.
 constexpr std::size_t kVerifyThreadsMax = 8;
 // Stretches per thread: the cost of a stretch follows what the cluster did then, not its
@@ -67,9 +67,8 @@ std::string CommandDiff(const std::vector<Command>& recorded, const std::vector<
 // events met at the start belong to the stretch before.
 class Verifier {
  public:
-  Verifier(const log::EventLog& log, log::Seq begin, log::Seq end,
-           const std::set<log::Seq>& snapshots, bool decode_snapshots,
-           const RequestRenderer& render)
+  Verifier(const log::EventLog& log, Seq begin, Seq end, const std::set<Seq>& snapshots,
+           bool decode_snapshots, const RequestRenderer& render)
       : log_(log),
         begin_(begin),
         end_(end),
@@ -81,16 +80,16 @@ class Verifier {
   bool Start() {
     // A log truncated by retention begins with the snapshot at the cut: its state, checked
     // against its stored hash, is where the fold starts.
-    const log::Seq first = log_.FirstSeq();
-    if (begin_ == 0 && first > 1) begin_ = first - 1;
+    const Seq first = log_.FirstSeq();
+    if (begin_ == Seq{0} && first > Seq{1}) begin_ = first - 1;
     at_ = begin_;
-    if (begin_ == 0) return true;
+    if (begin_ == Seq{0}) return true;
     const bool cut = begin_ == first - 1;
     auto snapshot = log_.SnapshotAtOrBelow(begin_);
     if (!snapshot || snapshot->seq != begin_) {
       Fail(Verdict::kCorrupt, begin_ + 1,
            cut ? "the log was truncated but has no snapshot at the cut"
-               : "no snapshot at seq " + std::to_string(begin_));
+               : "no snapshot at seq " + std::to_string(begin_.value));
       return false;
     }
     std::uint64_t stored = 0;
@@ -99,7 +98,7 @@ class Verifier {
     if (StateHash(state_) != stored) {
       Fail(Verdict::kCorrupt, snapshot->seq,
            cut ? "the snapshot at the cut fails its state hash"
-               : "the snapshot at seq " + std::to_string(begin_) + " fails its state hash");
+               : "the snapshot at seq " + std::to_string(begin_.value) + " fails its state hash");
       return false;
     }
     if (cut) report_.first_seq = first;
@@ -109,10 +108,10 @@ class Verifier {
   // `progress` is called with the number of records this stretch has read so far.
   void Run(const std::function<void(std::uint64_t)>& progress) {
     std::uint64_t read = 0;
-    log_.Scan(begin_ + 1, 0, [&](const log::Record& record) {
+    log_.Scan(begin_ + 1, Seq{0}, [&](const log::Record& record) {
       at_ = record.seq;
       if (progress && ++read % kProgressEvery == 0) progress(read);
-      if (end_ != 0 && record.seq > end_) {
+      if (end_ != Seq{0} && record.seq > end_) {
         // Past the stretch: only the outputs still owed by its own events.
         if (unrecorded_.empty()) return false;
         CheckTailOutput(record);
@@ -124,7 +123,7 @@ class Verifier {
     });
     if (report_.verdict != Verdict::kIdentical) return;
     if (!unrecorded_.empty()) {
-      Fail(Verdict::kIncomplete, unrecorded_.begin()->first.value,
+      Fail(Verdict::kIncomplete, unrecorded_.begin()->first,
            std::to_string(unrecorded_.size()) +
                " events at the tail have outputs that were never written; the writer stopped "
                "mid-step (restarting it on this log records them)");
@@ -135,13 +134,11 @@ class Verifier {
   const State& state() const { return state_; }
   void ReleaseState() { state_ = State{}; }
   // The record being verified (the snapshot at the start before the first).
-  log::Seq at() const { return at_; }
-  void Corrupt(log::Seq seq, std::string detail) {
-    Fail(Verdict::kCorrupt, seq, std::move(detail));
-  }
+  Seq at() const { return at_; }
+  void Corrupt(Seq seq, std::string detail) { Fail(Verdict::kCorrupt, seq, std::move(detail)); }
 
  private:
-  void Fail(Verdict verdict, log::Seq seq, std::string detail) {
+  void Fail(Verdict verdict, Seq seq, std::string detail) {
     if (report_.verdict != Verdict::kIdentical) return;
     report_.verdict = verdict;
     report_.first_bad_seq = seq;
@@ -168,13 +165,13 @@ class Verifier {
       return;
     }
     const auto& output = std::get<log::OutputRecord>(*entry);
-    if (output.cause.value <= begin_) return;  // The stretch before checks it.
+    if (output.cause <= begin_) return;  // The stretch before checks it.
     CheckOutput(record.seq, output);
   }
 
   // The request a launch's result recorded against the one its command renders now (the
   // command is in flight until its result is folded).
-  void CheckRequest(log::Seq seq, const Event& event) {
+  void CheckRequest(Seq seq, const Event& event) {
     const std::string* recorded = nullptr;
     CommandId command{0};
     if (const auto* launched = std::get_if<FleetLaunched>(&event)) {
@@ -192,7 +189,7 @@ class Verifier {
     if (now == *recorded) return;
     const auto differ = std::mismatch(now.begin(), now.end(), recorded->begin(), recorded->end());
     Fail(Verdict::kDiverged, seq,
-         "the CreateFleet body recorded at seq " + std::to_string(seq) + " (" +
+         "the CreateFleet body recorded at seq " + std::to_string(seq.value) + " (" +
              std::to_string(recorded->size()) + " bytes) differs from what command " +
              std::to_string(command.value) + " renders now (" + std::to_string(now.size()) +
              " bytes) from byte " + std::to_string(differ.first - now.begin()));
@@ -202,23 +199,23 @@ class Verifier {
     std::optional<log::Entry> entry = Decode(record);
     if (!entry) return;
     const auto* output = std::get_if<log::OutputRecord>(&*entry);
-    if (output != nullptr && output->cause.value <= end_) CheckOutput(record.seq, *output);
+    if (output != nullptr && output->cause <= end_) CheckOutput(record.seq, *output);
   }
 
-  void CheckOutput(log::Seq seq, const log::OutputRecord& recorded) {
+  void CheckOutput(Seq seq, const log::OutputRecord& recorded) {
     ++report_.outputs;
     auto it = unrecorded_.find(recorded.cause);
-    std::string where = "output at seq " + std::to_string(seq) + " for event seq " +
+    std::string where = "output at seq " + std::to_string(seq.value) + " for event seq " +
                         std::to_string(recorded.cause.value) + ": ";
     if (it == unrecorded_.end()) {
       Fail(
-          Verdict::kDiverged, recorded.cause.value,
+          Verdict::kDiverged, recorded.cause,
           where + "replay produced no output, the log recorded " + CommandsText(recorded.commands));
       return;
     }
     const Output& now = it->second;
     if (now.commands != recorded.commands) {
-      Fail(Verdict::kDiverged, recorded.cause.value,
+      Fail(Verdict::kDiverged, recorded.cause,
            where + CommandDiff(recorded.commands, now.commands));
       return;
     }
@@ -228,7 +225,7 @@ class Verifier {
 
   void CheckDecisions(const log::OutputRecord& recorded, const Output& now) {
     if (recorded.decision_ids.size() != now.decisions.size()) {
-      Fail(Verdict::kDiverged, recorded.cause.value,
+      Fail(Verdict::kDiverged, recorded.cause,
            "recorded " + std::to_string(recorded.decision_ids.size()) + " decisions, replay made " +
                std::to_string(now.decisions.size()));
       return;
@@ -237,7 +234,7 @@ class Verifier {
       ++report_.decisions;
       auto stored = log_.ReadDecision(recorded.decision_ids[i].value);
       if (!stored || !SameDecision(log::DecodeDecision(stored->payload), now.decisions[i])) {
-        Fail(Verdict::kDiverged, recorded.cause.value,
+        Fail(Verdict::kDiverged, recorded.cause,
              "decision " + std::to_string(recorded.decision_ids[i].value) +
                  (stored ? " differs from the replayed one" : " is missing from the log"));
         return;
@@ -247,7 +244,7 @@ class Verifier {
 
   // The snapshot must hold the hash of the state replayed up to it (the hash it was written
   // with), and with decode_snapshots_ also decode to a state of that hash.
-  void CheckSnapshot(log::Seq seq) {
+  void CheckSnapshot(Seq seq) {
     std::uint64_t stored = 0;
     std::optional<State> decoded;
     if (decode_snapshots_) {
@@ -264,16 +261,17 @@ class Verifier {
     const std::uint64_t now = StateHash(state_);
     if (stored != now || (decoded && StateHash(*decoded) != now)) {
       Fail(Verdict::kDiverged, seq,
-           "snapshot at seq " + std::to_string(seq) + " holds a state other than the replayed one");
+           "snapshot at seq " + std::to_string(seq.value) +
+               " holds a state other than the replayed one");
     }
   }
 
   const log::EventLog& log_;
-  log::Seq begin_;
-  log::Seq end_;
-  log::Seq at_ = begin_;
+  Seq begin_;
+  Seq end_;
+  Seq at_ = begin_;
   State state_;
-  const std::set<log::Seq>& snapshots_;  // Every snapshot's sequence number.
+  const std::set<Seq>& snapshots_;  // Every snapshot's sequence number.
   const bool decode_snapshots_;
   const RequestRenderer& render_;  // Empty: requests are not rendered again.
   std::map<Seq, Output> unrecorded_;
@@ -307,15 +305,15 @@ std::chrono::nanoseconds ThreadCpu() {
 
 // Where to cut the log into `parts` stretches of about equal length: snapshot sequence
 // numbers, each stretch starting from the snapshot at its cut.
-std::vector<log::Seq> Cuts(const log::EventLog& log, const std::vector<log::Seq>& snapshots,
-                           std::size_t parts) {
-  std::vector<log::Seq> cuts;
-  const log::Seq first = log.FirstSeq(), last = log.LastSeq();
+std::vector<Seq> Cuts(const log::EventLog& log, const std::vector<Seq>& snapshots,
+                      std::size_t parts) {
+  std::vector<Seq> cuts;
+  const Seq first = log.FirstSeq(), last = log.LastSeq();
   for (std::size_t i = 1; i < parts; ++i) {
-    const log::Seq target = first + (last - first) * i / parts;
+    const Seq target = first + (last - first).value * i / parts;
     auto it = std::upper_bound(snapshots.begin(), snapshots.end(), target);
     if (it == snapshots.begin()) continue;
-    const log::Seq cut = *std::prev(it);
+    const Seq cut = *std::prev(it);
     if (cut >= first && cut < last && (cuts.empty() || cut > cuts.back())) cuts.push_back(cut);
   }
   return cuts;
@@ -326,19 +324,19 @@ std::vector<log::Seq> Cuts(const log::EventLog& log, const std::vector<log::Seq>
 // from the newest snapshot (when there is one), job i + 1 stretch i.
 class Verification {
  public:
-  Verification(const log::EventLog& log, const std::function<void(log::Seq, log::Seq)>& progress,
+  Verification(const log::EventLog& log, const std::function<void(Seq, Seq)>& progress,
                std::size_t threads, bool decode_snapshots, const RequestRenderer& render)
       : log_(log),
         progress_(progress),
         listed_(log.SnapshotSeqs()),
         snapshots_(listed_.begin(), listed_.end()),
-        cuts_(threads == 1 ? std::vector<log::Seq>{}
+        cuts_(threads == 1 ? std::vector<Seq>{}
                            : Cuts(log, listed_, threads * kStretchesPerThread)),
-        newest_(listed_.empty() ? 0 : listed_.back()),
-        next_(newest_ == 0 ? 1u : 0u) {
+        newest_(listed_.empty() ? Seq{0} : listed_.back()),
+        next_(newest_ == Seq{0} ? 1u : 0u) {
     for (std::size_t i = 0; i <= cuts_.size(); ++i) {
-      parts_.push_back(std::make_unique<Verifier>(log, i == 0 ? 0 : cuts_[i - 1],
-                                                  i < cuts_.size() ? cuts_[i] : 0, snapshots_,
+      parts_.push_back(std::make_unique<Verifier>(log, i == 0 ? Seq{0} : cuts_[i - 1],
+                                                  i < cuts_.size() ? cuts_[i] : Seq{0}, snapshots_,
                                                   decode_snapshots, render));
     }
     read_.assign(parts_.size(), 0);
@@ -360,7 +358,7 @@ class Verification {
     report.newest_cpu = newest_cpu_;
     report.last_seq = log_.LastSeq();
     report.final_hash = StateHash(parts_.back()->state());
-    if (report.verdict == Verdict::kIdentical && newest_ != 0) CheckNewest(report);
+    if (report.verdict == Verdict::kIdentical && newest_ != Seq{0}) CheckNewest(report);
     return report;
   }
 
@@ -384,7 +382,7 @@ class Verification {
       if (!part.Start()) return;
       part.Run([&](std::uint64_t n) { ShowProgress(i, n); });
     } catch (const log::LogError& e) {
-      part.Corrupt(e.key(), e.what());
+      part.Corrupt(Seq{e.key()}, e.what());
     } catch (const std::exception& e) {
       // A snapshot that does not decode, found on a worker thread: reported, not thrown.
       part.Corrupt(part.at(), e.what());
@@ -406,7 +404,7 @@ class Verification {
   // goes first in the queue.
   void FoldFromNewest() {
     try {
-      from_newest_ = StateHash(FoldTo(log_, 0, true));
+      from_newest_ = StateHash(FoldTo(log_, Seq{0}, true));
     } catch (const std::exception& e) {
       newest_error_ = e.what();
     }
@@ -440,22 +438,22 @@ class Verification {
     if (!newest_error_.empty()) {
       report.verdict = Verdict::kCorrupt;
       report.first_bad_seq = newest_;
-      report.detail = "folding from the snapshot at seq " + std::to_string(newest_) +
+      report.detail = "folding from the snapshot at seq " + std::to_string(newest_.value) +
                       " failed: " + newest_error_;
     } else if (from_newest_ != report.final_hash) {
       report.verdict = Verdict::kDiverged;
       report.first_bad_seq = newest_;
-      report.detail = "folding from the snapshot at seq " + std::to_string(newest_) +
+      report.detail = "folding from the snapshot at seq " + std::to_string(newest_.value) +
                       " ends in another state than folding from zero";
     }
   }
 
   const log::EventLog& log_;
-  const std::function<void(log::Seq, log::Seq)>& progress_;
-  const std::vector<log::Seq> listed_;
-  const std::set<log::Seq> snapshots_;  // The stretches read it.
-  const std::vector<log::Seq> cuts_;
-  const log::Seq newest_;  // 0: the log has no snapshot.
+  const std::function<void(Seq, Seq)>& progress_;
+  const std::vector<Seq> listed_;
+  const std::set<Seq> snapshots_;  // The stretches read it.
+  const std::vector<Seq> cuts_;
+  const Seq newest_;  // 0: the log has no snapshot.
   std::vector<std::unique_ptr<Verifier>> parts_;
   std::mutex mu_;
   std::vector<std::uint64_t> read_;  // Records each stretch has read, under mu_.
@@ -468,9 +466,8 @@ class Verification {
 
 }  // namespace
 
-VerifyReport Verify(const log::EventLog& log,
-                    const std::function<void(log::Seq, log::Seq)>& progress, std::size_t threads,
-                    bool decode_snapshots, const RequestRenderer& render) {
+VerifyReport Verify(const log::EventLog& log, const std::function<void(Seq, Seq)>& progress,
+                    std::size_t threads, bool decode_snapshots, const RequestRenderer& render) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   // The stretches between snapshots are verified side by side: each starts from the snapshot
   // at its cut, and the stretch before checks that snapshot against the state it folded, so
@@ -481,11 +478,11 @@ VerifyReport Verify(const log::EventLog& log,
   return verification.Report();
 }
 
-State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot) {
+State FoldTo(const log::EventLog& log, Seq to, bool use_snapshot) {
   State state;
-  log::Seq from = 1;
+  Seq from{1};
   // A truncated log starts at its oldest snapshot whatever the caller prefers.
-  if (use_snapshot || log.FirstSeq() > 1) {
+  if (use_snapshot || log.FirstSeq() > Seq{1}) {
     if (auto snapshot = log.SnapshotAtOrBelow(to)) {
       state = log::DecodeSnapshot(snapshot->parts, nullptr);
       from = snapshot->seq + 1;
@@ -499,10 +496,10 @@ State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot) {
   return state;
 }
 
-log::Seq SeqAtTime(const log::EventLog& log, Nanos until) {
-  log::Seq at = log.LastSeq();
-  log::Seq previous = log.FirstSeq() - 1;
-  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+Seq SeqAtTime(const log::EventLog& log, Nanos until) {
+  Seq at = log.LastSeq();
+  Seq previous = log.FirstSeq() - 1;
+  log.Scan(log.FirstSeq(), Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
     const auto* tick = event != nullptr ? std::get_if<Tick>(event) : nullptr;

@@ -27,8 +27,8 @@ enum class Verdict {
 
 struct VerifyReport {
   Verdict verdict = Verdict::kIdentical;
-  log::Seq first_bad_seq = 0;  // The first diverging, incomplete or corrupt sequence number.
-  std::string detail;          // What differed, in a sentence.
+  Seq first_bad_seq{0};  // The first diverging, incomplete or corrupt sequence number.
+  std::string detail;    // What differed, in a sentence.
   std::uint64_t events = 0;
   std::uint64_t outputs = 0;
   std::uint64_t decisions = 0;
@@ -36,12 +36,12 @@ struct VerifyReport {
   std::uint64_t snapshots_decoded = 0;  // Of them, decoded and hashed again as well.
   // Requests a result event recorded (CreateFleet bodies) that the command rendered again.
   std::uint64_t requests_rendered = 0;
-  log::Seq last_seq = 0;
+  Seq last_seq{0};
   std::uint64_t final_hash = 0;
   std::uint64_t final_hash_from_snapshot = 0;
-  log::Seq newest_snapshot = 0;
-  log::Seq first_seq = 1;      // Where the log begins (above 1: truncated by retention).
-  std::vector<log::Seq> cuts;  // Where the stretches folded side by side begin (snapshots).
+  Seq newest_snapshot{0};
+  Seq first_seq{1};       // Where the log begins (above 1: truncated by retention).
+  std::vector<Seq> cuts;  // Where the stretches folded side by side begin (snapshots).
   // The CPU time each stretch took on its thread (decoding its first snapshot, folding and
   // checking), in log order: their sum is the verify's work, the longest its wall time on a
   // machine with a core for every stretch.
@@ -61,23 +61,22 @@ const char* VerdictName(Verdict verdict);
 // how far it has got.
 //
 // `render` (optional) renders the request a command's effect sends from the command alone (the
-// AWS adapter's CreateFleet body of a LaunchInstances; empty for a command it has none for).
+// AWS adapter's CreateFleet body of a LaunchInstance; empty for a command it has none for).
 // With it, every request a result event recorded (FleetLaunched, FleetFailed) is rendered again
 // from its command and must be the same bytes.
 using RequestRenderer = std::function<std::string(const Command&)>;
-VerifyReport Verify(const log::EventLog& log,
-                    const std::function<void(log::Seq, log::Seq)>& progress = {},
+VerifyReport Verify(const log::EventLog& log, const std::function<void(Seq, Seq)>& progress = {},
                     std::size_t threads = 0, bool decode_snapshots = false,
                     const RequestRenderer& render = {});
 
 // The state after folding every event with seq <= `to` (0: all), starting at the newest
 // snapshot at or below `to` when `use_snapshot` is set.
-State FoldTo(const log::EventLog& log, log::Seq to, bool use_snapshot);
+State FoldTo(const log::EventLog& log, Seq to, bool use_snapshot);
 
 // The last sequence number folded before the clock passes `until`: the record just before the
 // first Tick later than `until` (the last record when none is). 0 when the log's first Tick is
 // already later.
-log::Seq SeqAtTime(const log::EventLog& log, Nanos until);
+Seq SeqAtTime(const log::EventLog& log, Nanos until);
 
 // ---- Formatting shared by the incident commands. ----
 
@@ -136,7 +135,7 @@ struct ArchiveReport {
   std::uint64_t snapshots = 0;
   std::uint64_t bytes = 0;
   std::uint64_t checksum = 0;  // XXH3 of the archive's bytes before it.
-  log::Seq last_seq = 0;
+  Seq last_seq{0};
 };
 
 // Writes every event, decision and snapshot of `log` into `file`.
@@ -190,7 +189,7 @@ enum class Subject { kPod, kNode, kNodeClaim };
 
 struct ExplainLine {
   Nanos at{0};
-  log::Seq seq = 0;  // The event the line cites: what was recorded, or what caused a decision.
+  Seq seq{0};        // The event the line cites: what was recorded, or what caused a decision.
   std::string text;  // One plain sentence.
   friend bool operator==(const ExplainLine&, const ExplainLine&) = default;
 };

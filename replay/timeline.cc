@@ -44,7 +44,7 @@ std::vector<Sample> Samples(const log::EventLog& log, Nanos first, Nanos last) {
   std::vector<Sample> samples;
   State state;
   Nanos next = first;
-  log.Scan(1, 0, [&](const log::Record& record) {
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
     if (event == nullptr) return true;
@@ -94,7 +94,7 @@ nlohmann::json Data(const log::EventLog& log) {
     return true;
   });
   Nanos first{0}, last{0};
-  log.Scan(1, 0, [&](const log::Record& r) {
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     if (const auto* e = std::get_if<Event>(&entry)) {
       if (const auto* tick = std::get_if<Tick>(e)) {

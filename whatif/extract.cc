@@ -74,7 +74,7 @@ class Extractor {
   void OnPdb(const PodDisruptionBudget& pdb);
   void OnNode(const Node& node);
   void OnNodePool(const NodePool& pool);
-  void OnNodeClaimDeleting(const std::string& name);
+  void OnNodeClaimDeletionRequested(const std::string& name);
   void OnListed(const InstancesListed& listed);
   sim::Action OfferingAction(sim::Action::Kind kind, const std::string& offering, Nanos at) const;
   sim::WorkloadStep StepOf(const Group& group, const GroupState& state) const;
@@ -95,7 +95,7 @@ class Extractor {
   std::map<Group, GroupState> groups_;
   std::set<std::string> evicting_;                      // Pods the core asked to evict/delete.
   std::map<std::uint64_t, std::string> evict_command_;  // Command id -> its pod.
-  std::map<std::uint64_t, Nanos> launch_command_;       // LaunchInstances id -> when issued.
+  std::map<std::uint64_t, Nanos> launch_command_;       // LaunchInstance id -> when issued.
   std::set<std::string> gone_nodes_;
   std::map<std::string, bool> node_ready_;
   std::map<std::string, std::string> offering_of_instance_;
@@ -176,8 +176,8 @@ void Extractor::OnEvent(const Event& event) {
           pending_interruptions_.push_back(e);
         } else if constexpr (std::is_same_v<T, PodDisruptionBudgetUpserted>) {
           OnPdb(e.pdb);
-        } else if constexpr (std::is_same_v<T, NodeClaimDeleting>) {
-          OnNodeClaimDeleting(e.name);
+        } else if constexpr (std::is_same_v<T, NodeClaimDeletionRequested>) {
+          OnNodeClaimDeletionRequested(e.name);
         } else if constexpr (std::is_same_v<T, InstancesListed>) {
           OnListed(e);
         }
@@ -193,7 +193,7 @@ void Extractor::OnOutput(const log::OutputRecord& output) {
     } else if (const auto* del = std::get_if<DeletePod>(&c.body)) {
       evicting_.insert(PodKey(del->ns, del->name));
       evict_command_[c.id.value] = PodKey(del->ns, del->name);
-    } else if (std::holds_alternative<LaunchInstances>(c.body)) {
+    } else if (std::holds_alternative<LaunchInstance>(c.body)) {
       launch_command_[c.id.value] = last_tick_;
     } else if (const auto* claim = std::get_if<DeleteNodeClaim>(&c.body)) {
       deleted_claims_.insert(claim->name);
@@ -336,7 +336,7 @@ void Extractor::OnNodePool(const NodePool& pool) {
   s_.actions.push_back(std::move(a));
 }
 
-void Extractor::OnNodeClaimDeleting(const std::string& name) {
+void Extractor::OnNodeClaimDeletionRequested(const std::string& name) {
   auto offering = offering_of_claim_.find(name);
   if (offering == offering_of_claim_.end() || !deleted_claims_.insert(name).second) return;
   s_.actions.push_back(OfferingAction(sim::Action::Kind::kDeleteNodeClaimOfOffering,
@@ -528,7 +528,7 @@ sim::Scenario Extractor::Finish() {
 
 sim::Scenario ScenarioFromLog(const log::EventLog& log, std::vector<std::string>& notes) {
   Extractor extractor(notes);
-  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+  log.Scan(log.FirstSeq(), Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     if (const auto* event = std::get_if<Event>(&entry)) {
       extractor.OnEvent(*event);

@@ -61,7 +61,7 @@ class CoverageObserver : public runtime::Observer {
 std::map<std::string, std::vector<Nanos>> RecordedAnswers(const log::EventLog& log) {
   std::map<std::string, std::vector<Nanos>> answers;
   Nanos now{0};
-  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+  log.Scan(log.FirstSeq(), Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
     if (event == nullptr) return true;
@@ -150,13 +150,13 @@ sim::Report ReportFromLog(const log::EventLog& log, const std::string& name) {
   State state;
   std::optional<sim::ReportBuilder> builder;
   std::size_t launch_calls = 0;
-  log.Scan(log.FirstSeq(), 0, [&](const log::Record& record) {
+  log.Scan(log.FirstSeq(), Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     if (const auto* output = std::get_if<log::OutputRecord>(&entry)) {
       Output out;
       out.commands = output->commands;
       for (const auto& c : out.commands)
-        launch_calls += std::holds_alternative<LaunchInstances>(c.body);
+        launch_calls += std::holds_alternative<LaunchInstance>(c.body);
       for (DecisionId id : output->decision_ids) {
         if (auto d = log.ReadDecision(id.value))
           out.decisions.push_back(log::DecodeDecision(d->payload));

@@ -9,7 +9,7 @@ namespace tenon::aws {
 namespace {
 
 // The zone of a subnet the launch named.
-std::string ZoneOfSubnet(const LaunchInstances& launch, const std::string& subnet) {
+std::string ZoneOfSubnet(const LaunchInstance& launch, const std::string& subnet) {
   for (const LaunchOverride& o : launch.overrides) {
     if (o.subnet == subnet) return o.zone;
   }
@@ -17,7 +17,7 @@ std::string ZoneOfSubnet(const LaunchInstances& launch, const std::string& subne
 }
 
 // The override an instance (or an error) answers: its type in its zone.
-const LaunchOverride* OverrideOf(const LaunchInstances& launch, const std::string& type,
+const LaunchOverride* OverrideOf(const LaunchInstance& launch, const std::string& type,
                                  const std::string& zone) {
   for (const LaunchOverride& o : launch.overrides) {
     if (o.instance_type == type && o.zone == zone) return &o;
@@ -25,7 +25,7 @@ const LaunchOverride* OverrideOf(const LaunchInstances& launch, const std::strin
   return nullptr;
 }
 
-FleetError ToFleetError(const FleetErrorEntry& e, const LaunchInstances& launch) {
+FleetError ToFleetError(const FleetErrorEntry& e, const LaunchInstance& launch) {
   const std::string zone = e.zone.empty() ? ZoneOfSubnet(launch, e.subnet_id) : e.zone;
   return FleetError{e.instance_type, zone,
                     e.capacity_type.empty() ? launch.capacity_type : e.capacity_type,
@@ -41,7 +41,7 @@ std::string Hex(std::uint64_t value) {
 }  // namespace
 
 bool AwsExecutor::Owns(const Command& command) {
-  return std::holds_alternative<LaunchInstances>(command.body) ||
+  return std::holds_alternative<LaunchInstance>(command.body) ||
          std::holds_alternative<TerminateInstance>(command.body) ||
          std::holds_alternative<DeleteQueueMessage>(command.body) ||
          std::holds_alternative<TagInstance>(command.body) ||
@@ -50,7 +50,7 @@ bool AwsExecutor::Owns(const Command& command) {
 }
 
 std::vector<Event> AwsExecutor::Execute(const Command& command) {
-  if (const auto* launch = std::get_if<LaunchInstances>(&command.body))
+  if (const auto* launch = std::get_if<LaunchInstance>(&command.body))
     return Launch(command, *launch);
   if (const auto* terminate = std::get_if<TerminateInstance>(&command.body)) {
     return Terminate(command, *terminate);
@@ -67,7 +67,7 @@ std::vector<Event> AwsExecutor::Execute(const Command& command) {
   return {};
 }
 
-RenderedLaunch RenderLaunch(const LaunchInstances& launch) {
+RenderedLaunch RenderLaunch(const LaunchInstance& launch) {
   RenderedLaunch out;
   auto refuse = [&](std::string message) {
     out.refused = FleetError{"", "", launch.capacity_type, ErrorCode::kInvalid, std::move(message)};
@@ -118,7 +118,7 @@ RenderedLaunch RenderLaunch(const LaunchInstances& launch) {
   return out;
 }
 
-Event FleetOutcome(const Command& command, const LaunchInstances& launch,
+Event FleetOutcome(const Command& command, const LaunchInstance& launch,
                    const RenderedLaunch& rendered, const Result<FleetResult>& result) {
   if (!result.ok()) {
     return FleetFailed{command.id,
@@ -158,7 +158,7 @@ Event FleetOutcome(const Command& command, const LaunchInstances& launch,
       rendered.body};
 }
 
-std::vector<Event> AwsExecutor::Launch(const Command& command, const LaunchInstances& launch) {
+std::vector<Event> AwsExecutor::Launch(const Command& command, const LaunchInstance& launch) {
   const RenderedLaunch rendered = RenderLaunch(launch);
   if (rendered.refused) return {FleetFailed{command.id, launch.nodeclaim, {*rendered.refused}, ""}};
   for (const LaunchTemplateSpec& spec : rendered.templates) {

@@ -1,5 +1,5 @@
 // The AWS side of the runtime's Executor. It owns the commands that act in AWS:
-// LaunchInstances (CreateFleet), TerminateInstance (TerminateInstances), TagInstance
+// LaunchInstance (CreateFleet), TerminateInstance (TerminateInstances), TagInstance
 // (CreateTags), DeleteQueueMessage (SQS DeleteMessage), EnsureInstanceProfile and
 // DeleteNodeClassResources (IAM, launch templates). Every other command belongs to the Kubernetes
 // adapter: RoutingExecutor sends each command to the one that owns it, so no command is silently
@@ -43,7 +43,7 @@ class KnownTemplates {
   std::set<std::string> names_;
 };
 
-// What a LaunchInstances renders to, from the command alone: a launch template per AMI (its
+// What a LaunchInstance renders to, from the command alone: a launch template per AMI (its
 // user data from the command's node inputs) and the CreateFleet request naming them. Pure:
 // a replay renders a recorded launch again and compares the bodies.
 struct RenderedLaunch {
@@ -52,7 +52,7 @@ struct RenderedLaunch {
   std::string body;                   // CreateFleetBody(request).
   std::optional<FleetError> refused;  // Set: nothing can be launched, and why.
 };
-RenderedLaunch RenderLaunch(const LaunchInstances& launch);
+RenderedLaunch RenderLaunch(const LaunchInstance& launch);
 
 class AwsExecutor : public runtime::Executor {
  public:
@@ -67,7 +67,7 @@ class AwsExecutor : public runtime::Executor {
   std::vector<Event> Execute(const Command& command) override;
 
  private:
-  std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
+  std::vector<Event> Launch(const Command& command, const LaunchInstance& launch);
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
   std::vector<Event> Acknowledge(const Command& command, const DeleteQueueMessage& ack);
   std::vector<Event> Tag(const Command& command, const TagInstance& tag);
@@ -94,7 +94,7 @@ class RoutingExecutor : public runtime::Executor {
 };
 
 // The FleetLaunched / FleetFailed for a CreateFleet answer to `rendered`; pure.
-Event FleetOutcome(const Command& command, const LaunchInstances& launch,
+Event FleetOutcome(const Command& command, const LaunchInstance& launch,
                    const RenderedLaunch& rendered, const Result<FleetResult>& result);
 
 }  // namespace tenon::aws

@@ -446,12 +446,12 @@ void Leader::RecoverAndStart() {
   if (cloud_ != nullptr) cloud_->Start();
   const auto recovery = rt_.Recover();
   spdlog::info("recovered: {} events folded from snapshot {}, {} commands re-driven",
-               recovery.events_folded, recovery.snapshot_seq, recovery.commands_redriven);
+               recovery.events_folded, recovery.snapshot_seq.value, recovery.commands_redriven);
   ObserveState(true);
   // Nothing is decided on the recovered state until the informers have listed the cluster
   // again: it may have changed while no controller was watching.
   std::vector<Event> start{ControllerStarted{options_.version, std::random_device{}(), settings_},
-                           WatchesSynced{false}, Tick{WallNow()}};
+                           WatchesStarted{}, Tick{WallNow()}};
   if (!options_.catalog_file.empty()) {
     start.push_back(CatalogRefreshed{sim::LoadCatalogJson(options_.catalog_file, 0)});
   }

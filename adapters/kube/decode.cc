@@ -118,7 +118,7 @@ std::vector<Event> Upserted(const std::string& plural, const YAML::Node& object)
     std::vector<Event> events{NodeClaimObserved{ParseNodeClaim(object)}};
     const auto& metadata = object["metadata"];
     if (metadata["deletionTimestamp"] && !metadata["deletionTimestamp"].IsNull()) {
-      events.push_back(NodeClaimDeleting{metadata["name"].as<std::string>()});
+      events.push_back(NodeClaimDeletionRequested{metadata["name"].as<std::string>()});
     }
     return events;
   }

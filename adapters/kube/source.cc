@@ -40,7 +40,7 @@ KubeSource::KubeSource(Client& client, InformerOptions options) : client_(client
         client_, resources[i], [this, i](std::vector<Change> c) { Deliver(i, std::move(c)); },
         options));
   }
-  queue_.push_back(WatchesSynced{false});
+  queue_.push_back(WatchesStarted{});
 }
 
 KubeSource::~KubeSource() {
@@ -84,7 +84,7 @@ void KubeSource::Deliver(std::size_t index, std::vector<Change> changes) {
       for (auto& e : batch) queue_.push_back(std::move(e));
       batch.clear();
     }
-    queue_.push_back(WatchesSynced{true});
+    queue_.push_back(WatchesSynced{});
     announced_.store(true);
   } else {
     for (auto& e : events) queue_.push_back(std::move(e));

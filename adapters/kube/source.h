@@ -1,5 +1,5 @@
 // Every informer on a thread of its own, their changes decoded into core events and queued for
-// the controller's loop. The first events are WatchesSynced{false}; WatchesSynced{true} follows
+// the controller's loop. The first event is WatchesStarted; WatchesSynced follows
 // once every resource has been listed and its differences queued, in the order of
 // WatchedResources(), so the core reads NodePools before the pods that need them.
 #pragma once

@@ -117,7 +117,7 @@ std::string CommandTarget(const Command& command) {
           return "nodeclaim " + c.claim.name + " in " + c.claim.nodepool;
         } else if constexpr (std::is_same_v<T, DeleteNodeClaim>) {
           return "nodeclaim " + c.name;
-        } else if constexpr (std::is_same_v<T, LaunchInstances>) {
+        } else if constexpr (std::is_same_v<T, LaunchInstance>) {
           return "nodeclaim " + c.nodeclaim + ", " + std::to_string(c.overrides.size()) +
                  " override(s)";
         } else if constexpr (std::is_same_v<T, PatchNode>) {

@@ -36,12 +36,12 @@ class Metrics : public runtime::Observer {
 
   // runtime::Observer: counters and histograms, called on the runtime's thread.
   void OnAppend(std::size_t records, std::size_t bytes, std::chrono::nanoseconds latency,
-                log::Seq last) override;
+                Seq last) override;
   void OnEvent(Seq seq, const Event& event) override;
   void OnOutput(Seq cause, const Output& output) override;
   void OnExecuted(const Command& command, const std::vector<Event>& results,
                   std::chrono::nanoseconds took) override;
-  void OnSnapshot(log::Seq seq) override;
+  void OnSnapshot(Seq seq) override;
   void OnFolded(Seq seq, const Event& event, const Output& output,
                 std::chrono::nanoseconds took) override;
 

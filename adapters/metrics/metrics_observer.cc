@@ -92,11 +92,11 @@ std::string DisruptionReasonLabel(DisruptionMethod method) {
 }
 
 void Metrics::OnAppend(std::size_t records, std::size_t bytes, std::chrono::nanoseconds latency,
-                       log::Seq last) {
+                       Seq last) {
   f_->log_append.Add({}, kAppendBuckets).Observe(Seconds(latency));
   f_->log_bytes.Add({}).Increment(static_cast<double>(bytes));
   f_->log_records.Add({}).Increment(static_cast<double>(records));
-  f_->log_sequence.Add({}).Set(static_cast<double>(last));
+  f_->log_sequence.Add({}).Set(static_cast<double>(last.value));
 }
 
 void Metrics::OnEvent(Seq /*seq*/, const Event& event) {
@@ -215,13 +215,13 @@ void Metrics::OnExecuted(const Command& command, const std::vector<Event>& resul
   ObserveCloudProvider(command, results, took);
 }
 
-// Karpenter's CloudProvider.Create and Delete are tenon's LaunchInstances and
+// Karpenter's CloudProvider.Create and Delete are tenon's LaunchInstance and
 // TerminateInstance; the interruption queue's DeleteMessage is labeled likewise.
 void Metrics::ObserveCloudProvider(const Command& command, const std::vector<Event>& results,
                                    std::chrono::nanoseconds took) {
   std::string controller;
   std::string method;
-  if (std::holds_alternative<LaunchInstances>(command.body)) {
+  if (std::holds_alternative<LaunchInstance>(command.body)) {
     controller = "nodeclaim.lifecycle";
     method = "Create";
   } else if (std::holds_alternative<TerminateInstance>(command.body)) {
@@ -256,9 +256,9 @@ void Metrics::ObserveCloudProvider(const Command& command, const std::vector<Eve
   }
 }
 
-void Metrics::OnSnapshot(log::Seq seq) {
+void Metrics::OnSnapshot(Seq seq) {
   snapshot_at_ = now_;
-  f_->snapshot_sequence.Add({}).Set(static_cast<double>(seq));
+  f_->snapshot_sequence.Add({}).Set(static_cast<double>(seq.value));
 }
 
 void Metrics::OnFolded(Seq /*seq*/, const Event& /*event*/, const Output& output,

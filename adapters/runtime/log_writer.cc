@@ -26,22 +26,22 @@ std::size_t CountDecisions(const Records& r) {
   return n;
 }
 
-std::string SeqRange(log::Seq first, std::size_t count) {
-  return std::to_string(first) + ".." + std::to_string(first + count - 1);
+std::string SeqRange(Seq first, std::size_t count) {
+  return std::to_string(first.value) + ".." + std::to_string((first + count - 1).value);
 }
 
 // What the runtime's thread rethrows when the writer failed on `group`: a LogError of the same
 // kind for a log error, else a runtime_error, saying which records and how far the log got.
-std::exception_ptr Failure(const std::vector<Records>& group, log::Seq log_last,
+std::exception_ptr Failure(const std::vector<Records>& group, Seq log_last,
                            const std::exception& e) {
   std::size_t records = 0;
   for (const Records& r : group) records += (r.events ? r.events->size() : 0) + r.outputs.size();
   const std::string which =
       group.front().snapshot
-          ? "write the snapshot at seq " + std::to_string(group.front().first - 1)
+          ? "write the snapshot at seq " + std::to_string((group.front().first - 1).value)
           : "append the records folded as seqs " + SeqRange(group.front().first, records);
   const std::string what = "runtime: the log writer thread failed to " + which +
-                           " (the log holds through " + std::to_string(log_last) +
+                           " (the log holds through " + std::to_string(log_last.value) +
                            " and takes nothing more): " + e.what();
   if (const auto* log_error = dynamic_cast<const log::LogError*>(&e)) {
     return std::make_exception_ptr(log::LogError(log_error->kind(), log_error->key(), what));
@@ -140,7 +140,7 @@ std::vector<Records> LogWriter::TakeGroup() {
 // Encodes the group's records in sequence order and appends them in one batch; throws when the
 // log fails or gives them other sequence numbers than they were folded under.
 Appended LogWriter::Write(std::vector<Records>& group) {
-  const log::Seq first = group.front().first;
+  const Seq first = group.front().first;
   const auto encode_start = SteadyClock::now();
   log::AppendBatch batch;
   for (const Records& r : group) {
@@ -156,11 +156,11 @@ Appended LogWriter::Write(std::vector<Records>& group) {
   for (const auto& payload : batch.events) appended.bytes += payload.size();
   if (keep_payloads_) appended.payloads = batch.events;
   const auto append_start = SteadyClock::now();
-  const std::vector<log::Seq> seqs = log_.Append(std::move(batch), options_);
+  const std::vector<Seq> seqs = log_.Append(std::move(batch), options_);
   appended.took = SteadyClock::now() - append_start;
   if (seqs.size() != appended.records || seqs.front() != first ||
       seqs.back() != first + appended.records - 1) {
-    throw log::LogError(log::ErrorKind::kInvalid, seqs.empty() ? 0 : seqs.front(),
+    throw log::LogError(log::ErrorKind::kInvalid, seqs.empty() ? Seq{0} : seqs.front(),
                         "the log gave them seqs " +
                             (seqs.empty() ? "none" : SeqRange(seqs.front(), seqs.size())) +
                             ": did something else append to this log?");
@@ -174,11 +174,11 @@ Appended LogWriter::Write(std::vector<Records>& group) {
 }
 
 // Writes the snapshot of `state` at `at`, which must be the last record in the log.
-Appended LogWriter::WriteSnapshot(const State& state, log::Seq at) {
+Appended LogWriter::WriteSnapshot(const State& state, Seq at) {
   if (log_.LastSeq() != at) {
     throw log::LogError(log::ErrorKind::kInvalid, at,
-                        "a snapshot at seq " + std::to_string(at) +
-                            " while the log holds through " + std::to_string(log_.LastSeq()));
+                        "a snapshot at seq " + std::to_string(at.value) +
+                            " while the log holds through " + std::to_string(log_.LastSeq().value));
   }
   const auto start = SteadyClock::now();
   PutSnapshot(log_, state, at);
@@ -224,7 +224,7 @@ void AddOutput(log::AppendBatch& batch, Seq cause, const Output& output) {
   for (const Decision& d : output.decisions) batch.decisions.push_back(log::DecisionRecordFor(d));
 }
 
-void PutSnapshot(log::EventLog& log, const State& state, log::Seq at) {
+void PutSnapshot(log::EventLog& log, const State& state, Seq at) {
   auto writer = log.BeginSnapshot(at);
   log::EncodeSnapshot(state, [&](std::string_view part) { writer->Add(part); });
   writer->Commit();

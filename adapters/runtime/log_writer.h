@@ -33,7 +33,7 @@ namespace tenon::runtime {
 // What both ways of appending write, the synchronous runtime's and the writer's: one output's
 // record (added to `batch` with its decisions), and the state's snapshot at `at`.
 void AddOutput(log::AppendBatch& batch, Seq cause, const Output& output);
-void PutSnapshot(log::EventLog& log, const State& state, log::Seq at);
+void PutSnapshot(log::EventLog& log, const State& state, Seq at);
 
 // Most hand-overs waiting for the writer (a few a tick: enough to ride out a snapshot's write),
 // most decisions among them (a disruption pass's can be MBs) and most snapshots (each a copy
@@ -45,7 +45,7 @@ inline constexpr std::size_t kQueuedSnapshotsMax = 1;
 // Records at consecutive sequence numbers from `first`: the events, then one output record per
 // output (with its decisions beside it). Or, alone, a snapshot.
 struct Records {
-  log::Seq first = 0;
+  Seq first{0};
   // Shared with the runtime, which folds them while the writer encodes them; may be null.
   std::shared_ptr<const std::vector<Event>> events = {};
   std::vector<std::pair<Seq, Output>> outputs = {};
@@ -60,7 +60,7 @@ struct Appended {
   std::size_t records = 0;
   std::size_t bytes = 0;
   std::chrono::nanoseconds took{0};  // In EventLog::Append.
-  log::Seq last = 0;
+  Seq last{0};
   // The records' payloads, seqs last - size + 1 .. last: only when acknowledgements are asked.
   std::vector<std::string> payloads;
 };
@@ -87,7 +87,7 @@ class LogWriter {
   // (at least one hand-over, at most kAppendBatchMax records).
   std::vector<Records> TakeGroup();
   Appended Write(std::vector<Records>& group);
-  Appended WriteSnapshot(const State& state, log::Seq at);
+  Appended WriteSnapshot(const State& state, Seq at);
   void ThrowIfFailed() const;
   // Whether `records` may join the queue now (always, once there is nothing ahead of it).
   bool HasRoomFor(const Records& records) const;

@@ -92,7 +92,7 @@ void Runtime::Deliver() {
     if (options_.observer != nullptr) {
       options_.observer->OnAppend(a.records, a.bytes, a.took, a.last);
     }
-    const log::Seq first = a.last + 1 - a.payloads.size();
+    const Seq first = a.last + 1 - a.payloads.size();
     for (std::size_t i = 0; i < a.payloads.size(); ++i) options_.on_ack(first + i, a.payloads[i]);
   }
 }
@@ -115,7 +115,7 @@ PipelineStats Runtime::pipeline_stats() const {
   return stats;
 }
 
-std::vector<log::Seq> Runtime::AppendAcked(log::AppendBatch batch) {
+std::vector<Seq> Runtime::AppendAcked(log::AppendBatch batch) {
   std::vector<std::string> copies;
   if (options_.on_ack) copies = batch.events;
   std::size_t bytes = 0;
@@ -139,7 +139,7 @@ void Runtime::AppendOutputs(std::vector<std::pair<Seq, Output>> outputs) {
     for (const auto& [cause, output] : outputs) options_.observer->OnOutput(cause, output);
   }
   if (writer_ != nullptr) {
-    const log::Seq first = next_seq_;
+    const Seq first = next_seq_;
     next_seq_ += outputs.size();
     writer_->Push(Records{.first = first, .outputs = std::move(outputs)});
     return;
@@ -161,7 +161,7 @@ void Runtime::MaybeSnapshot() {
   snapshot_taken_ = state_.now;
   events_since_snapshot_ = 0;
   // Keyed by the last record folded, so every output of the folded events is below the key.
-  const log::Seq at = writer_ != nullptr ? next_seq_ - 1 : log_.LastSeq();
+  const Seq at = writer_ != nullptr ? next_seq_ - 1 : log_.LastSeq();
   if (writer_ != nullptr) {
     // The writer encodes a copy once every record up to `at` is written.
     const auto start = std::chrono::steady_clock::now();
@@ -191,7 +191,7 @@ std::unique_ptr<const State> Runtime::SnapshotCopy() {
   return copy;
 }
 
-void Runtime::WriteSnapshot(log::Seq at) {
+void Runtime::WriteSnapshot(Seq at) {
   PutSnapshot(log_, state_, at);
   // Encoding a snapshot frees as much as it allocated: hand those pages back to the system
   // rather than keep them as a resident high-water mark between snapshots.
@@ -199,7 +199,7 @@ void Runtime::WriteSnapshot(log::Seq at) {
   if (options_.observer != nullptr) options_.observer->OnSnapshot(at);
 }
 
-std::vector<Command> Runtime::Fold(const std::vector<Event>& events, log::Seq first,
+std::vector<Command> Runtime::Fold(const std::vector<Event>& events, Seq first,
                                    std::vector<std::pair<Seq, Output>>& outputs) {
   std::vector<Command> to_run;
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -230,7 +230,7 @@ std::vector<Command> Runtime::AppendAndFold(std::vector<Event> events) {
     Deliver();
     // The writer encodes the events while the core folds them.
     auto shared = std::make_shared<const std::vector<Event>>(std::move(events));
-    const log::Seq first = next_seq_;
+    const Seq first = next_seq_;
     next_seq_ += shared->size();
     writer_->Push(Records{.first = first, .events = shared});
     to_run = Fold(*shared, first, outputs);
@@ -251,7 +251,7 @@ std::vector<Command> Runtime::AppendAndFold(std::vector<Event> events) {
 
 void Runtime::ApplyRetention() {
   if (options_.retain_age.value > 0) {
-    log::Seq cut = 0;
+    Seq cut{0};
     for (const auto& [seq, taken] : snapshot_times_) {
       if (state_.now - taken >= options_.retain_age) cut = seq;
     }
@@ -259,10 +259,10 @@ void Runtime::ApplyRetention() {
   }
   if (options_.retain_bytes > 0) {
     while (log_.DiskBytes() > options_.retain_bytes) {
-      const std::vector<log::Seq> snapshots = log_.SnapshotSeqs();
+      const std::vector<Seq> snapshots = log_.SnapshotSeqs();
       // The oldest snapshot above the current start, never the newest: recovery needs one.
       auto next = std::find_if(snapshots.begin(), snapshots.end(),
-                               [&](log::Seq s) { return s >= log_.FirstSeq(); });
+                               [&](Seq s) { return s >= log_.FirstSeq(); });
       if (next == snapshots.end() || *next == snapshots.back()) break;
       log_.Truncate(*next);
     }
@@ -301,19 +301,19 @@ void Runtime::Ingest(std::vector<Event> events) {
 
 RecoveryReport Runtime::Recover() {
   RecoveryReport report;
-  log::Seq from = 1;
-  if (auto snapshot = log_.SnapshotAtOrBelow(0)) {
+  Seq from{1};
+  if (auto snapshot = log_.SnapshotAtOrBelow(Seq{0})) {
     std::uint64_t stored_hash = 0;
     state_ = log::DecodeSnapshot(snapshot->parts, &stored_hash);
     if (StateHash(state_) != stored_hash) {
-      throw DivergenceError("snapshot at seq " + std::to_string(snapshot->seq) +
+      throw DivergenceError("snapshot at seq " + std::to_string(snapshot->seq.value) +
                             " does not match its stored state hash");
     }
     report.snapshot_seq = snapshot->seq;
     from = snapshot->seq + 1;
   }
   std::map<Seq, Output> unrecorded;  // Outputs produced now that the log does not hold yet.
-  log_.Scan(from, 0, [&](const log::Record& record) {
+  log_.Scan(from, Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     if (const auto* event = std::get_if<Event>(&entry)) {
       Output out = Step(state_, Seq{record.seq}, *event);

@@ -61,7 +61,7 @@ class Observer {
   // One append to the log: how many records, their bytes, how long the write took, and the
   // highest sequence number written.
   virtual void OnAppend(std::size_t /*records*/, std::size_t /*bytes*/,
-                        std::chrono::nanoseconds /*latency*/, log::Seq /*last*/) {}
+                        std::chrono::nanoseconds /*latency*/, Seq /*last*/) {}
   // An event folded (also during recovery), with its sequence number.
   virtual void OnEvent(Seq /*seq*/, const Event& /*event*/) {}
   // What the core produced for the event at `cause` (not called for empty outputs, nor for
@@ -70,7 +70,7 @@ class Observer {
   // A command executed, with the events it returned and how long it took.
   virtual void OnExecuted(const Command& /*command*/, const std::vector<Event>& /*results*/,
                           std::chrono::nanoseconds /*took*/) {}
-  virtual void OnSnapshot(log::Seq /*seq*/) {}
+  virtual void OnSnapshot(Seq /*seq*/) {}
   // One live fold (not during recovery): the event, what the core produced (possibly empty)
   // and how long Step took. Scheduling and disruption simulations run inside Step, so this is
   // where their duration can be measured honestly.
@@ -84,7 +84,7 @@ class ObserverList : public Observer {
  public:
   void Add(Observer* observer) { observers_.push_back(observer); }
   void OnAppend(std::size_t records, std::size_t bytes, std::chrono::nanoseconds latency,
-                log::Seq last) override {
+                Seq last) override {
     for (auto* o : observers_) o->OnAppend(records, bytes, latency, last);
   }
   void OnEvent(Seq seq, const Event& event) override {
@@ -97,7 +97,7 @@ class ObserverList : public Observer {
                   std::chrono::nanoseconds took) override {
     for (auto* o : observers_) o->OnExecuted(command, results, took);
   }
-  void OnSnapshot(log::Seq seq) override {
+  void OnSnapshot(Seq seq) override {
     for (auto* o : observers_) o->OnSnapshot(seq);
   }
   void OnFolded(Seq seq, const Event& event, const Output& output,
@@ -149,7 +149,7 @@ struct Options {
   Appends appends = Appends::kSynchronous;
   // Called after every append with the sequence numbers and payloads the log acknowledged (with
   // pipelined appends, on the runtime's thread at its next fold, command or Flush).
-  std::function<void(log::Seq, const std::string&)> on_ack;
+  std::function<void(Seq, const std::string&)> on_ack;
   Observer* observer = nullptr;  // Not owned; may be null.
 };
 
@@ -167,7 +167,7 @@ struct PipelineStats {
 class LogWriter;  // Pipelined appends' writer thread (log_writer.h).
 
 struct RecoveryReport {
-  log::Seq snapshot_seq = 0;  // 0: folded from the start.
+  Seq snapshot_seq{0};  // 0: folded from the start.
   std::uint64_t events_folded = 0;
   std::uint64_t outputs_restored = 0;  // Outputs a crash left unwritten, appended now.
   std::uint64_t commands_redriven = 0;
@@ -217,7 +217,7 @@ class Runtime {
   std::vector<Command> AppendAndFold(std::vector<Event> events);
   // Folds `events` at seqs first, first + 1, ...; adds their non-empty outputs to `outputs` and
   // returns their commands.
-  std::vector<Command> Fold(const std::vector<Event>& events, log::Seq first,
+  std::vector<Command> Fold(const std::vector<Event>& events, Seq first,
                             std::vector<std::pair<Seq, Output>>& outputs);
   // Consumes `outputs`: each decision is freed once encoded (a disruption pass's can be MBs).
   void AppendOutputs(std::vector<std::pair<Seq, Output>> outputs);
@@ -225,18 +225,18 @@ class Runtime {
   void Deliver();
   void MaybeSnapshot();
   // Encodes and writes the snapshot at `at` on this thread (synchronous appends).
-  void WriteSnapshot(log::Seq at);
+  void WriteSnapshot(Seq at);
   // The state as the writer thread encodes it for a snapshot (PodTable::PodsOnly).
   std::unique_ptr<const State> SnapshotCopy();
   std::vector<Event> Execute(const Command& command);
-  std::vector<log::Seq> AppendAcked(log::AppendBatch batch);
+  std::vector<Seq> AppendAcked(log::AppendBatch batch);
 
   log::EventLog& log_;
   Executor& executor_;
   Options options_;
   // Pipelined appends only: the writer thread, and the seq the next record will be given.
   std::unique_ptr<LogWriter> writer_;
-  log::Seq next_seq_ = 0;
+  Seq next_seq_{0};
   std::chrono::nanoseconds snapshot_copy_{0};  // Copying the state for the writer's snapshots.
   State state_;
   std::uint64_t events_folded_ = 0;
@@ -244,7 +244,7 @@ class Runtime {
   Nanos snapshot_taken_{0};  // Cluster time of the last snapshot this process wrote.
   // The snapshots this process wrote, by seq, with their cluster time (older ones, from before
   // a restart, have no known time and go only with a cut above them).
-  std::map<log::Seq, Nanos> snapshot_times_;
+  std::map<Seq, Nanos> snapshot_times_;
   void ApplyRetention();
 };
 

@@ -25,9 +25,9 @@ std::unique_ptr<log::EventLog> OpenLog(const Scenario& scenario, const SimulateO
 // The log's inputs came from a world that is gone when its file is: a new empty world would
 // contradict them.
 void RequireWorldOfLog(bool resumed, const log::EventLog& log, const std::filesystem::path& dir) {
-  if (resumed || log.LastSeq() == 0) return;
+  if (resumed || log.LastSeq() == Seq{0}) return;
   throw ScenarioError((dir / kWorldFile).string() + " is missing, but the log in " + dir.string() +
-                      " holds " + std::to_string(log.LastSeq()) +
+                      " holds " + std::to_string(log.LastSeq().value) +
                       " records of its run; the run cannot resume without it (start again "
                       "in an empty folder)");
 }

@@ -33,7 +33,7 @@ struct SimulateOptions {
   // and world are removed at exit may let the commands run ahead (kPipelinedAhead).
   runtime::Appends appends = runtime::Appends::kPipelined;
   // Called for every record the log acknowledges (tests use it to check nothing acked is lost).
-  std::function<void(log::Seq, const std::string&)> on_ack;
+  std::function<void(Seq, const std::string&)> on_ack;
   // Called once per virtual tick with the world's summary (progress display).
   std::function<void(Nanos, const WorldSummary&)> on_progress;
   // Sees the runtime's appends, folds, outputs and commands (metrics, decision logs). Not owned.
@@ -51,11 +51,11 @@ struct SimulateReport {
   bool resumed = false;
   bool finished_before = false;  // The log's run had already reached the scenario's end.
   std::string open_message;      // What the log said at open (e.g. a torn tail truncated).
-  log::Seq recovered_snapshot = 0;
+  Seq recovered_snapshot{0};
   std::uint64_t outputs_restored = 0;
   std::uint64_t commands_redriven = 0;
   std::uint64_t events_folded = 0;
-  log::Seq last_seq = 0;
+  Seq last_seq{0};
   WorldSummary world;
   std::size_t nodeclaims = 0;
   std::uint64_t state_hash = 0;

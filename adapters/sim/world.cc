@@ -352,7 +352,7 @@ std::vector<Event> World::Apply(const Command& command) {
           // The finalizer holds the object until termination removes it.
           if (nodeclaims_.contains(body.name)) deleting_.insert(body.name);
           return {CommandSucceeded{command.id}};
-        } else if constexpr (std::is_same_v<T, LaunchInstances>) {
+        } else if constexpr (std::is_same_v<T, LaunchInstance>) {
           return Launch(command, body);
         } else if constexpr (std::is_same_v<T, PatchNode>) {
           return Patch(command, body);

@@ -221,7 +221,7 @@ class World : public runtime::Executor {
   MicroUsdPerHour PriceNow(const SimInstance& instance) const;
   FleetLaunched Answer(CommandId command, const SimInstance& instance,
                        std::vector<FleetError> errors) const;
-  std::vector<Event> Launch(const Command& command, const LaunchInstances& launch);
+  std::vector<Event> Launch(const Command& command, const LaunchInstance& launch);
   std::vector<Event> Terminate(const Command& command, const TerminateInstance& terminate);
   std::vector<Event> RemoveInstance(const std::string& id);
   std::vector<Event> ListInstances();

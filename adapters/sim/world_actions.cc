@@ -93,7 +93,7 @@ std::vector<Event> World::DeleteOldestNodeClaim() {
   });
   if (i == nullptr) return {};
   deleting_.insert(i->nodeclaim);
-  return {NodeClaimDeleting{i->nodeclaim}};
+  return {NodeClaimDeletionRequested{i->nodeclaim}};
 }
 
 std::vector<Event> World::MessageOnOldest(Action::Kind kind) {
@@ -211,7 +211,7 @@ std::vector<Event> World::ByHandOnOffering(const Action& action) {
   }
   if (action.kind == Action::Kind::kTerminateInstanceOfOffering) return RemoveInstance(i->id);
   deleting_.insert(i->nodeclaim);
-  return {NodeClaimDeleting{i->nodeclaim}};
+  return {NodeClaimDeletionRequested{i->nodeclaim}};
 }
 
 // A recorded NodePool edit: the world serves the pool as edited from now on.

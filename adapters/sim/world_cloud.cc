@@ -126,7 +126,7 @@ FleetLaunched World::Answer(CommandId command, const SimInstance& i,
                        ""};
 }
 
-std::vector<Event> World::Launch(const Command& command, const LaunchInstances& launch) {
+std::vector<Event> World::Launch(const Command& command, const LaunchInstance& launch) {
   ++launch_calls_;
   if (auto token = client_tokens_.find(launch.client_token); token != client_tokens_.end()) {
     auto i = instances_.find(token->second);

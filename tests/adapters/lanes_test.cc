@@ -73,7 +73,7 @@ class Gate : public runtime::Executor {
 };
 
 Command Launch(std::uint64_t id) {
-  return Command{CommandId{id}, Seq{1}, LaunchInstances{}};
+  return Command{CommandId{id}, Seq{1}, LaunchInstance{}};
 }
 Command Evict(std::uint64_t id) {
   return Command{CommandId{id}, Seq{1}, EvictPod{"default", "p" + std::to_string(id), "claim"}};
@@ -98,7 +98,7 @@ struct Fixture {
     specs[1] = {runtime::LaneOptions{"kube", 8, 30'000ms}, &kube};
     lanes = std::make_unique<runtime::Lanes>(
         std::move(specs),
-        [](const Command& c) { return std::holds_alternative<LaunchInstances>(c.body) ? 0 : 1; },
+        [](const Command& c) { return std::holds_alternative<LaunchInstance>(c.body) ? 0 : 1; },
         [this] { return clock(); });
   }
   // Drains until `n` completions came back (or 10 s passed).
@@ -237,7 +237,7 @@ TEST(Lanes, RecoveryReDrivesTheCommandsInFlightThroughTheLanes) {
   specs[0] = {runtime::LaneOptions{"aws", 2, 60'000ms}, &aws};
   specs[1] = {runtime::LaneOptions{"kube", 2, 60'000ms}, &kube};
   runtime::Lanes lanes(std::move(specs), [](const Command& c) {
-    return std::holds_alternative<LaunchInstances>(c.body) ? 0 : 1;
+    return std::holds_alternative<LaunchInstance>(c.body) ? 0 : 1;
   });
   Executions executions;
   runtime::Options options;

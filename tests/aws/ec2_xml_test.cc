@@ -48,7 +48,7 @@ TEST(AwsEc2Xml, FleetOutcomeFillsZonesFromSubnetsAndPricesFromOverrides) {
   std::string error;
   const Result<FleetResult> r =
       Result<FleetResult>::Ok(*ParseCreateFleet(kFleetWithErrors, &error));
-  LaunchInstances launch{
+  LaunchInstance launch{
       "claim-1",
       "pool",
       "class",
@@ -168,7 +168,7 @@ TEST(AwsEc2Xml, RoutingSendsLaunchTerminateAndAckToAwsAndTheRestElsewhere) {
   CountingExecutor aws;
   CountingExecutor kube;
   RoutingExecutor routing(aws, kube);
-  routing.Execute(Command{CommandId{1}, Seq{1}, LaunchInstances{}});
+  routing.Execute(Command{CommandId{1}, Seq{1}, LaunchInstance{}});
   routing.Execute(Command{CommandId{2}, Seq{1}, TerminateInstance{"i-1", "c"}});
   routing.Execute(Command{CommandId{3}, Seq{1}, DeleteQueueMessage{"m"}});
   routing.Execute(Command{CommandId{4}, Seq{1}, PatchNode{}});

@@ -209,8 +209,7 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
 
   // A launch: the launch template is described (absent), created, then CreateFleet.
   const std::string claim = "default-x4k2p";
-  const LaunchInstances launch =
-      aws::testing::CoreLaunch(state, events, kCluster, claim, "default");
+  const LaunchInstance launch = aws::testing::CoreLaunch(state, events, kCluster, claim, "default");
   ASSERT_EQ(launch.overrides.size(), 1u);
   const std::vector<Event> launched = cloud.Execute(Command{CommandId{1}, Seq{1}, launch});
   ASSERT_EQ(launched.size(), 1u);

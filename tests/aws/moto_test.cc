@@ -209,21 +209,21 @@ struct Fleet {
 
   // A launch as the core issues it: each override with its subnet and AMI, and what the
   // launch template is made of.
-  LaunchInstances Launch(const std::string& claim) const {
-    LaunchInstances launch{claim,
-                           "default",
-                           "default",
-                           claim,
-                           "on-demand",
-                           {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000},
-                             subnets.at("us-east-1a"), kImage},
-                            {"c5.large", "us-east-1b", "on-demand", MicroUsdPerHour{85000},
-                             subnets.at("us-east-1b"), kImage}},
-                           {{"karpenter.sh/nodeclaim", claim},
-                            {"karpenter.sh/nodepool", "default"},
-                            {"kubernetes.io/cluster/" + cluster, "owned"}},
-                           "lowest-price",
-                           {}};
+  LaunchInstance Launch(const std::string& claim) const {
+    LaunchInstance launch{claim,
+                          "default",
+                          "default",
+                          claim,
+                          "on-demand",
+                          {{"m5.large", "us-east-1a", "on-demand", MicroUsdPerHour{96000},
+                            subnets.at("us-east-1a"), kImage},
+                           {"c5.large", "us-east-1b", "on-demand", MicroUsdPerHour{85000},
+                            subnets.at("us-east-1b"), kImage}},
+                          {{"karpenter.sh/nodeclaim", claim},
+                           {"karpenter.sh/nodepool", "default"},
+                           {"kubernetes.io/cluster/" + cluster, "owned"}},
+                          "lowest-price",
+                          {}};
     launch.node.ami_family = "AL2023";
     launch.node.cluster_name = cluster;
     launch.node.cluster_endpoint = "https://" + cluster + ".example";

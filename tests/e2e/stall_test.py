@@ -31,7 +31,7 @@ from e2e_test import CLUSTER, NODECLAIMS, QUEUE, REGION, Cluster  # noqa: E402
 from standin_test import free_port, wait_for  # noqa: E402
 
 PHASE_S = float(os.environ.get("STALL_SECONDS", "20"))
-AWS_KINDS = ("LaunchInstances", "TerminateInstance", "TagInstance", "DeleteQueueMessage")
+AWS_KINDS = ("LaunchInstance", "TerminateInstance", "TagInstance", "DeleteQueueMessage")
 TICK_P99_LIMIT_S = 1.5
 
 

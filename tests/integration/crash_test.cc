@@ -1,5 +1,5 @@
 // Crash safety: `tenon simulate` is killed with SIGKILL and restarted on the same log, at
-// random points and right after a LaunchInstances command is acknowledged (before or after
+// random points and right after a LaunchInstance command is acknowledged (before or after
 // the cloud acted on it, whichever the race gives). Nothing the log acknowledged is lost, no
 // NodeClaim gets a second instance, no instance is left without a NodeClaim, and the log
 // replays identically. Resume.* holds a resumed or finished run, a missing world file and a
@@ -27,7 +27,7 @@ const std::string kDemo = std::string(TENON_SOURCE_DIR) + "/examples/scenarios/d
 constexpr int kRandomRounds = 4;
 constexpr int kLaunchWindowRounds = 6;
 
-using Acks = std::map<log::Seq, std::uint64_t>;
+using Acks = std::map<Seq, std::uint64_t>;
 
 // Runs the demo on `dir`, reading "ack SEQ HASH" lines; kills the child after `kill_after`
 // acks (0: let it finish). Returns the acks it saw and the exit status.
@@ -39,10 +39,10 @@ std::pair<Acks, int> RunChild(const std::filesystem::path& dir, std::size_t kill
   while (child.ReadLine(line)) {
     std::istringstream in(line);
     std::string word;
-    log::Seq seq = 0;
+    std::uint64_t seq = 0;
     std::string hash;
     if (!(in >> word >> seq >> hash) || word != "ack") continue;
-    acks[seq] = std::stoull(hash, nullptr, 16);
+    acks[Seq{seq}] = std::stoull(hash, nullptr, 16);
     if (kill_after != 0 && acks.size() >= kill_after) {
       child.Kill();
       return {acks, 137};
@@ -61,16 +61,16 @@ std::unique_ptr<log::EventLog> OpenReadOnly(const std::filesystem::path& dir) {
 void CheckAcksKept(const log::EventLog& log, const Acks& acks) {
   for (const auto& [seq, hash] : acks) {
     auto record = log.Read(seq);
-    ASSERT_TRUE(record.has_value()) << "acknowledged record " << seq << " is gone";
+    ASSERT_TRUE(record.has_value()) << "acknowledged record " << seq.value << " is gone";
     EXPECT_EQ(XXH3_64bits(record->payload.data(), record->payload.size()), hash)
-        << "acknowledged record " << seq << " changed";
+        << "acknowledged record " << seq.value << " changed";
   }
 }
 
 // Every NodeClaim the log saw launched has exactly one instance, in the log and in the cloud.
 void CheckNoDoubleLaunch(const log::EventLog& log, const std::filesystem::path& dir) {
   std::map<std::string, std::set<std::string>> instances_by_claim;
-  log.Scan(1, 0, [&](const log::Record& r) {
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     if (auto* event = std::get_if<Event>(&entry)) {
       if (auto* launched = std::get_if<FleetLaunched>(event)) {
@@ -94,7 +94,7 @@ void CheckNoDoubleLaunch(const log::EventLog& log, const std::filesystem::path& 
   }
 }
 
-// The acknowledgement counts at which the reference run had just logged a LaunchInstances.
+// The acknowledgement counts at which the reference run had just logged a LaunchInstance.
 std::vector<std::size_t> LaunchWindows(const std::filesystem::path& dir, const Acks& acks) {
   auto log = OpenReadOnly(dir);
   std::vector<std::size_t> out;
@@ -107,7 +107,7 @@ std::vector<std::size_t> LaunchWindows(const std::filesystem::path& dir, const A
     const auto* output = std::get_if<log::OutputRecord>(&entry);
     if (output == nullptr) continue;
     for (const auto& c : output->commands) {
-      if (std::holds_alternative<LaunchInstances>(c.body)) {
+      if (std::holds_alternative<LaunchInstance>(c.body)) {
         out.push_back(index);
         break;
       }
@@ -176,7 +176,7 @@ TEST(Resume, AFinishedRunStartedAgainChangesNothing) {
   ASSERT_NE(done, std::string::npos) << first;
   const std::string summary = first.substr(done, first.find('\n', done) - done);
   const std::string world = FileText(dir.path() / "sim-world.json");
-  const log::Seq last = OpenReadOnly(dir.path())->LastSeq();
+  const Seq last = OpenReadOnly(dir.path())->LastSeq();
   for (int again = 0; again < 2; ++again) {
     auto [out, rerun] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
     ASSERT_EQ(rerun, 0) << out;
@@ -207,7 +207,7 @@ TEST(Resume, AMissingOrDamagedWorldFileIsAnError) {
   ASSERT_EQ(killed, 137);
   const auto file = dir.path() / "sim-world.json";
   const std::string world = FileText(file);
-  const log::Seq last = OpenReadOnly(dir.path())->LastSeq();
+  const Seq last = OpenReadOnly(dir.path())->LastSeq();
 
   std::filesystem::remove(file);
   auto [missing, status] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});

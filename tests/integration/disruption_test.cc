@@ -354,7 +354,7 @@ workloads:
   EXPECT_TRUE(moves) << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 1u) << Outcomes(o);
   EXPECT_EQ(o.Bound(), 2u);
-  EXPECT_EQ(o.CommandsOf<LaunchInstances>().size(), 2u)
+  EXPECT_EQ(o.CommandsOf<LaunchInstance>().size(), 2u)
       << Outcomes(o);  // No new node for the moved pod.
 }
 
@@ -430,7 +430,7 @@ actions:
   // The warning keeps the type's spot offering in its zone out for three minutes, as
   // Karpenter's interruption controller marks it; the interrupted node here ran on demand (the
   // pool takes nothing else), so its replacement may take the very same on-demand offering.
-  auto launches = spot.CommandsOf<LaunchInstances>();
+  auto launches = spot.CommandsOf<LaunchInstance>();
   ASSERT_EQ(launches.size(), 2u);
   const auto& first = launches[0]->overrides.front();
   ASSERT_EQ(first.capacity_type, kCapacityOnDemand);

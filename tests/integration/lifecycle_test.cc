@@ -107,9 +107,9 @@ cloud:
   insufficientCapacity: [m5.large/us-east-1a/on-demand]
 )"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
-  auto launches = o.CommandsOf<LaunchInstances>();
+  auto launches = o.CommandsOf<LaunchInstance>();
   ASSERT_EQ(launches.size(), 3u);
-  auto first_override = [](const LaunchInstances* l) {
+  auto first_override = [](const LaunchInstance* l) {
     return l->overrides.front().instance_type + "/" + l->overrides.front().zone;
   };
   EXPECT_EQ(first_override(launches[0]), "m5.large/us-east-1a");
@@ -149,7 +149,7 @@ cloud:
   Outcome o = Simulate(yaml);
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   EXPECT_EQ(o.Bound(), 3u) << o.Describe();
-  for (const LaunchInstances* launch : o.CommandsOf<LaunchInstances>()) {
+  for (const LaunchInstance* launch : o.CommandsOf<LaunchInstance>()) {
     EXPECT_FALSE(launch->overrides.empty()) << launch->nodeclaim;
   }
   EXPECT_LE(o.CommandsOf<CreateNodeClaim>().size(), 5u) << o.Describe();

@@ -36,16 +36,16 @@ sim::Scenario SmallChurn() {
 
 // Everything a log holds, to compare two logs.
 struct Contents {
-  std::vector<std::pair<log::Seq, std::string>> records;
+  std::vector<std::pair<Seq, std::string>> records;
   std::vector<std::pair<std::uint64_t, std::string>> decisions;
   std::vector<std::pair<std::uint64_t, std::string>> index;  // Decision id, value.
-  std::vector<std::pair<log::Seq, std::vector<std::string>>> snapshots;
+  std::vector<std::pair<Seq, std::vector<std::string>>> snapshots;
   friend bool operator==(const Contents&, const Contents&) = default;
 };
 
 Contents Read(const log::EventLog& log) {
   Contents c;
-  log.Scan(1, 0, [&](const log::Record& r) {
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     c.records.emplace_back(r.seq, r.payload);
     return true;
   });
@@ -57,7 +57,7 @@ Contents Read(const log::EventLog& log) {
     c.index.emplace_back(id, std::string(value));
     return true;
   });
-  for (const log::Seq seq : log.SnapshotSeqs()) {
+  for (const Seq seq : log.SnapshotSeqs()) {
     c.snapshots.emplace_back(seq, log.SnapshotAtOrBelow(seq)->parts);
   }
   return c;
@@ -65,15 +65,15 @@ Contents Read(const log::EventLog& log) {
 
 // What the observer and on_ack are told about the log.
 struct Tally : runtime::Observer {
-  void OnAppend(std::size_t n, std::size_t, std::chrono::nanoseconds, log::Seq l) override {
+  void OnAppend(std::size_t n, std::size_t, std::chrono::nanoseconds, Seq l) override {
     records += n;
     last = l;
   }
-  void OnSnapshot(log::Seq seq) override { snapshots.push_back(seq); }
+  void OnSnapshot(Seq seq) override { snapshots.push_back(seq); }
   std::uint64_t records = 0;
-  log::Seq last = 0;
-  std::vector<log::Seq> snapshots;
-  std::map<log::Seq, std::string> acks;
+  Seq last{0};
+  std::vector<Seq> snapshots;
+  std::map<Seq, std::string> acks;
 };
 
 struct RunResult {
@@ -91,8 +91,9 @@ void RunChurn(Appends appends, const std::filesystem::path& dir, RunResult& run)
   options.snapshot_every_events = kSnapshotEvery;
   options.appends = appends;
   options.observer = &run.tally;
-  options.on_ack = [&](log::Seq seq, const std::string& payload) {
-    EXPECT_TRUE(run.tally.acks.emplace(seq, payload).second) << "seq " << seq << " acked twice";
+  options.on_ack = [&](Seq seq, const std::string& payload) {
+    EXPECT_TRUE(run.tally.acks.emplace(seq, payload).second)
+        << "seq " << seq.value << " acked twice";
   };
   runtime::Runtime rt(*log, world, options);
   rt.Recover();
@@ -137,8 +138,7 @@ TEST(PipelinedAppends, WriteTheSynchronousLogRecordByRecord) {
     EXPECT_EQ(run.tally.records, run.contents.records.size());
     EXPECT_EQ(run.tally.last, run.contents.records.back().first);
     EXPECT_EQ(run.tally.snapshots, reference.tally.snapshots);
-    std::map<log::Seq, std::string> logged(run.contents.records.begin(),
-                                           run.contents.records.end());
+    std::map<Seq, std::string> logged(run.contents.records.begin(), run.contents.records.end());
     EXPECT_TRUE(run.tally.acks == logged);
   }
 }
@@ -159,9 +159,9 @@ TEST(PipelinedAppends, SnapshotsAreKeyedAboveEveryOutputOfTheirEvents) {
     if (output == nullptr) continue;
     ++outputs_checked;
     for (const auto& [at, parts] : snapshots) {
-      EXPECT_FALSE(output->cause.value <= at && seq > at)
-          << "the output of seq " << output->cause.value << " is at " << seq
-          << ", above the snapshot at " << at;
+      EXPECT_FALSE(output->cause <= at && seq > at)
+          << "the output of seq " << output->cause.value << " is at " << seq.value
+          << ", above the snapshot at " << at.value;
     }
   }
   EXPECT_GT(outputs_checked, 0u);
@@ -177,7 +177,7 @@ class LoggedFirst : public runtime::Executor {
  public:
   LoggedFirst(sim::World& world, const log::EventLog& log) : world_(world), log_(log) {}
   std::vector<Event> Execute(const Command& command) override {
-    log_.Scan(scanned_ + 1, 0, [&](const log::Record& r) {
+    log_.Scan(scanned_ + 1, Seq{0}, [&](const log::Record& r) {
       scanned_ = r.seq;
       const auto entry = log::DecodeEntry(r.payload);
       if (const auto* output = std::get_if<log::OutputRecord>(&entry)) {
@@ -195,7 +195,7 @@ class LoggedFirst : public runtime::Executor {
  private:
   sim::World& world_;
   const log::EventLog& log_;
-  log::Seq scanned_ = 0;
+  Seq scanned_{0};
   std::set<CommandId> logged_;
 };
 
@@ -260,7 +260,7 @@ TEST(PipelinedAppends, ALogErrorOnTheWriterThreadSurfacesOnTheRuntimesThread) {
   // Every later call says so again; the log took nothing.
   EXPECT_THROW(rt.Ingest({Tick{Nanos{3 * kSecond.value}}}), log::LogError);
   EXPECT_THROW(rt.Flush(), log::LogError);
-  EXPECT_EQ(log->LastSeq(), 1u);
+  EXPECT_EQ(log->LastSeq(), Seq{1});
 }
 
 TEST(PipelinedAppends, AnotherWriterOnTheLogIsCaughtByItsSequenceNumbers) {
@@ -303,7 +303,7 @@ TEST(PipelinedAppends, DestructionWritesEverythingFolded) {
     folded = rt.events_folded();
   }
   std::uint64_t events = 0;
-  log->Scan(1, 0, [&](const log::Record& r) {
+  log->Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     events += std::holds_alternative<Event>(log::DecodeEntry(r.payload)) ? 1 : 0;
     return true;
   });

@@ -41,8 +41,8 @@ TEST(Retention, AgeCutsAtTheNewestSnapshotOldEnoughAndReplaysIdentically) {
     FoldAnHour(rt);
     hash = StateHash(rt.state());
     // Snapshots every 5 min; the cut is at the newest one at least 15 min old.
-    EXPECT_GT(log->FirstSeq(), 2000u);
-    EXPECT_FALSE(log->Read(1).has_value());
+    EXPECT_GT(log->FirstSeq(), Seq{2000});
+    EXPECT_FALSE(log->Read(Seq{1}).has_value());
     EXPECT_FALSE(log->Read(log->FirstSeq() - 1).has_value());
     EXPECT_TRUE(log->Read(log->FirstSeq()).has_value());
     const auto snapshots = log->SnapshotSeqs();
@@ -72,8 +72,8 @@ TEST(Retention, SizeKeepsTheNewestSnapshotAndStaysUnderTheBudget) {
   runtime::Runtime rt(*log, silent, options);
   rt.Recover();
   FoldAnHour(rt);
-  EXPECT_GT(log->FirstSeq(), 1u) << log->DiskBytes() << " bytes, snapshots "
-                                 << log->SnapshotSeqs().size();
+  EXPECT_GT(log->FirstSeq(), Seq{1})
+      << log->DiskBytes() << " bytes, snapshots " << log->SnapshotSeqs().size();
   EXPECT_FALSE(log->SnapshotSeqs().empty());
   const auto report = replay::Verify(*log, {});
   EXPECT_EQ(report.verdict, replay::Verdict::kIdentical) << report.detail;
@@ -87,8 +87,8 @@ TEST(Retention, TruncateNeedsASnapshotAtTheCut) {
   runtime::Runtime rt(*log, silent, {});
   rt.Recover();
   rt.Ingest({Tick{Nanos{kSecond.value}}, PodUpserted{PendingPod(1)}});
-  EXPECT_THROW(log->Truncate(1), log::LogError);
-  EXPECT_EQ(log->FirstSeq(), 1u);
+  EXPECT_THROW(log->Truncate(Seq{1}), log::LogError);
+  EXPECT_EQ(log->FirstSeq(), Seq{1});
 }
 
 }  // namespace

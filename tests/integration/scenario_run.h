@@ -169,8 +169,8 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
     if (consolidation &&
         (x->phase == DisruptionPhase::kExecuted || x->phase == DisruptionPhase::kReplaced)) {
       // Replacements are up when "replaced" is decided: the state after its event has them.
-      State at = replay::FoldTo(
-          log, d.cause.value - (x->phase == DisruptionPhase::kExecuted ? 1 : 0), true);
+      State at =
+          replay::FoldTo(log, d.cause - (x->phase == DisruptionPhase::kExecuted ? 1 : 0), true);
       if (std::string pod = Unplaceable(at, x->nodeclaims); !pod.empty()) {
         out.push_back(std::string(Name(x->method)) + " deleted " + x->nodeclaims.front() +
                       " but pod " + pod + " fits on no other node");
@@ -185,7 +185,7 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
         x->method != DisruptionMethod::kSoftExpiration && !consolidation) {
       return true;
     }
-    State before = replay::FoldTo(log, d.cause.value - 1, true);
+    State before = replay::FoldTo(log, d.cause - 1, true);
     std::map<std::string, std::int64_t> taken;
     for (const auto& name : x->nodeclaims) {
       auto claim = before.nodeclaims.find(name);
@@ -242,14 +242,14 @@ inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) 
     }
     return true;
   });
-  log->Scan(1, 0, [&](const log::Record& r) {
+  log->Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     if (const auto* o = std::get_if<log::OutputRecord>(&entry)) {
       out.commands.insert(out.commands.end(), o->commands.begin(), o->commands.end());
     }
     return true;
   });
-  out.rejected_inputs = replay::FoldTo(*log, 0, true).rejected_inputs;
+  out.rejected_inputs = replay::FoldTo(*log, Seq{0}, true).rejected_inputs;
   for (const auto& violation : DisruptionViolations(*log)) ADD_FAILURE() << violation;
   auto verify = replay::Verify(*log);
   out.verdict = verify.verdict;

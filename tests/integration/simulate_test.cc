@@ -33,7 +33,7 @@ std::unique_ptr<log::EventLog> OpenReadOnly(const std::filesystem::path& dir) {
 
 std::vector<std::string> AllPayloads(const log::EventLog& log) {
   std::vector<std::string> payloads;
-  log.Scan(1, 0, [&](const log::Record& r) {
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     payloads.push_back(r.payload);
     return true;
   });
@@ -55,7 +55,7 @@ TEST(Simulate, DemoReplaysIdentically) {
   EXPECT_EQ(verify.verdict, replay::Verdict::kIdentical) << verify.detail;
   EXPECT_GT(verify.snapshots_checked, 1u);
   EXPECT_GT(verify.decisions, 0u);
-  EXPECT_NE(verify.newest_snapshot, 0u);
+  EXPECT_NE(verify.newest_snapshot, Seq{0});
   EXPECT_EQ(verify.final_hash, report.state_hash);
 }
 
@@ -76,7 +76,7 @@ TEST(Simulate, ResumeLaunchesNothingTwice) {
   auto second = RunDemo(dir.path());
   EXPECT_TRUE(second.resumed);
   EXPECT_TRUE(second.finished_before);
-  EXPECT_NE(second.recovered_snapshot, 0u);
+  EXPECT_NE(second.recovered_snapshot, Seq{0});
   EXPECT_EQ(second.world.instances, first.world.instances);
   EXPECT_EQ(second.last_seq, first.last_seq);
   EXPECT_EQ(second.state_hash, first.state_hash);
@@ -88,7 +88,7 @@ TEST(Simulate, ResumeLaunchesNothingTwice) {
 TEST(Simulate, CorruptRecordIsNamed) {
   TempDir dir;
   auto report = RunDemo(dir.path(), 0);
-  log::Seq bad = report.last_seq / 2;
+  Seq bad{report.last_seq.value / 2};
   {
     log::OpenOptions open;
     auto log = log::EventLog::Open(dir.path(), open);
@@ -97,7 +97,7 @@ TEST(Simulate, CorruptRecordIsNamed) {
   auto verify = replay::Verify(*OpenReadOnly(dir.path()));
   EXPECT_EQ(verify.verdict, replay::Verdict::kCorrupt);
   EXPECT_EQ(verify.first_bad_seq, bad);
-  EXPECT_NE(verify.detail.find(std::to_string(bad)), std::string::npos) << verify.detail;
+  EXPECT_NE(verify.detail.find(std::to_string(bad.value)), std::string::npos) << verify.detail;
 }
 
 // A record whose payload is replaced by a well-framed but different event is a divergence at
@@ -107,23 +107,23 @@ TEST(Simulate, AlteredEventIsADivergence) {
   RunDemo(dir.path(), 0);
   auto log = OpenReadOnly(dir.path());
   // Find the first provisioning tick: an event followed by an output record with a launch.
-  log::Seq target = 0;
-  log->Scan(1, 0, [&](const log::Record& r) {
+  Seq target{0};
+  log->Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     if (auto* out = std::get_if<log::OutputRecord>(&entry)) {
       for (const auto& c : out->commands) {
-        if (std::holds_alternative<LaunchInstances>(c.body)) target = out->cause.value;
+        if (std::holds_alternative<LaunchInstance>(c.body)) target = out->cause;
       }
     }
-    return target == 0;
+    return target == Seq{0};
   });
-  ASSERT_NE(target, 0u);
+  ASSERT_NE(target, Seq{0});
   // Copy the log, rewriting that tick one nanosecond earlier: the batch no longer closes there.
   auto tick = std::get<Tick>(std::get<Event>(log::DecodeEntry(log->Read(target)->payload)));
   std::string altered = log::EncodeEvent(Tick{tick.now - Nanos{1}});
   TempDir copy;
   auto dst = log::EventLog::Open(copy.path(), log::OpenOptions{});
-  log->Scan(1, 0, [&](const log::Record& r) {
+  log->Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     dst->Append(log::AppendBatch{{r.seq == target ? altered : r.payload}, {}});
     return true;
   });
@@ -165,7 +165,7 @@ TEST(Simulate, VerifyInStretchesMatchesOneFold) {
 TEST(Simulate, UndecodableNewestSnapshotIsCorrupt) {
   TempDir dir;
   RunDemo(dir.path(), 40);
-  log::Seq newest = 0;
+  Seq newest{0};
   {
     log::OpenOptions open;
     auto log = log::EventLog::Open(dir.path(), open);
@@ -181,7 +181,7 @@ TEST(Simulate, UndecodableNewestSnapshotIsCorrupt) {
 TEST(Simulate, CorruptRecordInALaterStretchIsNamed) {
   TempDir dir;
   auto report = RunDemo(dir.path(), 40);
-  log::Seq bad = report.last_seq - report.last_seq / 8;
+  Seq bad = report.last_seq - report.last_seq.value / 8;
   {
     log::OpenOptions open;
     auto log = log::EventLog::Open(dir.path(), open);
@@ -197,10 +197,9 @@ TEST(Simulate, CorruptRecordInALaterStretchIsNamed) {
 // Runs the demo with frequent snapshots, lets `rewrite` change the snapshot at the second cut
 // a four-thread verify makes, and verifies again with four threads.
 replay::VerifyReport VerifyWithSecondCutRewritten(
-    const std::filesystem::path& dir,
-    const std::function<void(log::EventLog&, log::Seq)>& rewrite) {
+    const std::filesystem::path& dir, const std::function<void(log::EventLog&, Seq)>& rewrite) {
   RunDemo(dir, 40);
-  const std::vector<log::Seq> cuts = replay::Verify(*OpenReadOnly(dir), {}, 4).cuts;
+  const std::vector<Seq> cuts = replay::Verify(*OpenReadOnly(dir), {}, 4).cuts;
   EXPECT_GE(cuts.size(), 3u);
   if (cuts.size() < 2) return {};
   {
@@ -214,8 +213,8 @@ replay::VerifyReport VerifyWithSecondCutRewritten(
 // stretch before it, which folded the real one: the chain is as strong as one fold.
 TEST(Simulate, ForgedSnapshotAtACutIsADivergence) {
   TempDir dir;
-  log::Seq cut = 0;
-  auto verify = VerifyWithSecondCutRewritten(dir.path(), [&](log::EventLog& log, log::Seq at) {
+  Seq cut{0};
+  auto verify = VerifyWithSecondCutRewritten(dir.path(), [&](log::EventLog& log, Seq at) {
     cut = at;
     State forged = replay::FoldTo(log, at, false);
     forged.now = forged.now + Nanos{1};
@@ -232,7 +231,7 @@ TEST(Simulate, ForgedSnapshotAtACutIsADivergence) {
 TEST(Simulate, UndecodableSnapshotAtACutIsCorrupt) {
   TempDir dir;
   auto verify = VerifyWithSecondCutRewritten(
-      dir.path(), [](log::EventLog& log, log::Seq at) { log.PutSnapshot(at, "not a snapshot"); });
+      dir.path(), [](log::EventLog& log, Seq at) { log.PutSnapshot(at, "not a snapshot"); });
   EXPECT_EQ(verify.verdict, replay::Verdict::kCorrupt) << verify.detail;
 }
 
@@ -255,27 +254,27 @@ TEST(Simulate, VerifyDecodesEverySnapshotOnlyWhenAsked) {
 }
 
 // A snapshot no fold starts from (not a cut, not the newest), rewritten by `rewrite`.
-log::Seq RewriteSnapshotBetweenCuts(const std::filesystem::path& dir,
-                                    const std::function<void(log::EventLog&, log::Seq)>& rewrite) {
+Seq RewriteSnapshotBetweenCuts(const std::filesystem::path& dir,
+                               const std::function<void(log::EventLog&, Seq)>& rewrite) {
   RunDemo(dir, 40);
-  const std::vector<log::Seq> cuts = replay::Verify(*OpenReadOnly(dir), {}, 4).cuts;
+  const std::vector<Seq> cuts = replay::Verify(*OpenReadOnly(dir), {}, 4).cuts;
   log::OpenOptions open;
   auto log = log::EventLog::Open(dir, open);
-  const std::vector<log::Seq> all = log->SnapshotSeqs();
+  const std::vector<Seq> all = log->SnapshotSeqs();
   for (std::size_t i = 0; i + 1 < all.size(); ++i) {
     if (std::find(cuts.begin(), cuts.end(), all[i]) != cuts.end()) continue;
     rewrite(*log, all[i]);
     return all[i];
   }
   ADD_FAILURE() << "every snapshot is a cut or the newest";
-  return 0;
+  return Seq{0};
 }
 
 // A snapshot between cuts holding another state (with a hash matching that state) differs from
 // the replayed state's hash: caught without decoding it.
 TEST(Simulate, ForgedSnapshotBetweenCutsIsADivergence) {
   TempDir dir;
-  const log::Seq at = RewriteSnapshotBetweenCuts(dir.path(), [](log::EventLog& log, log::Seq at) {
+  const Seq at = RewriteSnapshotBetweenCuts(dir.path(), [](log::EventLog& log, Seq at) {
     State forged = replay::FoldTo(log, at, false);
     forged.now = forged.now + Nanos{1};
     auto writer = log.BeginSnapshot(at);
@@ -291,7 +290,7 @@ TEST(Simulate, ForgedSnapshotBetweenCutsIsADivergence) {
 // decode: only decoding finds it, and reports it as corruption.
 TEST(Simulate, DecodeSnapshotsFindsABrokenBodyBetweenCuts) {
   TempDir dir;
-  RewriteSnapshotBetweenCuts(dir.path(), [](log::EventLog& log, log::Seq at) {
+  RewriteSnapshotBetweenCuts(dir.path(), [](log::EventLog& log, Seq at) {
     auto real = log.SnapshotAtOrBelow(at);
     ASSERT_TRUE(real.has_value());
     auto writer = log.BeginSnapshot(at);

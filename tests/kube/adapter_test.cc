@@ -77,7 +77,7 @@ class NoCommands : public runtime::Executor {
 
 std::vector<Event> EventsIn(const log::EventLog& log) {
   std::vector<Event> events;
-  log.Scan(1, log.LastSeq(), [&](const log::Record& record) {
+  log.Scan(Seq{1}, log.LastSeq(), [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     if (auto* event = std::get_if<Event>(&entry)) events.push_back(*event);
     return true;
@@ -234,7 +234,8 @@ TEST(KubeDecode, MalformedObjectsAreKeptAsRejectedInput) {
 
 // A NodeClaim from the API becomes NodeClaimObserved (for adoption) with what Karpenter
 // records on it; Karpenter's hash annotations (with their version) are not taken for tenon's,
-// tenon's own object reads back with its hashes; a deleting one also yields NodeClaimDeleting.
+// tenon's own object reads back with its hashes; a deleting one also yields
+// NodeClaimDeletionRequested.
 TEST(KubeDecode, NodeClaimsAreObservedForAdoption) {
   const auto& nodeclaims = ResourceNamed("nodeclaims");
   const std::string karpenter = R"({"apiVersion":"karpenter.sh/v1","kind":"NodeClaim",
@@ -283,7 +284,7 @@ TEST(KubeDecode, NodeClaimsAreObservedForAdoption) {
   EXPECT_EQ(back.phase, ClaimPhase::kPending);
   EXPECT_EQ(back.nodepool_hash, 1234u);
   EXPECT_EQ(back.nodeclass_hash, 5678u);
-  EXPECT_EQ(std::get<NodeClaimDeleting>(deleting[1]).name, own.name);
+  EXPECT_EQ(std::get<NodeClaimDeletionRequested>(deleting[1]).name, own.name);
 
   json launched_without_instance = json::parse(karpenter);
   launched_without_instance["status"]["providerID"] = "aws:///us-east-1b/";
@@ -436,8 +437,8 @@ TEST(KubeInformers, FirstListDeletesWhatVanishedWhileDown) {
   for (auto& e : source.Drain(milliseconds(0))) events.push_back(std::move(e));
   source.Stop();
   ASSERT_GE(events.size(), 4u);
-  EXPECT_EQ(std::get<WatchesSynced>(events.front()).synced, false);
-  EXPECT_EQ(std::get<WatchesSynced>(events.back()).synced, true);
+  EXPECT_TRUE(std::holds_alternative<WatchesStarted>(events.front()));
+  EXPECT_TRUE(std::holds_alternative<WatchesSynced>(events.back()));
   int upserted = 0;
   int deleted = 0;
   for (const auto& e : events) {

@@ -46,7 +46,7 @@ plant 'a field added to the State' state.h State 'State: hash the field added'
 plant 'a field added to the State, in the snapshot' state.h State 'State: encode the field added'
 plant 'a field added to a Node' kube.h Node 'Node: hash the field added'
 plant 'a field added to a NodeClaim' kube.h NodeClaim 'NodeClaim: hash the field added'
-plant 'a field added to a command' commands.h LaunchInstances 'LaunchInstances: hash the field'
+plant 'a field added to a command' commands.h LaunchInstance 'LaunchInstance: hash the field'
 plant 'a field added to the settings' catalog.h Settings 'Settings: hash the field added'
 
 if [ "$failures" -ne 0 ]; then

@@ -197,12 +197,13 @@ std::vector<Event> EveryEvent() {
       StorageClassDeleted{"gp3"},
       CsiNodeUpserted{CsiNode{"n1", {{"ebs.csi.aws.com", 25}}}},
       CsiNodeDeleted{"n1"},
-      NodeClaimDeleting{"c1"},
+      NodeClaimDeletionRequested{"c1"},
       InstancesListed{{{"i-1", "c1", kT0, "running"}, {"i-2", "", kT0, "terminated"}}},
       InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "stopping"},
       PodDisruptionBudgetUpserted{PodDisruptionBudget{"shop", "cart", {{{"app", "cart"}}, {}}, 1}},
       PodDisruptionBudgetDeleted{"shop", "cart"},
-      WatchesSynced{false},
+      WatchesStarted{},
+      WatchesSynced{},
       NodeClaimObserved{ObservedClaim()},
       NodeClassResolved{"default", Resolution()}};
 }
@@ -258,7 +259,7 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
       {CommandId{100}, Seq{3},
        TagInstance{"i-1", "c1", {{"Name", "n1"}, {"eks:eks-cluster-name", "prod"}}}});
   out.commands.push_back({CommandId{101}, Seq{3}, PatchNodeClassStatus{"default", Resolution()}});
-  LaunchInstances full{
+  LaunchInstance full{
       "c9",
       "default",
       "default",
@@ -522,7 +523,7 @@ TEST(Codec, SnapshotRestoresExactState) {
   ASSERT_FALSE(f.state.nodeclaims.empty());
   // A launch that failed and waits to be sent again.
   for (const auto& [id, command] : std::map<CommandId, Command>(f.state.inflight)) {
-    if (const auto* launch = std::get_if<LaunchInstances>(&command.body)) {
+    if (const auto* launch = std::get_if<LaunchInstance>(&command.body)) {
       f.Fold(CommandFailed{id, ErrorCode::kThrottled, "RequestLimitExceeded"});
       ASSERT_TRUE(f.state.relaunches.contains(launch->nodeclaim));
       break;

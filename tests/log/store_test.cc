@@ -27,7 +27,6 @@ using log::EventLog;
 using log::LogError;
 using log::OpenOptions;
 using log::OpenReport;
-using log::Seq;
 
 std::unique_ptr<EventLog> Open(const std::filesystem::path& dir, OpenReport* report = nullptr,
                                bool keep_wal = false) {
@@ -60,29 +59,30 @@ TEST(Store, RoundTripsAndPersists) {
     OpenReport report;
     auto log = Open(dir.path(), &report);
     EXPECT_TRUE(report.created);
-    EXPECT_EQ(log->Append(Events({"a", "b", "c"})), (std::vector<Seq>{1, 2, 3}));
-    EXPECT_EQ(log->Append(AppendBatch{{"d"}, {{7, "decision seven", {}}}}), (std::vector<Seq>{4}));
+    EXPECT_EQ(log->Append(Events({"a", "b", "c"})), (std::vector<Seq>{Seq{1}, Seq{2}, Seq{3}}));
+    EXPECT_EQ(log->Append(AppendBatch{{"d"}, {{7, "decision seven", {}}}}),
+              (std::vector<Seq>{Seq{4}}));
     EXPECT_TRUE(log->Append(AppendBatch{{}, {{8, "eight", {}}}}).empty());
-    log->PutSnapshot(2, "state@2");
-    log->PutSnapshot(4, "state@4");
+    log->PutSnapshot(Seq{2}, "state@2");
+    log->PutSnapshot(Seq{4}, "state@4");
   }
   OpenReport report;
   auto log = Open(dir.path(), &report);
   EXPECT_FALSE(report.created);
-  EXPECT_EQ(log->LastSeq(), 4u);
-  EXPECT_EQ(log->Read(3)->payload, "c");
-  EXPECT_FALSE(log->Read(5).has_value());
+  EXPECT_EQ(log->LastSeq(), Seq{4});
+  EXPECT_EQ(log->Read(Seq{3})->payload, "c");
+  EXPECT_FALSE(log->Read(Seq{5}).has_value());
   std::vector<std::string> seen;
-  log->Scan(2, 3, [&](const log::Record& r) {
+  log->Scan(Seq{2}, Seq{3}, [&](const log::Record& r) {
     seen.push_back(r.payload);
     return true;
   });
   EXPECT_EQ(seen, (std::vector<std::string>{"b", "c"}));
   EXPECT_EQ(log->ReadDecision(7)->payload, "decision seven");
-  EXPECT_EQ(log->SnapshotAtOrBelow(3)->parts, (std::vector<std::string>{"state@2"}));
-  EXPECT_EQ(log->SnapshotAtOrBelow(0)->seq, 4u);
-  EXPECT_FALSE(log->SnapshotAtOrBelow(1).has_value());
-  EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{2, 4}));
+  EXPECT_EQ(log->SnapshotAtOrBelow(Seq{3})->parts, (std::vector<std::string>{"state@2"}));
+  EXPECT_EQ(log->SnapshotAtOrBelow(Seq{0})->seq, Seq{4});
+  EXPECT_FALSE(log->SnapshotAtOrBelow(Seq{1}).has_value());
+  EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{Seq{2}, Seq{4}}));
   EXPECT_EQ(log->SchemaVersion(), log::kSchemaVersion);
   EXPECT_EQ(log->ClusterId(), "c1");
   EXPECT_EQ(log->WriterVersion(), "test");
@@ -233,7 +233,7 @@ TEST(Store, RefusesMisuse) {
   OpenOptions read_only;
   read_only.read_only = true;
   auto ro = EventLog::Open(dir.path(), read_only);
-  EXPECT_EQ(ro->Read(1)->payload, "x");
+  EXPECT_EQ(ro->Read(Seq{1})->payload, "x");
   EXPECT_EQ(KindOf([&] { ro->Append(Events({"y"})); }), ErrorKind::kInvalid);
   ro.reset();
   OpenOptions other;
@@ -264,14 +264,14 @@ TEST(Store, GroupCommitUnderConcurrency) {
   std::set<Seq> all;
   for (const auto& w : written) {
     for (const auto& [seq, payload] : w) {
-      EXPECT_TRUE(all.insert(seq).second) << "seq " << seq << " given twice";
+      EXPECT_TRUE(all.insert(seq).second) << "seq " << seq.value << " given twice";
       EXPECT_EQ(log->Read(seq)->payload, payload);
     }
   }
   ASSERT_FALSE(all.empty());
-  EXPECT_EQ(*all.begin(), 1u);
-  EXPECT_EQ(*all.rbegin(), all.size());
-  EXPECT_EQ(log->LastSeq(), all.size());
+  EXPECT_EQ(*all.begin(), Seq{1});
+  EXPECT_EQ(*all.rbegin(), Seq{all.size()});
+  EXPECT_EQ(log->LastSeq(), Seq{all.size()});
 }
 
 // A reader waiting on the tail wakes when a record is appended.
@@ -283,9 +283,9 @@ TEST(Store, WaitForAppendFollowsTheTail) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     log->Append(Events({"second"}));
   });
-  EXPECT_EQ(log->WaitForAppend(1, std::chrono::seconds(10)), 2u);
+  EXPECT_EQ(log->WaitForAppend(Seq{1}, std::chrono::seconds(10)), Seq{2});
   writer.join();
-  EXPECT_EQ(log->WaitForAppend(2, std::chrono::milliseconds(1)), 2u);
+  EXPECT_EQ(log->WaitForAppend(Seq{2}, std::chrono::milliseconds(1)), Seq{2});
 }
 
 std::filesystem::path NewestWal(const std::filesystem::path& dir) {
@@ -325,17 +325,18 @@ TEST(Store, TornWalTailIsTruncatedAndReported) {
   })) << ::testing::PrintToString(warnings);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "LOG"));
   EXPECT_NE(report.message.find("torn"), std::string::npos) << report.message;
-  EXPECT_NE(report.message.find("goes on from sequence number " + std::to_string(log->LastSeq())),
-            std::string::npos)
+  EXPECT_NE(
+      report.message.find("goes on from sequence number " + std::to_string(log->LastSeq().value)),
+      std::string::npos)
       << report.message;
   // The file, where its last complete write ends and how much came after it.
   EXPECT_NE(report.message.find(wal.string() + " ended in a torn record"), std::string::npos)
       << report.message;
   EXPECT_NE(report.message.find(" bytes from offset "), std::string::npos) << report.message;
-  EXPECT_GE(log->LastSeq(), 1u);
+  EXPECT_GE(log->LastSeq(), Seq{1});
   EXPECT_LT(log->LastSeq(), static_cast<Seq>(kRecords));
-  for (Seq s = 1; s <= log->LastSeq(); ++s) {
-    EXPECT_EQ(log->Read(s)->payload, "record " + std::to_string(s));
+  for (Seq s{1}; s <= log->LastSeq(); s += 1) {
+    EXPECT_EQ(log->Read(s)->payload, "record " + std::to_string(s.value));
   }
   Seq next = log->LastSeq() + 1;
   EXPECT_EQ(log->Append(Events({"after"})), std::vector<Seq>{next});
@@ -374,8 +375,8 @@ TEST(Store, WithoutTheWalAppendsSkipItAndCloseFlushes) {
     }
     auto log = Open(dir.path());
     ASSERT_EQ(log->LastSeq(), static_cast<Seq>(kRecords)) << (wal ? "with" : "without");
-    for (Seq s = 1; s <= kRecords; ++s) {
-      EXPECT_EQ(log->Read(s)->payload, payload + std::to_string(s));
+    for (Seq s{1}; s <= Seq{kRecords}; s += 1) {
+      EXPECT_EQ(log->Read(s)->payload, payload + std::to_string(s.value));
     }
     EXPECT_EQ(log->ReadDecision(kRecords)->payload, "decision");
   }
@@ -395,17 +396,17 @@ TEST(Store, CorruptRecordIsNamedNeverSkipped) {
       "12345678"
       "r9",
       11);
-  log->PutRawEventForTest(9, bad_sum);
-  log->PutRawEventForTest(15, "\x01");
+  log->PutRawEventForTest(Seq{9}, bad_sum);
+  log->PutRawEventForTest(Seq{15}, "\x01");
   for (Seq bad : {Seq{9}, Seq{15}}) {
     std::uint64_t key = 0;
     EXPECT_EQ(KindOf([&] { log->Read(bad); }, &key), ErrorKind::kCorruption);
-    EXPECT_EQ(key, bad);
+    EXPECT_EQ(key, bad.value);
   }
   std::vector<Seq> delivered;
   std::uint64_t key = 0;
   try {
-    log->Scan(1, 0, [&](const log::Record& r) {
+    log->Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
       delivered.push_back(r.seq);
       return true;
     });
@@ -433,30 +434,30 @@ TEST(Store, SnapshotsInParts) {
   {
     auto log = Open(dir.path());
     log->Append(Events({"a", "b", "c", "d", "e", "f", "g"}));
-    put(*log, 3, three);
-    put(*log, 6, six);
+    put(*log, Seq{3}, three);
+    put(*log, Seq{6}, six);
     {
-      auto abandoned = log->BeginSnapshot(7);
+      auto abandoned = log->BeginSnapshot(Seq{7});
       abandoned->Add("head@7");
     }
-    EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{3, 6}));
-    EXPECT_EQ(log->SnapshotAtOrBelow(0)->parts, six);
-    EXPECT_EQ(log->SnapshotAtOrBelow(5)->seq, 3u);
-    EXPECT_EQ(log->SnapshotAtOrBelow(5)->parts, three);
-    put(*log, 6, {"again@6"});  // Rewritten with fewer parts: the old ones do not linger.
-    EXPECT_EQ(log->SnapshotAtOrBelow(6)->parts, (std::vector<std::string>{"again@6"}));
+    EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{Seq{3}, Seq{6}}));
+    EXPECT_EQ(log->SnapshotAtOrBelow(Seq{0})->parts, six);
+    EXPECT_EQ(log->SnapshotAtOrBelow(Seq{5})->seq, Seq{3});
+    EXPECT_EQ(log->SnapshotAtOrBelow(Seq{5})->parts, three);
+    put(*log, Seq{6}, {"again@6"});  // Rewritten with fewer parts: the old ones do not linger.
+    EXPECT_EQ(log->SnapshotAtOrBelow(Seq{6})->parts, (std::vector<std::string>{"again@6"}));
     // A crash while a snapshot was being written leaves its file behind.
-    auto writer = log->BeginSnapshot(7);
+    auto writer = log->BeginSnapshot(Seq{7});
     writer->Add("head@7");
     std::filesystem::copy_file(dir.path() / "snapshot-7.sst.partial", dir.path() / "x.partial");
   }
   {
     auto log = Open(dir.path());
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "x.partial"));
-    EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{3, 6}));
-    log->Truncate(6);
-    EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{6}));
-    EXPECT_FALSE(log->SnapshotAtOrBelow(5).has_value());
+    EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{Seq{3}, Seq{6}}));
+    log->Truncate(Seq{6});
+    EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{Seq{6}}));
+    EXPECT_FALSE(log->SnapshotAtOrBelow(Seq{5}).has_value());
   }
 }
 
@@ -476,7 +477,7 @@ TEST(Store, FilesAreOwnerOnly) {
     auto log = Open(path);
     // Past the memtables' size, so that RocksDB's threads flush files of their own.
     for (int i = 0; i < 40; ++i) log->Append(Events({std::string(256 << 10, 'x')}));
-    log->PutSnapshot(10, "s");
+    log->PutSnapshot(Seq{10}, "s");
   }
   ::umask(umask);
   EXPECT_EQ(ModeOf(path), 0700u);
@@ -506,7 +507,7 @@ TEST(Store, ModesOfWhatTheLogDidNotCreateAreKept) {
   OpenOptions read;
   read.read_only = true;
   read.create_if_missing = false;
-  EXPECT_EQ(EventLog::Open(path, read)->LastSeq(), 2u);
+  EXPECT_EQ(EventLog::Open(path, read)->LastSeq(), Seq{2});
   EXPECT_EQ(ModeOf(path), 0755u);
   EXPECT_EQ(ModeOf(script), 0755u);
 }
@@ -550,9 +551,9 @@ TEST(Store, ACreationCutShortIsMadeAnew) {
   auto log = Open(dir.path(), &report);
   EXPECT_NE(report.message.find("creation cut short"), std::string::npos) << report.message;
   log->Append(Events({"a"}));
-  EXPECT_EQ(log->LastSeq(), 1u);
+  EXPECT_EQ(log->LastSeq(), Seq{1});
   log.reset();
-  EXPECT_EQ(Open(dir.path())->LastSeq(), 1u);
+  EXPECT_EQ(Open(dir.path())->LastSeq(), Seq{1});
 
   TempDir other;
   std::ofstream(other.path() / "LOCK") << "";
@@ -582,7 +583,7 @@ TEST(Store, AFirstOpenCutShortBeforeTheFamiliesGoesOn) {
   bare_database(cut.path(), false);
   auto log = Open(cut.path());
   log->Append(Events({"a", "b"}));
-  EXPECT_EQ(log->LastSeq(), 2u);
+  EXPECT_EQ(log->LastSeq(), Seq{2});
 
   TempDir damaged;
   bare_database(damaged.path(), true);
@@ -601,7 +602,7 @@ TEST(Store, ASecondWriterIsRefusedAndHarmsNothing) {
   TempDir dir;
   auto log = Open(dir.path());
   log->Append(Events({"a", "b"}));
-  auto snapshot = log->BeginSnapshot(2);
+  auto snapshot = log->BeginSnapshot(Seq{2});
   snapshot->Add("part one");
   try {
     Open(dir.path());
@@ -611,7 +612,7 @@ TEST(Store, ASecondWriterIsRefusedAndHarmsNothing) {
   }
   snapshot->Add("part two");
   snapshot->Commit();
-  EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{2}));
+  EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{Seq{2}}));
 }
 
 // Thousands of random appends, reads, scans, snapshots and reopens agree with a std::map model.
@@ -643,11 +644,11 @@ TEST(Store, AManifestCutShortIsRefusedAndRepaired) {
   {
     auto log = Open(dir);
     for (int i = 1; i <= 100; ++i) log->Append(Events({"record " + std::to_string(i)}));
-    log->PutSnapshot(50, "state@50");
+    log->PutSnapshot(Seq{50}, "state@50");
     manifest = Manifest(dir);
     early = std::filesystem::file_size(manifest);
     for (int i = 101; i <= 200; ++i) log->Append(Events({"record " + std::to_string(i)}));
-    log->PutSnapshot(150, "state@150");
+    log->PutSnapshot(Seq{150}, "state@150");
   }
   ASSERT_GT(std::filesystem::file_size(manifest), early);
   std::filesystem::resize_file(manifest, early);
@@ -677,9 +678,10 @@ TEST(Store, AManifestCutShortIsRefusedAndRepaired) {
   EXPECT_TRUE(report.manifest_rebuilt);
   EXPECT_EQ(std::filesystem::file_size(report.aside / manifest.filename()), early);
   auto log = Open(dir);
-  EXPECT_EQ(log->LastSeq(), 200u);
-  for (Seq s = 1; s <= 200; ++s) EXPECT_EQ(log->Read(s)->payload, "record " + std::to_string(s));
-  EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{50, 150}));
+  EXPECT_EQ(log->LastSeq(), Seq{200});
+  for (Seq s{1}; s <= Seq{200}; s += 1)
+    EXPECT_EQ(log->Read(s)->payload, "record " + std::to_string(s.value));
+  EXPECT_EQ(log->SnapshotSeqs(), (std::vector<Seq>{Seq{50}, Seq{150}}));
 }
 
 // A crash during a flush or a compaction leaves a table the MANIFEST does not list, whose
@@ -689,7 +691,7 @@ TEST(Store, AnUnlistedTableOfRecordsTheLogHoldsIsALeftover) {
   {
     auto log = Open(dir.path());
     for (int i = 1; i <= 100; ++i) log->Append(Events({"record " + std::to_string(i)}));
-    log->PutSnapshot(100, "state@100");
+    log->PutSnapshot(Seq{100}, "state@100");
   }
   std::filesystem::path snapshots;
   for (const auto& file : log::ListLogFiles(dir.path())) {
@@ -702,7 +704,7 @@ TEST(Store, AnUnlistedTableOfRecordsTheLogHoldsIsALeftover) {
     return f.name == "999999.sst" && f.kind == "unlisted table";
   }));
   auto log = Open(dir.path());
-  EXPECT_EQ(log->LastSeq(), 100u);
+  EXPECT_EQ(log->LastSeq(), Seq{100});
 }
 
 // A snapshot is ingested by linking its finished file into the folder as a table, then listing
@@ -715,7 +717,7 @@ TEST(Store, AnIngestionCutShortIsALeftover) {
   {
     auto log = Open(base.path() / "with");
     for (int i = 1; i <= 100; ++i) log->Append(Events({"record " + std::to_string(i)}));
-    log->PutSnapshot(80, "state@80");
+    log->PutSnapshot(Seq{80}, "state@80");
   }
   for (const auto& file : log::ListLogFiles(base.path() / "with")) {
     if (file.family == "snapshots")
@@ -736,7 +738,7 @@ TEST(Store, AnIngestionCutShortIsALeftover) {
       continue;
     }
     auto log = Open(dir);
-    EXPECT_EQ(log->LastSeq(), 100u);
+    EXPECT_EQ(log->LastSeq(), Seq{100});
     EXPECT_TRUE(log->SnapshotSeqs().empty());
     EXPECT_FALSE(std::filesystem::exists(dir / "snapshot-80.sst.partial"));
   }
@@ -747,7 +749,8 @@ TEST(Store, RandomizedAgainstModel) {
   TempDir dir;
   auto log = Open(dir.path());
   std::map<Seq, std::string> events;
-  std::map<std::uint64_t, std::string> decisions, snapshots;
+  std::map<std::uint64_t, std::string> decisions;
+  std::map<Seq, std::string> snapshots;
   std::uint64_t next_decision = 1;
   auto pick = [&](std::uint64_t n) { return n == 0 ? 0 : rng() % n; };
   for (int op = 0; op < 4000; ++op) {
@@ -766,14 +769,14 @@ TEST(Store, RandomizedAgainstModel) {
         auto seqs = log->Append(std::move(batch), log::AppendOptions{pick(10) == 0});
         ASSERT_EQ(seqs.size(), copy.events.size());
         for (std::size_t i = 0; i < seqs.size(); ++i) {
-          ASSERT_EQ(seqs[i], events.size() + 1);
+          ASSERT_EQ(seqs[i], Seq{events.size() + 1});
           events[seqs[i]] = copy.events[i];
         }
         for (const auto& d : copy.decisions) decisions[d.id] = d.payload;
         break;
       }
       case 4: {  // Read one, possibly past the end.
-        Seq s = 1 + pick(events.size() + 3);
+        Seq s{1 + pick(events.size() + 3)};
         auto r = log->Read(s);
         ASSERT_EQ(r.has_value(), events.contains(s));
         if (r) {
@@ -782,30 +785,31 @@ TEST(Store, RandomizedAgainstModel) {
         break;
       }
       case 5: {  // Scan a range.
-        Seq from = 1 + pick(events.size() + 1), to = pick(2) ? 0 : from + pick(20);
+        Seq from{1 + pick(events.size() + 1)};
+        Seq to = pick(2) ? Seq{0} : from + pick(20);
         std::vector<std::string> got, want;
         log->Scan(from, to, [&](const log::Record& r) {
           got.push_back(r.payload);
           return true;
         });
-        for (auto it = events.lower_bound(from); it != events.end() && (to == 0 || it->first <= to);
-             ++it)
+        for (auto it = events.lower_bound(from);
+             it != events.end() && (to == Seq{0} || it->first <= to); ++it)
           want.push_back(it->second);
         ASSERT_EQ(got, want);
         break;
       }
       case 6: {  // Snapshot.
-        Seq at = pick(events.size() + 1);
+        Seq at{pick(events.size() + 1)};
         snapshots[at] = "snap" + std::to_string(op);
         log->PutSnapshot(at, snapshots[at]);
         break;
       }
       case 7: {  // Newest snapshot at or below.
-        Seq at = pick(events.size() + 2);
+        Seq at{pick(events.size() + 2)};
         auto got = log->SnapshotAtOrBelow(at);
-        auto it = at == 0 ? (snapshots.empty() ? snapshots.end() : std::prev(snapshots.end()))
-                          : snapshots.upper_bound(at);
-        if (at != 0) it = it == snapshots.begin() ? snapshots.end() : std::prev(it);
+        auto it = at == Seq{0} ? (snapshots.empty() ? snapshots.end() : std::prev(snapshots.end()))
+                               : snapshots.upper_bound(at);
+        if (at != Seq{0}) it = it == snapshots.begin() ? snapshots.end() : std::prev(it);
         ASSERT_EQ(got.has_value(), it != snapshots.end());
         if (got) {
           ASSERT_EQ(got->parts, (std::vector<std::string>{it->second}));
@@ -824,7 +828,7 @@ TEST(Store, RandomizedAgainstModel) {
           log.reset();
           log = Open(dir.path());
         }
-        ASSERT_EQ(log->LastSeq(), events.size());
+        ASSERT_EQ(log->LastSeq(), Seq{events.size()});
     }
   }
 }

@@ -51,7 +51,7 @@ inline const DemoRun& Demo() {
     open.read_only = true;
     open.create_if_missing = false;
     r->log = log::EventLog::Open(options.log_dir, open);
-    r->final_state = replay::FoldTo(*r->log, 0, true);
+    r->final_state = replay::FoldTo(*r->log, Seq{0}, true);
     return r;
   }();
   return *run;

@@ -109,7 +109,7 @@ TEST(Health, BusyPortIsAnError) {
 // /metrics serves the Metrics registry in the Prometheus text format.
 TEST(Health, MetricsEndpointServesTheRegistry) {
   metrics::Metrics m;
-  m.OnAppend(3, 300, std::chrono::microseconds(50), 7);
+  m.OnAppend(3, 300, std::chrono::microseconds(50), Seq{7});
   http::MetricsServer server("127.0.0.1:0", m.registry());
   ASSERT_GT(server.port(), 0);
   Got got = Get(server.port(), "/metrics");

@@ -31,7 +31,7 @@ TEST(Logging, DecisionLinesCarryTheirCause) {
     return true;
   });
   std::uint64_t commands = 0;
-  run.log->Scan(1, 0, [&](const log::Record& r) {
+  run.log->Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     if (const auto* o = std::get_if<log::OutputRecord>(&entry)) {
       // Kubernetes Events repeat their decisions: logged at debug, not here.

@@ -32,7 +32,7 @@ struct LogCounts {
 
 LogCounts CountLog(const log::EventLog& log) {
   LogCounts c;
-  log.Scan(1, 0, [&](const log::Record& r) {
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     if (const auto* e = std::get_if<Event>(&entry)) {
       ++c.events;
@@ -85,7 +85,7 @@ TEST(Metrics, KarpenterCountersAgreeWithTheLog) {
   EXPECT_EQ(Sum(text, "karpenter_nodeclaims_disrupted_total"), log.disrupted);
   EXPECT_GT(Sum(text, "karpenter_voluntary_disruption_decisions_total"), 0);
   EXPECT_EQ(Sum(text, "karpenter_cloudprovider_duration_seconds_count", {{"method", "Create"}}),
-            log.commands_by_kind.at("LaunchInstances"));
+            log.commands_by_kind.at("LaunchInstance"));
   EXPECT_GT(Sum(text, "karpenter_scheduler_scheduling_duration_seconds_count",
                 {{"controller", "provisioner"}}),
             0);
@@ -107,7 +107,7 @@ TEST(Metrics, TenonCountersAgreeWithTheLog) {
     EXPECT_EQ(Sum(text, "tenon_commands_total", {{"kind", kind}}), n) << kind;
   }
   EXPECT_EQ(Sum(text, "tenon_decisions_total"), log.decisions);
-  const double last = static_cast<double>(run.log->LastSeq());
+  const double last = static_cast<double>(run.log->LastSeq().value);
   EXPECT_EQ(Sum(text, "tenon_log_sequence"), last);
   EXPECT_EQ(Sum(text, "tenon_log_records_total"), last);  // Every record went through append.
   EXPECT_GT(Sum(text, "tenon_log_bytes_total"), last);
@@ -231,10 +231,10 @@ TEST(Metrics, CountersStartAtZero) {
   }
   // Every event kind, every command kind with both results, every decision kind.
   for (const char* kind : {"Tick", "PodUpserted", "FleetLaunched", "InterruptionReceived",
-                           "WatchesSynced", "NodeClaimObserved"}) {
+                           "WatchesStarted", "WatchesSynced", "NodeClaimObserved"}) {
     EXPECT_TRUE(at_zero("tenon_events_total", {{"kind", kind}})) << kind;
   }
-  for (const char* kind : {"CreateNodeClaim", "LaunchInstances", "EvictPod", "TerminateInstance",
+  for (const char* kind : {"CreateNodeClaim", "LaunchInstance", "EvictPod", "TerminateInstance",
                            "DeleteQueueMessage"}) {
     for (const char* result : {"succeeded", "failed"}) {
       EXPECT_TRUE(at_zero("tenon_commands_total", {{"kind", kind}, {"result", result}}))

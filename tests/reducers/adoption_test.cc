@@ -84,7 +84,7 @@ TEST(Adoption, NodeArrivingLaterRegistersTheClaim) {
 TEST(Adoption, GarbageCollectionWaitsForTheClusterAndSparesAdoptedInstances) {
   Folder f;
   f.Start({Pool("default")});
-  f.Fold(WatchesSynced{false});
+  f.Fold(WatchesStarted{});
   const Nanos now = kT0 + kMinute;
   f.Fold(Tick{now});
   const InstancesListed listing{{{"i-0karpenter", "default-x7k2p", kT0 - kMinute, "running"}}};
@@ -92,7 +92,7 @@ TEST(Adoption, GarbageCollectionWaitsForTheClusterAndSparesAdoptedInstances) {
   EXPECT_TRUE(CommandsOf<TerminateInstance>(early).empty()) << "terminated before the sync";
   f.Fold(NodeUpserted{KarpenterNode()});
   f.Fold(NodeClaimObserved{KarpenterClaim()});
-  f.Fold(WatchesSynced{true});
+  f.Fold(WatchesSynced{});
   Output late = f.Fold(listing);
   EXPECT_TRUE(CommandsOf<TerminateInstance>(late).empty()) << "the adopted instance was collected";
   // An instance nobody claims is still collected once the cluster has been read.
@@ -107,7 +107,7 @@ TEST(Adoption, DeletingAnAdoptedClaimTerminatesItsInstance) {
   f.Start({Pool("default")});
   f.Fold(NodeUpserted{KarpenterNode()});
   f.Fold(NodeClaimObserved{KarpenterClaim()});
-  f.Fold(NodeClaimDeleting{"default-x7k2p"});
+  f.Fold(NodeClaimDeletionRequested{"default-x7k2p"});
   std::vector<const TerminateInstance*> terminated;
   Output all;
   for (int s = 1; s <= 30 && terminated.empty(); ++s) {
@@ -131,7 +131,7 @@ TEST(Adoption, FinishedClaimsStayGoneAndUnlaunchedOnesAreDeleted) {
   f.Start({Pool("default")});
   f.Fold(NodeUpserted{KarpenterNode()});
   f.Fold(NodeClaimObserved{KarpenterClaim()});
-  f.Fold(NodeClaimDeleting{"default-x7k2p"});
+  f.Fold(NodeClaimDeletionRequested{"default-x7k2p"});
   for (int s = 1; s <= 60 && f.state.nodeclaims.contains("default-x7k2p"); ++s) {
     Output out = f.Fold(Tick{kT0 + Nanos{s * kSecond.value}});
     for (const auto& c : out.commands) f.Fold(CommandSucceeded{c.id});

@@ -14,7 +14,7 @@ namespace {
 // status a first tick publishes aside).
 bool NothingPlanned(const Output& out) {
   return out.decisions.empty() && CommandsOf<CreateNodeClaim>(out).empty() &&
-         CommandsOf<LaunchInstances>(out).empty();
+         CommandsOf<LaunchInstance>(out).empty();
 }
 
 // The batch closes 1 s after the last pending pod, not before.
@@ -25,7 +25,7 @@ TEST(BatchWindow, ClosesAfterIdleSecond) {
   EXPECT_TRUE(NothingPlanned(f.Fold(Tick{kT0 + Nanos{kSecond.value / 2}})));
   Output out = f.Fold(Tick{kT0 + kSecond});
   EXPECT_EQ(CommandsOf<CreateNodeClaim>(out).size(), 1u);
-  EXPECT_EQ(CommandsOf<LaunchInstances>(out).size(), 1u);
+  EXPECT_EQ(CommandsOf<LaunchInstance>(out).size(), 1u);
   ASSERT_EQ(out.decisions.size(), 1u);
   EXPECT_FALSE(f.state.batch.open);
 }
@@ -41,7 +41,7 @@ TEST(BatchWindow, ClosesAtMaximumDuration) {
     f.Fold(PodUpserted{PendingPod("web-" + std::to_string(i), 100, 128, now)});
   }
   Output out = f.Fold(Tick{kT0 + Nanos{10 * kSecond.value}});
-  EXPECT_FALSE(CommandsOf<LaunchInstances>(out).empty());
+  EXPECT_FALSE(CommandsOf<LaunchInstance>(out).empty());
 }
 
 // Bound, DaemonSet-owned and not-yet-unschedulable pods never open a batch.
@@ -66,7 +66,7 @@ TEST(Provisioning, CheapestOfferingsSpotWhenAllowed) {
             {{label::kCapacityType, RequirementOp::kIn, {kCapacitySpot, kCapacityOnDemand}, 0}})});
   f.Fold(PodUpserted{PendingPod("web-1", 1500, 3000)});
   Output out = f.Fold(Tick{kT0 + kSecond});
-  auto launches = CommandsOf<LaunchInstances>(out);
+  auto launches = CommandsOf<LaunchInstance>(out);
   ASSERT_EQ(launches.size(), 1u);
   const auto& overrides = launches[0]->overrides;
   ASSERT_FALSE(overrides.empty());
@@ -87,7 +87,7 @@ TEST(Provisioning, HonoursNodePoolRequirements) {
                  {label::kArch, RequirementOp::kIn, {"amd64"}, 0}})});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   Output out = f.Fold(Tick{kT0 + kSecond});
-  auto launches = CommandsOf<LaunchInstances>(out);
+  auto launches = CommandsOf<LaunchInstance>(out);
   ASSERT_EQ(launches.size(), 1u);
   for (const auto& o : launches[0]->overrides) {
     EXPECT_EQ(o.capacity_type, kCapacityOnDemand);
@@ -104,7 +104,7 @@ TEST(Provisioning, NodeSelectorNarrowsZones) {
   pod.constraints.Mutable().node_selector[label::kZone] = "us-east-1b";
   f.Fold(PodUpserted{pod});
   Output out = f.Fold(Tick{kT0 + kSecond});
-  auto launches = CommandsOf<LaunchInstances>(out);
+  auto launches = CommandsOf<LaunchInstance>(out);
   ASSERT_EQ(launches.size(), 1u);
   for (const auto& o : launches[0]->overrides) EXPECT_EQ(o.zone, "us-east-1b");
 }
@@ -177,7 +177,7 @@ TEST(Provisioning, UnschedulablePodCarriesReasons) {
   f.Fold(PodUpserted{PendingPod("huge", 500'000, 512)});
   Output out = f.Fold(Tick{kT0 + kSecond});
   EXPECT_TRUE(CommandsOf<CreateNodeClaim>(out).empty());
-  EXPECT_TRUE(CommandsOf<LaunchInstances>(out).empty());
+  EXPECT_TRUE(CommandsOf<LaunchInstance>(out).empty());
   ASSERT_EQ(out.decisions.size(), 1u);
   const auto& d = std::get<ProvisioningDecision>(out.decisions[0].body);
   ASSERT_EQ(d.pods.size(), 1u);
@@ -200,14 +200,14 @@ TEST(Provisioning, PacksPodsAndReusesInflightClaims) {
 }
 
 std::string LaunchFor(const Output& out) {
-  auto launches = CommandsOf<LaunchInstances>(out);
+  auto launches = CommandsOf<LaunchInstance>(out);
   EXPECT_EQ(launches.size(), 1u);
   return launches.empty() ? "" : launches[0]->nodeclaim;
 }
 
 CommandId LaunchId(const Output& out) {
   for (const auto& c : out.commands) {
-    if (std::holds_alternative<LaunchInstances>(c.body)) return c.id;
+    if (std::holds_alternative<LaunchInstance>(c.body)) return c.id;
   }
   return CommandId{0};
 }
@@ -462,7 +462,7 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
   Output placed = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
-  ASSERT_EQ(CommandsOf<LaunchInstances>(placed).size(), 0u);  // It fits on node-1.
+  ASSERT_EQ(CommandsOf<LaunchInstance>(placed).size(), 0u);  // It fits on node-1.
   Nanos until = f.state.nodeclaims.at(claim).nominated_until;
   EXPECT_EQ(until, kT0 + Nanos{23 * kSecond.value});  // Twice BATCH_MAX_DURATION.
 
@@ -789,7 +789,7 @@ TEST(Termination, WaitsForVolumesToDetach) {
   node.taints = {{label::kDisruptedTaint, "", TaintEffect::kNoSchedule}};
   node.volumes_attached = {"vol-1"};
   f.Fold(NodeUpserted{node});
-  f.Fold(NodeClaimDeleting{claim});
+  f.Fold(NodeClaimDeletionRequested{claim});
   Nanos now = kT0 + Nanos{5 * kSecond.value};
   Output waiting = f.Fold(Tick{now});
   EXPECT_TRUE(CommandsOf<TerminateInstance>(waiting).empty());
@@ -836,7 +836,7 @@ TEST(Lifecycle, InsufficientCapacityMarksOfferingAndReplans) {
   Folder f;
   Output out = ProvisionOne(f, PendingPod("web-1", 1500, 3000));
   std::string claim = LaunchFor(out);
-  const auto& first = CommandsOf<LaunchInstances>(out)[0]->overrides.front();
+  const auto& first = CommandsOf<LaunchInstance>(out)[0]->overrides.front();
   Output failed = f.Fold(FleetFailed{LaunchId(out),
                                      claim,
                                      {{first.instance_type, first.zone, first.capacity_type,
@@ -849,7 +849,7 @@ TEST(Lifecycle, InsufficientCapacityMarksOfferingAndReplans) {
   ASSERT_TRUE(f.state.unavailable_offerings.contains(key));
 
   Output retry = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
-  auto launches = CommandsOf<LaunchInstances>(retry);
+  auto launches = CommandsOf<LaunchInstance>(retry);
   ASSERT_EQ(launches.size(), 1u);
   for (const auto& o : launches[0]->overrides) {
     EXPECT_NE(OfferingKey(o.instance_type, o.zone, o.capacity_type), key);
@@ -866,7 +866,7 @@ TEST(Lifecycle, LaunchFailureOtherThanCapacityIsRetried) {
   Folder f;
   Output out = ProvisionOne(f);
   const std::string claim = LaunchFor(out);
-  const LaunchInstances sent = *CommandsOf<LaunchInstances>(out)[0];
+  const LaunchInstance sent = *CommandsOf<LaunchInstance>(out)[0];
   Output failed = f.Fold(FleetFailed{
       LaunchId(out), claim, {{"", "", "spot", ErrorCode::kThrottled, "RequestLimitExceeded"}}, ""});
   EXPECT_TRUE(CommandsOf<DeleteNodeClaim>(failed).empty());
@@ -887,9 +887,9 @@ TEST(Lifecycle, LaunchFailureOtherThanCapacityIsRetried) {
   // Its pods wait for it: the next batch makes no other claim, and the retry is not due yet.
   Output early = f.Fold(Tick{kT0 + kSecond + Nanos{kSecond.value / 2}});
   EXPECT_TRUE(CommandsOf<CreateNodeClaim>(early).empty());
-  EXPECT_TRUE(CommandsOf<LaunchInstances>(early).empty());
+  EXPECT_TRUE(CommandsOf<LaunchInstance>(early).empty());
   Output due = f.Fold(Tick{kT0 + kSecond + kSecond});
-  auto again = CommandsOf<LaunchInstances>(due);
+  auto again = CommandsOf<LaunchInstance>(due);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(*again[0], sent);  // The same request, client token included.
 
@@ -1082,7 +1082,7 @@ struct DrainingOnePod {
     bound.unschedulable = false;
     bound.phase = PodPhase::kRunning;
     f.Fold(PodUpserted{bound});
-    f.Fold(NodeClaimDeleting{claim});
+    f.Fold(NodeClaimDeletionRequested{claim});
     first = f.Fold(Tick{now});
   }
 };
@@ -1160,7 +1160,7 @@ TEST(Provisioning, OrphanedAndDeletingNodesAreNotCapacity) {
     f.Fold(NodeUpserted{node});
     f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
     const Output out = f.Fold(Tick{kT0 + kSecond});
-    return CommandsOf<LaunchInstances>(out).size();
+    return CommandsOf<LaunchInstance>(out).size();
   };
   Node orphan = LaunchedNode(true);
   orphan.labels.Set(label::kNodePool, "default");
@@ -1183,11 +1183,11 @@ TEST(Provisioning, PodsPlannedOntoAVanishedNodeArePlannedAgain) {
   f.Fold(NodeUpserted{node});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   const Output placed = f.Fold(Tick{kT0 + kSecond});
-  ASSERT_TRUE(CommandsOf<LaunchInstances>(placed).empty());
+  ASSERT_TRUE(CommandsOf<LaunchInstance>(placed).empty());
   f.Fold(Tick{kT0 + Nanos{30 * kSecond.value}});
   f.Fold(NodeDeleted{node.name});
   Output replanned = f.Fold(Tick{kT0 + Nanos{32 * kSecond.value}});
-  EXPECT_EQ(CommandsOf<LaunchInstances>(replanned).size(), 1u);
+  EXPECT_EQ(CommandsOf<LaunchInstance>(replanned).size(), 1u);
 }
 
 // Karpenter's NodePool readiness: NodeClassReady names why the pool's EC2NodeClass keeps it
@@ -1270,7 +1270,7 @@ TEST(Provisioning, NominationLastsAtLeastTenSeconds) {
   f.Fold(ControllerStarted{"test", 7, quick});
   f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
   const Output placed = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
-  ASSERT_EQ(CommandsOf<LaunchInstances>(placed).size(), 0u);  // It fits on node-1.
+  ASSERT_EQ(CommandsOf<LaunchInstance>(placed).size(), 0u);  // It fits on node-1.
   EXPECT_EQ(f.state.nodeclaims.at(claim).nominated_until, kT0 + Nanos{13 * kSecond.value});
 }
 
@@ -1304,7 +1304,7 @@ TEST(Lifecycle, InitializationDuringRegistrationPatchIsSyncedWhenItLands) {
 TEST(Provisioning, LaunchTagsNameTheClusterAsKarpenterDoes) {
   Folder f;
   Output out = ProvisionOne(f);
-  auto launches = CommandsOf<LaunchInstances>(out);
+  auto launches = CommandsOf<LaunchInstance>(out);
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0]->tags, (Labels{{"karpenter.sh/nodepool", "default"},
                                        {"karpenter.sh/nodeclaim", launches[0]->nodeclaim},
@@ -1389,7 +1389,7 @@ TEST(Provisioning, OnlyZonesAndArchitecturesTheNodeClassCanLaunchInto) {
   f.Fold(NodeClassUpserted{nodeclass});
   const Pod elsewhere = FoldSpreadAndOneForZoneB(f);
   const Output out = f.Fold(Tick{kT0 + kSecond});
-  auto launches = CommandsOf<LaunchInstances>(out);
+  auto launches = CommandsOf<LaunchInstance>(out);
   ASSERT_FALSE(launches.empty());
   for (const auto* launch : launches) {
     for (const auto& o : launch->overrides) {
@@ -1413,7 +1413,7 @@ TEST(Provisioning, OnlyZonesAndArchitecturesTheNodeClassCanLaunchInto) {
   open.Start({Pool("default")});
   open.Fold(PodUpserted{elsewhere});
   const Output first = open.Fold(Tick{kT0 + kSecond});
-  auto later = CommandsOf<LaunchInstances>(first);
+  auto later = CommandsOf<LaunchInstance>(first);
   ASSERT_EQ(later.size(), 1u);
   EXPECT_EQ(later[0]->overrides.front().zone, "us-east-1b");
 }
@@ -1461,9 +1461,9 @@ TEST(Provisioning, LaunchCarriesItsSubnetsAmisAndTemplateInputs) {
       {"dedicated", false, "web", TaintEffect::kNoSchedule});
   f.Fold(PodUpserted{pod});
   const Output out = f.Fold(Tick{kT0 + kSecond});
-  const auto launches = CommandsOf<LaunchInstances>(out);
+  const auto launches = CommandsOf<LaunchInstance>(out);
   ASSERT_EQ(launches.size(), 1u);
-  const LaunchInstances& launch = *launches[0];
+  const LaunchInstance& launch = *launches[0];
   std::set<std::string> zones;
   for (const LaunchOverride& o : launch.overrides) {
     zones.insert(o.zone);
@@ -1515,7 +1515,7 @@ TEST(Provisioning, OnlyZonesAndArchitecturesTheResolutionServes) {
   f.Fold(NodeClassResolved{"default", r});
   FoldSpreadAndOneForZoneB(f);
   const Output out = f.Fold(Tick{kT0 + kSecond});
-  const auto launches = CommandsOf<LaunchInstances>(out);
+  const auto launches = CommandsOf<LaunchInstance>(out);
   ASSERT_FALSE(launches.empty());
   for (const auto* launch : launches) {
     for (const auto& o : launch->overrides) {
@@ -1538,7 +1538,7 @@ TEST(Provisioning, OnlyZonesAndArchitecturesTheResolutionServes) {
   f.Fold(NodeClassResolved{"default", failed});
   f.Fold(PodUpserted{PendingPod("later", 500, 512, kT0 + kSecond)});
   const Output none = f.Fold(Tick{kT0 + Nanos{5 * kSecond.value}});
-  EXPECT_TRUE(CommandsOf<LaunchInstances>(none).empty());
+  EXPECT_TRUE(CommandsOf<LaunchInstance>(none).empty());
 }
 
 // A launch retried after a failure that is not out of capacity goes out with the subnets and
@@ -1558,7 +1558,7 @@ TEST(Lifecycle, RetriedLaunchTakesTheResolutionOfTheRetry) {
   newer.subnets.push_back({"subnet-b-large", "us-east-1b", "use1-az2", 9000});
   f.Fold(NodeClassResolved{"default", newer});
   const Output due = f.Fold(Tick{kT0 + kSecond + kSecond});
-  const auto again = CommandsOf<LaunchInstances>(due);
+  const auto again = CommandsOf<LaunchInstance>(due);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0]->client_token, claim);
   for (const LaunchOverride& o : again[0]->overrides) {

@@ -59,7 +59,7 @@ TEST(Cost, WholeRunAddsUp) {
   std::map<std::string, Nanos> launched;
   std::map<std::string, MicroUsdPerHour> price;
   double expected = 0;
-  State end = replay::FoldTo(*log, 0, true);
+  State end = replay::FoldTo(*log, Seq{0}, true);
   log->ScanDecisions(1, [&](const log::DecisionRecord& r) {
     Decision d = log::DecodeDecision(r.payload);
     const auto* l = std::get_if<LifecycleDecision>(&d.body);

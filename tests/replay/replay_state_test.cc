@@ -11,13 +11,13 @@ TEST(ReplayState, UntilPrintsTheStateAtThatTime) {
   auto run = RunKept(PdbScenario());
   auto log = run->Open();
   const Nanos at = Minutes(3);
-  const log::Seq seq = replay::SeqAtTime(*log, at);
-  ASSERT_GT(seq, 0u);
+  const Seq seq = replay::SeqAtTime(*log, at);
+  ASSERT_GT(seq, Seq{0});
   State state = replay::FoldTo(*log, seq, true);
   EXPECT_EQ(state.now, at);
   // The next Tick is past the time.
   bool later_tick = false;
-  log->Scan(seq + 1, 0, [&](const log::Record& r) {
+  log->Scan(seq + 1, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     const auto* e = std::get_if<Event>(&entry);
     const auto* tick = e != nullptr ? std::get_if<Tick>(e) : nullptr;
@@ -44,7 +44,7 @@ TEST(ReplayState, UntilPrintsTheStateAtThatTime) {
       << cli.out;
   EXPECT_NE(cli.out.find("pods 6, pending 0"), std::string::npos) << cli.out;
   // --to the same seq prints the same state.
-  auto to = Tenon("replay " + run->log().string() + " --to " + std::to_string(seq));
+  auto to = Tenon("replay " + run->log().string() + " --to " + std::to_string(seq.value));
   EXPECT_EQ(to.out, cli.out);
   // Before the log begins there is nothing to show.
   auto early = Tenon("replay " + run->log().string() + " --until 2025-12-31T23:00:00Z");

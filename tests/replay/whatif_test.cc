@@ -67,7 +67,7 @@ std::set<std::string> LaunchedTypes(const std::filesystem::path& dir) {
   open.create_if_missing = false;
   auto log = log::EventLog::Open(dir, open);
   std::set<std::string> types;
-  log->Scan(1, 0, [&](const log::Record& record) {
+  log->Scan(Seq{1}, Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     if (const auto* e = std::get_if<Event>(&entry)) {
       if (const auto* l = std::get_if<FleetLaunched>(e)) types.insert(l->instance_type);
@@ -81,7 +81,7 @@ std::uint64_t FinalHash(const std::filesystem::path& dir) {
   log::OpenOptions open;
   open.read_only = true;
   open.create_if_missing = false;
-  return StateHash(replay::FoldTo(*log::EventLog::Open(dir, open), 0, true));
+  return StateHash(replay::FoldTo(*log::EventLog::Open(dir, open), Seq{0}, true));
 }
 
 void ExpectSameFigures(const sim::Report& a, const sim::Report& b) {

@@ -121,9 +121,9 @@ std::vector<Event> Inputs(const YAML::Node& c, bool reverse) {
 struct Run {
   ProvisioningDecision decision;
   std::string bytes;  // The encoded decision, for the determinism check.
-  std::map<std::string, LaunchInstances> launches;  // by nodeclaim
-  std::map<std::string, const PodOutcome*> pods;    // by pod name
-  std::map<std::string, const ClaimPlan*> claims;   // by nodeclaim
+  std::map<std::string, LaunchInstance> launches;  // by nodeclaim
+  std::map<std::string, const PodOutcome*> pods;   // by pod name
+  std::map<std::string, const ClaimPlan*> claims;  // by nodeclaim
   State state;
 };
 
@@ -136,7 +136,7 @@ std::unique_ptr<Run> Execute(const YAML::Node& c, bool reverse) {
     seq = Seq{seq.value + 1};
     Output out = Step(run->state, seq, e);
     for (const auto& cmd : out.commands) {
-      if (const auto* l = std::get_if<LaunchInstances>(&cmd.body)) run->launches[l->nodeclaim] = *l;
+      if (const auto* l = std::get_if<LaunchInstance>(&cmd.body)) run->launches[l->nodeclaim] = *l;
     }
     for (const auto& d : out.decisions) {
       last = d;
@@ -244,7 +244,7 @@ void Check(const Case& k, const Run& run) {
     for (const auto& r : it->second->relaxed) joined += r + "; ";
     EXPECT_NE(joined.find(kv.second.as<std::string>()), std::string::npos) << joined;
   }
-  auto launch_of = [&](const std::string& pod) -> const LaunchInstances* {
+  auto launch_of = [&](const std::string& pod) -> const LaunchInstance* {
     auto l = run.launches.find(Target(run, pod));
     return l == run.launches.end() ? nullptr : &l->second;
   };

@@ -155,7 +155,7 @@ std::string Subject(const Command& command) {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, EvictPod> || std::is_same_v<T, DeletePod>) {
           return body.ns + "/" + body.name;
-        } else if constexpr (std::is_same_v<T, LaunchInstances>) {
+        } else if constexpr (std::is_same_v<T, LaunchInstance>) {
           return body.nodeclaim;
         } else if constexpr (std::is_same_v<T, TerminateInstance>) {
           return body.instance_id;
@@ -181,7 +181,7 @@ constexpr Nanos kRepeatSpacing{5 * kSecond.value};
 void Checker::CheckCommands(const sim::World& world, const std::vector<Command>& commands) {
   for (const auto& [key, pod] : world.pods()) pods_seen_.insert(key);
   for (const Command& command : commands) {
-    if (const auto* launch = std::get_if<LaunchInstances>(&command.body)) {
+    if (const auto* launch = std::get_if<LaunchInstance>(&command.body)) {
       if (launch->overrides.empty()) {
         Fail(world, "NodeClaim " + launch->nodeclaim + " sent to launch with no offering");
       }

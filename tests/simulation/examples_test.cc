@@ -40,7 +40,7 @@ ExampleRun RunExample(const std::string& name) {
   open.read_only = true;
   open.create_if_missing = false;
   auto log = log::EventLog::Open(options.log_dir, open);
-  log->Scan(1, 0, [&](const log::Record& r) {
+  log->Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     if (const auto* e = std::get_if<Event>(&entry)) {
       if (const auto* l = std::get_if<FleetLaunched>(e)) run.launches.push_back(*l);

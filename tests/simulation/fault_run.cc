@@ -236,7 +236,7 @@ class FaultyExecutor : public runtime::Executor {
       if (faults_.crash_after_execute) world_.Execute(command);  // Its result never arrives.
       throw Crash{};
     }
-    const bool cloud = std::holds_alternative<LaunchInstances>(command.body) ||
+    const bool cloud = std::holds_alternative<LaunchInstance>(command.body) ||
                        std::holds_alternative<TerminateInstance>(command.body);
     if (cloud && Chance(rng_, faults_.throttle)) {
       return {CommandFailed{command.id, ErrorCode::kThrottled, "RequestLimitExceeded"}};
@@ -442,11 +442,11 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
   }
   controller.runtime().Flush();
   auto verify = replay::Verify(controller.log());
-  result.records = controller.log().LastSeq();
+  result.records = controller.log().LastSeq().value;
   if (verify.verdict != replay::Verdict::kIdentical) {
     result.violations.push_back(std::string("replay of the log: ") +
                                 replay::VerdictName(verify.verdict) + " at seq " +
-                                std::to_string(verify.first_bad_seq) + ": " + verify.detail);
+                                std::to_string(verify.first_bad_seq.value) + ": " + verify.detail);
   }
 }
 
