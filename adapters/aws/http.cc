@@ -274,8 +274,8 @@ Result<std::string> AwsClient::Perform(const std::string& service, const std::st
         AwsError{ErrorCode::kTransient, "Aborted", response.transport_error, 0});
   }
   if (response.ok()) {
-    spdlog::debug("aws {} {}: HTTP {} ({} bytes, attempt {})", service, operation,
-                  response.status, response.body.size(), attempts);
+    spdlog::debug("aws {} {}: HTTP {} ({} bytes, attempt {})", service, operation, response.status,
+                  response.body.size(), attempts);
     return Result<std::string>::Ok(response.body);
   }
   spdlog::warn("aws {} {} failed: {} ({})", service, operation, last.aws_code,

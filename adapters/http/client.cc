@@ -244,8 +244,8 @@ Response Connection::Perform(const Request& request, const Transfer& transfer) {
   }
   response.failure = FailureOf(*code);
   if (received.over_limit) {
-    response.transport_error = "the answer exceeds " +
-                               std::to_string(transfer.response_bytes_max) + " bytes";
+    response.transport_error =
+        "the answer exceeds " + std::to_string(transfer.response_bytes_max) + " bytes";
   }
   return response;
 }

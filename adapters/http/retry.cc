@@ -54,8 +54,8 @@ Verdict DefaultVerdict(const Response& response) {
 
 std::chrono::milliseconds AttemptTimeout(std::chrono::milliseconds timeout, Nanos time_left) {
   if (time_left.value <= 0) return timeout;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-      std::chrono::nanoseconds(time_left.value));
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(time_left.value));
   return timeout.count() == 0 ? left : std::min(left, timeout);
 }
 
@@ -70,18 +70,17 @@ Nanos RetryAfter(const Response& response) {
   return Nanos{seconds * kSecond.value};
 }
 
-Retrier::Retrier(RetryPolicy policy, RetryHooks hooks)
-    : policy_(policy), hooks_(std::move(hooks)) {
+Retrier::Retrier(RetryPolicy policy, RetryHooks hooks) : policy_(policy), hooks_(std::move(hooks)) {
   assert(policy_.attempts_max >= 1);
   assert(hooks_.now && hooks_.sleep && hooks_.jitter);
 }
 
 Nanos Retrier::Backoff(std::int32_t attempt) const {
   // Full jitter: uniform in [0, min(max, base * 2^attempt)).
-  const double ceiling = std::min<double>(
-      static_cast<double>(policy_.backoff_max.value),
-      static_cast<double>(policy_.backoff_base.value) *
-          std::ldexp(1.0, std::min(attempt, kBackoffDoublingsMax)));
+  const double ceiling =
+      std::min<double>(static_cast<double>(policy_.backoff_max.value),
+                       static_cast<double>(policy_.backoff_base.value) *
+                           std::ldexp(1.0, std::min(attempt, kBackoffDoublingsMax)));
   const double jitter = std::clamp(hooks_.jitter(), 0.0, 1.0);
   return Nanos{static_cast<std::int64_t>(ceiling * jitter)};
 }

@@ -49,8 +49,8 @@ enum class Verdict : std::uint8_t {
 };
 
 // The shared rule: a connection that could not be made or broke, a timeout, 429 and 5xx are
-// worth another attempt; any other answer (400, 404, 409, ...) and a TLS failure, an abort or a
-// local error are not.
+// worth another attempt; any other answer (400, 404, 409, ...) is not, nor is an abort or a
+// local error, nor a TLS failure: a certificate refused now is refused the same way 100 ms later.
 bool Retryable(const Response& response);
 Verdict DefaultVerdict(const Response& response);
 

@@ -142,15 +142,14 @@ class Client {
   const ClusterConfig& config() const { return config_; }
   std::int64_t requests() const;
 
-
  private:
   // One attempt: waits for the rate limiter, borrows a connection and sends.
   http::Response Send(const std::string& method, const std::string& path, const std::string& body,
                       const std::string& content_type, http::Transfer& transfer);
   std::unique_ptr<http::Connection> Borrow();
   void Return(std::unique_ptr<http::Connection> connection);
-  http::Request Prepare(const std::string& method, const std::string& path,
-                        const std::string& body, const std::string& content_type);
+  http::Request Prepare(const std::string& method, const std::string& path, const std::string& body,
+                        const std::string& content_type);
   http::TlsOptions Tls();
 
   ClusterConfig config_;

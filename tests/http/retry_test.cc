@@ -157,8 +157,8 @@ TEST(HttpRetry, TimeoutsAreTriedAgainWithinTheDeadline) {
   hooks.jitter = [] { return 0.0; };  // No pause: the attempts alone fill the deadline.
   std::vector<Response> seen;
   const auto started = std::chrono::steady_clock::now();
-  const Response response = Get(Retrier(Policy(3, Millis(900)), hooks), server.url(), &seen,
-                                milliseconds(400));
+  const Response response =
+      Get(Retrier(Policy(3, Millis(900)), hooks), server.url(), &seen, milliseconds(400));
   const auto took = std::chrono::steady_clock::now() - started;
   EXPECT_EQ(response.status, 0);
   EXPECT_EQ(response.failure, Failure::kTimeout) << response.transport_error;
@@ -223,9 +223,11 @@ TEST(HttpRetry, KubeClientRetries503ButNotAnEvictionsAnswer) {
 // a 500 is not, and a dead endpoint is tried again like any connection error.
 TEST(HttpRetry, AwsDecidesWhichErrorCodesAreRetried) {
   const auto ec2 = [](long status, const std::string& code) {
-    return Response{status, "<Response><Errors><Error><Code>" + code +
-                                "</Code></Error></Errors></Response>",
-                    {}, ""};
+    return Response{
+        status,
+        "<Response><Errors><Error><Code>" + code + "</Code></Error></Errors></Response>",
+        {},
+        ""};
   };
   const auto judged = [](const Response& response) {
     return aws::Retryable(response, aws::ParseError(response));
