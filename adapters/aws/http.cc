@@ -1,16 +1,11 @@
 #include "adapters/aws/http.h"
 
-#include <curl/curl.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cassert>
 #include <chrono>
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
-#include <random>
-#include <thread>
 
 #include "adapters/aws/credentials.h"
 
@@ -18,47 +13,10 @@ namespace tenon::aws {
 namespace {
 
 constexpr std::size_t kErrorExcerptBytesMax = 200;
-// The longest a transfer waits in one poll; curl's own timers and an AbortSignal end it sooner.
-constexpr int kPollMillis = 1000;
-
-struct Received {
-  std::string* body;
-  std::map<std::string, std::string>* headers;
-  std::int64_t bytes_max;
-};
-
-std::size_t OnBody(char* data, std::size_t size, std::size_t count, void* user) {
-  auto* received = static_cast<Received*>(user);
-  const std::size_t n = size * count;
-  if (static_cast<std::int64_t>(received->body->size() + n) > received->bytes_max) return 0;
-  received->body->append(data, n);
-  return n;
-}
-
-std::size_t OnHeader(char* data, std::size_t size, std::size_t count, void* user) {
-  auto* received = static_cast<Received*>(user);
-  const std::size_t n = size * count;
-  std::string line(data, n);
-  const auto colon = line.find(':');
-  if (colon == std::string::npos) return n;
-  std::string name = line.substr(0, colon);
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::string value = line.substr(colon + 1);
-  const auto first = value.find_first_not_of(" \t");
-  const auto last = value.find_last_not_of(" \t\r\n");
-  value = first == std::string::npos ? "" : value.substr(first, last - first + 1);
-  (*received->headers)[name] = value;
-  return n;
-}
 
 // Printable, short, one line: what an HTML error page says, without flooding the log.
 std::string Excerpt(std::string_view body) {
-  std::string out;
-  for (char c : body.substr(0, kErrorExcerptBytesMax)) {
-    out.push_back(std::isprint(static_cast<unsigned char>(c)) ? c : ' ');
-  }
-  return out;
+  return http::Excerpt(body, kErrorExcerptBytesMax);
 }
 
 bool Contains(std::string_view haystack, std::string_view needle) {
@@ -97,104 +55,21 @@ std::optional<AwsError> ParseJsonError(const HttpResponse& response) {
 
 }  // namespace
 
-void AbortSignal::Trigger() {
-  std::lock_guard lock(mu_);
-  triggered_ = true;
-  // Thread-safe in libcurl; the wake-up stays pending until the poll it ends takes it.
-  for (void* multi : multis_) curl_multi_wakeup(static_cast<CURLM*>(multi));
-}
-
-void AbortSignal::Attach(void* multi) {
-  std::lock_guard lock(mu_);
-  multis_.insert(multi);
-}
-
-void AbortSignal::Detach(void* multi) {
-  std::lock_guard lock(mu_);
-  multis_.erase(multi);
-}
-
-CurlTransport::CurlTransport(TransportOptions options) : options_(options) {
-  static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
-  assert(global == CURLE_OK);
-  (void)global;
-  curl_ = curl_easy_init();
-  assert(curl_ != nullptr);
-  multi_ = curl_multi_init();
-  assert(multi_ != nullptr);
-  if (options_.abort != nullptr) options_.abort->Attach(multi_);
-}
-
-CurlTransport::~CurlTransport() {
-  if (options_.abort != nullptr) options_.abort->Detach(multi_);
-  curl_easy_cleanup(static_cast<CURL*>(curl_));
-  curl_multi_cleanup(static_cast<CURLM*>(multi_));  // Closes the cached connections.
-}
+CurlTransport::CurlTransport(TransportOptions options)
+    : options_(options), connection_(options.abort) {}
 
 HttpResponse CurlTransport::Send(const HttpRequest& request) {
-  HttpResponse response;
-  const auto aborted = [&] {
-    response.status = 0;
-    response.aborted = true;
-    response.transport_error = "aborted: the process is stopping";
-    return response;
-  };
-  if (options_.abort != nullptr && options_.abort->triggered()) return aborted();
-  CURL* curl = static_cast<CURL*>(curl_);
-  CURLM* multi = static_cast<CURLM*>(multi_);
-  curl_easy_reset(curl);  // The connections stay in the multi handle's cache.
-  Received received{&response.body, &response.headers, options_.response_bytes_max};
-  const std::string url = FullUrl(request);
-  curl_slist* headers = nullptr;
-  for (const auto& [name, value] : request.headers) {
-    headers = curl_slist_append(headers, (name + ": " + value).c_str());
-  }
-  headers = curl_slist_append(headers, "Expect:");  // No 100-continue round trip.
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-  if (request.method != "GET") {
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(request.body.size()));
-  }
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.total_timeout_ms));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &received);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &received);
-  // curl_easy_perform's loop, on a multi handle an AbortSignal can wake from its poll.
-  curl_multi_add_handle(multi, curl);
-  std::optional<CURLcode> code;
-  std::string failure;
-  bool abort = false;
-  while (!code && failure.empty() && !abort) {
-    int running = 0;
-    CURLMcode step = curl_multi_perform(multi, &running);
-    int queued = 0;
-    while (CURLMsg* message = curl_multi_info_read(multi, &queued)) {
-      if (message->msg == CURLMSG_DONE) code = message->data.result;
-    }
-    if (code) break;
-    abort = options_.abort != nullptr && options_.abort->triggered();
-    if (step == CURLM_OK && running == 0) failure = "the transfer ended without a result";
-    if (step == CURLM_OK && running > 0 && !abort) {
-      step = curl_multi_poll(multi, nullptr, 0, kPollMillis, nullptr);
-    }
-    if (step != CURLM_OK) failure = curl_multi_strerror(step);
-  }
-  curl_multi_remove_handle(multi, curl);  // Mid-transfer, this closes the connection.
-  curl_slist_free_all(headers);
-  if (abort && !code) return aborted();
-  if (!code || *code != CURLE_OK) {
-    response.status = 0;
-    response.transport_error = code ? curl_easy_strerror(*code) : failure;
-    return response;
-  }
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-  return response;
+  return SendWithin(request, Nanos{0});
+}
+
+HttpResponse CurlTransport::SendWithin(const HttpRequest& request, Nanos time_left) {
+  http::Transfer transfer;
+  transfer.connect_timeout = std::chrono::milliseconds(options_.connect_timeout_ms);
+  transfer.timeout =
+      http::AttemptTimeout(std::chrono::milliseconds(options_.total_timeout_ms), time_left);
+  transfer.response_bytes_max = options_.response_bytes_max;
+  return connection_.Perform(
+      http::Request{request.method, FullUrl(request), request.headers, request.body}, transfer);
 }
 
 ErrorCode MapErrorCode(std::string_view aws_code, long http_status) {
@@ -261,18 +136,14 @@ bool Retryable(const AwsError& error) {
   return error.code == ErrorCode::kThrottled || error.code == ErrorCode::kTransient;
 }
 
+bool Retryable(const HttpResponse& response, const AwsError& error) {
+  if (response.aborted) return false;
+  if (response.status == 0) return http::Retryable(response);
+  return Retryable(error);
+}
+
 ClientHooks RealHooks() {
-  auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
-  return ClientHooks{
-      .now =
-          [] {
-            return Nanos{std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count()};
-          },
-      .sleep = [](Nanos d) { std::this_thread::sleep_for(std::chrono::nanoseconds(d.value)); },
-      .jitter = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); },
-  };
+  return http::RealRetryHooks();
 }
 
 std::pair<std::string, std::string> SplitUrl(const std::string& url) {
@@ -297,10 +168,12 @@ AwsClient::AwsClient(Transport& transport, CredentialsProvider* credentials, Cli
     : transport_(transport),
       credentials_(credentials),
       options_(std::move(options)),
-      hooks_(std::move(hooks)) {
-  assert(options_.attempts_max >= 1);
-  assert(hooks_.now && hooks_.sleep && hooks_.jitter);
-}
+      hooks_(std::move(hooks)),
+      retrier_(http::RetryPolicy{.attempts_max = options_.attempts_max,
+                                 .backoff_base = options_.backoff_base,
+                                 .backoff_max = options_.backoff_max,
+                                 .deadline = options_.deadline},
+               hooks_) {}
 
 // AWS's endpoints: most services are regional; IAM is global (signed for us-east-1), and the
 // Price List query API answers under api.pricing.
@@ -354,53 +227,56 @@ Result<std::string> AwsClient::Rest(const std::string& service, const std::strin
   return Perform(service, method + " " + path, std::move(request));
 }
 
-Nanos AwsClient::Backoff(std::int32_t attempt) const {
-  // Full jitter: uniform in [0, min(max, base * 2^attempt)).
-  const double ceiling = std::min<double>(
-      static_cast<double>(options_.backoff_max.value),
-      static_cast<double>(options_.backoff_base.value) * std::ldexp(1.0, std::min(attempt, 30)));
-  const double jitter = std::clamp(hooks_.jitter(), 0.0, 1.0);
-  return Nanos{static_cast<std::int64_t>(ceiling * jitter)};
-}
-
+// Every attempt is signed again (a fresh X-Amz-Date) with the credentials of the moment.
+// Expired temporary credentials are fetched again once, at once; that attempt counts like any
+// other. Everything else follows the shared retry loop, with AWS's judgement (Retryable).
 Result<std::string> AwsClient::Perform(const std::string& service, const std::string& operation,
                                        HttpRequest request) {
+  std::optional<AwsError> unsigned_error;  // The credentials could not be had: nothing was sent.
   AwsError last;
   bool refreshed = false;
-  for (std::int32_t attempt = 0; attempt < options_.attempts_max; ++attempt) {
+  std::int32_t attempts = 0;
+  const auto attempt = [&](Nanos time_left) {
     const Nanos now = hooks_.now();
     HttpRequest signed_request = request;
     if (credentials_ != nullptr) {
       Result<Credentials> credentials = credentials_->Get(now);
-      if (!credentials.ok()) return Result<std::string>::Fail(credentials.error);
+      if (!credentials.ok()) {
+        unsigned_error = credentials.error;
+        return HttpResponse{};
+      }
       Sign(signed_request, *credentials.value, SigningScope{SigningRegion(service), service}, now);
     }
     ++attempts_made_;
-    const HttpResponse response = transport_.Send(signed_request);
-    if (response.aborted) {
-      spdlog::debug("aws {} {}: {}", service, operation, response.transport_error);
-      return Result<std::string>::Fail(
-          AwsError{ErrorCode::kTransient, "Aborted", response.transport_error, 0});
-    }
-    if (response.status >= 200 && response.status < 300) {
-      spdlog::debug("aws {} {}: HTTP {} ({} bytes, attempt {})", service, operation,
-                    response.status, response.body.size(), attempt + 1);
-      return Result<std::string>::Ok(response.body);
-    }
+    return transport_.SendWithin(signed_request, time_left);
+  };
+  const auto judge = [&](const HttpResponse& response, std::int32_t n) {
+    attempts = n + 1;
+    if (unsigned_error || response.aborted || response.ok()) return http::Verdict::kDone;
     last = ParseError(response);
-    // Expired temporary credentials are fetched again once; that attempt counts like any other.
     const bool expired = last.aws_code == "ExpiredToken" ||
                          last.aws_code == "ExpiredTokenException" ||
                          last.aws_code == "RequestExpired";
-    if (expired && !refreshed && credentials_ != nullptr && attempt + 1 < options_.attempts_max) {
+    if (expired && !refreshed && credentials_ != nullptr && n + 1 < options_.attempts_max) {
       credentials_->Invalidate();
       refreshed = true;
-      continue;
+      return http::Verdict::kRetryNow;
     }
     spdlog::debug("aws {} {}: HTTP {} {} ({}), attempt {}", service, operation, last.http_status,
-                  last.aws_code, Excerpt(last.message), attempt + 1);
-    if (!Retryable(last) || attempt + 1 == options_.attempts_max) break;
-    hooks_.sleep(Backoff(attempt));
+                  last.aws_code, Excerpt(last.message), n + 1);
+    return Retryable(response, last) ? http::Verdict::kRetry : http::Verdict::kDone;
+  };
+  const HttpResponse response = retrier_.Run(attempt, judge);
+  if (unsigned_error) return Result<std::string>::Fail(*unsigned_error);
+  if (response.aborted) {
+    spdlog::debug("aws {} {}: {}", service, operation, response.transport_error);
+    return Result<std::string>::Fail(
+        AwsError{ErrorCode::kTransient, "Aborted", response.transport_error, 0});
+  }
+  if (response.ok()) {
+    spdlog::debug("aws {} {}: HTTP {} ({} bytes, attempt {})", service, operation, response.status,
+                  response.body.size(), attempts);
+    return Result<std::string>::Ok(response.body);
   }
   spdlog::warn("aws {} {} failed: {} ({})", service, operation, last.aws_code,
                Excerpt(last.message));

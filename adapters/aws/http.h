@@ -1,80 +1,62 @@
-// The HTTP layer under every AWS call: a libcurl transport that reuses its connection, and a
-// client that signs, retries throttling and 5xx with jittered exponential backoff, and maps every
-// failure into the closed ErrorCode set the core switches over.
+// The AWS side of the HTTP layer: a transport over the shared libcurl connection
+// (adapters/http/client.h), and a client that signs every attempt, runs the shared retry loop
+// (adapters/http/retry.h) with AWS's own judgement of which errors are worth another attempt,
+// and maps every failure into the closed ErrorCode set the core switches over.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 
 #include "adapters/aws/sigv4.h"
+#include "adapters/http/client.h"
+#include "adapters/http/retry.h"
 #include "model/model.h"
 
 namespace tenon::aws {
 
-struct HttpResponse {
-  long status = 0;  // 0: the request never got an HTTP answer (see transport_error).
-  std::string body;
-  std::map<std::string, std::string> headers;  // Lower-case names.
-  std::string transport_error;
-  bool aborted = false;  // Ended (or never sent) by an AbortSignal.
-};
+// An answer; status 0: the request never got an HTTP answer (see transport_error).
+using HttpResponse = http::Response;
 
 // Sends one request; never throws. Implementations are not thread-safe.
 class Transport {
  public:
   virtual ~Transport() = default;
   virtual HttpResponse Send(const HttpRequest& request) = 0;
+  // The same, taking at most `time_left` (zero: the transport's own timeout alone). The retry
+  // loop calls this one so that no attempt outlasts the request's deadline.
+  virtual HttpResponse SendWithin(const HttpRequest& request, Nanos time_left) {
+    (void)time_left;
+    return Send(request);
+  }
 };
 
-// Ends the requests in flight on every transport given it, at once, and fails every later one
-// without sending it: a stopping process need not wait out an SQS long poll. Trigger is
-// thread-safe and cannot be undone. An aborted request answers with `aborted` set; the client
-// does not retry it. Must outlive the transports that use it.
-class AbortSignal {
- public:
-  AbortSignal() = default;
-  AbortSignal(const AbortSignal&) = delete;
-  AbortSignal& operator=(const AbortSignal&) = delete;
-  void Trigger();
-  bool triggered() const { return triggered_.load(); }
-
- private:
-  friend class CurlTransport;
-  void Attach(void* multi);
-  void Detach(void* multi);
-  std::mutex mu_;  // Guards multis_ and orders Trigger's wake-ups with Detach.
-  std::set<void*> multis_;
-  std::atomic<bool> triggered_{false};
-};
+// Ends the requests in flight on every transport given it, and fails every later one without
+// sending it (see http::AbortSignal). An aborted request answers with `aborted` set; the client
+// does not retry it.
+using AbortSignal = http::AbortSignal;
 
 struct TransportOptions {
-  std::int64_t connect_timeout_ms = 3000;
-  std::int64_t total_timeout_ms = 30000;  // Must exceed the SQS long-poll wait.
+  std::int64_t connect_timeout_ms = http::kConnectTimeout.count();
+  std::int64_t total_timeout_ms = http::kRequestTimeout.count();  // Must exceed the SQS long poll.
   std::int64_t response_bytes_max = 64 << 20;
   AbortSignal* abort = nullptr;  // None: requests run to their answer or their timeout.
 };
 
-// One CURL easy handle reused for every request, so keep-alive connections are reused.
+// One shared-layer connection reused for every request, so keep-alive connections are reused.
 class CurlTransport : public Transport {
  public:
   explicit CurlTransport(TransportOptions options = {});
-  ~CurlTransport() override;
-  CurlTransport(const CurlTransport&) = delete;
-  CurlTransport& operator=(const CurlTransport&) = delete;
   HttpResponse Send(const HttpRequest& request) override;
+  HttpResponse SendWithin(const HttpRequest& request, Nanos time_left) override;
 
  private:
   TransportOptions options_;
-  void* curl_;
-  void* multi_;  // Runs curl_ so that an AbortSignal can wake it.
+  http::Connection connection_;
 };
 
 // An AWS error after mapping. `aws_code` is what the service said (or HTTP<status>).
@@ -102,6 +84,10 @@ ErrorCode MapErrorCode(std::string_view aws_code, long http_status);
 // short printable excerpt for bodies that are neither (an HTML 500 from a load balancer).
 AwsError ParseError(const HttpResponse& response);
 bool Retryable(const AwsError& error);
+// AWS's judgement of an answer for the shared retry loop: an answer that never came is judged by
+// the shared rule (connection errors and timeouts); an HTTP answer by its mapped error, so a
+// throttling code on a 400 is retried and a capacity error on a 500 is not.
+bool Retryable(const HttpResponse& response, const AwsError& error);
 
 class CredentialsProvider;
 
@@ -109,17 +95,16 @@ struct ClientOptions {
   std::string region = "us-east-1";
   // Service name (ec2, sqs, sts, ssm, iam) -> base URL such as http://127.0.0.1:5000.
   std::map<std::string, std::string> endpoints;
-  std::int32_t attempts_max = 5;
-  Nanos backoff_base{100'000'000};
-  Nanos backoff_max{5 * kSecond.value};
+  // The shared retry policy's numbers (http::RetryPolicy), the same as the Kubernetes client's.
+  std::int32_t attempts_max = http::RetryPolicy{}.attempts_max;
+  Nanos backoff_base = http::RetryPolicy{}.backoff_base;
+  Nanos backoff_max = http::RetryPolicy{}.backoff_max;
+  Nanos deadline = http::RetryPolicy{}.deadline;  // All attempts of one call together.
 };
 
-// What the client needs from the world: the clock, sleeping and a jitter source in [0, 1).
-struct ClientHooks {
-  std::function<Nanos()> now;
-  std::function<void(Nanos)> sleep;
-  std::function<double()> jitter;
-};
+// What the client needs from the world: the clock (signing and the deadline), sleeping and a
+// jitter source in [0, 1).
+using ClientHooks = http::RetryHooks;
 ClientHooks RealHooks();
 
 class AwsClient {
@@ -148,12 +133,12 @@ class AwsClient {
  private:
   Result<std::string> Perform(const std::string& service, const std::string& operation,
                               HttpRequest request);
-  Nanos Backoff(std::int32_t attempt) const;
 
   Transport& transport_;
   CredentialsProvider* credentials_;
   ClientOptions options_;
   ClientHooks hooks_;
+  http::Retrier retrier_;
   std::int64_t attempts_made_ = 0;
 };
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -204,12 +206,24 @@ class Shutdown {
   bool stopping_ = false;
 };
 
+// The Lease's client: its own connections and rate limit, and every call, retries included,
+// ends within the renew deadline (as client-go bounds a renewal), so a slow API server cannot
+// hold a renewal past the moment this process stops counting itself leader.
+kube::ClusterConfig LeaseClientConfig(kube::ClusterConfig config, const kube::LeaseOptions& lease) {
+  config.retry.deadline =
+      Nanos{std::chrono::duration_cast<std::chrono::nanoseconds>(lease.renew_deadline).count()};
+  config.request_timeout = std::min(config.request_timeout, lease.renew_deadline);
+  return config;
+}
+
 // The leader Lease, with leader election on: a standby waits for it, and the leader renews it on
 // a thread of its own until Finish.
 class Leadership {
  public:
-  Leadership(kube::Client& client, const RunOptions& options)
-      : options_(options), elector_(client, options.lease) {}
+  Leadership(const kube::ClusterConfig& config, const RunOptions& options)
+      : options_(options),
+        client_(LeaseClientConfig(config, options.lease)),
+        elector_(client_, options.lease) {}
 
   // Waits for the Lease, beating the liveness probe meanwhile; false when stopped first.
   bool Acquire(const std::atomic<bool>& stop, http::HealthServer& health) {
@@ -248,6 +262,7 @@ class Leadership {
 
  private:
   const RunOptions& options_;
+  kube::Client client_;
   kube::LeaderElector elector_;
   std::atomic<bool> renewing_stop_{false};
   std::atomic<bool> lost_{false};
@@ -565,7 +580,7 @@ int Run(const RunOptions& options, const std::atomic<bool>& stop) {
   const kube::ClusterConfig config = ClusterConfigFor(options);
   kube::Client client(config);
   Shutdown shutdown;
-  Leadership leadership(client, options);
+  Leadership leadership(config, options);
   if (!leadership.Acquire(stop, health)) {
     shutdown.Begin(std::string(kStopRequested) + " while standing by");
     return 0;

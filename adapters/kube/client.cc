@@ -1,6 +1,5 @@
 #include "adapters/kube/client.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <poll.h>
@@ -9,7 +8,6 @@
 #include <unistd.h>
 
 #include <yaml-cpp/yaml.h>
-#include <cassert>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -323,80 +321,30 @@ std::string Describe(const Response& response) {
     out += " " + json.value("reason", std::string()) + ": " + json.value("message", std::string());
     return out;
   }
-  std::string excerpt;
-  for (char c : response.body.substr(0, kDescribeExcerptMax)) {
-    excerpt.push_back(std::isprint(static_cast<unsigned char>(c)) ? c : ' ');
-  }
+  const std::string excerpt = http::Excerpt(response.body, kDescribeExcerptMax);
   return out + (excerpt.empty() ? "" : ": " + excerpt);
 }
 
-struct Client::Handle {
-  CURL* curl = nullptr;
-  curl_slist* headers = nullptr;
-  std::string body;
-  std::string line_buffer;
-  const std::function<bool(std::string_view)>* on_line = nullptr;
-  const std::atomic<bool>* cancel = nullptr;
-  std::string request_body;
-  char error[CURL_ERROR_SIZE] = {};  // libcurl's detail of a failure (TLS alerts, verification).
-  Handle() : curl(curl_easy_init()) { assert(curl != nullptr); }
-  ~Handle() {
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
-  }
-};
-
-namespace {
-
-std::size_t OnBody(char* data, std::size_t size, std::size_t count, void* user) {
-  auto* handle = static_cast<Client::Handle*>(user);
-  const std::size_t n = size * count;
-  long status = 0;
-  curl_easy_getinfo(handle->curl, CURLINFO_RESPONSE_CODE, &status);
-  if (handle->on_line == nullptr || status < 200 || status >= 300) {
-    handle->body.append(data, n);  // Whole bodies, and a Status that answers a watch.
-    return n;
-  }
-  handle->line_buffer.append(data, n);
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = handle->line_buffer.find('\n', start)) != std::string::npos;
-       start = nl + 1) {
-    std::string_view line(handle->line_buffer.data() + start, nl - start);
-    if (line.empty()) continue;
-    if (!(*handle->on_line)(line)) return 0;  // Aborts the transfer.
-  }
-  handle->line_buffer.erase(0, start);
-  return n;
-}
-
-int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* handle = static_cast<Client::Handle*>(user);
-  return handle->cancel != nullptr && handle->cancel->load() ? 1 : 0;
-}
-
-}  // namespace
-
 Client::Client(ClusterConfig config)
-    : config_(std::move(config)), credentials_(config_), limiter_(config_.qps, config_.burst) {
-  static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
-  assert(global == CURLE_OK);
-  (void)global;
-}
+    : config_(std::move(config)),
+      credentials_(config_),
+      limiter_(config_.qps, config_.burst),
+      retrier_(config_.retry, http::RealRetryHooks()) {}
 
 Client::~Client() = default;
 
-std::unique_ptr<Client::Handle> Client::Borrow() {
+std::unique_ptr<http::Connection> Client::Borrow() {
   std::lock_guard lock(mu_);
   ++requests_;
-  if (idle_.empty()) return std::make_unique<Handle>();
-  auto handle = std::move(idle_.back());
+  if (idle_.empty()) return std::make_unique<http::Connection>();
+  auto connection = std::move(idle_.back());
   idle_.pop_back();
-  return handle;
+  return connection;
 }
 
-void Client::Return(std::unique_ptr<Handle> handle) {
+void Client::Return(std::unique_ptr<http::Connection> connection) {
   std::lock_guard lock(mu_);
-  idle_.push_back(std::move(handle));
+  idle_.push_back(std::move(connection));
 }
 
 std::int64_t Client::requests() const {
@@ -404,127 +352,100 @@ std::int64_t Client::requests() const {
   return requests_;
 }
 
-void Client::Prepare(Handle& handle, const std::string& method, const std::string& path,
-                     const std::string& content_type) {
-  CURL* curl = handle.curl;
-  curl_easy_reset(curl);  // Keeps the connection cache.
-  curl_slist_free_all(handle.headers);
-  handle.headers = nullptr;
-  handle.body.clear();
-  handle.line_buffer.clear();
-  handle.on_line = nullptr;
-  handle.cancel = nullptr;
-  handle.error[0] = '\0';
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, handle.error);
+http::Request Client::Prepare(const std::string& method, const std::string& path,
+                              const std::string& body, const std::string& content_type) {
+  http::Request request{method, config_.server + path, {}, body};
   const std::string authorization = credentials_.Header();
-  if (!authorization.empty()) {
-    handle.headers = curl_slist_append(handle.headers, ("Authorization: " + authorization).c_str());
-  }
-  handle.headers = curl_slist_append(handle.headers, "Accept: application/json");
-  handle.headers = curl_slist_append(handle.headers, ("Content-Type: " + content_type).c_str());
-  handle.headers = curl_slist_append(handle.headers, "Expect:");
-  curl_easy_setopt(curl, CURLOPT_URL, (config_.server + path).c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, handle.headers);
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, config_.user_agent.c_str());
-  if (method != "GET") {
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, handle.request_body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(handle.request_body.size()));
-  }
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);  // h2 over TLS if offered.
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &handle);
-  // TLS: verification stays on unless the kubeconfig says insecure-skip-tls-verify.
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config_.insecure_skip_tls_verify ? 0L : 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config_.insecure_skip_tls_verify ? 0L : 2L);
-  if (!config_.ca_data.empty()) {
-    curl_blob blob{config_.ca_data.data(), config_.ca_data.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
-  } else if (!config_.ca_file.empty()) {
-    curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
-  }
-  std::string cert = config_.client_cert_data;
-  std::string key = config_.client_key_data;
-  if (config_.exec && cert.empty()) std::tie(cert, key) = credentials_.ExecCertificate();
-  if (!cert.empty()) {
-    curl_blob cert_blob{cert.data(), cert.size(), CURL_BLOB_COPY};
-    curl_blob key_blob{key.data(), key.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert_blob);
-    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
-    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key_blob);
-    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
-  } else if (!config_.client_cert_file.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
-    curl_easy_setopt(curl, CURLOPT_SSLKEY, config_.client_key_file.c_str());
-  }
+  if (!authorization.empty()) request.headers.emplace_back("Authorization", authorization);
+  request.headers.emplace_back("Accept", "application/json");
+  request.headers.emplace_back("Content-Type", content_type);
+  return request;
 }
 
-Response Client::Perform(Handle& handle) {
-  Response response;
-  const CURLcode code = curl_easy_perform(handle.curl);
-  if (code == CURLE_OK || code == CURLE_WRITE_ERROR) {
-    curl_easy_getinfo(handle.curl, CURLINFO_RESPONSE_CODE, &response.status);
+// TLS: verification stays on unless the kubeconfig says insecure-skip-tls-verify.
+http::TlsOptions Client::Tls() {
+  http::TlsOptions tls;
+  tls.verify = !config_.insecure_skip_tls_verify;
+  tls.ca_file = config_.ca_file;
+  tls.ca_data = config_.ca_data;
+  tls.client_cert_file = config_.client_cert_file;
+  tls.client_key_file = config_.client_key_file;
+  tls.client_cert_data = config_.client_cert_data;
+  tls.client_key_data = config_.client_key_data;
+  if (config_.exec && tls.client_cert_data.empty()) {
+    std::tie(tls.client_cert_data, tls.client_key_data) = credentials_.ExecCertificate();
   }
-  if (code != CURLE_OK) {
-    response.transport_error = curl_easy_strerror(code);
-    if (handle.error[0] != '\0') response.transport_error += std::string(": ") + handle.error;
-    if (code != CURLE_WRITE_ERROR) response.status = 0;
+  return tls;
+}
+
+http::Response Client::Send(const std::string& method, const std::string& path,
+                            const std::string& body, const std::string& content_type,
+                            http::Transfer& transfer) {
+  limiter_.Acquire();
+  auto connection = Borrow();
+  http::Request request;
+  try {
+    request = Prepare(method, path, body, content_type);
+    transfer.tls = Tls();
+  } catch (const ConfigError& e) {  // An exec plugin or a token file that fails.
+    Return(std::move(connection));
+    http::Response failed;
+    failed.failure = http::Failure::kOther;
+    failed.transport_error = e.what();
+    return failed;
   }
-  response.body = std::move(handle.body);
+  transfer.user_agent = config_.user_agent;
+  http::Response response = connection->Perform(request, transfer);
+  Return(std::move(connection));
   return response;
 }
 
 Response Client::Request(const std::string& method, const std::string& path,
                          const std::string& body, const std::string& content_type) {
-  Response response;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    limiter_.Acquire();
-    auto handle = Borrow();
-    handle->request_body = body;
-    try {
-      Prepare(*handle, method, path, content_type);
-    } catch (const ConfigError& e) {
-      Return(std::move(handle));
-      return Response{0, "", e.what()};
+  const bool eviction = path.ends_with("/eviction");
+  bool refreshed = false;
+  const auto attempt = [&](Nanos time_left) {
+    http::Transfer transfer;
+    transfer.timeout = http::AttemptTimeout(config_.request_timeout, time_left);
+    return Send(method, path, body, content_type, transfer);
+  };
+  const auto judge = [&](const http::Response& response, std::int32_t) {
+    if (response.status == 401 && !refreshed) {
+      credentials_.Invalidate();  // A rotated token or an expired exec credential.
+      refreshed = true;
+      return http::Verdict::kRetryNow;
     }
-    curl_easy_setopt(handle->curl, CURLOPT_TIMEOUT_MS,
-                     static_cast<long>(config_.request_timeout.count()));
-    response = Perform(*handle);
-    Return(std::move(handle));
-    if (response.status != 401) break;
-    credentials_.Invalidate();  // A rotated token or an expired exec credential.
-  }
-  return response;
+    // An eviction's 429 (a budget allows no disruption now) and 500 (the pod is under more than
+    // one budget) are the API server's answer, which the executor turns into "later"; asking
+    // again at once would not change it.
+    if (eviction && response.status != 0) return http::Verdict::kDone;
+    return http::DefaultVerdict(response);
+  };
+  http::Response response = retrier_.Run(attempt, judge);
+  return Response{response.status, std::move(response.body), std::move(response.transport_error)};
 }
 
 Response Client::Stream(const std::string& path,
                         const std::function<bool(std::string_view)>& on_line,
                         std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
-  limiter_.Acquire();
-  auto handle = Borrow();
-  handle->request_body.clear();
-  try {
-    Prepare(*handle, "GET", path, "application/json");
-  } catch (const ConfigError& e) {
-    Return(std::move(handle));
-    return Response{0, "", e.what()};
-  }
-  handle->on_line = &on_line;
-  handle->cancel = cancel;
-  curl_easy_setopt(handle->curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(handle->curl, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(handle->curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
-  curl_easy_setopt(handle->curl, CURLOPT_XFERINFODATA, handle.get());
-  Response response = Perform(*handle);
+  std::string pending;  // The start of a line whose newline has not come yet.
+  http::Transfer transfer;
+  transfer.timeout = timeout;
+  transfer.cancel = cancel;
+  transfer.on_body = [&](std::string_view data) {
+    pending.append(data);
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+      const std::string_view line(pending.data() + start, nl - start);
+      if (line.empty()) continue;
+      if (!on_line(line)) return false;  // Ends the transfer.
+    }
+    pending.erase(0, start);
+    return true;
+  };
+  http::Response response = Send("GET", path, "", "application/json", transfer);
   if (response.status == 401) credentials_.Invalidate();
-  handle->on_line = nullptr;
-  handle->cancel = nullptr;
-  Return(std::move(handle));
-  return response;
+  return Response{response.status, std::move(response.body), std::move(response.transport_error)};
 }
 
 std::string QueryEscape(std::string_view value) {

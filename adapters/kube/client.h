@@ -1,8 +1,9 @@
 // The Kubernetes API client: where to connect and how to authenticate (in-cluster service
-// account, kubeconfig with tokens, client certificates or exec credential plugins), libcurl with
-// TLS verification on and HTTP/2 where offered, and client-side QPS/burst limits as client-go has
-// them. Thread-safe: every request borrows an easy handle of its own, so informers stream watches
-// on their threads while writers call from the controller's loop.
+// account, kubeconfig with tokens, client certificates or exec credential plugins), and
+// client-side QPS/burst limits as client-go has them. Requests go through the shared HTTP layer
+// (adapters/http): its libcurl connection (TLS verification on, HTTP/2 where offered) and its
+// retry policy. Thread-safe: every request borrows a connection of its own, so informers stream
+// watches on their threads while writers call from the controller's loop.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "adapters/http/client.h"
+#include "adapters/http/retry.h"
 
 namespace tenon::kube {
 
@@ -49,7 +53,9 @@ struct ClusterConfig {
   std::string user_agent = "tenon";
   double qps = 200;  // KUBE_CLIENT_QPS
   int burst = 300;   // KUBE_CLIENT_BURST
-  std::chrono::milliseconds request_timeout{30'000};
+  // One attempt's timeout; the retry policy bounds all attempts of a request together.
+  std::chrono::milliseconds request_timeout = http::kRequestTimeout;
+  http::RetryPolicy retry;
 };
 
 inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -117,34 +123,41 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // One request; never throws. A 401 reloads the credentials and tries once more.
+  // One request; never throws. Retried as the shared policy says (connection errors, timeouts,
+  // 429, 5xx), except an eviction's 429 and 5xx, which are the PodDisruptionBudgets' answer. A
+  // 401 reloads the credentials and tries once more at once.
   Response Request(const std::string& method, const std::string& path, const std::string& body = "",
                    const std::string& content_type = "application/json");
 
   // A watch (or any streamed GET): `on_line` gets each newline-terminated JSON object as it
   // arrives and returns false to stop. Returns when the stream ends, breaks, times out after
   // `timeout`, `on_line` stops it or `cancel` becomes true (checked at least once a second);
-  // the status tells which (0 with transport_error: broken or cancelled).
+  // the status tells which (0 with transport_error: broken or cancelled). One attempt, never
+  // retried here: the informer resumes or relists, as only it knows the resourceVersion. No idle
+  // timeout: a quiet resource may send nothing for minutes, and TCP keepalive notices a dead
+  // peer.
   Response Stream(const std::string& path, const std::function<bool(std::string_view)>& on_line,
                   std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr);
 
   const ClusterConfig& config() const { return config_; }
   std::int64_t requests() const;
 
-  struct Handle;  // A libcurl easy handle and what one transfer needs.
-
  private:
-  std::unique_ptr<Handle> Borrow();
-  void Return(std::unique_ptr<Handle> handle);
-  void Prepare(Handle& handle, const std::string& method, const std::string& path,
-               const std::string& content_type);
-  Response Perform(Handle& handle);
+  // One attempt: waits for the rate limiter, borrows a connection and sends.
+  http::Response Send(const std::string& method, const std::string& path, const std::string& body,
+                      const std::string& content_type, http::Transfer& transfer);
+  std::unique_ptr<http::Connection> Borrow();
+  void Return(std::unique_ptr<http::Connection> connection);
+  http::Request Prepare(const std::string& method, const std::string& path, const std::string& body,
+                        const std::string& content_type);
+  http::TlsOptions Tls();
 
   ClusterConfig config_;
   Credentials credentials_;
   RateLimiter limiter_;
+  http::Retrier retrier_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Handle>> idle_;
+  std::vector<std::unique_ptr<http::Connection>> idle_;
   std::int64_t requests_ = 0;
 };
 
