@@ -1,7 +1,8 @@
-// What one object change means to the core: simdjson parses the object, the fields the core
-// never reads (managedFields, last-applied annotations) are dropped, and the object parsers map
-// the rest into events. An object that cannot be decoded becomes InputRejected with its payload
-// kept whole, so a malformed custom resource never stops the controller.
+// What one object change means to the core: simdjson parses the object and the object parsers
+// (objects.h) read the fields they need straight from its JSON into events; what they do not
+// read (managedFields, last-applied annotations, env, container statuses) is never copied. An
+// object that cannot be decoded becomes InputRejected with its payload kept whole, so a
+// malformed custom resource never stops the controller.
 #pragma once
 
 #include <vector>

@@ -8,7 +8,6 @@
 #include "adapters/kube/objects_parts.h"
 
 namespace tenon::kube::parts {
-namespace {
 
 RequirementOp ParseOp(const std::string& op) {
   if (op == "In") return RequirementOp::kIn;
@@ -20,126 +19,6 @@ RequirementOp ParseOp(const std::string& op) {
   throw ObjectError("unknown requirement operator '" + op + "'");
 }
 
-}  // namespace
-
-std::string Str(const YAML::Node& node, const std::string& field) {
-  try {
-    return node.as<std::string>();
-  } catch (const YAML::Exception&) {
-    throw ObjectError("field " + field + " must be a string");
-  }
-}
-
-std::string Name(const YAML::Node& object, const char* kind) {
-  const auto& meta = object["metadata"];
-  if (!meta || !meta["name"]) throw ObjectError(std::string(kind) + " without metadata.name");
-  return Str(meta["name"], "metadata.name");
-}
-
-Labels ParseLabels(const YAML::Node& node, const std::string& field) {
-  Labels labels;
-  if (!node) return labels;
-  if (!node.IsMap()) throw ObjectError(field + " must be a map");
-  for (const auto& kv : node) labels[kv.first.as<std::string>()] = Str(kv.second, field);
-  return labels;
-}
-
-Requirement ParseRequirement(const YAML::Node& node) {
-  if (!node["key"] || !node["operator"]) throw ObjectError("requirement needs key and operator");
-  Requirement r{Str(node["key"], "key"), ParseOp(Str(node["operator"], "operator")), {}, 0};
-  if (node["values"]) {
-    for (const auto& v : node["values"]) r.values.push_back(Str(v, "values"));
-  }
-  if (node["minValues"]) r.min_values = node["minValues"].as<std::int32_t>();
-  bool needs_values = r.op == RequirementOp::kIn || r.op == RequirementOp::kNotIn ||
-                      r.op == RequirementOp::kGt || r.op == RequirementOp::kLt;
-  if (needs_values && r.values.empty()) {
-    throw ObjectError("requirement on " + r.key + " needs values for its operator");
-  }
-  return r;
-}
-
-std::vector<Taint> ParseTaints(const YAML::Node& node) {
-  std::vector<Taint> taints;
-  if (node) {
-    for (const auto& t : node) taints.push_back(ParseTaint(t));
-  }
-  return taints;
-}
-
-Resources ParseResourceList(const YAML::Node& node, const std::string& field) {
-  Resources r;
-  if (!node) return r;
-  if (!node.IsMap()) throw ObjectError(field + " must be a map");
-  for (const auto& kv : node) {
-    std::string name = kv.first.as<std::string>();
-    std::string value = Str(kv.second, field + "." + name);
-    if (name == "cpu") {
-      r.cpu = ParseCpu(value);
-    } else if (name == "memory") {
-      r.memory = ParseMemory(value);
-    } else if (name == "pods") {
-      r.pods = ParseCpu(value).value / 1000;
-    } else if (name != "ephemeral-storage") {
-      r.extended[name] = ParseCpu(value).value / 1000;
-    }
-  }
-  return r;
-}
-
-std::vector<std::string> Texts(const YAML::Node& node, const std::string& field) {
-  std::vector<std::string> out;
-  if (!node) return out;
-  if (!node.IsSequence()) throw ObjectError(field + " must be a list");
-  for (const auto& v : node) out.push_back(Str(v, field));
-  return out;
-}
-
-NodeSelectorTerm ParseTerm(const YAML::Node& node, std::int32_t weight) {
-  NodeSelectorTerm term;
-  term.weight = weight;
-  if (node["matchExpressions"]) {
-    for (const auto& e : node["matchExpressions"]) term.requirements.push_back(ParseRequirement(e));
-  }
-  if (node["matchLabelExpressions"]) {  // StorageClass allowedTopologies
-    for (const auto& e : node["matchLabelExpressions"]) {
-      term.requirements.push_back(
-          {Str(e["key"], "key"), RequirementOp::kIn, Texts(e["values"], "values"), 0});
-    }
-  }
-  return term;
-}
-
-std::vector<NodeSelectorTerm> ParseTerms(const YAML::Node& node) {
-  std::vector<NodeSelectorTerm> out;
-  if (node) {
-    for (const auto& t : node) out.push_back(ParseTerm(t, 0));
-  }
-  return out;
-}
-
-Nanos Timestamp(const YAML::Node& meta, const std::string& field) {
-  const auto& ts = meta[field];
-  if (!ts || ts.IsNull()) return Nanos{0};
-  try {
-    return ParseTimestamp(Str(ts, "metadata." + field));
-  } catch (const ObjectError& e) {
-    throw ObjectError("metadata." + field + ": " + e.what());
-  }
-}
-
-Nanos Created(const YAML::Node& meta) {
-  return Timestamp(meta, "creationTimestamp");
-}
-
-}  // namespace tenon::kube::parts
-
-namespace tenon::kube {
-
-using namespace parts;
-
-namespace {
-
 TaintEffect ParseEffect(const std::string& effect) {
   if (effect == "NoSchedule") return TaintEffect::kNoSchedule;
   if (effect == "PreferNoSchedule") return TaintEffect::kPreferNoSchedule;
@@ -147,36 +26,20 @@ TaintEffect ParseEffect(const std::string& effect) {
   throw ObjectError("unknown taint effect '" + effect + "'");
 }
 
-}  // namespace
+}  // namespace tenon::kube::parts
+
+namespace tenon::kube {
 
 LabelSelector ParseSelector(const YAML::Node& node) {
-  LabelSelector selector;
-  if (!node) return selector;
-  selector.match_labels = ParseLabels(node["matchLabels"], "matchLabels");
-  if (node["matchExpressions"]) {
-    for (const auto& e : node["matchExpressions"]) {
-      selector.match_expressions.push_back(ParseRequirement(e));
-    }
-  }
-  return selector;
+  return parts::ParseSelector(YamlValue(node));
 }
 
 Taint ParseTaint(const YAML::Node& node) {
-  if (!node["key"] || !node["effect"]) throw ObjectError("taint needs key and effect");
-  return Taint{Str(node["key"], "taint.key"),
-               node["value"] ? Str(node["value"], "taint.value") : "",
-               ParseEffect(Str(node["effect"], "taint.effect"))};
+  return parts::ParseTaint(YamlValue(node));
 }
 
 Toleration ParseToleration(const YAML::Node& node) {
-  Toleration t;
-  if (node["key"]) t.key = Str(node["key"], "toleration.key");
-  t.op_exists = node["operator"] && Str(node["operator"], "toleration.operator") == "Exists";
-  if (node["value"]) t.value = Str(node["value"], "toleration.value");
-  if (node["effect"] && !Str(node["effect"], "toleration.effect").empty()) {
-    t.effect = ParseEffect(Str(node["effect"], "toleration.effect"));
-  }
-  return t;
+  return parts::ParseToleration(YamlValue(node));
 }
 
 const char* EffectName(TaintEffect effect) {

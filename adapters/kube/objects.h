@@ -1,5 +1,6 @@
-// Karpenter's custom resources and Kubernetes quantities, parsed from YAML or JSON (yaml-cpp
-// reads both) into the domain model. Used by the scenario loader and the kube adapter.
+// Karpenter's custom resources and Kubernetes objects, and Kubernetes quantities, parsed into the
+// domain model from a YAML node (the scenario loader, examples, what-if) or from a JSON value as
+// simdjson parsed it (the kube adapter's decoder). One template per kind reads both (values.h).
 // Errors are ObjectError with a message that names the object and the field.
 #pragma once
 
@@ -13,6 +14,8 @@
 #include "model/model.h"
 
 namespace tenon::kube {
+
+class JsonValue;  // adapters/kube/values.h
 
 class ObjectError : public std::runtime_error {
  public:
@@ -53,6 +56,19 @@ StorageClass ParseStorageClass(const YAML::Node& object);                    // 
 CsiNode ParseCsiNode(const YAML::Node& object);                              // storage.k8s.io/v1
 PodDisruptionBudget ParsePodDisruptionBudget(const YAML::Node& object);      // policy/v1
 Taint ParseTaint(const YAML::Node& node);
+
+// The same, from the JSON of an object read from the API server.
+NodePool ParseNodePool(const JsonValue& object);
+NodeClass ParseNodeClass(const JsonValue& object, bool needs_ready_condition = false);
+Pod ParsePod(const JsonValue& object);
+Node ParseNode(const JsonValue& object);
+NodeClaim ParseNodeClaim(const JsonValue& object);
+DaemonSet ParseDaemonSet(const JsonValue& object);
+PersistentVolumeClaim ParsePersistentVolumeClaim(const JsonValue& object);
+PersistentVolume ParsePersistentVolume(const JsonValue& object);
+StorageClass ParseStorageClass(const JsonValue& object);
+CsiNode ParseCsiNode(const JsonValue& object);
+PodDisruptionBudget ParsePodDisruptionBudget(const JsonValue& object);
 
 // The API's spelling of the model's enums: "NoSchedule", "In", ...
 const char* EffectName(TaintEffect effect);

@@ -13,19 +13,21 @@ using namespace parts;
 
 namespace {
 
-void ParseNodeClassMetadata(const YAML::Node& meta, NodeClass& nodeclass) {
+template <class V>
+void ParseNodeClassMetadata(const V& meta, NodeClass& nodeclass) {
   if (meta && meta["deletionTimestamp"]) {
     nodeclass.terminating = !meta["deletionTimestamp"].IsNull();
   }
   if (meta && meta["finalizers"] && meta["finalizers"].IsSequence()) {
-    for (const auto& f : meta["finalizers"]) {
-      if (f.IsScalar() && f.Scalar() == label::kNodeClassFinalizer) nodeclass.finalizer = true;
+    for (const V f : meta["finalizers"].Elements()) {
+      if (f.IsScalar() && f.Text() == label::kNodeClassFinalizer) nodeclass.finalizer = true;
     }
   }
 }
 
 // The AMI family, the node role, the kubelet's pod limits, the user data and the tags.
-void ParseNodeClassSpec(const YAML::Node& spec, NodeClass& nodeclass) {
+template <class V>
+void ParseNodeClassSpec(const V& spec, NodeClass& nodeclass) {
   if (spec["amiFamily"]) nodeclass.ami_family = Str(spec["amiFamily"], "amiFamily");
   if (spec["amiSelectorTerms"] && spec["amiSelectorTerms"][0] &&
       spec["amiSelectorTerms"][0]["alias"]) {
@@ -36,36 +38,36 @@ void ParseNodeClassSpec(const YAML::Node& spec, NodeClass& nodeclass) {
   if (spec["instanceProfile"] && nodeclass.role.empty()) {
     nodeclass.role = Str(spec["instanceProfile"], "instanceProfile");
   }
-  if (nodeclass.role.empty()) {
-    throw ObjectError("EC2NodeClass " + nodeclass.name +
-                      ": spec.role or spec.instanceProfile is required");
-  }
-  if (const auto& kubelet = spec["kubelet"]) {
-    if (kubelet["maxPods"]) nodeclass.max_pods = kubelet["maxPods"].as<std::int32_t>();
-    if (kubelet["podsPerCore"]) nodeclass.pods_per_core = kubelet["podsPerCore"].as<std::int32_t>();
+  if (nodeclass.role.empty()) throw ObjectError("spec.role or spec.instanceProfile is required");
+  if (const V kubelet = spec["kubelet"]) {
+    if (kubelet["maxPods"]) {
+      nodeclass.max_pods = Int<std::int32_t>(kubelet["maxPods"], "spec.kubelet.maxPods");
+    }
+    if (kubelet["podsPerCore"]) {
+      nodeclass.pods_per_core =
+          Int<std::int32_t>(kubelet["podsPerCore"], "spec.kubelet.podsPerCore");
+    }
   }
   if (spec["userData"]) nodeclass.user_data = Str(spec["userData"], "userData");
-  if (const auto& tags = spec["tags"]; tags && tags.IsMap()) {
-    for (const auto& tag : tags) {
-      nodeclass.tags[tag.first.as<std::string>()] =
-          Str(tag.second, "tags." + tag.first.as<std::string>());
-    }
+  for (const auto& [key, tag] : spec["tags"].Entries()) {
+    const std::string name(key);
+    nodeclass.tags[name] = Str(tag, "tags." + name);
   }
 }
 
 // Where it can launch: its subnets' zones, and the architectures its AMIs' requirements name
 // (an AMI without an arch requirement serves any).
-void ParseLaunchDomains(const YAML::Node& status, NodeClass& nodeclass) {
+template <class V>
+void ParseLaunchDomains(const V& status, NodeClass& nodeclass) {
   std::set<std::string> zones;
-  for (const auto& subnet : status["subnets"]) {
+  for (const V subnet : List(status["subnets"], "status.subnets")) {
     if (subnet["zone"]) zones.insert(Str(subnet["zone"], "status.subnets[].zone"));
   }
   std::set<std::string> archs;
   bool any_arch = false;
-  for (const auto& ami : status["amis"]) {
+  for (const V ami : List(status["amis"], "status.amis")) {
     bool named = false;
-    for (const auto& r : ami["requirements"]) {
-      const Requirement req = ParseRequirement(r);
+    for (const Requirement& req : ParseRequirements(ami["requirements"], "requirements")) {
       if (req.key != label::kArch || req.op != RequirementOp::kIn) continue;
       archs.insert(req.values.begin(), req.values.end());
       named = true;
@@ -78,10 +80,12 @@ void ParseLaunchDomains(const YAML::Node& status, NodeClass& nodeclass) {
 
 // Status, as the EC2NodeClass controller resolved the selector terms: the ids drift compares
 // a NodeClaim's instance against.
-void ParseNodeClassStatus(const YAML::Node& status, NodeClass& nodeclass) {
+template <class V>
+void ParseNodeClassStatus(const V& status, NodeClass& nodeclass) {
   auto ids = [&](const char* field, std::vector<std::string>& out) {
-    for (const auto& item : status[field]) {
-      if (item["id"]) out.push_back(Str(item["id"], std::string("status.") + field + "[].id"));
+    const std::string path = std::string("status.") + field;
+    for (const V item : List(status[field], path)) {
+      if (item["id"]) out.push_back(Str(item["id"], path + "[].id"));
     }
   };
   ids("amis", nodeclass.amis);
@@ -91,10 +95,11 @@ void ParseNodeClassStatus(const YAML::Node& status, NodeClass& nodeclass) {
 }
 
 // The Ready condition its controller writes, if it wrote one.
-std::optional<bool> ReadyCondition(const YAML::Node& status) {
+template <class V>
+std::optional<bool> ReadyCondition(const V& status) {
   std::optional<bool> ready;
   if (!status || !status["conditions"]) return ready;
-  for (const auto& c : status["conditions"]) {
+  for (const V c : List(status["conditions"], "status.conditions")) {
     if (c["type"] && Str(c["type"], "type") == "Ready" && c["status"]) {
       ready = Str(c["status"], "status.conditions[Ready].status") == "True";
     }
@@ -102,23 +107,34 @@ std::optional<bool> ReadyCondition(const YAML::Node& status) {
   return ready;
 }
 
+template <class V>
+NodeClass ParseNodeClassFrom(const V& object, bool needs_ready_condition) {
+  NodeClass nodeclass;
+  nodeclass.name = Name(object, "EC2NodeClass");
+  const V spec = object["spec"];
+  if (!spec) throw ObjectError("EC2NodeClass " + nodeclass.name + " has no spec");
+  return Named("EC2NodeClass " + nodeclass.name, [&] {
+    ParseNodeClassMetadata(object["metadata"], nodeclass);
+    ParseNodeClassSpec(spec, nodeclass);
+    if (const V status = object["status"]) ParseNodeClassStatus(status, nodeclass);
+    // Without a Ready condition, ready only where no controller runs (scenario files, examples).
+    if (const std::optional<bool> ready = ReadyCondition(object["status"])) {
+      nodeclass.ready = *ready;
+    } else if (needs_ready_condition) {
+      nodeclass.ready = false;
+    }
+    return nodeclass;
+  });
+}
+
 }  // namespace
 
 NodeClass ParseNodeClass(const YAML::Node& object, bool needs_ready_condition) {
-  NodeClass nodeclass;
-  nodeclass.name = Name(object, "EC2NodeClass");
-  ParseNodeClassMetadata(object["metadata"], nodeclass);
-  const auto& spec = object["spec"];
-  if (!spec) throw ObjectError("EC2NodeClass " + nodeclass.name + " has no spec");
-  ParseNodeClassSpec(spec, nodeclass);
-  if (const auto& status = object["status"]) ParseNodeClassStatus(status, nodeclass);
-  // Without a Ready condition, ready only where no controller runs (scenario files, examples).
-  if (const std::optional<bool> ready = ReadyCondition(object["status"])) {
-    nodeclass.ready = *ready;
-  } else if (needs_ready_condition) {
-    nodeclass.ready = false;
-  }
-  return nodeclass;
+  return ParseNodeClassFrom(YamlValue(object), needs_ready_condition);
+}
+
+NodeClass ParseNodeClass(const JsonValue& object, bool needs_ready_condition) {
+  return ParseNodeClassFrom(object, needs_ready_condition);
 }
 
 }  // namespace tenon::kube

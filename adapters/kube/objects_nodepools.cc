@@ -13,11 +13,13 @@ using namespace parts;
 
 namespace {
 
-void ParseLimits(const YAML::Node& limits, NodePoolLimits& out) {
-  if (!limits) return;
-  for (const auto& kv : limits) {
-    std::string name = kv.first.as<std::string>();
-    std::string value = Str(kv.second, "limits." + name);
+template <class V>
+void ParseLimits(const V& limits, NodePoolLimits& out) {
+  if (!limits || limits.IsNull()) return;
+  if (!limits.IsMap()) throw ObjectError("spec.limits must be a map");
+  for (const auto& [key, quantity] : limits.Entries()) {
+    const std::string name(key);
+    const std::string value = Str(quantity, "limits." + name);
     if (name == "cpu") {
       out.cpu = ParseCpu(value);
     } else if (name == "memory") {
@@ -31,7 +33,8 @@ void ParseLimits(const YAML::Node& limits, NodePoolLimits& out) {
 }
 
 // spec.disruption: consolidationPolicy, consolidateAfter ("Never" or a duration) and budgets.
-void ParseDisruption(const YAML::Node& d, NodePool& pool) {
+template <class V>
+void ParseDisruption(const V& d, NodePool& pool) {
   if (!d) return;
   if (d["consolidationPolicy"]) {
     std::string policy = Str(d["consolidationPolicy"], "spec.disruption.consolidationPolicy");
@@ -50,7 +53,7 @@ void ParseDisruption(const YAML::Node& d, NodePool& pool) {
   }
   if (!d["budgets"]) return;
   pool.budgets.clear();
-  for (const auto& b : d["budgets"]) {
+  for (const V b : List(d["budgets"], "spec.disruption.budgets")) {
     DisruptionBudget budget;
     budget.nodes = Str(b["nodes"], "spec.disruption.budgets.nodes");
     std::string digits = budget.nodes;
@@ -73,23 +76,22 @@ void ParseDisruption(const YAML::Node& d, NodePool& pool) {
     if (b["duration"]) {
       budget.duration = ParseDuration(Str(b["duration"], "spec.disruption.budgets.duration"));
     }
-    if (b["reasons"]) {
-      for (const auto& r : b["reasons"]) {
-        std::string reason = Str(r, "spec.disruption.budgets.reasons");
-        if (reason != "Empty" && reason != "Drifted" && reason != "Underutilized") {
-          throw ObjectError("spec.disruption.budgets.reasons: unknown '" + reason +
-                            "' (Empty, Drifted, Underutilized)");
-        }
-        budget.reasons.push_back(reason);
+    for (const V r : List(b["reasons"], "spec.disruption.budgets.reasons")) {
+      std::string reason = Str(r, "spec.disruption.budgets.reasons");
+      if (reason != "Empty" && reason != "Drifted" && reason != "Underutilized") {
+        throw ObjectError("spec.disruption.budgets.reasons: unknown '" + reason +
+                          "' (Empty, Drifted, Underutilized)");
       }
+      budget.reasons.push_back(reason);
     }
     pool.budgets.push_back(std::move(budget));
   }
 }
 
-bool ConditionTrue(const YAML::Node& status, const char* type) {
+template <class V>
+bool ConditionTrue(const V& status, const char* type) {
   if (!status || !status["conditions"]) return false;
-  for (const auto& c : status["conditions"]) {
+  for (const V c : List(status["conditions"], "status.conditions")) {
     if (Str(c["type"], "type") == type) return Str(c["status"], "status") == "True";
   }
   return false;
@@ -104,7 +106,8 @@ std::string InstanceIdOf(const std::string& provider_id) {
 
 // The hash annotations tenon writes are its own TemplateHash; Karpenter's (which come with a
 // hash-version annotation) hash something else and would read as drift, so they are not kept.
-std::uint64_t OwnHash(const YAML::Node& notes, const char* hash_key, const char* version_key) {
+template <class V>
+std::uint64_t OwnHash(const V& notes, const char* hash_key, const char* version_key) {
   if (!notes || !notes[hash_key] || notes[version_key]) return 0;
   const std::string text = Str(notes[hash_key], hash_key);
   std::uint64_t value = 0;
@@ -112,28 +115,26 @@ std::uint64_t OwnHash(const YAML::Node& notes, const char* hash_key, const char*
   return error == std::errc() && end == text.data() + text.size() ? value : 0;
 }
 
-}  // namespace
-
-NodePool ParseNodePool(const YAML::Node& object) {
+template <class V>
+NodePool ParseNodePoolFrom(const V& object) {
   NodePool pool;
   pool.name = Name(object, "NodePool");
-  const auto& spec = object["spec"];
+  const V spec = object["spec"];
   if (!spec) throw ObjectError("NodePool " + pool.name + " has no spec");
   return Named("NodePool " + pool.name, [&] {
-    if (spec["weight"]) pool.weight = spec["weight"].as<std::int32_t>();
+    if (spec["weight"]) pool.weight = Int<std::int32_t>(spec["weight"], "spec.weight");
     if (pool.weight < 0 || pool.weight > 100) throw ObjectError("weight must be within 0..100");
-    const auto& tmpl = spec["template"];
+    const V tmpl = spec["template"];
     if (tmpl && tmpl["metadata"]) pool.labels = ParseLabels(tmpl["metadata"]["labels"], "labels");
-    const auto& tspec = tmpl ? tmpl["spec"] : YAML::Node();
-    if (!tspec || !tspec["nodeClassRef"] || !tspec["nodeClassRef"]["name"]) {
+    if (!tmpl || !tmpl["spec"] || !tmpl["spec"]["nodeClassRef"] ||
+        !tmpl["spec"]["nodeClassRef"]["name"]) {
       throw ObjectError("spec.template.spec.nodeClassRef.name is required");
     }
+    const V tspec = tmpl["spec"];
     pool.nodeclass = Str(tspec["nodeClassRef"]["name"], "nodeClassRef.name");
-    if (tspec["requirements"]) {
-      for (const auto& r : tspec["requirements"]) pool.requirements.push_back(ParseRequirement(r));
-    }
-    pool.taints = ParseTaints(tspec["taints"]);
-    pool.startup_taints = ParseTaints(tspec["startupTaints"]);
+    pool.requirements = ParseRequirements(tspec["requirements"], "requirements");
+    pool.taints = ParseTaints(tspec["taints"], "taints");
+    pool.startup_taints = ParseTaints(tspec["startupTaints"], "startupTaints");
     if (tspec["expireAfter"])
       pool.expire_after = ParseDuration(Str(tspec["expireAfter"], "expireAfter"));
     if (tspec["terminationGracePeriod"]) {
@@ -146,9 +147,10 @@ NodePool ParseNodePool(const YAML::Node& object) {
   });
 }
 
-NodeClaim ParseNodeClaim(const YAML::Node& object) {
+template <class V>
+NodeClaim ParseNodeClaimFrom(const V& object) {
   return ParseNamed<NodeClaim>(object, "NodeClaim", [&](NodeClaim& claim) {
-    const auto& meta = object["metadata"];
+    const V meta = object["metadata"];
     const Labels labels = ParseLabels(meta["labels"], "metadata.labels");
     auto value = [&](const char* key) {
       auto it = labels.find(key);
@@ -163,19 +165,18 @@ NodeClaim ParseNodeClaim(const YAML::Node& object) {
                                   "karpenter.sh/nodepool-hash-version");
     claim.nodeclass_hash = OwnHash(meta["annotations"], "karpenter.k8s.aws/ec2nodeclass-hash",
                                    "karpenter.k8s.aws/ec2nodeclass-hash-version");
-    const auto& spec = object["spec"];
+    const V spec = object["spec"];
     if (!spec || !spec["nodeClassRef"] || !spec["nodeClassRef"]["name"]) {
       throw ObjectError("spec.nodeClassRef.name is required");
     }
     claim.nodeclass = Str(spec["nodeClassRef"]["name"], "spec.nodeClassRef.name");
     if (spec["requirements"]) {
-      for (const auto& r : spec["requirements"])
-        claim.requirements.Mutable().push_back(ParseRequirement(r));
+      claim.requirements = ParseRequirements(spec["requirements"], "spec.requirements");
     }
     if (spec["resources"]) {
       claim.requests = ParseResourceList(spec["resources"]["requests"], "spec.resources.requests");
     }
-    const auto& status = object["status"];
+    const V status = object["status"];
     if (status) {
       if (status["providerID"]) claim.provider_id = Str(status["providerID"], "status.providerID");
       if (status["nodeName"]) claim.node_name = Str(status["nodeName"], "status.nodeName");
@@ -194,6 +195,24 @@ NodeClaim ParseNodeClaim(const YAML::Node& object) {
       throw ObjectError("launched, but status.providerID names no EC2 instance");
     }
   });
+}
+
+}  // namespace
+
+NodePool ParseNodePool(const YAML::Node& object) {
+  return ParseNodePoolFrom(YamlValue(object));
+}
+
+NodePool ParseNodePool(const JsonValue& object) {
+  return ParseNodePoolFrom(object);
+}
+
+NodeClaim ParseNodeClaim(const YAML::Node& object) {
+  return ParseNodeClaimFrom(YamlValue(object));
+}
+
+NodeClaim ParseNodeClaim(const JsonValue& object) {
+  return ParseNodeClaimFrom(object);
 }
 
 }  // namespace tenon::kube

@@ -6,6 +6,7 @@
 #include "model/pod_rules.h"
 
 #include <charconv>
+#include <optional>
 
 namespace tenon::kube {
 
@@ -15,91 +16,93 @@ namespace {
 
 constexpr std::int64_t kGraceSecondsMax = 10LL * 365 * 24 * 3600;  // Ten years.
 
-PodAffinityTerm ParseAffinityTerm(const YAML::Node& node, std::int32_t weight) {
+template <class V>
+PodAffinityTerm ParseAffinityTerm(const V& value, std::int32_t weight) {
   PodAffinityTerm term;
   term.weight = weight;
-  term.selector = ParseSelector(node["labelSelector"]);
-  term.namespaces = Texts(node["namespaces"], "namespaces");
-  if (const auto& ns = node["namespaceSelector"]) {
+  term.selector = ParseSelector(value["labelSelector"]);
+  term.namespaces = Texts(value["namespaces"], "namespaces");
+  if (const V ns = value["namespaceSelector"]) {
     if (ns.size() > 0) throw ObjectError("namespaceSelector with labels is not supported yet");
     term.all_namespaces = true;
   }
-  if (!node["topologyKey"]) throw ObjectError("pod affinity term needs topologyKey");
-  term.topology_key = Str(node["topologyKey"], "topologyKey");
-  term.match_label_keys = Texts(node["matchLabelKeys"], "matchLabelKeys");
+  if (!value["topologyKey"]) throw ObjectError("pod affinity term needs topologyKey");
+  term.topology_key = Str(value["topologyKey"], "topologyKey");
+  term.match_label_keys = Texts(value["matchLabelKeys"], "matchLabelKeys");
   return term;
 }
 
-void ParseAffinity(const YAML::Node& affinity, PodConstraints& constraints) {
-  if (!affinity) return;
-  if (const auto& na = affinity["nodeAffinity"]) {
-    if (const auto& req = na["requiredDuringSchedulingIgnoredDuringExecution"]) {
-      constraints.node_affinity_required = ParseTerms(req["nodeSelectorTerms"]);
-    }
-    if (const auto& pref = na["preferredDuringSchedulingIgnoredDuringExecution"]) {
-      for (const auto& p : pref) {
-        constraints.node_affinity_preferred.push_back(
-            ParseTerm(p["preference"], p["weight"].as<std::int32_t>()));
-      }
-    }
+constexpr const char* kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
+constexpr const char* kPreferred = "preferredDuringSchedulingIgnoredDuringExecution";
+
+// podAffinity or podAntiAffinity: its required terms and its weighted preferred ones.
+template <class V>
+void ParsePodAffinity(const V& value, std::vector<PodAffinityTerm>& required,
+                      std::vector<PodAffinityTerm>& preferred) {
+  if (!value) return;
+  for (const V t : List(value[kRequired], kRequired)) required.push_back(ParseAffinityTerm(t, 0));
+  for (const V p : List(value[kPreferred], kPreferred)) {
+    preferred.push_back(
+        ParseAffinityTerm(p["podAffinityTerm"], Int<std::int32_t>(p["weight"], "weight")));
   }
-  auto terms = [](const YAML::Node& node, std::vector<PodAffinityTerm>& required,
-                  std::vector<PodAffinityTerm>& preferred) {
-    if (!node) return;
-    if (const auto& req = node["requiredDuringSchedulingIgnoredDuringExecution"]) {
-      for (const auto& t : req) required.push_back(ParseAffinityTerm(t, 0));
-    }
-    if (const auto& pref = node["preferredDuringSchedulingIgnoredDuringExecution"]) {
-      for (const auto& p : pref) {
-        preferred.push_back(
-            ParseAffinityTerm(p["podAffinityTerm"], p["weight"].as<std::int32_t>()));
-      }
-    }
-  };
-  terms(affinity["podAffinity"], constraints.pod_affinity_required,
-        constraints.pod_affinity_preferred);
-  terms(affinity["podAntiAffinity"], constraints.pod_anti_affinity_required,
-        constraints.pod_anti_affinity_preferred);
 }
 
-TopologySpreadConstraint ParseSpread(const YAML::Node& node) {
+template <class V>
+void ParseAffinity(const V& affinity, PodConstraints& constraints) {
+  if (!affinity) return;
+  if (const V na = affinity["nodeAffinity"]) {
+    if (const V req = na[kRequired]) {
+      constraints.node_affinity_required = ParseTerms(req["nodeSelectorTerms"]);
+    }
+    for (const V p : List(na[kPreferred], kPreferred)) {
+      constraints.node_affinity_preferred.push_back(
+          ParseTerm(p["preference"], Int<std::int32_t>(p["weight"], "weight")));
+    }
+  }
+  ParsePodAffinity(affinity["podAffinity"], constraints.pod_affinity_required,
+                   constraints.pod_affinity_preferred);
+  ParsePodAffinity(affinity["podAntiAffinity"], constraints.pod_anti_affinity_required,
+                   constraints.pod_anti_affinity_preferred);
+}
+
+template <class V>
+TopologySpreadConstraint ParseSpread(const V& value) {
   TopologySpreadConstraint c;
-  if (node["maxSkew"]) c.max_skew = node["maxSkew"].as<std::int32_t>();
-  if (!node["topologyKey"]) throw ObjectError("topologySpreadConstraint needs topologyKey");
-  c.topology_key = Str(node["topologyKey"], "topologyKey");
-  if (node["whenUnsatisfiable"]) {
-    std::string when = Str(node["whenUnsatisfiable"], "whenUnsatisfiable");
+  if (value["maxSkew"]) c.max_skew = Int<std::int32_t>(value["maxSkew"], "maxSkew");
+  if (!value["topologyKey"]) throw ObjectError("topologySpreadConstraint needs topologyKey");
+  c.topology_key = Str(value["topologyKey"], "topologyKey");
+  if (value["whenUnsatisfiable"]) {
+    std::string when = Str(value["whenUnsatisfiable"], "whenUnsatisfiable");
     if (when != "DoNotSchedule" && when != "ScheduleAnyway") {
       throw ObjectError("unknown whenUnsatisfiable '" + when + "'");
     }
     c.do_not_schedule = when == "DoNotSchedule";
   }
-  c.selector = ParseSelector(node["labelSelector"]);
-  if (node["minDomains"]) c.min_domains = node["minDomains"].as<std::int32_t>();
-  if (node["nodeAffinityPolicy"]) {
-    c.node_affinity_honor = Str(node["nodeAffinityPolicy"], "nodeAffinityPolicy") == "Honor";
+  c.selector = ParseSelector(value["labelSelector"]);
+  if (value["minDomains"]) c.min_domains = Int<std::int32_t>(value["minDomains"], "minDomains");
+  if (value["nodeAffinityPolicy"]) {
+    c.node_affinity_honor = Str(value["nodeAffinityPolicy"], "nodeAffinityPolicy") == "Honor";
   }
-  if (node["nodeTaintsPolicy"]) {
-    c.node_taints_honor = Str(node["nodeTaintsPolicy"], "nodeTaintsPolicy") == "Honor";
+  if (value["nodeTaintsPolicy"]) {
+    c.node_taints_honor = Str(value["nodeTaintsPolicy"], "nodeTaintsPolicy") == "Honor";
   }
-  c.match_label_keys = Texts(node["matchLabelKeys"], "matchLabelKeys");
+  c.match_label_keys = Texts(value["matchLabelKeys"], "matchLabelKeys");
   return c;
 }
 
-std::vector<ContainerRequests> ParseContainers(const YAML::Node& list, bool init,
+template <class V>
+std::vector<ContainerRequests> ParseContainers(const V& list, bool init,
                                                PodConstraints& constraints) {
   std::vector<ContainerRequests> out;
-  if (!list) return out;
-  for (const auto& c : list) {
+  for (const V c : List(list, init ? "spec.initContainers" : "spec.containers")) {
     ContainerRequests cr;
     if (c["resources"]) cr.requests = ParseResourceList(c["resources"]["requests"], "requests");
     cr.sidecar = init && c["restartPolicy"] && Str(c["restartPolicy"], "restartPolicy") == "Always";
     out.push_back(cr);
-    if (!c["ports"]) continue;
-    for (const auto& p : c["ports"]) {
+    for (const V p : List(c["ports"], "ports")) {
       if (!p["hostPort"]) continue;
       HostPort hp;
-      hp.port = p["hostPort"].as<std::int32_t>();
+      hp.port = Int<std::int32_t>(p["hostPort"], "hostPort");
       if (p["protocol"]) hp.protocol = Str(p["protocol"], "protocol");
       if (p["hostIP"]) hp.host_ip = Str(p["hostIP"], "hostIP");
       constraints.host_ports.push_back(hp);
@@ -109,24 +112,27 @@ std::vector<ContainerRequests> ParseContainers(const YAML::Node& list, bool init
 }
 
 // The owner that controls the pod (controller: true), else the first listed.
-std::string OwnerKind(const YAML::Node& meta) {
-  const auto& owners = meta["ownerReferences"];
+template <class V>
+std::string OwnerKind(const V& meta) {
+  const V owners = meta["ownerReferences"];
   if (!owners || !owners.IsSequence() || owners.size() == 0) return "";
-  std::size_t chosen = 0;
-  for (std::size_t i = 0; i < owners.size(); ++i) {
-    const auto& controller = owners[i]["controller"];
-    if (controller && controller.as<std::string>() == "true") {
-      chosen = i;
+  std::optional<V> chosen;
+  for (const V owner : owners.Elements()) {
+    if (!chosen) chosen = owner;
+    const V controller = owner["controller"];
+    if (controller && Str(controller, "metadata.ownerReferences.controller") == "true") {
+      chosen = owner;
       break;
     }
   }
-  const auto& kind = owners[chosen]["kind"];
+  const V kind = (*chosen)["kind"];
   return kind ? Str(kind, "metadata.ownerReferences.kind") : "";
 }
 
 constexpr const char* kPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost";
 
-void ParseDeletionCost(const YAML::Node& notes, Pod& pod) {
+template <class V>
+void ParseDeletionCost(const V& notes, Pod& pod) {
   if (!notes || !notes[kPodDeletionCost]) return;
   // Kubernetes accepts an int32; anything else is the object's error.
   std::string text =
@@ -142,7 +148,8 @@ void ParseDeletionCost(const YAML::Node& notes, Pod& pod) {
   }
 }
 
-void ParseDoNotDisrupt(const YAML::Node& notes, Pod& pod) {
+template <class V>
+void ParseDoNotDisrupt(const V& notes, Pod& pod) {
   if (!notes || !notes[label::kDoNotDisrupt]) return;
   std::string value =
       Str(notes[label::kDoNotDisrupt], "metadata.annotations.karpenter.sh/do-not-disrupt");
@@ -160,7 +167,13 @@ void ParseDoNotDisrupt(const YAML::Node& notes, Pod& pod) {
   }
 }
 
-void ParsePodMetadata(const YAML::Node& meta, Pod& pod) {
+// Without metadata (a DaemonSet's template may have none) the pod has only its defaults.
+template <class V>
+void ParsePodMetadata(const V& meta, Pod& pod) {
+  if (!meta || meta.IsNull()) {
+    pod.uid = pod.ns + "/" + pod.name;
+    return;
+  }
   if (meta["namespace"]) pod.ns = Str(meta["namespace"], "metadata.namespace");
   pod.uid = meta["uid"] ? Str(meta["uid"], "metadata.uid") : pod.ns + "/" + pod.name;
   pod.labels = ParseLabels(meta["labels"], "metadata.labels");
@@ -171,7 +184,8 @@ void ParsePodMetadata(const YAML::Node& meta, Pod& pod) {
   ParseDoNotDisrupt(meta["annotations"], pod);
 }
 
-Nanos ParseGracePeriod(const YAML::Node& grace) {
+template <class V>
+Nanos ParseGracePeriod(const V& grace) {
   std::string text = Str(grace, "spec.terminationGracePeriodSeconds");
   std::int64_t seconds = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
@@ -183,42 +197,33 @@ Nanos ParseGracePeriod(const YAML::Node& grace) {
 }
 
 // The node the pod is bound to, and its rank among pods.
-void ParseBindingAndPriority(const YAML::Node& spec, Pod& pod) {
+template <class V>
+void ParseBindingAndPriority(const V& spec, Pod& pod) {
   if (spec["nodeName"]) pod.node_name = Str(spec["nodeName"], "spec.nodeName");
   if (spec["priorityClassName"]) {
     pod.priority_class = Str(spec["priorityClassName"], "spec.priorityClassName");
   }
-  if (spec["priority"]) {
-    try {
-      pod.priority = spec["priority"].as<std::int32_t>();
-    } catch (const YAML::Exception&) {
-      throw ObjectError("spec.priority: not a 32-bit integer");
-    }
-  }
+  if (spec["priority"]) pod.priority = Int<std::int32_t>(spec["priority"], "spec.priority");
 }
 
 // Where the pod may run, all but what its containers (host ports) and volumes add.
-PodConstraints ParsePlacement(const YAML::Node& spec) {
+template <class V>
+PodConstraints ParsePlacement(const V& spec) {
   PodConstraints constraints;
   constraints.node_selector = ParseLabels(spec["nodeSelector"], "spec.nodeSelector");
-  if (spec["tolerations"]) {
-    for (const auto& t : spec["tolerations"]) {
-      constraints.tolerations.push_back(ParseToleration(t));
-    }
-  }
+  constraints.tolerations = Each<Toleration>(spec["tolerations"], "spec.tolerations",
+                                             [](const V& t) { return ParseToleration(t); });
   ParseAffinity(spec["affinity"], constraints);
-  if (spec["topologySpreadConstraints"]) {
-    for (const auto& c : spec["topologySpreadConstraints"]) {
-      constraints.topology_spread.push_back(ParseSpread(c));
-    }
-  }
+  constraints.topology_spread = Each<TopologySpreadConstraint>(
+      spec["topologySpreadConstraints"], "spec.topologySpreadConstraints",
+      [](const V& c) { return ParseSpread(c); });
   return constraints;
 }
 
-std::vector<std::string> ParseVolumeClaims(const YAML::Node& volumes) {
+template <class V>
+std::vector<std::string> ParseVolumeClaims(const V& volumes) {
   std::vector<std::string> claims;
-  if (!volumes) return claims;
-  for (const auto& v : volumes) {
+  for (const V v : List(volumes, "spec.volumes")) {
     if (v["persistentVolumeClaim"]) {
       claims.push_back(Str(v["persistentVolumeClaim"]["claimName"], "claimName"));
     }
@@ -226,7 +231,8 @@ std::vector<std::string> ParseVolumeClaims(const YAML::Node& volumes) {
   return claims;
 }
 
-void ParsePodStatus(const YAML::Node& status, Pod& pod) {
+template <class V>
+void ParsePodStatus(const V& status, Pod& pod) {
   // A pod with no status yet is pending and, once the scheduler has looked, unschedulable;
   // manifests written by hand (scenarios, tests) rely on that default.
   pod.unschedulable = pod.node_name.empty();
@@ -237,7 +243,7 @@ void ParsePodStatus(const YAML::Node& status, Pod& pod) {
   }
   if (status["conditions"]) {
     pod.unschedulable = false;
-    for (const auto& c : status["conditions"]) {
+    for (const V c : List(status["conditions"], "status.conditions")) {
       if (c["type"] && Str(c["type"], "type") == "PodScheduled" && c["status"] &&
           Str(c["status"], "status") == "False" && c["reason"] &&
           Str(c["reason"], "reason") == "Unschedulable") {
@@ -247,13 +253,15 @@ void ParsePodStatus(const YAML::Node& status, Pod& pod) {
   }
 }
 
-// Parses a v1 Pod; errors carry the field, the caller adds the pod's name.
-Pod ParsePodInner(const YAML::Node& object, Pod pod) {
+// Parses a v1 Pod (or a DaemonSet's pod template); errors carry the field, the caller adds the
+// pod's name.
+template <class V>
+Pod ParsePodInner(const V& object, Pod pod) {
   ParsePodMetadata(object["metadata"], pod);
-  const auto& spec = object["spec"];
+  const V spec = object["spec"];
   if (!spec) throw ObjectError("no spec");
   ParseBindingAndPriority(spec, pod);
-  if (const auto& grace = spec["terminationGracePeriodSeconds"]; grace) {
+  if (const V grace = spec["terminationGracePeriodSeconds"]) {
     pod.termination_grace = ParseGracePeriod(grace);
   }
   PodConstraints constraints = ParsePlacement(spec);
@@ -266,49 +274,75 @@ Pod ParsePodInner(const YAML::Node& object, Pod pod) {
   return pod;
 }
 
-}  // namespace
-
-Pod ParsePod(const YAML::Node& object) {
+template <class V>
+Pod ParsePodFrom(const V& object) {
   Pod pod;
   pod.name = Name(object, "Pod");
   pod.ns = "default";
   return Named("Pod " + pod.name, [&] { return ParsePodInner(object, pod); });
 }
 
-DaemonSet ParseDaemonSet(const YAML::Node& object) {
+template <class V>
+DaemonSet ParseDaemonSetFrom(const V& object) {
   DaemonSet ds;
   ds.name = Name(object, "DaemonSet");
   ds.ns = object["metadata"]["namespace"] ? Str(object["metadata"]["namespace"], "namespace")
                                           : "default";
   return Named("DaemonSet " + ds.name, [&] {
-    const auto& tmpl = object["spec"]["template"];
+    const V tmpl = object["spec"]["template"];
     if (!tmpl) throw ObjectError("no spec.template");
-    YAML::Node pod_object = YAML::Clone(tmpl);
-    pod_object["metadata"]["name"] = ds.name;
     Pod pod;
     pod.name = ds.name;
     pod.ns = ds.ns;
-    ds.pod = ParsePodInner(pod_object, pod);
+    ds.pod = ParsePodInner(tmpl, pod);
     ds.pod.owner_kind = "DaemonSet";
     ds.pod.unschedulable = false;
     return ds;
   });
 }
 
-PodDisruptionBudget ParsePodDisruptionBudget(const YAML::Node& object) {
+template <class V>
+PodDisruptionBudget ParsePodDisruptionBudgetFrom(const V& object) {
   return ParseNamed<PodDisruptionBudget>(
       object, "PodDisruptionBudget", [&](PodDisruptionBudget& pdb) {
-        const auto& meta = object["metadata"];
+        const V meta = object["metadata"];
         if (meta["namespace"]) pdb.ns = Str(meta["namespace"], "metadata.namespace");
         if (pdb.ns.empty()) pdb.ns = "default";
         if (object["spec"] && object["spec"]["selector"]) {
           pdb.selector = ParseSelector(object["spec"]["selector"]);
         }
         // Without a status (not yet reconciled by the disruption controller) nothing is allowed.
-        if (const auto& status = object["status"]; status && status["disruptionsAllowed"]) {
-          pdb.disruptions_allowed = status["disruptionsAllowed"].as<std::int32_t>();
+        if (const V status = object["status"]; status && status["disruptionsAllowed"]) {
+          pdb.disruptions_allowed =
+              Int<std::int32_t>(status["disruptionsAllowed"], "status.disruptionsAllowed");
         }
       });
+}
+
+}  // namespace
+
+Pod ParsePod(const YAML::Node& object) {
+  return ParsePodFrom(YamlValue(object));
+}
+
+Pod ParsePod(const JsonValue& object) {
+  return ParsePodFrom(object);
+}
+
+DaemonSet ParseDaemonSet(const YAML::Node& object) {
+  return ParseDaemonSetFrom(YamlValue(object));
+}
+
+DaemonSet ParseDaemonSet(const JsonValue& object) {
+  return ParseDaemonSetFrom(object);
+}
+
+PodDisruptionBudget ParsePodDisruptionBudget(const YAML::Node& object) {
+  return ParsePodDisruptionBudgetFrom(YamlValue(object));
+}
+
+PodDisruptionBudget ParsePodDisruptionBudget(const JsonValue& object) {
+  return ParsePodDisruptionBudgetFrom(object);
 }
 
 }  // namespace tenon::kube

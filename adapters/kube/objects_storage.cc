@@ -8,12 +8,15 @@ namespace tenon::kube {
 
 using namespace parts;
 
-PersistentVolumeClaim ParsePersistentVolumeClaim(const YAML::Node& object) {
+namespace {
+
+template <class V>
+PersistentVolumeClaim ParsePersistentVolumeClaimFrom(const V& object) {
   return ParseNamed<PersistentVolumeClaim>(
       object, "PersistentVolumeClaim", [&](PersistentVolumeClaim& pvc) {
-        const auto& meta = object["metadata"];
+        const V meta = object["metadata"];
         pvc.ns = meta["namespace"] ? Str(meta["namespace"], "namespace") : "default";
-        const auto& spec = object["spec"];
+        const V spec = object["spec"];
         if (spec && spec["storageClassName"]) {
           pvc.storage_class = Str(spec["storageClassName"], "storageClassName");
         }
@@ -21,9 +24,10 @@ PersistentVolumeClaim ParsePersistentVolumeClaim(const YAML::Node& object) {
       });
 }
 
-PersistentVolume ParsePersistentVolume(const YAML::Node& object) {
+template <class V>
+PersistentVolume ParsePersistentVolumeFrom(const V& object) {
   return ParseNamed<PersistentVolume>(object, "PersistentVolume", [&](PersistentVolume& pv) {
-    const auto& spec = object["spec"];
+    const V spec = object["spec"];
     if (spec && spec["csi"] && spec["csi"]["driver"]) {
       pv.csi_driver = Str(spec["csi"]["driver"], "csi.driver");
     }
@@ -41,7 +45,8 @@ PersistentVolume ParsePersistentVolume(const YAML::Node& object) {
   });
 }
 
-StorageClass ParseStorageClass(const YAML::Node& object) {
+template <class V>
+StorageClass ParseStorageClassFrom(const V& object) {
   return ParseNamed<StorageClass>(object, "StorageClass", [&](StorageClass& sc) {
     if (object["provisioner"]) sc.provisioner = Str(object["provisioner"], "provisioner");
     sc.wait_for_first_consumer =
@@ -51,17 +56,51 @@ StorageClass ParseStorageClass(const YAML::Node& object) {
   });
 }
 
-CsiNode ParseCsiNode(const YAML::Node& object) {
+template <class V>
+CsiNode ParseCsiNodeFrom(const V& object) {
   return ParseNamed<CsiNode>(object, "CSINode", [&](CsiNode& csi) {
-    if (object["spec"] && object["spec"]["drivers"]) {
-      for (const auto& d : object["spec"]["drivers"]) {
-        if (d["allocatable"] && d["allocatable"]["count"]) {
-          csi.attach_limits[Str(d["name"], "driver.name")] =
-              d["allocatable"]["count"].as<std::int64_t>();
-        }
+    if (!object["spec"]) return;
+    for (const V d : List(object["spec"]["drivers"], "spec.drivers")) {
+      if (d["allocatable"] && d["allocatable"]["count"]) {
+        csi.attach_limits[Str(d["name"], "driver.name")] =
+            Int<std::int64_t>(d["allocatable"]["count"], "driver.allocatable.count");
       }
     }
   });
+}
+
+}  // namespace
+
+PersistentVolumeClaim ParsePersistentVolumeClaim(const YAML::Node& object) {
+  return ParsePersistentVolumeClaimFrom(YamlValue(object));
+}
+
+PersistentVolumeClaim ParsePersistentVolumeClaim(const JsonValue& object) {
+  return ParsePersistentVolumeClaimFrom(object);
+}
+
+PersistentVolume ParsePersistentVolume(const YAML::Node& object) {
+  return ParsePersistentVolumeFrom(YamlValue(object));
+}
+
+PersistentVolume ParsePersistentVolume(const JsonValue& object) {
+  return ParsePersistentVolumeFrom(object);
+}
+
+StorageClass ParseStorageClass(const YAML::Node& object) {
+  return ParseStorageClassFrom(YamlValue(object));
+}
+
+StorageClass ParseStorageClass(const JsonValue& object) {
+  return ParseStorageClassFrom(object);
+}
+
+CsiNode ParseCsiNode(const YAML::Node& object) {
+  return ParseCsiNodeFrom(YamlValue(object));
+}
+
+CsiNode ParseCsiNode(const JsonValue& object) {
+  return ParseCsiNodeFrom(object);
 }
 
 }  // namespace tenon::kube
