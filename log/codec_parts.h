@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "log/codec.h"
+#include "log/codec_objects.h"
 #include "tenon.capnp.h"
 
 namespace tenon::log::parts {
@@ -197,27 +198,10 @@ std::optional<V> GetOpt(s::OptionalInt64::Reader r) {
 std::string ToBytes(capnp::MallocMessageBuilder& message);
 
 // Decodes `bytes` as a message with root T and hands the reader to `fn`; every Cap'n Proto
-// error (truncation, bad pointers, limits) becomes a CodecError.
+// error (truncation, bad pointers, limits) becomes a CodecError (codec_objects.h).
 template <class Root, class Fn>
 auto WithReader(std::string_view bytes, Fn&& fn) {
-  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
-    throw CodecError("record of " + std::to_string(bytes.size()) +
-                     " bytes is not a whole number of Cap'n Proto words");
-  }
-  // Copy into word-aligned memory: the caller's buffer carries no alignment promise.
-  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  // Reading a record never visits much more than its own words; a list of empty structs could
-  // otherwise claim millions of elements from a few bytes (a forged or damaged record) and hold
-  // the decoder for seconds building them.
-  capnp::ReaderOptions options;
-  options.traversalLimitInWords = words.size() * 8 + 1024;
-  try {
-    capnp::FlatArrayMessageReader reader(words.asPtr(), options);
-    return fn(reader.getRoot<Root>());
-  } catch (const kj::Exception& e) {
-    throw CodecError(std::string("malformed record: ") + e.getDescription().cStr());
-  }
+  return objects::ReadMessage<Root>(bytes, "record", std::forward<Fn>(fn));
 }
 
 }  // namespace tenon::log::parts

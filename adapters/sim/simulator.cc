@@ -7,7 +7,6 @@
 
 namespace tenon::sim {
 namespace {
-constexpr const char* kWorldFile = "sim-world.json";
 constexpr const char* kWriterVersion = "tenon-0.1.0";
 
 std::unique_ptr<log::EventLog> OpenLog(const Scenario& scenario, const SimulateOptions& options,
@@ -26,6 +25,11 @@ std::unique_ptr<log::EventLog> OpenLog(const Scenario& scenario, const SimulateO
 // contradict them.
 void RequireWorldOfLog(bool resumed, const log::EventLog& log, const std::filesystem::path& dir) {
   if (resumed || log.LastSeq() == Seq{0}) return;
+  if (std::filesystem::exists(dir / kJsonWorldFile)) {
+    throw ScenarioError((dir / kJsonWorldFile).string() +
+                        " is a world file in the JSON form older versions of tenon wrote, which "
+                        "this version does not resume (start again in an empty folder)");
+  }
   throw ScenarioError((dir / kWorldFile).string() + " is missing, but the log in " + dir.string() +
                       " holds " + std::to_string(log.LastSeq().value) +
                       " records of its run; the run cannot resume without it (start again "

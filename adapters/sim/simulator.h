@@ -14,6 +14,11 @@
 
 namespace tenon::sim {
 
+// The simulated world's file in a --log folder (a Cap'n Proto message of adapters/sim/world.capnp),
+// and the JSON one older versions wrote there, which this version does not resume.
+inline constexpr const char* kWorldFile = "sim-world.bin";
+inline constexpr const char* kJsonWorldFile = "sim-world.json";
+
 struct SimulateOptions {
   std::filesystem::path log_dir;
   std::uint64_t snapshot_every_events = 500;

@@ -13,8 +13,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "adapters/runtime/runtime.h"
 #include "adapters/sim/kube_scheduler.h"
 #include "adapters/sim/scenario.h"
@@ -38,8 +36,8 @@ struct SimInstance {
 struct Timer {
   // kJobDone: a Job's pod (instance_id holds its ns/name key) finishes. kLaunchAnswer: the
   // answer to CreateFleet `command` (for the instance `instance_id`) reaches the controller.
-  // The world file stores the kind by number: a new kind goes last, and LoadTimers checks
-  // against the last.
+  // The world file stores it as world.capnp's TimerKind, in this order: a new kind goes last,
+  // in both.
   enum class Kind : std::uint8_t { kRegister, kReady, kReclaim, kJobDone, kLaunchAnswer };
   Kind kind = Kind::kRegister;
   std::string instance_id;
@@ -63,10 +61,12 @@ class World : public runtime::Executor {
  public:
   // An empty `state_file` keeps the world in memory only (Load finds nothing, Save does
   // nothing): for benchmarks, where rewriting a 50,000-pod world after every command would
-  // measure JSON, not the controller.
+  // measure the file, not the controller.
   World(const Scenario& scenario, std::filesystem::path state_file);
 
-  // Restores the world from its file; false when there is none (a fresh world).
+  // Restores the world from its file; false when there is none (a fresh world). A file that is
+  // damaged, or of another scenario, is a ScenarioError naming it, and leaves the world as it
+  // was.
   bool Load();
   // Writes the world atomically (temporary file, then rename).
   void Save() const;
@@ -148,24 +148,8 @@ class World : public runtime::Executor {
   void Binding(const Pod& pod);
   std::map<std::string, Pod>::iterator ErasePod(std::map<std::string, Pod>::iterator it);
 
-  // ---- The world's file (world_persistence.cc).
-  // Load's body, on the parsed file: its version and counters, then each part in turn.
-  void LoadFrom(const nlohmann::json& j);
-  // The instances, their client tokens, the NodeClaims and what was planned for them.
-  void LoadCloud(const nlohmann::json& j);
-  // The Nodes, claims, volumes and pods, which replace the scenario's starting objects.
-  void LoadObjects(const nlohmann::json& j);
-  // One pod, at `field` of the file; one made from a template takes its constraints from the
-  // scenario's template.
-  void LoadPod(const nlohmann::json& p, const std::string& field);
-  // Where the ReplicaSet, StatefulSet and Job controllers were.
-  void LoadWorkloads(const nlohmann::json& j);
-  // How many of the scenario's actions ran, with the price changes and NodePool edits among
-  // them applied again (they are not stored).
-  void LoadActionsRun(const nlohmann::json& j);
-  // The labels users added to NodePools and the status the controller last patched.
-  void LoadNodePools(const nlohmann::json& j);
-  void LoadTimers(const nlohmann::json& j);
+  // ---- The world's file (world_persistence.cc), which reads and writes the private parts.
+  friend class WorldFile;
 
   // ---- The workload controllers and the volume provisioner (world_workloads.cc).
   std::vector<Event> ScaleWorkloads();

@@ -1,19 +1,76 @@
-// The world's file: plain JSON, written whole and renamed into place, read back whole. What it
-// holds is read as outside input: an enum's number or a pod's phase that its type does not have
-// is an error naming the file and the field, never a value made up.
-#include "adapters/sim/world.h"
+// The world's file: a Cap'n Proto message of World (adapters/sim/world.capnp), whose Kubernetes
+// objects the log's codec encodes as events and snapshots carry them, written whole and renamed
+// into place, read back whole. What it holds is read as outside input: bytes that are not such a
+// message (a truncated file, another kind of file), an enum's number or a pod's phase that its
+// type does not have, or an index past the scenario's lists is an error naming the file and the
+// field, never a value made up; and the world changes only once the whole file was read and
+// checked.
+#include <capnp/message.h>
 
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <iterator>
 #include <stdexcept>
 
+#include "adapters/sim/world.capnp.h"
+#include "adapters/sim/world.h"
 #include "adapters/sim/world_parts.h"
+#include "log/codec_objects.h"
 
 namespace tenon::sim {
+
+// What a world file holds, decoded and checked against its types: WorldFile::Restore takes it
+// over once it is checked against the scenario too.
+struct SavedWorld {
+  Nanos now{0};
+  bool started = false;
+  std::size_t next_workload = 0;
+  std::uint64_t next_instance = 1;
+  std::uint64_t next_timer = 1;
+  std::uint64_t next_pod = 1;
+  std::int64_t ami_release = 1;
+  std::size_t launch_calls = 0;
+  Nanos next_listing{0};
+  std::uint64_t next_message = 1;
+  std::size_t next_bare_pod = 0;
+  std::size_t next_job = 0;
+  std::size_t next_action = 0;
+  std::map<std::string, SimInstance> instances;
+  std::map<std::string, std::string> client_tokens;
+  std::map<std::string, std::string> nodeclaims;
+  std::set<std::string> deleting;
+  std::set<std::string> nodeclass_finalizers;
+  std::map<std::string, Resources> planned;
+  std::map<std::string, std::string> overestimated;
+  std::map<std::string, Node> nodes;
+  std::vector<Pod> pods;
+  std::map<std::string, std::string> pod_templates;
+  std::map<std::string, PersistentVolumeClaim> claims;
+  std::map<std::string, PersistentVolume> volumes;
+  std::map<std::string, std::int64_t> replicas;
+  std::map<std::string, std::int64_t> deployments;
+  std::map<std::string, std::int64_t> job_pods_left;
+  std::map<std::string, Labels> added_pool_labels;
+  std::map<std::string, NodePoolStatus> pool_status;
+  std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers;
+};
+
 namespace {
 
-using json = nlohmann::json;
+namespace ws = schema;           // The world file's own types (world.capnp).
+namespace ks = tenon::schema;    // The log's objects it carries (log/kube.capnp).
+namespace codec = log::objects;  // Their encoding.
+
+// What a world file's `format` holds: a Cap'n Proto message without it is not a world file.
+constexpr const char* kWorldFormat = "tenon-sim-world/1";
+
+static_assert(static_cast<int>(ws::TimerKind::REGISTER) ==
+              static_cast<int>(Timer::Kind::kRegister));
+static_assert(static_cast<int>(ws::TimerKind::READY) == static_cast<int>(Timer::Kind::kReady));
+static_assert(static_cast<int>(ws::TimerKind::RECLAIM) == static_cast<int>(Timer::Kind::kReclaim));
+static_assert(static_cast<int>(ws::TimerKind::JOB_DONE) == static_cast<int>(Timer::Kind::kJobDone));
+static_assert(static_cast<int>(ws::TimerKind::LAUNCH_ANSWER) ==
+              static_cast<int>(Timer::Kind::kLaunchAnswer));
 
 // A field of the world file holds a value its type does not have (Load names the file).
 class BadField : public std::runtime_error {
@@ -21,405 +78,394 @@ class BadField : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The path of item `i` of the array at `field`: "nodes[3]".
+kj::StringPtr Text(const std::string& value) {
+  return kj::StringPtr(value.c_str(), value.size());
+}
+std::string Str(capnp::Text::Reader text) {
+  return std::string(text.cStr(), text.size());
+}
+
+// The path of item `i` of the list at `field`: "nodes[3]".
 std::string Item(const std::string& field, std::size_t i) {
   return field + "[" + std::to_string(i) + "]";
 }
 
-// The number at `field` as an `E`, which it must be: an integer from 0 to `last`; `what` names
-// the type in the error.
-template <class E>
-E EnumFrom(const json& j, E last, const std::string& field, const char* what) {
-  const auto top = static_cast<std::int64_t>(last);
-  if (!j.is_number_integer() || j.get<std::int64_t>() < 0 || j.get<std::int64_t>() > top) {
-    throw BadField(field + ": " + j.dump() + " is not " + what + " (0 to " + std::to_string(top) +
-                   ")");
+// `decode` applied to each item of `list`; a value the codec refuses (an enum's number its
+// type does not have) is a BadField naming the item: "nodes[3]: unknown taint effect value 7".
+template <class List, class Decode>
+void EachItem(const char* field, List list, Decode decode) {
+  for (unsigned i = 0; i < list.size(); ++i) {
+    try {
+      decode(list[i], Item(field, i));
+    } catch (const log::CodecError& e) {
+      throw BadField(Item(field, i) + ": " + e.what());
+    }
   }
-  return static_cast<E>(j.get<std::int64_t>());
 }
 
-TaintEffect EffectFrom(const json& j, const std::string& field) {
-  return EnumFrom(j, TaintEffect::kNoExecute, field, "a taint effect");
-}
-
-json ResourcesJson(const Resources& r) {
-  return {r.cpu.value, r.memory.value, r.pods, r.extended};
-}
-Resources ResourcesFrom(const json& j) {
-  return {Millicores{j.at(0).get<std::int64_t>()}, Bytes{j.at(1).get<std::int64_t>()},
-          j.at(2).get<std::int64_t>(),
-          j.size() > 3 ? j.at(3).get<std::map<std::string, std::int64_t>>()
-                       : std::map<std::string, std::int64_t>{}};
-}
-
-json TaintsJson(const std::vector<Taint>& taints) {
-  json out = json::array();
-  for (const auto& t : taints) out.push_back({t.key, t.value, static_cast<int>(t.effect)});
+std::set<std::string> TextSet(capnp::List<capnp::Text>::Reader in) {
+  std::set<std::string> out;
+  for (auto text : in) out.insert(Str(text));
   return out;
 }
-std::vector<Taint> TaintsFrom(const json& j, const std::string& field) {
-  std::vector<Taint> out;
-  for (const auto& t : j) {
-    out.push_back({t.at(0).get<std::string>(), t.at(1).get<std::string>(),
-                   EffectFrom(t.at(2), Item(Item(field, out.size()), 2))});
-  }
-  return out;
+void PutTextSet(capnp::List<capnp::Text>::Builder out, const std::set<std::string>& values) {
+  unsigned i = 0;
+  for (const auto& value : values) out.set(i++, Text(value));
 }
 
-json TolerationsJson(const std::vector<Toleration>& tolerations) {
-  json out = json::array();
-  for (const auto& t : tolerations) {
-    out.push_back({t.key, t.op_exists, t.value, t.effect ? static_cast<int>(*t.effect) : -1});
-  }
-  return out;
+void PutInstance(ws::Instance::Builder b, const SimInstance& i) {
+  b.setId(Text(i.id));
+  b.setNodeClaim(Text(i.nodeclaim));
+  b.setNodePool(Text(i.nodepool));
+  b.setInstanceType(Text(i.instance_type));
+  b.setZone(Text(i.zone));
+  b.setCapacityType(Text(i.capacity_type));
+  b.setPriceMicroUsdHour(i.price.value);
+  b.setLaunchedNs(i.launched.value);
+  b.setNodeName(Text(i.node_name));
+  b.setImageId(Text(i.image_id));
 }
-std::vector<Toleration> TolerationsFrom(const json& j, const std::string& field) {
-  std::vector<Toleration> out;
-  for (const auto& t : j) {
-    Toleration tol{t.at(0).get<std::string>(), t.at(1).get<bool>(), t.at(2).get<std::string>(),
-                   std::nullopt};
-    // -1: the toleration names no effect (it tolerates every effect).
-    if (t.at(3) != -1) tol.effect = EffectFrom(t.at(3), Item(Item(field, out.size()), 3));
-    out.push_back(std::move(tol));
-  }
-  return out;
+SimInstance GetInstance(ws::Instance::Reader r) {
+  return {Str(r.getId()),
+          Str(r.getNodeClaim()),
+          Str(r.getNodePool()),
+          Str(r.getInstanceType()),
+          Str(r.getZone()),
+          Str(r.getCapacityType()),
+          MicroUsdPerHour{r.getPriceMicroUsdHour()},
+          Nanos{r.getLaunchedNs()},
+          Str(r.getNodeName()),
+          Str(r.getImageId())};
 }
 
-json PodJson(const Pod& p) {
-  return {{"ns", p.ns},
-          {"name", p.name},
-          {"uid", p.uid},
-          {"requests", ResourcesJson(p.requests)},
-          {"node", p.node_name},
-          {"unschedulable", p.unschedulable},
-          {"phase", PodPhaseText(p.phase)},
-          {"owner", p.owner_kind},
-          {"created", p.created.value},
-          {"labels", *p.labels},
-          {"selector", p.constraints->node_selector},
-          {"tolerations", TolerationsJson(p.constraints->tolerations)},
-          {"doNotDisrupt", p.do_not_disrupt},
-          {"doNotDisruptFor", p.do_not_disrupt_for.value},
-          {"priorityValue", p.priority ? json(*p.priority) : json()},
-          {"grace", p.termination_grace.value},
-          {"zoneSpread", p.constraints->topology_spread.empty()
-                             ? 0
-                             : p.constraints->topology_spread.front().max_skew},
-          {"priority", p.priority_class}};
-}
-Pod PodFrom(const json& j, const std::string& field) {
-  Pod p;
-  p.ns = j.at("ns").get<std::string>();
-  p.name = j.at("name");
-  p.uid = j.at("uid");
-  p.requests = ResourcesFrom(j.at("requests"));
-  p.node_name = j.at("node").get<std::string>();
-  p.unschedulable = j.at("unschedulable");
-  const std::string phase = j.at("phase");
-  p.phase = PodPhaseFrom(phase);
-  if (phase != PodPhaseText(p.phase)) {
+// A pod as the codec reads it; a phase Kubernetes does not have is refused, where the codec
+// (which reads what the controller once saw) takes it for Unknown.
+Pod GetPod(ks::Pod::Reader r, const std::string& field) {
+  const std::string phase = Str(r.getPhase());
+  if (PodPhaseText(PodPhaseFrom(phase)) != phase) {
     throw BadField(field + ".phase: \"" + phase + "\" is not a pod phase");
   }
-  p.owner_kind = j.at("owner").get<std::string>();
-  p.created = Nanos{j.at("created").get<std::int64_t>()};
-  p.labels = j.at("labels").get<Labels>();
-  PodConstraints constraints;
-  constraints.node_selector = j.at("selector").get<Labels>();
-  constraints.tolerations = TolerationsFrom(j.at("tolerations"), field + ".tolerations");
-  p.do_not_disrupt = j.at("doNotDisrupt");
-  p.do_not_disrupt_for = Nanos{j.value("doNotDisruptFor", std::int64_t{0})};
-  if (j.contains("priorityValue") && !j.at("priorityValue").is_null()) {
-    p.priority = j.at("priorityValue").get<std::int32_t>();
-  }
-  p.termination_grace = Nanos{j.at("grace").get<std::int64_t>()};
-  if (auto skew = j.value("zoneSpread", 0); skew > 0) {
-    constraints.topology_spread.push_back(ZoneSpread(skew, p.labels->at("app")));
-  }
-  p.constraints = std::move(constraints);
-  p.priority_class = j.at("priority").get<std::string>();
-  return p;
+  return codec::Get(r);
 }
 
-json TermsJson(const std::vector<NodeSelectorTerm>& terms) {
-  json out = json::array();
-  for (const auto& term : terms) {
-    json t = json::array();
-    for (const auto& r : term.requirements) t.push_back({r.key, static_cast<int>(r.op), r.values});
-    out.push_back(t);
+Timer GetTimer(ws::Timer::Reader r, const std::string& field) {
+  const auto kind = static_cast<std::uint16_t>(r.getKind());
+  const auto last = static_cast<std::uint16_t>(Timer::Kind::kLaunchAnswer);
+  if (kind > last) {
+    throw BadField(field + ".kind: " + std::to_string(kind) + " is not a timer kind (0 to " +
+                   std::to_string(last) + ")");
   }
-  return out;
-}
-std::vector<NodeSelectorTerm> TermsFrom(const json& j, const std::string& field) {
-  std::vector<NodeSelectorTerm> out;
-  for (const auto& t : j) {
-    NodeSelectorTerm term;
-    for (const auto& r : t) {
-      const std::string at = Item(Item(Item(field, out.size()), term.requirements.size()), 1);
-      term.requirements.push_back({r.at(0).get<std::string>(),
-                                   EnumFrom(r.at(1), RequirementOp::kLt, at, "an operator"),
-                                   r.at(2).get<std::vector<std::string>>()});
-    }
-    out.push_back(std::move(term));
-  }
-  return out;
+  return Timer{static_cast<Timer::Kind>(kind), Str(r.getInstanceId()), r.getCommand()};
 }
 
-json NodeJson(const Node& n) {
-  return {{"name", n.name},
-          {"provider", n.provider_id},
-          {"labels", n.labels.ToLabels()},
-          {"taints", TaintsJson(n.taints)},
-          {"ready", n.ready},
-          {"allocatable", ResourcesJson(n.allocatable)},
-          {"created", n.created.value},
-          {"doNotDisrupt", n.do_not_disrupt}};
-}
-Node NodeFrom(const json& j, const std::string& field) {
-  return {j.at("name"),
-          j.at("provider"),
-          j.at("labels").get<Labels>(),
-          TaintsFrom(j.at("taints"), field + ".taints"),
-          j.at("ready"),
-          ResourcesFrom(j.at("allocatable")),
-          Nanos{j.at("created").get<std::int64_t>()},
-          {},
-          j.at("doNotDisrupt").get<bool>()};
+void DecodeCloud(ws::World::Reader r, SavedWorld& w) {
+  for (auto i : r.getInstances()) w.instances[Str(i.getId())] = GetInstance(i);
+  w.client_tokens = codec::GetTexts(r.getClientTokens());
+  w.nodeclaims = codec::GetTexts(r.getNodeClaims());
+  w.deleting = TextSet(r.getDeleting());
+  w.nodeclass_finalizers = TextSet(r.getNodeClassFinalizers());
+  EachItem("planned", r.getPlanned(), [&](ws::Planned::Reader p, const std::string&) {
+    w.planned[Str(p.getNodeClaim())] = codec::Get(p.getAllocatable());
+  });
+  w.overestimated = codec::GetTexts(r.getOverestimated());
 }
 
-json InstanceJson(const SimInstance& i) {
-  return {{"id", i.id},
-          {"nodeclaim", i.nodeclaim},
-          {"nodepool", i.nodepool},
-          {"type", i.instance_type},
-          {"zone", i.zone},
-          {"capacity", i.capacity_type},
-          {"price", i.price.value},
-          {"launched", i.launched.value},
-          {"node", i.node_name},
-          {"image", i.image_id}};
+void DecodeObjects(ws::World::Reader r, SavedWorld& w) {
+  EachItem("nodes", r.getNodes(), [&](ks::Node::Reader n, const std::string&) {
+    Node node = codec::Get(n);
+    w.nodes[node.name] = std::move(node);
+  });
+  EachItem("pods", r.getPods(), [&](ks::Pod::Reader p, const std::string& field) {
+    w.pods.push_back(GetPod(p, field));
+  });
+  w.pod_templates = codec::GetTexts(r.getPodTemplates());
+  EachItem("claims", r.getClaims(), [&](ks::PersistentVolumeClaim::Reader c, const std::string&) {
+    PersistentVolumeClaim claim = codec::Get(c);
+    w.claims[PodKey(claim.ns, claim.name)] = std::move(claim);
+  });
+  EachItem("volumes", r.getVolumes(), [&](ks::PersistentVolume::Reader v, const std::string&) {
+    PersistentVolume volume = codec::Get(v);
+    w.volumes[volume.name] = std::move(volume);
+  });
 }
-SimInstance InstanceFrom(const json& j) {
-  return {j.at("id"),
-          j.at("nodeclaim"),
-          j.at("nodepool"),
-          j.at("type"),
-          j.at("zone"),
-          j.at("capacity"),
-          MicroUsdPerHour{j.at("price").get<std::int64_t>()},
-          Nanos{j.at("launched").get<std::int64_t>()},
-          j.at("node"),
-          j.value("image", std::string())};
+
+void DecodeControllers(ws::World::Reader r, SavedWorld& w) {
+  w.replicas = codec::GetInts(r.getReplicas());
+  w.deployments = codec::GetInts(r.getDeployments());
+  w.job_pods_left = codec::GetInts(r.getJobPodsLeft());
+  for (auto p : r.getAddedPoolLabels()) {
+    w.added_pool_labels[Str(p.getNodePool())] = codec::GetTexts(p.getLabels());
+  }
+  EachItem("poolStatus", r.getPoolStatus(), [&](ws::PoolStatus::Reader p, const std::string&) {
+    w.pool_status[Str(p.getNodePool())] = codec::Get(p.getStatus());
+  });
+  EachItem("timers", r.getTimers(), [&](ws::Timer::Reader t, const std::string& field) {
+    w.timers[{t.getAtNs(), t.getSequence()}] = GetTimer(t, field);
+  });
+}
+
+// Every value of the file, checked against its type.
+SavedWorld Decode(ws::World::Reader r) {
+  if (r.getFormat() != kWorldFormat) {
+    throw BadField("format: \"" + Str(r.getFormat()) + "\", not \"" + kWorldFormat +
+                   "\" (not a world file, or one of another version)");
+  }
+  SavedWorld w;
+  w.now = Nanos{r.getNowNs()};
+  w.started = r.getStarted();
+  w.next_workload = r.getNextWorkload();
+  w.next_instance = r.getNextInstance();
+  w.next_timer = r.getNextTimer();
+  w.next_pod = r.getNextPod();
+  w.ami_release = r.getAmiRelease();
+  w.launch_calls = r.getLaunchCalls();
+  w.next_listing = Nanos{r.getNextListingNs()};
+  w.next_message = r.getNextMessage();
+  w.next_bare_pod = r.getNextBarePod();
+  w.next_job = r.getNextJob();
+  w.next_action = r.getNextAction();
+  DecodeCloud(r, w);
+  DecodeObjects(r, w);
+  DecodeControllers(r, w);
+  return w;
+}
+
+// The file's bytes as a World message, read with the limits outside input needs.
+SavedWorld DecodeBytes(const std::string& bytes) {
+  if (bytes.empty()) throw BadField("the file is empty");
+  if (bytes.front() == '{') {
+    throw BadField(
+        "it is in the JSON form older versions of tenon wrote, which this version "
+        "does not read (start the run again in an empty folder)");
+  }
+  try {
+    return codec::ReadMessage<ws::World>(bytes, "world message",
+                                         [](ws::World::Reader r) { return Decode(r); });
+  } catch (const log::CodecError& e) {
+    throw BadField(std::string(e.what()) + " (a truncated or foreign file)");
+  }
 }
 
 }  // namespace
 
+// The world's file, with access to the World's private parts (world.h names it a friend).
+class WorldFile {
+ public:
+  static void Restore(World& world, SavedWorld saved);
+  static void Save(const World& world);
+
+ private:
+  // The saved world must be of the world's scenario: no more actions run than it has, no
+  // workload step past its last, no pod of a template it lacks.
+  static void CheckOfScenario(const World& world, const SavedWorld& saved);
+  // How many of the scenario's actions ran, with the price changes and NodePool edits among
+  // them applied again (they are not stored).
+  static void RunActionsAgain(World& world, std::size_t actions_run);
+  static void SaveCloud(const World& world, ws::World::Builder b);
+  static void SaveObjects(const World& world, ws::World::Builder b);
+  static void SaveControllers(const World& world, ws::World::Builder b);
+  static void WriteWhole(const std::filesystem::path& file, const std::string& bytes);
+};
+
 bool World::Load() {
   if (state_file_.empty() || !std::filesystem::exists(state_file_)) return false;
-  std::ifstream in(state_file_);
+  std::ifstream in(state_file_, std::ios::binary);
   if (!in) throw ScenarioError("cannot read the world file " + state_file_.string());
+  const std::string bytes(std::istreambuf_iterator<char>(in), {});
+  if (in.bad()) throw ScenarioError("cannot read the world file " + state_file_.string());
+  SavedWorld saved;
   try {
-    LoadFrom(json::parse(in));
-  } catch (const json::exception& e) {
-    throw ScenarioError(state_file_.string() + ": damaged world file: " + e.what());
+    saved = DecodeBytes(bytes);
   } catch (const BadField& e) {
     throw ScenarioError(state_file_.string() + ": damaged world file: " + e.what());
   }
+  WorldFile::Restore(*this, std::move(saved));
   return true;
 }
 
-void World::LoadFrom(const json& j) {
-  if (j.at("version") != kVersion)
-    throw ScenarioError(state_file_.string() + ": world file of an unknown version");
-  now_ = Nanos{j.at("now").get<std::int64_t>()};
-  started_ = j.at("started");
-  next_workload_ = j.at("next_workload");
-  next_instance_ = j.at("next_instance");
-  next_timer_ = j.at("next_timer");
-  next_pod_ = j.at("next_pod");
-  ami_release_ = j.value("ami_release", std::int64_t{1});
-  launch_calls_ = j.at("launch_calls");
-  next_listing_ = Nanos{j.at("next_listing").get<std::int64_t>()};
-  next_message_ = j.at("next_message");
-  LoadCloud(j);
-  LoadObjects(j);
-  LoadWorkloads(j);
-  LoadActionsRun(j);
-  LoadNodePools(j);
-  LoadTimers(j);
-}
-
-void World::LoadCloud(const json& j) {
-  if (j.contains("planned")) {
-    for (const auto& [claim, r] : j.at("planned").items()) planned_[claim] = ResourcesFrom(r);
-  }
-  overestimated_ = j.value("overestimated", std::map<std::string, std::string>{});
-  for (const auto& i : j.at("instances")) instances_[i.at("id")] = InstanceFrom(i);
-  client_tokens_ = j.at("tokens").get<std::map<std::string, std::string>>();
-  nodeclaims_ = j.at("nodeclaims").get<std::map<std::string, std::string>>();
-  deleting_ = j.at("deleting").get<std::set<std::string>>();
-  nodeclass_finalizers_ = j.value("nodeclass_finalizers", std::set<std::string>{});
-}
-
-void World::LoadObjects(const json& j) {
-  // The world as it was saved replaces the scenario's starting objects.
-  nodes_.clear();
-  claims_.clear();
-  volumes_.clear();
-  std::size_t i = 0;
-  for (const auto& n : j.at("nodes")) {
-    node_parts_.Share(nodes_[n.at("name")] = NodeFrom(n, Item("nodes", i++)),
-                      pod_parts_.node_names);
-  }
-  for (const auto& c : j.value("claims", json::array())) {
-    PersistentVolumeClaim claim{c.at(0), c.at(1), c.at(2), c.at(3)};
-    claims_[PodKey(claim.ns, claim.name)] = claim;
-  }
-  i = 0;
-  for (const auto& v : j.value("volumes", json::array())) {
-    volumes_[v.at(0)] =
-        PersistentVolume{v.at(0), v.at(1), TermsFrom(v.at(2), Item(Item("volumes", i++), 2))};
-  }
-  i = 0;
-  for (const auto& p : j.at("pods")) LoadPod(p, Item("pods", i++));
-}
-
-void World::LoadPod(const json& p, const std::string& field) {
-  Pod pod = PodFrom(p, field);
-  if (p.contains("template")) {
-    // Constraints come from the template the pod was made from, its own claims from the file.
-    const std::string key = p.at("template");
-    const Pod* made_from = TemplateOf(key);
-    if (made_from == nullptr) {
-      throw ScenarioError(state_file_.string() + ": the world file is of another scenario (" +
-                          "no pod template " + key + ")");
-    }
-    PodConstraints constraints = *made_from->constraints;
-    constraints.volume_claims = p.at("claims").get<std::vector<std::string>>();
-    pod.constraints = std::move(constraints);
-    pod.deletion_cost = made_from->deletion_cost;
-    pod_template_[PodKey(pod.ns, pod.name)] = key;
-  }
-  InsertPod(std::move(pod));
-}
-
-void World::LoadWorkloads(const json& j) {
-  next_bare_pod_ = j.value("next_bare_pod", std::size_t{0});
-  replicas_ = j.at("replicas").get<std::map<std::string, std::int64_t>>();
-  deployments_ = j.at("deployments").get<std::map<std::string, std::size_t>>();
-  next_job_ = j.value("next_job", std::size_t{0});
-  job_pods_left_ = j.value("job_pods_left", std::map<std::string, std::int64_t>{});
-}
-
-void World::LoadActionsRun(const json& j) {
-  next_action_ = j.at("next_action");
-  if (next_action_ > scenario_.actions.size()) {
-    throw ScenarioError(state_file_.string() + ": the world file is of another scenario (" +
-                        std::to_string(next_action_) + " actions run, the scenario has " +
-                        std::to_string(scenario_.actions.size()) + ")");
-  }
-  // Price changes and NodePool edits are not stored: the actions already run say what they were.
-  for (std::size_t i = 0; i < next_action_; ++i) {
-    if (scenario_.actions[i].kind == Action::Kind::kPriceChange) ChangePrice(scenario_.actions[i]);
-    if (scenario_.actions[i].kind == Action::Kind::kCatalogRefresh) {
-      catalog_ = scenario_.actions[i].catalog;
-    }
-    if (scenario_.actions[i].kind == Action::Kind::kApplyNodePool) {
-      ApplyNodePool(scenario_.actions[i].nodepool);
-    }
-  }
-}
-
-void World::LoadNodePools(const json& j) {
-  added_pool_labels_ = j.at("added_pool_labels").get<std::map<std::string, Labels>>();
-  for (const auto& [pool, st] : j.at("pool_status").items()) {
-    NodePoolStatus status;
-    // Registration health: -1 not known, 0 unhealthy, 1 healthy.
-    if (st.at(0) != -1 && st.at(0) != 0 && st.at(0) != 1) {
-      throw BadField("pool_status." + pool + "[0]: " + st.at(0).dump() + " is not -1, 0 or 1");
-    }
-    if (st.at(0).get<int>() >= 0) status.registration_healthy = st.at(0).get<int>() == 1;
-    status.nodes = st.at(1).get<std::int64_t>();
-    pool_status_[pool] = status;
-  }
-}
-
-void World::LoadTimers(const json& j) {
-  std::size_t i = 0;
-  for (const auto& t : j.at("timers")) {
-    const Timer::Kind kind =
-        EnumFrom(t.at(2), Timer::Kind::kLaunchAnswer, Item(Item("timers", i++), 2), "a timer kind");
-    timers_[{t.at(0).get<std::int64_t>(), t.at(1).get<std::uint64_t>()}] =
-        Timer{kind, t.at(3).get<std::string>(), t.size() > 4 ? t.at(4).get<std::uint64_t>() : 0};
-  }
-}
-
 void World::Save() const {
-  if (state_file_.empty()) return;
-  json j;
-  j["version"] = kVersion;
-  j["now"] = now_.value;
-  j["started"] = started_;
-  j["next_workload"] = next_workload_;
-  j["next_instance"] = next_instance_;
-  j["next_timer"] = next_timer_;
-  j["next_pod"] = next_pod_;
-  j["launch_calls"] = launch_calls_;
-  j["planned"] = json::object();
-  for (const auto& [claim, r] : planned_) j["planned"][claim] = ResourcesJson(r);
-  j["overestimated"] = overestimated_;
-  j["ami_release"] = ami_release_;
-  j["instances"] = json::array();
-  for (const auto& [id, i] : instances_) j["instances"].push_back(InstanceJson(i));
-  j["tokens"] = client_tokens_;
-  j["nodeclaims"] = nodeclaims_;
-  j["nodeclass_finalizers"] = nodeclass_finalizers_;
-  j["nodes"] = json::array();
-  for (const auto& [name, n] : nodes_) j["nodes"].push_back(NodeJson(n));
-  j["pods"] = json::array();
-  for (const auto& [key, p] : pods_) {
-    json pod = PodJson(p);
-    if (auto t = pod_template_.find(key); t != pod_template_.end()) {
-      pod["template"] = t->second;
-      pod["claims"] = p.constraints->volume_claims;
+  WorldFile::Save(*this);
+}
+
+void WorldFile::CheckOfScenario(const World& world, const SavedWorld& saved) {
+  const Scenario& scenario = world.scenario_;
+  auto another = [&](const std::string& why) {
+    return ScenarioError(world.state_file_.string() + ": the world file is of another scenario (" +
+                         why + ")");
+  };
+  if (saved.next_action > scenario.actions.size()) {
+    throw another(std::to_string(saved.next_action) + " actions run, the scenario has " +
+                  std::to_string(scenario.actions.size()));
+  }
+  for (const auto& [key, step] : saved.deployments) {
+    if (step < 0 || static_cast<std::size_t>(step) >= scenario.workloads.size()) {
+      throw another(key + " at workload step " + std::to_string(step) + ", the scenario has " +
+                    std::to_string(scenario.workloads.size()));
     }
-    j["pods"].push_back(std::move(pod));
   }
-  j["next_bare_pod"] = next_bare_pod_;
-  j["claims"] = json::array();
-  for (const auto& [key, c] : claims_) {
-    j["claims"].push_back({c.ns, c.name, c.storage_class, c.volume_name});
+  for (const auto& [pod, key] : saved.pod_templates) {
+    if (world.TemplateOf(key) == nullptr) throw another("no pod template " + key);
   }
-  j["volumes"] = json::array();
-  for (const auto& [name, v] : volumes_) {
-    j["volumes"].push_back({v.name, v.csi_driver, TermsJson(v.node_affinity)});
+}
+
+void WorldFile::Restore(World& w, SavedWorld saved) {
+  CheckOfScenario(w, saved);
+  w.now_ = saved.now;
+  w.started_ = saved.started;
+  w.next_workload_ = saved.next_workload;
+  w.next_instance_ = saved.next_instance;
+  w.next_timer_ = saved.next_timer;
+  w.next_pod_ = saved.next_pod;
+  w.ami_release_ = saved.ami_release;
+  w.launch_calls_ = saved.launch_calls;
+  w.next_listing_ = saved.next_listing;
+  w.next_message_ = saved.next_message;
+  w.next_bare_pod_ = saved.next_bare_pod;
+  w.next_job_ = saved.next_job;
+  w.instances_ = std::move(saved.instances);
+  w.client_tokens_ = std::move(saved.client_tokens);
+  w.nodeclaims_ = std::move(saved.nodeclaims);
+  w.deleting_ = std::move(saved.deleting);
+  w.nodeclass_finalizers_ = std::move(saved.nodeclass_finalizers);
+  w.planned_ = std::move(saved.planned);
+  w.overestimated_ = std::move(saved.overestimated);
+  w.replicas_ = std::move(saved.replicas);
+  w.deployments_.clear();
+  for (const auto& [key, step] : saved.deployments) w.deployments_[key] = step;
+  w.job_pods_left_ = std::move(saved.job_pods_left);
+  w.added_pool_labels_ = std::move(saved.added_pool_labels);
+  w.pool_status_ = std::move(saved.pool_status);
+  w.timers_ = std::move(saved.timers);
+  // The world as it was saved replaces the scenario's starting objects.
+  w.nodes_ = std::move(saved.nodes);
+  for (auto& [name, node] : w.nodes_) w.node_parts_.Share(node, w.pod_parts_.node_names);
+  w.claims_ = std::move(saved.claims);
+  w.volumes_ = std::move(saved.volumes);
+  // A pod's owner is counted from its template as it goes in: the templates first.
+  w.pod_template_ = std::move(saved.pod_templates);
+  for (auto& pod : saved.pods) w.InsertPod(std::move(pod));
+  RunActionsAgain(w, saved.next_action);
+}
+
+void WorldFile::RunActionsAgain(World& w, std::size_t actions_run) {
+  w.next_action_ = actions_run;
+  for (std::size_t i = 0; i < actions_run; ++i) {
+    const Action& action = w.scenario_.actions[i];
+    if (action.kind == Action::Kind::kPriceChange) w.ChangePrice(action);
+    if (action.kind == Action::Kind::kCatalogRefresh) w.catalog_ = action.catalog;
+    if (action.kind == Action::Kind::kApplyNodePool) w.ApplyNodePool(action.nodepool);
   }
-  j["replicas"] = replicas_;
-  j["deleting"] = deleting_;
-  j["deployments"] = deployments_;
-  j["next_action"] = next_action_;
-  j["next_job"] = next_job_;
-  j["job_pods_left"] = job_pods_left_;
-  j["next_listing"] = next_listing_.value;
-  j["next_message"] = next_message_;
-  j["added_pool_labels"] = added_pool_labels_;
-  j["pool_status"] = json::object();
-  for (const auto& [pool, status] : pool_status_) {
-    int healthy = status.registration_healthy ? (*status.registration_healthy ? 1 : 0) : -1;
-    j["pool_status"][pool] = {healthy, status.nodes};
+}
+
+void WorldFile::Save(const World& w) {
+  if (w.state_file_.empty()) return;
+  capnp::MallocMessageBuilder message;
+  auto b = message.initRoot<ws::World>();
+  b.setFormat(kWorldFormat);
+  b.setNowNs(w.now_.value);
+  b.setStarted(w.started_);
+  b.setNextWorkload(w.next_workload_);
+  b.setNextInstance(w.next_instance_);
+  b.setNextTimer(w.next_timer_);
+  b.setNextPod(w.next_pod_);
+  b.setAmiRelease(w.ami_release_);
+  b.setLaunchCalls(w.launch_calls_);
+  b.setNextListingNs(w.next_listing_.value);
+  b.setNextMessage(w.next_message_);
+  b.setNextBarePod(w.next_bare_pod_);
+  b.setNextJob(w.next_job_);
+  b.setNextAction(w.next_action_);
+  SaveCloud(w, b);
+  SaveObjects(w, b);
+  SaveControllers(w, b);
+  WriteWhole(w.state_file_, codec::ToBytes(message));
+}
+
+void WorldFile::SaveCloud(const World& w, ws::World::Builder b) {
+  auto instances = b.initInstances(w.instances_.size());
+  unsigned i = 0;
+  for (const auto& [id, instance] : w.instances_) PutInstance(instances[i++], instance);
+  codec::Put(b.initClientTokens(w.client_tokens_.size()), w.client_tokens_);
+  codec::Put(b.initNodeClaims(w.nodeclaims_.size()), w.nodeclaims_);
+  PutTextSet(b.initDeleting(w.deleting_.size()), w.deleting_);
+  PutTextSet(b.initNodeClassFinalizers(w.nodeclass_finalizers_.size()), w.nodeclass_finalizers_);
+  auto planned = b.initPlanned(w.planned_.size());
+  i = 0;
+  for (const auto& [claim, resources] : w.planned_) {
+    planned[i].setNodeClaim(Text(claim));
+    codec::Put(planned[i++].initAllocatable(), resources);
   }
-  j["timers"] = json::array();
-  for (const auto& [key, t] : timers_) {
-    j["timers"].push_back(
-        {key.first, key.second, static_cast<int>(t.kind), t.instance_id, t.command});
+  codec::Put(b.initOverestimated(w.overestimated_.size()), w.overestimated_);
+}
+
+void WorldFile::SaveObjects(const World& w, ws::World::Builder b) {
+  auto nodes = b.initNodes(w.nodes_.size());
+  unsigned i = 0;
+  for (const auto& [name, node] : w.nodes_) codec::Put(nodes[i++], node);
+  auto pods = b.initPods(w.pods_.size());
+  std::map<std::string, std::string> templates;
+  i = 0;
+  for (const auto& [key, pod] : w.pods_) {
+    codec::Put(pods[i++], pod);
+    if (auto t = w.pod_template_.find(key); t != w.pod_template_.end()) templates.insert(*t);
   }
-  auto tmp = state_file_;
+  codec::Put(b.initPodTemplates(templates.size()), templates);
+  auto claims = b.initClaims(w.claims_.size());
+  i = 0;
+  for (const auto& [key, claim] : w.claims_) codec::Put(claims[i++], claim);
+  auto volumes = b.initVolumes(w.volumes_.size());
+  i = 0;
+  for (const auto& [name, volume] : w.volumes_) codec::Put(volumes[i++], volume);
+}
+
+void WorldFile::SaveControllers(const World& w, ws::World::Builder b) {
+  codec::Put(b.initReplicas(w.replicas_.size()), w.replicas_);
+  auto deployments = b.initDeployments(w.deployments_.size());
+  unsigned i = 0;
+  for (const auto& [key, step] : w.deployments_) {
+    deployments[i].setKey(Text(key));
+    deployments[i++].setValue(static_cast<std::int64_t>(step));
+  }
+  codec::Put(b.initJobPodsLeft(w.job_pods_left_.size()), w.job_pods_left_);
+  auto labels = b.initAddedPoolLabels(w.added_pool_labels_.size());
+  i = 0;
+  for (const auto& [pool, added] : w.added_pool_labels_) {
+    labels[i].setNodePool(Text(pool));
+    codec::Put(labels[i++].initLabels(added.size()), added);
+  }
+  auto status = b.initPoolStatus(w.pool_status_.size());
+  i = 0;
+  for (const auto& [pool, s] : w.pool_status_) {
+    status[i].setNodePool(Text(pool));
+    codec::Put(status[i++].initStatus(), s);
+  }
+  auto timers = b.initTimers(w.timers_.size());
+  i = 0;
+  for (const auto& [key, t] : w.timers_) {
+    timers[i].setAtNs(key.first);
+    timers[i].setSequence(key.second);
+    timers[i].setKind(static_cast<ws::TimerKind>(t.kind));
+    timers[i].setInstanceId(Text(t.instance_id));
+    timers[i++].setCommand(t.command);
+  }
+}
+
+// The file is written whole beside its place and renamed into it: a reader (or a run killed
+// while it is written) finds the world before or after, never part of one.
+void WorldFile::WriteWhole(const std::filesystem::path& file, const std::string& bytes) {
+  auto tmp = file;
   tmp += ".tmp";
   {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump();
-    if (!out) throw ScenarioError("cannot write " + tmp.string());
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw ScenarioError("cannot write " + tmp.string());
+    }
   }
-  std::filesystem::rename(tmp, state_file_);
+  std::filesystem::rename(tmp, file);
 }
 
 }  // namespace tenon::sim

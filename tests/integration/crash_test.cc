@@ -10,11 +10,11 @@
 #include <atomic>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "adapters/sim/simulator.h"
 #include "log/codec.h"
 #include "replay/replay.h"
 #include "tests/integration/helpers.h"
@@ -82,14 +82,15 @@ void CheckNoDoubleLaunch(const log::EventLog& log, const std::filesystem::path& 
   for (const auto& [claim, ids] : instances_by_claim) {
     EXPECT_EQ(ids.size(), 1u) << "nodeclaim " << claim << " launched " << ids.size() << " times";
   }
-  std::ifstream in(dir / "sim-world.json");
-  auto world = nlohmann::json::parse(in);
+  const sim::Scenario scenario = sim::LoadScenario(kDemo);
+  sim::World world(scenario, dir / sim::kWorldFile);
+  ASSERT_TRUE(world.Load());
   std::map<std::string, int> cloud_count;
-  for (const auto& i : world["instances"]) cloud_count[i["nodeclaim"].get<std::string>()]++;
+  for (const auto& [id, instance] : world.instances()) cloud_count[instance.nodeclaim]++;
   for (const auto& [claim, count] : cloud_count) {
     EXPECT_EQ(count, 1) << "the cloud holds " << count << " instances for " << claim;
     // No leak: every instance still running belongs to a NodeClaim the cluster holds.
-    EXPECT_TRUE(world["nodeclaims"].contains(claim)) << "instance of " << claim << " leaked";
+    EXPECT_TRUE(world.nodeclaims().contains(claim)) << "instance of " << claim << " leaked";
     EXPECT_TRUE(instances_by_claim.contains(claim)) << "the log never saw " << claim << " launch";
   }
 }
@@ -175,7 +176,7 @@ TEST(Resume, AFinishedRunStartedAgainChangesNothing) {
   const auto done = first.find("done: ");
   ASSERT_NE(done, std::string::npos) << first;
   const std::string summary = first.substr(done, first.find('\n', done) - done);
-  const std::string world = FileText(dir.path() / "sim-world.json");
+  const std::string world = FileText(dir.path() / sim::kWorldFile);
   const Seq last = OpenReadOnly(dir.path())->LastSeq();
   for (int again = 0; again < 2; ++again) {
     auto [out, rerun] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
@@ -183,7 +184,7 @@ TEST(Resume, AFinishedRunStartedAgainChangesNothing) {
     EXPECT_NE(out.find("already reached the scenario's end"), std::string::npos) << out;
     EXPECT_NE(out.find(summary), std::string::npos) << out;
     EXPECT_EQ(OpenReadOnly(dir.path())->LastSeq(), last);
-    EXPECT_EQ(FileText(dir.path() / "sim-world.json"), world);
+    EXPECT_EQ(FileText(dir.path() / sim::kWorldFile), world);
   }
 }
 
@@ -205,7 +206,7 @@ TEST(Resume, AMissingOrDamagedWorldFileIsAnError) {
   TempDir dir;
   auto [acks, killed] = RunChild(dir.path(), 400);
   ASSERT_EQ(killed, 137);
-  const auto file = dir.path() / "sim-world.json";
+  const auto file = dir.path() / sim::kWorldFile;
   const std::string world = FileText(file);
   const Seq last = OpenReadOnly(dir.path())->LastSeq();
 
@@ -216,10 +217,19 @@ TEST(Resume, AMissingOrDamagedWorldFileIsAnError) {
   EXPECT_FALSE(std::filesystem::exists(file));
   EXPECT_EQ(OpenReadOnly(dir.path())->LastSeq(), last);
 
-  std::ofstream(file) << world.substr(0, world.size() / 2);
+  std::ofstream(file, std::ios::binary) << world.substr(0, world.size() / 2);
   auto [damaged, again] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
   EXPECT_EQ(again, 1) << damaged;
   EXPECT_NE(damaged.find(file.string() + ": damaged world file"), std::string::npos) << damaged;
+  EXPECT_EQ(OpenReadOnly(dir.path())->LastSeq(), last);
+
+  // The JSON world file of an older version is named, not taken for a missing one.
+  std::filesystem::remove(file);
+  std::ofstream(dir.path() / sim::kJsonWorldFile) << "{\"version\": \"tenon-sim/1\"}";
+  auto [json, old] = RunTenon({"simulate", kDemo, "--log", dir.path().string()});
+  EXPECT_EQ(old, 1) << json;
+  EXPECT_NE(json.find("JSON form older versions"), std::string::npos) << json;
+  EXPECT_FALSE(std::filesystem::exists(file));
   EXPECT_EQ(OpenReadOnly(dir.path())->LastSeq(), last);
 }
 

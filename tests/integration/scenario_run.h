@@ -255,7 +255,7 @@ inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) 
   out.verdict = verify.verdict;
   out.verify_detail = verify.detail;
 
-  sim::World world(scenario, options.log_dir / "sim-world.json");
+  sim::World world(scenario, options.log_dir / sim::kWorldFile);
   EXPECT_TRUE(world.Load());
   out.instances = world.instances();
   out.nodeclaims = world.nodeclaims();

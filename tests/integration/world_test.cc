@@ -1,14 +1,17 @@
 // The simulated world's own bookkeeping, checked against a recount of what it holds.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "adapters/runtime/runtime.h"
+#include "adapters/sim/world.capnp.h"
 #include "adapters/sim/world.h"
 #include "log/event_log.h"
 #include "tests/integration/fixtures.h"
@@ -69,7 +72,7 @@ TEST(World, PodsKeptPerNodeAndOwnerMatchARecount) {
   TempDir dir;
   const sim::Scenario scenario = ChurningScenario();
   auto log = log::EventLog::Open(dir.path() / "log", {});
-  sim::World world(scenario, dir.path() / "world.json");
+  sim::World world(scenario, dir.path() / "world.bin");
   runtime::Runtime runtime(*log, world, runtime::Options{});
   runtime.Recover();
   runtime.Ingest(world.StartupEvents(runtime.state()));
@@ -105,76 +108,156 @@ TEST(World, PodsKeptPerNodeAndOwnerMatchARecount) {
   EXPECT_FALSE(world.pods_on_nodes_for_test().contains(fullest->first));
   EXPECT_EQ(world.pods_on_nodes_for_test(), Recount(world));
   world.Save();
-  sim::World reloaded(scenario, dir.path() / "world.json");
+  sim::World reloaded(scenario, dir.path() / "world.bin");
   ASSERT_TRUE(reloaded.Load());
   EXPECT_EQ(reloaded.pods_on_nodes_for_test(), Recount(world));
   EXPECT_EQ(reloaded.pods_by_owner_for_test(), RecountOwners(world));
 }
 
-// The world file is read as outside input: a number that is no value of its enum, a phase no
-// pod has, or a registration health other than -1, 0 and 1 is an error naming the file and the
-// field, never a value made up.
+std::string FileBytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// `bytes` (a world file) with `damage` done to its message, as a file's bytes.
+std::string Damaged(const std::string& bytes,
+                    const std::function<void(sim::schema::World::Builder)>& damage) {
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), words.size() * sizeof(capnp::word));
+  capnp::FlatArrayMessageReader reader(words.asPtr());
+  capnp::MallocMessageBuilder message;
+  message.setRoot(reader.getRoot<sim::schema::World>());
+  damage(message.getRoot<sim::schema::World>());
+  auto flat = capnp::messageToFlatArray(message);
+  return std::string(reinterpret_cast<const char*>(flat.begin()),
+                     flat.size() * sizeof(capnp::word));
+}
+
+// The error loading `bytes` as the world file `file` raises; a world that fails to load is left
+// as it was (no pod, the scenario's start).
+std::string LoadError(const sim::Scenario& scenario, const std::filesystem::path& file,
+                      const std::string& bytes) {
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  sim::World world(scenario, file);
+  try {
+    world.Load();
+  } catch (const sim::ScenarioError& e) {
+    EXPECT_TRUE(world.pods().empty());
+    EXPECT_EQ(world.now(), scenario.start);
+    return e.what();
+  }
+  return "loaded";
+}
+
+// The world file is read as outside input: a number that is no value of its enum or a phase no
+// pod has is an error naming the file and the field, never a value made up.
 TEST(World, AWorldFileValueOutOfRangeIsAnErrorNamingTheField) {
   TempDir dir;
   const sim::Scenario scenario = ChurningScenario();
-  const auto file = dir.path() / "world.json";
+  const auto file = dir.path() / "world.bin";
   {
     sim::World world(scenario, file);
     world.Advance(scenario.start + scenario.tick);
     world.Save();
   }
-  std::ifstream in(file);
-  const nlohmann::json saved = nlohmann::json::parse(in);
-  ASSERT_FALSE(saved.at("pods").empty());
+  const std::string saved = FileBytes(file);
   {
     sim::World reloaded(scenario, file);
     ASSERT_TRUE(reloaded.Load());  // As saved, it loads.
+    ASSERT_FALSE(reloaded.pods().empty());
+    EXPECT_EQ(reloaded.now(), scenario.start + scenario.tick);
   }
-  const nlohmann::json node = {{"name", "node-1"},
-                               {"provider", ""},
-                               {"labels", nlohmann::json::object()},
-                               {"taints", {{"dedicated", "gpu", 3}}},
-                               {"ready", true},
-                               {"allocatable", {0, 0, 0}},
-                               {"created", 0},
-                               {"doNotDisrupt", false}};
-  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> damages = {
-      {[](nlohmann::json& j) {
-         j["timers"] = {{0, 1, 9, "i-1", 0}};
+  using Builder = sim::schema::World::Builder;
+  const std::vector<std::pair<std::function<void(Builder)>, std::string>> damages = {
+      {[](Builder w) {
+         auto timers = w.initTimers(1);
+         timers[0].setKind(static_cast<sim::schema::TimerKind>(9));
+         timers[0].setInstanceId("i-1");
        },
-       "timers[0][2]: 9 is not a timer kind (0 to 4)"},
-      {[](nlohmann::json& j) {
-         j["timers"] = {{0, 1, -1, "i-1", 0}};
+       "timers[0].kind: 9 is not a timer kind (0 to 4)"},
+      {[](Builder w) {
+         auto nodes = w.initNodes(1);
+         nodes[0].setName("node-1");
+         auto taints = nodes[0].initTaints(1);
+         taints[0].setKey("dedicated");
+         taints[0].setEffect(static_cast<schema::TaintEffect>(3));
        },
-       "timers[0][2]: -1 is not a timer kind (0 to 4)"},
-      {[&](nlohmann::json& j) { j["nodes"] = nlohmann::json::array({node}); },
-       "nodes[0].taints[0][2]: 3 is not a taint effect (0 to 2)"},
-      {[](nlohmann::json& j) {
-         j["pods"][0]["tolerations"] = {{"k", true, "", 7}};
+       "nodes[0]: unknown taint effect value 3"},
+      {[](Builder w) {
+         auto tolerations = w.getPods()[0].initTolerations(1);
+         tolerations[0].setKey("k");
+         tolerations[0].setHasEffect(true);
+         tolerations[0].setEffect(static_cast<schema::TaintEffect>(7));
        },
-       "pods[0].tolerations[0][3]: 7 is not a taint effect (0 to 2)"},
-      {[](nlohmann::json& j) { j["pods"][0]["phase"] = "Sleeping"; },
+       "pods[0]: unknown taint effect value 7"},
+      {[](Builder w) { w.getPods()[0].setPhase("Sleeping"); },
        "pods[0].phase: \"Sleeping\" is not a pod phase"},
-      {[](nlohmann::json& j) {
-         j["volumes"] = {{"pv-1", "ebs.csi.aws.com", {{{"zone", 6, {"a"}}}}}};
+      {[](Builder w) {
+         auto volumes = w.initVolumes(1);
+         volumes[0].setName("pv-1");
+         auto requirements = volumes[0].initNodeAffinity(1)[0].initRequirements(1);
+         requirements[0].setKey("topology.kubernetes.io/zone");
+         requirements[0].setOp(static_cast<schema::RequirementOp>(6));
        },
-       "volumes[0][2][0][0][1]: 6 is not an operator (0 to 5)"},
-      {[](nlohmann::json& j) {
-         j["pool_status"]["default"] = {2, 0};
-       },
-       "pool_status.default[0]: 2 is not -1, 0 or 1"},
+       "volumes[0]: unknown requirement op value 6"},
+      {[](Builder w) { w.setFormat("tenon-sim/1"); },
+       "format: \"tenon-sim/1\", not \"tenon-sim-world/1\" (not a world file, or one of another "
+       "version)"},
   };
   for (const auto& [damage, field] : damages) {
-    nlohmann::json damaged = saved;
-    damage(damaged);
-    std::ofstream(file, std::ios::trunc) << damaged.dump();
+    EXPECT_EQ(LoadError(scenario, file, Damaged(saved, damage)),
+              file.string() + ": damaged world file: " + field);
+  }
+  // A world whose workload step or pod template the scenario does not have is of another one.
+  EXPECT_EQ(LoadError(scenario, file,
+                      Damaged(saved,
+                              [](Builder w) {
+                                auto deployments = w.initDeployments(1);
+                                deployments[0].setKey("default/web");
+                                deployments[0].setValue(999);
+                              })),
+            file.string() +
+                ": the world file is of another scenario (default/web at workload "
+                "step 999, the scenario has " +
+                std::to_string(scenario.workloads.size()) + ")");
+  EXPECT_EQ(
+      LoadError(scenario, file,
+                Damaged(saved,
+                        [](Builder w) {
+                          auto templates = w.initPodTemplates(1);
+                          templates[0].setKey("default/web-1");
+                          templates[0].setValue("Deployment/default/gone");
+                        })),
+      file.string() +
+          ": the world file is of another scenario (no pod template Deployment/default/gone)");
+}
+
+// A world file cut short, empty, in the JSON form older versions wrote or of another kind
+// altogether is refused with the reason, naming the file.
+TEST(World, ATruncatedOrForeignWorldFileIsRefused) {
+  TempDir dir;
+  const sim::Scenario scenario = ChurningScenario();
+  const auto file = dir.path() / "world.bin";
+  {
     sim::World world(scenario, file);
-    try {
-      world.Load();
-      ADD_FAILURE() << "loaded a world file with " << field;
-    } catch (const sim::ScenarioError& e) {
-      EXPECT_EQ(std::string(e.what()), file.string() + ": damaged world file: " + field);
-    }
+    world.Advance(scenario.start + scenario.tick);
+    world.Save();
+  }
+  const std::string saved = FileBytes(file);
+  const std::string damaged = file.string() + ": damaged world file: ";
+  const std::size_t half = saved.size() / 2 / sizeof(capnp::word) * sizeof(capnp::word);
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {saved.substr(0, half), "malformed world message: "},
+      {saved.substr(0, half + 3), "world message of " + std::to_string(half + 3) +
+                                      " bytes is not a whole number of Cap'n Proto words (a "
+                                      "truncated or foreign file)"},
+      {"", "the file is empty"},
+      {R"({"version": "tenon-sim/1", "now": 0})", "it is in the JSON form older versions"},
+      {std::string("tenon-sim-world/1 is not here\n").substr(0, 24), "malformed world message: "},
+  };
+  for (const auto& [bytes, why] : files) {
+    const std::string error = LoadError(scenario, file, bytes);
+    EXPECT_EQ(error.rfind(damaged + why, 0), 0u) << error;
   }
 }
 }  // namespace

@@ -4,7 +4,10 @@ again on the same folder, over every bundled scenario. Each series of kills ends
 to finish; its world must end no dearer, with no more pods pending, than a run never killed,
 and its log must replay identically.
 
-    kill_resume_test.py TENON SCENARIOS_DIR
+    kill_resume_test.py TENON SCENARIOS_DIR CAPNP SOURCE_DIR
+
+The saved world (sim-world.bin, a Cap'n Proto message of adapters/sim/world.capnp under
+SOURCE_DIR) is read as JSON through the Cap'n Proto tool CAPNP (`capnp convert`).
 
 KILL_RESUME_CYCLES (default 100) is the number of kills over all the scenarios;
 KILL_RESUME_SEED repeats the kill moments of an earlier run (the seed is printed first).
@@ -26,13 +29,23 @@ import time
 KILLS_PER_SERIES = 6  # Kills before a series' last run is left to finish.
 
 
-def world_end(log_dir):
-    """(cost in micro-USD/h, nodes, pending pods, virtual now) of the saved world."""
-    with open(os.path.join(log_dir, "sim-world.json")) as f:
-        world = json.load(f)
-    cost = sum(i["price"] for i in world["instances"])
-    pending = sum(1 for p in world["pods"] if not p.get("node"))
-    return cost, len(world["instances"]), pending, world["now"]
+def saved_world(capnp, source_dir, log_dir):
+    """The world `tenon simulate` saved in `log_dir`, as `capnp convert` gives it in JSON."""
+    with open(os.path.join(log_dir, "sim-world.bin"), "rb") as f:
+        result = subprocess.run(
+            [capnp, "convert", "binary:json", "-I", os.path.join(source_dir, "log"),
+             os.path.join(source_dir, "adapters", "sim", "world.capnp"), "World"],
+            stdin=f, capture_output=True, check=True)
+    return json.loads(result.stdout)
+
+
+def world_end(world):
+    """(cost in micro-USD/h, nodes, pending pods, virtual now) of a saved world."""
+    # Cap'n Proto's JSON writes 64-bit integers as strings, and leaves out empty fields.
+    instances = world.get("instances", [])
+    cost = sum(int(i.get("priceMicroUsdHour", 0)) for i in instances)
+    pending = sum(1 for p in world.get("pods", []) if not p.get("nodeName"))
+    return cost, len(instances), pending, int(world.get("nowNs", 0))
 
 
 def simulate(tenon, scenario, log_dir, kill_after=None):
@@ -51,15 +64,13 @@ def simulate(tenon, scenario, log_dir, kill_after=None):
     return False
 
 
-def explain_pending(tenon, log_dir):
+def explain_pending(tenon, log_dir, world):
     """The end of `tenon explain` for each pod the saved world left pending."""
-    with open(os.path.join(log_dir, "sim-world.json")) as f:
-        world = json.load(f)
     said = []
-    for pod in world["pods"]:
-        if pod.get("node"):
+    for pod in world.get("pods", []):
+        if pod.get("nodeName"):
             continue
-        name = "%s/%s" % (pod["ns"], pod["name"])
+        name = "%s/%s" % (pod.get("namespace", ""), pod["name"])
         result = subprocess.run([tenon, "explain", log_dir, "pod", name], capture_output=True,
                                 text=True)
         lines = (result.stdout + result.stderr).strip().splitlines()
@@ -74,7 +85,7 @@ def replay_verify(tenon, log_dir):
 
 
 def main():
-    tenon, scenarios_dir = sys.argv[1], sys.argv[2]
+    tenon, scenarios_dir, capnp, source_dir = sys.argv[1:5]
     scenarios = sorted(glob.glob(os.path.join(scenarios_dir, "*.yaml")))
     cycles = int(os.environ.get("KILL_RESUME_CYCLES", "100"))
     seed = seeded.seed_from("KILL_RESUME_SEED", "these kill moments")
@@ -89,7 +100,7 @@ def main():
             started = time.monotonic()
             simulate(tenon, scenario, clean_dir)
             wall = time.monotonic() - started
-            clean = world_end(clean_dir)
+            clean = world_end(saved_world(capnp, source_dir, clean_dir))
             done, series = 0, 0
             while done < per_scenario:
                 series += 1
@@ -102,7 +113,8 @@ def main():
                     moments.append("%.2f" % after)
                     done += 1
                 simulate(tenon, scenario, log_dir)  # Left to finish.
-                end = world_end(log_dir)
+                world = saved_world(capnp, source_dir, log_dir)
+                end = world_end(world)
                 what = "%s series %d (killed after %s s)" % (name, series, ", ".join(moments))
                 if end[3] != clean[3]:
                     failures.append("%s: ends at %d, not %d" % (what, end[3], clean[3]))
@@ -112,7 +124,7 @@ def main():
                                         what, end[0] / 1e6, end[1], end[2], clean[0] / 1e6,
                                         clean[1], clean[2]))
                     if end[2] > clean[2]:
-                        failures.append(explain_pending(tenon, log_dir))
+                        failures.append(explain_pending(tenon, log_dir, world))
                 identical, said = replay_verify(tenon, log_dir)
                 if not identical:
                     failures.append("%s: replay --verify: %s" % (what, said))
