@@ -165,8 +165,8 @@ class JsonValue {
     return {it.key(), JsonValue(it.value())};
   }
   using Elements_ = ValueRange<simdjson::dom::array::iterator, JsonValue, &ReadElement>;
-  using Entries_ = ValueRange<simdjson::dom::object::iterator, std::pair<std::string_view, JsonValue>,
-                              &ReadEntry>;
+  using Entries_ = ValueRange<simdjson::dom::object::iterator,
+                              std::pair<std::string_view, JsonValue>, &ReadEntry>;
   Elements_ Elements() const {
     if (!IsSequence()) return {{}, {}};
     const simdjson::dom::array array(element_);
@@ -228,10 +228,10 @@ class JsonValue {
   void Subscribable(std::string_view key) const {
     if (!present_) {
       throw ShapeError(missing_key_.empty()
-                            ? std::string("invalid node; this may result from using a map "
-                                          "iterator as a sequence iterator, or vice-versa")
-                            : "invalid node; first invalid key: \"" + std::string(missing_key_) +
-                                  "\"");
+                           ? std::string("invalid node; this may result from using a map "
+                                         "iterator as a sequence iterator, or vice-versa")
+                           : "invalid node; first invalid key: \"" + std::string(missing_key_) +
+                                 "\"");
     }
     if (IsScalar()) {
       throw ShapeError("operator[] call on a scalar (key: \"" + std::string(key) + "\")");

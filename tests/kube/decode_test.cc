@@ -130,9 +130,9 @@ TEST(KubeDecodeJson, EveryKindReadsAsItsYamlReads) {
 
   const std::string pdb = R"({"metadata": {"name": "web", "namespace": "shop"},
     "spec": {"selector": {"matchLabels": {"app": "web"}}}, "status": {"disruptionsAllowed": 1}})";
-  EXPECT_EQ(Only<PodDisruptionBudgetUpserted>(DecodeJson("poddisruptionbudgets", "shop/web", pdb))
-                .pdb,
-            ParsePodDisruptionBudget(YAML::Load(pdb)));
+  EXPECT_EQ(
+      Only<PodDisruptionBudgetUpserted>(DecodeJson("poddisruptionbudgets", "shop/web", pdb)).pdb,
+      ParsePodDisruptionBudget(YAML::Load(pdb)));
 
   const std::string pv = R"({"metadata": {"name": "pv-1"}, "spec": {"csi": {"driver": "ebs"},
     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
