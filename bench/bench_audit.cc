@@ -45,7 +45,7 @@ Decision DecisionAt(std::uint64_t n, std::uint64_t seq, const Options& o) {
   Decision d;
   d.id = DecisionId{n};
   d.cause = Seq{seq};
-  d.at = Nanos{static_cast<std::int64_t>(seq) * kSecond.value};
+  d.at = Instant{static_cast<std::int64_t>(seq) * kSecond.value};
   if (n <= 3 * o.claims) {
     const std::uint64_t claim = (n - 1) / 3;
     static constexpr Transition kSteps[] = {Transition::kLaunched, Transition::kRegistered,
@@ -87,7 +87,7 @@ void Build(log::EventLog& log, const Options& o) {
     for (std::uint64_t i = 0; i < kBatchEvents && seq < o.events; ++i) {
       ++seq;
       batch.events.push_back(
-          log::EncodeEvent(Event{Tick{Nanos{static_cast<std::int64_t>(seq) * kSecond.value}}}));
+          log::EncodeEvent(Event{Tick{Instant{static_cast<std::int64_t>(seq) * kSecond.value}}}));
       if (seq % kDecisionEvery == 0) {
         batch.decisions.push_back(log::DecisionRecordFor(DecisionAt(++decision, seq, o)));
       }

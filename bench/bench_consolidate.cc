@@ -50,8 +50,7 @@ std::vector<InstanceType> PickTypes(const std::vector<InstanceType>& all) {
 // One disruption pass, as the controller runs it on a tick; returns its seconds and decision.
 double Pass(State state, DisruptionDecision* decision) {
   auto start = Clock::now();
-  Output out =
-      Step(state, Seq{state.last_seq.value + 1}, Tick{Nanos{state.now.value + kSecond.value}});
+  Output out = Step(state, Seq{state.last_seq.value + 1}, Tick{state.now + kSecond});
   double seconds = Since(start);
   for (const auto& d : out.decisions) {
     if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) *decision = *x;

@@ -54,7 +54,7 @@ using Clock = std::chrono::steady_clock;
 constexpr double kTargetRssMb = 100, kTargetCores = 0.2;
 constexpr double kKarpenterRssMb = 260, kKarpenterCores = 0.5;
 constexpr std::uint64_t kSnapshotEvery = 1000;  // `tenon run`'s defaults.
-constexpr Nanos kSnapshotMinInterval{5 * 60 * kSecond.value};
+constexpr Duration kSnapshotMinInterval{5 * 60 * kSecond.value};
 
 using Args = bench::ChurnArgs;
 using bench::kStart;
@@ -123,7 +123,7 @@ struct TimedWorld : runtime::Executor {
     cpu_seconds += ThreadCpuSeconds() - start;
     return events;
   }
-  std::vector<Event> Advance(Nanos now) {
+  std::vector<Event> Advance(Instant now) {
     double start = ThreadCpuSeconds();
     auto events = world.Advance(now);
     cpu_seconds += ThreadCpuSeconds() - start;
@@ -145,7 +145,7 @@ struct Phase {
   double rss_max_sampled_mb = 0;
 };
 
-void PrintWorld(const char* when, Nanos now, const sim::World& world, const State& state) {
+void PrintWorld(const char* when, Instant now, const sim::World& world, const State& state) {
   sim::WorldSummary w = world.Summary();
   std::printf("  %-12s t=%5" PRId64
               " s  nodes %5zu  nodeclaims %5zu  pods bound %6zu  pending %5zu"
@@ -156,14 +156,14 @@ void PrintWorld(const char* when, Nanos now, const sim::World& world, const Stat
 }
 
 // Ticks the controller from `from` through `to` (virtual), once a second.
-Phase Drive(runtime::Runtime& runtime, TimedWorld& world, const AppendCounter& counter, Nanos from,
-            Nanos to, bool progress) {
+Phase Drive(runtime::Runtime& runtime, TimedWorld& world, const AppendCounter& counter,
+            Instant from, Instant to, bool progress) {
   Phase phase;
   const double cpu0 = CpuSeconds(), world0 = world.cpu_seconds;
   const auto wall0 = Clock::now();
   const std::uint64_t events0 = runtime.events_folded(), records0 = counter.records,
                       bytes0 = counter.bytes, snapshots0 = counter.snapshots;
-  for (Nanos t = from; t <= to; t += kSecond) {
+  for (Instant t = from; t <= to; t += kSecond) {
     runtime.Ingest(world.Advance(t));
     if ((t - kStart).value % (60 * kSecond.value) == 0) {
       phase.rss_max_sampled_mb = std::max(phase.rss_max_sampled_mb, StatusMb("VmRSS:"));
@@ -333,7 +333,7 @@ int Run(const Args& args) {
               scenario.workloads.size() - static_cast<std::size_t>(args.deployments),
               scenario.actions.size());
 
-  const Nanos built_at = kStart + Seconds(args.build_seconds);
+  const Instant built_at = kStart + Seconds(args.build_seconds);
   Phase build = Drive(*runtime, timed, counter, kStart + kSecond, built_at, true);
   PrintWorld("built", built_at, *world, runtime->state());
   const double rss_built = StatusMb("VmRSS:");

@@ -105,7 +105,7 @@ struct Args {
   std::filesystem::path fold;      // Set: only fold this log, `repeat` times.
   std::filesystem::path verify;    // Set: only verify this log, `repeat` times.
   std::size_t verify_threads = 0;  // replay::Verify's threads (0: one per core, at most 8).
-  Nanos snapshot_min_interval = kSimulateDefaults.snapshot_min_interval;
+  Duration snapshot_min_interval = kSimulateDefaults.snapshot_min_interval;
   std::int64_t repeat = 3;
 };
 
@@ -184,7 +184,7 @@ struct RunFigures {
 };
 
 RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::Appends appends,
-                    Nanos snapshot_min_interval) {
+                    Duration snapshot_min_interval) {
   RunFigures f;
   sim::World world(scenario, std::filesystem::path());
   runtime::Options options;
@@ -198,9 +198,9 @@ RunFigures Simulate(const sim::Scenario& scenario, log::EventLog& log, runtime::
   const CpuClock cpu_start = CpuClock::Now();
   runtime.Recover();
   runtime.Ingest(world.StartupEvents(runtime.state()));
-  const Nanos end = scenario.start + scenario.duration;
-  const Nanos ramp_done = scenario.start + Nanos{20 * kMinute.value};
-  for (Nanos t = scenario.start + scenario.tick; t <= end; t += scenario.tick) {
+  const Instant end = scenario.start + scenario.duration;
+  const Instant ramp_done = scenario.start + Duration{20 * kMinute.value};
+  for (Instant t = scenario.start + scenario.tick; t <= end; t += scenario.tick) {
     const auto world_start = Clock::now();
     std::vector<Event> events = world.Advance(t);
     f.world_seconds += Since(world_start);
@@ -419,7 +419,7 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--verify") == 0 && i + 1 < argc) {
       args.verify = argv[++i];
     } else if (std::strcmp(argv[i], "--snapshot-min-interval") == 0) {
-      args.snapshot_min_interval = Nanos{next() * kSecond.value};
+      args.snapshot_min_interval = Duration{next() * kSecond.value};
     } else if (std::strcmp(argv[i], "--verify-threads") == 0) {
       args.verify_threads = static_cast<std::size_t>(std::max<long long>(0, next()));
     } else if (std::strcmp(argv[i], "--repeat") == 0) {

@@ -18,7 +18,7 @@
 
 namespace tenon::bench {
 
-inline constexpr Nanos kStart{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
+inline constexpr Instant kStart{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
 inline constexpr const char* kTypes[] = {"m5.2xlarge",  "m5a.2xlarge", "m6i.2xlarge",
                                          "m6a.2xlarge", "m5.xlarge",   "m6i.xlarge"};
 
@@ -45,11 +45,11 @@ inline std::uintmax_t DirBytes(const std::filesystem::path& dir) {
   return bytes;
 }
 
-inline Nanos Seconds(std::int64_t s) {
-  return Nanos{s * kSecond.value};
+inline Duration Seconds(std::int64_t s) {
+  return Duration{s * kSecond.value};
 }
 
-inline sim::WorkloadStep Deployment(std::int64_t i, std::int64_t replicas, Nanos at) {
+inline sim::WorkloadStep Deployment(std::int64_t i, std::int64_t replicas, Duration at) {
   static constexpr std::int64_t kCpu[] = {500, 750, 1000};
   static constexpr std::int64_t kMemMib[] = {512, 1024, 2048};
   sim::WorkloadStep step;
@@ -113,7 +113,7 @@ inline sim::Scenario MakeScenario(const ChurnArgs& args) {
   }
   pool.requirements = {
       types, {label::kCapacityType, RequirementOp::kIn, {kCapacitySpot, kCapacityOnDemand}, 0}};
-  pool.consolidate_after = Nanos{kMinute.value};
+  pool.consolidate_after = Duration{kMinute.value};
   scenario.nodepools.push_back(pool);
   const std::int64_t ramp = args.build_seconds / 2;
   for (std::int64_t i = 0; i < args.deployments; ++i) {

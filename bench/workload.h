@@ -123,7 +123,7 @@ inline std::vector<Pod> PreferencePods(std::size_t count) {
 // budget is `budget`; the clock is an hour past the nodes' start.
 inline State MakeCluster(const std::vector<InstanceType>& types, const std::string& type,
                          std::size_t pods, std::size_t drop_every, const std::string& budget) {
-  constexpr Nanos kT0{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
+  constexpr Instant kT0{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
   State state;
   Step(state, Seq{1}, ControllerStarted{"bench", 42, Settings{}});
   Step(state, Seq{2}, Tick{kT0});
@@ -136,7 +136,7 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
   pool.nodeclass = "default";
   pool.requirements = {{label::kInstanceType, RequirementOp::kIn, {type}, 0},
                        {label::kCapacityType, RequirementOp::kIn, {kCapacityOnDemand}, 0}};
-  pool.budgets = {DisruptionBudget{budget, "", Nanos{0}, {}}};
+  pool.budgets = {DisruptionBudget{budget, "", Duration{0}, {}}};
   Step(state, Seq{5}, NodePoolUpserted{pool});
   for (Pod& pod : DiversePods(pods, true)) state.pods.Upsert(PodKey(pod.ns, pod.name), pod);
   ScheduleResult result = Schedule(state);
@@ -196,7 +196,7 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
     claim.nodepool_hash = TemplateHash(state.nodepools.at(pool.name));
   }
   state.batch = BatchWindow{};
-  state.now = Nanos{kT0.value + 60 * kMinute.value};
+  state.now = kT0 + 60 * kMinute;
   return state;
 }
 

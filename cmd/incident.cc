@@ -69,8 +69,9 @@ std::unique_ptr<log::EventLog> OpenForReading(const std::string& dir) {
   return log;
 }
 
-Nanos TimeFlag(const std::string& flag, const std::string& text, const log::EventLog& log) {
-  if (text.empty()) return Nanos{0};  // Not given.
+std::optional<Instant> TimeFlag(const std::string& flag, const std::string& text,
+                                const log::EventLog& log) {
+  if (text.empty()) return std::nullopt;  // Not given.
   auto at = replay::ParseTime(text, replay::FirstEventTime(log));
   if (!at)
     throw std::invalid_argument(flag + ": '" + text +
@@ -113,7 +114,7 @@ void PrintPools(const State& state) {
 
 void PrintState(const State& state) {
   std::printf("state at seq %" PRIu64 ", %s, hash %016" PRIx64 "\n", state.last_seq.value,
-              replay::TimestampText(state.now).c_str(), StateHash(state));
+              Rfc3339Text(state.now).c_str(), StateHash(state));
   PrintPools(state);
   std::map<std::string, std::vector<std::string>> pods_on;
   std::vector<std::string> pending;
@@ -242,11 +243,11 @@ int RunReplay(const IncidentCommands& c) {
   if (c.what_if || !c.with.empty()) return RunWhatIf(c, *log);
   Seq to{c.to};
   if (!c.until.empty()) {
-    const Nanos until = TimeFlag("--until", c.until, *log);
+    const Instant until = *TimeFlag("--until", c.until, *log);
     const Seq at = replay::SeqAtTime(*log, until);
     to = to == Seq{0} ? at : std::min(to, at);
     if (to == Seq{0}) {
-      std::printf("the log holds nothing at or before %s\n", replay::TimestampText(until).c_str());
+      std::printf("the log holds nothing at or before %s\n", Rfc3339Text(until).c_str());
       return 1;
     }
   }
@@ -270,14 +271,14 @@ int RunAudit(const IncidentCommands& c) {
 
 int RunExplain(const IncidentCommands& c) {
   auto log = OpenForReading(c.explain_dir);
-  const Nanos at = TimeFlag("--at", c.explain_at, *log);
+  const std::optional<Instant> at = TimeFlag("--at", c.explain_at, *log);
   const replay::Subject subject = c.explain_kind == "pod"    ? replay::Subject::kPod
                                   : c.explain_kind == "node" ? replay::Subject::kNode
                                                              : replay::Subject::kNodeClaim;
   auto lines = replay::Explain(*log, subject, c.explain_name, at);
   if (lines.empty()) {
     std::printf("the log records nothing about %s %s%s\n", c.explain_kind.c_str(),
-                c.explain_name.c_str(), at.value == 0 ? "" : " by then");
+                c.explain_name.c_str(), at ? " by then" : "");
     return 1;
   }
   const std::string text = replay::ExplainText(lines);

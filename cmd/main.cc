@@ -46,7 +46,7 @@ std::string Dollars(MicroUsdPerHour price) {
   return replay::DollarsText(price);
 }
 
-std::string Clock(Nanos t) {
+std::string Clock(Instant t) {
   return replay::ClockText(t);
 }
 
@@ -97,16 +97,18 @@ sim::Report SimulateOnce(const sim::Scenario& scenario, const std::string& log_d
       std::fflush(stdout);
     };
   }
-  Nanos last_print{0};
+  std::optional<Instant> last_print;
   if (!args.quiet) {
-    options.on_progress = [&](Nanos now, const sim::WorldSummary& w) {
-      if (now - last_print < kMinute && now != scenario.start + scenario.duration) return;
+    options.on_progress = [&](Instant now, const sim::WorldSummary& w) {
+      if (last_print && now - *last_print < kMinute && now != scenario.start + scenario.duration) {
+        return;
+      }
       last_print = now;
       std::printf("  %s  nodes %3zu  pods bound %4zu pending %4zu  cost %s/h\n", Clock(now).c_str(),
                   w.nodes, w.pods_bound, w.pods_pending, Dollars(w.cost).c_str());
     };
   }
-  const Nanos sample_every{std::max<std::int64_t>(
+  const Duration sample_every{std::max<std::int64_t>(
       kMinute.value, scenario.duration.value / static_cast<std::int64_t>(kReportRows))};
   sim::ReportBuilder report(scenario.name, scenario.start, sample_every);
   options.report = &report;
@@ -223,8 +225,8 @@ int RunCapture(CaptureArgs args) {
   }
   kube::Client client(kube::ResolveConfig(args.kubeconfig, args.context));
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  args.options.start = replay::TimestampText(
-      Nanos{std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()});
+  args.options.start =
+      Rfc3339Text(Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()});
   if (args.options.name.empty()) args.options.name = args.options.folder.filename().string();
   const kube::CaptureReport report = kube::Capture(client, args.options);
   std::size_t total = 0;
@@ -289,7 +291,7 @@ struct RunArgs {
 };
 
 // A duration flag's value; the error names the flag.
-Nanos Duration(const std::string& flag, const std::string& text) {
+Duration DurationFlag(const std::string& flag, const std::string& text) {
   try {
     return kube::ParseDuration(text);
   } catch (const kube::ObjectError& e) {
@@ -298,7 +300,7 @@ Nanos Duration(const std::string& flag, const std::string& text) {
 }
 
 std::chrono::milliseconds Millis(const std::string& flag, const std::string& text) {
-  const Nanos d = Duration(flag, text);
+  const Duration d = DurationFlag(flag, text);
   if (d.value <= 0) throw std::invalid_argument(flag + " must be a positive duration");
   return std::chrono::milliseconds(d.value / 1'000'000);
 }
@@ -313,7 +315,8 @@ int RunController(RunArgs& args) {
   options.lease.retry_period = Millis("--retry-period", args.retry_period);
   options.tick = Millis("--tick", args.tick);
   options.cloud.catalog_every = Millis("--catalog-every", args.catalog_every);
-  options.retain_age = args.retain_age == "0" ? Nanos{0} : Duration("--retain", args.retain_age);
+  options.retain_age =
+      args.retain_age == "0" ? Duration{0} : DurationFlag("--retain", args.retain_age);
   options.cloud.gc_every = Millis("--gc-every", args.gc_every);
   options.cloud.nodeclass_every = Millis("--nodeclass-every", args.nodeclass_every);
   options.aws_lane.deadline = Millis("--aws-command-deadline", args.aws_deadline);

@@ -133,12 +133,12 @@ std::vector<DisruptionCandidate> GetCandidates(s::Decision::Disruption::Reader g
 Decision Get(s::Decision::Reader r, const CandidateFilter& keep) {
   // Ids are handed out from 1; a record with none is damaged or forged and keys nothing.
   if (r.getId() == 0) throw CodecError("a decision without an id (0)");
-  Decision d{DecisionId{r.getId()}, tenon::Seq{r.getCauseSeq()}, Nanos{r.getAtNs()}, {}};
+  Decision d{DecisionId{r.getId()}, tenon::Seq{r.getCauseSeq()}, Instant{r.getAtNs()}, {}};
   switch (r.which()) {
     case s::Decision::PROVISIONING: {
       auto g = r.getProvisioning();
       d.body =
-          ProvisioningDecision{Nanos{g.getBatchOpenedNs()}, GetList<ClaimPlan>(g.getNewClaims()),
+          ProvisioningDecision{Instant{g.getBatchOpenedNs()}, GetList<ClaimPlan>(g.getNewClaims()),
                                GetList<PodOutcome>(g.getPods())};
       return d;
     }

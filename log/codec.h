@@ -56,7 +56,7 @@ enum class IndexKind : char {
   kTime = 'T',       // Every decision, by its time.
 };
 std::string IndexTerm(IndexKind kind, std::string_view name);
-std::string TimeTerm(Nanos at);
+std::string TimeTerm(Instant at);
 // Every term of one decision, sorted, without repeats.
 std::vector<std::string> DecisionIndexTerms(const Decision& decision);
 // The record Append stores: the encoded decision with its index terms, and for a disruption

@@ -182,7 +182,7 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   b.setNominatedUntilNs(c.nominated_until.value);
   Put(b.initDisruptionConditions(c.disruption_conditions.size()), c.disruption_conditions);
   b.setLaunchFailures(c.launch_failures);
-  b.setRelaunchAtNs(c.relaunch_at.value);
+  b.setRelaunchAtNs(Ns(c.relaunch_at));
 }
 NodeClaim Get(s::NodeClaim::Reader r) {
   NodeClaim c;
@@ -201,28 +201,28 @@ NodeClaim Get(s::NodeClaim::Reader r) {
   c.price = MicroUsdPerHour{r.getPriceMicroUsdHour()};
   c.node_name = S(r.getNodeName());
   c.allocatable = Get(r.getAllocatable());
-  c.created = Nanos{r.getCreatedNs()};
-  c.launched = Nanos{r.getLaunchedNs()};
-  c.registered = Nanos{r.getRegisteredNs()};
-  c.initialized = Nanos{r.getInitializedNs()};
+  c.created = Instant{r.getCreatedNs()};
+  c.launched = Instant{r.getLaunchedNs()};
+  c.registered = Instant{r.getRegisteredNs()};
+  c.initialized = Instant{r.getInitializedNs()};
   c.deleting = r.getDeleting();
-  c.deleting_since = Nanos{r.getDeletingSinceNs()};
+  c.deleting_since = Instant{r.getDeletingSinceNs()};
   c.deleting_reason = S(r.getDeletingReason());
   c.instance_gone = r.getInstanceGone();
   for (const auto& [pod, n] : GetInts(r.getEvictionsRefused())) {
     c.evictions_refused[pod] = static_cast<std::int32_t>(n);
   }
-  for (const auto& [pod, at] : GetInts(r.getEvictAfterNs())) c.evict_after[pod] = Nanos{at};
-  c.last_pod_change = Nanos{r.getLastPodChangeNs()};
+  for (const auto& [pod, at] : GetInts(r.getEvictAfterNs())) c.evict_after[pod] = Instant{at};
+  c.last_pod_change = Instant{r.getLastPodChangeNs()};
   c.nodepool_hash = r.getNodePoolHash();
   c.nodeclass_hash = r.getNodeClassHash();
   c.image_id = S(r.getImageId());
   c.subnet_id = S(r.getSubnetId());
   c.security_groups = GetTexts(r.getSecurityGroups());
-  c.nominated_until = Nanos{r.getNominatedUntilNs()};
+  c.nominated_until = Instant{r.getNominatedUntilNs()};
   c.disruption_conditions = GetInts(r.getDisruptionConditions());
   c.launch_failures = r.getLaunchFailures();
-  c.relaunch_at = Nanos{r.getRelaunchAtNs()};
+  c.relaunch_at = InstantOrNone(r.getRelaunchAtNs());
   return c;
 }
 
@@ -244,8 +244,8 @@ void Put(s::Settings::Builder b, const Settings& v) {
 Settings Get(s::Settings::Reader r) {
   Settings v;
   v.cluster_name = S(r.getClusterName());
-  v.batch_idle = Nanos{r.getBatchIdleNs()};
-  v.batch_max = Nanos{r.getBatchMaxNs()};
+  v.batch_idle = Duration{r.getBatchIdleNs()};
+  v.batch_max = Duration{r.getBatchMaxNs()};
   v.vm_memory_overhead_permille = r.getVmMemoryOverheadPermille();
   v.ignore_preferences = r.getIgnorePreferences();
   v.min_values_best_effort = r.getMinValuesBestEffort();

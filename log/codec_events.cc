@@ -224,7 +224,7 @@ std::optional<Event> GetClusterEvent(s::Event::Reader r) {
 Event GetControllerEvent(s::Event::Reader r) {
   switch (r.which()) {
     case s::Event::TICK:
-      return Tick{Nanos{r.getTick().getNowNs()}};
+      return Tick{Instant{r.getTick().getNowNs()}};
     case s::Event::CONTROLLER_STARTED: {
       auto g = r.getControllerStarted();
       return ControllerStarted{S(g.getVersion()), g.getSeed(), Get(g.getSettings())};
@@ -283,7 +283,7 @@ Event GetControllerEvent(s::Event::Reader r) {
       InstancesListed listed;
       for (auto i : r.getInstancesListed()) {
         listed.instances.push_back(
-            {S(i.getId()), S(i.getNodeClaim()), Nanos{i.getLaunchedNs()}, S(i.getState())});
+            {S(i.getId()), S(i.getNodeClaim()), Instant{i.getLaunchedNs()}, S(i.getState())});
       }
       return listed;
     }

@@ -207,7 +207,7 @@ ReplacementWait Get(s::ReplacementWait::Reader r) {
   return {Named(ParseDisruptionMethod, r.getMethod(), "disruption method"),
           GetTexts(r.getCandidates()),
           GetTexts(r.getReplacements()),
-          Nanos{r.getStartedNs()},
+          Instant{r.getStartedNs()},
           S(r.getReason()),
           r.getDraining()};
 }
@@ -241,11 +241,11 @@ void Put(s::Pod::Builder b, const Pod& p) {
   b.setDoNotDisrupt(p.do_not_disrupt);
   b.setPriorityClass(T(p.priority_class));
   b.setTerminationGraceNs(p.termination_grace.value);
-  b.setDoNotDisruptForNs(p.do_not_disrupt_for.value);
+  b.setDoNotDisruptForNs(Ns(p.do_not_disrupt_for));
   PutOpt(b.initPriority(),
          p.priority ? std::optional<std::int64_t>(*p.priority) : std::optional<std::int64_t>());
   b.setDeletionCost(p.deletion_cost);
-  b.setDeletionNs(p.deletion.value);
+  b.setDeletionNs(Ns(p.deletion));
 }
 PodConstraints GetConstraints(s::Pod::Reader r) {
   PodConstraints c;
@@ -272,19 +272,19 @@ Pod Get(s::Pod::Reader r) {
   p.unschedulable = r.getUnschedulable();
   p.phase = PodPhaseFrom(S(r.getPhase()));
   p.owner_kind = S(r.getOwnerKind());
-  p.created = Nanos{r.getCreatedNs()};
+  p.created = Instant{r.getCreatedNs()};
   p.labels = GetLabels(r.getLabels());
   p.constraints = GetConstraints(r);
   p.nominated_node = S(r.getNominatedNode());
   p.do_not_disrupt = r.getDoNotDisrupt();
   p.priority_class = S(r.getPriorityClass());
-  p.termination_grace = Nanos{r.getTerminationGraceNs()};
-  p.do_not_disrupt_for = Nanos{r.getDoNotDisruptForNs()};
+  p.termination_grace = Duration{r.getTerminationGraceNs()};
+  p.do_not_disrupt_for = DurationOrNone(r.getDoNotDisruptForNs());
   if (auto priority = GetOpt<std::int64_t>(r.getPriority())) {
     p.priority = static_cast<std::int32_t>(*priority);
   }
   p.deletion_cost = r.getDeletionCost();
-  p.deletion = Nanos{r.getDeletionNs()};
+  p.deletion = InstantOrNone(r.getDeletionNs());
   return p;
 }
 
@@ -307,7 +307,7 @@ Node Get(s::Node::Reader r) {
           GetList<Taint>(r.getTaints()),
           r.getReady(),
           Get(r.getAllocatable()),
-          Nanos{r.getCreatedNs()},
+          Instant{r.getCreatedNs()},
           GetTexts(r.getVolumesAttached()),
           r.getDoNotDisrupt(),
           r.getDeleting()};
@@ -324,11 +324,11 @@ void Put(s::NodePool::Builder b, const NodePool& p) {
   PutOpt(b.initLimitCpuMillis(), p.limits.cpu);
   PutOpt(b.initLimitMemoryBytes(), p.limits.memory);
   PutOpt(b.initLimitNodes(), p.limits.nodes);
-  b.setExpireAfterNs(p.expire_after.value);
+  b.setExpireAfterNs(NsOrNever(p.expire_after));
   Put(b.initLimitsExtended(p.limits.extended.size()), p.limits.extended);
-  b.setTerminationGracePeriodNs(p.termination_grace_period.value);
+  b.setTerminationGracePeriodNs(NsOrNever(p.termination_grace_period));
   b.setConsolidationPolicy(static_cast<std::uint8_t>(p.consolidation_policy));
-  b.setConsolidateAfterNs(p.consolidate_after.value);
+  b.setConsolidateAfterNs(NsOrNever(p.consolidate_after));
   auto budgets = b.initBudgets(p.budgets.size());
   for (unsigned i = 0; i < p.budgets.size(); ++i) {
     budgets[i].setNodes(T(p.budgets[i].nodes));
@@ -349,16 +349,16 @@ NodePool Get(s::NodePool::Reader r) {
   p.limits.cpu = GetOpt<Millicores>(r.getLimitCpuMillis());
   p.limits.memory = GetOpt<Bytes>(r.getLimitMemoryBytes());
   p.limits.nodes = GetOpt<std::int64_t>(r.getLimitNodes());
-  p.expire_after = Nanos{r.getExpireAfterNs()};
+  p.expire_after = DurationOrNever(r.getExpireAfterNs());
   p.limits.extended = GetInts(r.getLimitsExtended());
-  p.termination_grace_period = Nanos{r.getTerminationGracePeriodNs()};
+  p.termination_grace_period = DurationOrNever(r.getTerminationGracePeriodNs());
   p.consolidation_policy =
       CheckedEnum<ConsolidationPolicy>(r.getConsolidationPolicy(), 1, "consolidation policy");
-  p.consolidate_after = Nanos{r.getConsolidateAfterNs()};
+  p.consolidate_after = DurationOrNever(r.getConsolidateAfterNs());
   p.budgets.clear();
   for (auto budget : r.getBudgets()) {
     p.budgets.push_back({S(budget.getNodes()), S(budget.getSchedule()),
-                         Nanos{budget.getDurationNs()}, GetTexts(budget.getReasons())});
+                         Duration{budget.getDurationNs()}, GetTexts(budget.getReasons())});
   }
   return p;
 }

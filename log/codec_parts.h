@@ -40,6 +40,27 @@ inline std::string_view View(capnp::Text::Reader text) {
   return std::string_view(text.cStr(), text.size());
 }
 
+// Times as the log stores them, in nanoseconds: an absent instant or duration as 0, a Never
+// duration as -1 (the numbers that stood for them before they were optional).
+inline std::int64_t Ns(const std::optional<Instant>& at) {
+  return at ? at->value : 0;
+}
+inline std::int64_t Ns(const std::optional<Duration>& d) {
+  return d ? d->value : 0;
+}
+inline std::int64_t NsOrNever(const std::optional<Duration>& d) {
+  return d ? d->value : -1;
+}
+inline std::optional<Instant> InstantOrNone(std::int64_t ns) {
+  return ns == 0 ? std::nullopt : std::optional<Instant>(Instant{ns});
+}
+inline std::optional<Duration> DurationOrNone(std::int64_t ns) {
+  return ns == 0 ? std::nullopt : std::optional<Duration>(Duration{ns});
+}
+inline std::optional<Duration> DurationOrNever(std::int64_t ns) {
+  return ns < 0 ? std::nullopt : std::optional<Duration>(Duration{ns});
+}
+
 template <class E>
 E CheckedEnum(std::uint16_t raw, std::uint16_t max, const char* what) {
   if (raw > max) throw CodecError(std::string("unknown ") + what + " value " + std::to_string(raw));

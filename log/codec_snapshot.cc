@@ -5,10 +5,10 @@
 namespace tenon::log {
 using namespace parts;
 
-// Every field of the State is in a snapshot: the head or the parts write 46, and decoding makes
+// Every field of the State is in a snapshot: the head or the parts write 44, and decoding makes
 // the other 4 (pod_parts, node_parts, claim_parts, claims_by_node) from them. A field added to
 // the State fails the build here until the snapshot carries it, or recovery would lose it.
-static_assert(FieldCount<State>() == 46 + 4,
+static_assert(FieldCount<State>() == 44 + 4,
               "State: encode the field added in the snapshot (PutHead*, GetHead*)");
 
 namespace {
@@ -88,17 +88,19 @@ void PutHeadBookkeeping(s::Snapshot::Builder b, const State& state) {
   std::map<std::string, std::int64_t> healthy(state.registration_healthy.begin(),
                                               state.registration_healthy.end());
   Put(b.initRegistrationHealthy(healthy.size()), healthy);
-  b.setLastDisruptionPassNs(state.last_disruption_pass.value);
-  b.setPendingMethod(state.pending_method ? Name(*state.pending_method) : "");
-  PutTexts(b.initPendingNodeClaims(state.pending_nodeclaims.size()), state.pending_nodeclaims);
-  b.setPendingSinceNs(state.pending_since.value);
+  b.setLastDisruptionPassNs(Ns(state.last_disruption_pass));
+  if (const std::optional<PendingDisruption>& pending = state.pending_disruption) {
+    b.setPendingMethod(Name(pending->method));
+    PutTexts(b.initPendingNodeClaims(pending->nodeclaims.size()), pending->nodeclaims);
+  }
+  b.setPendingSinceNs(state.latest_proposal.at.value);
   b.setLastDisruptionDigest(state.last_disruption_digest);
   b.setClusterGeneration(state.cluster_generation);
   b.setConsolidatedGeneration(state.consolidated_generation);
-  b.setConsolidatedAtNs(state.consolidated_at.value);
-  b.setConsolidationRecheckAtNs(state.consolidation_recheck_at.value);
+  b.setConsolidatedAtNs(Ns(state.consolidated_at));
+  b.setConsolidationRecheckAtNs(Ns(state.consolidation_recheck_at));
   PutValues(b.initPodDisruptionBudgets(state.pdbs.size()), state.pdbs);
-  b.setPendingReplacements(state.pending_replacements);
+  b.setPendingReplacements(state.latest_proposal.replacements);
   PutList(b.initReplacing(state.replacing.size()), state.replacing);
   std::map<std::string, std::int64_t> handled;
   for (const auto& [id, at] : state.handled_messages) handled[id] = at.value;
@@ -139,7 +141,7 @@ namespace {
 void GetHead(s::Snapshot::Reader r, State& state, std::uint64_t* stored_hash) {
   if (stored_hash != nullptr) *stored_hash = r.getStateHash();
   state.last_seq = tenon::Seq{r.getLastSeq()};
-  state.now = Nanos{r.getNowNs()};
+  state.now = Instant{r.getNowNs()};
   state.started = r.getStarted();
   state.seed = r.getSeed();
   state.version = S(r.getVersion());
@@ -149,24 +151,27 @@ void GetHead(s::Snapshot::Reader r, State& state, std::uint64_t* stored_hash) {
   state.next_nodeclaim = r.getNextNodeClaim();
   state.rejected_inputs = r.getRejectedInputs();
   state.watches_synced = !r.getWatchesUnsynced();
-  state.batch = {r.getBatchOpen(), Nanos{r.getBatchOpenedNs()}, Nanos{r.getBatchLastPodNs()}};
-  state.last_instance_listing = Nanos{r.getLastInstanceListingNs()};
-  state.last_disruption_pass = Nanos{r.getLastDisruptionPassNs()};
+  state.batch = {r.getBatchOpen(), Instant{r.getBatchOpenedNs()}, Instant{r.getBatchLastPodNs()}};
+  state.last_instance_listing = Instant{r.getLastInstanceListingNs()};
+  state.last_disruption_pass = InstantOrNone(r.getLastDisruptionPassNs());
   if (r.getPendingMethod().size() > 0) {
-    state.pending_method = Named(ParseDisruptionMethod, r.getPendingMethod(), "disruption method");
+    state.pending_disruption =
+        PendingDisruption{Named(ParseDisruptionMethod, r.getPendingMethod(), "disruption method"),
+                          GetTexts(r.getPendingNodeClaims())};
+  } else if (r.getPendingNodeClaims().size() > 0) {
+    throw CodecError("pendingNodeClaims: NodeClaims pending disruption with no pendingMethod");
   }
-  state.pending_nodeclaims = GetTexts(r.getPendingNodeClaims());
-  state.pending_since = Nanos{r.getPendingSinceNs()};
+  state.latest_proposal.at = Instant{r.getPendingSinceNs()};
   state.last_disruption_digest = r.getLastDisruptionDigest();
   state.cluster_generation = r.getClusterGeneration();
   state.consolidated_generation = r.getConsolidatedGeneration();
-  state.consolidated_at = Nanos{r.getConsolidatedAtNs()};
-  state.consolidation_recheck_at = Nanos{r.getConsolidationRecheckAtNs()};
-  state.pending_replacements = r.getPendingReplacements();
+  state.consolidated_at = InstantOrNone(r.getConsolidatedAtNs());
+  state.consolidation_recheck_at = InstantOrNone(r.getConsolidationRecheckAtNs());
+  state.latest_proposal.replacements = r.getPendingReplacements();
   state.replacing = GetList<ReplacementWait>(r.getReplacing());
   state.event_limits.nominated_milli_tokens = r.getNominatedMilliTokens();
-  state.event_limits.nominated_at = Nanos{r.getNominatedAtNs()};
-  state.event_limits.pruned_at = Nanos{r.getEventsPrunedAtNs()};
+  state.event_limits.nominated_at = Instant{r.getNominatedAtNs()};
+  state.event_limits.pruned_at = Instant{r.getEventsPrunedAtNs()};
 }
 
 // The collections, which any part may hold.
@@ -193,7 +198,7 @@ void GetCollections(s::Snapshot::Reader r, State& state) {
     state.claims_by_node.Add(claim.node_name, claim.name);
   }
   for (auto u : r.getUnavailableOfferings()) {
-    state.unavailable_offerings[S(u.getKey())] = Nanos{u.getUntilNs()};
+    state.unavailable_offerings[S(u.getKey())] = Instant{u.getUntilNs()};
   }
   for (auto c : r.getInflight()) state.inflight[CommandId{c.getId()}] = Get(c);
   for (auto c : r.getRelaunches()) {
@@ -217,7 +222,7 @@ void GetCollections(s::Snapshot::Reader r, State& state) {
   }
   for (auto t : r.getNodeClassTerminations()) {
     state.nodeclass_terminations[S(t.getName())] = {
-        S(t.getWaitingMessage()), Nanos{t.getWaitingAtNs()}, Nanos{t.getRetryAtNs()}};
+        S(t.getWaitingMessage()), Instant{t.getWaitingAtNs()}, Instant{t.getRetryAtNs()}};
   }
   for (const auto& [pool, healthy] : GetInts(r.getRegistrationHealthy())) {
     state.registration_healthy[pool] = healthy != 0;
@@ -226,13 +231,13 @@ void GetCollections(s::Snapshot::Reader r, State& state) {
     state.pdbs[PodKey(S(p.getNamespace()), S(p.getName()))] = Get(p);
   }
   for (const auto& [id, at] : GetInts(r.getHandledMessages())) {
-    state.handled_messages[id] = Nanos{at};
+    state.handled_messages[id] = Instant{at};
   }
   for (const auto& [name, at] : GetInts(r.getFinishedNodeClaims())) {
-    state.finished_nodeclaims[name] = Nanos{at};
+    state.finished_nodeclaims[name] = Instant{at};
   }
   for (const auto& [key, until] : GetInts(r.getEventsRecorded())) {
-    state.event_limits.recorded[key] = Nanos{until};
+    state.event_limits.recorded[key] = Instant{until};
   }
 }
 

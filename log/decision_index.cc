@@ -95,7 +95,7 @@ std::string IndexTerm(IndexKind kind, std::string_view name) {
   return term;
 }
 
-std::string TimeTerm(Nanos at) {
+std::string TimeTerm(Instant at) {
   std::string term(1, static_cast<char>(IndexKind::kTime));
   // Times before the epoch do not occur (they come from Tick events); clamp rather than wrap.
   auto n = static_cast<std::uint64_t>(std::max<std::int64_t>(at.value, 0));

@@ -50,8 +50,8 @@ struct InstanceType {
 
 struct Settings {
   std::string cluster_name = "tenon";
-  Nanos batch_idle{1 * kSecond.value};            // BATCH_IDLE_DURATION
-  Nanos batch_max{10 * kSecond.value};            // BATCH_MAX_DURATION
+  Duration batch_idle{1 * kSecond};               // BATCH_IDLE_DURATION
+  Duration batch_max{10 * kSecond};               // BATCH_MAX_DURATION
   std::int32_t vm_memory_overhead_permille = 75;  // VM_MEMORY_OVERHEAD_PERCENT 0.075
   bool ignore_preferences = false;                // PREFERENCE_POLICY=Ignore
   bool min_values_best_effort = false;            // MIN_VALUES_POLICY=BestEffort

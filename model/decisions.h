@@ -133,7 +133,7 @@ struct PodOutcome {
 };
 
 struct ProvisioningDecision {
-  Nanos batch_opened{0};
+  Instant batch_opened;
   std::vector<ClaimPlan> new_claims;
   std::vector<PodOutcome> pods;
   friend bool operator==(const ProvisioningDecision&, const ProvisioningDecision&) = default;
@@ -195,7 +195,7 @@ using DecisionBody = std::variant<ProvisioningDecision, LifecycleDecision, Disru
 struct Decision {
   DecisionId id{0};
   Seq cause{0};
-  Nanos at{0};
+  Instant at;
   DecisionBody body;
   friend bool operator==(const Decision&, const Decision&) = default;
 };

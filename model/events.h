@@ -13,7 +13,7 @@
 namespace tenon {
 
 struct Tick {
-  Nanos now{0};
+  Instant now;
   friend bool operator==(const Tick&, const Tick&) = default;
 };
 struct ControllerStarted {
@@ -169,7 +169,7 @@ struct NodeClaimDeletionRequested {
 struct CloudInstance {
   std::string id;
   std::string nodeclaim;  // The karpenter.sh/nodeclaim tag.
-  Nanos launched{0};
+  Instant launched;
   std::string state;  // pending | running | shutting-down | terminated | ...
   friend bool operator==(const CloudInstance&, const CloudInstance&) = default;
 };

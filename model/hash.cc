@@ -64,6 +64,14 @@ template <class Tag, class Rep>
 void H(Hasher& h, const Strong<Tag, Rep>& v) {
   h.Uint(static_cast<std::uint64_t>(v.value));
 }
+void H(Hasher& h, Instant v) {
+  h.Uint(static_cast<std::uint64_t>(v.value));
+}
+// Times and durations that may be absent are fed as the number that stood for "absent" before
+// they were optional (0 for a time, -1 for a Never duration), so states hash as they did.
+constexpr Instant kNoInstant{0};
+constexpr Duration kNever{-1};
+constexpr Duration kNoDuration{0};
 void H(Hasher& h, const std::string& v) {
   h.Str(v);
 }
@@ -178,9 +186,9 @@ void H(Hasher& h, const Pod& p) {
   All(h, c.node_affinity_required, c.node_affinity_preferred, c.pod_affinity_required,
       c.pod_affinity_preferred, c.pod_anti_affinity_required, c.pod_anti_affinity_preferred,
       c.topology_spread, c.volume_claims, c.host_ports, p.nominated_node);
-  All(h, p.do_not_disrupt, p.do_not_disrupt_for, p.priority_class, p.termination_grace, p.priority,
-      p.deletion_cost);
-  if (p.Terminating()) H(h, p.deletion);  // Added later: hashed only when set (see StateHash).
+  All(h, p.do_not_disrupt, p.do_not_disrupt_for.value_or(kNoDuration), p.priority_class,
+      p.termination_grace, p.priority, p.deletion_cost);
+  if (p.deletion) H(h, *p.deletion);  // Added later: hashed only when set (see StateHash).
 }
 void H(Hasher& h, const PodDisruptionBudget& b) {
   All(h, b.ns, b.name, b.selector, b.disruptions_allowed);
@@ -218,8 +226,8 @@ void H(Hasher& h, const NodePoolLimits& l) {
 }
 void H(Hasher& h, const NodePool& p) {
   All(h, p.name, p.weight, p.labels, p.requirements, p.taints, p.startup_taints, p.nodeclass,
-      p.limits, p.expire_after, p.termination_grace_period);
-  All(h, p.consolidation_policy, p.consolidate_after, p.budgets);
+      p.limits, p.expire_after.value_or(kNever), p.termination_grace_period.value_or(kNever));
+  All(h, p.consolidation_policy, p.consolidate_after.value_or(kNever), p.budgets);
 }
 void H(Hasher& h, const ResolvedAmi& a) {
   All(h, a.id, a.name, a.arch, a.created);
@@ -265,7 +273,9 @@ void H(Hasher& h, const NodeClaim& c) {
       c.evict_after, c.last_pod_change, c.nodepool_hash, c.nodeclass_hash);
   All(h, c.image_id, c.subnet_id, c.security_groups, c.nominated_until, c.disruption_conditions);
   // Fed only when set, so a snapshot written before launches were retried hashes as it did.
-  if (c.launch_failures != 0 || c.relaunch_at.value != 0) All(h, c.launch_failures, c.relaunch_at);
+  if (c.launch_failures != 0 || c.relaunch_at) {
+    All(h, c.launch_failures, c.relaunch_at.value_or(kNoInstant));
+  }
 }
 void H(Hasher& h, const BatchWindow& b) {
   All(h, b.open, b.opened, b.last_pod);
@@ -418,8 +428,10 @@ static_assert(FieldCount<PatchNodeClaimStatus>() == 10,
 static_assert(FieldCount<PatchNodePoolStatus>() == 2, "PatchNodePoolStatus: hash the field added");
 static_assert(FieldCount<Command>() == 3, "Command: hash the field added");
 // The State's shared parts and indexes (pod_parts, node_parts, claim_parts, claims_by_node) are
-// made from the fields StateHash takes and are not hashed themselves: 46 fields and those 4.
-static_assert(FieldCount<State>() == 46 + 4, "State: hash the field added (StateHash)");
+// made from the fields StateHash takes and are not hashed themselves: 44 fields and those 4.
+static_assert(FieldCount<PendingDisruption>() == 2, "PendingDisruption: hash the field added");
+static_assert(FieldCount<DisruptionProposal>() == 2, "DisruptionProposal: hash the field added");
+static_assert(FieldCount<State>() == 44 + 4, "State: hash the field added (StateHash)");
 
 }  // namespace
 
@@ -444,18 +456,21 @@ std::uint64_t StateHash(const State& s) {
   if (!s.relaunches.empty()) All(h, s.relaunches);  // As launch_failures (NodeClaim's).
   All(h, s.daemonsets, s.pvcs, s.pvs, s.storage_classes, s.csi_nodes);
   All(h, s.nodepool_status, s.last_instance_listing, s.registration_healthy);
-  const std::string_view pending_method = s.pending_method ? Name(*s.pending_method) : "";
-  All(h, s.last_disruption_pass, pending_method, s.pending_nodeclaims, s.pending_since,
+  // The pending decision and the latest proposal as the loose fields they once were.
+  const std::optional<PendingDisruption>& pending = s.pending_disruption;
+  const std::string_view pending_method = pending ? Name(pending->method) : "";
+  All(h, s.last_disruption_pass.value_or(kNoInstant), pending_method,
+      pending ? pending->nodeclaims : std::vector<std::string>{}, s.latest_proposal.at,
       s.last_disruption_digest);
-  All(h, s.pdbs, s.pending_replacements, s.replacing, s.handled_messages);
+  All(h, s.pdbs, s.latest_proposal.replacements, s.replacing, s.handled_messages);
   All(h, s.watches_synced);
   // Fields added later are hashed only when set, so snapshots written before them keep their
   // stored hash and an upgraded controller recovers from them.
   if (!s.finished_nodeclaims.empty()) All(h, s.finished_nodeclaims);
   if (s.cluster_generation != 0 || s.consolidated_generation != 0) {
-    All(h, s.cluster_generation, s.consolidated_generation, s.consolidated_at);
+    All(h, s.cluster_generation, s.consolidated_generation, s.consolidated_at.value_or(kNoInstant));
   }
-  if (s.consolidation_recheck_at.value != 0) All(h, s.consolidation_recheck_at);
+  if (s.consolidation_recheck_at) All(h, *s.consolidation_recheck_at);
   if (!s.nodeclass_resolutions.empty()) {
     All(h, std::string_view("nodeclass_resolutions"), s.nodeclass_resolutions);
   }

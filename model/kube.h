@@ -144,18 +144,19 @@ struct Pod {
   bool do_not_disrupt = false;     // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
   std::int32_t deletion_cost = 0;  // Annotation controller.kubernetes.io/pod-deletion-cost.
   SharedText owner_kind;           // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
-  Nanos created{0};
+  Instant created;
   Shared<Labels> labels;
   Shared<PodConstraints> constraints;
-  SharedText nominated_node;    // status.nominatedNodeName: a preemption is in progress.
-  Nanos do_not_disrupt_for{0};  // The duration form: protected that long after creation.
-  SharedText priority_class;    // system-cluster-critical / system-node-critical are critical.
+  SharedText nominated_node;  // status.nominatedNodeName: a preemption is in progress.
+  // The duration form: protected that long after creation.
+  std::optional<Duration> do_not_disrupt_for;
+  SharedText priority_class;  // system-cluster-critical / system-node-critical are critical.
   std::optional<std::int32_t> priority;  // spec.priority (resolved from the class by admission).
-  Nanos termination_grace{30 * kSecond.value};  // spec.terminationGracePeriodSeconds
+  Duration termination_grace{30 * kSecond};  // spec.terminationGracePeriodSeconds
   // metadata.deletionTimestamp: when a pod being deleted should be gone (the deletion's time
-  // plus its grace period). Zero when it is not being deleted.
-  Nanos deletion{0};
-  bool Terminating() const { return deletion.value != 0; }
+  // plus its grace period). None when it is not being deleted.
+  std::optional<Instant> deletion;
+  bool Terminating() const { return deletion.has_value(); }
   friend bool operator==(const Pod&, const Pod&) = default;
 };
 
@@ -213,7 +214,7 @@ struct Node {
   std::vector<Taint> taints;
   bool ready = false;
   Resources allocatable;
-  Nanos created{0};
+  Instant created;
   std::vector<std::string> volumes_attached;  // status.volumesAttached[].name
   bool do_not_disrupt = false;                // Annotation karpenter.sh/do-not-disrupt: "true".
   bool deleting = false;  // metadata.deletionTimestamp is set (its finalizer holds it).
@@ -236,7 +237,7 @@ enum class ConsolidationPolicy : std::uint8_t { kWhenEmptyOrUnderutilized, kWhen
 struct DisruptionBudget {
   std::string nodes = "10%";
   std::string schedule;  // Cron (UTC), empty: always active.
-  Nanos duration{0};
+  Duration duration{0};
   std::vector<std::string> reasons;  // Empty, Drifted, Underutilized.
   friend bool operator==(const DisruptionBudget&, const DisruptionBudget&) = default;
 };
@@ -250,10 +251,10 @@ struct NodePool {
   std::vector<Taint> startup_taints;
   std::string nodeclass;  // nodeClassRef.name
   NodePoolLimits limits;
-  Nanos expire_after{720 * 60 * kMinute.value};  // Negative: Never.
-  Nanos termination_grace_period{-1};            // Negative: unset (drain waits forever).
+  std::optional<Duration> expire_after{720 * kHour};  // None: Never.
+  std::optional<Duration> termination_grace_period;   // None: unset (drain waits forever).
   ConsolidationPolicy consolidation_policy = ConsolidationPolicy::kWhenEmptyOrUnderutilized;
-  Nanos consolidate_after{0};                                 // Negative: Never.
+  std::optional<Duration> consolidate_after{Duration{0}};     // None: Never.
   std::vector<DisruptionBudget> budgets{DisruptionBudget{}};  // Karpenter's default: 10%.
   friend bool operator==(const NodePool&, const NodePool&) = default;
 };
@@ -348,20 +349,20 @@ struct NodeClaim {
   MicroUsdPerHour price{0};
   std::string node_name;
   Resources allocatable;
-  Nanos created{0};
-  Nanos launched{0};
-  Nanos registered{0};
-  Nanos initialized{0};
+  Instant created;
+  Instant launched;
+  Instant registered;
+  Instant initialized;
   // Termination: deletion requested (by tenon or by someone else), then drain, terminate the
   // instance, remove the finalizer.
   bool deleting = false;
-  Nanos deleting_since{0};
+  Instant deleting_since;
   std::string deleting_reason;
   bool instance_gone = false;  // Terminated by tenon, or found missing by garbage collection.
   // Drain: per pod (namespace/name), evictions refused by a PDB and when to try again.
   std::map<std::string, std::int32_t> evictions_refused;
-  std::map<std::string, Nanos> evict_after;
-  Nanos last_pod_change{0};  // Last pod bound to or removed from its node (consolidateAfter).
+  std::map<std::string, Instant> evict_after;
+  Instant last_pod_change;  // Last pod bound to or removed from its node (consolidateAfter).
   std::uint64_t nodepool_hash = 0;   // TemplateHash of its NodePool at creation.
   std::uint64_t nodeclass_hash = 0;  // NodeClassHash of its EC2NodeClass at creation.
   // What the instance was launched with (drift when its EC2NodeClass no longer resolves to it).
@@ -369,15 +370,15 @@ struct NodeClaim {
   std::string subnet_id;
   std::vector<std::string> security_groups;
   // Provisioning placed pending pods on it: disruption leaves it alone until then.
-  Nanos nominated_until{0};
+  Instant nominated_until;
   // The disruption conditions (Consolidatable, Drifted) as last published: 0 false, else true
   // since that time (nanoseconds; drift takes the longest drifted first).
   std::map<std::string, std::int64_t> disruption_conditions;
   // A launch that failed for a reason other than capacity is sent again after a backoff, as
   // Karpenter's lifecycle controller requeues it: how many failed, and when the next is due
-  // (0: none waiting; the launch to send is State::relaunches').
+  // (none waiting: nullopt; the launch to send is State::relaunches').
   std::int32_t launch_failures = 0;
-  Nanos relaunch_at{0};
+  std::optional<Instant> relaunch_at;
   friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
 };
 

@@ -250,9 +250,25 @@ class PodTable {
 
 struct BatchWindow {
   bool open = false;
-  Nanos opened{0};
-  Nanos last_pod{0};
+  Instant opened;
+  Instant last_pod;
   friend bool operator==(const BatchWindow&, const BatchWindow&) = default;
+};
+
+// When the latest disruption decision was proposed and how many new NodeClaims its plans
+// needed: what validation compares the recomputed plans with. Kept after the decision is
+// carried out or dropped (the state hash has always covered it).
+struct DisruptionProposal {
+  Instant at;
+  std::uint64_t replacements = 0;
+  friend bool operator==(const DisruptionProposal&, const DisruptionProposal&) = default;
+};
+
+// A disruption decision waiting out its 15 s validation: its method and candidates.
+struct PendingDisruption {
+  DisruptionMethod method = DisruptionMethod::kDrift;
+  std::vector<std::string> nodeclaims;
+  friend bool operator==(const PendingDisruption&, const PendingDisruption&) = default;
 };
 
 // A disruption waiting for its replacements to initialise before its candidates go.
@@ -260,7 +276,7 @@ struct ReplacementWait {
   DisruptionMethod method = DisruptionMethod::kDrift;
   std::vector<std::string> candidates;    // Tainted karpenter.sh/disrupted, not yet deleted.
   std::vector<std::string> replacements;  // NodeClaims launched for their pods.
-  Nanos started{0};
+  Instant started;
   std::string reason;     // What the candidates' deletion will say.
   bool draining = false;  // Replacements ready, candidates being deleted.
   friend bool operator==(const ReplacementWait&, const ReplacementWait&) = default;
@@ -273,8 +289,8 @@ using Catalog = std::map<std::string, CatalogEntry>;
 // cleanup may be tried again after a failure.
 struct NodeClassTermination {
   std::string waiting_message;
-  Nanos waiting_at{0};
-  Nanos retry_at{0};
+  Instant waiting_at;
+  Instant retry_at;
   friend bool operator==(const NodeClassTermination&, const NodeClassTermination&) = default;
 };
 
@@ -284,16 +300,16 @@ struct NodeClassTermination {
 // token bucket of 5 a second with a burst of 10. From core time only, so a replay records the
 // same Events.
 struct EventLimits {
-  std::map<std::string, Nanos> recorded;         // Dedupe key -> until when it holds.
+  std::map<std::string, Instant> recorded;       // Dedupe key -> until when it holds.
   std::int64_t nominated_milli_tokens = 10'000;  // Thousandths of a token; the bucket starts full.
-  Nanos nominated_at{0};                         // When the bucket was last topped up.
-  Nanos pruned_at{0};  // When `recorded` was last rid of lapsed keys (once a minute).
+  Instant nominated_at;                          // When the bucket was last topped up.
+  Instant pruned_at;  // When `recorded` was last rid of lapsed keys (once a minute).
   friend bool operator==(const EventLimits&, const EventLimits&) = default;
 };
 
 struct State {
   Seq last_seq{0};
-  Nanos now{0};
+  Instant now;
   bool started = false;
   std::uint64_t seed = 0;
   std::string version;
@@ -318,7 +334,7 @@ struct State {
   std::map<std::string, CsiNode> csi_nodes;
   std::map<std::string, PodDisruptionBudget> pdbs;  // Keyed by namespace/name.
   // Offerings that failed with a capacity error, keyed "type/zone/capacity-type", until when.
-  std::map<std::string, Nanos> unavailable_offerings;
+  std::map<std::string, Instant> unavailable_offerings;
   // Each EC2NodeClass's latest NodeClassResolved, by name: what its status is written from.
   std::map<std::string, NodeClassResolution> nodeclass_resolutions;
   // Deleted EC2NodeClasses waiting on their NodeClaims or their cleanup, by name.
@@ -329,20 +345,19 @@ struct State {
   // NodeRegistrationHealthy per pool: false after a registration timeout, true once a claim
   // of the pool registers. Absent: unknown.
   std::map<std::string, bool> registration_healthy;
-  Nanos last_instance_listing{0};  // When InstancesListed last arrived.
-  // Disruption: the last 10 s pass, and a decision waiting out its 15 s validation.
-  Nanos last_disruption_pass{0};
-  std::optional<DisruptionMethod> pending_method;
-  std::vector<std::string> pending_nodeclaims;
-  Nanos pending_since{0};
-  std::uint64_t pending_replacements = 0;  // New claims the proposal needed.
+  Instant last_instance_listing;  // When InstancesListed last arrived.
+  // Disruption: the last 10 s pass (none yet: nullopt), the latest decision proposed, and the
+  // decision waiting out its 15 s validation, if any.
+  std::optional<Instant> last_disruption_pass;
+  DisruptionProposal latest_proposal;
+  std::optional<PendingDisruption> pending_disruption;
   std::vector<ReplacementWait> replacing;
   // Interruption messages handled, by message id, and when: SQS delivers at least once, so a
   // message seen again (say after a restart) is only acknowledged again. Kept for a day.
-  std::map<std::string, Nanos> handled_messages;
+  std::map<std::string, Instant> handled_messages;
   // NodeClaims the core finished (finalizer removed), by name, and when; kept an hour. A late
   // watch event about one of them is not mistaken for a claim to adopt.
-  std::map<std::string, Nanos> finished_nodeclaims;
+  std::map<std::string, Instant> finished_nodeclaims;
   std::uint64_t last_disruption_digest =
       0;  // Of the last "nothing to do" record, to not repeat it.
   // Karpenter's consolidation state: a count bumped by every change that could change what
@@ -350,11 +365,11 @@ struct State {
   // consolidate. While the count stands still, consolidation is not recomputed, for at most
   // kConsolidationRecheck, or (beyond Karpenter, which waits for its recheck) until
   // consolidation_recheck_at: the earliest a blocker that pass found runs out on its own (a
-  // do-not-disrupt duration, a nomination); 0 when none does.
+  // do-not-disrupt duration, a nomination), if one does.
   std::uint64_t cluster_generation = 0;
   std::uint64_t consolidated_generation = 0;
-  Nanos consolidated_at{0};
-  Nanos consolidation_recheck_at{0};
+  std::optional<Instant> consolidated_at;
+  std::optional<Instant> consolidation_recheck_at;
 
   BatchWindow batch;
   std::map<CommandId, Command> inflight;  // Issued, no result yet.

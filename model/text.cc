@@ -167,12 +167,12 @@ PodPhase PodPhaseFrom(const std::string& text) {
   return PodPhase::kUnknown;
 }
 
-std::string ClockText(Nanos at) {
+std::string ClockText(Instant at) {
   const std::int64_t s = at.value / kSecond.value;
   return Padded((s / 3600) % 24, 2) + ":" + Padded((s / 60) % 60, 2) + ":" + Padded(s % 60, 2);
 }
 
-std::string DurationText(Nanos d) {
+std::string DurationText(Duration d) {
   std::int64_t s = d.value / kSecond.value;
   if (s % 3600 == 0 && s >= 3600) return std::to_string(s / 3600) + "h";
   if (s % 60 == 0 && s >= 60) return std::to_string(s / 60) + "m";

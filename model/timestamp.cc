@@ -1,8 +1,10 @@
 #include "model/timestamp.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 namespace tenon {
 namespace {
@@ -22,7 +24,7 @@ int Digits(std::string_view text, std::size_t pos, std::size_t len) {
 
 }  // namespace
 
-std::optional<Nanos> ParseRfc3339(std::string_view text) {
+std::optional<Instant> ParseRfc3339(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS, an optional fraction of a second, then Z or an offset +HH:MM / -HH:MM.
   if (text.size() < 20 || text.size() > kTimestampCharsMax) return std::nullopt;
   if (text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't') || text[13] != ':' ||
@@ -68,7 +70,35 @@ std::optional<Nanos> ParseRfc3339(std::string_view text) {
   constexpr std::int64_t kSecondsMax = std::numeric_limits<std::int64_t>::max() / 1'000'000'000 - 1;
   const std::int64_t since_epoch = utc.time_since_epoch().count();
   if (since_epoch > kSecondsMax || since_epoch < -kSecondsMax) return std::nullopt;
-  return Nanos{since_epoch * 1'000'000'000 + frac_nanos};
+  return Instant{since_epoch * 1'000'000'000 + frac_nanos};
+}
+
+std::string Rfc3339Text(Instant at, int fraction_digits) {
+  using namespace std::chrono;
+  const sys_time<nanoseconds> exact{nanoseconds(at.value)};
+  const sys_seconds t = floor<seconds>(exact);
+  const sys_days day = floor<days>(t);
+  const year_month_day date(day);
+  const hh_mm_ss time(t - day);
+  std::string text = "0000-00-00T00:00:00Z";
+  const auto put = [&](std::size_t pos, std::size_t len, long long value) {
+    for (std::size_t k = pos + len; k-- > pos; value /= 10)
+      text[k] = static_cast<char>('0' + value % 10);
+  };
+  put(0, 4, static_cast<int>(date.year()));
+  put(5, 2, static_cast<unsigned>(date.month()));
+  put(8, 2, static_cast<unsigned>(date.day()));
+  put(11, 2, time.hours().count());
+  put(14, 2, time.minutes().count());
+  put(17, 2, time.seconds().count());
+  const auto digits = static_cast<std::size_t>(std::clamp(fraction_digits, 0, 9));
+  if (digits > 0) {
+    std::string fraction(9, '0');
+    long long nanos = (exact - t).count();
+    for (std::size_t k = 9; k-- > 0; nanos /= 10) fraction[k] = static_cast<char>('0' + nanos % 10);
+    text.insert(19, "." + fraction.substr(0, digits));
+  }
+  return text;
 }
 
 }  // namespace tenon

@@ -1,6 +1,6 @@
 // The units and plain values every part of tenon shares: strong integer units (millicores,
-// bytes, micro-dollars per hour, nanoseconds), identifiers, labels, resources and the
-// well-known label and resource names.
+// bytes, micro-dollars per hour), time (an Instant and a Duration, both in nanoseconds),
+// identifiers, labels, resources and the well-known label and resource names.
 //
 // Units go last in names and are carried by strong types, so millicores never meet bytes.
 #pragma once
@@ -38,7 +38,6 @@ struct Strong {
 using Millicores = Strong<struct MillicoresTag>;
 using Bytes = Strong<struct BytesTag>;
 using MicroUsdPerHour = Strong<struct MicroUsdPerHourTag>;
-using Nanos = Strong<struct NanosTag>;             // Time since the Unix epoch, or a duration.
 using Seq = Strong<struct SeqTag, std::uint64_t>;  // A record's place in the log, from 1; 0: none.
 // The record `n` places after or before `seq`.
 constexpr Seq operator+(Seq seq, std::uint64_t n) {
@@ -50,11 +49,36 @@ constexpr Seq operator-(Seq seq, std::uint64_t n) {
 constexpr Seq& operator+=(Seq& seq, std::uint64_t n) {
   return seq = seq + n;
 }
+
+// A length of time in nanoseconds. Negative only as the difference of two instants.
+using Duration = Strong<struct DurationTag>;
+constexpr Duration operator*(std::int64_t n, Duration d) {
+  return Duration{n * d.value};
+}
+
+// A point in time: nanoseconds since the Unix epoch, UTC. Instants subtract to a Duration and
+// move by one; they do not add to each other. A time that may be absent is an
+// optional<Instant>, never a zero.
+struct Instant {
+  std::int64_t value{};
+  constexpr Instant() = default;
+  constexpr explicit Instant(std::int64_t v) : value(v) {}
+  friend constexpr auto operator<=>(Instant, Instant) = default;
+  friend constexpr Instant operator+(Instant at, Duration d) { return Instant(at.value + d.value); }
+  friend constexpr Instant operator-(Instant at, Duration d) { return Instant(at.value - d.value); }
+  friend constexpr Duration operator-(Instant a, Instant b) { return Duration(a.value - b.value); }
+  constexpr Instant& operator+=(Duration d) {
+    value += d.value;
+    return *this;
+  }
+};
+
 using CommandId = Strong<struct CommandIdTag, std::uint64_t>;
 using DecisionId = Strong<struct DecisionIdTag, std::uint64_t>;
 
-inline constexpr Nanos kSecond{1'000'000'000};
-inline constexpr Nanos kMinute{60 * kSecond.value};
+inline constexpr Duration kSecond{1'000'000'000};
+inline constexpr Duration kMinute{60 * kSecond.value};
+inline constexpr Duration kHour{60 * kMinute.value};
 inline constexpr Bytes kMebibyte{1 << 20};
 
 using Labels = std::map<std::string, std::string>;
@@ -232,8 +256,8 @@ inline constexpr const char* kNeuron = "aws.amazon.com/neuron";
 
 // "02:14:09", the UTC time of day, "90s" / "5m" / "2h" for a duration, and "$0.0981" from
 // micro-dollars per hour.
-std::string ClockText(Nanos at);
-std::string DurationText(Nanos d);
+std::string ClockText(Instant at);
+std::string DurationText(Duration d);
 std::string DollarsText(MicroUsdPerHour price);
 
 }  // namespace tenon

@@ -112,24 +112,24 @@ inline constexpr const char* kAllocationSpot = "price-capacity-optimized";
 inline constexpr const char* kAllocationOnDemand = "lowest-price";
 
 // How long a capacity error keeps an offering out of consideration.
-inline constexpr Nanos kUnavailableOfferingTtl{3 * kMinute.value};
+inline constexpr Duration kUnavailableOfferingTtl{3 * kMinute.value};
 // NodeClaim lifecycle and termination, with Karpenter's timeouts.
-inline constexpr Nanos kRelaunchBackoffBase{kSecond.value};  // A failed launch, again.
-inline constexpr Nanos kRelaunchBackoffMax{kMinute.value};
-inline constexpr Nanos kLaunchTimeout{5 * kMinute.value};        // Pending without a launch.
-inline constexpr Nanos kRegistrationTtl{15 * kMinute.value};     // Launched, no Node yet.
-inline constexpr Nanos kLeakedInstanceAge{30 * kSecond.value};   // Untracked instance age.
-inline constexpr Nanos kEvictionBackoffBase{100 * 1'000'000};    // First retry after a 429.
-inline constexpr Nanos kEvictionBackoffMax{10 * kSecond.value};  // Retries back off to this.
+inline constexpr Duration kRelaunchBackoffBase{kSecond.value};  // A failed launch, again.
+inline constexpr Duration kRelaunchBackoffMax{kMinute.value};
+inline constexpr Duration kLaunchTimeout{5 * kMinute.value};        // Pending without a launch.
+inline constexpr Duration kRegistrationTtl{15 * kMinute.value};     // Launched, no Node yet.
+inline constexpr Duration kLeakedInstanceAge{30 * kSecond.value};   // Untracked instance age.
+inline constexpr Duration kEvictionBackoffBase{100 * 1'000'000};    // First retry after a 429.
+inline constexpr Duration kEvictionBackoffMax{10 * kSecond.value};  // Retries back off to this.
 // Disruption: Karpenter's pass interval and validation delay.
-inline constexpr Nanos kDisruptionPassInterval{10 * kSecond.value};
+inline constexpr Duration kDisruptionPassInterval{10 * kSecond.value};
 // An unchanged cluster is consolidated again after this long anyway: what the core cannot see
 // change (offering availability, budget windows, do-not-disrupt durations) may allow it now.
-inline constexpr Nanos kConsolidationRecheck{5 * kMinute.value};
-inline constexpr Nanos kDisruptionValidation{15 * kSecond.value};
-inline constexpr Nanos kBudgetScheduleHorizonMax{7 * 24 * 60 * kMinute.value};
-inline constexpr Nanos kHandledMessagesKept{24 * 60 * kMinute.value};
-inline constexpr Nanos kFinishedNodeClaimsKept{60 * kMinute.value};
+inline constexpr Duration kConsolidationRecheck{5 * kMinute.value};
+inline constexpr Duration kDisruptionValidation{15 * kSecond.value};
+inline constexpr Duration kBudgetScheduleHorizonMax{7 * 24 * 60 * kMinute.value};
+inline constexpr Duration kHandledMessagesKept{24 * 60 * kMinute.value};
+inline constexpr Duration kFinishedNodeClaimsKept{60 * kMinute.value};
 
 // A label selector (matchLabels and matchExpressions) matches a label set: whom a
 // PodDisruptionBudget or a pod affinity term selects.

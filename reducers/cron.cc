@@ -115,7 +115,7 @@ Cron Cron::Parse(std::string_view text) {
   return c;
 }
 
-bool Cron::Fires(Nanos at) const {
+bool Cron::Fires(Instant at) const {
   using namespace std::chrono;
   sys_time<nanoseconds> t{nanoseconds{at.value}};
   auto day = floor<days>(t);
@@ -134,11 +134,11 @@ bool Cron::Fires(Nanos at) const {
   return dom && dow;
 }
 
-std::optional<Nanos> Cron::LastFiring(Nanos at, Nanos horizon) const {
+std::optional<Instant> Cron::LastFiring(Instant at, Duration horizon) const {
   std::int64_t minute = at.value - ((at.value % kMinuteNs) + kMinuteNs) % kMinuteNs;
   std::int64_t steps = std::min(horizon.value / kMinuteNs, kLookBackMinutesMax);
   for (std::int64_t i = 0; i <= steps; ++i) {
-    Nanos candidate{minute - i * kMinuteNs};
+    Instant candidate{minute - i * kMinuteNs};
     if (Fires(candidate)) return candidate;
   }
   return std::nullopt;

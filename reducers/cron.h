@@ -27,9 +27,9 @@ class Cron {
   static Cron Parse(std::string_view text);
 
   // Whether the schedule fires at the minute containing `at`.
-  bool Fires(Nanos at) const;
+  bool Fires(Instant at) const;
   // The latest firing minute at or before `at`, looking back no further than `horizon`.
-  std::optional<Nanos> LastFiring(Nanos at, Nanos horizon) const;
+  std::optional<Instant> LastFiring(Instant at, Duration horizon) const;
 
  private:
   std::bitset<60> minutes_;

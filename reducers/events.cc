@@ -20,25 +20,25 @@ constexpr const char* kWarning = "Warning";
 
 // Karpenter's recorder: an Event's dedupe key holds for 2 minutes unless the Event says
 // otherwise; Nominated Events share a bucket of 5 tokens a second, 10 at most.
-constexpr Nanos kDefaultDedupe{120 * kSecond.value};
-constexpr Nanos kFailedSchedulingDedupe{300 * kSecond.value};
-constexpr Nanos kUnconsolidatableDedupe{900 * kSecond.value};
-constexpr Nanos kNodePoolBlockedDedupe{60 * kSecond.value};  // A budget can change each minute.
+constexpr Duration kDefaultDedupe{120 * kSecond.value};
+constexpr Duration kFailedSchedulingDedupe{300 * kSecond.value};
+constexpr Duration kUnconsolidatableDedupe{900 * kSecond.value};
+constexpr Duration kNodePoolBlockedDedupe{60 * kSecond.value};  // A budget can change each minute.
 constexpr std::int64_t kNominatedPerSecond = 5;
 constexpr std::int64_t kNominatedBurstMilli = 10'000;
-constexpr Nanos kPruneEvery{60 * kSecond.value};
+constexpr Duration kPruneEvery{60 * kSecond.value};
 
 // An Event with what Karpenter's recorder limits it by. Karpenter dedupes by the involved
 // object's UID and sometimes a detail (a disruption reason); the core names the object instead.
 struct Draft {
   RecordKubeEvent event;
   std::string detail;  // A dedupe value beyond the object; empty when there is none.
-  Nanos timeout = kDefaultDedupe;
+  Duration timeout = kDefaultDedupe;
   bool nominated = false;  // Passes the Nominated token bucket too.
 };
 using Drafts = std::vector<Draft>;
 
-void Add(Drafts& out, RecordKubeEvent event, Nanos timeout = kDefaultDedupe,
+void Add(Drafts& out, RecordKubeEvent event, Duration timeout = kDefaultDedupe,
          std::string detail = "") {
   out.push_back({std::move(event), std::move(detail), timeout, false});
 }
@@ -86,8 +86,8 @@ std::string NodeOf(const State& state, const std::string& claim, const std::stri
 // emits its disruption events.
 void OnNodeAndClaim(const State& state, const std::string& claim, const std::string& type,
                     const std::string& reason, const std::string& node_message,
-                    const std::string& claim_message, Drafts& out, Nanos timeout = kDefaultDedupe,
-                    const std::string& detail = "") {
+                    const std::string& claim_message, Drafts& out,
+                    Duration timeout = kDefaultDedupe, const std::string& detail = "") {
   std::string node = NodeOf(state, claim);
   if (!node.empty() && !Held(state, reason, NodeRef(node), detail)) {
     Add(out, {NodeRef(node), type, reason, node_message}, timeout, detail);
@@ -237,7 +237,7 @@ std::string DedupeKey(const Draft& draft) {
 
 // The Nominated bucket, topped up to `now` (5 tokens a second, 10 at most), then one token
 // taken if there is one.
-bool TakeNominationToken(EventLimits& limits, Nanos now) {
+bool TakeNominationToken(EventLimits& limits, Instant now) {
   const std::int64_t elapsed = std::max<std::int64_t>(0, now.value - limits.nominated_at.value);
   const std::int64_t room = kNominatedBurstMilli - limits.nominated_milli_tokens;
   // Thousandths of a token per nanosecond: 5 * 1000 / 1e9.
@@ -272,9 +272,9 @@ void AnnounceDecisionEvents(State& state, Seq cause, Output& out) {
     limits.pruned_at = state.now;
   }
   for (Draft& draft : drafts) {
-    auto [it, added] = limits.recorded.try_emplace(DedupeKey(draft), Nanos{0});
+    auto [it, added] = limits.recorded.try_emplace(DedupeKey(draft), Instant{});
     if (!added && it->second > state.now) continue;
-    it->second = Nanos{state.now.value + draft.timeout.value};
+    it->second = state.now + draft.timeout;
     if (draft.nominated && !TakeNominationToken(limits, state.now)) continue;
     Announce(state, cause, std::move(draft.event), out);
   }

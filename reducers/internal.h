@@ -17,9 +17,10 @@ namespace tenon::core {
 bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
 // The pod's karpenter.sh/do-not-disrupt at `now`: "true" always, the duration form until that
 // long after the pod's creation.
-inline bool DoNotDisrupt(const Pod& pod, Nanos now) {
+inline bool DoNotDisrupt(const Pod& pod, Instant now) {
   if (!pod.do_not_disrupt) return false;
-  return pod.do_not_disrupt_for.value <= 0 || now < pod.created + pod.do_not_disrupt_for;
+  const std::optional<Duration>& lasts = pod.do_not_disrupt_for;
+  return !lasts || lasts->value <= 0 || now < pod.created + *lasts;
 }
 
 // Names to values in a flat array sorted by a hash of the name: a lookup is a binary search

@@ -69,9 +69,9 @@ void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reaso
 void RetryLaunch(State& state, Seq seq, NodeClaim& claim, const LaunchInstance& launch,
                  const std::string& reason, Output& out) {
   ++claim.launch_failures;
-  Nanos delay = kRelaunchBackoffBase;
+  Duration delay = kRelaunchBackoffBase;
   for (std::int32_t i = 1; i < claim.launch_failures && delay < kRelaunchBackoffMax; ++i) {
-    delay = Nanos{delay.value * 2};
+    delay = Duration{delay.value * 2};
   }
   delay = std::min(delay, kRelaunchBackoffMax);
   claim.relaunch_at = state.now + delay;
@@ -271,7 +271,7 @@ void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& 
 }
 
 void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out) {
-  claim.relaunch_at = Nanos{0};
+  claim.relaunch_at.reset();
   auto it = state.relaunches.find(claim.name);
   if (it == state.relaunches.end()) return;
   LaunchInstance launch = std::get<LaunchInstance>(std::move(it->second.body));
@@ -362,9 +362,9 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
   if (state.finished_nodeclaims.contains(observed.name)) return;
   NodeClaim claim = observed;
   claim.deleting = false;
-  claim.nominated_until = Nanos{0};
+  claim.nominated_until = Instant{};
   claim.disruption_conditions.clear();
-  claim.launched = claim.registered = claim.initialized = Nanos{0};
+  claim.launched = claim.registered = claim.initialized = Instant{};
   if (claim.phase != ClaimPhase::kPending) claim.launched = claim.created;
   PriceFromCatalog(state, claim);
   state.claim_parts.Share(claim);

@@ -9,9 +9,9 @@ namespace tenon::core {
 namespace {
 
 // Karpenter records WaitingOnNodeClaimTermination again every 10 minutes while it waits.
-constexpr Nanos kWaitingReportEvery{600 * kSecond.value};
+constexpr Duration kWaitingReportEvery{600 * kSecond.value};
 // A cleanup (or finalizer removal) that failed is tried again after this long.
-constexpr Nanos kCleanupRetry{60 * kSecond.value};
+constexpr Duration kCleanupRetry{60 * kSecond.value};
 constexpr std::size_t kNamesShown = 5;
 
 // A command of kind C about `nodeclass` is in flight (`match` narrows it further).
@@ -149,7 +149,7 @@ bool OnNodeClassResult(State& state, Seq seq, CommandId id, bool succeeded, Outp
   // Tried again after a failure; after a finalizer removal, the EC2NodeClass's deletion is
   // waited for instead of cleaning up again before the watch brings it.
   if (!succeeded || std::holds_alternative<SetNodeClassFinalizer>(body)) {
-    termination->second.retry_at = Nanos{state.now.value + kCleanupRetry.value};
+    termination->second.retry_at = state.now + kCleanupRetry;
   }
   if (succeeded && std::holds_alternative<DeleteNodeClassResources>(body)) {
     Issue(state, seq, SetNodeClassFinalizer{nodeclass, false}, out);

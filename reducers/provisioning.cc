@@ -172,7 +172,7 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
 
 namespace {
 
-void Provision(State& state, Seq seq, Nanos opened, Output& out) {
+void Provision(State& state, Seq seq, Instant opened, Output& out) {
   ScheduleResult result = Schedule(state);
   ProvisioningDecision decision{opened, {}, std::move(result.pods)};
   std::vector<std::string> names;
@@ -183,8 +183,8 @@ void Provision(State& state, Seq seq, Nanos opened, Output& out) {
   // Karpenter's nomination: capacity chosen for pending pods is not disrupted while they are
   // on their way to it: twice the longest batch, and at least 10 seconds (kube-scheduler's
   // retry of an unschedulable pod can take that long).
-  constexpr Nanos kNominationMin{10 * kSecond.value};
-  const Nanos nomination =
+  constexpr Duration kNominationMin{10 * kSecond.value};
+  const Duration nomination =
       std::max(state.settings.batch_max + state.settings.batch_max, kNominationMin);
   std::set<std::string_view> targets;
   for (const PodOutcome& outcome : decision.pods) {
@@ -227,7 +227,7 @@ void MaybeProvision(State& state, Seq seq, Output& out) {
   bool idle = state.now - state.batch.last_pod >= state.settings.batch_idle;
   bool full = state.now - state.batch.opened >= state.settings.batch_max;
   if (!idle && !full) return;
-  Nanos opened = state.batch.opened;
+  const Instant opened = state.batch.opened;
   state.batch = BatchWindow{};
   Provision(state, seq, opened, out);
 }

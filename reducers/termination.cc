@@ -40,7 +40,7 @@ std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node)
   for (const auto& [key, pod_ptr] : state.pods.OnNode(node).pods) {
     const Pod& pod = *pod_ptr;
     if (!IsActive(pod) || pod.owner_kind == "Node") continue;
-    if (pod.Terminating() && state.now > pod.deletion + kMinute) continue;
+    if (pod.deletion && state.now > *pod.deletion + kMinute) continue;
     if (Tolerates(pod.constraints->tolerations, kDisrupted)) continue;
     out.push_back(&pod);
   }
@@ -49,7 +49,7 @@ std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node)
 
 // An accepted eviction's pod deletion reaches the core with the pod's watch, after the
 // eviction's own result: until it does (at most this long) the pod is not evicted again.
-constexpr Nanos kEvictedWatchWait{10 * kSecond.value};
+constexpr Duration kEvictedWatchWait{10 * kSecond.value};
 
 template <class T, class Match>
 bool Inflight(const State& state, Match&& match) {
@@ -59,18 +59,16 @@ bool Inflight(const State& state, Match&& match) {
   });
 }
 
-std::optional<Nanos> DrainDeadline(const State& state, const NodeClaim& claim) {
+std::optional<Instant> DrainDeadline(const State& state, const NodeClaim& claim) {
   auto pool = state.nodepools.find(claim.nodepool);
-  if (pool == state.nodepools.end() || pool->second.termination_grace_period.value < 0) {
-    return std::nullopt;
-  }
-  return claim.deleting_since + pool->second.termination_grace_period;
+  if (pool == state.nodepools.end() || !pool->second.termination_grace_period) return std::nullopt;
+  return claim.deleting_since + *pool->second.termination_grace_period;
 }
 
-Nanos Backoff(std::int32_t refusals) {
-  Nanos delay = kEvictionBackoffBase;
+Duration Backoff(std::int32_t refusals) {
+  Duration delay = kEvictionBackoffBase;
   for (std::int32_t i = 1; i < refusals && delay < kEvictionBackoffMax; ++i) {
-    delay = Nanos{delay.value * 2};
+    delay = Duration{delay.value * 2};
   }
   return std::min(delay, kEvictionBackoffMax);
 }
@@ -85,7 +83,7 @@ bool Drain(State& state, Seq seq, NodeClaim& claim, const Node& node, Output& ou
   }
   std::vector<const Pod*> pods = PodsToDrain(state, node.name);
   if (pods.empty()) return true;
-  std::optional<Nanos> deadline = DrainDeadline(state, claim);
+  std::optional<Instant> deadline = DrainDeadline(state, claim);
   if (deadline && state.now >= *deadline) return true;  // The grace period is spent.
   auto evicting = [&](const Pod& pod) {
     return Inflight<EvictPod>(
@@ -270,7 +268,7 @@ void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& r
   claim.deleting = true;
   claim.deleting_since = state.now;
   claim.deleting_reason = reason;
-  claim.relaunch_at = Nanos{0};
+  claim.relaunch_at.reset();
   state.relaunches.erase(claim.name);
   Record(state, seq, claim, Transition::kDeleting, reason, out, cause);
   if (requested_by_tenon) Issue(state, seq, DeleteNodeClaim{claim.name}, out);
@@ -302,9 +300,9 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
   PoolSums sums;  // Nothing it sums changes after: a step issues commands, not claim fields.
   // No claim younger than the shortest expireAfter of any pool has expired: most claims, most
   // ticks, are ruled out without looking up their pool.
-  Nanos shortest{std::numeric_limits<std::int64_t>::max()};
+  Duration shortest{std::numeric_limits<std::int64_t>::max()};
   for (const auto& [name, p] : state.nodepools) {
-    if (p.expire_after.value >= 0) shortest = std::min(shortest, p.expire_after);
+    if (p.expire_after) shortest = std::min(shortest, *p.expire_after);
   }
   for (auto& [name, claim] : state.nodeclaims) {
     sums.Add(state, claim);
@@ -312,8 +310,8 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
       if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
         BeginDeletion(state, seq, claim, "not launched within 5m", Cause::kLaunchTimeout, true,
                       out);
-      } else if (claim.phase == ClaimPhase::kPending && claim.relaunch_at.value != 0 &&
-                 state.now >= claim.relaunch_at) {
+      } else if (claim.phase == ClaimPhase::kPending && claim.relaunch_at &&
+                 state.now >= *claim.relaunch_at) {
         Relaunch(state, seq, claim, out);
       } else if (claim.phase == ClaimPhase::kLaunched &&
                  state.now - claim.launched >= kRegistrationTtl) {

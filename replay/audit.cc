@@ -50,8 +50,8 @@ bool Matches(const Decision& decision, const AuditQuery& query,
              const std::vector<std::string>& claims) {
   const auto* d = std::get_if<DisruptionDecision>(&decision.body);
   if (d == nullptr) return false;
-  if (query.since.value != 0 && decision.at < query.since) return false;
-  if (query.until.value != 0 && decision.at > query.until) return false;
+  if (query.since && decision.at < *query.since) return false;
+  if (query.until && decision.at > *query.until) return false;
   if (query.method && d->method != *query.method) return false;
   if (!query.nodepool.empty() && !InPool(*d, query.nodepool)) return false;
   return query.node.empty() || Mentions(*d, claims);
@@ -73,15 +73,16 @@ std::vector<std::uint64_t> CandidateIds(const log::EventLog& log, const AuditQue
   if (query.method) {
     return IdsUnder(log, log::IndexTerm(log::IndexKind::kMethod, Name(*query.method)));
   }
-  if (query.since.value != 0 || query.until.value != 0) {
+  if (query.since || query.until) {
     std::vector<std::uint64_t> out;
-    const std::string to = query.until.value != 0
-                               ? log::TimeTerm(Nanos{query.until.value + 1})
+    const std::string to = query.until
+                               ? log::TimeTerm(*query.until + Duration{1})
                                : std::string(1, static_cast<char>(log::IndexKind::kTime) + 1);
-    log.ScanDecisionIndex(log::TimeTerm(query.since), to, [&](std::uint64_t id) {
-      out.push_back(id);
-      return true;
-    });
+    log.ScanDecisionIndex(log::TimeTerm(query.since.value_or(Instant{})), to,
+                          [&](std::uint64_t id) {
+                            out.push_back(id);
+                            return true;
+                          });
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -230,7 +231,7 @@ std::string AuditText(const AuditResult& result, const AuditQuery& query) {
   std::string text;
   for (const Decision& decision : result.decisions) {
     const auto& d = std::get<DisruptionDecision>(decision.body);
-    text += TimestampText(decision.at) + "  decision " + std::to_string(decision.id.value) +
+    text += Rfc3339Text(decision.at) + "  decision " + std::to_string(decision.id.value) +
             " (event " + std::to_string(decision.cause.value) + ")  " + Name(d.method) + " " +
             Name(d.phase) + "\n    " + d.reason + "\n";
     if (HasPrices(d.prices)) text += PricesText(d.prices);
@@ -264,7 +265,7 @@ std::string AuditJson(const AuditResult& result, const AuditQuery& query) {
     const auto& d = std::get<DisruptionDecision>(decision.body);
     nlohmann::json j{{"id", decision.id.value},
                      {"cause_seq", decision.cause.value},
-                     {"at", TimestampText(decision.at)},
+                     {"at", Rfc3339Text(decision.at)},
                      {"at_ns", decision.at.value},
                      {"method", Name(d.method)},
                      {"phase", Name(d.phase)},

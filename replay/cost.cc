@@ -24,7 +24,8 @@ std::string GroupOf(const Pod& pod, const CostQuery& query) {
 }
 
 // Adds the cost of [from, to) with the cluster as `state` has it.
-void Attribute(const State& state, Nanos from, Nanos to, const CostQuery& query, CostReport& out) {
+void Attribute(const State& state, Instant from, Instant to, const CostQuery& query,
+               CostReport& out) {
   if (to <= from) return;
   const double hours = static_cast<double>(to.value - from.value) / 3.6e12;
   std::map<std::string, std::vector<const Pod*>> pods_on;
@@ -61,17 +62,17 @@ void Attribute(const State& state, Nanos from, Nanos to, const CostQuery& query,
 CostReport Cost(const log::EventLog& log, const CostQuery& query) {
   CostReport out;
   State state;
-  Nanos last{0};
+  Instant last;
   bool started = false;
   log.Scan(Seq{1}, Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
     if (event == nullptr) return true;
     if (const auto* tick = std::get_if<Tick>(event); tick != nullptr && started) {
-      Nanos from = std::max(last, query.since);
-      Nanos to = query.until.value == 0 ? tick->now : std::min(tick->now, query.until);
+      const Instant from = std::max(last, query.since.value_or(last));
+      const Instant to = query.until ? std::min(tick->now, *query.until) : tick->now;
       Attribute(state, from, to, query, out);
-      if (query.until.value != 0 && tick->now >= query.until) return false;
+      if (query.until && tick->now >= *query.until) return false;
     }
     Step(state, Seq{record.seq}, *event);
     started = started || state.now.value != 0;

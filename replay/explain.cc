@@ -13,12 +13,13 @@ namespace {
 
 // The decisions under a term through `at`, in id order; without an index, every decision
 // `keep` accepts.
-std::vector<Decision> DecisionsUnder(const log::EventLog& log, const std::string& term, Nanos at,
+std::vector<Decision> DecisionsUnder(const log::EventLog& log, const std::string& term,
+                                     std::optional<Instant> at,
                                      const std::function<bool(const Decision&)>& keep) {
   std::vector<Decision> out;
   auto take = [&](const std::string& payload) {
     Decision d = log::DecodeDecision(payload);
-    if ((at.value == 0 || d.at <= at) && keep(d)) out.push_back(std::move(d));
+    if ((!at || d.at <= *at) && keep(d)) out.push_back(std::move(d));
   };
   if (!log.HasDecisionIndex()) {
     log.ScanDecisions(1, [&](const log::DecisionRecord& r) {
@@ -69,7 +70,7 @@ bool AboutAnotherPod(const LifecycleDecision& l, const std::string& pod) {
 
 // `pod` (optional) leaves out the steps about the claim's other pods.
 void ClaimLines(const log::EventLog& log, const std::string& claim, const std::string& pod,
-                Nanos at, std::vector<ExplainLine>& out) {
+                std::optional<Instant> at, std::vector<ExplainLine>& out) {
   auto decisions = DecisionsUnder(log, log::IndexTerm(log::IndexKind::kNodeClaim, claim), at,
                                   [&](const Decision&) { return true; });
   for (const Decision& d : decisions) {
@@ -113,7 +114,8 @@ void ClaimLines(const log::EventLog& log, const std::string& claim, const std::s
   }
 }
 
-std::vector<std::string> ClaimsOf(const log::EventLog& log, const std::string& node, Nanos at) {
+std::vector<std::string> ClaimsOf(const log::EventLog& log, const std::string& node,
+                                  std::optional<Instant> at) {
   std::set<std::string> claims;
   auto decisions =
       DecisionsUnder(log, log::IndexTerm(log::IndexKind::kNode, node), at, [&](const Decision& d) {
@@ -126,8 +128,8 @@ std::vector<std::string> ClaimsOf(const log::EventLog& log, const std::string& n
 }
 
 // The batches that placed pods on the node as it stood.
-void NodePlacementLines(const log::EventLog& log, const std::string& node, Nanos at,
-                        std::vector<ExplainLine>& out) {
+void NodePlacementLines(const log::EventLog& log, const std::string& node,
+                        std::optional<Instant> at, std::vector<ExplainLine>& out) {
   auto decisions = DecisionsUnder(
       log, log::IndexTerm(log::IndexKind::kNode, node), at,
       [](const Decision& d) { return std::holds_alternative<ProvisioningDecision>(d.body); });
@@ -147,15 +149,15 @@ void NodePlacementLines(const log::EventLog& log, const std::string& node, Nanos
 }
 
 // Each event of the log through `at` (zero: all of it), with the time of the last tick before it.
-void ScanEventsThrough(const log::EventLog& log, Nanos at,
-                       const std::function<void(Nanos, Seq, const Event&)>& each) {
-  Nanos now{0};
+void ScanEventsThrough(const log::EventLog& log, std::optional<Instant> at,
+                       const std::function<void(Instant, Seq, const Event&)>& each) {
+  Instant now;
   log.Scan(log.FirstSeq(), Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
     if (event == nullptr) return true;
     if (const auto* tick = std::get_if<Tick>(event)) {
-      if (at.value != 0 && tick->now > at) return false;
+      if (at && tick->now > *at) return false;
       now = std::max(now, tick->now);
     }
     each(now, record.seq, *event);
@@ -164,10 +166,10 @@ void ScanEventsThrough(const log::EventLog& log, Nanos at,
 }
 
 // What the events say about the node: first seen, being deleted, deleted.
-void NodeEventLines(const log::EventLog& log, const std::string& name, Nanos at,
+void NodeEventLines(const log::EventLog& log, const std::string& name, std::optional<Instant> at,
                     std::vector<ExplainLine>& out) {
   bool seen = false, deleting = false;
-  ScanEventsThrough(log, at, [&](Nanos now, Seq seq, const Event& event) {
+  ScanEventsThrough(log, at, [&](Instant now, Seq seq, const Event& event) {
     if (const auto* u = std::get_if<NodeUpserted>(&event)) {
       if (u->node.name != name) return;
       if (!seen) {
@@ -189,10 +191,10 @@ void NodeEventLines(const log::EventLog& log, const std::string& name, Nanos at,
 }
 
 // What the events say about the pod: pending, bound (and to which node), deleted.
-void PodEventLines(const log::EventLog& log, const std::string& key, Nanos at,
+void PodEventLines(const log::EventLog& log, const std::string& key, std::optional<Instant> at,
                    std::vector<ExplainLine>& out) {
   std::optional<std::string> node;  // Unknown until the pod's first upsert.
-  ScanEventsThrough(log, at, [&](Nanos now, Seq seq, const Event& event) {
+  ScanEventsThrough(log, at, [&](Instant now, Seq seq, const Event& event) {
     if (const auto* u = std::get_if<PodUpserted>(&event)) {
       if (u->pod.ns + "/" + u->pod.name != key || node == u->pod.node_name) return;
       out.push_back(
@@ -209,7 +211,8 @@ void PodEventLines(const log::EventLog& log, const std::string& key, Nanos at,
 
 // The batches that considered the pod and where each put it; returns the claims planned for it.
 std::vector<std::string> PodDecisionLines(const log::EventLog& log, const std::string& key,
-                                          Nanos at, std::vector<ExplainLine>& out) {
+                                          std::optional<Instant> at,
+                                          std::vector<ExplainLine>& out) {
   std::vector<std::string> claims;
   auto decisions = DecisionsUnder(
       log, log::IndexTerm(log::IndexKind::kPod, key), at,
@@ -239,7 +242,7 @@ std::vector<std::string> PodDecisionLines(const log::EventLog& log, const std::s
 }  // namespace
 
 std::vector<ExplainLine> Explain(const log::EventLog& log, Subject subject, const std::string& name,
-                                 Nanos at) {
+                                 std::optional<Instant> at) {
   std::vector<ExplainLine> out;
   std::vector<std::string> claims;
   switch (subject) {

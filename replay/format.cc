@@ -12,15 +12,6 @@
 
 namespace tenon::replay {
 
-std::string TimestampText(Nanos at) {
-  std::time_t s = static_cast<std::time_t>(at.value / kSecond.value);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 namespace {
 
 // Whether `text` has `shape`, digit for digit ('d' in a shape is a digit).
@@ -35,10 +26,10 @@ bool HasShape(std::string_view text, std::string_view shape) {
 
 }  // namespace
 
-std::optional<Nanos> ParseTime(const std::string& text, Nanos reference) {
+std::optional<Instant> ParseTime(const std::string& text, Instant reference) {
   // Each shape the flags take, made a full RFC 3339 time; a time of day is on the day of
   // `reference`.
-  const std::string day = TimestampText(reference).substr(0, 11);  // "2026-01-01T"
+  const std::string day = Rfc3339Text(reference).substr(0, 11);  // "2026-01-01T"
   std::string full;
   if (HasShape(text, "dddd-dd-ddTdd:dd:ddZ")) {
     full = text;
@@ -51,15 +42,15 @@ std::optional<Nanos> ParseTime(const std::string& text, Nanos reference) {
   } else {
     return std::nullopt;
   }
-  const std::optional<Nanos> at = ParseRfc3339(full);
+  const std::optional<Instant> at = ParseRfc3339(full);
   // A leap second (":60") is RFC 3339's, not a time a flag names.
   if (!at || full[17] == '6') return std::nullopt;
   return at;
 }
 
-Nanos FirstEventTime(const log::EventLog& log) {
+Instant FirstEventTime(const log::EventLog& log) {
   // Decisions carry their time; the first one is as good a day as the first Tick.
-  Nanos at{0};
+  Instant at;
   log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
     at = log::DecodeDecision(record.payload).at;
     return false;

@@ -496,7 +496,7 @@ State FoldTo(const log::EventLog& log, Seq to, bool use_snapshot) {
   return state;
 }
 
-Seq SeqAtTime(const log::EventLog& log, Nanos until) {
+Seq SeqAtTime(const log::EventLog& log, Instant until) {
   Seq at = log.LastSeq();
   Seq previous = log.FirstSeq() - 1;
   log.Scan(log.FirstSeq(), Seq{0}, [&](const log::Record& record) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "log/event_log.h"
+#include "model/timestamp.h"
 #include "reducers/core.h"
 
 namespace tenon::replay {
@@ -76,20 +77,20 @@ State FoldTo(const log::EventLog& log, Seq to, bool use_snapshot);
 // The last sequence number folded before the clock passes `until`: the record just before the
 // first Tick later than `until` (the last record when none is). 0 when the log's first Tick is
 // already later.
-Seq SeqAtTime(const log::EventLog& log, Nanos until);
+Seq SeqAtTime(const log::EventLog& log, Instant until);
 
 // ---- Formatting shared by the incident commands. ----
 
 // "02:14:09" (UTC time of day), "$0.0981" (reducers/core.h) and "2026-01-01T02:14:09Z".
 using tenon::ClockText;
 using tenon::DollarsText;
-std::string TimestampText(Nanos at);
+using tenon::Rfc3339Text;
 // Reads "2026-01-01T02:14:09Z" (or without the Z), or "02:14[:09]" on the UTC day of
 // `reference` (the log's first event). nullopt if it is neither, names no real time
 // (2026-02-30, 25:00, 02:61) or lies outside the years 1677 to 2262.
-std::optional<Nanos> ParseTime(const std::string& text, Nanos reference);
+std::optional<Instant> ParseTime(const std::string& text, Instant reference);
 // The time of the first event in the log (the day "HH:MM" times refer to), 0 if empty.
-Nanos FirstEventTime(const log::EventLog& log);
+Instant FirstEventTime(const log::EventLog& log);
 
 // ---- tenon audit: disruption decisions with their inputs, through the decision index. ----
 
@@ -97,8 +98,8 @@ struct AuditQuery {
   std::string node;      // A node's name; its NodeClaims are found through lifecycle decisions.
   std::string nodepool;  // Decisions with a candidate or budget of this NodePool.
   std::optional<DisruptionMethod> method;  // Any when unset.
-  Nanos since{0};                          // 0: from the first decision.
-  Nanos until{0};                          // 0: through the last (inclusive).
+  std::optional<Instant> since;            // None: from the first decision.
+  std::optional<Instant> until;            // None: through the last (inclusive).
 };
 
 struct AuditResult {
@@ -151,9 +152,9 @@ ArchiveReport ImportLog(std::istream& archive, const std::string& name,
 // ---- tenon cost: node cost split over the pods by their requests. ----
 
 struct CostQuery {
-  std::string label;  // Group by this pod label; empty: by namespace.
-  Nanos since{0};     // 0: from the first Tick.
-  Nanos until{0};     // 0: through the last.
+  std::string label;             // Group by this pod label; empty: by namespace.
+  std::optional<Instant> since;  // None: from the first Tick.
+  std::optional<Instant> until;  // None: through the last.
 };
 
 struct CostReport {
@@ -188,19 +189,19 @@ TimelineReport WriteTimeline(const log::EventLog& log, std::ostream& out);
 enum class Subject { kPod, kNode, kNodeClaim };
 
 struct ExplainLine {
-  Nanos at{0};
+  Instant at;
   Seq seq{0};        // The event the line cites: what was recorded, or what caused a decision.
   std::string text;  // One plain sentence.
   friend bool operator==(const ExplainLine&, const ExplainLine&) = default;
 };
 
-// The chain in log order, through `at` (0: the whole log). A pod ("ns/name"): when it was
+// The chain in log order, through `at` (none: the whole log). A pod ("ns/name"): when it was
 // pending, the batch that placed it, the NodePool's choice with its first choice and any
 // offering that had no capacity (and until when it is kept out), the launch, registration,
 // initialization and binding, and any disruption that moved it. A node: its NodeClaims' chains.
 // A NodeClaim: why it was created, each lifecycle step, every disruption decision naming it.
 std::vector<ExplainLine> Explain(const log::EventLog& log, Subject subject, const std::string& name,
-                                 Nanos at);
+                                 std::optional<Instant> at);
 // "02:14:09  pod default/web-7 pending  (seq 412)" per line.
 std::string ExplainText(const std::vector<ExplainLine>& lines);
 

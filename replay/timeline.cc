@@ -16,7 +16,7 @@ constexpr std::int64_t kSamplesMax = 2000;
 constexpr std::int64_t kSampleEveryMinNs = 10 * kSecond.value;
 
 struct Sample {
-  Nanos at{0};
+  Instant at;
   std::map<std::string, int> nodes;  // "nodepool/capacity type" -> launched NodeClaims.
   int pending = 0;
   MicroUsdPerHour cost{0};
@@ -38,12 +38,12 @@ Sample SampleOf(const State& state) {
 }
 
 // Folds the whole log, sampling the state each time the clock crosses a sample boundary.
-std::vector<Sample> Samples(const log::EventLog& log, Nanos first, Nanos last) {
+std::vector<Sample> Samples(const log::EventLog& log, Instant first, Instant last) {
   const std::int64_t span = std::max<std::int64_t>(last.value - first.value, 1);
   const std::int64_t every = std::max(kSampleEveryMinNs, span / kSamplesMax + 1);
   std::vector<Sample> samples;
   State state;
-  Nanos next = first;
+  Instant next = first;
   log.Scan(Seq{1}, Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
@@ -51,7 +51,7 @@ std::vector<Sample> Samples(const log::EventLog& log, Nanos first, Nanos last) {
     // The state before this tick is the state at every boundary the tick passes.
     if (const auto* tick = std::get_if<Tick>(event); tick != nullptr && tick->now >= next) {
       if (state.now.value != 0) samples.push_back(SampleOf(state));
-      while (next <= tick->now) next = Nanos{next.value + every};
+      while (next <= tick->now) next += Duration{every};
     }
     Step(state, Seq{record.seq}, *event);
     return true;
@@ -93,7 +93,7 @@ nlohmann::json Data(const log::EventLog& log) {
     decisions.push_back(log::DecodeDecision(r.payload));
     return true;
   });
-  Nanos first{0}, last{0};
+  Instant first, last;
   log.Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     if (const auto* e = std::get_if<Event>(&entry)) {
@@ -114,7 +114,7 @@ nlohmann::json Data(const log::EventLog& log) {
     index = static_cast<int>(series.size());
     series.push_back(key);
   }
-  const auto seconds = [&](Nanos t) { return static_cast<double>(t.value - first.value) / 1e9; };
+  const auto seconds = [&](Instant t) { return static_cast<double>(t.value - first.value) / 1e9; };
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& s : samples) {
     std::vector<int> nodes(series_index.size(), 0);
@@ -125,7 +125,7 @@ nlohmann::json Data(const log::EventLog& log) {
   for (const auto& d : decisions) {
     markers.push_back({seconds(d.at), log::DecisionKind(d), MarkerText(d), d.cause.value});
   }
-  return {{"start", TimestampText(first)},
+  return {{"start", Rfc3339Text(first)},
           {"start_ns", first.value},
           {"end_s", seconds(last)},
           {"series", series},

@@ -34,7 +34,7 @@ struct TrackedPod {
   Group group;
   Shared<Labels> labels;
   std::string node;
-  Nanos bound{0};
+  std::optional<Instant> bound;
   bool running = false;
 };
 
@@ -44,7 +44,7 @@ struct GroupState {
   std::int64_t emitted = -1;  // Replicas of the last step written.
   std::int64_t debt = 0;      // Pods the controller removed, not yet replaced.
   std::int64_t arrived_now = 0;
-  Nanos run_for{0};  // Jobs: longest bound-to-finished time seen.
+  Duration run_for{0};  // Jobs: longest bound-to-finished time seen.
 };
 
 struct PdbSample {
@@ -65,7 +65,7 @@ class Extractor {
   sim::Scenario Finish();
 
  private:
-  void OnTick(Nanos now);
+  void OnTick(Instant now);
   void OnPod(const Pod& pod);
   void OnPodDeleted(const std::string& key);
   void OnLaunched(const FleetLaunched& launched);
@@ -76,18 +76,18 @@ class Extractor {
   void OnNodePool(const NodePool& pool);
   void OnNodeClaimDeletionRequested(const std::string& name);
   void OnListed(const InstancesListed& listed);
-  sim::Action OfferingAction(sim::Action::Kind kind, const std::string& offering, Nanos at) const;
+  sim::Action OfferingAction(sim::Action::Kind kind, const std::string& offering, Instant at) const;
   sim::WorkloadStep StepOf(const Group& group, const GroupState& state) const;
   sim::Budget BudgetOf(const std::string& key) const;
-  Nanos Since(Nanos at) const { return Nanos{at.value - start_.value}; }
+  Duration Since(Instant at) const { return at - start_; }
   // When an event the world produced in a tick happened: that tick's end, the next Tick's time.
-  Nanos WorldTickTime() const { return Nanos{last_tick_.value + tick_.value}; }
+  Instant WorldTickTime() const { return last_tick_ + tick_; }
 
   std::vector<std::string>& notes_;
   sim::Scenario s_;
   bool have_start_ = false, have_catalog_ = false, have_settings_ = false;
-  Nanos start_{0}, last_tick_{0};
-  Nanos tick_{0};
+  Instant start_, last_tick_;
+  Duration tick_{0};
   std::map<std::string, NodePool> pools_;
   std::map<std::string, NodeClass> classes_;
   std::map<std::string, sim::DaemonSetSpec> daemonsets_;
@@ -95,15 +95,15 @@ class Extractor {
   std::map<Group, GroupState> groups_;
   std::set<std::string> evicting_;                      // Pods the core asked to evict/delete.
   std::map<std::uint64_t, std::string> evict_command_;  // Command id -> its pod.
-  std::map<std::uint64_t, Nanos> launch_command_;       // LaunchInstance id -> when issued.
+  std::map<std::uint64_t, Instant> launch_command_;     // LaunchInstance id -> when issued.
   std::set<std::string> gone_nodes_;
   std::map<std::string, bool> node_ready_;
   std::map<std::string, std::string> offering_of_instance_;
-  std::map<std::string, Nanos> launched_at_;  // Provider id -> when its launch was issued.
-  std::map<std::string, Nanos> appeared_at_;  // Node name -> when it registered.
-  std::vector<Nanos> registration_, ready_, latency_;
-  std::map<std::string, std::vector<Nanos>> ice_;  // Offering -> when answered out of capacity.
-  std::map<std::string, PdbSample> pdb_first_;     // First sample allowing a disruption.
+  std::map<std::string, Instant> launched_at_;  // Provider id -> when its launch was issued.
+  std::map<std::string, Instant> appeared_at_;  // Node name -> when it registered.
+  std::vector<Duration> registration_, ready_, latency_;
+  std::map<std::string, std::vector<Instant>> ice_;  // Offering -> when answered out of capacity.
+  std::map<std::string, PdbSample> pdb_first_;       // First sample allowing a disruption.
   std::map<std::string, std::vector<PdbSample>> pdb_samples_;
   std::map<std::string, PodDisruptionBudget> pdbs_;
   std::map<std::string, NodePool> served_pools_;  // Each NodePool as last recorded.
@@ -114,7 +114,7 @@ class Extractor {
   std::map<std::string, std::string> offering_of_claim_;  // NodeClaim -> its instance's offering.
   std::map<std::string, std::string> claim_of_instance_, provider_of_instance_;
   std::map<std::string, std::string> node_of_provider_;  // Provider id -> node name.
-  std::map<std::string, Nanos> not_ready_at_;            // Node -> when it last went NotReady.
+  std::map<std::string, Instant> not_ready_at_;          // Node -> when it last went NotReady.
   std::vector<InstanceType> last_catalog_;
   std::size_t interruptions_skipped_ = 0;
   std::size_t pool_deletions_ = 0;
@@ -203,12 +203,12 @@ void Extractor::OnOutput(const log::OutputRecord& output) {
   }
 }
 
-void Extractor::OnTick(Nanos now) {
+void Extractor::OnTick(Instant now) {
   if (!have_start_) {
     start_ = now;
     have_start_ = true;
   } else if (tick_.value == 0 && now > last_tick_) {
-    tick_ = Nanos{now.value - last_tick_.value};
+    tick_ = now - last_tick_;
   }
   last_tick_ = now;
   for (auto& [group, state] : groups_) {
@@ -297,9 +297,8 @@ void Extractor::OnPodDeleted(const std::string& key) {
     return;
   }
   --state.live;
-  if (tracked.group.job && tracked.bound.value != 0) {
-    const Nanos finished = WorldTickTime();
-    state.run_for = std::max(state.run_for, Nanos{finished.value - tracked.bound.value});
+  if (tracked.group.job && tracked.bound) {
+    state.run_for = std::max(state.run_for, WorldTickTime() - *tracked.bound);
   }
 }
 
@@ -309,15 +308,14 @@ void Extractor::OnNode(const Node& node) {
     not_ready_at_[node.name] = WorldTickTime();
   }
   if (!appeared_at_.contains(node.name)) {
-    const Nanos now = WorldTickTime();
+    const Instant now = WorldTickTime();
     appeared_at_[node.name] = now;
     if (auto l = launched_at_.find(node.provider_id); l != launched_at_.end()) {
-      registration_.push_back(Nanos{now.value - l->second.value});
+      registration_.push_back(now - l->second);
     }
   }
   if (node.ready && !node_ready_[node.name]) {
-    const Nanos now = WorldTickTime();
-    ready_.push_back(Nanos{now.value - appeared_at_[node.name].value});
+    ready_.push_back(WorldTickTime() - appeared_at_[node.name]);
   }
   node_ready_[node.name] = node.ready;
 }
@@ -357,7 +355,7 @@ void Extractor::OnListed(const InstancesListed& listed) {
       continue;
     }
     gone_.insert(id);
-    Nanos at = WorldTickTime();
+    Instant at = WorldTickTime();
     if (auto node = node_of_provider_.find(provider_of_instance_[id]);
         node != node_of_provider_.end() && not_ready_at_.contains(node->second)) {
       at = not_ready_at_.at(node->second);
@@ -369,7 +367,7 @@ void Extractor::OnListed(const InstancesListed& listed) {
 
 // An action at `at` on an instance of `offering` ("type/zone/capacity-type").
 sim::Action Extractor::OfferingAction(sim::Action::Kind kind, const std::string& offering,
-                                      Nanos at) const {
+                                      Instant at) const {
   const auto first = offering.find('/'), second = offering.find('/', first + 1);
   sim::Action a;
   a.at = Since(at);
@@ -387,9 +385,9 @@ void Extractor::OnLaunched(const FleetLaunched& launched) {
   claim_of_instance_[launched.instance_id] = launched.nodeclaim;
   provider_of_instance_[launched.instance_id] = launched.provider_id;
   auto issued = launch_command_.find(launched.command.value);
-  Nanos at = issued == launch_command_.end() ? last_tick_ : issued->second;
+  const Instant at = issued == launch_command_.end() ? last_tick_ : issued->second;
   // An answer that came back later than the call arrived in a world tick (the next Tick's).
-  if (last_tick_ > at) latency_.push_back(Nanos{WorldTickTime().value - at.value});
+  if (last_tick_ > at) latency_.push_back(WorldTickTime() - at);
   launched_at_[launched.provider_id] = at;
   OnErrors(launched.errors);
 }
@@ -473,7 +471,7 @@ sim::Budget Extractor::BudgetOf(const std::string& key) const {
   return budget;
 }
 
-Nanos Median(std::vector<Nanos> values, Nanos otherwise) {
+Duration Median(std::vector<Duration> values, Duration otherwise) {
   if (values.empty()) return otherwise;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
@@ -485,7 +483,7 @@ sim::Scenario Extractor::Finish() {
   if (tick_.value == 0) tick_ = kSecond;
   s_.name = "recorded inputs";
   s_.start = start_;
-  s_.duration = Nanos{last_tick_.value - start_.value};
+  s_.duration = last_tick_ - start_;
   s_.tick = tick_;
   for (const auto& [name, pool] : pools_) s_.nodepools.push_back(pool);
   for (const auto& [name, nodeclass] : classes_) s_.nodeclasses.push_back(nodeclass);
@@ -494,15 +492,15 @@ sim::Scenario Extractor::Finish() {
   for (auto& job : s_.jobs) {
     const GroupState& state = groups_.at(Group{job.ns, job.name, true});
     // A Job none of whose pods finished in the recording runs past its end.
-    job.run_for = state.run_for.value > 0 ? state.run_for : Nanos{s_.duration.value + tick_.value};
+    job.run_for = state.run_for.value > 0 ? state.run_for : s_.duration + tick_;
   }
   s_.cloud.registration_delay = Median(registration_, s_.cloud.registration_delay);
   s_.cloud.ready_delay = Median(ready_, s_.cloud.ready_delay);
-  s_.cloud.launch_latency = Median(latency_, Nanos{0});
+  s_.cloud.launch_latency = Median(latency_, Duration{0});
   for (const auto& [offering, times] : ice_) {
-    for (Nanos at : times) {
+    for (Instant at : times) {
       auto& windows = s_.cloud.capacity_windows;
-      const Nanos from = Since(at), until{from.value + kRecordedAnswerWindow.value};
+      const Duration from = Since(at), until = from + kRecordedAnswerWindow;
       if (!windows.empty() && windows.back().offering == offering && windows.back().until >= from) {
         windows.back().until = until;  // Overlapping answers make one window.
       } else {

@@ -21,7 +21,7 @@ constexpr std::size_t kUncoveredShownMax = 12;  // Offerings listed by name at t
 // Classifies the what-if's launch requests, offering by offering, against the recorded answers.
 class CoverageObserver : public runtime::Observer {
  public:
-  explicit CoverageObserver(std::map<std::string, std::vector<Nanos>> answers)
+  explicit CoverageObserver(std::map<std::string, std::vector<Instant>> answers)
       : answers_(std::move(answers)) {}
   void OnFolded(Seq, const Event& event, const Output&, std::chrono::nanoseconds) override {
     if (const auto* tick = std::get_if<Tick>(&event)) now_ = tick->now;
@@ -41,7 +41,7 @@ class CoverageObserver : public runtime::Observer {
   void Asked(const std::string& offering, bool out_of_capacity) {
     auto it = answers_.find(offering);
     const bool covered =
-        it != answers_.end() && std::any_of(it->second.begin(), it->second.end(), [&](Nanos at) {
+        it != answers_.end() && std::any_of(it->second.begin(), it->second.end(), [&](Instant at) {
           return std::abs(at.value - now_.value) <= kRecordedAnswerWindow.value;
         });
     if (covered) {
@@ -52,15 +52,15 @@ class CoverageObserver : public runtime::Observer {
       ++coverage_.uncovered[offering];
     }
   }
-  Nanos now_{0};
-  std::map<std::string, std::vector<Nanos>> answers_;
+  Instant now_;
+  std::map<std::string, std::vector<Instant>> answers_;
   Coverage coverage_;
 };
 
 // Every offering the recording has an answer about, with when: out of capacity, or launched.
-std::map<std::string, std::vector<Nanos>> RecordedAnswers(const log::EventLog& log) {
-  std::map<std::string, std::vector<Nanos>> answers;
-  Nanos now{0};
+std::map<std::string, std::vector<Instant>> RecordedAnswers(const log::EventLog& log) {
+  std::map<std::string, std::vector<Instant>> answers;
+  Instant now;
   log.Scan(log.FirstSeq(), Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
     const auto* event = std::get_if<Event>(&entry);
@@ -222,7 +222,7 @@ WhatIfResult WhatIf(const log::EventLog& log, const WhatIfOptions& options) {
 std::string WhatIfText(const WhatIfResult& r) {
   const sim::Scenario& s = r.scenario;
   std::string out = "what-if: " + s.name + " on the recorded inputs, " + ClockText(s.start) +
-                    " to " + ClockText(Nanos{s.start.value + s.duration.value}) + "\n";
+                    " to " + ClockText(s.start + s.duration) + "\n";
   out += Text(
       "  inputs: %zu deployment steps, %zu jobs, %zu DaemonSets, %zu PDBs, %zu "
       "interruption messages (%zu found no instance), %zu windows out of capacity\n",

@@ -24,7 +24,7 @@ namespace tenon::whatif {
 // How long a recorded answer about an offering stands for it: the core keeps an offering that
 // answered InsufficientInstanceCapacity out of launches this long, so the recording says
 // nothing about an offering further than this from when it was last asked about.
-inline constexpr Nanos kRecordedAnswerWindow = kUnavailableOfferingTtl;
+inline constexpr Duration kRecordedAnswerWindow = kUnavailableOfferingTtl;
 
 struct WhatIfOptions {
   std::filesystem::path config;   // NodePools and EC2NodeClasses; empty: the recorded ones.

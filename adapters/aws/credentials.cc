@@ -54,7 +54,7 @@ std::optional<Credentials> FromSection(const IniSections& sections, const std::s
   const auto id = keys.find("aws_access_key_id");
   const auto secret = keys.find("aws_secret_access_key");
   if (id == keys.end() || secret == keys.end()) return std::nullopt;
-  Credentials out{id->second, secret->second, "", Nanos{0}, source};
+  Credentials out{id->second, secret->second, "", std::nullopt, source};
   if (const auto token = keys.find("aws_session_token"); token != keys.end()) {
     out.session_token = token->second;
   }
@@ -83,7 +83,7 @@ EnvLookup ProcessEnv() {
   };
 }
 
-std::optional<Nanos> ParseIsoTime(const std::string& text) {
+std::optional<Instant> ParseIsoTime(const std::string& text) {
   return ParseRfc3339(text);
 }
 
@@ -94,7 +94,8 @@ Result<Credentials> ParseJsonCredentials(const std::string& body, const std::str
                ? json[name].get<std::string>()
                : std::string();
   };
-  Credentials out{field("AccessKeyId"), field("SecretAccessKey"), field("Token"), Nanos{0}, source};
+  Credentials out{field("AccessKeyId"), field("SecretAccessKey"), field("Token"), std::nullopt,
+                  source};
   if (out.access_key_id.empty() || out.secret_access_key.empty()) {
     return Result<Credentials>::Fail(
         Missing(source + ": answer without AccessKeyId/SecretAccessKey"));
@@ -124,17 +125,17 @@ IniSections ParseIni(const std::string& text) {
   return sections;
 }
 
-Result<Credentials> EnvProvider::Get(Nanos) {
+Result<Credentials> EnvProvider::Get(Instant) {
   const auto id = env_("AWS_ACCESS_KEY_ID");
   const auto secret = env_("AWS_SECRET_ACCESS_KEY");
   if (!id || !secret || id->empty() || secret->empty()) {
     return Result<Credentials>::Fail(Missing("environment: AWS_ACCESS_KEY_ID not set"));
   }
   return Result<Credentials>::Ok(
-      Credentials{*id, *secret, EnvOr(env_, "AWS_SESSION_TOKEN", ""), Nanos{0}, "environment"});
+      Credentials{*id, *secret, EnvOr(env_, "AWS_SESSION_TOKEN", ""), std::nullopt, "environment"});
 }
 
-Result<Credentials> ProfileProvider::Get(Nanos) {
+Result<Credentials> ProfileProvider::Get(Instant) {
   const std::string home = EnvOr(env_, "HOME", "");
   const std::string profile = EnvOr(env_, "AWS_PROFILE", "default");
   const std::string credentials_file =
@@ -153,7 +154,7 @@ Result<Credentials> ProfileProvider::Get(Nanos) {
   return Result<Credentials>::Fail(Missing("profile " + profile + ": no keys in the shared files"));
 }
 
-Result<Credentials> WebIdentityProvider::Get(Nanos) {
+Result<Credentials> WebIdentityProvider::Get(Instant) {
   const auto role = env_("AWS_ROLE_ARN");
   const auto token_file = env_("AWS_WEB_IDENTITY_TOKEN_FILE");
   if (!role || !token_file || role->empty() || token_file->empty()) {
@@ -173,7 +174,7 @@ Result<Credentials> WebIdentityProvider::Get(Nanos) {
   }
   const pugi::xml_node c = doc.select_node("//Credentials").node();
   Credentials out{c.child_value("AccessKeyId"), c.child_value("SecretAccessKey"),
-                  c.child_value("SessionToken"), Nanos{0}, "web identity"};
+                  c.child_value("SessionToken"), std::nullopt, "web identity"};
   if (out.access_key_id.empty() || out.secret_access_key.empty()) {
     return Result<Credentials>::Fail(Missing("web identity: STS answer without credentials"));
   }
@@ -208,7 +209,7 @@ bool TrustedContainerEndpoint(const std::string& uri) {
 
 }  // namespace
 
-Result<Credentials> ContainerProvider::Get(Nanos) {
+Result<Credentials> ContainerProvider::Get(Instant) {
   const auto uri = env_("AWS_CONTAINER_CREDENTIALS_FULL_URI");
   if (!uri || uri->empty()) {
     return Result<Credentials>::Fail(
@@ -235,7 +236,7 @@ Result<Credentials> ContainerProvider::Get(Nanos) {
   return FetchJson(transport_, std::move(request), "container");
 }
 
-Result<Credentials> ImdsProvider::Get(Nanos) {
+Result<Credentials> ImdsProvider::Get(Instant) {
   HttpRequest token_request;
   token_request.method = "PUT";
   std::tie(token_request.scheme, token_request.host) = SplitUrl(endpoint_);
@@ -260,14 +261,13 @@ Result<Credentials> ImdsProvider::Get(Nanos) {
 }
 
 ChainProvider::ChainProvider(std::vector<std::unique_ptr<CredentialsProvider>> links,
-                             Nanos refresh_before)
+                             Duration refresh_before)
     : links_(std::move(links)), refresh_before_(refresh_before) {
   assert(!links_.empty());
 }
 
-Result<Credentials> ChainProvider::Get(Nanos now) {
-  const bool fresh =
-      cached_ && (cached_->expires.value == 0 || now + refresh_before_ < cached_->expires);
+Result<Credentials> ChainProvider::Get(Instant now) {
+  const bool fresh = cached_ && (!cached_->expires || now + refresh_before_ < *cached_->expires);
   if (fresh) return Result<Credentials>::Ok(*cached_);
   ++fetches_;
   std::string tried;

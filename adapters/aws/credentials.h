@@ -16,7 +16,7 @@ namespace tenon::aws {
 class CredentialsProvider {
  public:
   virtual ~CredentialsProvider() = default;
-  virtual Result<Credentials> Get(Nanos now) = 0;
+  virtual Result<Credentials> Get(Instant now) = 0;
   // The service said the credentials expired: the next Get must fetch fresh ones.
   virtual void Invalidate() {}
 };
@@ -29,7 +29,7 @@ EnvLookup ProcessEnv();
 class StaticProvider : public CredentialsProvider {
  public:
   explicit StaticProvider(Credentials credentials) : credentials_(std::move(credentials)) {}
-  Result<Credentials> Get(Nanos) override { return Result<Credentials>::Ok(credentials_); }
+  Result<Credentials> Get(Instant) override { return Result<Credentials>::Ok(credentials_); }
 
  private:
   Credentials credentials_;
@@ -39,7 +39,7 @@ class StaticProvider : public CredentialsProvider {
 class EnvProvider : public CredentialsProvider {
  public:
   explicit EnvProvider(EnvLookup env) : env_(std::move(env)) {}
-  Result<Credentials> Get(Nanos now) override;
+  Result<Credentials> Get(Instant now) override;
 
  private:
   EnvLookup env_;
@@ -50,7 +50,7 @@ class EnvProvider : public CredentialsProvider {
 class ProfileProvider : public CredentialsProvider {
  public:
   explicit ProfileProvider(EnvLookup env) : env_(std::move(env)) {}
-  Result<Credentials> Get(Nanos now) override;
+  Result<Credentials> Get(Instant now) override;
 
  private:
   EnvLookup env_;
@@ -64,7 +64,7 @@ IniSections ParseIni(const std::string& text);
 class WebIdentityProvider : public CredentialsProvider {
  public:
   WebIdentityProvider(EnvLookup env, AwsClient& sts) : env_(std::move(env)), sts_(sts) {}
-  Result<Credentials> Get(Nanos now) override;
+  Result<Credentials> Get(Instant now) override;
 
  private:
   EnvLookup env_;
@@ -77,7 +77,7 @@ class ContainerProvider : public CredentialsProvider {
  public:
   ContainerProvider(EnvLookup env, Transport& transport)
       : env_(std::move(env)), transport_(transport) {}
-  Result<Credentials> Get(Nanos now) override;
+  Result<Credentials> Get(Instant now) override;
 
  private:
   EnvLookup env_;
@@ -89,7 +89,7 @@ class ImdsProvider : public CredentialsProvider {
  public:
   ImdsProvider(std::string endpoint, Transport& transport)
       : endpoint_(std::move(endpoint)), transport_(transport) {}
-  Result<Credentials> Get(Nanos now) override;
+  Result<Credentials> Get(Instant now) override;
 
  private:
   std::string endpoint_;  // http://169.254.169.254 unless overridden.
@@ -101,14 +101,14 @@ class ImdsProvider : public CredentialsProvider {
 class ChainProvider : public CredentialsProvider {
  public:
   explicit ChainProvider(std::vector<std::unique_ptr<CredentialsProvider>> links,
-                         Nanos refresh_before = Nanos{5 * kMinute.value});
-  Result<Credentials> Get(Nanos now) override;
+                         Duration refresh_before = Duration{5 * kMinute.value});
+  Result<Credentials> Get(Instant now) override;
   void Invalidate() override { cached_.reset(); }
   std::int64_t fetches() const { return fetches_; }
 
  private:
   std::vector<std::unique_ptr<CredentialsProvider>> links_;
-  Nanos refresh_before_;
+  Duration refresh_before_;
   std::optional<Credentials> cached_;
   std::int64_t fetches_ = 0;
 };
@@ -120,7 +120,7 @@ std::unique_ptr<ChainProvider> DefaultChain(EnvLookup env, Transport& transport,
 
 // An RFC 3339 time (2026-11-23T06:00:00Z, fractions and offsets allowed) as Unix nanos, or
 // nullopt (ParseRfc3339).
-std::optional<Nanos> ParseIsoTime(const std::string& text);
+std::optional<Instant> ParseIsoTime(const std::string& text);
 // Parses the JSON answer of the container endpoint or IMDS.
 Result<Credentials> ParseJsonCredentials(const std::string& body, const std::string& source);
 

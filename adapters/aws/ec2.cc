@@ -443,7 +443,8 @@ InstancesListed ToInstancesListed(const std::vector<InstanceSummary>& instances)
   for (const InstanceSummary& i : instances) {
     const auto claim = i.tags.find("karpenter.sh/nodeclaim");
     out.instances.push_back(CloudInstance{i.id, claim == i.tags.end() ? "" : claim->second,
-                                          ParseIsoTime(i.launch_time).value_or(Nanos{0}), i.state});
+                                          ParseIsoTime(i.launch_time).value_or(Instant{}),
+                                          i.state});
   }
   std::sort(out.instances.begin(), out.instances.end(),
             [](const CloudInstance& a, const CloudInstance& b) { return a.id < b.id; });

@@ -59,10 +59,10 @@ CurlTransport::CurlTransport(TransportOptions options)
     : options_(options), connection_(options.abort) {}
 
 HttpResponse CurlTransport::Send(const HttpRequest& request) {
-  return SendWithin(request, Nanos{0});
+  return SendWithin(request, Duration{0});
 }
 
-HttpResponse CurlTransport::SendWithin(const HttpRequest& request, Nanos time_left) {
+HttpResponse CurlTransport::SendWithin(const HttpRequest& request, Duration time_left) {
   http::Transfer transfer;
   transfer.connect_timeout = std::chrono::milliseconds(options_.connect_timeout_ms);
   transfer.timeout =
@@ -236,8 +236,8 @@ Result<std::string> AwsClient::Perform(const std::string& service, const std::st
   AwsError last;
   bool refreshed = false;
   std::int32_t attempts = 0;
-  const auto attempt = [&](Nanos time_left) {
-    const Nanos now = hooks_.now();
+  const auto attempt = [&](Duration time_left) {
+    const Instant now = hooks_.now();
     HttpRequest signed_request = request;
     if (credentials_ != nullptr) {
       Result<Credentials> credentials = credentials_->Get(now);

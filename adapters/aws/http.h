@@ -29,7 +29,7 @@ class Transport {
   virtual HttpResponse Send(const HttpRequest& request) = 0;
   // The same, taking at most `time_left` (zero: the transport's own timeout alone). The retry
   // loop calls this one so that no attempt outlasts the request's deadline.
-  virtual HttpResponse SendWithin(const HttpRequest& request, Nanos time_left) {
+  virtual HttpResponse SendWithin(const HttpRequest& request, Duration time_left) {
     (void)time_left;
     return Send(request);
   }
@@ -52,7 +52,7 @@ class CurlTransport : public Transport {
  public:
   explicit CurlTransport(TransportOptions options = {});
   HttpResponse Send(const HttpRequest& request) override;
-  HttpResponse SendWithin(const HttpRequest& request, Nanos time_left) override;
+  HttpResponse SendWithin(const HttpRequest& request, Duration time_left) override;
 
  private:
   TransportOptions options_;
@@ -97,9 +97,9 @@ struct ClientOptions {
   std::map<std::string, std::string> endpoints;
   // The shared retry policy's numbers (http::RetryPolicy), the same as the Kubernetes client's.
   std::int32_t attempts_max = http::RetryPolicy{}.attempts_max;
-  Nanos backoff_base = http::RetryPolicy{}.backoff_base;
-  Nanos backoff_max = http::RetryPolicy{}.backoff_max;
-  Nanos deadline = http::RetryPolicy{}.deadline;  // All attempts of one call together.
+  Duration backoff_base = http::RetryPolicy{}.backoff_base;
+  Duration backoff_max = http::RetryPolicy{}.backoff_max;
+  Duration deadline = http::RetryPolicy{}.deadline;  // All attempts of one call together.
 };
 
 // What the client needs from the world: the clock (signing and the deadline), sleeping and a

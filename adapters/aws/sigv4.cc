@@ -93,7 +93,7 @@ std::string UriEncode(std::string_view value, bool encode_slash) {
   return out;
 }
 
-std::string AmzDate(Nanos unix_time) {
+std::string AmzDate(Instant unix_time) {
   const std::time_t seconds = static_cast<std::time_t>(unix_time.value / kSecond.value);
   std::tm tm{};
   gmtime_r(&seconds, &tm);
@@ -144,7 +144,7 @@ std::string FullUrl(const HttpRequest& request) {
 }
 
 void Sign(HttpRequest& request, const Credentials& credentials, const SigningScope& scope,
-          Nanos now) {
+          Instant now) {
   assert(!credentials.access_key_id.empty());
   assert(!scope.region.empty() && !scope.service.empty());
   if (!HasHeader(request.headers, "host")) request.headers.emplace_back("Host", request.host);

@@ -11,12 +11,12 @@
 
 namespace tenon::aws {
 
-// A set of credentials. `expires` is the Unix time they stop working, or zero for never.
+// A set of credentials. `expires` is when they stop working; none for never.
 struct Credentials {
   std::string access_key_id;
   std::string secret_access_key;
   std::string session_token;  // Empty for long-lived keys.
-  Nanos expires{0};
+  std::optional<Instant> expires;
   std::string source;  // Which link of the chain produced them (for logs; never a secret).
 };
 
@@ -42,7 +42,7 @@ std::string Sha256Hex(std::string_view data);
 // RFC 3986 percent-encoding: unreserved characters stay, everything else becomes %XX.
 std::string UriEncode(std::string_view value, bool encode_slash);
 // 20150830T123600Z for a Unix time.
-std::string AmzDate(Nanos unix_time);
+std::string AmzDate(Instant unix_time);
 std::string CanonicalQuery(const Pairs& query);
 std::string CanonicalRequest(const HttpRequest& request, std::string* signed_headers);
 std::string FullUrl(const HttpRequest& request);
@@ -50,6 +50,6 @@ std::string FullUrl(const HttpRequest& request);
 // Adds Host (when missing), X-Amz-Date (when missing), X-Amz-Security-Token (with a session
 // token) and Authorization to `request`.
 void Sign(HttpRequest& request, const Credentials& credentials, const SigningScope& scope,
-          Nanos now);
+          Instant now);
 
 }  // namespace tenon::aws

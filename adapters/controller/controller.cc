@@ -45,9 +45,9 @@ bool ParseBool(const char* name, const std::string& value) {
   throw std::invalid_argument(std::string(name) + "=" + value + ": want true or false");
 }
 
-Nanos EnvDuration(const char* name, const std::string& value) {
+Duration EnvDuration(const char* name, const std::string& value) {
   try {
-    const Nanos d = kube::ParseDuration(value);
+    const Duration d = kube::ParseDuration(value);
     if (d.value <= 0) throw kube::ObjectError("not positive");
     return d;
   } catch (const kube::ObjectError& e) {
@@ -55,10 +55,10 @@ Nanos EnvDuration(const char* name, const std::string& value) {
   }
 }
 
-Nanos WallNow() {
-  return Nanos{std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count()};
+Instant WallNow() {
+  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count()};
 }
 
 // --cloud-provider none: every cloud command fails with a clear reason, which the core
@@ -211,7 +211,7 @@ class Shutdown {
 // hold a renewal past the moment this process stops counting itself leader.
 kube::ClusterConfig LeaseClientConfig(kube::ClusterConfig config, const kube::LeaseOptions& lease) {
   config.retry.deadline =
-      Nanos{std::chrono::duration_cast<std::chrono::nanoseconds>(lease.renew_deadline).count()};
+      Duration{std::chrono::duration_cast<std::chrono::nanoseconds>(lease.renew_deadline).count()};
   config.request_timeout = std::min(config.request_timeout, lease.renew_deadline);
   return config;
 }

@@ -31,10 +31,10 @@ struct RunOptions {
   kube::LeaseOptions lease;
   std::chrono::milliseconds tick{1000};
   std::uint64_t snapshot_every_events = 1000;
-  Nanos snapshot_min_interval{5 * 60 * kSecond.value};  // And at most one per 5 min.
+  Duration snapshot_min_interval{5 * 60 * kSecond.value};  // And at most one per 5 min.
   // Log retention: records older than this (cluster time) and beyond this size are dropped at
   // a snapshot (0: keep). A week and 8 GiB by default (the volume is 10 GiB in deploy/).
-  Nanos retain_age{7 * 24 * 3600 * kSecond.value};
+  Duration retain_age{7 * 24 * 3600 * kSecond.value};
   std::uint64_t retain_bytes = std::uint64_t{8} << 30;
   std::string version;
   // kNone: cloud commands fail and NodeClasses are left alone (tests of the Kubernetes side).

@@ -26,16 +26,16 @@ namespace tenon::http {
 //   longer, however the attempts fail (each attempt is also bounded by its own timeout).
 struct RetryPolicy {
   std::int32_t attempts_max = 5;
-  Nanos backoff_base{100'000'000};
-  Nanos backoff_max{5 * kSecond.value};
-  Nanos deadline{60 * kSecond.value};  // Zero: none.
+  Duration backoff_base{100'000'000};
+  Duration backoff_max{5 * kSecond.value};
+  Duration deadline{60 * kSecond.value};  // Zero: none.
 };
 
 // What a retry loop needs from the world: the clock (the Unix time: AWS signs with it), sleeping
 // and a jitter source in [0, 1). Tests pass fakes.
 struct RetryHooks {
-  std::function<Nanos()> now;
-  std::function<void(Nanos)> sleep;
+  std::function<Instant()> now;
+  std::function<void(Duration)> sleep;
   std::function<double()> jitter;
 };
 // The system clock, a real sleep and a seeded generator (thread-safe).
@@ -56,10 +56,10 @@ Verdict DefaultVerdict(const Response& response);
 
 // An attempt's timeout: its own, shortened to the time left before the deadline (`time_left`
 // zero: no deadline), and never zero, which would mean no timeout at all.
-std::chrono::milliseconds AttemptTimeout(std::chrono::milliseconds timeout, Nanos time_left);
+std::chrono::milliseconds AttemptTimeout(std::chrono::milliseconds timeout, Duration time_left);
 
 // The delay a server asked for in Retry-After (delta-seconds form), or zero.
-Nanos RetryAfter(const Response& response);
+Duration RetryAfter(const Response& response);
 
 class Retrier {
  public:
@@ -67,7 +67,7 @@ class Retrier {
 
   // One attempt: gets the time left before the deadline (its timeout should not exceed it; zero
   // when there is no deadline) and returns its answer.
-  using Attempt = std::function<Response(Nanos time_left)>;
+  using Attempt = std::function<Response(Duration time_left)>;
   // Judges an answer; `attempt` counts from 0.
   using Judge = std::function<Verdict(const Response& response, std::int32_t attempt)>;
 
@@ -77,7 +77,7 @@ class Retrier {
   Response Run(const Attempt& attempt) const { return Run(attempt, Judge()); }
 
   // The pause after a failed attempt `attempt` (from 0): uniform in [0, min(max, base * 2^n)).
-  Nanos Backoff(std::int32_t attempt) const;
+  Duration Backoff(std::int32_t attempt) const;
 
   const RetryPolicy& policy() const { return policy_; }
   const RetryHooks& hooks() const { return hooks_; }

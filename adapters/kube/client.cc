@@ -404,7 +404,7 @@ Response Client::Request(const std::string& method, const std::string& path,
                          const std::string& body, const std::string& content_type) {
   const bool eviction = path.ends_with("/eviction");
   bool refreshed = false;
-  const auto attempt = [&](Nanos time_left) {
+  const auto attempt = [&](Duration time_left) {
     http::Transfer transfer;
     transfer.timeout = http::AttemptTimeout(config_.request_timeout, time_left);
     return Send(method, path, body, content_type, transfer);

@@ -25,7 +25,7 @@ V& EventCorrelator::Lru<V>::Put(const std::string& key, V value) {
 }
 
 EventCorrelator::Write EventCorrelator::Correlate(const std::string& source, const KubeEvent& event,
-                                                  Nanos now) {
+                                                  Instant now) {
   // Unit separators keep the fields of a key apart (client-go joins them with nothing).
   constexpr char kSep = '\x1f';
   const ObjectRef& o = event.object;
@@ -62,7 +62,7 @@ EventCorrelator::Write EventCorrelator::Correlate(const std::string& source, con
     write.first = seen->first;
     write.name = seen->name;
   } else {
-    const Nanos stamp{std::max(now.value, last_name_.value + 1)};
+    const Instant stamp{std::max(now.value, last_name_.value + 1)};
     last_name_ = stamp;
     char hex[24];
     std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(stamp.value));
@@ -80,7 +80,7 @@ EventCorrelator::Write EventCorrelator::Correlate(const std::string& source, con
     bucket.tokens = std::min(options_.spam_burst, bucket.tokens + earned);
     bucket.refilled = bucket.tokens == options_.spam_burst
                           ? now
-                          : Nanos{bucket.refilled.value + earned * options_.spam_refill.value};
+                          : bucket.refilled + earned * options_.spam_refill;
   }
   if (bucket.tokens > 0) {
     --bucket.tokens;

@@ -34,10 +34,10 @@ class EventCorrelator {
  public:
   struct Options {
     std::size_t cache_max = 4096;
-    std::size_t aggregate_max = 10;               // Distinct messages before aggregation.
-    Nanos aggregate_window{600 * kSecond.value};  // Since the last similar Event.
+    std::size_t aggregate_max = 10;                  // Distinct messages before aggregation.
+    Duration aggregate_window{600 * kSecond.value};  // Since the last similar Event.
     std::int64_t spam_burst = 25;
-    Nanos spam_refill{300 * kSecond.value};  // One token per this much time.
+    Duration spam_refill{300 * kSecond.value};  // One token per this much time.
   };
   // What to write.
   struct Write {
@@ -45,7 +45,7 @@ class EventCorrelator {
     KubeEvent event;    // The message may be the combined one.
     std::string name;   // The Event object: created when count is 1, else updated.
     std::int64_t count = 1;
-    Nanos first{0};  // firstTimestamp; lastTimestamp is now.
+    Instant first;  // firstTimestamp; lastTimestamp is now.
   };
 
   EventCorrelator() : EventCorrelator(Options{}) {}
@@ -55,7 +55,7 @@ class EventCorrelator {
   // "<involved object>.<now in hexadecimal nanoseconds>", as client-go names them; an update
   // whose Event is gone (the API server expires Events after an hour) creates it again under
   // the same name.
-  Write Correlate(const std::string& source, const KubeEvent& event, Nanos now);
+  Write Correlate(const std::string& source, const KubeEvent& event, Instant now);
 
  private:
   // A small LRU map: Find refreshes, Put inserts or refreshes, and the oldest key goes beyond
@@ -74,23 +74,23 @@ class EventCorrelator {
   };
   struct Similar {
     std::vector<std::string> messages;  // Distinct, fewer than aggregate_max.
-    Nanos last{0};
+    Instant last;
   };
   struct Seen {
     std::int64_t count = 0;
-    Nanos first{0};
+    Instant first;
     std::string name;
   };
   struct Bucket {
     std::int64_t tokens = 0;
-    Nanos refilled{0};
+    Instant refilled;
   };
 
   Options options_;
   Lru<Similar> similar_{options_.cache_max};
   Lru<Seen> seen_{options_.cache_max};
   Lru<Bucket> buckets_{options_.cache_max};
-  Nanos last_name_{0};  // Names stay unique when the clock repeats itself.
+  Instant last_name_;  // Names stay unique when the clock repeats itself.
 };
 
 }  // namespace tenon::kube

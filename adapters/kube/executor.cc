@@ -10,6 +10,7 @@
 #include "adapters/kube/events.h"
 #include "adapters/kube/informer.h"
 #include "adapters/kube/objects.h"
+#include "model/timestamp.h"
 
 namespace tenon::kube {
 namespace {
@@ -32,24 +33,14 @@ json ResourceList(const Resources& r) {
   return out;
 }
 
-Nanos WallClock() {
-  return Nanos{std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count()};
-}
-
-// metav1.Time: RFC 3339 in UTC, whole seconds.
-std::string Timestamp(Nanos time) {
-  const std::time_t t = static_cast<std::time_t>(time.value / kSecond.value);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
+Instant WallClock() {
+  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count()};
 }
 
 std::string Now() {
-  return Timestamp(WallClock());
+  return Rfc3339Text(WallClock());
 }
 
 // Conditions merged by type, as the API's list-map semantics have them; the transition time
@@ -611,7 +602,7 @@ std::vector<Event> KubeExecutor::ClassStatus(const Command& command,
 
 bool KubeExecutor::RecordEvent(const ObjectRef& object, const std::string& type,
                                const std::string& reason, const std::string& message) {
-  const Nanos now = WallClock();
+  const Instant now = WallClock();
   EventCorrelator::Write write;
   {
     std::lock_guard lock(events_mu_);
@@ -625,7 +616,7 @@ bool KubeExecutor::RecordEvent(const ObjectRef& object, const std::string& type,
     // Event's changes). Gone (expired) answers 404: it is created again below.
     CheckLeader(nullptr);
     const json patch = {{"count", write.count},
-                        {"lastTimestamp", Timestamp(now)},
+                        {"lastTimestamp", Rfc3339Text(now)},
                         {"message", write.event.message}};
     const Response response =
         client_.Request("PATCH", events + "/" + write.name, patch.dump(), kMergePatch);
@@ -650,8 +641,8 @@ bool KubeExecutor::RecordEvent(const ObjectRef& object, const std::string& type,
                       {"type", type},
                       {"source", {{"component", options_.component}}},
                       {"reportingComponent", options_.component},
-                      {"firstTimestamp", Timestamp(write.first)},
-                      {"lastTimestamp", Timestamp(now)},
+                      {"firstTimestamp", Rfc3339Text(write.first)},
+                      {"lastTimestamp", Rfc3339Text(now)},
                       {"count", write.count}};
   const auto response = Send("POST", events, event);
   if (!response.ok()) spdlog::warn("event {} on {}: {}", reason, object.name, Describe(response));

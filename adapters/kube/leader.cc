@@ -2,10 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstdio>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <thread>
+
+#include "model/timestamp.h"
 
 namespace tenon::kube {
 namespace {
@@ -28,17 +28,8 @@ std::int64_t Seconds(std::chrono::milliseconds d) {
 }  // namespace
 
 std::string MicroTimeNow() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
-      1'000'000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[40];
-  const std::size_t n = std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buffer + n, sizeof buffer - n, ".%06lldZ", static_cast<long long>(micros));
-  return buffer;
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return Rfc3339Text(Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()}, 6);
 }
 
 LeaderElector::LeaderElector(Client& client, LeaseOptions options)

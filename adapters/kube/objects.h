@@ -26,10 +26,13 @@ class ObjectError : public std::runtime_error {
 Millicores ParseCpu(std::string_view quantity);
 // "1Gi", "512Mi", "1G", "1000", "1.5Gi" -> bytes.
 Bytes ParseMemory(std::string_view quantity);
-// Go durations: "720h", "1h30m", "10s", "500ms"; "Never" -> a negative duration.
-Nanos ParseDuration(std::string_view duration);
-// RFC 3339: "2026-01-01T00:00:00Z", "2026-01-01T02:00:00.5+02:00" -> time since the epoch.
-Nanos ParseTimestamp(std::string_view timestamp);
+// Go durations: "720h", "1h30m", "10s", "500ms".
+Duration ParseDuration(std::string_view duration);
+// A Go duration, or "Never" (nullopt): a NodePool's expireAfter, consolidateAfter and
+// terminationGracePeriod.
+std::optional<Duration> ParseDurationOrNever(std::string_view duration);
+// RFC 3339: "2026-01-01T00:00:00Z", "2026-01-01T02:00:00.5+02:00".
+Instant ParseTimestamp(std::string_view timestamp);
 
 // Every document of a YAML stream, as YAML::LoadAll reads them. yaml-cpp 0.7 loops forever on a
 // stream where a document would start at a token no node can start with (a stray "," at the top

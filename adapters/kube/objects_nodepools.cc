@@ -49,7 +49,7 @@ void ParseDisruption(const V& d, NodePool& pool) {
   }
   if (d["consolidateAfter"]) {
     pool.consolidate_after =
-        ParseDuration(Str(d["consolidateAfter"], "spec.disruption.consolidateAfter"));
+        ParseDurationOrNever(Str(d["consolidateAfter"], "spec.disruption.consolidateAfter"));
   }
   if (!d["budgets"]) return;
   pool.budgets.clear();
@@ -136,10 +136,10 @@ NodePool ParseNodePoolFrom(const V& object) {
     pool.taints = ParseTaints(tspec["taints"], "taints");
     pool.startup_taints = ParseTaints(tspec["startupTaints"], "startupTaints");
     if (tspec["expireAfter"])
-      pool.expire_after = ParseDuration(Str(tspec["expireAfter"], "expireAfter"));
+      pool.expire_after = ParseDurationOrNever(Str(tspec["expireAfter"], "expireAfter"));
     if (tspec["terminationGracePeriod"]) {
       pool.termination_grace_period =
-          ParseDuration(Str(tspec["terminationGracePeriod"], "terminationGracePeriod"));
+          ParseDurationOrNever(Str(tspec["terminationGracePeriod"], "terminationGracePeriod"));
     }
     ParseLimits(spec["limits"], pool.limits);
     ParseDisruption(spec["disruption"], pool);

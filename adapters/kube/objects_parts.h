@@ -184,11 +184,11 @@ Resources ParseResourceList(const V& value, const std::string& field) {
   return r;
 }
 
-// metadata.`field` as a time; zero when absent.
+// metadata.`field` as a time; none when absent.
 template <class V>
-Nanos Timestamp(const V& meta, std::string_view field) {
+std::optional<Instant> Timestamp(const V& meta, std::string_view field) {
   const V ts = meta[field];
-  if (!ts || ts.IsNull()) return Nanos{0};
+  if (!ts || ts.IsNull()) return std::nullopt;
   const std::string path = "metadata." + std::string(field);
   try {
     return ParseTimestamp(Str(ts, path));
@@ -197,9 +197,10 @@ Nanos Timestamp(const V& meta, std::string_view field) {
   }
 }
 
+// metadata.creationTimestamp; the epoch when absent (an object written by hand).
 template <class V>
-Nanos Created(const V& meta) {
-  return Timestamp(meta, "creationTimestamp");
+Instant Created(const V& meta) {
+  return Timestamp(meta, "creationTimestamp").value_or(Instant{});
 }
 
 // What `f` returns; its errors, and yaml-cpp's, prefixed with `what` (the object's kind and

@@ -158,12 +158,14 @@ void ParseDoNotDisrupt(const V& notes, Pod& pod) {
     pod.do_not_disrupt = true;
   } else if (!value.empty() && value != "false") {
     try {
-      pod.do_not_disrupt_for = ParseDuration(value);
+      if (const Duration lasts = ParseDuration(value); lasts.value > 0) {
+        pod.do_not_disrupt_for = lasts;
+      }
     } catch (const ObjectError& e) {
       throw ObjectError("metadata.annotations.karpenter.sh/do-not-disrupt: " +
                         std::string(e.what()));
     }
-    pod.do_not_disrupt = pod.do_not_disrupt_for.value > 0;
+    pod.do_not_disrupt = pod.do_not_disrupt_for.has_value();
   }
 }
 
@@ -185,7 +187,7 @@ void ParsePodMetadata(const V& meta, Pod& pod) {
 }
 
 template <class V>
-Nanos ParseGracePeriod(const V& grace) {
+Duration ParseGracePeriod(const V& grace) {
   std::string text = Str(grace, "spec.terminationGracePeriodSeconds");
   std::int64_t seconds = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
@@ -193,7 +195,7 @@ Nanos ParseGracePeriod(const V& grace) {
       seconds > kGraceSecondsMax) {
     throw ObjectError("spec.terminationGracePeriodSeconds: invalid '" + text + "'");
   }
-  return Nanos{seconds * kSecond.value};
+  return Duration{seconds * kSecond.value};
 }
 
 // The node the pod is bound to, and its rank among pods.

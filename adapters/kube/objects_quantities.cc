@@ -105,13 +105,17 @@ Bytes ParseMemory(std::string_view quantity) {
   throw ObjectError("invalid memory quantity '" + std::string(quantity) + "'");
 }
 
-Nanos ParseTimestamp(std::string_view text) {
+Instant ParseTimestamp(std::string_view text) {
   if (auto at = ParseRfc3339(text)) return *at;
   throw ObjectError("invalid RFC 3339 timestamp '" + std::string(text) + "'");
 }
 
-Nanos ParseDuration(std::string_view text) {
-  if (text == "Never") return Nanos{-1};
+std::optional<Duration> ParseDurationOrNever(std::string_view text) {
+  if (text == "Never") return std::nullopt;
+  return ParseDuration(text);
+}
+
+Duration ParseDuration(std::string_view text) {
   if (text.empty() || text.size() > kQuantityCharsMax) {
     throw ObjectError("invalid duration '" + std::string(text) + "'");
   }
@@ -142,7 +146,7 @@ Nanos ParseDuration(std::string_view text) {
       throw ObjectError("duration '" + std::string(text) + "' too large");
     }
   }
-  return Nanos{total};
+  return Duration{total};
 }
 
 }  // namespace tenon::kube

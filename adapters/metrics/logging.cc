@@ -5,13 +5,13 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <ctime>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "log/codec.h"
+#include "model/timestamp.h"
 
 namespace tenon::metrics {
 namespace {
@@ -43,17 +43,8 @@ const char* LevelName(spdlog::level::level_enum level) {
 
 // RFC 3339 in UTC with milliseconds: 2026-01-01T02:00:00.123Z.
 std::string Rfc3339(std::chrono::system_clock::time_point time) {
-  const auto since = time.time_since_epoch();
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(since);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since - secs).count();
-  const std::time_t t = secs.count();
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[64];  // Room for any int the compiler assumes tm fields may hold.
-  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(millis));
-  return text;
+  const auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch());
+  return Rfc3339Text(Instant{since.count()}, 3);
 }
 
 // Writes each record as one JSON object per line; nlohmann escapes the strings.

@@ -86,8 +86,8 @@ class Metrics : public runtime::Observer {
   // Per node name: requests of the pods bound to it, and of its DaemonSet pods (kept between
   // calls to reuse the allocation).
   std::unordered_map<std::string, std::pair<Resources, Resources>> node_requests_;
-  Nanos now_{0};           // The last Tick folded.
-  Nanos snapshot_at_{-1};  // Cluster time of the newest snapshot, -1: none.
+  Instant now_;                         // The last Tick folded.
+  std::optional<Instant> snapshot_at_;  // Cluster time of the newest snapshot.
 };
 
 // Karpenter's label value for a disruption method ("Emptiness" -> "empty", ...).

@@ -38,7 +38,7 @@ void Metrics::ObserveState(const State& state) {
   f_->cluster_nodes.Add({}).Set(static_cast<double>(state.nodes.size()));
   f_->cluster_synced.Add({}).Set(state.watches_synced ? 1 : 0);
   f_->snapshot_age.Add({}).Set(
-      snapshot_at_.value < 0 ? -1.0 : static_cast<double>((state.now - snapshot_at_).value) / 1e9);
+      !snapshot_at_ ? -1.0 : static_cast<double>((state.now - *snapshot_at_).value) / 1e9);
 }
 
 // One pass over pods: the requests bound to each node (all pods, and DaemonSet pods) and the

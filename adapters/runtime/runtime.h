@@ -139,11 +139,11 @@ struct Options {
   std::uint64_t snapshot_every_events = 1000;
   // And at least this much cluster time (Tick) since the last snapshot: a large cluster folds
   // thousands of events a minute, and each snapshot holds the whole state.
-  Nanos snapshot_min_interval{0};
+  Duration snapshot_min_interval{0};
   // Retention, applied after each snapshot (0: keep everything). Age: records older (in
   // cluster time) than the newest snapshot at least this old are dropped. Size: while the log
   // holds more bytes than this, it is cut at its oldest snapshot but the newest.
-  Nanos retain_age{0};
+  Duration retain_age{0};
   std::uint64_t retain_bytes = 0;
   bool sync = false;  // fsync the WAL on every append.
   Appends appends = Appends::kSynchronous;
@@ -241,10 +241,10 @@ class Runtime {
   State state_;
   std::uint64_t events_folded_ = 0;
   std::uint64_t events_since_snapshot_ = 0;
-  Nanos snapshot_taken_{0};  // Cluster time of the last snapshot this process wrote.
+  Instant snapshot_taken_;  // Cluster time of the last snapshot this process wrote.
   // The snapshots this process wrote, by seq, with their cluster time (older ones, from before
   // a restart, have no known time and go only with a cut above them).
-  std::map<Seq, Nanos> snapshot_times_;
+  std::map<Seq, Instant> snapshot_times_;
   void ApplyRetention();
 };
 

@@ -117,7 +117,7 @@ void CheckKeys(const YAML::Node& node, std::initializer_list<const char*> known,
   }
 }
 
-void Manifests::Add(const YAML::Node& object, const std::string& where, Nanos at) {
+void Manifests::Add(const YAML::Node& object, const std::string& where, Duration at) {
   if (!object.IsMap()) throw ScenarioError(where + ": a Kubernetes object must be a map");
   if (Text(object["kind"]) == "List") {
     for (const auto& item : object["items"]) {
@@ -165,7 +165,7 @@ YAML::Node MergePatch(const YAML::Node& target, const YAML::Node& patch) {
 }  // namespace
 
 bool Manifests::Patch(const std::string& kind, const std::string& ns, const std::string& name,
-                      const YAML::Node& merge, const std::string& where, Nanos at) {
+                      const YAML::Node& merge, const std::string& where, Duration at) {
   const Doc* base = nullptr;
   for (const Doc& d : docs_) {
     if (Text(d.object["kind"]) != kind || Meta(d.object, "name") != name || d.at > at) continue;

@@ -22,7 +22,7 @@ class Manifests {
  public:
   // Queues one document (a `kind: List` adds its items); `where` ("file:line") prefixes its
   // errors. Objects applied by the timeline come with the time they are applied at.
-  void Add(const YAML::Node& object, const std::string& where, Nanos at = Nanos{0});
+  void Add(const YAML::Node& object, const std::string& where, Duration at = Duration{0});
   // Turns every queued object into the scenario's parts. ScenarioError names the object's file,
   // line, kind and name, and the field.
   void Resolve(Scenario& scenario);
@@ -33,13 +33,13 @@ class Manifests {
   // it: maps merge key by key, null removes a field, anything else replaces. `ns` empty: the
   // default namespace, or none for a cluster-scoped kind. False when no such object is queued.
   bool Patch(const std::string& kind, const std::string& ns, const std::string& name,
-             const YAML::Node& merge, const std::string& where, Nanos at);
+             const YAML::Node& merge, const std::string& where, Duration at);
 
  private:
   struct Doc {
     YAML::Node object;
     std::string where;
-    Nanos at{0};
+    Duration at{0};
   };
   std::vector<Doc> docs_;
 };

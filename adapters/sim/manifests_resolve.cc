@@ -165,7 +165,7 @@ struct Object {
   std::string ns;  // "default" when the object names none.
   std::string name;
   std::string key;         // "Kind/namespace/name".
-  Nanos at;                // When the timeline applies it; 0: from the start.
+  Duration at;             // When the timeline applies it; 0: from the start.
   std::string adopted_by;  // A Pod's workload, when it is kept as the workload's replica.
 };
 
@@ -187,7 +187,7 @@ struct Resolver {
   std::map<std::string, std::string> defined;  // "Kind/namespace/name" -> where.
   std::string default_storage_class;
 
-  void NoteController(const YAML::Node& object, Nanos at) {
+  void NoteController(const YAML::Node& object, Duration at) {
     if (at.value != 0) return;
     const std::string ns = NamespaceOf(object);
     auto [owner_kind, owner] = ControllerOf(object);
@@ -219,7 +219,7 @@ struct Resolver {
   }
 
   // Turns one object into the scenario's parts; ScenarioError names its place, kind and name.
-  void Add(const YAML::Node& yaml, const std::string& where, Nanos at) {
+  void Add(const YAML::Node& yaml, const std::string& where, Duration at) {
     Object o{yaml, Text(yaml["kind"]), NamespaceOf(yaml), Meta(yaml, "name"), "", at, ""};
     o.key = o.kind + "/" + o.ns + "/" + o.name;
     const std::string what = where + ": " + (o.kind.empty() ? "object" : o.kind) + " " +

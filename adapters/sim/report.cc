@@ -19,11 +19,11 @@ namespace {
 std::string Dollars(std::int64_t micro_usd) {
   return DollarsText(MicroUsdPerHour{micro_usd});
 }
-std::string Clock(Nanos t) {
+std::string Clock(Instant t) {
   return ClockText(t);
 }
 
-std::string Seconds(Nanos d) {
+std::string Seconds(Duration d) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1fs", static_cast<double>(d.value) / 1e9);
   return text;
@@ -37,16 +37,16 @@ void Line(std::string& out, const char* format, auto... args) {
 
 }  // namespace
 
-Nanos Report::PendingPercentile(int p) const {
-  if (pending.empty()) return Nanos{0};
-  std::vector<Nanos> sorted = pending;
+Duration Report::PendingPercentile(int p) const {
+  if (pending.empty()) return Duration{0};
+  std::vector<Duration> sorted = pending;
   std::sort(sorted.begin(), sorted.end());
   // Nearest rank: the smallest value with at least p% of the samples at or below it.
   std::size_t rank = (static_cast<std::size_t>(p) * sorted.size() + 99) / 100;
   return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
 }
 
-ReportBuilder::ReportBuilder(std::string name, Nanos start, Nanos sample_every)
+ReportBuilder::ReportBuilder(std::string name, Instant start, Duration sample_every)
     : sample_every_(sample_every), now_(start), last_cost_at_(start) {
   report_.name = std::move(name);
   report_.start = start;
@@ -64,8 +64,8 @@ void ReportBuilder::Observe(const Event& event) {
     // A world's changes come before the Tick that carries their time: pods bound since the
     // last tick were bound now.
     now_ = tick->now;
-    for (Nanos created : bound_since_tick_) {
-      report_.pending.push_back(std::max(Nanos{0}, now_ - created));
+    for (Instant created : bound_since_tick_) {
+      report_.pending.push_back(std::max(Duration{0}, now_ - created));
     }
     bound_since_tick_.clear();
   }
@@ -135,7 +135,7 @@ void ReportBuilder::OnDisruption(const DisruptionDecision& d) {
   }
 }
 
-void ReportBuilder::Sample(Nanos now, const WorldSummary& world) {
+void ReportBuilder::Sample(Instant now, const WorldSummary& world) {
   // Cost is a step function of time: what ran since the last sample cost the last price.
   report_.cost_micro_usd += static_cast<std::int64_t>(static_cast<__int128>(last_cost_.value) *
                                                       (now - last_cost_at_).value / kNanosPerHour);
@@ -204,7 +204,7 @@ std::string FormatComparison(const Report& a, const Report& b) {
   auto count = [&](const std::string& what, std::int64_t x, std::int64_t y) {
     Line(out, "  %-34s %14" PRId64 " %14" PRId64 " %+14" PRId64 "\n", what.c_str(), x, y, y - x);
   };
-  auto secs = [&](const char* what, Nanos x, Nanos y) {
+  auto secs = [&](const char* what, Duration x, Duration y) {
     Line(out, "  %-34s %14s %14s %14s\n", what, Seconds(x).c_str(), Seconds(y).c_str(),
          Seconds(y - x).c_str());
   };

@@ -17,7 +17,7 @@
 namespace tenon::sim {
 
 struct ReportSample {
-  Nanos at{0};
+  Instant at;
   MicroUsdPerHour cost{0};
   std::size_t nodes = 0;
   std::size_t pods_bound = 0;
@@ -34,13 +34,13 @@ struct BudgetUse {
 
 struct Report {
   std::string name;
-  Nanos start{0};
-  Nanos end{0};
+  Instant start;
+  Instant end;
   std::vector<ReportSample> samples;  // One per sample interval.
   ReportSample last;                  // The last tick.
   std::int64_t cost_micro_usd = 0;    // Integrated over the run.
   MicroUsdPerHour cost_peak{0};
-  std::vector<Nanos> pending;  // Per pod bound during the run: creation to binding.
+  std::vector<Duration> pending;  // Per pod bound during the run: creation to binding.
   std::size_t pods_still_pending = 0;
   std::size_t nodes_launched = 0;
   std::size_t launch_failures = 0;
@@ -54,17 +54,17 @@ struct Report {
   double node_hours = 0;  // Instances running, integrated over the run.
 
   // The p-th percentile (0-100) of `pending`, nearest rank; 0 without samples.
-  Nanos PendingPercentile(int p) const;
+  Duration PendingPercentile(int p) const;
 };
 
 class ReportBuilder : public runtime::Observer {
  public:
-  ReportBuilder(std::string name, Nanos start, Nanos sample_every);
+  ReportBuilder(std::string name, Instant start, Duration sample_every);
 
   void OnFolded(Seq seq, const Event& event, const Output& output,
                 std::chrono::nanoseconds took) override;
   // Once per tick, after the tick's events were folded.
-  void Sample(Nanos now, const WorldSummary& world);
+  void Sample(Instant now, const WorldSummary& world);
   // OnFolded's two halves, for a report built from a log read back (whatif/whatif.h), where an
   // event and the output recorded for it are separate records.
   void Observe(const Event& event);
@@ -77,14 +77,14 @@ class ReportBuilder : public runtime::Observer {
   void OnDisruption(const DisruptionDecision& d);
 
   Report report_;
-  Nanos sample_every_;
-  Nanos now_{0};
-  Nanos last_sample_{0};
-  Nanos last_cost_at_{0};
+  Duration sample_every_;
+  Instant now_;
+  Instant last_sample_;
+  Instant last_cost_at_;
   MicroUsdPerHour last_cost_{0};
   std::size_t last_instances_ = 0;
-  std::map<std::string, Nanos> waiting_;  // Pending pods (ns/name) -> when they were created.
-  std::vector<Nanos> bound_since_tick_;   // Creation times of pods bound since the last Tick.
+  std::map<std::string, Instant> waiting_;  // Pending pods (ns/name) -> when they were created.
+  std::vector<Instant> bound_since_tick_;   // Creation times of pods bound since the last Tick.
   std::map<std::string, std::string> claim_pool_;  // NodeClaim -> its NodePool.
 };
 

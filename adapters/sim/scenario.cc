@@ -14,6 +14,7 @@
 
 #include "adapters/kube/objects.h"
 #include "adapters/sim/manifests.h"
+#include "model/timestamp.h"
 
 namespace tenon::sim {
 namespace {
@@ -23,22 +24,12 @@ constexpr std::uintmax_t kScenarioBytesMax = 16 << 20;  // Read whole before any
 constexpr std::int64_t kReplicasMax = 1'000'000;
 constexpr std::int64_t kStormMax = 10'000;
 
-Nanos ParseStart(const std::string& text) {
-  // RFC 3339 in UTC, seconds precision: 2026-01-01T00:00:00Z.
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
-  char z = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &sec, &z) != 7 ||
-      z != 'Z') {
-    throw ScenarioError("start must look like 2026-01-01T00:00:00Z, got '" + text + "'");
-  }
-  using namespace std::chrono;
-  year_month_day date{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
-  if (!date.ok()) throw ScenarioError("start: no such date '" + text + "'");
-  // Nanoseconds since the epoch in 64 bits reach from 1677 to 2262.
-  if (y < 1678 || y > 2261)
-    throw ScenarioError("start: the year must be 1678 to 2261, got '" + text + "'");
-  auto tp = sys_days{date} + hours{h} + minutes{mi} + seconds{sec};
-  return Nanos{duration_cast<nanoseconds>(tp.time_since_epoch()).count()};
+Instant ParseStart(const std::string& text) {
+  if (const std::optional<Instant> at = ParseRfc3339(text)) return *at;
+  throw ScenarioError(
+      "start must be an RFC 3339 time such as 2026-01-01T00:00:00Z, in the years 1678 to 2261; "
+      "got '" +
+      text + "'");
 }
 
 // A map of label names to values: a nodeSelector, a pod template's labels.
@@ -73,8 +64,8 @@ void Namespace(const YAML::Node& w, const char* what, std::string& ns) {
   }
 }
 
-Nanos At(const YAML::Node& w) {
-  return w["at"] ? kube::ParseDuration(w["at"].as<std::string>()) : Nanos{0};
+Duration At(const YAML::Node& w) {
+  return w["at"] ? kube::ParseDuration(w["at"].as<std::string>()) : Duration{0};
 }
 
 WorkloadStep ParseWorkload(const YAML::Node& w) {
@@ -97,8 +88,10 @@ WorkloadStep ParseWorkload(const YAML::Node& w) {
     if (value == "true" || value == "false") {
       step.do_not_disrupt = value == "true";
     } else {
-      step.do_not_disrupt_for = kube::ParseDuration(value);
-      step.do_not_disrupt = step.do_not_disrupt_for.value > 0;
+      if (const Duration lasts = kube::ParseDuration(value); lasts.value > 0) {
+        step.do_not_disrupt_for = lasts;
+      }
+      step.do_not_disrupt = step.do_not_disrupt_for.has_value();
     }
   }
   if (w["terminationGracePeriod"]) {
@@ -153,7 +146,7 @@ Budget ParseBudget(const YAML::Node& b) {
 
 Action ParseAction(const YAML::Node& a) {
   Action action;
-  action.at = a["at"] ? kube::ParseDuration(a["at"].as<std::string>()) : Nanos{0};
+  action.at = a["at"] ? kube::ParseDuration(a["at"].as<std::string>()) : Duration{0};
   std::string kind = a["do"] ? a["do"].as<std::string>() : "";
   if (kind == "deleteNodeClaim") {
     action.kind = Action::Kind::kDeleteNodeClaim;
@@ -228,7 +221,7 @@ void ParseCloud(const YAML::Node& c, CloudModel& cloud) {
       continue;
     }
     if (!o["offering"]) throw ScenarioError("insufficientCapacity entry without offering");
-    CapacityWindow window{o["offering"].as<std::string>(), Nanos{0}, Nanos{0}};
+    CapacityWindow window{o["offering"].as<std::string>(), Duration{0}, Duration{0}};
     if (o["from"]) window.from = kube::ParseDuration(o["from"].as<std::string>());
     if (o["until"]) window.until = kube::ParseDuration(o["until"].as<std::string>());
     cloud.capacity_windows.push_back(window);
@@ -260,7 +253,7 @@ void ParseTimelineEntry(const YAML::Node& e, std::size_t index, Scenario& s, Man
     throw ScenarioError("line " + std::to_string(e.Mark().line + 1) + ": " + path +
                         ": exactly one of scale, apply, patch, delete, cordon, uncordon, do");
   }
-  const Nanos at = At(e);
+  const Duration at = At(e);
   if (e["patch"]) {
     const YAML::Node& ref = e["patch"];
     CheckKeys(ref, {"kind", "namespace", "name", "merge"}, path + ".patch");

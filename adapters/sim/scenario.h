@@ -34,16 +34,16 @@ struct ClaimTemplate {
 // (Deployment, ReplicaSet, StatefulSet) names its pod template in Scenario::templates; a step
 // with neither a template nor requests only scales the workload it names.
 struct WorkloadStep {
-  Nanos at{0};
+  Duration at{0};
   std::string ns = "default";
   std::string name;
   std::int64_t replicas = 0;
   Resources requests;
   Labels node_selector;
   std::vector<Toleration> tolerations;
-  bool do_not_disrupt = false;                  // karpenter.sh/do-not-disrupt on its pods.
-  Nanos do_not_disrupt_for{0};                  // Its duration form ("30m"), else 0.
-  Nanos termination_grace{30 * kSecond.value};  // terminationGracePeriodSeconds.
+  bool do_not_disrupt = false;                 // karpenter.sh/do-not-disrupt on its pods.
+  std::optional<Duration> do_not_disrupt_for;  // Its duration form ("30m"), if given.
+  Duration termination_grace{30 * kSecond};    // terminationGracePeriodSeconds.
   std::string priority_class;
   std::optional<std::int32_t> priority;  // spec.priority of its pods.
   // topologySpreadConstraints over zones (whenUnsatisfiable DoNotSchedule), 0: none.
@@ -58,12 +58,12 @@ struct WorkloadStep {
 // A batch Job: `pods` pods created at `at`, each finishing `run_for` after it starts running
 // (then deleted, as a Job with ttlSecondsAfterFinished: 0 leaves it).
 struct Job {
-  Nanos at{0};
+  Duration at{0};
   std::string ns = "default";
   std::string name;
   std::int64_t pods = 0;         // spec.completions.
   std::int64_t parallelism = 0;  // spec.parallelism: at most this many at once (0: all).
-  Nanos run_for{kMinute.value};
+  Duration run_for{kMinute.value};
   Resources requests;
   Labels node_selector;
   std::vector<Toleration> tolerations;
@@ -133,7 +133,7 @@ struct Action {
     kCordonNode,
     kUncordonNode,
   };
-  Nanos at{0};
+  Duration at{0};
   Kind kind = Kind::kDeleteNodeClaim;
   std::string instance_type;                                            // kStrayInstance
   std::string zone;                                                     // kStrayInstance
@@ -152,30 +152,30 @@ struct Action {
 // time; until 0: to the end).
 struct CapacityWindow {
   std::string offering;
-  Nanos from{0};
-  Nanos until{0};
+  Duration from{0};
+  Duration until{0};
 };
 
 struct CloudModel {
-  Nanos registration_delay{30 * kSecond.value};  // Launch -> Node object appears.
-  Nanos ready_delay{10 * kSecond.value};         // Node appears -> Ready.
+  Duration registration_delay{30 * kSecond.value};  // Launch -> Node object appears.
+  Duration ready_delay{10 * kSecond.value};         // Node appears -> Ready.
   // CreateFleet's own latency: its answer reaches the controller this long after the call.
-  Nanos launch_latency{0};
+  Duration launch_latency{0};
   // Offerings ("type/zone/capacity-type") that answer InsufficientInstanceCapacity.
   std::set<std::string> insufficient_capacity;
   std::vector<CapacityWindow> capacity_windows;  // The same, for a while.
   // Instance types whose kubelet never registers a Node.
   std::set<std::string> never_register;
   // How often the controller is told every instance the cluster owns (garbage collection).
-  Nanos list_interval{2 * kMinute.value};
+  Duration list_interval{2 * kMinute.value};
 };
 
 struct Scenario {
   std::string name;
   std::uint64_t seed = 1;
-  Nanos start{0};
-  Nanos duration{10 * kMinute.value};
-  Nanos tick{kSecond.value};
+  Instant start;
+  Duration duration{10 * kMinute};
+  Duration tick{kSecond.value};
   Settings settings;
   std::vector<NodePool> nodepools;
   std::vector<NodeClass> nodeclasses;

@@ -63,7 +63,7 @@ runtime::Options RuntimeOptions(const SimulateOptions& options, runtime::Observe
   return runtime_options;
 }
 
-void SampleTick(const SimulateOptions& options, Nanos now, const World& world) {
+void SampleTick(const SimulateOptions& options, Instant now, const World& world) {
   if (!options.on_progress && options.report == nullptr) return;
   const WorldSummary summary = world.Summary();
   if (options.report != nullptr) options.report->Sample(now, summary);
@@ -90,7 +90,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
   report.resumed = world.Load();
   RequireWorldOfLog(report.resumed, *log, options.log_dir);
   world.Save();  // A world file from the start: a log never exists without one.
-  const Nanos end = scenario.start + scenario.duration;
+  const Instant end = scenario.start + scenario.duration;
   report.finished_before = world.started() && world.now() + scenario.tick > end;
 
   runtime::ObserverList observers;
@@ -118,7 +118,7 @@ SimulateReport Simulate(const Scenario& scenario, const SimulateOptions& options
     save_world();
   }
   // A fresh world starts at `start`; a resumed one continues from where it stood.
-  Nanos next = world.started() ? world.now() + scenario.tick : world.now();
+  Instant next = world.started() ? world.now() + scenario.tick : world.now();
   for (; next <= end; next += scenario.tick) {
     runtime.Ingest(world.Advance(next));
     save_world();

@@ -31,7 +31,7 @@ struct SimulateOptions {
   // at 1,000 nodes: 96 snapshots instead of 288, the writer thread's snapshot time 18 -> 6 s,
   // the log on disk 1.1 -> 0.8 GB). A scenario shorter than that still gets one after its first
   // 500 events.
-  Nanos snapshot_min_interval{15 * kMinute.value};
+  Duration snapshot_min_interval{15 * kMinute.value};
   bool sync = false;
   // Pipelined appends keep the world no further ahead of the log than synchronous ones would (the
   // world is saved, and a command run, only once the log holds what led to it); a run whose log
@@ -40,7 +40,7 @@ struct SimulateOptions {
   // Called for every record the log acknowledges (tests use it to check nothing acked is lost).
   std::function<void(Seq, const std::string&)> on_ack;
   // Called once per virtual tick with the world's summary (progress display).
-  std::function<void(Nanos, const WorldSummary&)> on_progress;
+  std::function<void(Instant, const WorldSummary&)> on_progress;
   // Sees the runtime's appends, folds, outputs and commands (metrics, decision logs). Not owned.
   runtime::Observer* observer = nullptr;
   // Called with the core's state after recovery and after every ingest round, as the controller

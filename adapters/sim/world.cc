@@ -52,16 +52,16 @@ World::World(const Scenario& scenario, std::filesystem::path state_file)
     : scenario_(scenario),
       state_file_(std::move(state_file)),
       catalog_(scenario.catalog),
-      nodepools_(scenario.nodepools),
-      now_(scenario.start) {
+      nodepools_(scenario.nodepools) {
+  record_.now = scenario.start;
   for (const auto& sc : scenario.storage_classes) storage_classes_[sc.name] = sc;
   for (const auto& c : scenario.claims) {
-    PersistentVolumeClaim& claim = claims_[PodKey(c.ns, c.name)] = c;
+    PersistentVolumeClaim& claim = record_.claims[PodKey(c.ns, c.name)] = c;
     ProvisionAtOnce(claim);
   }
-  for (const auto& v : scenario.volumes) volumes_[v.name] = v;
+  for (const auto& v : scenario.volumes) record_.volumes[v.name] = v;
   for (const auto& n : scenario.nodes) {
-    Node& node = nodes_[n.name] = n;
+    Node& node = record_.nodes[n.name] = n;
     node_parts_.Share(node, pod_parts_.node_names);
   }
   // A dump's NodeClaims are instances the cloud already runs, each behind its Node.
@@ -77,9 +77,9 @@ World::World(const Scenario& scenario, std::filesystem::path state_file)
     instance.node_name = claim.node_name;
     instance.image_id = claim.image_id;
     instance.price = PriceNow(instance);
-    client_tokens_[claim.name] = instance.id;
-    nodeclaims_[claim.name] = claim.nodepool;
-    instances_[instance.id] = std::move(instance);
+    record_.client_tokens[claim.name] = instance.id;
+    record_.nodeclaims[claim.name] = claim.nodepool;
+    record_.instances[instance.id] = std::move(instance);
   }
 }
 
@@ -89,12 +89,13 @@ const Pod* World::TemplateOf(const std::string& key) const {
 }
 
 ClusterView World::View() const {
-  return {nodes_, pods_, on_node_, claims_, volumes_, storage_classes_, refusing_pods_ > 0};
+  return {record_.nodes,     pods_, on_node_, record_.claims, record_.volumes, storage_classes_,
+          refusing_pods_ > 0};
 }
 
 std::vector<Event> World::StartupEvents(const State& known) const {
   std::vector<Event> events;
-  events.push_back(Tick{now_});
+  events.push_back(Tick{record_.now});
   events.push_back(ControllerStarted{kVersion, scenario_.seed, scenario_.settings});
   events.push_back(CatalogRefreshed{catalog_});
   for (auto& e : Relist(known)) events.push_back(std::move(e));
@@ -107,7 +108,7 @@ std::vector<Event> World::Relist(const State& known) const {
     if (!pods_.contains(key)) events.push_back(PodDeleted{pod.ns, pod.name});
   }
   for (const auto& [name, node] : known.nodes) {
-    if (!nodes_.contains(name)) events.push_back(NodeDeleted{name});
+    if (!record_.nodes.contains(name)) events.push_back(NodeDeleted{name});
   }
   return events;
 }
@@ -123,21 +124,21 @@ std::vector<Event> World::ListEvents() const {
     events.push_back(DaemonSetUpserted{DaemonSet{d.ns, d.name, DaemonPod(d)}});
   }
   for (const auto& [name, sc] : storage_classes_) events.push_back(StorageClassUpserted{sc});
-  for (const auto& [name, v] : volumes_) events.push_back(PersistentVolumeUpserted{v});
-  for (const auto& [key, c] : claims_) events.push_back(PersistentVolumeClaimUpserted{c});
+  for (const auto& [name, v] : record_.volumes) events.push_back(PersistentVolumeUpserted{v});
+  for (const auto& [key, c] : record_.claims) events.push_back(PersistentVolumeClaimUpserted{c});
   for (const auto& c : scenario_.csi_nodes) events.push_back(CsiNodeUpserted{c});
   for (const auto& claim : scenario_.nodeclaims) {
-    if (nodeclaims_.contains(claim.name)) events.push_back(NodeClaimObserved{claim});
+    if (record_.nodeclaims.contains(claim.name)) events.push_back(NodeClaimObserved{claim});
   }
-  for (const auto& [name, node] : nodes_) events.push_back(NodeUpserted{node});
+  for (const auto& [name, node] : record_.nodes) events.push_back(NodeUpserted{node});
   for (const auto& [key, pod] : pods_) events.push_back(PodUpserted{pod});
   return events;
 }
 
-std::vector<Event> World::Advance(Nanos now) {
-  assert(now >= now_);
-  now_ = now;
-  started_ = true;
+std::vector<Event> World::Advance(Instant now) {
+  assert(now >= record_.now);
+  record_.now = now;
+  record_.started = true;
   std::vector<Event> events = CreatePods();
   for (auto& e : ScaleWorkloads()) events.push_back(std::move(e));
   for (auto& e : StartJobs()) events.push_back(std::move(e));
@@ -147,7 +148,7 @@ std::vector<Event> World::Advance(Nanos now) {
   for (auto& e : Schedule()) events.push_back(std::move(e));
   for (auto& e : PublishBudgets()) events.push_back(std::move(e));
   for (auto& e : ListInstances()) events.push_back(std::move(e));
-  events.push_back(Tick{now_});
+  events.push_back(Tick{record_.now});
   return events;
 }
 
@@ -171,7 +172,7 @@ std::vector<std::map<std::string, Pod>::iterator> World::PodsOf(const std::strin
 
 std::string World::OwnerOf(const std::string& key) const {
   // A pod made from (or adopted by) a workload's template "Kind/ns/name[@time]" is its.
-  if (auto t = pod_template_.find(key); t != pod_template_.end()) {
+  if (auto t = record_.pod_template.find(key); t != record_.pod_template.end()) {
     const std::string& tk = t->second;
     const std::string kind = tk.substr(0, tk.find('/'));
     if (kind == "Deployment" || kind == "ReplicaSet" || kind == "StatefulSet" || kind == "Job") {
@@ -211,7 +212,7 @@ std::map<std::string, Pod>::iterator World::ErasePod(std::map<std::string, Pod>:
   const Pod& pod = it->second;
   if (RefusesNeighbours(pod)) --refusing_pods_;
   const std::string owner = OwnerOf(it->first);
-  pod_template_.erase(it->first);
+  record_.pod_template.erase(it->first);
   if (!pod.node_name.empty()) {
     auto on = on_node_.find(pod.node_name);
     assert(on != on_node_.end() && on->second.pods.contains(it->first));
@@ -240,35 +241,38 @@ NodePool World::Pool(const NodePool& original) const {
       }
     }
   }
-  if (auto added = added_pool_labels_.find(pool.name); added != added_pool_labels_.end()) {
+  if (auto added = record_.added_pool_labels.find(pool.name);
+      added != record_.added_pool_labels.end()) {
     for (const auto& [k, v] : added->second) pool.labels[k] = v;
   }
   return pool;
 }
 
-void World::AddTimer(Nanos at, Timer timer) {
-  assert(timers_.size() < kTimersMax);
-  timers_[{at.value, next_timer_++}] = std::move(timer);
+void World::AddTimer(Instant at, Timer timer) {
+  assert(record_.timers.size() < kTimersMax);
+  record_.timers[{at.value, record_.next_timer++}] = std::move(timer);
 }
 
 std::vector<Event> World::FireTimers() {
   std::vector<Event> events;
-  while (!timers_.empty() && timers_.begin()->first.first <= now_.value) {
-    Timer timer = timers_.begin()->second;
-    timers_.erase(timers_.begin());
+  while (!record_.timers.empty() && record_.timers.begin()->first.first <= record_.now.value) {
+    Timer timer = record_.timers.begin()->second;
+    record_.timers.erase(record_.timers.begin());
     room_may_have_changed_ = true;
     if (timer.kind == Timer::Kind::kJobDone) {
       // The pod finished (unless it was evicted first: its replacement has its own timer).
       auto pod = pods_.find(timer.instance_id);
       if (pod == pods_.end() || pod->second.node_name.empty()) continue;
-      auto left = job_pods_left_.find(pod->second.ns + "/" + pod->second.labels->at("job-name"));
-      if (left != job_pods_left_.end() && --left->second <= 0) job_pods_left_.erase(left);
+      auto left =
+          record_.job_pods_left.find(pod->second.ns + "/" + pod->second.labels->at("job-name"));
+      if (left != record_.job_pods_left.end() && --left->second <= 0)
+        record_.job_pods_left.erase(left);
       events.push_back(PodDeleted{pod->second.ns, pod->second.name});
       ErasePod(pod);
       continue;
     }
-    auto it = instances_.find(timer.instance_id);
-    if (it == instances_.end()) continue;  // Terminated before the timer fired.
+    auto it = record_.instances.find(timer.instance_id);
+    if (it == record_.instances.end()) continue;  // Terminated before the timer fired.
     SimInstance& instance = it->second;
     if (timer.kind == Timer::Kind::kLaunchAnswer) {
       std::vector<FleetError> errors;
@@ -308,11 +312,11 @@ std::vector<Event> World::DeletePodsOn(const std::string& node) {
 }
 
 std::vector<Event> World::Finalize(const Command& command, const RemoveFinalizer& remove) {
-  nodeclaims_.erase(remove.nodeclaim);
-  deleting_.erase(remove.nodeclaim);
-  planned_.erase(remove.nodeclaim);
+  record_.nodeclaims.erase(remove.nodeclaim);
+  record_.deleting.erase(remove.nodeclaim);
+  record_.planned.erase(remove.nodeclaim);
   std::vector<Event> events{CommandSucceeded{command.id}};
-  if (!remove.node_name.empty() && nodes_.erase(remove.node_name) > 0) {
+  if (!remove.node_name.empty() && record_.nodes.erase(remove.node_name) > 0) {
     events.push_back(NodeDeleted{remove.node_name});
     for (auto& e : DeletePodsOn(remove.node_name)) events.push_back(std::move(e));
   }
@@ -324,9 +328,9 @@ std::vector<Event> World::SetFinalizer(const Command& command, const SetNodeClas
   for (const auto& c : scenario_.nodeclasses) {
     if (c.name != set.nodeclass) continue;
     if (set.present) {
-      nodeclass_finalizers_.insert(c.name);
+      record_.nodeclass_finalizers.insert(c.name);
     } else {
-      nodeclass_finalizers_.erase(c.name);
+      record_.nodeclass_finalizers.erase(c.name);
     }
     return {CommandSucceeded{command.id}, NodeClassUpserted{Resolved(c)}};
   }
@@ -346,11 +350,11 @@ std::vector<Event> World::Apply(const Command& command) {
       [&](const auto& body) -> std::vector<Event> {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, CreateNodeClaim>) {
-          nodeclaims_[body.claim.name] = body.claim.nodepool;  // Create is idempotent.
+          record_.nodeclaims[body.claim.name] = body.claim.nodepool;  // Create is idempotent.
           return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, DeleteNodeClaim>) {
           // The finalizer holds the object until termination removes it.
-          if (nodeclaims_.contains(body.name)) deleting_.insert(body.name);
+          if (record_.nodeclaims.contains(body.name)) record_.deleting.insert(body.name);
           return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, LaunchInstance>) {
           return Launch(command, body);
@@ -365,7 +369,7 @@ std::vector<Event> World::Apply(const Command& command) {
         } else if constexpr (std::is_same_v<T, RemoveFinalizer>) {
           return Finalize(command, body);
         } else if constexpr (std::is_same_v<T, PatchNodePoolStatus>) {
-          pool_status_[body.nodepool] = body.status;
+          record_.pool_status[body.nodepool] = body.status;
           return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, DeleteQueueMessage>) {
           return {CommandSucceeded{command.id}};  // Deleted from the queue.
@@ -382,19 +386,19 @@ std::vector<Event> World::Apply(const Command& command) {
           return {};  // Events are not modelled; best effort, no answer.
         } else if constexpr (std::is_same_v<T, TagInstance>) {
           // Tags are not modelled; an instance that is gone cannot be tagged.
-          if (!instances_.contains(body.instance_id)) {
+          if (!record_.instances.contains(body.instance_id)) {
             return {CommandFailed{command.id, ErrorCode::kNotFound,
                                   "InvalidInstanceID.NotFound: " + body.instance_id}};
           }
           return {CommandSucceeded{command.id}};
         } else {
           static_assert(std::is_same_v<T, PatchNodeClaimStatus>);
-          if (!nodeclaims_.contains(body.nodeclaim)) {
+          if (!record_.nodeclaims.contains(body.nodeclaim)) {
             return {CommandFailed{command.id, ErrorCode::kNotFound,
                                   "nodeclaim " + body.nodeclaim + " not found"}};
           }
           if (body.allocatable != Resources{}) {
-            planned_[body.nodeclaim] = body.allocatable;
+            record_.planned[body.nodeclaim] = body.allocatable;
             CheckPlanned(body.nodeclaim);
           }
           return {CommandSucceeded{command.id}};
@@ -405,13 +409,13 @@ std::vector<Event> World::Apply(const Command& command) {
 
 WorldSummary World::Summary() const {
   WorldSummary s;
-  s.instances = instances_.size();
-  s.nodes = nodes_.size();
+  s.instances = record_.instances.size();
+  s.nodes = record_.nodes.size();
   for (const auto& [key, pod] : pods_) (pod.node_name.empty() ? s.pods_pending : s.pods_bound)++;
-  for (const auto& [id, i] : instances_) s.cost += PriceNow(i);
-  s.launch_calls = launch_calls_;
-  s.allocatable_overestimates = overestimated_.size();
-  if (!overestimated_.empty()) s.first_overestimate = overestimated_.begin()->second;
+  for (const auto& [id, i] : record_.instances) s.cost += PriceNow(i);
+  s.launch_calls = record_.launch_calls;
+  s.allocatable_overestimates = record_.overestimated.size();
+  if (!record_.overestimated.empty()) s.first_overestimate = record_.overestimated.begin()->second;
   return s;
 }
 

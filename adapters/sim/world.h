@@ -27,7 +27,7 @@ struct SimInstance {
   std::string zone;
   std::string capacity_type;
   MicroUsdPerHour price{0};
-  Nanos launched{0};
+  Instant launched;
   std::string node_name;  // Set once the kubelet registers.
   std::string image_id;   // The AMI it was launched from.
 };
@@ -57,6 +57,47 @@ struct WorldSummary {
   std::string first_overestimate;
 };
 
+// What the world's file holds (world_persistence.cc), the part of the world a restart must find
+// as it was: the clock and the counters that name new objects, the cloud's instances, the
+// API server's objects and the controllers' progress. Pods are kept beside it (World::pods_),
+// where their indexes are. What is not here is made again from the scenario on load.
+struct WorldRecord {
+  Instant now;
+  bool started = false;
+  std::size_t next_workload = 0;
+  std::uint64_t next_instance = 1;
+  std::uint64_t next_timer = 1;
+  std::uint64_t next_pod = 1;
+  std::int64_t ami_release = 1;  // Bumped by releaseAmi.
+  std::size_t launch_calls = 0;
+  Instant next_listing;
+  std::uint64_t next_message = 1;
+  std::size_t next_bare_pod = 0;  // Scenario::pods created so far.
+  std::size_t next_job = 0;
+  std::size_t next_action = 0;
+  std::map<std::string, SimInstance> instances;      // By instance id.
+  std::map<std::string, std::string> client_tokens;  // Token -> instance id.
+  std::map<std::string, std::string> nodeclaims;     // NodeClaim objects: name -> nodepool.
+  std::set<std::string> deleting;                    // NodeClaims with a deletion timestamp.
+  // The EC2NodeClasses holding karpenter.k8s.aws/termination (SetNodeClassFinalizer).
+  std::set<std::string> nodeclass_finalizers;
+  // NodeClaim -> the allocatable the controller wrote on its status at launch; and the claims
+  // whose node's kubelet reported less, with what fell short.
+  std::map<std::string, Resources> planned;
+  std::map<std::string, std::string> overestimated;
+  std::map<std::string, Node> nodes;
+  // Pod key -> the template it was made from (templates change by apply).
+  std::map<std::string, std::string> pod_template;
+  std::map<std::string, PersistentVolumeClaim> claims;  // By namespace/name.
+  std::map<std::string, PersistentVolume> volumes;      // By name.
+  std::map<std::string, std::int64_t> replicas;         // Deployment -> desired.
+  std::map<std::string, std::size_t> deployments;       // ns/name -> its latest workload step.
+  std::map<std::string, std::int64_t> job_pods_left;    // ns/job -> pods not yet finished.
+  std::map<std::string, Labels> added_pool_labels;      // Template labels users added since.
+  std::map<std::string, NodePoolStatus> pool_status;    // As the controller last patched it.
+  std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers;
+};
+
 class World : public runtime::Executor {
  public:
   // An empty `state_file` keeps the world in memory only (Load finds nothing, Save does
@@ -83,19 +124,19 @@ class World : public runtime::Executor {
   std::vector<Event> Relist(const State& known) const;
   // Moves the clock to `now`: scales workloads, fires timers, runs the kube-scheduler, and
   // ends with a Tick. Returns the watch events that produced, in order.
-  std::vector<Event> Advance(Nanos now);
+  std::vector<Event> Advance(Instant now);
 
   std::vector<Event> Execute(const Command& command) override;
 
-  Nanos now() const { return now_; }
-  bool started() const { return started_; }
+  Instant now() const { return record_.now; }
+  bool started() const { return record_.started; }
   WorldSummary Summary() const;
-  const std::map<std::string, SimInstance>& instances() const { return instances_; }
-  const std::map<std::string, std::string>& nodeclaims() const { return nodeclaims_; }
-  const std::map<std::string, Node>& nodes() const { return nodes_; }
+  const std::map<std::string, SimInstance>& instances() const { return record_.instances; }
+  const std::map<std::string, std::string>& nodeclaims() const { return record_.nodeclaims; }
+  const std::map<std::string, Node>& nodes() const { return record_.nodes; }
   const std::map<std::string, Pod>& pods() const { return pods_; }
-  const std::map<std::string, NodePoolStatus>& pool_status() const { return pool_status_; }
-  const std::set<std::string>& deleting() const { return deleting_; }
+  const std::map<std::string, NodePoolStatus>& pool_status() const { return record_.pool_status; }
+  const std::set<std::string>& deleting() const { return record_.deleting; }
   // kInterruptOffering actions that found no instance to deliver their message to.
   std::size_t unmatched_interruptions() const { return unmatched_interruptions_; }
   // kDeleteNodeClaimOfOffering and kTerminateInstanceOfOffering actions that found no instance.
@@ -127,7 +168,7 @@ class World : public runtime::Executor {
   // The pod template a workload step, Job or DaemonSet names, if any.
   const Pod* TemplateOf(const std::string& key) const;
   NodePool Pool(const NodePool& original) const;  // With the labels users added.
-  void AddTimer(Nanos at, Timer timer);
+  void AddTimer(Instant at, Timer timer);
   std::vector<Event> FireTimers();
   // Pods bound to `node` are deleted with it (the pod garbage collector's part).
   std::vector<Event> DeletePodsOn(const std::string& node);
@@ -257,54 +298,21 @@ class World : public runtime::Executor {
   const Scenario& scenario_;
   std::filesystem::path state_file_;
   std::map<std::string, std::int32_t> published_budgets_;  // PDB status last published.
-  std::int64_t ami_release_ = 1;                           // Bumped by releaseAmi.
   std::vector<InstanceType> catalog_;                      // Current prices.
   std::vector<NodePool> nodepools_;                        // With recorded edits applied.
   std::int64_t budget_skew_for_test_ = 0;
-  std::size_t next_job_ = 0;
-  std::size_t next_bare_pod_ = 0;  // Scenario::pods created so far.
-  // Pod key -> the template it was made from (persisted: templates change by apply).
-  std::map<std::string, std::string> pod_template_;
-  std::map<std::string, PersistentVolumeClaim> claims_;  // By namespace/name.
-  std::map<std::string, PersistentVolume> volumes_;      // By name.
   std::map<std::string, StorageClass> storage_classes_;  // By name (not persisted: scenario's).
   std::size_t refusing_pods_ = 0;  // Pods with required anti-affinity (derived).
   // Capacity errors CreateFleet met before the instance it launched, held until its delayed
   // answer (not persisted: a re-driven launch after a restart is answered without them).
   std::map<std::string, std::vector<FleetError>> answer_errors_;
-  std::map<std::string, std::int64_t> job_pods_left_;  // ns/job -> pods not yet finished.
 
-  Nanos now_{0};
-  bool started_ = false;
-  std::size_t next_workload_ = 0;
-  std::uint64_t next_instance_ = 1;
-  std::uint64_t next_timer_ = 1;
-  std::uint64_t next_pod_ = 1;
-  std::size_t launch_calls_ = 0;
-  // NodeClaim -> the allocatable the controller wrote on its status at launch; and the claims
-  // whose node's kubelet reported less, with what fell short.
-  std::map<std::string, Resources> planned_;
-  std::map<std::string, std::string> overestimated_;
-  std::map<std::string, SimInstance> instances_;      // By instance id.
-  std::map<std::string, std::string> client_tokens_;  // Token -> instance id.
-  std::map<std::string, std::string> nodeclaims_;     // NodeClaim objects: name -> nodepool.
-  // The EC2NodeClasses holding karpenter.k8s.aws/termination (SetNodeClassFinalizer).
-  std::set<std::string> nodeclass_finalizers_;
-  std::set<std::string> deleting_;                     // NodeClaims with a deletion timestamp.
-  std::map<std::string, std::size_t> deployments_;     // ns/name -> its latest workload step.
-  std::map<std::string, NodePoolStatus> pool_status_;  // As the controller last patched it.
-  std::map<std::string, Labels> added_pool_labels_;    // Template labels users added since.
-  std::size_t next_action_ = 0;
-  Nanos next_listing_{0};
-  std::uint64_t next_message_ = 1;
-  std::map<std::string, Node> nodes_;
+  WorldRecord record_;
   std::map<std::string, Pod> pods_;  // By namespace/name.
   // Pods' and nodes' repeated parts shared as the controller's State shares them, so thousands
   // of simulated pods and nodes keep one copy of each. Not persisted: caches.
   SharedPodParts pod_parts_;
   SharedNodeParts node_parts_;
-  std::map<std::string, std::int64_t> replicas_;  // Deployment -> desired.
-  std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers_;
   // Not persisted (a loaded world starts with both set): kube-scheduler retries a pod it found
   // unschedulable only after the cluster changed in a way that could make room (a node added,
   // readied or patched, a pod deleted), and the ReplicaSet controller tops up only after pods

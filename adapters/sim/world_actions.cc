@@ -18,7 +18,7 @@ constexpr const char* kUnschedulableTaint = "node.kubernetes.io/unschedulable";
 
 const SimInstance* World::Oldest(const std::function<bool(const SimInstance&)>& keep) const {
   const SimInstance* best = nullptr;
-  for (const auto& [id, i] : instances_) {
+  for (const auto& [id, i] : record_.instances) {
     if (!keep(i)) continue;
     if (best == nullptr || i.launched < best->launched) best = &i;
   }
@@ -27,9 +27,9 @@ const SimInstance* World::Oldest(const std::function<bool(const SimInstance&)>& 
 
 std::vector<Event> World::RunActions() {
   std::vector<Event> events;
-  while (next_action_ < scenario_.actions.size() &&
-         scenario_.start + scenario_.actions[next_action_].at <= now_) {
-    const Action& action = scenario_.actions[next_action_++];
+  while (record_.next_action < scenario_.actions.size() &&
+         scenario_.start + scenario_.actions[record_.next_action].at <= record_.now) {
+    const Action& action = scenario_.actions[record_.next_action++];
     room_may_have_changed_ = true;
     for (auto& e : RunAction(action)) events.push_back(std::move(e));
   }
@@ -70,7 +70,7 @@ std::vector<Event> World::RunAction(const Action& action) {
       // The queue adapter keeps what it cannot read for audit; the core deletes it.
       return {InputRejected{"sqs", "not an EventBridge event: missing detail-type",
                             "{\"version\":\"0\",\"source\":\"aws.ec2\"}",
-                            "msg-" + std::to_string(next_message_++)}};
+                            "msg-" + std::to_string(record_.next_message++)}};
     case Action::Kind::kCordonNode:
     case Action::Kind::kUncordonNode:
       return Cordon(action);
@@ -89,20 +89,20 @@ std::vector<Event> World::RunAction(const Action& action) {
 
 std::vector<Event> World::DeleteOldestNodeClaim() {
   const SimInstance* i = Oldest([&](const SimInstance& x) {
-    return nodeclaims_.contains(x.nodeclaim) && !deleting_.contains(x.nodeclaim);
+    return record_.nodeclaims.contains(x.nodeclaim) && !record_.deleting.contains(x.nodeclaim);
   });
   if (i == nullptr) return {};
-  deleting_.insert(i->nodeclaim);
+  record_.deleting.insert(i->nodeclaim);
   return {NodeClaimDeletionRequested{i->nodeclaim}};
 }
 
 std::vector<Event> World::MessageOnOldest(Action::Kind kind) {
   const SimInstance* i = Oldest([](const SimInstance&) { return true; });
   if (i == nullptr) return {};
-  std::string id = "msg-" + std::to_string(next_message_++);
+  std::string id = "msg-" + std::to_string(record_.next_message++);
   switch (kind) {
     case Action::Kind::kSpotInterruption:
-      --next_message_;  // InterruptSpot names the message.
+      --record_.next_message;  // InterruptSpot names the message.
       return InterruptSpot(*i);
     case Action::Kind::kRebalanceRecommendation:
       return {InterruptionReceived{id, InterruptionKind::kRebalanceRecommendation, i->id, ""}};
@@ -116,7 +116,7 @@ std::vector<Event> World::MessageOnOldest(Action::Kind kind) {
 
 std::vector<Event> World::SpotInterruptionStorm(std::int64_t count) {
   std::vector<const SimInstance*> spot;
-  for (const auto& [id, i] : instances_) {
+  for (const auto& [id, i] : record_.instances) {
     if (i.capacity_type == kCapacitySpot) spot.push_back(&i);
   }
   std::sort(spot.begin(), spot.end(), [](const SimInstance* a, const SimInstance* b) {
@@ -131,8 +131,8 @@ std::vector<Event> World::SpotInterruptionStorm(std::int64_t count) {
 }
 
 std::vector<Event> World::Cordon(const Action& action) {
-  auto node = nodes_.find(action.node);
-  if (node == nodes_.end()) return {};  // Gone since: nothing to cordon.
+  auto node = record_.nodes.find(action.node);
+  if (node == record_.nodes.end()) return {};  // Gone since: nothing to cordon.
   std::vector<Taint>& taints = node->second.taints;
   std::erase_if(taints, [](const Taint& t) { return t.key == kUnschedulableTaint; });
   if (action.kind == Action::Kind::kCordonNode) {
@@ -143,15 +143,16 @@ std::vector<Event> World::Cordon(const Action& action) {
 }
 
 std::vector<Event> World::ProtectOldestNode() {
-  const SimInstance* i = Oldest([&](const SimInstance& x) { return nodes_.contains(x.node_name); });
+  const SimInstance* i =
+      Oldest([&](const SimInstance& x) { return record_.nodes.contains(x.node_name); });
   if (i == nullptr) return {};
-  Node& node = nodes_.at(i->node_name);
+  Node& node = record_.nodes.at(i->node_name);
   node.do_not_disrupt = true;
   return {NodeUpserted{node}};
 }
 
 std::vector<Event> World::ReleaseAmi() {
-  ++ami_release_;
+  ++record_.ami_release;
   std::vector<Event> events;
   for (const auto& c : scenario_.nodeclasses) {
     events.push_back(NodeClassUpserted{Resolved(c)});
@@ -163,24 +164,25 @@ std::vector<Event> World::ReleaseAmi() {
 std::vector<Event> World::LabelNodePool(const std::string& label) {
   const NodePool& pool = nodepools_.front();
   auto eq = label.find('=');
-  added_pool_labels_[pool.name][label.substr(0, eq)] = label.substr(eq + 1);
+  record_.added_pool_labels[pool.name][label.substr(0, eq)] = label.substr(eq + 1);
   return {NodePoolUpserted{Pool(pool)}};
 }
 
 void World::AddStrayInstance(const Action& action) {
   char id[32];
-  std::snprintf(id, sizeof id, "i-%017llx",
-                static_cast<unsigned long long>(Mix(scenario_.seed ^ next_instance_++) >> 4));
-  instances_[id] = SimInstance{id,
-                               "stray-" + std::string(id),
-                               "",
-                               action.instance_type,
-                               action.zone,
-                               kCapacityOnDemand,
-                               MicroUsdPerHour{0},
-                               now_,
-                               "",
-                               ""};
+  std::snprintf(
+      id, sizeof id, "i-%017llx",
+      static_cast<unsigned long long>(Mix(scenario_.seed ^ record_.next_instance++) >> 4));
+  record_.instances[id] = SimInstance{id,
+                                      "stray-" + std::string(id),
+                                      "",
+                                      action.instance_type,
+                                      action.zone,
+                                      kCapacityOnDemand,
+                                      MicroUsdPerHour{0},
+                                      record_.now,
+                                      "",
+                                      ""};
 }
 
 // The oldest instance `keep` accepts of the action's offering, else of its capacity type in its
@@ -203,14 +205,14 @@ const SimInstance* World::OfOffering(const Action& action,
 // of the what-if's that is not already going.
 std::vector<Event> World::ByHandOnOffering(const Action& action) {
   const SimInstance* i = OfOffering(action, [&](const SimInstance& x) {
-    return nodeclaims_.contains(x.nodeclaim) && !deleting_.contains(x.nodeclaim);
+    return record_.nodeclaims.contains(x.nodeclaim) && !record_.deleting.contains(x.nodeclaim);
   });
   if (i == nullptr) {
     ++unmatched_by_hand_;
     return {};
   }
   if (action.kind == Action::Kind::kTerminateInstanceOfOffering) return RemoveInstance(i->id);
-  deleting_.insert(i->nodeclaim);
+  record_.deleting.insert(i->nodeclaim);
   return {NodeClaimDeletionRequested{i->nodeclaim}};
 }
 
@@ -234,8 +236,8 @@ std::vector<Event> World::InterruptOffering(const Action& action) {
   }
   interrupted_.insert(i->id);
   if (action.interruption == InterruptionKind::kSpotInterruption) return InterruptSpot(*i);
-  return {InterruptionReceived{"msg-" + std::to_string(next_message_++), action.interruption, i->id,
-                               action.detail}};
+  return {InterruptionReceived{"msg-" + std::to_string(record_.next_message++), action.interruption,
+                               i->id, action.detail}};
 }
 
 }  // namespace tenon::sim

@@ -16,17 +16,18 @@ std::int64_t World::DisruptionsAllowed(const Budget& budget) const {
     if (pod.ns != budget.ns || !LabelsMatch(budget.selector, *pod.labels)) continue;
     if (pod.owner_kind.empty()) uncontrolled = true;
     if (pod.owner_kind == "DaemonSet") ++want;  // A DaemonSet wants its pods where they run.
-    auto node = nodes_.find(pod.node_name);
-    if (pod.phase == PodPhase::kRunning && node != nodes_.end() && node->second.ready) ++healthy;
+    auto node = record_.nodes.find(pod.node_name);
+    if (pod.phase == PodPhase::kRunning && node != record_.nodes.end() && node->second.ready)
+      ++healthy;
   }
   // The replicas wanted of every deployment whose pods it selects.
-  for (const auto& [key, index] : deployments_) {
+  for (const auto& [key, index] : record_.deployments) {
     const WorkloadStep& step = scenario_.workloads[index];
     const Pod* made_from = TemplateOf(step.template_key);
     const Labels labels = made_from != nullptr ? *made_from->labels : PodLabels(step);
     if (step.ns != budget.ns || !LabelsMatch(budget.selector, labels)) continue;
-    auto desired = replicas_.find(key);
-    want += desired == replicas_.end() ? 0 : desired->second;
+    auto desired = record_.replicas.find(key);
+    want += desired == record_.replicas.end() ? 0 : desired->second;
   }
   // The disruption controller counts the pods wanted through their controllers; for a pod
   // none owns it cannot, and a budget that needs that count (maxUnavailable, a percent)

@@ -11,9 +11,9 @@
 namespace tenon::sim {
 
 std::vector<Event> World::InterruptSpot(const SimInstance& instance) {
-  std::string id = "msg-" + std::to_string(next_message_++);
+  std::string id = "msg-" + std::to_string(record_.next_message++);
   // EC2 reclaims the instance two minutes after the warning.
-  AddTimer(now_ + Nanos{2 * kMinute.value}, Timer{Timer::Kind::kReclaim, instance.id});
+  AddTimer(record_.now + Duration{2 * kMinute.value}, Timer{Timer::Kind::kReclaim, instance.id});
   return {InterruptionReceived{id, InterruptionKind::kSpotInterruption, instance.id,
                                "two-minute warning"}};
 }
@@ -43,7 +43,7 @@ MicroUsdPerHour World::PriceNow(const SimInstance& instance) const {
 
 bool World::OutOfCapacity(const std::string& offering) const {
   if (scenario_.cloud.insufficient_capacity.contains(offering)) return true;
-  const Nanos at = now_ - scenario_.start;
+  const Duration at = record_.now - scenario_.start;
   return std::any_of(scenario_.cloud.capacity_windows.begin(),
                      scenario_.cloud.capacity_windows.end(), [&](const CapacityWindow& w) {
                        return w.offering == offering && w.from <= at &&
@@ -52,10 +52,10 @@ bool World::OutOfCapacity(const std::string& offering) const {
 }
 
 std::vector<Event> World::ListInstances() {
-  if (now_ < next_listing_) return {};
-  next_listing_ = now_ + scenario_.cloud.list_interval;
+  if (record_.now < record_.next_listing) return {};
+  record_.next_listing = record_.now + scenario_.cloud.list_interval;
   InstancesListed listed;
-  for (const auto& [id, i] : instances_)
+  for (const auto& [id, i] : record_.instances)
     listed.instances.push_back({id, i.nodeclaim, i.launched, "running"});
   return {listed};
 }
@@ -63,7 +63,7 @@ std::vector<Event> World::ListInstances() {
 std::string World::CurrentAmi(const NodeClass& nodeclass) const {
   std::string family = nodeclass.ami_family.empty() ? "al2023" : nodeclass.ami_family;
   std::transform(family.begin(), family.end(), family.begin(), ::tolower);
-  return "ami-" + family + "-r" + std::to_string(ami_release_);
+  return "ami-" + family + "-r" + std::to_string(record_.ami_release);
 }
 
 NodeClass World::Resolved(const NodeClass& nodeclass) const {
@@ -77,7 +77,7 @@ NodeClass World::Resolved(const NodeClass& nodeclass) const {
   for (const auto& zone : zones) out.subnets.push_back("subnet-" + zone);
   out.zones.assign(zones.begin(), zones.end());
   out.security_groups = {"sg-" + scenario_.settings.cluster_name + "-nodes"};
-  out.finalizer = nodeclass_finalizers_.contains(nodeclass.name);
+  out.finalizer = record_.nodeclass_finalizers.contains(nodeclass.name);
   return out;
 }
 
@@ -90,11 +90,11 @@ NodeClassResolution World::Resolution(const NodeClass& nodeclass) const {
   for (const auto& type : scenario_.catalog) archs.insert(type.arch);
   for (const std::string& arch : archs) {
     out.amis.push_back({CurrentAmi(nodeclass),
-                        nodeclass.ami_family + " release " + std::to_string(ami_release_), arch,
-                        ""});
+                        nodeclass.ami_family + " release " + std::to_string(record_.ami_release),
+                        arch, ""});
   }
   std::map<std::string, std::int64_t> used;
-  for (const auto& [id, instance] : instances_) ++used[instance.zone];
+  for (const auto& [id, instance] : record_.instances) ++used[instance.zone];
   const NodeClass ids = Resolved(nodeclass);
   for (std::size_t i = 0; i < ids.zones.size(); ++i) {
     const std::string& zone = ids.zones[i];
@@ -127,10 +127,11 @@ FleetLaunched World::Answer(CommandId command, const SimInstance& i,
 }
 
 std::vector<Event> World::Launch(const Command& command, const LaunchInstance& launch) {
-  ++launch_calls_;
-  if (auto token = client_tokens_.find(launch.client_token); token != client_tokens_.end()) {
-    auto i = instances_.find(token->second);
-    if (i == instances_.end()) {
+  ++record_.launch_calls;
+  if (auto token = record_.client_tokens.find(launch.client_token);
+      token != record_.client_tokens.end()) {
+    auto i = record_.instances.find(token->second);
+    if (i == record_.instances.end()) {
       // The token's instance was launched and has since terminated. EC2 would describe the
       // terminated instance again; the simulated cloud answers NotFound, which fails the
       // NodeClaim if it is still waiting for its launch.
@@ -148,8 +149,9 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstance& l
       continue;
     }
     char id[32];
-    std::snprintf(id, sizeof id, "i-%017llx",
-                  static_cast<unsigned long long>(Mix(scenario_.seed ^ next_instance_++) >> 4));
+    std::snprintf(
+        id, sizeof id, "i-%017llx",
+        static_cast<unsigned long long>(Mix(scenario_.seed ^ record_.next_instance++) >> 4));
     // The AMI the launch names, as EC2 launches the template's image.
     std::string image = o.image;
     for (const auto& c : scenario_.nodeclasses) {
@@ -162,19 +164,19 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstance& l
                          o.zone,
                          o.capacity_type,
                          o.price,
-                         now_,
+                         record_.now,
                          "",
                          image};
-    instances_[instance.id] = instance;
-    client_tokens_[launch.client_token] = instance.id;
+    record_.instances[instance.id] = instance;
+    record_.client_tokens[launch.client_token] = instance.id;
     if (!scenario_.cloud.never_register.contains(o.instance_type)) {
-      AddTimer(now_ + scenario_.cloud.registration_delay,
+      AddTimer(record_.now + scenario_.cloud.registration_delay,
                Timer{Timer::Kind::kRegister, instance.id});
     }
     // CreateFleet (instant) answers with the instance and the errors of the overrides it
     // tried before it; with a launch latency that answer comes back that much later.
     if (scenario_.cloud.launch_latency.value > 0) {
-      AddTimer(now_ + scenario_.cloud.launch_latency,
+      AddTimer(record_.now + scenario_.cloud.launch_latency,
                Timer{Timer::Kind::kLaunchAnswer, instance.id, command.id.value});
       if (!errors.empty()) answer_errors_[instance.id] = std::move(errors);
       return {};
@@ -185,8 +187,8 @@ std::vector<Event> World::Launch(const Command& command, const LaunchInstance& l
 }
 
 std::vector<Event> World::Terminate(const Command& command, const TerminateInstance& terminate) {
-  auto it = instances_.find(terminate.instance_id);
-  if (it == instances_.end()) {
+  auto it = record_.instances.find(terminate.instance_id);
+  if (it == record_.instances.end()) {
     return {CommandFailed{command.id, ErrorCode::kNotFound,
                           "InvalidInstanceID.NotFound: " + terminate.instance_id}};
   }
@@ -199,16 +201,16 @@ std::vector<Event> World::Terminate(const Command& command, const TerminateInsta
 // controller deletes a Node whose instance is gone unless a finalizer holds it, which only a
 // NodeClaim's Node has (karpenter.sh/termination); a leaked instance's Node goes at once.
 std::vector<Event> World::RemoveInstance(const std::string& id) {
-  const SimInstance instance = instances_.at(id);
-  instances_.erase(id);
+  const SimInstance instance = record_.instances.at(id);
+  record_.instances.erase(id);
   room_may_have_changed_ = true;
-  auto node = nodes_.find(instance.node_name);
-  if (node == nodes_.end()) return {};
-  if (nodeclaims_.contains(instance.nodeclaim)) {
+  auto node = record_.nodes.find(instance.node_name);
+  if (node == record_.nodes.end()) return {};
+  if (record_.nodeclaims.contains(instance.nodeclaim)) {
     node->second.ready = false;
     return {NodeUpserted{node->second}};
   }
-  nodes_.erase(node);
+  record_.nodes.erase(node);
   std::vector<Event> events{NodeDeleted{instance.node_name}};
   for (auto& e : DeletePodsOn(instance.node_name)) events.push_back(std::move(e));
   return events;

@@ -12,15 +12,15 @@ NodeUpserted World::Register(SimInstance& instance) {
   Node node = NewNode(instance);
   instance.node_name = node.name;
   node_parts_.Share(node, pod_parts_.node_names);
-  nodes_[node.name] = node;
-  AddTimer(now_ + scenario_.cloud.ready_delay, Timer{Timer::Kind::kReady, instance.id});
+  record_.nodes[node.name] = node;
+  AddTimer(record_.now + scenario_.cloud.ready_delay, Timer{Timer::Kind::kReady, instance.id});
   CheckPlanned(instance.nodeclaim);
   return NodeUpserted{node};
 }
 
 std::vector<Event> World::BecomeReady(const SimInstance& instance) {
-  auto node = nodes_.find(instance.node_name);
-  if (node == nodes_.end()) return {};
+  auto node = record_.nodes.find(instance.node_name);
+  if (node == record_.nodes.end()) return {};
   node->second.ready = true;
   // Startup taints are removed by the agents that own them once the node is up.
   for (const auto& pool : nodepools_) {
@@ -41,7 +41,7 @@ Node World::NewNode(const SimInstance& instance) const {
   std::string region = instance.zone.substr(0, instance.zone.size() - 1);
   node.name = instance.id + "." + region + ".compute.internal";
   node.provider_id = "aws:///" + instance.zone + "/" + instance.id;
-  node.created = now_;
+  node.created = record_.now;
   node.ready = false;
   node.taints.push_back({label::kUnregisteredTaint, "", TaintEffect::kNoExecute});
   Labels labels;
@@ -72,13 +72,13 @@ Node World::NewNode(const SimInstance& instance) const {
 }
 
 void World::CheckPlanned(const std::string& nodeclaim) {
-  const auto planned = planned_.find(nodeclaim);
-  const auto id = client_tokens_.find(nodeclaim);
-  if (planned == planned_.end() || id == client_tokens_.end()) return;
-  const auto instance = instances_.find(id->second);
-  if (instance == instances_.end()) return;
-  const auto node = nodes_.find(instance->second.node_name);
-  if (node == nodes_.end() || overestimated_.contains(nodeclaim)) return;
+  const auto planned = record_.planned.find(nodeclaim);
+  const auto id = record_.client_tokens.find(nodeclaim);
+  if (planned == record_.planned.end() || id == record_.client_tokens.end()) return;
+  const auto instance = record_.instances.find(id->second);
+  if (instance == record_.instances.end()) return;
+  const auto node = record_.nodes.find(instance->second.node_name);
+  if (node == record_.nodes.end() || record_.overestimated.contains(nodeclaim)) return;
   const Resources& want = planned->second;
   const Resources& have = node->second.allocatable;
   std::string short_of;
@@ -95,13 +95,14 @@ void World::CheckPlanned(const std::string& nodeclaim) {
     compare(name, count, it == have.extended.end() ? 0 : it->second);
   }
   if (short_of.empty()) return;
-  overestimated_[nodeclaim] = "NodeClaim " + nodeclaim + " (" + instance->second.instance_type +
-                              ", node " + node->first + "): " + short_of;
+  record_.overestimated[nodeclaim] = "NodeClaim " + nodeclaim + " (" +
+                                     instance->second.instance_type + ", node " + node->first +
+                                     "): " + short_of;
 }
 
 std::vector<Event> World::Patch(const Command& command, const PatchNode& patch) {
-  auto it = nodes_.find(patch.node_name);
-  if (it == nodes_.end()) {
+  auto it = record_.nodes.find(patch.node_name);
+  if (it == record_.nodes.end()) {
     return {
         CommandFailed{command.id, ErrorCode::kNotFound, "node " + patch.node_name + " not found"}};
   }

@@ -22,37 +22,8 @@ namespace tenon::sim {
 // What a world file holds, decoded and checked against its types: WorldFile::Restore takes it
 // over once it is checked against the scenario too.
 struct SavedWorld {
-  Nanos now{0};
-  bool started = false;
-  std::size_t next_workload = 0;
-  std::uint64_t next_instance = 1;
-  std::uint64_t next_timer = 1;
-  std::uint64_t next_pod = 1;
-  std::int64_t ami_release = 1;
-  std::size_t launch_calls = 0;
-  Nanos next_listing{0};
-  std::uint64_t next_message = 1;
-  std::size_t next_bare_pod = 0;
-  std::size_t next_job = 0;
-  std::size_t next_action = 0;
-  std::map<std::string, SimInstance> instances;
-  std::map<std::string, std::string> client_tokens;
-  std::map<std::string, std::string> nodeclaims;
-  std::set<std::string> deleting;
-  std::set<std::string> nodeclass_finalizers;
-  std::map<std::string, Resources> planned;
-  std::map<std::string, std::string> overestimated;
-  std::map<std::string, Node> nodes;
+  WorldRecord record;
   std::vector<Pod> pods;
-  std::map<std::string, std::string> pod_templates;
-  std::map<std::string, PersistentVolumeClaim> claims;
-  std::map<std::string, PersistentVolume> volumes;
-  std::map<std::string, std::int64_t> replicas;
-  std::map<std::string, std::int64_t> deployments;
-  std::map<std::string, std::int64_t> job_pods_left;
-  std::map<std::string, Labels> added_pool_labels;
-  std::map<std::string, NodePoolStatus> pool_status;
-  std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers;
 };
 
 namespace {
@@ -133,7 +104,7 @@ SimInstance GetInstance(ws::Instance::Reader r) {
           Str(r.getZone()),
           Str(r.getCapacityType()),
           MicroUsdPerHour{r.getPriceMicroUsdHour()},
-          Nanos{r.getLaunchedNs()},
+          Instant{r.getLaunchedNs()},
           Str(r.getNodeName()),
           Str(r.getImageId())};
 }
@@ -159,48 +130,51 @@ Timer GetTimer(ws::Timer::Reader r, const std::string& field) {
 }
 
 void DecodeCloud(ws::World::Reader r, SavedWorld& w) {
-  for (auto i : r.getInstances()) w.instances[Str(i.getId())] = GetInstance(i);
-  w.client_tokens = codec::GetTexts(r.getClientTokens());
-  w.nodeclaims = codec::GetTexts(r.getNodeClaims());
-  w.deleting = TextSet(r.getDeleting());
-  w.nodeclass_finalizers = TextSet(r.getNodeClassFinalizers());
+  for (auto i : r.getInstances()) w.record.instances[Str(i.getId())] = GetInstance(i);
+  w.record.client_tokens = codec::GetTexts(r.getClientTokens());
+  w.record.nodeclaims = codec::GetTexts(r.getNodeClaims());
+  w.record.deleting = TextSet(r.getDeleting());
+  w.record.nodeclass_finalizers = TextSet(r.getNodeClassFinalizers());
   EachItem("planned", r.getPlanned(), [&](ws::Planned::Reader p, const std::string&) {
-    w.planned[Str(p.getNodeClaim())] = codec::Get(p.getAllocatable());
+    w.record.planned[Str(p.getNodeClaim())] = codec::Get(p.getAllocatable());
   });
-  w.overestimated = codec::GetTexts(r.getOverestimated());
+  w.record.overestimated = codec::GetTexts(r.getOverestimated());
 }
 
 void DecodeObjects(ws::World::Reader r, SavedWorld& w) {
   EachItem("nodes", r.getNodes(), [&](ks::Node::Reader n, const std::string&) {
     Node node = codec::Get(n);
-    w.nodes[node.name] = std::move(node);
+    w.record.nodes[node.name] = std::move(node);
   });
   EachItem("pods", r.getPods(), [&](ks::Pod::Reader p, const std::string& field) {
     w.pods.push_back(GetPod(p, field));
   });
-  w.pod_templates = codec::GetTexts(r.getPodTemplates());
+  w.record.pod_template = codec::GetTexts(r.getPodTemplates());
   EachItem("claims", r.getClaims(), [&](ks::PersistentVolumeClaim::Reader c, const std::string&) {
     PersistentVolumeClaim claim = codec::Get(c);
-    w.claims[PodKey(claim.ns, claim.name)] = std::move(claim);
+    w.record.claims[PodKey(claim.ns, claim.name)] = std::move(claim);
   });
   EachItem("volumes", r.getVolumes(), [&](ks::PersistentVolume::Reader v, const std::string&) {
     PersistentVolume volume = codec::Get(v);
-    w.volumes[volume.name] = std::move(volume);
+    w.record.volumes[volume.name] = std::move(volume);
   });
 }
 
 void DecodeControllers(ws::World::Reader r, SavedWorld& w) {
-  w.replicas = codec::GetInts(r.getReplicas());
-  w.deployments = codec::GetInts(r.getDeployments());
-  w.job_pods_left = codec::GetInts(r.getJobPodsLeft());
+  w.record.replicas = codec::GetInts(r.getReplicas());
+  for (const auto& [key, step] : codec::GetInts(r.getDeployments())) {
+    if (step < 0) throw BadField("deployments." + key + ": workload step " + std::to_string(step));
+    w.record.deployments[key] = static_cast<std::size_t>(step);
+  }
+  w.record.job_pods_left = codec::GetInts(r.getJobPodsLeft());
   for (auto p : r.getAddedPoolLabels()) {
-    w.added_pool_labels[Str(p.getNodePool())] = codec::GetTexts(p.getLabels());
+    w.record.added_pool_labels[Str(p.getNodePool())] = codec::GetTexts(p.getLabels());
   }
   EachItem("poolStatus", r.getPoolStatus(), [&](ws::PoolStatus::Reader p, const std::string&) {
-    w.pool_status[Str(p.getNodePool())] = codec::Get(p.getStatus());
+    w.record.pool_status[Str(p.getNodePool())] = codec::Get(p.getStatus());
   });
   EachItem("timers", r.getTimers(), [&](ws::Timer::Reader t, const std::string& field) {
-    w.timers[{t.getAtNs(), t.getSequence()}] = GetTimer(t, field);
+    w.record.timers[{t.getAtNs(), t.getSequence()}] = GetTimer(t, field);
   });
 }
 
@@ -211,19 +185,19 @@ SavedWorld Decode(ws::World::Reader r) {
                    "\" (not a world file, or one of another version)");
   }
   SavedWorld w;
-  w.now = Nanos{r.getNowNs()};
-  w.started = r.getStarted();
-  w.next_workload = r.getNextWorkload();
-  w.next_instance = r.getNextInstance();
-  w.next_timer = r.getNextTimer();
-  w.next_pod = r.getNextPod();
-  w.ami_release = r.getAmiRelease();
-  w.launch_calls = r.getLaunchCalls();
-  w.next_listing = Nanos{r.getNextListingNs()};
-  w.next_message = r.getNextMessage();
-  w.next_bare_pod = r.getNextBarePod();
-  w.next_job = r.getNextJob();
-  w.next_action = r.getNextAction();
+  w.record.now = Instant{r.getNowNs()};
+  w.record.started = r.getStarted();
+  w.record.next_workload = r.getNextWorkload();
+  w.record.next_instance = r.getNextInstance();
+  w.record.next_timer = r.getNextTimer();
+  w.record.next_pod = r.getNextPod();
+  w.record.ami_release = r.getAmiRelease();
+  w.record.launch_calls = r.getLaunchCalls();
+  w.record.next_listing = Instant{r.getNextListingNs()};
+  w.record.next_message = r.getNextMessage();
+  w.record.next_bare_pod = r.getNextBarePod();
+  w.record.next_job = r.getNextJob();
+  w.record.next_action = r.getNextAction();
   DecodeCloud(r, w);
   DecodeObjects(r, w);
   DecodeControllers(r, w);
@@ -293,62 +267,35 @@ void WorldFile::CheckOfScenario(const World& world, const SavedWorld& saved) {
     return ScenarioError(world.state_file_.string() + ": the world file is of another scenario (" +
                          why + ")");
   };
-  if (saved.next_action > scenario.actions.size()) {
-    throw another(std::to_string(saved.next_action) + " actions run, the scenario has " +
+  const WorldRecord& record = saved.record;
+  if (record.next_action > scenario.actions.size()) {
+    throw another(std::to_string(record.next_action) + " actions run, the scenario has " +
                   std::to_string(scenario.actions.size()));
   }
-  for (const auto& [key, step] : saved.deployments) {
-    if (step < 0 || static_cast<std::size_t>(step) >= scenario.workloads.size()) {
+  for (const auto& [key, step] : record.deployments) {
+    if (step >= scenario.workloads.size()) {
       throw another(key + " at workload step " + std::to_string(step) + ", the scenario has " +
                     std::to_string(scenario.workloads.size()));
     }
   }
-  for (const auto& [pod, key] : saved.pod_templates) {
+  for (const auto& [pod, key] : record.pod_template) {
     if (world.TemplateOf(key) == nullptr) throw another("no pod template " + key);
   }
 }
 
 void WorldFile::Restore(World& w, SavedWorld saved) {
   CheckOfScenario(w, saved);
-  w.now_ = saved.now;
-  w.started_ = saved.started;
-  w.next_workload_ = saved.next_workload;
-  w.next_instance_ = saved.next_instance;
-  w.next_timer_ = saved.next_timer;
-  w.next_pod_ = saved.next_pod;
-  w.ami_release_ = saved.ami_release;
-  w.launch_calls_ = saved.launch_calls;
-  w.next_listing_ = saved.next_listing;
-  w.next_message_ = saved.next_message;
-  w.next_bare_pod_ = saved.next_bare_pod;
-  w.next_job_ = saved.next_job;
-  w.instances_ = std::move(saved.instances);
-  w.client_tokens_ = std::move(saved.client_tokens);
-  w.nodeclaims_ = std::move(saved.nodeclaims);
-  w.deleting_ = std::move(saved.deleting);
-  w.nodeclass_finalizers_ = std::move(saved.nodeclass_finalizers);
-  w.planned_ = std::move(saved.planned);
-  w.overestimated_ = std::move(saved.overestimated);
-  w.replicas_ = std::move(saved.replicas);
-  w.deployments_.clear();
-  for (const auto& [key, step] : saved.deployments) w.deployments_[key] = step;
-  w.job_pods_left_ = std::move(saved.job_pods_left);
-  w.added_pool_labels_ = std::move(saved.added_pool_labels);
-  w.pool_status_ = std::move(saved.pool_status);
-  w.timers_ = std::move(saved.timers);
   // The world as it was saved replaces the scenario's starting objects.
-  w.nodes_ = std::move(saved.nodes);
-  for (auto& [name, node] : w.nodes_) w.node_parts_.Share(node, w.pod_parts_.node_names);
-  w.claims_ = std::move(saved.claims);
-  w.volumes_ = std::move(saved.volumes);
-  // A pod's owner is counted from its template as it goes in: the templates first.
-  w.pod_template_ = std::move(saved.pod_templates);
+  const std::size_t actions_run = saved.record.next_action;
+  w.record_ = std::move(saved.record);
+  for (auto& [name, node] : w.record_.nodes) w.node_parts_.Share(node, w.pod_parts_.node_names);
+  // A pod's owner is counted from its template as it goes in: the templates came first.
   for (auto& pod : saved.pods) w.InsertPod(std::move(pod));
-  RunActionsAgain(w, saved.next_action);
+  RunActionsAgain(w, actions_run);
 }
 
 void WorldFile::RunActionsAgain(World& w, std::size_t actions_run) {
-  w.next_action_ = actions_run;
+  w.record_.next_action = actions_run;
   for (std::size_t i = 0; i < actions_run; ++i) {
     const Action& action = w.scenario_.actions[i];
     if (action.kind == Action::Kind::kPriceChange) w.ChangePrice(action);
@@ -362,19 +309,19 @@ void WorldFile::Save(const World& w) {
   capnp::MallocMessageBuilder message;
   auto b = message.initRoot<ws::World>();
   b.setFormat(kWorldFormat);
-  b.setNowNs(w.now_.value);
-  b.setStarted(w.started_);
-  b.setNextWorkload(w.next_workload_);
-  b.setNextInstance(w.next_instance_);
-  b.setNextTimer(w.next_timer_);
-  b.setNextPod(w.next_pod_);
-  b.setAmiRelease(w.ami_release_);
-  b.setLaunchCalls(w.launch_calls_);
-  b.setNextListingNs(w.next_listing_.value);
-  b.setNextMessage(w.next_message_);
-  b.setNextBarePod(w.next_bare_pod_);
-  b.setNextJob(w.next_job_);
-  b.setNextAction(w.next_action_);
+  b.setNowNs(w.record_.now.value);
+  b.setStarted(w.record_.started);
+  b.setNextWorkload(w.record_.next_workload);
+  b.setNextInstance(w.record_.next_instance);
+  b.setNextTimer(w.record_.next_timer);
+  b.setNextPod(w.record_.next_pod);
+  b.setAmiRelease(w.record_.ami_release);
+  b.setLaunchCalls(w.record_.launch_calls);
+  b.setNextListingNs(w.record_.next_listing.value);
+  b.setNextMessage(w.record_.next_message);
+  b.setNextBarePod(w.record_.next_bare_pod);
+  b.setNextJob(w.record_.next_job);
+  b.setNextAction(w.record_.next_action);
   SaveCloud(w, b);
   SaveObjects(w, b);
   SaveControllers(w, b);
@@ -382,66 +329,68 @@ void WorldFile::Save(const World& w) {
 }
 
 void WorldFile::SaveCloud(const World& w, ws::World::Builder b) {
-  auto instances = b.initInstances(w.instances_.size());
+  auto instances = b.initInstances(w.record_.instances.size());
   unsigned i = 0;
-  for (const auto& [id, instance] : w.instances_) PutInstance(instances[i++], instance);
-  codec::Put(b.initClientTokens(w.client_tokens_.size()), w.client_tokens_);
-  codec::Put(b.initNodeClaims(w.nodeclaims_.size()), w.nodeclaims_);
-  PutTextSet(b.initDeleting(w.deleting_.size()), w.deleting_);
-  PutTextSet(b.initNodeClassFinalizers(w.nodeclass_finalizers_.size()), w.nodeclass_finalizers_);
-  auto planned = b.initPlanned(w.planned_.size());
+  for (const auto& [id, instance] : w.record_.instances) PutInstance(instances[i++], instance);
+  codec::Put(b.initClientTokens(w.record_.client_tokens.size()), w.record_.client_tokens);
+  codec::Put(b.initNodeClaims(w.record_.nodeclaims.size()), w.record_.nodeclaims);
+  PutTextSet(b.initDeleting(w.record_.deleting.size()), w.record_.deleting);
+  PutTextSet(b.initNodeClassFinalizers(w.record_.nodeclass_finalizers.size()),
+             w.record_.nodeclass_finalizers);
+  auto planned = b.initPlanned(w.record_.planned.size());
   i = 0;
-  for (const auto& [claim, resources] : w.planned_) {
+  for (const auto& [claim, resources] : w.record_.planned) {
     planned[i].setNodeClaim(Text(claim));
     codec::Put(planned[i++].initAllocatable(), resources);
   }
-  codec::Put(b.initOverestimated(w.overestimated_.size()), w.overestimated_);
+  codec::Put(b.initOverestimated(w.record_.overestimated.size()), w.record_.overestimated);
 }
 
 void WorldFile::SaveObjects(const World& w, ws::World::Builder b) {
-  auto nodes = b.initNodes(w.nodes_.size());
+  auto nodes = b.initNodes(w.record_.nodes.size());
   unsigned i = 0;
-  for (const auto& [name, node] : w.nodes_) codec::Put(nodes[i++], node);
+  for (const auto& [name, node] : w.record_.nodes) codec::Put(nodes[i++], node);
   auto pods = b.initPods(w.pods_.size());
   std::map<std::string, std::string> templates;
   i = 0;
   for (const auto& [key, pod] : w.pods_) {
     codec::Put(pods[i++], pod);
-    if (auto t = w.pod_template_.find(key); t != w.pod_template_.end()) templates.insert(*t);
+    if (auto t = w.record_.pod_template.find(key); t != w.record_.pod_template.end())
+      templates.insert(*t);
   }
   codec::Put(b.initPodTemplates(templates.size()), templates);
-  auto claims = b.initClaims(w.claims_.size());
+  auto claims = b.initClaims(w.record_.claims.size());
   i = 0;
-  for (const auto& [key, claim] : w.claims_) codec::Put(claims[i++], claim);
-  auto volumes = b.initVolumes(w.volumes_.size());
+  for (const auto& [key, claim] : w.record_.claims) codec::Put(claims[i++], claim);
+  auto volumes = b.initVolumes(w.record_.volumes.size());
   i = 0;
-  for (const auto& [name, volume] : w.volumes_) codec::Put(volumes[i++], volume);
+  for (const auto& [name, volume] : w.record_.volumes) codec::Put(volumes[i++], volume);
 }
 
 void WorldFile::SaveControllers(const World& w, ws::World::Builder b) {
-  codec::Put(b.initReplicas(w.replicas_.size()), w.replicas_);
-  auto deployments = b.initDeployments(w.deployments_.size());
+  codec::Put(b.initReplicas(w.record_.replicas.size()), w.record_.replicas);
+  auto deployments = b.initDeployments(w.record_.deployments.size());
   unsigned i = 0;
-  for (const auto& [key, step] : w.deployments_) {
+  for (const auto& [key, step] : w.record_.deployments) {
     deployments[i].setKey(Text(key));
     deployments[i++].setValue(static_cast<std::int64_t>(step));
   }
-  codec::Put(b.initJobPodsLeft(w.job_pods_left_.size()), w.job_pods_left_);
-  auto labels = b.initAddedPoolLabels(w.added_pool_labels_.size());
+  codec::Put(b.initJobPodsLeft(w.record_.job_pods_left.size()), w.record_.job_pods_left);
+  auto labels = b.initAddedPoolLabels(w.record_.added_pool_labels.size());
   i = 0;
-  for (const auto& [pool, added] : w.added_pool_labels_) {
+  for (const auto& [pool, added] : w.record_.added_pool_labels) {
     labels[i].setNodePool(Text(pool));
     codec::Put(labels[i++].initLabels(added.size()), added);
   }
-  auto status = b.initPoolStatus(w.pool_status_.size());
+  auto status = b.initPoolStatus(w.record_.pool_status.size());
   i = 0;
-  for (const auto& [pool, s] : w.pool_status_) {
+  for (const auto& [pool, s] : w.record_.pool_status) {
     status[i].setNodePool(Text(pool));
     codec::Put(status[i++].initStatus(), s);
   }
-  auto timers = b.initTimers(w.timers_.size());
+  auto timers = b.initTimers(w.record_.timers.size());
   i = 0;
-  for (const auto& [key, t] : w.timers_) {
+  for (const auto& [key, t] : w.record_.timers) {
     timers[i].setAtNs(key.first);
     timers[i].setSequence(key.second);
     timers[i].setKind(static_cast<ws::TimerKind>(t.kind));

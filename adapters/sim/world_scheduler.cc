@@ -50,7 +50,7 @@ std::vector<Event> World::Schedule() {
   // room: their entry in on_node_ matches no node.
   std::vector<std::pair<const Node*, Resources>> free;
   auto on = on_node_.begin();
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : record_.nodes) {
     while (on != on_node_.end() && on->first < name) ++on;
     const bool used = on != on_node_.end() && on->first == name;
     free.emplace_back(&node, used ? node.allocatable - on->second.requested : node.allocatable);

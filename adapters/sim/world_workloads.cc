@@ -23,14 +23,14 @@ PodConstraints Placement(const Workload& w) {
 
 std::vector<Event> World::ScaleWorkloads() {
   std::vector<Event> events;
-  while (next_workload_ < scenario_.workloads.size() &&
-         scenario_.start + scenario_.workloads[next_workload_].at <= now_) {
-    const WorkloadStep& step = scenario_.workloads[next_workload_++];
+  while (record_.next_workload < scenario_.workloads.size() &&
+         scenario_.start + scenario_.workloads[record_.next_workload].at <= record_.now) {
+    const WorkloadStep& step = scenario_.workloads[record_.next_workload++];
     // A step that only scales (no requests given) keeps the deployment's pod template.
     std::string key = step.ns + "/" + step.name;
-    auto known = deployments_.find(key);
-    bool scale_only =
-        known != deployments_.end() && step.template_key.empty() && step.requests == Resources{};
+    auto known = record_.deployments.find(key);
+    bool scale_only = known != record_.deployments.end() && step.template_key.empty() &&
+                      step.requests == Resources{};
     const WorkloadStep& pod_template = scale_only ? scenario_.workloads[known->second] : step;
     auto existing = PodsOf(step.ns, step.name);
     std::int64_t have = static_cast<std::int64_t>(existing.size());
@@ -45,8 +45,8 @@ std::vector<Event> World::ScaleWorkloads() {
       room_may_have_changed_ = true;
     }
     for (std::int64_t i = have; i < step.replicas; ++i) AddWorkloadPod(pod_template, events);
-    replicas_[key] = step.replicas;
-    if (!scale_only) deployments_[key] = next_workload_ - 1;
+    record_.replicas[key] = step.replicas;
+    if (!scale_only) record_.deployments[key] = record_.next_workload - 1;
   }
   return events;
 }
@@ -56,11 +56,11 @@ template <class Template>
 Pod World::TemplatePod(const Template& t, const char* owner_kind) {
   Pod pod;
   pod.ns = t.ns;
-  pod.name = t.name + "-" + std::to_string(next_pod_);
-  pod.uid = "uid-" + std::to_string(next_pod_++);
+  pod.name = t.name + "-" + std::to_string(record_.next_pod);
+  pod.uid = "uid-" + std::to_string(record_.next_pod++);
   pod.requests = t.requests;
   pod.owner_kind = owner_kind;
-  pod.created = now_;
+  pod.created = record_.now;
   pod.labels = Labels{{"app", t.name}};
   pod.constraints = Placement(t);
   return pod;
@@ -71,11 +71,11 @@ Pod World::FromTemplate(const std::string& template_key, const std::string& ns,
   Pod pod = *TemplateOf(template_key);
   pod.ns = ns;
   pod.name = name;
-  pod.uid = "uid-" + std::to_string(next_pod_++);
+  pod.uid = "uid-" + std::to_string(record_.next_pod++);
   pod.owner_kind = owner_kind;
-  pod.created = now_;
+  pod.created = record_.now;
   pod.unschedulable = false;  // The scheduler has not looked at it yet.
-  pod_template_[PodKey(ns, name)] = template_key;
+  record_.pod_template[PodKey(ns, name)] = template_key;
   return pod;
 }
 
@@ -84,7 +84,7 @@ void World::AddWorkloadPod(const WorkloadStep& step, std::vector<Event>& events)
     events.push_back(AddPending(NewPod(step)));
     return;
   }
-  std::string name = step.name + "-" + std::to_string(next_pod_);
+  std::string name = step.name + "-" + std::to_string(record_.next_pod);
   if (step.stateful) {
     // A StatefulSet's pods are named by ordinal: the lowest one missing comes back.
     std::int64_t ordinal = 0;
@@ -106,7 +106,7 @@ std::vector<Event> World::ClaimsFor(const WorkloadStep& step, Pod& pod) {
     const std::string name = t.name + "-" + pod.name;
     constraints.volume_claims.push_back(name);
     // The claim outlives its pod, as a StatefulSet's does: a replacement finds its volume.
-    auto [it, fresh] = claims_.try_emplace(
+    auto [it, fresh] = record_.claims.try_emplace(
         PodKey(step.ns, name), PersistentVolumeClaim{step.ns, name, t.storage_class, ""});
     if (!fresh) continue;
     if (const PersistentVolume* volume = ProvisionAtOnce(it->second)) {
@@ -145,15 +145,15 @@ const PersistentVolume* World::ProvisionAtOnce(PersistentVolumeClaim& claim) {
     volume.node_affinity.push_back({{{std::string(label::kZone), RequirementOp::kIn, {zone}}}});
   }
   claim.volume_name = volume.name;
-  return &(volumes_[volume.name] = volume);
+  return &(record_.volumes[volume.name] = volume);
 }
 
 std::vector<Event> World::ProvisionFor(const Pod& pod) {
   std::vector<Event> events;
-  const Node& node = nodes_.at(pod.node_name.str());
+  const Node& node = record_.nodes.at(pod.node_name.str());
   for (const auto& name : pod.constraints->volume_claims) {
-    auto claim = claims_.find(PodKey(pod.ns.str(), name));
-    if (claim == claims_.end() || !claim->second.volume_name.empty()) continue;
+    auto claim = record_.claims.find(PodKey(pod.ns.str(), name));
+    if (claim == record_.claims.end() || !claim->second.volume_name.empty()) continue;
     PersistentVolume volume;
     volume.name = "pv-" + pod.ns.str() + "-" + name;
     if (auto sc = storage_classes_.find(claim->second.storage_class);
@@ -166,7 +166,7 @@ std::vector<Event> World::ProvisionFor(const Pod& pod) {
           {{{std::string(label::kZone), RequirementOp::kIn, {std::string(*zone)}}}});
     }
     claim->second.volume_name = volume.name;
-    volumes_[volume.name] = volume;
+    record_.volumes[volume.name] = volume;
     events.push_back(PersistentVolumeUpserted{volume});
     events.push_back(PersistentVolumeClaimUpserted{claim->second});
   }
@@ -176,9 +176,10 @@ std::vector<Event> World::ProvisionFor(const Pod& pod) {
 // Bare pods of the scenario appear at their time, bound when they name their node.
 std::vector<Event> World::CreatePods() {
   std::vector<Event> events;
-  while (next_bare_pod_ < scenario_.pods.size() && scenario_.pods[next_bare_pod_].created <= now_) {
-    Pod pod = scenario_.pods[next_bare_pod_++];
-    if (!pod.node_name.empty() && !nodes_.contains(pod.node_name.str())) {
+  while (record_.next_bare_pod < scenario_.pods.size() &&
+         scenario_.pods[record_.next_bare_pod].created <= record_.now) {
+    Pod pod = scenario_.pods[record_.next_bare_pod++];
+    if (!pod.node_name.empty() && !record_.nodes.contains(pod.node_name.str())) {
       pod.node_name = SharedText();  // Its node is gone: the pod waits to be scheduled.
       pod.phase = PodPhase::kPending;
     }
@@ -186,7 +187,7 @@ std::vector<Event> World::CreatePods() {
     pod.unschedulable = false;  // The simulated scheduler looks at it afresh.
     const std::string key = PodKey(pod.ns, pod.name);
     if (auto adopted = scenario_.adopted.find(key); adopted != scenario_.adopted.end()) {
-      pod_template_[key] = adopted->second;  // A replica of that workload from now on.
+      record_.pod_template[key] = adopted->second;  // A replica of that workload from now on.
     }
     events.push_back(PodUpserted{InsertPod(std::move(pod))});
   }
@@ -216,8 +217,8 @@ PodUpserted World::AddPending(Pod pod) {
 Pod World::NewJobPod(const Job& job) {
   Pod pod = job.template_key.empty()
                 ? TemplatePod(job, "Job")
-                : FromTemplate(job.template_key, job.ns, job.name + "-" + std::to_string(next_pod_),
-                               "Job");
+                : FromTemplate(job.template_key, job.ns,
+                               job.name + "-" + std::to_string(record_.next_pod), "Job");
   pod.labels.Mutable()["job-name"] = job.name;
   return pod;
 }
@@ -229,10 +230,10 @@ std::int64_t World::JobPodsAtOnce(const Job& job, std::int64_t left) const {
 // The Job controller: a job's pods appear at its time.
 std::vector<Event> World::StartJobs() {
   std::vector<Event> events;
-  while (next_job_ < scenario_.jobs.size() &&
-         scenario_.start + scenario_.jobs[next_job_].at <= now_) {
-    const Job& job = scenario_.jobs[next_job_++];
-    job_pods_left_[job.ns + "/" + job.name] += job.pods;
+  while (record_.next_job < scenario_.jobs.size() &&
+         scenario_.start + scenario_.jobs[record_.next_job].at <= record_.now) {
+    const Job& job = scenario_.jobs[record_.next_job++];
+    record_.job_pods_left[job.ns + "/" + job.name] += job.pods;
     for (std::int64_t i = 0; i < JobPodsAtOnce(job, job.pods); ++i) {
       events.push_back(AddPending(NewJobPod(job)));
     }
@@ -245,15 +246,15 @@ std::vector<Event> World::TopUp() {
   std::vector<Event> events;
   if (!pods_removed_) return events;  // Nothing went away since the last top-up.
   pods_removed_ = false;
-  for (const auto& [key, index] : deployments_) {
+  for (const auto& [key, index] : record_.deployments) {
     const WorkloadStep& step = scenario_.workloads[index];
     const std::int64_t have = PodsCountOf(step.ns, step.name);
-    for (std::int64_t i = have; i < replicas_[key]; ++i) AddWorkloadPod(step, events);
+    for (std::int64_t i = have; i < record_.replicas[key]; ++i) AddWorkloadPod(step, events);
   }
   // The Job controller replaces a job's pods evicted before they finished.
   for (const Job& job : scenario_.jobs) {
-    auto left = job_pods_left_.find(job.ns + "/" + job.name);
-    if (left == job_pods_left_.end()) continue;
+    auto left = record_.job_pods_left.find(job.ns + "/" + job.name);
+    if (left == record_.job_pods_left.end()) continue;
     const std::int64_t have = PodsCountOf(job.ns, job.name);
     for (std::int64_t i = have; i < JobPodsAtOnce(job, left->second); ++i) {
       events.push_back(AddPending(NewJobPod(job)));
@@ -285,8 +286,8 @@ std::vector<Event> World::PlaceDaemonPods(const Node& node) {
     pod.ns = d.ns;
     if (d.template_key.empty()) pod.labels = Labels{{"app", d.name}};
     pod.name = d.name + "-" + node.name.substr(0, node.name.find('.'));
-    pod.uid = "uid-" + std::to_string(next_pod_++);
-    pod.created = now_;
+    pod.uid = "uid-" + std::to_string(record_.next_pod++);
+    pod.created = record_.now;
     pod.node_name = node.name;
     pod.phase = PodPhase::kRunning;
     events.push_back(PodUpserted{InsertPod(std::move(pod))});
@@ -297,7 +298,7 @@ std::vector<Event> World::PlaceDaemonPods(const Node& node) {
 void World::StartJobTimer(const Pod& pod) {
   for (const Job& job : scenario_.jobs) {
     if (job.ns == pod.ns && job.name == pod.labels->at("job-name")) {
-      AddTimer(now_ + job.run_for, Timer{Timer::Kind::kJobDone, PodKey(pod.ns, pod.name)});
+      AddTimer(record_.now + job.run_for, Timer{Timer::Kind::kJobDone, PodKey(pod.ns, pod.name)});
       return;
     }
   }

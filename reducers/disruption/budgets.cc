@@ -45,7 +45,7 @@ Allowance Allowed(const State& state, const NodePool& pool, const std::string& r
     std::string window;
     if (!b.schedule.empty()) {
       try {
-        Nanos horizon = std::min(b.duration, kBudgetScheduleHorizonMax);
+        Duration horizon = std::min(b.duration, kBudgetScheduleHorizonMax);
         auto fired = Cron::Parse(b.schedule).LastFiring(state.now, horizon);
         if (!fired || *fired + b.duration <= state.now) continue;
         window = ", schedule '" + b.schedule + "' until " + ClockUtc(*fired + b.duration);

@@ -10,18 +10,20 @@ namespace {
 
 // The pod's do-not-disrupt, including the duration form (protected for that long after the
 // pod was created: `runs_out` is then when).
-bool Protected(const State& state, const Pod& pod, std::string* until, Nanos* runs_out) {
+bool Protected(const State& state, const Pod& pod, std::string* until,
+               std::optional<Instant>* runs_out) {
   if (!DoNotDisrupt(pod, state.now)) return false;
-  if (pod.do_not_disrupt_for.value > 0) {
-    *runs_out = pod.created + pod.do_not_disrupt_for;
-    *until = " until " + ClockUtc(*runs_out);
+  if (pod.do_not_disrupt_for && pod.do_not_disrupt_for->value > 0) {
+    *runs_out = pod.created + *pod.do_not_disrupt_for;
+    *until = " until " + ClockUtc(**runs_out);
   }
   return true;
 }
 
 // Why the pod may not be evicted now, or empty: do-not-disrupt (`runs_out`: set when that
 // goes away by itself at a known time), or PodDisruptionBudgets that would refuse it.
-std::string ProtectedText(const State& state, const Candidate& c, const Pod& pod, Nanos* runs_out) {
+std::string ProtectedText(const State& state, const Candidate& c, const Pod& pod,
+                          std::optional<Instant>* runs_out) {
   std::string until;
   if (c.bound->do_not_disrupt == 0 || !Protected(state, pod, &until, runs_out)) return {};
   return "pod " + PodKey(pod.ns, pod.name) + " has karpenter.sh/do-not-disrupt" + until;
@@ -49,7 +51,7 @@ std::string PdbRefusal(const State& state, const Pod& pod) {
 // blocker goes away by itself at a known time. With `pods` false only the node's own
 // do-not-disrupt counts: drift under a terminationGracePeriod (Karpenter's eventual
 // disruption) goes ahead past blocked pods, which the drain deletes by the deadline.
-Obstacle GracefulBlocker(const State& state, const Candidate& c, Nanos* runs_out,
+Obstacle GracefulBlocker(const State& state, const Candidate& c, std::optional<Instant>* runs_out,
                          bool pods = true) {
   if (c.node->do_not_disrupt) {
     return {Cause::kDoNotDisrupt, c.node->name,
@@ -79,7 +81,7 @@ Obstacle GracefulBlocker(const State& state, const Candidate& c, Nanos* runs_out
 std::vector<const Pod*> EvictableNow(const State& state, const Candidate& c) {
   std::vector<const Pod*> out;
   for (const Pod* pod : c.bound->reschedulable_in_placement_order) {
-    Nanos ignored{0};
+    std::optional<Instant> ignored;
     if (ProtectedText(state, c, *pod, &ignored).empty() && PdbRefusal(state, *pod).empty()) {
       out.push_back(pod);
     }
@@ -91,9 +93,9 @@ std::vector<const Pod*> EvictableNow(const State& state, const Candidate& c) {
 // lifetime left.
 std::int64_t DisruptionCost(const State& state, const Candidate& c) {
   const std::int64_t pods = c.bound->eviction_cost;
-  Nanos lifetime = c.pool->expire_after;
-  if (lifetime.value <= 0) return pods;
-  Nanos left = std::clamp(lifetime - (state.now - c.claim->created), Nanos{0}, lifetime);
+  if (!c.pool->expire_after || c.pool->expire_after->value <= 0) return pods;
+  const Duration lifetime = *c.pool->expire_after;
+  Duration left = std::clamp(lifetime - (state.now - c.claim->created), Duration{0}, lifetime);
   return static_cast<std::int64_t>(static_cast<__int128>(pods) * left.value / lifetime.value);
 }
 
@@ -121,7 +123,7 @@ std::vector<Candidate> ByDisruptionCost(std::vector<Candidate>& out) {
 
 }  // namespace
 
-std::string ClockUtc(Nanos at) {
+std::string ClockUtc(Instant at) {
   return ClockText(at) + " UTC";
 }
 
@@ -129,8 +131,8 @@ std::string PriceText(MicroUsdPerHour p) {
   return DollarsText(p) + "/h";
 }
 
-void KeepEarlier(Nanos& earliest, Nanos at) {
-  if (at.value != 0 && (earliest.value == 0 || at < earliest)) earliest = at;
+void KeepEarlier(std::optional<Instant>& earliest, std::optional<Instant> at) {
+  if (at && (!earliest || *at < *earliest)) earliest = at;
 }
 
 void SetOutcome(DisruptionCandidate& record, std::string text, Cause cause, std::string subject) {
@@ -148,17 +150,18 @@ bool InReplacement(const State& state, const std::string& claim) {
 }
 
 bool Consolidatable(const State& state, const Candidate& c) {
-  if (c.pool->consolidate_after.value < 0) return false;
-  Nanos since = std::max(c.claim->initialized, c.claim->last_pod_change);
-  return state.now - since >= c.pool->consolidate_after;
+  if (!c.pool->consolidate_after) return false;
+  const Instant since = std::max(c.claim->initialized, c.claim->last_pod_change);
+  return state.now - since >= *c.pool->consolidate_after;
 }
 
 std::string ConsolidatableBlocker(const State& state, const Candidate& c) {
   if (Consolidatable(state, c)) return {};
-  if (c.pool->consolidate_after.value < 0) return "consolidateAfter is Never";
-  Nanos since = std::max(c.claim->initialized, c.claim->last_pod_change);
-  return "not consolidatable until " + ClockUtc(since + c.pool->consolidate_after) +
-         " (consolidateAfter " + DurationText(c.pool->consolidate_after) + ")";
+  if (!c.pool->consolidate_after) return "consolidateAfter is Never";
+  const Duration after = *c.pool->consolidate_after;
+  const Instant since = std::max(c.claim->initialized, c.claim->last_pod_change);
+  return "not consolidatable until " + ClockUtc(since + after) + " (consolidateAfter " +
+         DurationText(after) + ")";
 }
 
 Lookups LookUpClaims(State& state) {
@@ -192,7 +195,7 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const De
     c.drifted = &facts.drifted;
     Obstacle blocker{Cause::kPolicy, claim.nodepool, decider.blocker(state, c)};
     if (blocker.text == "-") continue;
-    Nanos runs_out{0};
+    std::optional<Instant> runs_out;
     if (blocker.empty() && claim.nominated_until > state.now) {
       blocker = {Cause::kNominated, "",
                  "nominated for pending pods until " + ClockUtc(claim.nominated_until)};

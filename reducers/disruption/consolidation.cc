@@ -174,7 +174,7 @@ std::string KeepReplacement(const State& state, const std::vector<const Candidat
 std::string ConsolidationBlocker(const State& state, Candidate& c) {
   // consolidateAfter: Never turns consolidation off for the pool: it does not look at its
   // nodes, so its passes record nothing about them.
-  if (c.pool->consolidate_after.value < 0) return "-";
+  if (!c.pool->consolidate_after) return "-";
   if (c.bound->reschedulable.empty()) return "-";  // Emptiness's.
   if (c.pool->consolidation_policy == ConsolidationPolicy::kWhenEmpty) {
     return "consolidationPolicy is WhenEmpty";

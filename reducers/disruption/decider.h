@@ -16,11 +16,11 @@
 
 namespace tenon::core::disruption {
 
-std::string ClockUtc(Nanos at);
+std::string ClockUtc(Instant at);
 std::string PriceText(MicroUsdPerHour p);
 
-// `earliest` becomes `at` when `at` is set and earlier (0: not set).
-void KeepEarlier(Nanos& earliest, Nanos at);
+// `earliest` becomes `at` when `at` is set and earlier, or `earliest` is not set.
+void KeepEarlier(std::optional<Instant>& earliest, std::optional<Instant> at);
 
 // The state's nodes with their bound pods, by name, for one lookup per claim.
 struct NodeEntry {
@@ -82,8 +82,8 @@ struct Pass {
   std::vector<DisruptionCandidate> candidates;
   std::vector<BudgetState> budgets;
   std::vector<std::string> selected;
-  std::vector<Plan> plans;  // Per selected claim (Emptiness, Drift) or one for the group.
-  Nanos runs_out{0};        // The earliest a candidate's blocker goes away by itself, or 0.
+  std::vector<Plan> plans;          // Per selected claim (Emptiness, Drift) or one for the group.
+  std::optional<Instant> runs_out;  // The earliest a candidate's blocker goes away by itself.
 };
 
 // Why a candidate cannot go: the text its outcome records, the text's code and what it names.

@@ -137,7 +137,7 @@ std::string DriftBlocker(const State& /*state*/, Candidate& c) {
   c.why = "drifted (" + *c.drifted + ")";
   // Karpenter's eventual disruption: drift of a claim whose pool sets a
   // terminationGracePeriod is not held back by its pods.
-  c.past_blocked_pods = c.pool->termination_grace_period.value >= 0;
+  c.past_blocked_pods = c.pool->termination_grace_period.has_value();
   return "";
 }
 

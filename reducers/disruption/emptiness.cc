@@ -8,7 +8,7 @@ namespace {
 std::string EmptinessBlocker(const State& state, Candidate& c) {
   // consolidateAfter: Never turns emptiness off for the pool: it does not look at its nodes,
   // so its passes record nothing about them.
-  if (c.pool->consolidate_after.value < 0) return "-";
+  if (!c.pool->consolidate_after) return "-";
   return c.bound->reschedulable.empty() ? ConsolidatableBlocker(state, c) : "-";
 }
 

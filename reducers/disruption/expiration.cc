@@ -9,8 +9,7 @@ namespace tenon::core {
 bool Expired(const State& state, const NodeClaim& claim, const NodePool*& pool) {
   if (claim.deleting || claim.phase == ClaimPhase::kPending) return false;
   if (PoolOf(state, claim, pool) == nullptr) return false;
-  const Nanos after = pool->expire_after;
-  return after.value >= 0 && state.now - claim.created >= after;
+  return pool->expire_after && state.now - claim.created >= *pool->expire_after;
 }
 
 namespace disruption {
@@ -22,7 +21,7 @@ void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Outpu
     NodeClaim& claim = *c;
     const std::string& name = claim.name;
     if (claim.deleting || !Expired(state, claim, pool)) continue;
-    const Nanos after = pool->expire_after;
+    const Duration after = *pool->expire_after;
     std::string reason = "expired: created " + DurationText(state.now - claim.created) +
                          " ago, expireAfter " + DurationText(after);
     Decide(state, seq,

@@ -26,19 +26,17 @@ void AppendSummary(const Pass& pass, std::string& text) {
 // the cluster changes, or kConsolidationRecheck has passed, or (beyond Karpenter) a blocker
 // it found runs out by itself. Drift and expiration still are.
 bool Consolidated(const State& state) {
-  return state.consolidated_generation == state.cluster_generation &&
-         state.consolidated_at.value != 0 &&
-         state.now - state.consolidated_at < kConsolidationRecheck &&
-         (state.consolidation_recheck_at.value == 0 || state.now < state.consolidation_recheck_at);
+  return state.consolidated_generation == state.cluster_generation && state.consolidated_at &&
+         state.now - *state.consolidated_at < kConsolidationRecheck &&
+         (!state.consolidation_recheck_at || state.now < *state.consolidation_recheck_at);
 }
 
 // The method's selection, proposed: validated 15 s from now.
 void Propose(State& state, Seq seq, DisruptionMethod method, const Pass& pass, Output& out) {
-  state.pending_method = method;
-  state.pending_nodeclaims = pass.selected;
-  state.pending_since = state.now;
-  state.pending_replacements = 0;
-  for (const Plan& plan : pass.plans) state.pending_replacements += plan.replacements.size();
+  state.pending_disruption = PendingDisruption{method, pass.selected};
+  state.latest_proposal = {state.now, 0};
+  for (const Plan& plan : pass.plans)
+    state.latest_proposal.replacements += plan.replacements.size();
   Decide(state, seq,
          DisruptionDecision{method, DisruptionPhase::kProposed, pass.selected, pass.candidates,
                             pass.budgets, "validating for 15 s", Prices(pass.plans)},
@@ -52,7 +50,7 @@ using Passes = std::vector<std::pair<DisruptionMethod, Pass>>;
 void NoteConsolidated(State& state, const Passes& passes) {
   state.consolidated_generation = state.cluster_generation;
   state.consolidated_at = state.now;
-  state.consolidation_recheck_at = Nanos{0};
+  state.consolidation_recheck_at.reset();
   for (const auto& [method, pass] : passes)
     KeepEarlier(state.consolidation_recheck_at, pass.runs_out);
 }
@@ -189,8 +187,8 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   const std::size_t before = out.size();
   disruption::Expire(state, seq, expired, out);
   disruption::AdvanceReplacements(state, seq, out);
-  const bool due = state.last_disruption_pass.value == 0 ||
-                   state.now - state.last_disruption_pass >= kDisruptionPassInterval;
+  const bool due = !state.last_disruption_pass ||
+                   state.now - *state.last_disruption_pass >= kDisruptionPassInterval;
   disruption::Lookups looked;
   if (due) {
     state.last_disruption_pass = state.now;
@@ -200,8 +198,8 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   // Whatever this tick has done so far (expiry, replacements, conditions) is a change.
   if (out.size() != before) ++state.cluster_generation;
   if (!due) return;
-  if (state.pending_method) {
-    if (state.now - state.pending_since >= kDisruptionValidation) {
+  if (state.pending_disruption) {
+    if (state.now - state.latest_proposal.at >= kDisruptionValidation) {
       disruption::Validate(state, looked, seq, out);
     }
     return;  // One method per pass; a pending one holds the pass until it is validated.

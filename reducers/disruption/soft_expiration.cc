@@ -11,10 +11,10 @@ bool SoftExpirationEnabled(const Settings& settings) {
 }
 
 std::string SoftExpirationBlocker(const State& state, Candidate& c) {
-  Nanos after = c.pool->expire_after;
-  if (after.value < 0 || state.now - c.claim->created < after) return "-";
+  const std::optional<Duration>& after = c.pool->expire_after;
+  if (!after || state.now - c.claim->created < *after) return "-";
   c.why = "expired (created " + DurationText(state.now - c.claim->created) + " ago, expireAfter " +
-          DurationText(after) + ")";
+          DurationText(*after) + ")";
   return "";
 }
 

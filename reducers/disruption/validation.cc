@@ -20,9 +20,9 @@ std::string WhatChanged(const State& state, const Decider& decider,
   }
   std::size_t replacements = 0;
   for (const Plan& plan : now.plans) replacements += plan.replacements.size();
-  if (replacements != state.pending_replacements) {
+  if (replacements != state.latest_proposal.replacements) {
     return "the simulation now needs " + std::to_string(replacements) + " replacement(s), not " +
-           std::to_string(state.pending_replacements);
+           std::to_string(state.latest_proposal.replacements);
   }
   return {};
 }
@@ -49,10 +49,9 @@ void Carry(State& state, Seq seq, const DisruptionMethodInfo& method,
 }  // namespace
 
 void Validate(State& state, Lookups& looked, Seq seq, Output& out) {
-  const DisruptionMethodInfo& method = MethodInfo(*state.pending_method);
-  std::vector<std::string> claims = state.pending_nodeclaims;
-  state.pending_method.reset();
-  state.pending_nodeclaims.clear();
+  const DisruptionMethodInfo& method = MethodInfo(state.pending_disruption->method);
+  std::vector<std::string> claims = std::move(state.pending_disruption->nodeclaims);
+  state.pending_disruption.reset();
   state.last_disruption_digest = 0;
   Simulation sim(state);
   Pass now = Evaluate(state, method, sim, looked, &claims);

@@ -101,7 +101,7 @@ TEST(Examples, NodePoolsParseWithTheirValues) {
   EXPECT_EQ(gpu.taints[0], (Taint{"nvidia.com/gpu", "true", TaintEffect::kNoSchedule}));
   ASSERT_EQ(gpu.startup_taints.size(), 1u);
   EXPECT_EQ(gpu.startup_taints[0].effect, TaintEffect::kNoExecute);
-  EXPECT_LT(gpu.expire_after.value, 0);  // Never.
+  EXPECT_EQ(gpu.expire_after, std::nullopt);  // Never.
   EXPECT_EQ(gpu.limits.extended.at("nvidia.com/gpu"), 16);
   ASSERT_EQ(gpu.budgets.size(), 1u);
   EXPECT_EQ(gpu.budgets[0].nodes, "1");
@@ -116,7 +116,7 @@ TEST(Examples, NodePoolsParseWithTheirValues) {
   EXPECT_EQ(budgeted.budgets[3].duration, ParseDuration("2h30m"));
   EXPECT_TRUE(budgeted.budgets[3].reasons.empty());
   EXPECT_EQ(budgeted.expire_after, ParseDuration("168h"));
-  EXPECT_LT(pools.at("stateful").consolidate_after.value, 0);  // Never.
+  EXPECT_EQ(pools.at("stateful").consolidate_after, std::nullopt);  // Never.
 }
 
 TEST(Examples, NodeClassesParseWithTheirValues) {

@@ -225,8 +225,7 @@ TEST(Lanes, RecoveryReDrivesTheCommandsInFlightThroughTheLanes) {
     runtime::Runtime rt(*log, silent, {});
     rt.Recover();
     rt.Ingest(world.StartupEvents(rt.state()));
-    for (int i = 1; i <= 30; ++i)
-      rt.Ingest(world.Advance(Nanos{scenario.start.value + scenario.tick.value * i}));
+    for (int i = 1; i <= 30; ++i) rt.Ingest(world.Advance(scenario.start + i * scenario.tick));
     inflight = rt.state().inflight.size();
   }
   ASSERT_GT(inflight, 0u);

@@ -10,9 +10,9 @@ namespace tenon::kube {
 namespace {
 
 TEST(ParseTimestamp, AcceptsUtcOffsetsAndFractions) {
-  EXPECT_EQ(ParseTimestamp("1970-01-01T00:00:00Z"), Nanos{0});
-  EXPECT_EQ(ParseTimestamp("2026-01-01T00:00:00Z"), Nanos{1'767'225'600'000'000'000});
-  EXPECT_EQ(ParseTimestamp("2026-01-01T00:00:00.25Z"), Nanos{1'767'225'600'250'000'000});
+  EXPECT_EQ(ParseTimestamp("1970-01-01T00:00:00Z"), Instant{0});
+  EXPECT_EQ(ParseTimestamp("2026-01-01T00:00:00Z"), Instant{1'767'225'600'000'000'000});
+  EXPECT_EQ(ParseTimestamp("2026-01-01T00:00:00.25Z"), Instant{1'767'225'600'250'000'000});
   EXPECT_EQ(ParseTimestamp("2026-01-01T02:30:00+02:30"), ParseTimestamp("2026-01-01T00:00:00Z"));
   EXPECT_EQ(ParseTimestamp("2025-12-31T23:00:00-01:00"), ParseTimestamp("2026-01-01T00:00:00Z"));
 }
@@ -26,7 +26,7 @@ TEST(ParseTimestamp, RejectsWhatIsNotRfc3339) {
   EXPECT_THROW(ParseTimestamp("-999-01-01T00:00:00Z"), ObjectError);
   EXPECT_THROW(ParseTimestamp("2026-01-01T-1:00:00Z"), ObjectError);
   EXPECT_THROW(ParseTimestamp("6026-01-01T00:00:00Z"), ObjectError);
-  EXPECT_EQ(ParseTimestamp("2262-01-01T00:00:00Z"), Nanos{9'214'646'400'000'000'000});
+  EXPECT_EQ(ParseTimestamp("2262-01-01T00:00:00Z"), Instant{9'214'646'400'000'000'000});
 }
 
 // Quantities and durations too large or too fine for 64 bits are refused, not overflowed.
@@ -36,7 +36,7 @@ TEST(ParseDuration, RefusesOverflow) {
   EXPECT_THROW(ParseCpu("0.0000000000000000000001"), ObjectError);
   // A long whole part with a long fraction, in hours: past 128 bits before the division.
   EXPECT_THROW(ParseDuration("7111111111111111.111111111111120h"), ObjectError);
-  EXPECT_EQ(ParseDuration("2562047h"), Nanos{2'562'047LL * 3'600'000'000'000});
+  EXPECT_EQ(ParseDuration("2562047h"), Duration{2'562'047LL * 3'600'000'000'000});
 }
 
 TEST(ParsePod, CreationTimeAndControllingOwner) {
@@ -76,10 +76,10 @@ TEST(ParsePod, DoNotDisruptTrueOrADuration) {
                                value + "\"}}\nspec: {containers: []}"));
   };
   EXPECT_TRUE(parse("true").do_not_disrupt);
-  EXPECT_EQ(parse("true").do_not_disrupt_for, Nanos{0});
+  EXPECT_EQ(parse("true").do_not_disrupt_for, std::nullopt);
   Pod timed = parse("30m");
   EXPECT_TRUE(timed.do_not_disrupt);
-  EXPECT_EQ(timed.do_not_disrupt_for, Nanos{30 * kMinute.value});
+  EXPECT_EQ(timed.do_not_disrupt_for, Duration{30 * kMinute.value});
   EXPECT_FALSE(parse("false").do_not_disrupt);
   try {
     parse("soon");

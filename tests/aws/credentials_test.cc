@@ -52,7 +52,7 @@ TEST(AwsCredentials, ContainerCredentialsOnlyFromTrustedAddresses) {
     ContainerProvider provider(Env({{"AWS_CONTAINER_CREDENTIALS_FULL_URI", uri},
                                     {"AWS_CONTAINER_AUTHORIZATION_TOKEN", "secret"}}),
                                transport);
-    const auto got = provider.Get(Nanos{0});
+    const auto got = provider.Get(Instant{});
     EXPECT_TRUE(got.ok()) << uri << ": " << got.error.message;
     EXPECT_EQ(transport.hosts.size(), 1u) << uri;
   }
@@ -63,7 +63,7 @@ TEST(AwsCredentials, ContainerCredentialsOnlyFromTrustedAddresses) {
     ContainerProvider provider(Env({{"AWS_CONTAINER_CREDENTIALS_FULL_URI", uri},
                                     {"AWS_CONTAINER_AUTHORIZATION_TOKEN", "secret"}}),
                                transport);
-    const auto got = provider.Get(Nanos{0});
+    const auto got = provider.Get(Instant{});
     EXPECT_FALSE(got.ok()) << uri;
     EXPECT_NE(got.error.message.find("no request sent"), std::string::npos) << got.error.message;
     EXPECT_TRUE(transport.hosts.empty()) << uri << " was asked";
@@ -74,11 +74,11 @@ TEST(AwsCredentials, EnvironmentWithSessionToken) {
   EnvProvider env(Env({{"AWS_ACCESS_KEY_ID", "AKIAENV"},
                        {"AWS_SECRET_ACCESS_KEY", "s"},
                        {"AWS_SESSION_TOKEN", "t"}}));
-  const Result<Credentials> c = env.Get(Nanos{0});
+  const Result<Credentials> c = env.Get(Instant{});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c.value->access_key_id, "AKIAENV");
   EXPECT_EQ(c.value->session_token, "t");
-  EXPECT_FALSE(EnvProvider(Env({})).Get(Nanos{0}).ok());
+  EXPECT_FALSE(EnvProvider(Env({})).Get(Instant{}).ok());
 }
 
 TEST(AwsCredentials, ProfilesFromCredentialsAndConfigFiles) {
@@ -94,7 +94,7 @@ TEST(AwsCredentials, ProfilesFromCredentialsAndConfigFiles) {
     std::map<std::string, std::string> vars{{"AWS_SHARED_CREDENTIALS_FILE", credentials},
                                             {"AWS_CONFIG_FILE", config}};
     if (!profile.empty()) vars["AWS_PROFILE"] = profile;
-    return ProfileProvider(Env(vars)).Get(Nanos{0});
+    return ProfileProvider(Env(vars)).Get(Instant{});
   };
   EXPECT_EQ(get("").value->access_key_id, "AKIADEFAULT");
   EXPECT_EQ(get("work").value->access_key_id, "AKIAWORK");
@@ -105,9 +105,9 @@ TEST(AwsCredentials, ProfilesFromCredentialsAndConfigFiles) {
 
 class CountingProvider : public CredentialsProvider {
  public:
-  Nanos lifetime{10 * kMinute.value};
+  Duration lifetime{10 * kMinute.value};
   int calls = 0;
-  Result<Credentials> Get(Nanos now) override {
+  Result<Credentials> Get(Instant now) override {
     ++calls;
     return Result<Credentials>::Ok(
         Credentials{"AKIA" + std::to_string(calls), "s", "t", now + lifetime, "counting"});
@@ -120,10 +120,10 @@ TEST(AwsCredentials, ChainCachesAndRefreshesBeforeExpiry) {
   auto counting = std::make_unique<CountingProvider>();
   CountingProvider* raw = counting.get();
   links.push_back(std::move(counting));
-  ChainProvider chain(std::move(links), Nanos{5 * kMinute.value});
-  EXPECT_EQ(chain.Get(Nanos{0}).value->access_key_id, "AKIA1");
-  EXPECT_EQ(chain.Get(Nanos{4 * kMinute.value}).value->access_key_id, "AKIA1");  // 6 min left.
-  EXPECT_EQ(chain.Get(Nanos{5 * kMinute.value + 1}).value->access_key_id,
+  ChainProvider chain(std::move(links), Duration{5 * kMinute.value});
+  EXPECT_EQ(chain.Get(Instant{}).value->access_key_id, "AKIA1");
+  EXPECT_EQ(chain.Get(Instant{4 * kMinute.value}).value->access_key_id, "AKIA1");  // 6 min left.
+  EXPECT_EQ(chain.Get(Instant{5 * kMinute.value + 1}).value->access_key_id,
             "AKIA2");  // < 5 min left.
   EXPECT_EQ(raw->calls, 2);
 }
@@ -133,17 +133,17 @@ TEST(AwsCredentials, JsonAnswersAndTimes) {
       R"({"AccessKeyId":"ASIA1","SecretAccessKey":"s","Token":"t","Expiration":"2026-11-23T06:00:00Z"})",
       "container");
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c.value->expires, Nanos{1795413600LL * kSecond.value});
+  EXPECT_EQ(c.value->expires, Instant{1795413600LL * kSecond.value});
   EXPECT_FALSE(ParseJsonCredentials("<html>", "container").ok());
   EXPECT_FALSE(ParseIsoTime("yesterday"));
   EXPECT_FALSE(ParseIsoTime("2026-02-30T00:00:00Z")) << "no such day";
   // EC2's launch times carry milliseconds; they are kept.
   EXPECT_EQ(ParseIsoTime("2026-11-23T06:00:00.250Z"),
-            Nanos{1795413600LL * kSecond.value + 250'000'000});
+            Instant{1795413600LL * kSecond.value + 250'000'000});
   EXPECT_FALSE(ParseIsoTime("2026-02-30T00:00:00Z")) << "no such day";
   // EC2's launch times carry milliseconds; they are kept.
   EXPECT_EQ(ParseIsoTime("2026-11-23T06:00:00.250Z"),
-            Nanos{1795413600LL * kSecond.value + 250'000'000});
+            Instant{1795413600LL * kSecond.value + 250'000'000});
 }
 
 }  // namespace

@@ -43,16 +43,16 @@ HttpResponse Ec2Error(long status, const std::string& code) {
 
 struct Fixture {
   ScriptedTransport transport;
-  StaticProvider credentials{Credentials{"AKID", "SECRET", "", Nanos{0}, "test"}};
-  std::vector<Nanos> sleeps;
+  StaticProvider credentials{Credentials{"AKID", "SECRET", "", std::nullopt, "test"}};
+  std::vector<Duration> sleeps;
   AwsClient client{transport, &credentials,
                    ClientOptions{.region = "us-east-1",
                                  .endpoints = {{"ec2", "http://127.0.0.1:1"}},
                                  .attempts_max = 4,
-                                 .backoff_base = Nanos{100},
-                                 .backoff_max = Nanos{250}},
-                   ClientHooks{.now = [] { return Nanos{0}; },
-                               .sleep = [this](Nanos d) { sleeps.push_back(d); },
+                                 .backoff_base = Duration{100},
+                                 .backoff_max = Duration{250}},
+                   ClientHooks{.now = [] { return Instant{}; },
+                               .sleep = [this](Duration d) { sleeps.push_back(d); },
                                .jitter = [] { return 0.5; }}};
 };
 
@@ -64,7 +64,7 @@ TEST(AwsHttp, RetriesThrottlingWithJitteredCappedBackoff) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(f.transport.sent.size(), 4u);
   // base 100 * 2^attempt, capped at 250, times jitter 0.5.
-  EXPECT_EQ(f.sleeps, (std::vector<Nanos>{Nanos{50}, Nanos{100}, Nanos{125}}));
+  EXPECT_EQ(f.sleeps, (std::vector<Duration>{Duration{50}, Duration{100}, Duration{125}}));
 }
 
 TEST(AwsHttp, GivesUpAfterTheAttemptLimitWithThrottled) {
@@ -151,12 +151,12 @@ TEST(AwsHttp, QueryIsASignedFormPostToTheOverriddenEndpoint) {
 // the Price List API answers under api.pricing, as AWS publishes them.
 TEST(AwsHttp, GlobalAndPriceListEndpointsAreAwssOwn) {
   ScriptedTransport transport;
-  StaticProvider credentials{Credentials{"AKID", "SECRET", "", Nanos{0}, "test"}};
+  StaticProvider credentials{Credentials{"AKID", "SECRET", "", std::nullopt, "test"}};
   AwsClient client{
       transport, &credentials,
       ClientOptions{.region = "eu-west-1", .endpoints = {{"sts", "http://127.0.0.1:1"}}},
       ClientHooks{
-          .now = [] { return Nanos{0}; }, .sleep = [](Nanos) {}, .jitter = [] { return 0.5; }}};
+          .now = [] { return Instant{}; }, .sleep = [](Duration) {}, .jitter = [] { return 0.5; }}};
   EXPECT_EQ(client.Endpoint("ec2"), "https://ec2.eu-west-1.amazonaws.com");
   EXPECT_EQ(client.Endpoint("iam"), "https://iam.amazonaws.com");
   EXPECT_EQ(client.Endpoint("pricing"), "https://api.pricing.eu-west-1.amazonaws.com");
@@ -177,10 +177,10 @@ class RotatingProvider : public CredentialsProvider {
  public:
   int fetches = 0;
   int invalidations = 0;
-  Result<Credentials> Get(Nanos) override {
+  Result<Credentials> Get(Instant) override {
     ++fetches;
     return Result<Credentials>::Ok(
-        Credentials{"ASIA" + std::to_string(invalidations), "s", "t", Nanos{0}, "rotating"});
+        Credentials{"ASIA" + std::to_string(invalidations), "s", "t", std::nullopt, "rotating"});
   }
   void Invalidate() override { ++invalidations; }
 };
@@ -192,7 +192,7 @@ TEST(AwsHttp, ExpiredTokenFetchesCredentialsAgainOnce) {
       transport, &credentials,
       ClientOptions{.region = "us-east-1", .endpoints = {{"sts", "http://127.0.0.1:1"}}},
       ClientHooks{
-          .now = [] { return Nanos{0}; }, .sleep = [](Nanos) {}, .jitter = [] { return 0.0; }});
+          .now = [] { return Instant{}; }, .sleep = [](Duration) {}, .jitter = [] { return 0.0; }});
   transport.answers = {Ec2Error(400, "ExpiredToken")};
   ASSERT_TRUE(client.Query("sts", "GetCallerIdentity", "2011-06-15", {}).ok());
   EXPECT_EQ(credentials.invalidations, 1);
@@ -221,12 +221,12 @@ TEST(AwsHttp, AbortEndsTheRequestInFlightAndEveryLaterOne) {
 
   AbortSignal abort;
   CurlTransport transport(TransportOptions{.total_timeout_ms = 30'000, .abort = &abort});
-  StaticProvider credentials{Credentials{"AKID", "SECRET", "", Nanos{0}, "test"}};
-  std::vector<Nanos> sleeps;
+  StaticProvider credentials{Credentials{"AKID", "SECRET", "", std::nullopt, "test"}};
+  std::vector<Duration> sleeps;
   AwsClient client(transport, &credentials,
                    ClientOptions{.region = "us-east-1", .endpoints = {{"sqs", endpoint}}},
-                   ClientHooks{.now = [] { return Nanos{0}; },
-                               .sleep = [&](Nanos d) { sleeps.push_back(d); },
+                   ClientHooks{.now = [] { return Instant{}; },
+                               .sleep = [&](Duration d) { sleeps.push_back(d); },
                                .jitter = [] { return 0.5; }});
   const auto started = std::chrono::steady_clock::now();
   std::thread stopper([&] {

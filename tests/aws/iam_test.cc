@@ -278,7 +278,7 @@ TEST(AwsIamPolicy, ArchivePolicyGrantsExactlyWhatLogExportAndImportCall) {
   Admin admin(servers.moto.url());
   ASSERT_TRUE(S3(admin.client).CreateBucket("incidents").ok());
   CurlTransport transport;
-  StaticProvider credentials{Credentials{kArchiveKey, "archive-secret", "", Nanos{0}, "test"}};
+  StaticProvider credentials{Credentials{kArchiveKey, "archive-secret", "", std::nullopt, "test"}};
   AwsClient client(
       transport, &credentials,
       ClientOptions{.region = "us-east-1", .endpoints = {{"s3", servers.recorder.url()}}},

@@ -107,9 +107,9 @@ class RecordingProxy {
 #endif  // TENON_RECORDING_PROXY
 
 // Hooks that never sleep, with fixed jitter, and the real clock (moto checks nothing of it).
-inline ClientHooks FastHooks(std::vector<Nanos>* sleeps = nullptr) {
+inline ClientHooks FastHooks(std::vector<Duration>* sleeps = nullptr) {
   ClientHooks hooks = RealHooks();
-  hooks.sleep = [sleeps](Nanos d) {
+  hooks.sleep = [sleeps](Duration d) {
     if (sleeps != nullptr) sleeps->push_back(d);
   };
   hooks.jitter = [] { return 0.5; };
@@ -118,7 +118,7 @@ inline ClientHooks FastHooks(std::vector<Nanos>* sleeps = nullptr) {
 
 inline Credentials DummyCredentials() {
   return Credentials{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "",
-                     Nanos{0}, "test"};
+                     std::nullopt, "test"};
 }
 
 // The body of a call that must succeed; a failure fails the test and gives "".

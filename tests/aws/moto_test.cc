@@ -64,7 +64,7 @@ struct Client {
                FastHooks(&sleeps)) {}
   CurlTransport transport;
   StaticProvider credentials{DummyCredentials()};
-  std::vector<Nanos> sleeps;
+  std::vector<Duration> sleeps;
   AwsClient client;
   Ec2 ec2{client};
 };
@@ -491,11 +491,11 @@ TEST(AwsMoto, WebIdentityThroughMotoSts) {
         return std::nullopt;
       },
       sts);
-  const Result<Credentials> c = provider.Get(Nanos{0});
+  const Result<Credentials> c = provider.Get(Instant{});
   ASSERT_TRUE(c.ok()) << c.error.aws_code << ": " << c.error.message;
   EXPECT_FALSE(c.value->access_key_id.empty());
   EXPECT_FALSE(c.value->session_token.empty());
-  EXPECT_GT(c.value->expires, Nanos{0});
+  EXPECT_GT(c.value->expires, Instant{});
   // The temporary credentials sign EC2 calls.
   StaticProvider temporary(*c.value);
   AwsClient ec2_client(
@@ -518,12 +518,12 @@ TEST(AwsMoto, PodIdentityAndImdsV2) {
         return std::nullopt;
       },
       transport);
-  const Result<Credentials> c = pod.Get(Nanos{0});
+  const Result<Credentials> c = pod.Get(Instant{});
   ASSERT_TRUE(c.ok()) << c.error.message;
   EXPECT_EQ(c.value->access_key_id, "ASIAPODIDENTITY00001");
   EXPECT_EQ(c.value->session_token, "pod-identity-session-token-do-not-log");
   ImdsProvider imds(servers->proxy.url(), transport);
-  const Result<Credentials> i = imds.Get(Nanos{0});
+  const Result<Credentials> i = imds.Get(Instant{});
   ASSERT_TRUE(i.ok()) << i.error.aws_code << ": " << i.error.message;
   EXPECT_EQ(i.value->access_key_id, "ASIAPODIDENTITY00001");
   ContainerProvider wrong(
@@ -534,7 +534,7 @@ TEST(AwsMoto, PodIdentityAndImdsV2) {
         return std::nullopt;
       },
       transport);
-  EXPECT_EQ(wrong.Get(Nanos{0}).error.code, ErrorCode::kUnauthorized);
+  EXPECT_EQ(wrong.Get(Instant{}).error.code, ErrorCode::kUnauthorized);
 }
 
 TEST(AwsMoto, InstancesListedFollowsDescribeInstancesPages) {
@@ -562,7 +562,7 @@ TEST(AwsMoto, InstancesListedFollowsDescribeInstancesPages) {
   for (const CloudInstance& i : listed.instances) {
     EXPECT_EQ(i.nodeclaim, "claim-paged");
     EXPECT_EQ(i.state, "running");
-    EXPECT_GT(i.launched, Nanos{0});
+    EXPECT_GT(i.launched, Instant{});
   }
 }
 
@@ -769,15 +769,15 @@ TEST(AwsMoto, DefaultChainPicksTheFirstConfiguredSource) {
     return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
   };
   auto chain = DefaultChain(env, transport, sts, servers->proxy.url());
-  EXPECT_EQ(chain->Get(Nanos{0}).value->source, "container");
+  EXPECT_EQ(chain->Get(Instant{}).value->source, "container");
   vars["AWS_ACCESS_KEY_ID"] = "AKIAENVIRONMENT";
   vars["AWS_SECRET_ACCESS_KEY"] = "secret";
   auto env_first = DefaultChain(env, transport, sts, servers->proxy.url());
-  EXPECT_EQ(env_first->Get(Nanos{0}).value->source, "environment");
+  EXPECT_EQ(env_first->Get(Instant{}).value->source, "environment");
   vars.clear();
   vars["HOME"] = "/nonexistent";
   auto imds_last = DefaultChain(env, transport, sts, servers->proxy.url());
-  EXPECT_EQ(imds_last->Get(Nanos{0}).value->source, "imds");
+  EXPECT_EQ(imds_last->Get(Instant{}).value->source, "imds");
 }
 
 TEST(AwsMoto, CatalogExportIsReadBackBySimulate) {

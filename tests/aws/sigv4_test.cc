@@ -6,11 +6,11 @@
 namespace tenon::aws {
 namespace {
 
-const Credentials kSuite{"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "", Nanos{0},
-                         "suite"};
+const Credentials kSuite{"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "",
+                         std::nullopt, "suite"};
 const SigningScope kScope{"us-east-1", "service"};
 // 2015-08-30T12:36:00Z
-constexpr Nanos kSuiteTime{1440938160LL * 1'000'000'000};
+constexpr Instant kSuiteTime{1440938160LL * 1'000'000'000};
 
 HttpRequest SuiteRequest(std::string method, Pairs query = {}, Pairs headers = {},
                          std::string body = "") {

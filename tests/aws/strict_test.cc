@@ -60,7 +60,7 @@ struct StrictMoto {
       {{"UserName", "tenon"}, {"PolicyName", "all"}, {"PolicyDocument", kAllowAll}});
     const std::string key = Q("CreateAccessKey", {{"UserName", "tenon"}});
     user = Credentials{Between(key, "<AccessKeyId>", "</AccessKeyId>"),
-                       Between(key, "<SecretAccessKey>", "</SecretAccessKey>"), "", Nanos{0},
+                       Between(key, "<SecretAccessKey>", "</SecretAccessKey>"), "", std::nullopt,
                        "iam user"};
     Q("CreateRole",
       {{"RoleName", "karpenter"},
@@ -96,7 +96,7 @@ struct StrictMoto {
         },
         sts));
     ChainProvider chain(std::move(links));
-    Result<Credentials> got = chain.Get(Nanos{0});
+    Result<Credentials> got = chain.Get(Instant{});
     EXPECT_TRUE(got.ok()) << got.error.message;
     if (got.ok()) federated = *got.value;
   }

@@ -20,21 +20,21 @@ namespace {
 using std::chrono::milliseconds;
 using testing::ScriptedServer;
 
-constexpr Nanos kMillisecond{1'000'000};
+constexpr Duration kMillisecond{1'000'000};
 
-Nanos Millis(std::int64_t n) {
-  return Nanos{n * kMillisecond.value};
+Duration Millis(std::int64_t n) {
+  return Duration{n * kMillisecond.value};
 }
 
 // A clock that moves only when the loop sleeps, and a fixed jitter.
 struct FakeWorld {
-  Nanos clock{0};
-  std::vector<Nanos> sleeps;
+  Instant clock;
+  std::vector<Duration> sleeps;
   double jitter = 0.5;
   RetryHooks Hooks() {
     return RetryHooks{.now = [this] { return clock; },
                       .sleep =
-                          [this](Nanos d) {
+                          [this](Duration d) {
                             sleeps.push_back(d);
                             clock += d;
                           },
@@ -42,7 +42,7 @@ struct FakeWorld {
   }
 };
 
-RetryPolicy Policy(std::int32_t attempts, Nanos deadline = Nanos{60 * kSecond.value}) {
+RetryPolicy Policy(std::int32_t attempts, Duration deadline = Duration{60 * kSecond.value}) {
   return RetryPolicy{.attempts_max = attempts,
                      .backoff_base = Millis(100),
                      .backoff_max = Millis(5000),
@@ -54,7 +54,7 @@ Response Get(const Retrier& retrier, const std::string& url, std::vector<Respons
              milliseconds timeout = milliseconds(5000)) {
   Connection connection;
   return retrier.Run(
-      [&](Nanos time_left) {
+      [&](Duration time_left) {
         Transfer transfer;
         transfer.connect_timeout = milliseconds(1000);
         transfer.timeout = AttemptTimeout(timeout, time_left);
@@ -72,7 +72,7 @@ TEST(HttpRetry, A503IsTriedAgainWithExponentialBackoff) {
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(server.requests(), 3);
   // Full jitter at 0.5 of 100 ms * 2^attempt.
-  EXPECT_EQ(world.sleeps, (std::vector<Nanos>{Millis(50), Millis(100)}));
+  EXPECT_EQ(world.sleeps, (std::vector<Duration>{Millis(50), Millis(100)}));
 }
 
 TEST(HttpRetry, AConnectionResetIsTriedAgain) {
@@ -130,7 +130,7 @@ TEST(HttpRetry, ThrottlingWaitsAsLongAsTheServerAsksUpToTheCap) {
   const Response response = Get(Retrier(Policy(5), world.Hooks()), server.url());
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(server.requests(), 3);
-  EXPECT_EQ(world.sleeps, (std::vector<Nanos>{Millis(2000), Millis(5000)}));
+  EXPECT_EQ(world.sleeps, (std::vector<Duration>{Millis(2000), Millis(5000)}));
 }
 
 // With 400 ms and then 800 ms of backoff, a 1 s deadline leaves room for the first pause only:
@@ -145,7 +145,7 @@ TEST(HttpRetry, NoPauseOrAttemptPastTheDeadline) {
   const Response response = Get(Retrier(policy, world.Hooks()), server.url());
   EXPECT_EQ(response.status, 503);
   EXPECT_EQ(server.requests(), 2);
-  EXPECT_EQ(world.sleeps, (std::vector<Nanos>{Millis(400)}));
+  EXPECT_EQ(world.sleeps, (std::vector<Duration>{Millis(400)}));
 }
 
 // A server that never answers: every attempt times out, and the deadline cuts the attempt in
@@ -197,9 +197,9 @@ TEST(HttpRetry, WhatIsRetryable) {
   for (const long status : {200L, 400L, 401L, 403L, 404L, 409L, 422L}) {
     EXPECT_FALSE(Retryable(Response{status, "", {}, ""})) << status;
   }
-  EXPECT_EQ(AttemptTimeout(milliseconds(30'000), Nanos{0}), milliseconds(30'000));
+  EXPECT_EQ(AttemptTimeout(milliseconds(30'000), Duration{0}), milliseconds(30'000));
   EXPECT_EQ(AttemptTimeout(milliseconds(30'000), Millis(250)), milliseconds(250));
-  EXPECT_EQ(AttemptTimeout(milliseconds(30'000), Nanos{1}), milliseconds(1));
+  EXPECT_EQ(AttemptTimeout(milliseconds(30'000), Duration{1}), milliseconds(1));
 }
 
 // The Kubernetes client's judgement on the shared loop: a 503 is tried again; an eviction's 429

@@ -39,11 +39,11 @@ std::string OnMonday(std::string yaml) {
                       "start: \"2026-01-05T10:00:00Z\"");
 }
 
-Nanos FirstAt(const Outcome& o, DisruptionMethod method, DisruptionPhase phase) {
+Instant FirstAt(const Outcome& o, DisruptionMethod method, DisruptionPhase phase) {
   for (const auto& [at, d] : o.disruptions) {
     if (d.method == method && d.phase == phase) return at;
   }
-  return Nanos{0};
+  return Instant{};
 }
 
 // Three nodes' worth of pods scale to zero at 4 min: after consolidateAfter the empty nodes
@@ -61,7 +61,7 @@ TEST(Disruption, EmptyNodesGoAfterValidation) {
             Minutes(4).value + 30 * kSecond.value);
   EXPECT_GE(FirstAt(o, DisruptionMethod::kEmptiness, DisruptionPhase::kExecuted) -
                 FirstAt(o, DisruptionMethod::kEmptiness, DisruptionPhase::kProposed),
-            Nanos{15 * kSecond.value});
+            Duration{15 * kSecond.value});
   EXPECT_EQ(o.instances.size(), 0u) << Outcomes(o);
   EXPECT_EQ(o.nodeclaims.size(), 0u);
 }
@@ -179,7 +179,7 @@ workloads:
   EXPECT_EQ(blocked[0]->candidates.at(0).cause, Cause::kDisruptionBudget);
   EXPECT_NE(blocked[0]->candidates.at(0).outcome.find("until 00:06:00 UTC"), std::string::npos)
       << blocked[0]->candidates.at(0).outcome;
-  Nanos proposed = FirstAt(o, DisruptionMethod::kEmptiness, DisruptionPhase::kProposed);
+  Instant proposed = FirstAt(o, DisruptionMethod::kEmptiness, DisruptionPhase::kProposed);
   EXPECT_GE(proposed.value, Minutes(6).value) << Outcomes(o);
   EXPECT_LT(proposed.value, Minutes(7).value) << Outcomes(o);
   EXPECT_EQ(o.instances.size(), 0u);

@@ -98,7 +98,7 @@ void RunChurn(Appends appends, const std::filesystem::path& dir, RunResult& run)
   runtime::Runtime rt(*log, world, options);
   rt.Recover();
   rt.Ingest(world.StartupEvents(rt.state()));
-  for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
+  for (Instant t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
        t += scenario.tick) {
     rt.Ingest(world.Advance(t));
   }
@@ -210,8 +210,8 @@ TEST(PipelinedAppends, ACommandRunsOnlyOnceItsOutputIsInTheLog) {
   runtime::Runtime rt(*log, executor, options);
   rt.Recover();
   rt.Ingest(world.StartupEvents(rt.state()));
-  for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + Nanos{1200 * kSecond.value};
-       t += scenario.tick) {
+  for (Instant t = scenario.start + scenario.tick;
+       t <= scenario.start + Duration{1200 * kSecond.value}; t += scenario.tick) {
     rt.Ingest(world.Advance(t));
   }
   EXPECT_GT(executor.ran, 50u);
@@ -241,7 +241,7 @@ TEST(PipelinedAppends, ALogErrorOnTheWriterThreadSurfacesOnTheRuntimesThread) {
     auto log = log::EventLog::Open(dir.path(), {});
     Silent silent;
     runtime::Runtime rt(*log, silent, {});
-    rt.Ingest({Tick{Nanos{kSecond.value}}});
+    rt.Ingest({Tick{Instant{kSecond.value}}});
   }
   log::OpenOptions read_only;
   read_only.read_only = true;
@@ -252,13 +252,13 @@ TEST(PipelinedAppends, ALogErrorOnTheWriterThreadSurfacesOnTheRuntimesThread) {
   runtime::Runtime rt(*log, silent, options);
   rt.Recover();
   const std::string what =
-      FailureOf(rt, {Tick{Nanos{2 * kSecond.value}}, PodUpserted{PendingPod(1)}});
+      FailureOf(rt, {Tick{Instant{2 * kSecond.value}}, PodUpserted{PendingPod(1)}});
   EXPECT_NE(what.find("log writer thread failed to append the records folded as seqs 2.."),
             std::string::npos)
       << what;
   EXPECT_NE(what.find("opened read-only"), std::string::npos) << what;
   // Every later call says so again; the log took nothing.
-  EXPECT_THROW(rt.Ingest({Tick{Nanos{3 * kSecond.value}}}), log::LogError);
+  EXPECT_THROW(rt.Ingest({Tick{Instant{3 * kSecond.value}}}), log::LogError);
   EXPECT_THROW(rt.Flush(), log::LogError);
   EXPECT_EQ(log->LastSeq(), Seq{1});
 }
@@ -271,12 +271,12 @@ TEST(PipelinedAppends, AnotherWriterOnTheLogIsCaughtByItsSequenceNumbers) {
   options.appends = Appends::kPipelinedAhead;
   runtime::Runtime rt(*log, silent, options);
   rt.Recover();
-  rt.Ingest({Tick{Nanos{kSecond.value}}});
+  rt.Ingest({Tick{Instant{kSecond.value}}});
   rt.Flush();
   log::AppendBatch intruder;
-  intruder.events.push_back(log::EncodeEvent(Tick{Nanos{2 * kSecond.value}}));
+  intruder.events.push_back(log::EncodeEvent(Tick{Instant{2 * kSecond.value}}));
   log->Append(std::move(intruder));
-  const std::string what = FailureOf(rt, {Tick{Nanos{3 * kSecond.value}}});
+  const std::string what = FailureOf(rt, {Tick{Instant{3 * kSecond.value}}});
   EXPECT_NE(what.find("folded as seqs 2.."), std::string::npos) << what;
   EXPECT_NE(what.find("the log gave them seqs 3.."), std::string::npos) << what;
 }
@@ -294,7 +294,7 @@ TEST(PipelinedAppends, DestructionWritesEverythingFolded) {
     options.appends = Appends::kPipelinedAhead;
     runtime::Runtime rt(*log, silent, options);
     rt.Recover();
-    for (int s = 1; s <= 100; ++s) rt.Ingest({Tick{Nanos{s * kSecond.value}}});
+    for (int s = 1; s <= 100; ++s) rt.Ingest({Tick{Instant{s * kSecond.value}}});
     // A large last batch: the writer is still encoding it as the runtime goes.
     std::vector<Event> pods;
     for (int i = 0; i < 5000; ++i) pods.push_back(PodUpserted{PendingPod(i)});

@@ -20,7 +20,7 @@ class Silent : public runtime::Executor {
 // An hour of one-second ticks with a pod every minute.
 void FoldAnHour(runtime::Runtime& rt) {
   for (int s = 1; s <= 3600; ++s) {
-    std::vector<Event> events{Tick{Nanos{s * kSecond.value}}};
+    std::vector<Event> events{Tick{Instant{s * kSecond.value}}};
     if (s % 60 == 0) events.push_back(PodUpserted{PendingPod(s / 60)});
     rt.Ingest(std::move(events));
   }
@@ -34,8 +34,8 @@ TEST(Retention, AgeCutsAtTheNewestSnapshotOldEnoughAndReplaysIdentically) {
     Silent silent;
     runtime::Options options;
     options.snapshot_every_events = 100;
-    options.snapshot_min_interval = Nanos{5 * 60 * kSecond.value};
-    options.retain_age = Nanos{15 * 60 * kSecond.value};
+    options.snapshot_min_interval = Duration{5 * 60 * kSecond.value};
+    options.retain_age = Duration{15 * 60 * kSecond.value};
     runtime::Runtime rt(*log, silent, options);
     rt.Recover();
     FoldAnHour(rt);
@@ -86,7 +86,7 @@ TEST(Retention, TruncateNeedsASnapshotAtTheCut) {
   Silent silent;
   runtime::Runtime rt(*log, silent, {});
   rt.Recover();
-  rt.Ingest({Tick{Nanos{kSecond.value}}, PodUpserted{PendingPod(1)}});
+  rt.Ingest({Tick{Instant{kSecond.value}}, PodUpserted{PendingPod(1)}});
   EXPECT_THROW(log->Truncate(Seq{1}), log::LogError);
   EXPECT_EQ(log->FirstSeq(), Seq{1});
 }

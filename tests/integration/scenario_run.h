@@ -53,7 +53,7 @@ objects:
 struct Outcome {
   sim::SimulateReport report;
   std::vector<LifecycleDecision> history;
-  std::vector<std::pair<Nanos, DisruptionDecision>> disruptions;  // With their times.
+  std::vector<std::pair<Instant, DisruptionDecision>> disruptions;  // With their times.
   std::uint64_t rejected_inputs = 0;
   std::vector<Command> commands;
   std::map<std::string, sim::SimInstance> instances;
@@ -193,13 +193,13 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
       taken[claim->second.nodepool]++;
       auto pool = before.nodepools.find(claim->second.nodepool);
       if (x->method == DisruptionMethod::kDrift && pool != before.nodepools.end() &&
-          pool->second.termination_grace_period.value >= 0) {
+          pool->second.termination_grace_period) {
         continue;
       }
       for (const auto& [key, pod] : before.pods) {
         bool protected_now =
-            pod.do_not_disrupt && (pod.do_not_disrupt_for.value <= 0 ||
-                                   before.now < pod.created + pod.do_not_disrupt_for);
+            pod.do_not_disrupt &&
+            (!pod.do_not_disrupt_for || before.now < pod.created + *pod.do_not_disrupt_for);
         if (pod.node_name == claim->second.node_name && protected_now) {
           out.push_back(std::string(Name(x->method)) + " took " + name +
                         " with do-not-disrupt pod " + key);
@@ -280,13 +280,13 @@ inline void ExpectReplaced(const Outcome& o, const std::string& claim, std::size
 
 // The scenario starts at 2026-01-01T00:00:00Z, a Thursday.
 inline constexpr std::int64_t kMinuteNs = 60 * kSecond.value;
-inline Nanos Start() {
+inline Instant Start() {
   using namespace std::chrono;
-  return Nanos{
+  return Instant{
       duration_cast<nanoseconds>(sys_days{year{2026} / January / 1}.time_since_epoch()).count()};
 }
-inline Nanos Minutes(std::int64_t m) {
-  return Nanos{Start().value + m * kMinuteNs};
+inline Instant Minutes(std::int64_t m) {
+  return Start() + Duration{m * kMinuteNs};
 }
 
 // The decisions of one method in one phase, in order.

@@ -20,7 +20,7 @@ sim::SimulateReport RunDemo(const std::filesystem::path& dir, std::uint64_t snap
   sim::SimulateOptions options;
   options.log_dir = dir;
   options.snapshot_every_events = snapshot_every;
-  options.snapshot_min_interval = Nanos{0};  // Every `snapshot_every` events, however close.
+  options.snapshot_min_interval = Duration{0};  // Every `snapshot_every` events, however close.
   return sim::Simulate(scenario, options);
 }
 
@@ -120,7 +120,7 @@ TEST(Simulate, AlteredEventIsADivergence) {
   ASSERT_NE(target, Seq{0});
   // Copy the log, rewriting that tick one nanosecond earlier: the batch no longer closes there.
   auto tick = std::get<Tick>(std::get<Event>(log::DecodeEntry(log->Read(target)->payload)));
-  std::string altered = log::EncodeEvent(Tick{tick.now - Nanos{1}});
+  std::string altered = log::EncodeEvent(Tick{tick.now - Duration{1}});
   TempDir copy;
   auto dst = log::EventLog::Open(copy.path(), log::OpenOptions{});
   log->Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
@@ -217,7 +217,7 @@ TEST(Simulate, ForgedSnapshotAtACutIsADivergence) {
   auto verify = VerifyWithSecondCutRewritten(dir.path(), [&](log::EventLog& log, Seq at) {
     cut = at;
     State forged = replay::FoldTo(log, at, false);
-    forged.now = forged.now + Nanos{1};
+    forged.now = forged.now + Duration{1};
     auto writer = log.BeginSnapshot(at);
     log::EncodeSnapshot(forged, [&](std::string_view part) { writer->Add(part); });
     writer->Commit();
@@ -276,7 +276,7 @@ TEST(Simulate, ForgedSnapshotBetweenCutsIsADivergence) {
   TempDir dir;
   const Seq at = RewriteSnapshotBetweenCuts(dir.path(), [](log::EventLog& log, Seq at) {
     State forged = replay::FoldTo(log, at, false);
-    forged.now = forged.now + Nanos{1};
+    forged.now = forged.now + Duration{1};
     auto writer = log.BeginSnapshot(at);
     log::EncodeSnapshot(forged, [&](std::string_view part) { writer->Add(part); });
     writer->Commit();

@@ -77,7 +77,7 @@ TEST(World, PodsKeptPerNodeAndOwnerMatchARecount) {
   runtime.Recover();
   runtime.Ingest(world.StartupEvents(runtime.state()));
   std::size_t ticks_with_bound_pods = 0;
-  for (Nanos t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
+  for (Instant t = scenario.start + scenario.tick; t <= scenario.start + scenario.duration;
        t += scenario.tick) {
     runtime.Ingest(world.Advance(t));
     ASSERT_EQ(world.pods_on_nodes_for_test(), Recount(world)) << "at " << t.value;

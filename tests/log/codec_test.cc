@@ -40,9 +40,9 @@ Pod FullPod() {
   c.node_selector = {{label::kZone, "us-east-1a"}};
   pod.priority = -5;
   pod.deletion_cost = 42;
-  pod.deletion = kT0 + Nanos{30 * kSecond.value};
+  pod.deletion = kT0 + Duration{30 * kSecond.value};
   pod.do_not_disrupt = true;
-  pod.do_not_disrupt_for = Nanos{300 * kSecond.value};
+  pod.do_not_disrupt_for = Duration{300 * kSecond.value};
   c.tolerations = {{"gpu", false, "true", TaintEffect::kNoSchedule}, {"", true, "", std::nullopt}};
   pod.owner_kind = "ReplicaSet";
   pod.requests.extended = {{"nvidia.com/gpu", 1}};
@@ -67,12 +67,12 @@ NodePool FullPool() {
   pool.taints = {{"gpu", "true", TaintEffect::kNoSchedule}};
   pool.startup_taints = {{"cni", "", TaintEffect::kNoExecute}};
   pool.limits = {Millicores{100'000}, std::nullopt, 20, {{"nvidia.com/gpu", 8}}};
-  pool.expire_after = Nanos{-1};
-  pool.termination_grace_period = Nanos{120 * kSecond.value};
+  pool.expire_after = std::nullopt;
+  pool.termination_grace_period = Duration{120 * kSecond.value};
   pool.consolidation_policy = ConsolidationPolicy::kWhenEmpty;
-  pool.consolidate_after = Nanos{30 * kSecond.value};
-  pool.budgets = {{"20%", "", Nanos{0}, {}},
-                  {"0", "0 9 * * mon-fri", Nanos{8 * 3600 * kSecond.value}, {"Drifted"}}};
+  pool.consolidate_after = Duration{30 * kSecond.value};
+  pool.budgets = {{"20%", "", Duration{0}, {}},
+                  {"0", "0 9 * * mon-fri", Duration{8 * 3600 * kSecond.value}, {"Drifted"}}};
   return pool;
 }
 
@@ -129,8 +129,8 @@ std::vector<Event> EveryEvent() {
                         [] {
                           Settings s;
                           s.cluster_name = "prod";
-                          s.batch_idle = Nanos{2};
-                          s.batch_max = Nanos{3};
+                          s.batch_idle = Duration{2};
+                          s.batch_max = Duration{3};
                           s.vm_memory_overhead_permille = 80;
                           s.ignore_preferences = s.min_values_best_effort = true;
                           s.reserved_enis = 2;

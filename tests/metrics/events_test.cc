@@ -27,7 +27,7 @@ State StateWithClaim(const std::string& claim, const std::string& node) {
 }
 
 Decision Wrap(DecisionBody body) {
-  return Decision{DecisionId{1}, Seq{9}, Nanos{0}, std::move(body)};
+  return Decision{DecisionId{1}, Seq{9}, Instant{}, std::move(body)};
 }
 
 std::vector<const KubeEvent*> With(const std::vector<KubeEvent>& events,
@@ -232,9 +232,9 @@ actions:
 // state's time: what passes becomes a RecordKubeEvent command, not waited on.
 struct Announcer {
   State state = StateWithClaim("c1", "n1");
-  Nanos now{1'767'225'600'000'000'000};
+  Instant now{1'767'225'600'000'000'000};
   std::vector<KubeEvent> At(std::int64_t seconds, DecisionBody body) {
-    state.now = Nanos{now.value + seconds * kSecond.value};
+    state.now = now + seconds * kSecond;
     Output out;
     out.decisions.push_back(Wrap(std::move(body)));
     core::AnnounceDecisionEvents(state, Seq{9}, out);
@@ -334,7 +334,7 @@ KubeEvent OnNode(const std::string& node, const std::string& reason, const std::
 // The same Event again is the same object with the next count; its first time stays.
 TEST(KubeEventCorrelator, IdenticalEventsCountOnOneObject) {
   kube::EventCorrelator correlator;
-  const Nanos t0{1'700'000'000 * kSecond.value};
+  const Instant t0{1'700'000'000 * kSecond.value};
   const auto first = correlator.Correlate("karpenter", OnNode("n1", "R", "m"), t0);
   EXPECT_FALSE(first.skip);
   EXPECT_EQ(first.count, 1);
@@ -362,11 +362,11 @@ TEST(KubeEventCorrelator, IdenticalEventsCountOnOneObject) {
 // window, messages are Events of their own again.
 TEST(KubeEventCorrelator, SimilarEventsAreCombined) {
   kube::EventCorrelator correlator;
-  const Nanos t0{1'700'000'000 * kSecond.value};
+  const Instant t0{1'700'000'000 * kSecond.value};
   std::set<std::string> names;
   for (int i = 1; i <= 9; ++i) {
     const auto write = correlator.Correlate("karpenter", OnNode("n1", "R", "m" + std::to_string(i)),
-                                            t0 + Nanos{i * kSecond.value});
+                                            t0 + Duration{i * kSecond.value});
     EXPECT_EQ(write.count, 1);
     EXPECT_EQ(write.event.message, "m" + std::to_string(i));
     names.insert(write.name);
@@ -374,7 +374,7 @@ TEST(KubeEventCorrelator, SimilarEventsAreCombined) {
   std::string combined;
   for (int i = 10; i <= 12; ++i) {
     const auto write = correlator.Correlate("karpenter", OnNode("n1", "R", "m" + std::to_string(i)),
-                                            t0 + Nanos{i * kSecond.value});
+                                            t0 + Duration{i * kSecond.value});
     EXPECT_EQ(write.event.message, "(combined from similar events): m" + std::to_string(i));
     EXPECT_EQ(write.count, i - 9);
     if (combined.empty()) combined = write.name;
@@ -385,7 +385,7 @@ TEST(KubeEventCorrelator, SimilarEventsAreCombined) {
   // Another reason on the same object is not similar.
   EXPECT_EQ(correlator.Correlate("karpenter", OnNode("n1", "S", "m13"), t0).event.message, "m13");
   // Quiet for longer than the window: a new message is its own Event.
-  const Nanos later = t0 + Nanos{12 * kSecond.value} + Nanos{11 * kMinute.value};
+  const Instant later = t0 + Duration{12 * kSecond.value} + Duration{11 * kMinute.value};
   const auto fresh = correlator.Correlate("karpenter", OnNode("n1", "R", "m14"), later);
   EXPECT_EQ(fresh.event.message, "m14");
   EXPECT_EQ(fresh.count, 1);
@@ -394,7 +394,7 @@ TEST(KubeEventCorrelator, SimilarEventsAreCombined) {
 // 25 Events about one object at once, then one per 5 minutes; the dropped ones still count.
 TEST(KubeEventCorrelator, SpamFilterLetsABurstThenOnePerFiveMinutes) {
   kube::EventCorrelator correlator;
-  const Nanos t0{1'700'000'000 * kSecond.value};
+  const Instant t0{1'700'000'000 * kSecond.value};
   for (int i = 1; i <= 25; ++i) {
     EXPECT_FALSE(correlator.Correlate("karpenter", OnNode("n1", "R", "m"), t0).skip) << i;
   }
@@ -402,7 +402,7 @@ TEST(KubeEventCorrelator, SpamFilterLetsABurstThenOnePerFiveMinutes) {
   EXPECT_TRUE(correlator.Correlate("karpenter", OnNode("n1", "R", "other"), t0).skip);
   EXPECT_FALSE(correlator.Correlate("karpenter", OnNode("n2", "R", "m"), t0).skip)
       << "another object has its own budget";
-  const Nanos refilled = t0 + Nanos{5 * kMinute.value};
+  const Instant refilled = t0 + Duration{5 * kMinute.value};
   const auto next = correlator.Correlate("karpenter", OnNode("n1", "R", "m"), refilled);
   EXPECT_FALSE(next.skip);
   EXPECT_EQ(next.count, 27) << "the dropped occurrence is in the count";
@@ -414,7 +414,7 @@ TEST(KubeEventCorrelator, CachesAreBounded) {
   kube::EventCorrelator::Options options;
   options.cache_max = 3;
   kube::EventCorrelator correlator(options);
-  const Nanos t0{1'700'000'000 * kSecond.value};
+  const Instant t0{1'700'000'000 * kSecond.value};
   for (int node = 0; node < 4; ++node) {
     correlator.Correlate("karpenter", OnNode("n" + std::to_string(node), "R", "m"), t0);
   }

@@ -23,7 +23,7 @@ NodeClaim KarpenterClaim() {
   claim.zone = "us-east-1b";
   claim.capacity_type = kCapacityOnDemand;
   claim.node_name = "ip-10-0-1-7";
-  claim.created = kT0 - Nanos{3600 * kSecond.value};
+  claim.created = kT0 - Duration{3600 * kSecond.value};
   return claim;
 }
 
@@ -32,7 +32,7 @@ Node KarpenterNode() {
   node.name = "ip-10-0-1-7";
   node.provider_id = "aws:///us-east-1b/i-0karpenter";
   node.ready = true;
-  node.created = kT0 - Nanos{3500 * kSecond.value};
+  node.created = kT0 - Duration{3500 * kSecond.value};
   return node;
 }
 
@@ -85,7 +85,7 @@ TEST(Adoption, GarbageCollectionWaitsForTheClusterAndSparesAdoptedInstances) {
   Folder f;
   f.Start({Pool("default")});
   f.Fold(WatchesStarted{});
-  const Nanos now = kT0 + kMinute;
+  const Instant now = kT0 + kMinute;
   f.Fold(Tick{now});
   const InstancesListed listing{{{"i-0karpenter", "default-x7k2p", kT0 - kMinute, "running"}}};
   Output early = f.Fold(listing);
@@ -111,7 +111,7 @@ TEST(Adoption, DeletingAnAdoptedClaimTerminatesItsInstance) {
   std::vector<const TerminateInstance*> terminated;
   Output all;
   for (int s = 1; s <= 30 && terminated.empty(); ++s) {
-    Output out = f.Fold(Tick{kT0 + Nanos{s * kSecond.value}});
+    Output out = f.Fold(Tick{kT0 + Duration{s * kSecond.value}});
     for (const auto& c : out.commands) {
       f.Fold(CommandSucceeded{c.id});
       if (const auto* t = std::get_if<TerminateInstance>(&c.body)) terminated.push_back(t);
@@ -133,7 +133,7 @@ TEST(Adoption, FinishedClaimsStayGoneAndUnlaunchedOnesAreDeleted) {
   f.Fold(NodeClaimObserved{KarpenterClaim()});
   f.Fold(NodeClaimDeletionRequested{"default-x7k2p"});
   for (int s = 1; s <= 60 && f.state.nodeclaims.contains("default-x7k2p"); ++s) {
-    Output out = f.Fold(Tick{kT0 + Nanos{s * kSecond.value}});
+    Output out = f.Fold(Tick{kT0 + Duration{s * kSecond.value}});
     for (const auto& c : out.commands) f.Fold(CommandSucceeded{c.id});
   }
   ASSERT_FALSE(f.state.nodeclaims.contains("default-x7k2p")) << "termination did not finish";

@@ -10,10 +10,10 @@ namespace tenon::core {
 namespace {
 
 // 2026-01-05 is a Monday.
-Nanos At(int day, int hour, int minute) {
+Instant At(int day, int hour, int minute) {
   using namespace std::chrono;
   auto t = sys_days{year{2026} / January / day} + hours{hour} + minutes{minute};
-  return Nanos{duration_cast<nanoseconds>(t.time_since_epoch()).count()};
+  return Instant{duration_cast<nanoseconds>(t.time_since_epoch()).count()};
 }
 
 TEST(Cron, BusinessHoursOnWeekdays) {
@@ -58,10 +58,10 @@ TEST(Cron, DayOfMonthOrDayOfWeek) {
 
 TEST(Cron, LastFiringWithinHorizon) {
   Cron c = Cron::Parse("0 9 * * mon-fri");
-  Nanos noon = At(5, 12, 0);
-  EXPECT_EQ(c.LastFiring(noon, Nanos{8 * 60 * kMinute.value}), At(5, 9, 0));
-  EXPECT_EQ(c.LastFiring(noon, Nanos{2 * 60 * kMinute.value}), std::nullopt);
-  EXPECT_EQ(c.LastFiring(At(10, 12, 0), Nanos{24 * 60 * kMinute.value}), std::nullopt);  // Sat.
+  Instant noon = At(5, 12, 0);
+  EXPECT_EQ(c.LastFiring(noon, Duration{8 * 60 * kMinute.value}), At(5, 9, 0));
+  EXPECT_EQ(c.LastFiring(noon, Duration{2 * 60 * kMinute.value}), std::nullopt);
+  EXPECT_EQ(c.LastFiring(At(10, 12, 0), Duration{24 * 60 * kMinute.value}), std::nullopt);  // Sat.
 }
 
 TEST(Cron, RejectsBadSchedulesByField) {

@@ -8,7 +8,7 @@
 
 namespace tenon::testing {
 
-inline constexpr Nanos kT0{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
+inline constexpr Instant kT0{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
 
 inline InstanceType Type(const std::string& name, std::int64_t vcpu, std::int64_t mem_gib,
                          std::int64_t od_micro, const std::string& arch = "amd64") {
@@ -43,7 +43,7 @@ inline NodePool Pool(const std::string& name, std::int32_t weight = 0,
 }
 
 inline Pod PendingPod(const std::string& name, std::int64_t cpu_millis, std::int64_t mem_mib,
-                      Nanos created = kT0) {
+                      Instant created = kT0) {
   Pod pod;
   pod.ns = "default";
   pod.name = name;

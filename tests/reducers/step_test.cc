@@ -22,7 +22,7 @@ TEST(BatchWindow, ClosesAfterIdleSecond) {
   Folder f;
   f.Start({Pool("default")});
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
-  EXPECT_TRUE(NothingPlanned(f.Fold(Tick{kT0 + Nanos{kSecond.value / 2}})));
+  EXPECT_TRUE(NothingPlanned(f.Fold(Tick{kT0 + Duration{kSecond.value / 2}})));
   Output out = f.Fold(Tick{kT0 + kSecond});
   EXPECT_EQ(CommandsOf<CreateNodeClaim>(out).size(), 1u);
   EXPECT_EQ(CommandsOf<LaunchInstance>(out).size(), 1u);
@@ -34,13 +34,13 @@ TEST(BatchWindow, ClosesAfterIdleSecond) {
 TEST(BatchWindow, ClosesAtMaximumDuration) {
   Folder f;
   f.Start({Pool("default")});
-  Nanos half{kSecond.value / 2};
+  Duration half{kSecond.value / 2};
   for (int i = 0; i < 19; ++i) {
-    Nanos now = kT0 + Nanos{half.value * i};
+    Instant now = kT0 + Duration{half.value * i};
     EXPECT_TRUE(NothingPlanned(f.Fold(Tick{now}))) << "closed early at step " << i;
     f.Fold(PodUpserted{PendingPod("web-" + std::to_string(i), 100, 128, now)});
   }
-  Output out = f.Fold(Tick{kT0 + Nanos{10 * kSecond.value}});
+  Output out = f.Fold(Tick{kT0 + Duration{10 * kSecond.value}});
   EXPECT_FALSE(CommandsOf<LaunchInstance>(out).empty());
 }
 
@@ -138,7 +138,7 @@ TEST(Provisioning, PodsAskingForRestrictedLabelsAreIgnored) {
   std::size_t launched = 0;
   std::vector<PodOutcome> outcomes;
   for (int second = 1; second <= 120; ++second) {
-    Output out = f.Fold(Tick{kT0 + Nanos{second * kSecond.value}});
+    Output out = f.Fold(Tick{kT0 + Duration{second * kSecond.value}});
     launched += CommandsOf<CreateNodeClaim>(out).size();
     for (const auto& d : out.decisions) {
       if (const auto* p = std::get_if<ProvisioningDecision>(&d.body)) {
@@ -195,7 +195,7 @@ TEST(Provisioning, PacksPodsAndReusesInflightClaims) {
   ASSERT_EQ(CommandsOf<CreateNodeClaim>(first).size(), 1u);
   // The same pods, still pending, seen again: the in-flight claim absorbs them.
   for (int i = 0; i < 6; ++i) f.Fold(PodUpserted{PendingPod("web-" + std::to_string(i), 250, 256)});
-  Output second = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
+  Output second = f.Fold(Tick{kT0 + Duration{3 * kSecond.value}});
   EXPECT_TRUE(CommandsOf<CreateNodeClaim>(second).empty());
 }
 
@@ -363,7 +363,7 @@ TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
   EXPECT_EQ(generation(), before + 1) << "a label pods may select on";
 
   const std::string instance = f.state.nodeclaims.at(claim).instance_id;
-  const Nanos later = kT0 + Nanos{5 * kMinute.value};
+  const Instant later = kT0 + Duration{5 * kMinute.value};
   f.Fold(InstancesListed{{{instance, claim, kT0, "running"}}});
   EXPECT_EQ(generation(), before + 1) << "a listing with nothing for garbage collection";
 
@@ -411,7 +411,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
     f.Fold(PodUpserted{pod});
     return claim;
   };
-  auto proposals = [](Folder& f, Nanos at) {
+  auto proposals = [](Folder& f, Instant at) {
     std::vector<DisruptionDecision> out;
     for (const auto& d : f.Fold(Tick{at}).decisions) {
       const auto* x = std::get_if<DisruptionDecision>(&d.body);
@@ -421,11 +421,11 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
   };
   Folder gone;
   std::string claim = initialized(gone);
-  EXPECT_TRUE(proposals(gone, kT0 + Nanos{20 * kSecond.value}).empty());
+  EXPECT_TRUE(proposals(gone, kT0 + Duration{20 * kSecond.value}).empty());
   auto catalog = SmallCatalog();
   std::erase_if(catalog, [](const InstanceType& t) { return t.name == "m6g.large"; });
   gone.Fold(CatalogRefreshed{catalog});
-  auto d = proposals(gone, kT0 + Nanos{40 * kSecond.value});
+  auto d = proposals(gone, kT0 + Duration{40 * kSecond.value});
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].method, DisruptionMethod::kDrift);
   EXPECT_EQ(d[0].phase, DisruptionPhase::kProposed) << d[0].candidates[0].outcome;
@@ -436,7 +436,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
   claim = initialized(narrowed);
   narrowed.Fold(
       NodePoolUpserted{Pool("default", 0, {{label::kArch, RequirementOp::kIn, {"amd64"}, 0}})});
-  d = proposals(narrowed, kT0 + Nanos{40 * kSecond.value});
+  d = proposals(narrowed, kT0 + Duration{40 * kSecond.value});
   ASSERT_EQ(d.size(), 1u);
   EXPECT_NE(d[0].candidates[0].outcome.find("no longer satisfied"), std::string::npos)
       << d[0].candidates[0].outcome;
@@ -461,12 +461,12 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   std::string claim = EmptyInitializedNode(f);
   ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
-  Output placed = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
+  Output placed = f.Fold(Tick{kT0 + Duration{3 * kSecond.value}});
   ASSERT_EQ(CommandsOf<LaunchInstance>(placed).size(), 0u);  // It fits on node-1.
-  Nanos until = f.state.nodeclaims.at(claim).nominated_until;
-  EXPECT_EQ(until, kT0 + Nanos{23 * kSecond.value});  // Twice BATCH_MAX_DURATION.
+  Instant until = f.state.nodeclaims.at(claim).nominated_until;
+  EXPECT_EQ(until, kT0 + Duration{23 * kSecond.value});  // Twice BATCH_MAX_DURATION.
 
-  Output pass = f.Fold(Tick{kT0 + Nanos{10 * kSecond.value}});
+  Output pass = f.Fold(Tick{kT0 + Duration{10 * kSecond.value}});
   const DisruptionDecision* emptiness = nullptr;
   for (const auto& d : pass.decisions) {
     const auto* x = std::get_if<DisruptionDecision>(&d.body);
@@ -483,7 +483,7 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   EXPECT_EQ(conditions[1]->condition, "Drifted");
   EXPECT_FALSE(conditions[1]->status);
   // Unchanged conditions are not published again.
-  const Output again = f.Fold(Tick{kT0 + Nanos{20 * kSecond.value}});
+  const Output again = f.Fold(Tick{kT0 + Duration{20 * kSecond.value}});
   EXPECT_TRUE(CommandsOf<PatchNodeClaimStatus>(again).empty());
 }
 
@@ -498,22 +498,22 @@ TEST(Disruption, PodMovesStampTheClaimOfTheirNode) {
   ASSERT_EQ(f.state.nodeclaims.at(claim).node_name, "node-1");
   EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
 
-  f.Fold(Tick{kT0 + Nanos{5 * kSecond.value}});
+  f.Fold(Tick{kT0 + Duration{5 * kSecond.value}});
   Pod bound = PendingPod("web-1", 500, 512);
   bound.node_name = "node-1";
   f.Fold(PodUpserted{bound});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Nanos{5 * kSecond.value});
-  f.Fold(Tick{kT0 + Nanos{7 * kSecond.value}});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Duration{5 * kSecond.value});
+  f.Fold(Tick{kT0 + Duration{7 * kSecond.value}});
   f.Fold(PodDeleted{"default", "web-1"});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Nanos{7 * kSecond.value});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Duration{7 * kSecond.value});
 
   // Its node gone, the claim has none, and a pod naming that node stamps nothing.
   f.Fold(NodeDeleted{"node-1"});
   EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, "");
   EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
-  f.Fold(Tick{kT0 + Nanos{9 * kSecond.value}});
+  f.Fold(Tick{kT0 + Duration{9 * kSecond.value}});
   f.Fold(PodUpserted{bound});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Nanos{7 * kSecond.value});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Duration{7 * kSecond.value});
 }
 
 // SQS delivers at least once: the same message again (after a restart, say) is acknowledged
@@ -704,9 +704,9 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
   EXPECT_TRUE(f.state.inflight.empty()) << "an Event is not waited on";
   EXPECT_TRUE(CommandsOf<DeleteNodeClassResources>(out).empty());
 
-  Nanos now = kT0 + kSecond;
-  auto tick = [&](Nanos step) {
-    now = Nanos{now.value + step.value};
+  Instant now = kT0 + kSecond;
+  auto tick = [&](Duration step) {
+    now += step;
     return f.Fold(Tick{now});
   };
   out = tick(kSecond);
@@ -716,7 +716,7 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
   events = CommandsOf<RecordKubeEvent>(out);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0]->message, "Waiting on NodeClaim termination for default-b");
-  out = tick(Nanos{599 * kSecond.value});
+  out = tick(Duration{599 * kSecond.value});
   EXPECT_TRUE(CommandsOf<RecordKubeEvent>(out).empty());
   out = tick(kSecond);
   EXPECT_EQ(CommandsOf<RecordKubeEvent>(out).size(), 1u) << "every 10 minutes";
@@ -732,9 +732,9 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
   EXPECT_TRUE(CommandsOf<DeleteNodeClassResources>(out).empty()) << "in flight";
   out = f.Fold(CommandFailed{id, ErrorCode::kThrottled, "Throttling"});
   EXPECT_TRUE(out.commands.empty());
-  out = tick(Nanos{30 * kSecond.value});
+  out = tick(Duration{30 * kSecond.value});
   EXPECT_TRUE(CommandsOf<DeleteNodeClassResources>(out).empty());
-  out = tick(Nanos{31 * kSecond.value});
+  out = tick(Duration{31 * kSecond.value});
   ASSERT_EQ(CommandsOf<DeleteNodeClassResources>(out).size(), 1u) << "a minute later";
   out = f.Fold(CommandSucceeded{IdOf<DeleteNodeClassResources>(out)});
   auto released = CommandsOf<SetNodeClassFinalizer>(out);
@@ -790,7 +790,7 @@ TEST(Termination, WaitsForVolumesToDetach) {
   node.volumes_attached = {"vol-1"};
   f.Fold(NodeUpserted{node});
   f.Fold(NodeClaimDeletionRequested{claim});
-  Nanos now = kT0 + Nanos{5 * kSecond.value};
+  Instant now = kT0 + Duration{5 * kSecond.value};
   Output waiting = f.Fold(Tick{now});
   EXPECT_TRUE(CommandsOf<TerminateInstance>(waiting).empty());
   node.volumes_attached.clear();
@@ -848,7 +848,7 @@ TEST(Lifecycle, InsufficientCapacityMarksOfferingAndReplans) {
   std::string key = OfferingKey(first.instance_type, first.zone, first.capacity_type);
   ASSERT_TRUE(f.state.unavailable_offerings.contains(key));
 
-  Output retry = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
+  Output retry = f.Fold(Tick{kT0 + Duration{3 * kSecond.value}});
   auto launches = CommandsOf<LaunchInstance>(retry);
   ASSERT_EQ(launches.size(), 1u);
   for (const auto& o : launches[0]->overrides) {
@@ -885,7 +885,7 @@ TEST(Lifecycle, LaunchFailureOtherThanCapacityIsRetried) {
   EXPECT_FALSE(statuses[0]->status);
 
   // Its pods wait for it: the next batch makes no other claim, and the retry is not due yet.
-  Output early = f.Fold(Tick{kT0 + kSecond + Nanos{kSecond.value / 2}});
+  Output early = f.Fold(Tick{kT0 + kSecond + Duration{kSecond.value / 2}});
   EXPECT_TRUE(CommandsOf<CreateNodeClaim>(early).empty());
   EXPECT_TRUE(CommandsOf<LaunchInstance>(early).empty());
   Output due = f.Fold(Tick{kT0 + kSecond + kSecond});
@@ -1073,7 +1073,7 @@ TEST(Lifecycle, ANodeThatComesBackIsItsClaimsNodeAgain) {
 struct DrainingOnePod {
   Folder f;
   Pod bound = PendingPod("web-1", 500, 512);
-  Nanos now = kT0 + Nanos{5 * kSecond.value};
+  Instant now = kT0 + Duration{5 * kSecond.value};
   Output first;
   DrainingOnePod() {
     std::string claim = LaunchOne(f);
@@ -1093,7 +1093,7 @@ struct DrainingOnePod {
 TEST(Termination, EvictionOfAGonePodForgetsIt) {
   DrainingOnePod d;
   Folder& f = d.f;
-  const Nanos now = d.now;
+  const Instant now = d.now;
   const Output& first = d.first;
   ASSERT_EQ(CommandsOf<EvictPod>(first).size(), 1u);
   f.Fold(CommandFailed{IdOf<EvictPod>(first), ErrorCode::kNotFound, "pods \"web-1\" not found"});
@@ -1109,14 +1109,14 @@ TEST(Termination, EvictionOfAGonePodForgetsIt) {
 TEST(Termination, AcceptedEvictionWaitsForTheWatch) {
   DrainingOnePod d;
   Folder& f = d.f;
-  const Nanos now = d.now;
+  const Instant now = d.now;
   ASSERT_EQ(CommandsOf<EvictPod>(d.first).size(), 1u);
   f.Fold(CommandSucceeded{IdOf<EvictPod>(d.first)});
   for (int i = 1; i < 10; ++i) {
-    const Output later = f.Fold(Tick{now + Nanos{i * kSecond.value}});
+    const Output later = f.Fold(Tick{now + Duration{i * kSecond.value}});
     EXPECT_TRUE(CommandsOf<EvictPod>(later).empty()) << "second " << i;
   }
-  const Output again = f.Fold(Tick{now + Nanos{10 * kSecond.value}});
+  const Output again = f.Fold(Tick{now + Duration{10 * kSecond.value}});
   EXPECT_EQ(CommandsOf<EvictPod>(again).size(), 1u);
 }
 
@@ -1126,26 +1126,26 @@ TEST(Termination, TerminatingPodIsNotEvictedAgain) {
   DrainingOnePod d;
   Folder& f = d.f;
   Pod& bound = d.bound;
-  const Nanos now = d.now;
+  const Instant now = d.now;
   const Output& first = d.first;
   ASSERT_EQ(CommandsOf<EvictPod>(first).size(), 1u);
   f.Fold(CommandSucceeded{IdOf<EvictPod>(first)});
-  bound.deletion = now + Nanos{30 * kSecond.value};
+  bound.deletion = now + Duration{30 * kSecond.value};
   f.Fold(PodUpserted{bound});
   for (int i = 1; i <= 5; ++i) {
-    Output later = f.Fold(Tick{now + Nanos{i * kSecond.value}});
+    Output later = f.Fold(Tick{now + Duration{i * kSecond.value}});
     EXPECT_TRUE(CommandsOf<EvictPod>(later).empty()) << "pass " << i;
     EXPECT_TRUE(CommandsOf<TerminateInstance>(later).empty()) << "the drain waits for it";
   }
   // A pod stuck terminating (a minute past its deletion time: its kubelet is not removing it)
   // is no longer waited for.
   Folder stuck = f;
-  const Output still = stuck.Fold(Tick{bound.deletion + kMinute});
+  const Output still = stuck.Fold(Tick{*bound.deletion + kMinute});
   EXPECT_TRUE(CommandsOf<TerminateInstance>(still).empty());
-  const Output given_up = stuck.Fold(Tick{bound.deletion + kMinute + kSecond});
+  const Output given_up = stuck.Fold(Tick{*bound.deletion + kMinute + kSecond});
   EXPECT_EQ(CommandsOf<TerminateInstance>(given_up).size(), 1u);
   f.Fold(PodDeleted{"default", "web-1"});
-  Output gone = f.Fold(Tick{now + Nanos{7 * kSecond.value}});
+  Output gone = f.Fold(Tick{now + Duration{7 * kSecond.value}});
   EXPECT_EQ(CommandsOf<TerminateInstance>(gone).size(), 1u);
 }
 
@@ -1184,9 +1184,9 @@ TEST(Provisioning, PodsPlannedOntoAVanishedNodeArePlannedAgain) {
   f.Fold(PodUpserted{PendingPod("web-1", 500, 512)});
   const Output placed = f.Fold(Tick{kT0 + kSecond});
   ASSERT_TRUE(CommandsOf<LaunchInstance>(placed).empty());
-  f.Fold(Tick{kT0 + Nanos{30 * kSecond.value}});
+  f.Fold(Tick{kT0 + Duration{30 * kSecond.value}});
   f.Fold(NodeDeleted{node.name});
-  Output replanned = f.Fold(Tick{kT0 + Nanos{32 * kSecond.value}});
+  Output replanned = f.Fold(Tick{kT0 + Duration{32 * kSecond.value}});
   EXPECT_EQ(CommandsOf<LaunchInstance>(replanned).size(), 1u);
 }
 
@@ -1207,7 +1207,7 @@ TEST(Lifecycle, NodePoolStatusSaysWhetherItsNodeClassIsReady) {
   EXPECT_EQ(published["orphan"].nodeclass_unready, "NodeClassNotFound");
   NodeClass deleting{"default", "AL2023", "role", true, {}, {}, {}, {}, {}, true, {}, {}, "", {}};
   f.Fold(NodeClassUpserted{deleting});
-  const Output later = f.Fold(Tick{kT0 + Nanos{2 * kSecond.value}});
+  const Output later = f.Fold(Tick{kT0 + Duration{2 * kSecond.value}});
   auto changed = CommandsOf<PatchNodePoolStatus>(later);
   ASSERT_EQ(changed.size(), 1u);
   EXPECT_EQ(changed[0]->status.nodeclass_unready, "NodeClassTerminating");
@@ -1232,7 +1232,7 @@ TEST(Lifecycle, NodePoolStatusCountsLaunchedClaimsByCapacity) {
   node.deleting = true;
   f.Fold(NodeUpserted{node});
   ASSERT_TRUE(f.state.nodeclaims.at(claim).deleting);
-  latest(f.Fold(Tick{kT0 + Nanos{2 * kSecond.value}}));
+  latest(f.Fold(Tick{kT0 + Duration{2 * kSecond.value}}));
   EXPECT_EQ(status.nodes, 0);
   EXPECT_EQ(status.resources, Resources{});
 }
@@ -1248,12 +1248,12 @@ TEST(Provisioning, ARegisteringNodeCarriesItsClaimsLabels) {
   node.allocatable = f.state.nodeclaims.at(claim).allocatable;
   f.Fold(NodeUpserted{node});
   ASSERT_FALSE(node.labels.contains(label::kNodePool));
-  Pod pod = PendingPod("web-2", 100, 128, kT0 + Nanos{2 * kSecond.value});
+  Pod pod = PendingPod("web-2", 100, 128, kT0 + Duration{2 * kSecond.value});
   pod.constraints.Mutable().node_selector[label::kNodePool] = "default";
   f.Fold(PodUpserted{pod});
   std::size_t created = 0;
   for (int second = 3; second <= 40; ++second) {
-    const Output out = f.Fold(Tick{kT0 + Nanos{second * kSecond.value}});
+    const Output out = f.Fold(Tick{kT0 + Duration{second * kSecond.value}});
     created += CommandsOf<CreateNodeClaim>(out).size();
   }
   EXPECT_EQ(created, 0u);
@@ -1266,12 +1266,12 @@ TEST(Provisioning, NominationLastsAtLeastTenSeconds) {
   Folder f;
   std::string claim = EmptyInitializedNode(f);
   Settings quick = f.state.settings;
-  quick.batch_max = Nanos{2 * kSecond.value};
+  quick.batch_max = Duration{2 * kSecond.value};
   f.Fold(ControllerStarted{"test", 7, quick});
   f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
-  const Output placed = f.Fold(Tick{kT0 + Nanos{3 * kSecond.value}});
+  const Output placed = f.Fold(Tick{kT0 + Duration{3 * kSecond.value}});
   ASSERT_EQ(CommandsOf<LaunchInstance>(placed).size(), 0u);  // It fits on node-1.
-  EXPECT_EQ(f.state.nodeclaims.at(claim).nominated_until, kT0 + Nanos{13 * kSecond.value});
+  EXPECT_EQ(f.state.nodeclaims.at(claim).nominated_until, kT0 + Duration{13 * kSecond.value});
 }
 
 // A node initialized while its registration patch is in flight gets its initialized label
@@ -1336,7 +1336,7 @@ TEST(Lifecycle, RegistrationOwnsTheNodeAndTagsTheInstanceOnce) {
   node.taints.clear();
   node.ready = true;
   const Output after = f.FoldAll({CommandSucceeded{IdOf<TagInstance>(reg)}, NodeUpserted{node},
-                                  NodeUpserted{node}, Tick{kT0 + Nanos{60 * kSecond.value}}});
+                                  NodeUpserted{node}, Tick{kT0 + Duration{60 * kSecond.value}}});
   EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   EXPECT_TRUE(CommandsOf<TagInstance>(after).empty());
 }
@@ -1537,7 +1537,7 @@ TEST(Provisioning, OnlyZonesAndArchitecturesTheResolutionServes) {
   failed.message = "no subnets matched";
   f.Fold(NodeClassResolved{"default", failed});
   f.Fold(PodUpserted{PendingPod("later", 500, 512, kT0 + kSecond)});
-  const Output none = f.Fold(Tick{kT0 + Nanos{5 * kSecond.value}});
+  const Output none = f.Fold(Tick{kT0 + Duration{5 * kSecond.value}});
   EXPECT_TRUE(CommandsOf<LaunchInstance>(none).empty());
 }
 

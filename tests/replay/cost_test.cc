@@ -10,8 +10,8 @@ namespace {
 TEST(Cost, SplitsByRequestsWithIdleApart) {
   auto run = RunKept(PdbScenario());
   auto log = run->Open();
-  replay::CostQuery query{"app", Minutes(2) + Nanos{45 * kSecond.value},
-                          Minutes(3) + Nanos{45 * kSecond.value}};
+  replay::CostQuery query{"app", Minutes(2) + Duration{45 * kSecond.value},
+                          Minutes(3) + Duration{45 * kSecond.value}};
   auto report = replay::Cost(*log, query);
   EXPECT_NEAR(report.total_usd, 0.0064, 1e-9);
   EXPECT_NEAR(report.node_hours, 2.0 / 60, 1e-9);
@@ -56,7 +56,7 @@ TEST(Cost, WholeRunAddsUp) {
   for (const auto& [group, usd] : report.usd_by_group) parts += usd;
   EXPECT_NEAR(parts, report.total_usd, 1e-9);
   // Independently: Launched and Finalized times from the lifecycle decisions.
-  std::map<std::string, Nanos> launched;
+  std::map<std::string, Instant> launched;
   std::map<std::string, MicroUsdPerHour> price;
   double expected = 0;
   State end = replay::FoldTo(*log, Seq{0}, true);

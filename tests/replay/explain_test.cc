@@ -23,7 +23,7 @@ TEST(Explain, PodChainShowsTheIcedOffering) {
   }
   ASSERT_FALSE(pod.empty());
   auto log = run->Open();
-  auto lines = replay::Explain(*log, replay::Subject::kPod, pod, Nanos{0});
+  auto lines = replay::Explain(*log, replay::Subject::kPod, pod, std::nullopt);
   const std::string text = Text(lines);
   auto has = [&](const std::string& s) { return text.find(s) != std::string::npos; };
   EXPECT_TRUE(has("pod " + pod + " pending")) << text;
@@ -47,7 +47,7 @@ TEST(Explain, PodChainShowsTheIcedOffering) {
   EXPECT_LT(text.find(" Registered: "), text.find(" bound to node "));
 
   // Through --at, nothing later than that time.
-  const Nanos cut = lines[2].at;
+  const Instant cut = lines[2].at;
   auto early = replay::Explain(*log, replay::Subject::kPod, pod, cut);
   ASSERT_FALSE(early.empty());
   EXPECT_LT(early.size(), lines.size());
@@ -73,7 +73,7 @@ TEST(Explain, NodeChainNamesThePdb) {
   ASSERT_FALSE(blocked.empty()) << Outcomes(o);
   auto log = run->Open();
   const std::string text =
-      Text(replay::Explain(*log, replay::Subject::kNode, NodeOf(o, blocked), Nanos{0}));
+      Text(replay::Explain(*log, replay::Subject::kNode, NodeOf(o, blocked), std::nullopt));
   EXPECT_NE(text.find("planned NodeClaim " + blocked), std::string::npos) << text;
   EXPECT_NE(text.find("NodeClaim " + blocked + " Initialized"), std::string::npos) << text;
   EXPECT_NE(text.find("SingleNodeConsolidation did not disrupt " + blocked + ": pod default/a-"),
@@ -82,7 +82,7 @@ TEST(Explain, NodeChainNamesThePdb) {
   EXPECT_NE(text.find("PDB a-pdb allows 0 disruptions"), std::string::npos) << text;
   // The claim's chain is part of its node's, which adds the node's own events.
   const std::string claim_text =
-      Text(replay::Explain(*log, replay::Subject::kNodeClaim, blocked, Nanos{0}));
+      Text(replay::Explain(*log, replay::Subject::kNodeClaim, blocked, std::nullopt));
   std::size_t start = 0;
   for (std::size_t end; (end = claim_text.find('\n', start)) != std::string::npos;
        start = end + 1) {
@@ -90,7 +90,7 @@ TEST(Explain, NodeChainNamesThePdb) {
         << claim_text.substr(start, end - start);
   }
   EXPECT_NE(text.find("node " + NodeOf(o, blocked) + " appeared"), std::string::npos) << text;
-  EXPECT_TRUE(replay::Explain(*log, replay::Subject::kNode, "no-such-node", Nanos{0}).empty());
+  EXPECT_TRUE(replay::Explain(*log, replay::Subject::kNode, "no-such-node", std::nullopt).empty());
 }
 
 // A node pods were placed on after it came up: its chain names the batch that placed them,
@@ -108,7 +108,7 @@ workloads:
   ASSERT_NE(registered, nullptr);
   const std::string node = registered->node_name;
   auto log = run->Open();
-  const std::string text = Text(replay::Explain(*log, replay::Subject::kNode, node, Nanos{0}));
+  const std::string text = Text(replay::Explain(*log, replay::Subject::kNode, node, std::nullopt));
   EXPECT_NE(text.find("node " + node + " appeared"), std::string::npos) << text;
   EXPECT_NE(text.find("1 placed on node " + node + " (default/a-"), std::string::npos) << text;
   EXPECT_NE(text.find("NodeClaim " + registered->nodeclaim + " Registered"), std::string::npos)

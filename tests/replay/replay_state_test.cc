@@ -10,7 +10,7 @@ namespace {
 TEST(ReplayState, UntilPrintsTheStateAtThatTime) {
   auto run = RunKept(PdbScenario());
   auto log = run->Open();
-  const Nanos at = Minutes(3);
+  const Instant at = Minutes(3);
   const Seq seq = replay::SeqAtTime(*log, at);
   ASSERT_GT(seq, Seq{0});
   State state = replay::FoldTo(*log, seq, true);
@@ -54,12 +54,12 @@ TEST(ReplayState, UntilPrintsTheStateAtThatTime) {
 // The time flags (--at, --until, --since): a full UTC time with or without its Z, or a time of
 // day on the log's day, each checked against the calendar and the clock.
 TEST(TimeFlags, ReadEveryShapeAndNothingElse) {
-  const Nanos day{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
-  const Nanos at = Nanos{day.value + (2 * 3600 + 14 * 60 + 9) * kSecond.value};
-  EXPECT_EQ(replay::ParseTime("2026-01-01T02:14:09Z", Nanos{0}), at);
-  EXPECT_EQ(replay::ParseTime("2026-01-01T02:14:09", Nanos{0}), at);
-  EXPECT_EQ(replay::ParseTime("02:14:09", Nanos{day.value + kSecond.value}), at);
-  EXPECT_EQ(replay::ParseTime("02:14", day), Nanos{at.value - 9 * kSecond.value});
+  const Instant day{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
+  const Instant at = day + (2 * 3600 + 14 * 60 + 9) * kSecond;
+  EXPECT_EQ(replay::ParseTime("2026-01-01T02:14:09Z", Instant{}), at);
+  EXPECT_EQ(replay::ParseTime("2026-01-01T02:14:09", Instant{}), at);
+  EXPECT_EQ(replay::ParseTime("02:14:09", day + kSecond), at);
+  EXPECT_EQ(replay::ParseTime("02:14", day), at - 9 * kSecond);
   for (const char* bad : {"2026-02-30T00:00:00Z", "25:00", "02:61", "02:14:60", "2:14",
                           "02:14:09.5", "2026-01-01T02:14:09+01:00", "yesterday", ""}) {
     EXPECT_FALSE(replay::ParseTime(bad, day).has_value()) << bad;

@@ -40,7 +40,7 @@ long Attribute(const std::string& dom, const std::string& name) {
 
 // Decision times in seconds from the log's first Tick.
 std::vector<double> DecisionSeconds(const log::EventLog& log) {
-  Nanos first{0};
+  Instant first;
   log.Scan(Seq{1}, Seq{0}, [&](const log::Record& r) {
     auto entry = log::DecodeEntry(r.payload);
     const auto* e = std::get_if<Event>(&entry);

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr Nanos kT0{1'767'225'600'000'000'000};
+constexpr Instant kT0{1'767'225'600'000'000'000};
 constexpr std::size_t kGoldenCasesMin = 60;
 
 const std::vector<InstanceType>& Catalog() {
@@ -114,7 +114,7 @@ std::vector<Event> Inputs(const YAML::Node& c, bool reverse) {
   for (const auto& p : PodsOf(c["pods"])) body.push_back(PodUpserted{p});
   if (reverse) std::reverse(body.begin(), body.end());
   head.insert(head.end(), body.begin(), body.end());
-  head.push_back(Tick{Nanos{kT0.value + 2 * kSecond.value}});
+  head.push_back(Tick{Instant{kT0.value + 2 * kSecond.value}});
   return head;
 }
 

@@ -12,7 +12,7 @@ namespace {
 constexpr std::int64_t kCpuReserveMillis = 250;
 constexpr std::int64_t kMemoryReserveBytes = 1536ll << 20;
 
-std::string ClockOf(Nanos t) {
+std::string ClockOf(Instant t) {
   std::int64_t s = t.value / kSecond.value;
   return std::to_string((s / 3600) % 24) + ":" + std::to_string((s / 60) % 60) + ":" +
          std::to_string(s % 60);
@@ -83,14 +83,14 @@ void Checker::OnGracefulDisruption(const sim::World& world, const DisruptionDeci
     auto pool = std::find_if(scenario_.nodepools.begin(), scenario_.nodepools.end(),
                              [&](const NodePool& p) { return p.name == claim->second; });
     if (d.method == DisruptionMethod::kDrift && pool != scenario_.nodepools.end() &&
-        pool->termination_grace_period.value >= 0) {
+        pool->termination_grace_period) {
       continue;
     }
     for (const auto& [id, instance] : world.instances()) {
       if (instance.nodeclaim != name || instance.node_name.empty()) continue;
       for (const auto& [key, pod] : world.pods()) {
-        bool in_force = pod.do_not_disrupt && (pod.do_not_disrupt_for.value <= 0 ||
-                                               world.now() < pod.created + pod.do_not_disrupt_for);
+        bool in_force = pod.do_not_disrupt && (!pod.do_not_disrupt_for ||
+                                               world.now() < pod.created + *pod.do_not_disrupt_for);
         if (pod.node_name == instance.node_name && in_force) {
           Fail(world, std::string(Name(d.method)) + " disrupted " + name +
                           " running do-not-disrupt pod " + key);
@@ -174,7 +174,7 @@ std::string Subject(const Command& command) {
 // retried without backing off (the Eviction API and the lifecycle both back off to 10 s and
 // more; a fault makes a few in a row at most).
 constexpr std::int64_t kRepeatMax = 30;
-constexpr Nanos kRepeatSpacing{5 * kSecond.value};
+constexpr Duration kRepeatSpacing{5 * kSecond.value};
 
 }  // namespace
 
@@ -283,7 +283,7 @@ bool Checker::PoolCouldHost(const sim::World& world, const NodePool& pool, const
   return false;
 }
 
-void Checker::AtConvergence(const sim::World& world, Nanos settled_since) {
+void Checker::AtConvergence(const sim::World& world, Instant settled_since) {
   for (const auto& [id, instance] : world.instances()) {
     if (!world.nodeclaims().contains(instance.nodeclaim)) {
       Fail(world, "instance " + id + " (" + instance.nodeclaim + ") leaked: no NodeClaim owns it");

@@ -24,7 +24,7 @@ class Checker {
                  const std::vector<Command>& commands);
   // At the end of the converging phase (faults off): nothing leaked, nothing left pending that
   // a NodePool could host. `settled_since`: pods created before it must be bound by now.
-  void AtConvergence(const sim::World& world, Nanos settled_since);
+  void AtConvergence(const sim::World& world, Instant settled_since);
 
   const std::vector<std::string>& violations() const { return violations_; }
 
@@ -48,7 +48,7 @@ class Checker {
   std::map<std::string, std::set<std::string>> instances_of_;  // NodeClaim -> every instance.
   std::set<std::string> over_limit_;  // NodePools already reported over their limit.
   struct Repeats {
-    Nanos last{0};
+    Instant last;
     std::int64_t streak = 0;  // Issued this many times in a row, each soon after the last.
   };
   std::map<std::string, Repeats> repeats_;  // "kind subject" -> its run of issues.

@@ -18,7 +18,7 @@ namespace {
 
 using Rng = std::mt19937_64;  // Its output sequence is fixed by the C++ standard.
 
-constexpr Nanos kStart{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
+constexpr Instant kStart{1'767'225'600'000'000'000};  // 2026-01-01T00:00:00Z
 constexpr const char* kTypes[] = {"c5.large",   "c5.xlarge", "m5.large", "m5.xlarge",
                                   "m5.2xlarge", "r5.large",  "t3.large"};
 constexpr const char* kZones[] = {"us-east-1a", "us-east-1b", "us-east-1c"};
@@ -26,9 +26,9 @@ constexpr std::int64_t kCpus[] = {250, 500, 1000, 1500};
 constexpr std::int64_t kMemoryMib[] = {256, 512, 1024, 2048};
 constexpr const char* kBudgets[] = {"1", "2", "50%", "100%"};
 constexpr std::uint64_t kSnapshotEvery = 200;
-constexpr Nanos kRelistWithin{10 * kSecond.value};  // A lost watch event is relisted by then.
-constexpr Nanos kSettle{3 * kMinute.value};         // Pods older than this must be bound.
-constexpr std::uint64_t kCrashCommandsMax = 80;     // The crash strikes among the first ones.
+constexpr Duration kRelistWithin{10 * kSecond.value};  // A lost watch event is relisted by then.
+constexpr Duration kSettle{3 * kMinute.value};         // Pods older than this must be bound.
+constexpr std::uint64_t kCrashCommandsMax = 80;        // The crash strikes among the first ones.
 
 std::uint64_t Below(Rng& rng, std::uint64_t n) {
   return rng() % n;
@@ -36,8 +36,8 @@ std::uint64_t Below(Rng& rng, std::uint64_t n) {
 bool Chance(Rng& rng, std::uint64_t permille) {
   return Below(rng, 1000) < permille;
 }
-Nanos Seconds(std::int64_t s) {
-  return Nanos{s * kSecond.value};
+Duration Seconds(std::int64_t s) {
+  return Duration{s * kSecond.value};
 }
 
 // Which faults strike, and how often (per mille, per event or command).
@@ -52,8 +52,8 @@ struct Faults {
   bool crash = false;
   std::uint64_t crash_at_command = 0;
   bool crash_after_execute = false;  // Between the command's effect and its result.
-  Nanos fault_phase{0};
-  Nanos converge_phase{0};
+  Duration fault_phase{0};
+  Duration converge_phase{0};
 };
 
 Faults ChooseFaults(Rng& rng) {
@@ -89,8 +89,8 @@ NodePool MakePool(Rng& rng, std::size_t index) {
                        {label::kCapacityType, RequirementOp::kIn, capacity[Below(rng, 3)], 0}};
   if (Chance(rng, 300))
     pool.limits.cpu = Millicores{static_cast<std::int64_t>(8 + 8 * Below(rng, 3)) * 1000};
-  pool.budgets = {DisruptionBudget{kBudgets[Below(rng, std::size(kBudgets))], "", Nanos{0}, {}}};
-  const Nanos after[] = {Nanos{0}, Seconds(30), Seconds(120)};
+  pool.budgets = {DisruptionBudget{kBudgets[Below(rng, std::size(kBudgets))], "", Duration{0}, {}}};
+  const Duration after[] = {Duration{0}, Seconds(30), Seconds(120)};
   pool.consolidate_after = after[Below(rng, 3)];
   if (Chance(rng, 250)) pool.consolidation_policy = ConsolidationPolicy::kWhenEmpty;
   if (index > 0 && Chance(rng, 500)) {
@@ -158,7 +158,7 @@ void ChooseCloud(Rng& rng, const Faults& f, sim::Scenario& s) {
       std::string offering = std::string(kTypes[Below(rng, std::size(kTypes))]) + "/" +
                              kZones[Below(rng, std::size(kZones))] + "/" +
                              (Chance(rng, 500) ? kCapacitySpot : kCapacityOnDemand);
-      Nanos from =
+      Duration from =
           Seconds(static_cast<std::int64_t>(Below(rng, f.fault_phase.value / kSecond.value)));
       s.cloud.capacity_windows.push_back({offering, from, f.fault_phase});
     }
@@ -283,15 +283,16 @@ std::string Subject(const Event& e) {
 
 // What the watches deliver of the world's changes: some lost (a relist is then due), some
 // twice, some swapped with a neighbour about another object. The Tick stays last.
-std::vector<Event> Deliver(std::vector<Event> events, Rng& rng, const Faults& f, Nanos now,
-                           Nanos& relist_at) {
+std::vector<Event> Deliver(std::vector<Event> events, Rng& rng, const Faults& f, Instant now,
+                           Instant& relist_at) {
   Event tick = std::move(events.back());
   events.pop_back();
   std::vector<Event> out;
   for (auto& e : events) {
     if (IsWatch(e) && Chance(rng, f.drop_watch)) {
-      relist_at = std::min(
-          relist_at, now + Nanos{static_cast<std::int64_t>(Below(rng, kRelistWithin.value) + 1)});
+      relist_at =
+          std::min(relist_at,
+                   now + Duration{static_cast<std::int64_t>(Below(rng, kRelistWithin.value) + 1)});
       continue;
     }
     if (std::holds_alternative<InterruptionReceived>(e) && Chance(rng, f.drop_sqs)) continue;
@@ -405,11 +406,11 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
     controller.Kill();
     controller.Start();
   }
-  const Nanos faults_end = scenario.start + faults.fault_phase;
-  const Nanos end = scenario.start + scenario.duration;
-  Nanos relist_at{end.value + 1};
+  const Instant faults_end = scenario.start + faults.fault_phase;
+  const Instant end = scenario.start + scenario.duration;
+  Instant relist_at = end + Duration{1};
   bool faulty = true;
-  for (Nanos t = scenario.start + scenario.tick; t <= end; t += scenario.tick) {
+  for (Instant t = scenario.start + scenario.tick; t <= end; t += scenario.tick) {
     if (faulty && t >= faults_end) {
       // Faults off: the cloud has capacity and registers every kubelet again.
       faulty = false;
@@ -423,7 +424,7 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
     std::vector<Event> events = world.Advance(t);
     if (faulty) events = Deliver(std::move(events), rng, faults, t, relist_at);
     if (t >= relist_at) {
-      relist_at = Nanos{end.value + 1};
+      relist_at = end + Duration{1};
       auto relisted = world.Relist(controller.runtime().state());
       events.insert(events.end() - 1, relisted.begin(), relisted.end());
     }

@@ -163,13 +163,13 @@ items:
   EXPECT_FALSE(s.workloads[1].stateful);
   ASSERT_EQ(s.workloads[0].claim_templates.size(), 1u);
   EXPECT_EQ(s.workloads[0].claim_templates[0].storage_class, "gp3");  // The default class.
-  EXPECT_EQ(s.workloads[2].at, Nanos{5 * kMinute.value});
+  EXPECT_EQ(s.workloads[2].at, Duration{5 * kMinute.value});
   EXPECT_EQ(s.workloads[2].replicas, 5);
   EXPECT_EQ(s.workloads[3].replicas, 0);  // Deleted: its pods go.
   ASSERT_EQ(s.jobs.size(), 1u);
   EXPECT_EQ(s.jobs[0].pods, 6);
   EXPECT_EQ(s.jobs[0].parallelism, 2);
-  EXPECT_EQ(s.jobs[0].run_for, Nanos{7 * kMinute.value});
+  EXPECT_EQ(s.jobs[0].run_for, Duration{7 * kMinute.value});
   ASSERT_EQ(s.daemonsets.size(), 1u);
   EXPECT_EQ(s.daemonsets[0].requests.cpu, Millicores{100});
   ASSERT_EQ(s.budgets.size(), 1u);
