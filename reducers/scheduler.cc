@@ -7,6 +7,7 @@
 // to the back of the queue; the pass ends when a full turn of the queue places nothing.
 #include <algorithm>
 #include <cassert>
+#include <iterator>
 
 #include "reducers/scheduler_pass.h"
 
@@ -479,9 +480,19 @@ ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods)
 }
 
 struct SimulationImpl {
-  explicit SimulationImpl(const State& state) : pass(state, none) {}
+  explicit SimulationImpl(const State& state) : pass(state, none) {
+    // The pods waiting for capacity are the same in every trial of one simulation: sorted into
+    // placement order once, then merged with each candidate's pods (already in that order).
+    const auto& pending = state.pods.Provisionable();
+    for (auto it = pending.begin(); it != pending.end() && waiting.size() < kPodsPerBatchMax;
+         ++it) {
+      waiting.push_back(it->second);
+    }
+    std::sort(waiting.begin(), waiting.end(), PlacedBefore);
+  }
   std::set<std::string> none;  // Declared first: the pass keeps a reference to it.
   core::placement::Pass pass;
+  std::vector<const Pod*> waiting;  // Provisionable pods in placement order.
 };
 
 Simulation::Simulation(const State& state) : state_(state) {}
@@ -505,21 +516,34 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
 }
 
 ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool offerings) {
-  std::vector<const Pod*> pods;
-  for (const Removal& r : removals) pods.insert(pods.end(), r.pods.begin(), r.pods.end());
-  // The pods waiting for capacity are placed too, as Karpenter's disruption simulation places
-  // them: a move must not take room they would get, and what they need is part of the answer.
-  const auto& pending = state_.pods.Provisionable();
-  for (auto it = pending.begin(); it != pending.end() && pods.size() < kPodsPerBatchMax; ++it) {
-    pods.push_back(it->second);
-  }
-  if (removals.size() != 1 || !removals.front().in_placement_order || !pending.empty()) {
-    std::sort(pods.begin(), pods.end(), PlacedBefore);
-  }
-  assert(std::is_sorted(pods.begin(), pods.end(), PlacedBefore));
   // The pass over the whole cluster is built on the first question: most disruption passes
   // find no candidate worth simulating.
   if (impl_ == nullptr) impl_ = std::make_unique<SimulationImpl>(state_);
+  // The removed claims' pods, and the pods waiting for capacity, as Karpenter's disruption
+  // simulation places them: a move must not take room they would get, and what they need is
+  // part of the answer.
+  std::vector<const Pod*> moving;
+  for (const Removal& r : removals) moving.insert(moving.end(), r.pods.begin(), r.pods.end());
+  if (removals.size() != 1 || !removals.front().in_placement_order) {
+    std::sort(moving.begin(), moving.end(), PlacedBefore);
+  }
+  const std::vector<const Pod*>& waiting = impl_->waiting;
+  std::vector<const Pod*> pods;
+  if (moving.size() + waiting.size() <= kPodsPerBatchMax) {
+    pods.reserve(moving.size() + waiting.size());
+    std::merge(moving.begin(), moving.end(), waiting.begin(), waiting.end(),
+               std::back_inserter(pods), PlacedBefore);
+  } else {
+    // Past the limit, the waiting pods taken are the first in key order, as a provisioning
+    // pass takes them.
+    pods = std::move(moving);
+    const auto& pending = state_.pods.Provisionable();
+    for (auto it = pending.begin(); it != pending.end() && pods.size() < kPodsPerBatchMax; ++it) {
+      pods.push_back(it->second);
+    }
+    std::sort(pods.begin(), pods.end(), PlacedBefore);
+  }
+  assert(std::is_sorted(pods.begin(), pods.end(), PlacedBefore));
   impl_->pass.BeginTrial(removals, !offerings);
   ScheduleResult result = impl_->pass.Run(pods);
   impl_->pass.EndTrial();
