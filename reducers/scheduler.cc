@@ -245,15 +245,17 @@ bool Pass::TryPlace(PodView& v) {
     }
     existing_room_dirty_ = false;
   }
+  std::size_t* resume = ResumeOf(v);
+  const std::size_t start = resume != nullptr ? *resume : 0;
   if (v.need.cpu <= existing_room_.cpu && v.need.memory <= existing_room_.memory &&
       v.need.pods <= existing_room_.pods) {
     const auto& refused = refused_existing_[v.shape];
     memo_.verdicts.clear();  // Nothing is placed during the scan, so verdicts hold across it.
     memo_.refused_zones.clear();
-    for (std::size_t b = 0; b < block_room_.size(); ++b) {
+    for (std::size_t b = start / kRoomBlock; b < block_room_.size(); ++b) {
       if (!Holds(block_room_[b], v.need)) continue;
       const std::size_t end = std::min(existing_.size(), (b + 1) * kRoomBlock);
-      for (std::size_t i = b * kRoomBlock; i < end; ++i) {
+      for (std::size_t i = std::max(b * kRoomBlock, start); i < end; ++i) {
         if (!Holds(rooms_[i], v.need)) continue;
         if (i < refused.size() && refused[i]) continue;
         if (!memo_.refused_zones.empty()) {
@@ -263,10 +265,14 @@ bool Pass::TryPlace(PodView& v) {
             continue;
           }
         }
-        if (TryExisting(v, existing_[i], i)) return true;
+        if (TryExisting(v, existing_[i], i)) {
+          if (resume != nullptr) *resume = i;
+          return true;
+        }
       }
     }
   }
+  if (resume != nullptr) *resume = existing_.size();
   std::uint64_t epoch = topology_.Epoch(v);
   if (refused_forever_[v.shape] < planned_.size()) {
     auto& refused = refused_[v.shape];
@@ -297,7 +303,17 @@ bool Pass::TryPlace(PodView& v) {
   return false;
 }
 
+std::size_t* Pass::ResumeOf(const PodView& v) {
+  if (!v.groups.empty() || !v.selecting->empty() || !v.volumes.empty() ||
+      !v.pod->constraints->host_ports.empty() || !v.need.extended.empty()) {
+    return nullptr;
+  }
+  return &resume_.try_emplace({v.shape, v.need.cpu.value, v.need.memory.value, v.need.pods}, 0)
+              .first->second;
+}
+
 ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
+  resume_.clear();  // Bins lose room only within one run.
   // The views of the last run are assigned over: a trial's pods reuse their allocations.
   if (views_.size() < pods.size()) views_.resize(pods.size());
   const std::span<PodView> views(views_.data(), pods.size());

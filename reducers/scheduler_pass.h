@@ -157,6 +157,13 @@ class Pass {
   // anti-affinity count, which no later placement or trial can undo.
   std::vector<std::vector<bool>> refused_existing_;
   Topology::Memo memo_;
+  // First fit, resumed. Within one Run existing bins only lose room, so a bin that refused a
+  // pod refuses the next pod of the same shape and size when nothing but room and the shape
+  // decides (no topology, host ports, volumes or extended resources): such a pod's scan starts
+  // where the last one of its shape and size stopped. Per (shape, cpu, memory, pods): the bin
+  // it was placed on, or existing_.size() when none took it. Null when the pod is not such.
+  std::map<std::tuple<std::size_t, std::int64_t, std::int64_t, std::int64_t>, std::size_t> resume_;
+  std::size_t* ResumeOf(const PodView& v);
   // Views as MakeView first builds them, for pods without volume claims: such a view depends
   // only on the pod's namespace, constraints and labels (its requests, name and stamp are set
   // per pod), which the pods of one template share. Keyed by those three, by address: the

@@ -24,7 +24,13 @@ void Pass::MakeView(const Pod& pod, PodView& v) {
                                     static_cast<const void*>(&*pod.labels));
   if (shared) {
     if (auto it = base_views_.find(base); it != base_views_.end()) {
-      v = it->second;
+      // A view left untouched by the last run (most are: no preference was relaxed) is already
+      // the stored one but for what is the pod's own.
+      if (v.base != &it->second) {
+        v = it->second;
+        v.base = &it->second;
+      }
+      v.target.clear();
       v.pod = &pod;
       v.key.assign(pod.ns.str()).append("/").append(pod.name);  // PodKey, in v's own buffer.
       v.need = pod.requests;
@@ -84,7 +90,11 @@ void Pass::MakeView(const Pod& pod, PodView& v) {
   }
   Refresh(v);
   // The stored view keeps no key: each pod that copies it writes its own.
-  if (shared) base_views_.emplace(base, v).first->second.key.clear();
+  if (shared) {
+    PodView& stored = base_views_.emplace(base, v).first->second;
+    stored.key.clear();
+    v.base = &stored;
+  }
 }
 
 void Pass::Refresh(PodView& v) {
@@ -169,6 +179,7 @@ void Pass::Refuse(const PodView& v, std::size_t index, std::uint64_t until) {
 // One relaxation step, in Karpenter's order. False when nothing is left to relax.
 bool Pass::Relax(PodView& v) {
   const Pod& pod = *v.pod;
+  v.base = nullptr;  // No longer a copy of the stored view.
   if (v.relaxed.size() >= kPreferenceRelaxationsMax) return false;
   auto done = [&](std::string what) {
     v.relaxed.push_back(std::move(what));

@@ -215,6 +215,9 @@ struct PodView {
   bool tolerate_prefer_no_schedule = false;
   std::vector<std::string> relaxed;
   std::string target;  // The bin it was placed on, once placed.
+  // The stored view (Pass::base_views_) this one is an untouched copy of, apart from the pod's
+  // own name, requests and target; null once relaxed, or when built for the pod alone.
+  const PodView* base = nullptr;
   // Derived from the above by Refresh().
   std::uint64_t stamp = 0;  // Unique per Refresh in a pass: a key for per-view caches.
   Requirements requirements;
