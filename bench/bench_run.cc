@@ -33,6 +33,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -42,6 +43,7 @@
 #include "adapters/sim/scenario.h"
 #include "adapters/sim/world.h"
 #include "bench/churn.h"
+#include "bench/workload.h"
 #include "log/codec.h"
 #include "log/event_log.h"
 #include "reducers/core.h"
@@ -52,6 +54,7 @@ using namespace tenon;
 using Clock = std::chrono::steady_clock;
 
 constexpr double kTargetRssMb = 100, kTargetCores = 0.2;
+constexpr double kTargetIdleTickUs = 20, kTargetFoldRate = 100'000;
 constexpr double kKarpenterRssMb = 260, kKarpenterCores = 0.5;
 constexpr std::uint64_t kSnapshotEvery = 1000;  // `tenon run`'s defaults.
 constexpr Duration kSnapshotMinInterval{5 * 60 * kSecond.value};
@@ -191,6 +194,49 @@ struct CoreOnly {
   double pods_heap_mb = 0, nodes_heap_mb = 0, nodeclaims_heap_mb = 0, catalog_heap_mb = 0;
 };
 
+// One-second ticks with no other input: a minute of them to let the last changes settle (the
+// first disruption pass after a change still looks at the cluster), then kIdleTicks timed, CPU
+// microseconds per tick. `outputs` counts what the timed ones did (an idle cluster's do
+// nothing).
+constexpr int kSettleTicks = 60, kIdleTicks = 600;
+double IdleTickMicros(State& state, std::size_t& outputs) {
+  const Instant start = state.now;
+  const Seq seq = state.last_seq;
+  double cpu0 = ThreadCpuSeconds();
+  for (int i = 1; i <= kSettleTicks + kIdleTicks; ++i) {
+    if (i == kSettleTicks + 1) cpu0 = ThreadCpuSeconds();
+    const std::size_t n = Step(state, Seq{seq.value + static_cast<std::uint64_t>(i)},
+                               Tick{start + static_cast<std::int64_t>(i) * kSecond})
+                              .size();
+    if (i > kSettleTicks) outputs += n;
+  }
+  return (ThreadCpuSeconds() - cpu0) / kIdleTicks * 1e6;
+}
+
+const char* Verdict(bool pass);
+
+// An idle cluster of the hour's size: its pods bound to initialized nodes of one type
+// (bench/workload.h), none waiting, nothing in flight, consolidation held by a zero budget.
+// Its ticks beside those of an empty cluster.
+void ReportIdleTicks(const std::vector<InstanceType>& catalog, std::size_t pods) {
+  State state =
+      bench::MakeCluster(catalog, "m5.2xlarge", pods, std::numeric_limits<std::size_t>::max(), "0");
+  std::size_t outputs = 0;
+  const double tick_us = IdleTickMicros(state, outputs);
+  State empty;
+  Step(empty, Seq{1}, ControllerStarted{"bench", 42, Settings{}});
+  Step(empty, Seq{2}, Tick{state.now});
+  std::size_t empty_outputs = 0;
+  const double empty_us = IdleTickMicros(empty, empty_outputs);
+  std::printf(
+      "\nidle ticks (%d after %d to settle) on an idle cluster of %zu nodes and %zu pods: "
+      "%.1f us each (%zu outputs) | baseline, the same ticks on an empty cluster: %.1f us "
+      "each\n",
+      kIdleTicks, kSettleTicks, state.nodes.size(), state.pods.size(), tick_us, outputs, empty_us);
+  std::printf("  idle tick %.1f us: %s (target < %.0f us)\n", tick_us,
+              Verdict(tick_us < kTargetIdleTickUs), kTargetIdleTickUs);
+}
+
 // The baseline: the same events folded by the pure core alone. The state at the start of the
 // hour comes from the newest snapshot below it plus the events after (untimed); the hour's
 // events are then read, decoded and folded, with Step's own CPU time summed apart.
@@ -301,6 +347,10 @@ void Report(const Args& args, double rss_start, double rss_built, double rss_pea
   std::printf("  cpu, process %.3f cores: %s (controller %.3f cores: %s)\n", cores,
               Verdict(cores < kTargetCores), controller_cores,
               Verdict(controller_cores < kTargetCores));
+  std::printf("  core-only fold %.0f events/s: %s (target %.0f)\n",
+              static_cast<double>(core.events) / core.wall_seconds,
+              Verdict(static_cast<double>(core.events) / core.wall_seconds >= kTargetFoldRate),
+              kTargetFoldRate);
 }
 
 int Run(const Args& args) {
@@ -376,6 +426,7 @@ int Run(const Args& args) {
   std::filesystem::remove_all(dir);
   Report(args, rss_start, rss_built, rss_peak, hour.rss_max_sampled_mb, hour, world_heap_mb,
          scenario_heap_mb, core.state_heap_mb, core, disk);
+  ReportIdleTicks(scenario.catalog, static_cast<std::size_t>(args.deployments * args.replicas));
   std::printf("\nbench wall time %.1f s\n", Since(wall_start));
   return core.state_hash == controller_hash ? 0 : 1;
 }
