@@ -23,6 +23,7 @@
 #include "adapters/aws/credentials.h"
 #include "adapters/aws/pricing.h"
 #include "adapters/controller/controller.h"
+#include "adapters/http/wall_clock.h"
 #include "adapters/kube/capture.h"
 #include "adapters/kube/objects.h"
 #include "adapters/metrics/logging.h"
@@ -224,9 +225,7 @@ int RunCapture(CaptureArgs args) {
     throw std::invalid_argument("--duration: must be > 0");
   }
   kube::Client client(kube::ResolveConfig(args.kubeconfig, args.context));
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  args.options.start =
-      Rfc3339Text(Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()});
+  args.options.start = Rfc3339Text(WallClock());
   if (args.options.name.empty()) args.options.name = args.options.folder.filename().string();
   const kube::CaptureReport report = kube::Capture(client, args.options);
   std::size_t total = 0;

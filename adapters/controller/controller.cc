@@ -13,6 +13,7 @@
 
 #include "adapters/aws/executor.h"
 #include "adapters/http/health.h"
+#include "adapters/http/wall_clock.h"
 #include "adapters/kube/events.h"
 #include "adapters/kube/executor.h"
 #include "adapters/kube/objects.h"
@@ -53,12 +54,6 @@ Duration EnvDuration(const char* name, const std::string& value) {
   } catch (const kube::ObjectError& e) {
     throw std::invalid_argument(std::string(name) + "=" + value + ": " + e.what());
   }
-}
-
-Instant WallNow() {
-  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count()};
 }
 
 // --cloud-provider none: every cloud command fails with a clear reason, which the core
@@ -466,7 +461,7 @@ void Leader::RecoverAndStart() {
   // Nothing is decided on the recovered state until the informers have listed the cluster
   // again: it may have changed while no controller was watching.
   std::vector<Event> start{ControllerStarted{options_.version, std::random_device{}(), settings_},
-                           WatchesStarted{}, Tick{WallNow()}};
+                           WatchesStarted{}, Tick{WallClock()}};
   if (!options_.catalog_file.empty()) {
     start.push_back(CatalogRefreshed{sim::LoadCatalogJson(options_.catalog_file, 0)});
   }
@@ -493,7 +488,7 @@ void Leader::FoldUntil(const std::atomic<bool>& stop) {
     Completed(events);
     bool ticked = false;
     if (std::chrono::steady_clock::now() >= next_tick) {
-      events.push_back(Tick{WallNow()});
+      events.push_back(Tick{WallClock()});
       next_tick = std::max(next_tick + options_.tick, std::chrono::steady_clock::now());
       ticked = true;
     }

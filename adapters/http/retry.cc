@@ -1,4 +1,5 @@
 #include "adapters/http/retry.h"
+#include "adapters/http/wall_clock.h"
 
 #include <algorithm>
 #include <cassert>
@@ -26,12 +27,7 @@ struct SharedEngine {
 RetryHooks RealRetryHooks() {
   auto shared = std::make_shared<SharedEngine>();
   return RetryHooks{
-      .now =
-          [] {
-            return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count()};
-          },
+      .now = WallClock,
       .sleep = [](Duration d) { std::this_thread::sleep_for(std::chrono::nanoseconds(d.value)); },
       .jitter =
           [shared] {

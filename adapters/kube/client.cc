@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "adapters/http/wall_clock.h"
 #include "adapters/kube/objects.h"
 
 extern char** environ;
@@ -283,8 +284,7 @@ void Credentials::Refresh() {
     expires_ = now + std::chrono::hours(1);
     if (status.contains("expirationTimestamp") && status["expirationTimestamp"].is_string()) {
       const auto expiry = ParseTimestamp(status["expirationTimestamp"].get<std::string>());
-      const auto wall = std::chrono::system_clock::now().time_since_epoch();
-      const auto left = std::chrono::nanoseconds(expiry.value) - wall - kExecRefreshMargin;
+      const auto left = std::chrono::nanoseconds((expiry - WallClock()).value) - kExecRefreshMargin;
       expires_ = now + std::chrono::duration_cast<Clock::duration>(left);
     }
   } else if (!config_.token_file.empty()) {

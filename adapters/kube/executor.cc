@@ -7,6 +7,7 @@
 #include <ctime>
 #include <regex>
 
+#include "adapters/http/wall_clock.h"
 #include "adapters/kube/events.h"
 #include "adapters/kube/informer.h"
 #include "adapters/kube/objects.h"
@@ -31,12 +32,6 @@ json ResourceList(const Resources& r) {
   if (r.pods > 0) out["pods"] = std::to_string(r.pods);
   for (const auto& [name, value] : r.extended) out[name] = std::to_string(value);
   return out;
-}
-
-Instant WallClock() {
-  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count()};
 }
 
 std::string Now() {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "adapters/http/wall_clock.h"
 #include "model/timestamp.h"
 
 namespace tenon::kube {
@@ -28,8 +29,7 @@ std::int64_t Seconds(std::chrono::milliseconds d) {
 }  // namespace
 
 std::string MicroTimeNow() {
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return Rfc3339Text(Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()}, 6);
+  return Rfc3339Text(WallClock(), 6);
 }
 
 LeaderElector::LeaderElector(Client& client, LeaseOptions options)
