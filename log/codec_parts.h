@@ -40,25 +40,16 @@ inline std::string_view View(capnp::Text::Reader text) {
   return std::string_view(text.cStr(), text.size());
 }
 
-// Times as the log stores them, in nanoseconds: an absent instant or duration as 0, a Never
-// duration as -1 (the numbers that stood for them before they were optional).
+// Times that may be absent, in the nanoseconds a record stores (OrStoredNone in model/units.h;
+// read back with InstantOrNone, DurationOrNone and DurationOrNever).
 inline std::int64_t Ns(const std::optional<Instant>& at) {
-  return at ? at->value : 0;
+  return OrStoredNone(at).value;
 }
 inline std::int64_t Ns(const std::optional<Duration>& d) {
-  return d ? d->value : 0;
+  return OrStoredNone(d).value;
 }
 inline std::int64_t NsOrNever(const std::optional<Duration>& d) {
-  return d ? d->value : -1;
-}
-inline std::optional<Instant> InstantOrNone(std::int64_t ns) {
-  return ns == 0 ? std::nullopt : std::optional<Instant>(Instant{ns});
-}
-inline std::optional<Duration> DurationOrNone(std::int64_t ns) {
-  return ns == 0 ? std::nullopt : std::optional<Duration>(Duration{ns});
-}
-inline std::optional<Duration> DurationOrNever(std::int64_t ns) {
-  return ns < 0 ? std::nullopt : std::optional<Duration>(Duration{ns});
+  return OrStoredNever(d).value;
 }
 
 template <class E>

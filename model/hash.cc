@@ -67,11 +67,8 @@ void H(Hasher& h, const Strong<Tag, Rep>& v) {
 void H(Hasher& h, Instant v) {
   h.Uint(static_cast<std::uint64_t>(v.value));
 }
-// Times and durations that may be absent are fed as the number that stood for "absent" before
-// they were optional (0 for a time, -1 for a Never duration), so states hash as they did.
-constexpr Instant kNoInstant{0};
-constexpr Duration kNever{-1};
-constexpr Duration kNoDuration{0};
+// Times that may be absent are fed as the log stores them (OrStoredNone, OrStoredNever in
+// model/units.h), so states hash as they did before those times were optional.
 void H(Hasher& h, const std::string& v) {
   h.Str(v);
 }
@@ -186,7 +183,7 @@ void H(Hasher& h, const Pod& p) {
   All(h, c.node_affinity_required, c.node_affinity_preferred, c.pod_affinity_required,
       c.pod_affinity_preferred, c.pod_anti_affinity_required, c.pod_anti_affinity_preferred,
       c.topology_spread, c.volume_claims, c.host_ports, p.nominated_node);
-  All(h, p.do_not_disrupt, p.do_not_disrupt_for.value_or(kNoDuration), p.priority_class,
+  All(h, p.do_not_disrupt, OrStoredNone(p.do_not_disrupt_for), p.priority_class,
       p.termination_grace, p.priority, p.deletion_cost);
   if (p.deletion) H(h, *p.deletion);  // Added later: hashed only when set (see StateHash).
 }
@@ -226,8 +223,8 @@ void H(Hasher& h, const NodePoolLimits& l) {
 }
 void H(Hasher& h, const NodePool& p) {
   All(h, p.name, p.weight, p.labels, p.requirements, p.taints, p.startup_taints, p.nodeclass,
-      p.limits, p.expire_after.value_or(kNever), p.termination_grace_period.value_or(kNever));
-  All(h, p.consolidation_policy, p.consolidate_after.value_or(kNever), p.budgets);
+      p.limits, OrStoredNever(p.expire_after), OrStoredNever(p.termination_grace_period));
+  All(h, p.consolidation_policy, OrStoredNever(p.consolidate_after), p.budgets);
 }
 void H(Hasher& h, const ResolvedAmi& a) {
   All(h, a.id, a.name, a.arch, a.created);
@@ -274,7 +271,7 @@ void H(Hasher& h, const NodeClaim& c) {
   All(h, c.image_id, c.subnet_id, c.security_groups, c.nominated_until, c.disruption_conditions);
   // Fed only when set, so a snapshot written before launches were retried hashes as it did.
   if (c.launch_failures != 0 || c.relaunch_at) {
-    All(h, c.launch_failures, c.relaunch_at.value_or(kNoInstant));
+    All(h, c.launch_failures, OrStoredNone(c.relaunch_at));
   }
 }
 void H(Hasher& h, const BatchWindow& b) {
@@ -459,7 +456,7 @@ std::uint64_t StateHash(const State& s) {
   // The pending decision and the latest proposal as the loose fields they once were.
   const std::optional<PendingDisruption>& pending = s.pending_disruption;
   const std::string_view pending_method = pending ? Name(pending->method) : "";
-  All(h, s.last_disruption_pass.value_or(kNoInstant), pending_method,
+  All(h, OrStoredNone(s.last_disruption_pass), pending_method,
       pending ? pending->nodeclaims : std::vector<std::string>{}, s.latest_proposal.at,
       s.last_disruption_digest);
   All(h, s.pdbs, s.latest_proposal.replacements, s.replacing, s.handled_messages);
@@ -468,7 +465,7 @@ std::uint64_t StateHash(const State& s) {
   // stored hash and an upgraded controller recovers from them.
   if (!s.finished_nodeclaims.empty()) All(h, s.finished_nodeclaims);
   if (s.cluster_generation != 0 || s.consolidated_generation != 0) {
-    All(h, s.cluster_generation, s.consolidated_generation, s.consolidated_at.value_or(kNoInstant));
+    All(h, s.cluster_generation, s.consolidated_generation, OrStoredNone(s.consolidated_at));
   }
   if (s.consolidation_recheck_at) All(h, *s.consolidation_recheck_at);
   if (!s.nodeclass_resolutions.empty()) {

@@ -73,6 +73,28 @@ struct Instant {
   }
 };
 
+// Absent times as the log and the state hash keep them: the numbers that stood for "none"
+// before a time could be absent (0 for an instant or a duration, -1 for a Never duration), so
+// that logs and hashes written before read and compare as they did.
+constexpr Instant OrStoredNone(const std::optional<Instant>& at) {
+  return at.value_or(Instant{});
+}
+constexpr Duration OrStoredNone(const std::optional<Duration>& d) {
+  return d.value_or(Duration{0});
+}
+constexpr Duration OrStoredNever(const std::optional<Duration>& d) {
+  return d.value_or(Duration{-1});
+}
+constexpr std::optional<Instant> InstantOrNone(std::int64_t ns) {
+  return ns == 0 ? std::nullopt : std::optional<Instant>(Instant{ns});
+}
+constexpr std::optional<Duration> DurationOrNone(std::int64_t ns) {
+  return ns == 0 ? std::nullopt : std::optional<Duration>(Duration{ns});
+}
+constexpr std::optional<Duration> DurationOrNever(std::int64_t ns) {
+  return ns < 0 ? std::nullopt : std::optional<Duration>(Duration{ns});
+}
+
 using CommandId = Strong<struct CommandIdTag, std::uint64_t>;
 using DecisionId = Strong<struct DecisionIdTag, std::uint64_t>;
 
