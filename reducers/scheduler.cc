@@ -500,15 +500,18 @@ struct SimulationImpl {
     // The pods waiting for capacity are the same in every trial of one simulation: sorted into
     // placement order once, then merged with each candidate's pods (already in that order).
     const auto& pending = state.pods.Provisionable();
-    for (auto it = pending.begin(); it != pending.end() && waiting.size() < kPodsPerBatchMax;
-         ++it) {
-      waiting.push_back(it->second);
+    for (auto it = pending.begin(); it != pending.end() && by_key.size() < kPodsPerBatchMax; ++it) {
+      by_key.push_back(it->second);
     }
+    waiting = by_key;
     std::sort(waiting.begin(), waiting.end(), PlacedBefore);
   }
   std::set<std::string> none;  // Declared first: the pass keeps a reference to it.
   core::placement::Pass pass;
-  std::vector<const Pod*> waiting;  // Provisionable pods in placement order.
+  // The provisionable pods a batch takes (the first in key order), as they come and in
+  // placement order.
+  std::vector<const Pod*> by_key;
+  std::vector<const Pod*> waiting;
 };
 
 Simulation::Simulation(const State& state) : state_(state) {}
@@ -553,10 +556,9 @@ ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool of
     // Past the limit, the waiting pods taken are the first in key order, as a provisioning
     // pass takes them.
     pods = std::move(moving);
-    const auto& pending = state_.pods.Provisionable();
-    for (auto it = pending.begin(); it != pending.end() && pods.size() < kPodsPerBatchMax; ++it) {
-      pods.push_back(it->second);
-    }
+    const std::size_t room = kPodsPerBatchMax - std::min(pods.size(), kPodsPerBatchMax);
+    pods.insert(pods.end(), impl_->by_key.begin(),
+                impl_->by_key.begin() + std::min(room, impl_->by_key.size()));
     std::sort(pods.begin(), pods.end(), PlacedBefore);
   }
   assert(std::is_sorted(pods.begin(), pods.end(), PlacedBefore));
