@@ -213,30 +213,6 @@ double IdleTickMicros(State& state, std::size_t& outputs) {
   return (ThreadCpuSeconds() - cpu0) / kIdleTicks * 1e6;
 }
 
-const char* Verdict(bool pass);
-
-// An idle cluster of the hour's size: its pods bound to initialized nodes of one type
-// (bench/workload.h), none waiting, nothing in flight, consolidation held by a zero budget.
-// Its ticks beside those of an empty cluster.
-void ReportIdleTicks(const std::vector<InstanceType>& catalog, std::size_t pods) {
-  State state =
-      bench::MakeCluster(catalog, "m5.2xlarge", pods, std::numeric_limits<std::size_t>::max(), "0");
-  std::size_t outputs = 0;
-  const double tick_us = IdleTickMicros(state, outputs);
-  State empty;
-  Step(empty, Seq{1}, ControllerStarted{"bench", 42, Settings{}});
-  Step(empty, Seq{2}, Tick{state.now});
-  std::size_t empty_outputs = 0;
-  const double empty_us = IdleTickMicros(empty, empty_outputs);
-  std::printf(
-      "\nidle ticks (%d after %d to settle) on an idle cluster of %zu nodes and %zu pods: "
-      "%.1f us each (%zu outputs) | baseline, the same ticks on an empty cluster: %.1f us "
-      "each\n",
-      kIdleTicks, kSettleTicks, state.nodes.size(), state.pods.size(), tick_us, outputs, empty_us);
-  std::printf("  idle tick %.1f us: %s (target < %.0f us)\n", tick_us,
-              Verdict(tick_us < kTargetIdleTickUs), kTargetIdleTickUs);
-}
-
 // The baseline: the same events folded by the pure core alone. The state at the start of the
 // hour comes from the newest snapshot below it plus the events after (untimed); the hour's
 // events are then read, decoded and folded, with Step's own CPU time summed apart.
@@ -288,6 +264,28 @@ CoreOnly FoldCoreOnly(const log::EventLog& log, Seq churn_from) {
 
 const char* Verdict(bool pass) {
   return pass ? "PASS" : "MISS";
+}
+
+// An idle cluster of the hour's size: its pods bound to initialized nodes of one type
+// (bench/workload.h), none waiting, nothing in flight, consolidation held by a zero budget.
+// Its ticks beside those of an empty cluster.
+void ReportIdleTicks(const std::vector<InstanceType>& catalog, std::size_t pods) {
+  State state =
+      bench::MakeCluster(catalog, "m5.2xlarge", pods, std::numeric_limits<std::size_t>::max(), "0");
+  std::size_t outputs = 0;
+  const double tick_us = IdleTickMicros(state, outputs);
+  State empty;
+  Step(empty, Seq{1}, ControllerStarted{"bench", 42, Settings{}});
+  Step(empty, Seq{2}, Tick{state.now});
+  std::size_t empty_outputs = 0;
+  const double empty_us = IdleTickMicros(empty, empty_outputs);
+  std::printf(
+      "\nidle ticks (%d after %d to settle) on an idle cluster of %zu nodes and %zu pods: "
+      "%.1f us each (%zu outputs) | baseline, the same ticks on an empty cluster: %.1f us "
+      "each\n",
+      kIdleTicks, kSettleTicks, state.nodes.size(), state.pods.size(), tick_us, outputs, empty_us);
+  std::printf("  idle tick %.1f us: %s (target < %.0f us)\n", tick_us,
+              Verdict(tick_us < kTargetIdleTickUs), kTargetIdleTickUs);
 }
 
 void Report(const Args& args, double rss_start, double rss_built, double rss_peak,
