@@ -6,9 +6,10 @@ namespace tenon::log {
 using namespace parts;
 
 // Every field of the State is in a snapshot: the head or the parts write 44, and decoding makes
-// the other 4 (pod_parts, node_parts, claim_parts, claims_by_node) from them. A field added to
+// 4 more (pod_parts, node_parts, claim_parts, claims_by_node) from them; the idle notes start
+// empty (the first tick walks the cluster, as after a fresh start). A field added to
 // the State fails the build here until the snapshot carries it, or recovery would lose it.
-static_assert(FieldCount<State>() == 44 + 4,
+static_assert(FieldCount<State>() == 44 + 5,
               "State: encode the field added in the snapshot (PutHead*, GetHead*)");
 
 namespace {

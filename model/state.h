@@ -307,6 +307,27 @@ struct EventLimits {
   friend bool operator==(const EventLimits&, const EventLimits&) = default;
 };
 
+// What an idle tick may skip. Each tick walks every NodeClaim (timeouts, expiry, the pools'
+// sums) and every 10 s disruption pass walks the cluster; a walk that found nothing to do notes
+// until when that holds, provided nothing changes meanwhile. `changes` counts what could change
+// it: every event but a tick, and every tick with an output. A note taken at another count is
+// void, and so is one whose time has come. Derived, and left out of equality, the hash and
+// snapshots: a state loaded from a snapshot holds no note and walks once, as a fresh one does.
+struct IdleNote {
+  bool taken = false;
+  std::uint64_t changes = 0;     // The count it was taken at.
+  std::optional<Instant> until;  // Holds before this time; none: until something changes.
+  bool Holds(std::uint64_t changes_now, Instant now) const {
+    return taken && changes == changes_now && (!until || now < *until);
+  }
+};
+struct IdleNotes {
+  std::uint64_t changes = 0;
+  IdleNote lifecycle;   // AdvanceLifecycle found nothing to do.
+  IdleNote disruption;  // The disruption pass found nothing to do.
+  friend bool operator==(const IdleNotes&, const IdleNotes&) { return true; }
+};
+
 struct State {
   Seq last_seq{0};
   Instant now;
@@ -382,6 +403,7 @@ struct State {
   std::uint64_t rejected_inputs = 0;
   // WatchesSynced: a simulated world is always in sync; the kube adapter says when it is not.
   bool watches_synced = true;
+  IdleNotes idle;
 
   friend bool operator==(const State&, const State&) = default;
 };

@@ -441,7 +441,10 @@ void ExpireUnavailableOfferings(State& state) {
   std::erase_if(state.unavailable_offerings,
                 [&](const auto& entry) { return entry.second <= state.now; });
   // An offering back on offer may serve the pods its absence kept pending: a batch for them.
-  if (state.unavailable_offerings.size() != before) ReconsiderPendingPods(state);
+  if (state.unavailable_offerings.size() != before) {
+    ReconsiderPendingPods(state);
+    ++state.idle.changes;
+  }
 }
 
 }  // namespace tenon::core

@@ -19,6 +19,7 @@ Overloaded(Fs...) -> Overloaded<Fs...>;
 void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   // Time never runs backwards in the core: a late or duplicated tick is folded as a no-op.
   if (tick.now > state.now) state.now = tick.now;
+  const std::size_t at_start = out.size();
   ExpireUnavailableOfferings(state);
   // Lifecycle (registration, termination) goes on regardless; choosing what to launch or
   // remove waits until the cluster has been read whole.
@@ -28,6 +29,8 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   if (out.size() != before) ++state.cluster_generation;
   if (state.watches_synced) AdvanceDisruption(state, seq, expired, out);
   AdvanceNodeClassTerminations(state, seq, out);
+  // What the tick did may give the next one something to do: the idle notes lapse.
+  if (out.size() != at_start) ++state.idle.changes;
 }
 
 void OnStarted(State& state, const ControllerStarted& started) {
@@ -340,6 +343,7 @@ Output Step(State& state, Seq seq, const Event& event) {
   assert(seq > state.last_seq);
   state.last_seq = seq;
   if (ChangesCluster(state, event)) ++state.cluster_generation;
+  if (!std::holds_alternative<Tick>(event)) ++state.idle.changes;
   Output out;
   std::visit([&](const auto& alternative) { Apply(state, seq, alternative, out); }, event);
   if (!out.decisions.empty()) AnnounceDecisionEvents(state, seq, out);

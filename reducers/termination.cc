@@ -290,10 +290,14 @@ void OnNodeClaimDeletionRequested(State& state, Seq seq, const NodeClaimDeletion
 }
 
 std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
+  // The last walk found nothing to do, nothing has changed since, and no claim's time comes
+  // before its note runs out: this walk would find nothing either.
+  if (state.idle.lifecycle.Holds(state.idle.changes, state.now)) return {};
   // Timeouts judge what the cluster shows: not before it has been read whole (a Node that
   // registered while tenon was down, a claim still to be adopted).
   // One walk over the claims: the timeouts, and the claims deleting after them, which then
   // take their next step in the same order (a step changes no other claim).
+  const std::size_t before = out.size();
   std::vector<NodeClaim*> deleting;
   std::vector<NodeClaim*> expired;
   const NodePool* pool = nullptr;
@@ -304,6 +308,12 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
   for (const auto& [name, p] : state.nodepools) {
     if (p.expire_after) shortest = std::min(shortest, *p.expire_after);
   }
+  // The earliest a claim's time comes (a timeout, a relaunch, an expiry): until then, with
+  // nothing changed, a walk finds what this one did.
+  std::optional<Instant> next;
+  auto due_at = [&next](Instant at) {
+    if (!next || at < *next) next = at;
+  };
   for (auto& [name, claim] : state.nodeclaims) {
     sums.Add(state, claim);
     if (!claim.deleting && state.watches_synced) {
@@ -318,16 +328,35 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
         BeginDeletion(state, seq, claim, "no node registered within 15m",
                       Cause::kRegistrationTimeout, true, out);
         state.registration_healthy[claim.nodepool] = false;  // NodeRegistrationHealthy=False
+      } else if (claim.phase == ClaimPhase::kPending) {
+        due_at(claim.created + kLaunchTimeout);
+        if (claim.relaunch_at) due_at(*claim.relaunch_at);
+      } else if (claim.phase == ClaimPhase::kLaunched) {
+        due_at(claim.launched + kRegistrationTtl);
       }
     }
     if (claim.deleting) {
       deleting.push_back(&claim);
-    } else if (state.now - claim.created >= shortest && Expired(state, claim, pool)) {
+    } else if (state.now - claim.created < shortest) {
+      if (shortest.value != std::numeric_limits<std::int64_t>::max()) {
+        due_at(claim.created + shortest);
+      }
+    } else if (Expired(state, claim, pool)) {
       expired.push_back(&claim);
+    } else if (claim.phase != ClaimPhase::kPending && pool != nullptr && pool->expire_after) {
+      due_at(claim.created + *pool->expire_after);  // Its own pool's expireAfter.
     }
   }
   for (NodeClaim* claim : deleting) Advance(state, seq, *claim, out);
   Republish(state, sums, seq, out);
+  // Expired claims are only handed on under soft expiration, where the disruption pass judges
+  // them by itself.
+  if (deleting.empty() && out.size() == before &&
+      (expired.empty() || state.settings.soft_expiration)) {
+    state.idle.lifecycle = {true, state.idle.changes, next};
+  } else {
+    state.idle.lifecycle = {};
+  }
   return expired;
 }
 

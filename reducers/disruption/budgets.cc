@@ -23,17 +23,12 @@ std::int64_t BudgetNodes(const std::string& nodes, std::int64_t total) {
 // Karpenter's rule: the most restrictive active budget for `reason` wins, minus the pool's
 // nodes already deleting or not ready.
 Allowance Allowed(const State& state, const NodePool& pool, const std::string& reason,
-                  const NameIndex<NodeEntry>& nodes) {
-  std::int64_t total = 0;
-  std::int64_t disrupting = 0;
-  for (const auto& [name, claim] : state.nodeclaims) {
-    if (claim.nodepool != pool.name || claim.node_name.empty()) continue;
-    ++total;
-    const NodeEntry* node = nodes.Find(claim.node_name);
-    if (claim.deleting || node == nullptr || !node->node->ready || InReplacement(state, name)) {
-      ++disrupting;
-    }
-  }
+                  Lookups& looked) {
+  const auto counted = looked.pool_nodes.find(pool.name);
+  const Lookups::PoolNodes counts =
+      counted == looked.pool_nodes.end() ? Lookups::PoolNodes{} : counted->second;
+  const std::int64_t total = counts.total;
+  const std::int64_t disrupting = counts.disrupting;
   std::optional<std::int64_t> least;
   std::string why = "no budget is active";
   for (std::size_t i = 0; i < pool.budgets.size(); ++i) {
@@ -82,7 +77,7 @@ Budgets::Entry& Budgets::Of(const std::string& pool) {
   if (fresh) {
     auto [known, computed] = looked_.allowances.try_emplace({pool, reason_});
     if (computed) {
-      known->second = Allowed(state_, state_.nodepools.at(pool), reason_, looked_.nodes);
+      known->second = Allowed(state_, state_.nodepools.at(pool), reason_, looked_);
     }
     it->second.allowed = known->second;
     it->second.left = it->second.allowed.allowed;

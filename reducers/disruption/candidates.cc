@@ -57,7 +57,9 @@ Obstacle GracefulBlocker(const State& state, const Candidate& c, std::optional<I
     return {Cause::kDoNotDisrupt, c.node->name,
             "node " + c.node->name + " has karpenter.sh/do-not-disrupt"};
   }
-  if (!pods) return {};
+  // Neither a do-not-disrupt pod on the node nor a PodDisruptionBudget in the cluster: no pod
+  // can block it (most nodes, most passes: no pod is read).
+  if (!pods || (c.bound->do_not_disrupt == 0 && state.pdbs.empty())) return {};
   // Every running pod on the node counts, as Karpenter validates a candidate's pods: a
   // DaemonSet or mirror pod's do-not-disrupt blocks it, and so does a budget over a DaemonSet
   // pod (the Eviction API would refuse it; mirror pods are not evicted).
@@ -168,10 +170,25 @@ Lookups LookUpClaims(State& state) {
   Lookups out;
   out.nodes = IndexNodes(state);
   const NodePool* pool = nullptr;  // PoolOf's last.
+  Lookups::PoolNodes* counts = nullptr;
+  const std::string* counted = nullptr;  // The pool `counts` is of.
   for (auto& [name, claim] : state.nodeclaims) {
+    if (!claim.deleting && claim.phase == ClaimPhase::kPending) ++out.launching;
+    if (claim.node_name.empty()) continue;
+    const NodeEntry* node = out.nodes.Find(claim.node_name);
+    // A pool's nodes: its claims with a node; those deleting, not ready or being replaced are
+    // disrupting already.
+    if (counted == nullptr || *counted != claim.nodepool) {  // Often the last one's.
+      auto it = out.pool_nodes.try_emplace(claim.nodepool).first;
+      counts = &it->second;
+      counted = &it->first;
+    }
+    ++counts->total;
+    if (claim.deleting || node == nullptr || !node->node->ready || InReplacement(state, name)) {
+      ++counts->disrupting;
+    }
     if (claim.deleting || claim.phase != ClaimPhase::kInitialized) continue;
     PoolOf(state, claim, pool);
-    const NodeEntry* node = out.nodes.Find(claim.node_name);
     if (pool == nullptr || node == nullptr) continue;
     out.claims.push_back({&claim, pool, node->node, node->bound, {}});
   }

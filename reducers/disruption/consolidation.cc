@@ -212,10 +212,8 @@ Plan PlanCheaper(const State& state, Simulation& sim, const std::vector<const Ca
 // NodeClaim is not launched yet: what it will be is not known. Pending pods do not hold it back:
 // each simulation places them too, and only a moving pod that fits nowhere, or would land on a
 // node not initialized yet, blocks a move.
-bool AwaitSettled(const State& state, const std::vector<Candidate>& cands, Pass& pass) {
-  std::size_t launching = std::count_if(
-      state.nodeclaims.begin(), state.nodeclaims.end(),
-      [](const auto& e) { return !e.second.deleting && e.second.phase == ClaimPhase::kPending; });
+bool AwaitSettled(const std::vector<Candidate>& cands, Pass& pass, const Lookups& looked) {
+  const std::size_t launching = looked.launching;
   if (launching == 0) return false;
   const std::string why =
       "cluster not settled: " + std::to_string(launching) + " NodeClaims not launched yet";

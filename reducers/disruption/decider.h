@@ -53,6 +53,15 @@ struct Lookups {
   NameIndex<NodeEntry> nodes;
   Claims claims;
   std::map<std::pair<std::string, std::string>, Allowance> allowances;  // (pool, reason)
+  // Counted in the same walk over the claims: each pool's nodes and how many of them are
+  // already disrupting (what its budgets are taken from), and the claims still launching
+  // (consolidation waits for them).
+  struct PoolNodes {
+    std::int64_t total = 0;
+    std::int64_t disrupting = 0;
+  };
+  std::map<std::string, PoolNodes, std::less<>> pool_nodes;
+  std::size_t launching = 0;
 };
 
 // A node the method could disrupt: its claim, node, pool and the pods that would move.
@@ -221,7 +230,7 @@ std::string ConsolidationBlocker(const State& state, Candidate& c);
 // group.
 Plan PlanCheaper(const State& state, Simulation& sim, const std::vector<const Candidate*>& group);
 // Records each candidate as waiting, and returns true, while the cluster is not settled.
-bool AwaitSettled(const State& state, const std::vector<Candidate>& cands, Pass& pass);
+bool AwaitSettled(const std::vector<Candidate>& cands, Pass& pass, const Lookups& looked);
 std::string ConsolidationDeletionReason(const std::string& outcome);
 
 // ---- Forceful expiration (expiration.cc). ----

@@ -34,7 +34,7 @@ std::vector<const Candidate*> WithinBudget(const State& state, std::vector<Candi
 
 void SelectGroup(const State& state, Simulation& sim, std::vector<Candidate>& cands, Pass& pass,
                  Lookups& looked, bool validating) {
-  if (AwaitSettled(state, cands, pass)) return;
+  if (AwaitSettled(cands, pass, looked)) return;
   std::vector<const Candidate*> within = WithinBudget(state, cands, pass, looked);
   std::size_t best = 0;
   Plan chosen;

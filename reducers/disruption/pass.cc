@@ -78,9 +78,12 @@ void RecordBlocked(State& state, Seq seq, Passes& passes, Output& out) {
   }
 }
 
-// Karpenter's order: the first method with something to do acts; the others wait.
-void ConsultMethods(State& state, Seq seq, Lookups& looked, Output& out) {
+// Karpenter's order: the first method with something to do acts; the others wait. True when no
+// method acted and none but consolidation's had a candidate at all, blocked or not: with nothing
+// changed, the next pass would find the same (consolidation, settled now, is not looked at then).
+bool ConsultMethods(State& state, Seq seq, Lookups& looked, Output& out) {
   const bool consolidated = Consolidated(state);
+  bool none = true;
   Simulation sim(state);
   Passes passes;
   Gathered shared;
@@ -93,21 +96,25 @@ void ConsultMethods(State& state, Seq seq, Lookups& looked, Output& out) {
         Evaluate(state, method, sim, looked, nullptr, method.underutilized ? &shared : nullptr);
     if (!pass.selected.empty()) {
       Propose(state, seq, method.method, pass, out);
-      return;
+      return false;
     }
+    none = none && (pass.candidates.empty() || method.consolidation_or_emptiness());
     if (!pass.candidates.empty() && decider.records_blocked) {
       passes.emplace_back(method.method, std::move(pass));
     }
   }
   // A pass that skipped consolidation has seen no blocker change.
-  if (consolidated) return;
+  if (consolidated) return none;
   NoteConsolidated(state, passes);
   RecordBlocked(state, seq, passes, out);
+  return none;
 }
 
 // NodeClaim conditions Consolidatable (consolidateAfter has passed since the last pod change)
-// and Drifted, published when they change, as Karpenter's status controllers do.
-void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out) {
+// and Drifted, published when they change, as Karpenter's status controllers do. Returns the
+// earliest a claim not yet consolidatable becomes so by itself, if one does.
+std::optional<Instant> PublishConditions(State& state, const Claims& claims, Seq seq, Output& out) {
+  std::optional<Instant> next;
   for (const ClaimFacts& facts : claims) {
     NodeClaim& claim = *facts.claim;
     Candidate c;
@@ -115,6 +122,10 @@ void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out)
     c.node = facts.node;
     c.pool = facts.pool;
     const bool consolidatable = Consolidatable(state, c);
+    if (!consolidatable && c.pool->consolidate_after) {
+      KeepEarlier(next,
+                  std::max(claim.initialized, claim.last_pod_change) + *c.pool->consolidate_after);
+    }
     const std::string& drift = facts.drifted;
     // Most claims, most passes: both conditions already published as they are now.
     if (const auto& held = claim.disruption_conditions; held.size() == 2) {
@@ -141,6 +152,20 @@ void PublishConditions(State& state, const Claims& claims, Seq seq, Output& out)
             out);
     }
   }
+  return next;
+}
+
+// Under soft expiration, the earliest a claim not yet expired becomes so.
+std::optional<Instant> NextSoftExpiry(const State& state, const Claims& claims) {
+  std::optional<Instant> next;
+  if (!state.settings.soft_expiration) return next;
+  for (const ClaimFacts& facts : claims) {
+    const std::optional<Duration>& after = facts.pool->expire_after;
+    if (after && state.now - facts.claim->created < *after) {
+      KeepEarlier(next, facts.claim->created + *after);
+    }
+  }
+  return next;
 }
 
 }  // namespace
@@ -189,22 +214,40 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   disruption::AdvanceReplacements(state, seq, out);
   const bool due = !state.last_disruption_pass ||
                    state.now - *state.last_disruption_pass >= kDisruptionPassInterval;
+  // The last pass found nothing to do and nothing has changed since: no condition to publish,
+  // consolidation still settled, no claim drifted or expired. This one would find the same.
+  if (due && out.size() == before && !state.pending_disruption && state.replacing.empty() &&
+      state.idle.disruption.Holds(state.idle.changes, state.now) &&
+      disruption::Consolidated(state)) {
+    state.last_disruption_pass = state.now;
+    return;
+  }
   disruption::Lookups looked;
+  std::optional<Instant> next;  // The earliest this pass's findings change by themselves.
   if (due) {
     state.last_disruption_pass = state.now;
     looked = disruption::LookUpClaims(state);
-    disruption::PublishConditions(state, looked.claims, seq, out);
+    next = disruption::PublishConditions(state, looked.claims, seq, out);
   }
   // Whatever this tick has done so far (expiry, replacements, conditions) is a change.
   if (out.size() != before) ++state.cluster_generation;
   if (!due) return;
+  state.idle.disruption = {};
   if (state.pending_disruption) {
     if (state.now - state.latest_proposal.at >= kDisruptionValidation) {
       disruption::Validate(state, looked, seq, out);
     }
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
-  disruption::ConsultMethods(state, seq, looked, out);
+  const bool none = disruption::ConsultMethods(state, seq, looked, out);
+  if (!none || out.size() != before || state.pending_disruption || !state.replacing.empty() ||
+      !disruption::Consolidated(state)) {
+    return;
+  }
+  disruption::KeepEarlier(next, *state.consolidated_at + kConsolidationRecheck);
+  disruption::KeepEarlier(next, state.consolidation_recheck_at);
+  disruption::KeepEarlier(next, disruption::NextSoftExpiry(state, looked.claims));
+  state.idle.disruption = {true, state.idle.changes, next};
 }
 
 void NotePodMoved(State& state, const std::string& node_name) {

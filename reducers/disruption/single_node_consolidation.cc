@@ -8,7 +8,7 @@ namespace {
 
 void SelectOne(const State& state, Simulation& sim, std::vector<Candidate>& cands, Pass& pass,
                Lookups& looked, bool /*validating*/) {
-  if (AwaitSettled(state, cands, pass)) return;
+  if (AwaitSettled(cands, pass, looked)) return;
   Budgets budgets(state, MethodInfo(kSingleNodeConsolidation).reason, pass, looked);
   SelectFirst(state, sim, kSingleNodeConsolidation, cands, pass, budgets);
 }

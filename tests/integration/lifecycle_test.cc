@@ -92,6 +92,9 @@ cloud:
   ASSERT_EQ(creates.size(), 2u);
   EXPECT_NE(creates[1]->claim.name, first);
   EXPECT_EQ(o.instances.size(), 1u);  // Only the replacement's instance is left.
+  // Most of the 15 minutes the claim walk was skipped on an idle note (State::idle), and the
+  // timeout still came on time: the note ran out with the claim's registration deadline.
+  EXPECT_GT(o.idle_skips, 600u);
 }
 
 // The cheapest offering answers InsufficientInstanceCapacity: the same CreateFleet falls over

@@ -16,6 +16,7 @@
 #include "log/codec.h"
 #include "replay/replay.h"
 #include "tests/integration/helpers.h"
+#include "tests/support/idle_notes.h"
 
 namespace tenon::testing {
 
@@ -63,6 +64,7 @@ struct Outcome {
   std::map<std::string, NodePoolStatus> pool_status;
   replay::Verdict verdict = replay::Verdict::kIdentical;
   std::string verify_detail;
+  std::uint64_t idle_skips = 0;  // Ticks that skipped a walk on an idle note (idle_notes.h).
 
   // The transitions recorded, in order, for one claim ("" = every claim).
   std::vector<Transition> Transitions(const std::string& claim = "") const {
@@ -254,6 +256,9 @@ inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) 
   auto verify = replay::Verify(*log);
   out.verdict = verify.verdict;
   out.verify_detail = verify.detail;
+  if (std::string differed = CompareWithoutIdleNotes(*log, out.idle_skips); !differed.empty()) {
+    ADD_FAILURE() << differed;
+  }
 
   sim::World world(scenario, options.log_dir / sim::kWorldFile);
   EXPECT_TRUE(world.Load());

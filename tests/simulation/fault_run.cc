@@ -11,6 +11,7 @@
 #include "log/event_log.h"
 #include "replay/replay.h"
 #include "tests/simulation/checker.h"
+#include "tests/support/idle_notes.h"
 #include "tests/support/temp_dir.h"
 
 namespace tenon::simtest {
@@ -448,6 +449,10 @@ void Drive(std::uint64_t seed, const SeedOptions& options, SeedResult& result) {
     result.violations.push_back(std::string("replay of the log: ") +
                                 replay::VerdictName(verify.verdict) + " at seq " +
                                 std::to_string(verify.first_bad_seq.value) + ": " + verify.detail);
+  }
+  if (std::string differed = testing::CompareWithoutIdleNotes(controller.log(), result.idle_skips);
+      !differed.empty()) {
+    result.violations.push_back(differed);
   }
 }
 

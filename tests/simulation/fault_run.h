@@ -38,6 +38,8 @@ struct SeedResult {
   std::uint64_t steps = 0;
   std::uint64_t records = 0;
   bool crashed = false;  // The controller was killed and restarted.
+  // Ticks of the log folded again whose NodeClaim walk an idle note let them skip.
+  std::uint64_t idle_skips = 0;
   // The world at the end: instances and their cost, and the dearest instance's price (the most
   // one consolidation step can save).
   std::size_t instances = 0;
