@@ -12,11 +12,13 @@
 #include "adapters/aws/connection.h"
 #include "adapters/aws/executor.h"
 #include "adapters/aws/s3.h"
+#include "adapters/kube/objects.h"
 #include "log/codec.h"
 #include "log/event_log.h"
 #include "log/files.h"
 #include "log/repair.h"
 #include "replay/replay.h"
+#include "replay/why.h"
 #include "whatif/whatif.h"
 
 namespace tenon::cmd {
@@ -54,6 +56,10 @@ struct IncidentCommands {
 
   CLI::App* explain = nullptr;
   std::string explain_dir, explain_kind, explain_name, explain_at;
+
+  CLI::App* why = nullptr;
+  std::string why_dir, why_at, why_window = "10m";
+  bool why_json = false;
 };
 
 namespace {
@@ -286,6 +292,23 @@ int RunExplain(const IncidentCommands& c) {
   return 0;
 }
 
+int RunWhy(const IncidentCommands& c) {
+  auto log = OpenForReading(c.why_dir);
+  const std::optional<Instant> at = TimeFlag("--at", c.why_at, *log);
+  Duration window{0};
+  try {
+    window = kube::ParseDuration(c.why_window);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("--window: '" + c.why_window +
+                                "' is not a duration such as 10m or 1h30m (" + e.what() + ")");
+  }
+  if (window.value <= 0) throw std::invalid_argument("--window: must be longer than zero");
+  const replay::WhyReport report = replay::Why(*log, *at, window);
+  const std::string text = c.why_json ? replay::WhyJson(report) : replay::WhyText(report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
 void PrintArchive(const char* verb, const replay::ArchiveReport& r, const std::string& file) {
   std::printf("%s %s: %" PRIu64 " events (through seq %" PRIu64 "), %" PRIu64 " decisions, %" PRIu64
               " snapshots, %" PRIu64 " bytes, checksum %016" PRIx64 "\n",
@@ -504,6 +527,16 @@ void AddExplain(CLI::App& app, IncidentCommands& c) {
       ->check(NonEmptyTime());
 }
 
+void AddWhy(CLI::App& app, IncidentCommands& c) {
+  c.why = app.add_subcommand("why", "what changed around a moment, and the causes of each change");
+  c.why->add_option("log", c.why_dir, "log folder")->required()->check(CLI::ExistingDirectory);
+  c.why->add_option("--at", c.why_at, "the moment: 2026-01-01T02:14:00Z, or 02:14 on the log's day")
+      ->required()
+      ->check(NonEmptyTime());
+  c.why->add_option("--window", c.why_window, "how much time around it to look at (default 10m)");
+  c.why->add_flag("--json", c.why_json, "one JSON document");
+}
+
 }  // namespace
 
 std::shared_ptr<IncidentCommands> AddIncidentCommands(CLI::App& app) {
@@ -511,6 +544,7 @@ std::shared_ptr<IncidentCommands> AddIncidentCommands(CLI::App& app) {
   AddReplay(app, *commands);
   AddAudit(app, *commands);
   AddExplain(app, *commands);
+  AddWhy(app, *commands);
   AddArchive(app, *commands);
   AddTimeline(app, *commands);
   AddCost(app, *commands);
@@ -521,6 +555,7 @@ std::optional<int> RunIncidentCommand(const IncidentCommands& commands) {
   if (commands.replay->parsed()) return RunReplay(commands);
   if (commands.audit->parsed()) return RunAudit(commands);
   if (commands.explain->parsed()) return RunExplain(commands);
+  if (commands.why->parsed()) return RunWhy(commands);
   if (commands.timeline->parsed()) return RunTimeline(commands);
   if (commands.cost->parsed()) return RunCost(commands);
   if (commands.log_export->parsed()) return RunExport(commands);

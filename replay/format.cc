@@ -58,4 +58,25 @@ Instant FirstEventTime(const log::EventLog& log) {
   return at;
 }
 
+PodMoves SplitMoves(const std::string& outcome) {
+  constexpr std::string_view kMarker = "; its pods move: ";
+  PodMoves out;
+  const auto at = outcome.find(kMarker);
+  out.text = outcome.substr(0, at);
+  if (at == std::string::npos) return out;
+  std::string_view rest = std::string_view(outcome).substr(at + kMarker.size());
+  while (!rest.empty()) {
+    const auto comma = rest.find(", ");
+    const std::string_view move = rest.substr(0, comma);
+    const auto arrow = move.find(" -> ");
+    if (arrow != std::string_view::npos) {
+      out.moves.emplace_back(std::string(move.substr(0, arrow)),
+                             std::string(move.substr(arrow + 4)));
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 2);
+  }
+  return out;
+}
+
 }  // namespace tenon::replay

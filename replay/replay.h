@@ -92,6 +92,15 @@ std::optional<Instant> ParseTime(const std::string& text, Instant reference);
 // The time of the first event in the log (the day "HH:MM" times refer to), 0 if empty.
 Instant FirstEventTime(const log::EventLog& log);
 
+// A disruption outcome as the core writes it ("replace with ...; its pods move: ns/a -> node,
+// ns/b -> #0"): the text before the moves, and each move (pod, destination: a node, or "#k" for
+// the k-th replacement).
+struct PodMoves {
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> moves;
+};
+PodMoves SplitMoves(const std::string& outcome);
+
 // ---- tenon audit: disruption decisions with their inputs, through the decision index. ----
 
 struct AuditQuery {

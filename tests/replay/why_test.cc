@@ -1,0 +1,193 @@
+// tenon why on the bundled demo and on the PDB scenario: each moment's change is found with its
+// causes, checked on the JSON document (codes and names, not English).
+#include <nlohmann/json.hpp>
+
+#include "adapters/sim/simulator.h"
+#include "replay/why.h"
+#include "tests/replay/incident.h"
+
+namespace tenon::testing {
+namespace {
+
+using nlohmann::json;
+
+// The quick-start scenario, simulated once into a log kept for the tests.
+const KeptRun& Demo() {
+  static const KeptRun* run = [] {
+    auto* r = new KeptRun;
+    auto scenario =
+        sim::LoadScenario(std::filesystem::path(TENON_SOURCE_DIR) / "examples/scenarios/demo.yaml");
+    sim::SimulateOptions options;
+    options.log_dir = r->log();
+    sim::Simulate(scenario, options);
+    return r;
+  }();
+  return *run;
+}
+
+json WhyAt(const log::EventLog& log, const std::string& at, Duration window) {
+  auto when = replay::ParseTime(at, replay::FirstEventTime(log));
+  EXPECT_TRUE(when.has_value()) << at;
+  return json::parse(replay::WhyJson(replay::Why(log, *when, window)));
+}
+
+std::vector<json> OfKind(const json& doc, const std::string& kind) {
+  std::vector<json> out;
+  for (const auto& c : doc["changes"]) {
+    if (c["kind"] == kind) out.push_back(c);
+  }
+  return out;
+}
+
+// 02:04: the web Deployment scaled out; one batch of web pods, the weightier NodePool, one
+// on-demand launch with no capacity trouble.
+TEST(Why, DemoScaleUpNamesTheBatchThePoolAndTheLaunch) {
+  auto log = Demo().Open();
+  const json doc = WhyAt(*log, "02:04:00", Duration{2 * kMinute.value});
+  const auto ups = OfKind(doc, "scale-up");
+  ASSERT_EQ(ups.size(), 1u) << doc.dump(2);
+  const json& up = ups[0];
+  EXPECT_GT(up["batch"]["pods"].get<int>(), 0);
+  ASSERT_EQ(up["batch"]["workloads"].size(), 1u);
+  EXPECT_EQ(up["batch"]["workloads"][0]["name"], "web");
+  EXPECT_EQ(up["nodepools"][0]["name"], "general");  // Weight 10 before batch's 0.
+  EXPECT_EQ(up["nodepools"][0]["weight"], 10);
+  ASSERT_EQ(up["launches"].size(), 1u);
+  const json& launch = up["launches"][0];
+  EXPECT_TRUE(launch["launched"].get<bool>());
+  EXPECT_EQ(launch["nodepool"], "general");
+  EXPECT_EQ(launch["capacity_type"], "on-demand");
+  EXPECT_TRUE(launch["unavailable"].empty());
+  EXPECT_FALSE(launch["offered"].empty());
+  EXPECT_GT(doc["after"]["nodes"].get<int>(), doc["before"]["nodes"].get<int>());
+  EXPECT_GT(launch["seq"].get<int>(), up["seq"].get<int>());  // The fleet answered after.
+}
+
+// 02:06: the crunch batch on spot; the first choice's pool is dry, the fleet falls over to the
+// next offering and says which one failed.
+TEST(Why, DemoIceFallbackNamesTheDryOffering) {
+  auto log = Demo().Open();
+  const json doc = WhyAt(*log, "02:06:00", Duration{1 * kMinute.value});
+  const auto ups = OfKind(doc, "scale-up");
+  ASSERT_EQ(ups.size(), 1u) << doc.dump(2);
+  EXPECT_EQ(ups[0]["batch"]["workloads"][0]["name"], "crunch");
+  ASSERT_EQ(ups[0]["launches"].size(), 1u);
+  const json& launch = ups[0]["launches"][0];
+  EXPECT_TRUE(launch["launched"].get<bool>());
+  EXPECT_EQ(launch["nodepool"], "batch");
+  EXPECT_EQ(launch["capacity_type"], "spot");
+  ASSERT_EQ(launch["unavailable"].size(), 1u);
+  const std::string dry = launch["unavailable"][0];
+  EXPECT_EQ(dry.rfind("m5.8xlarge/us-east-1c/spot: ", 0), 0u) << dry;
+  EXPECT_NE(launch["zone"], "us-east-1c");
+  // The dry offering was among those the request offered.
+  bool offered = false;
+  for (const auto& o : launch["offered"]) {
+    offered = offered || (o["instance_type"] == "m5.8xlarge" && o["zone"] == "us-east-1c");
+  }
+  EXPECT_TRUE(offered) << launch.dump(2);
+}
+
+// 02:05:20: single-node consolidation replaces the first node; the replacement is named and
+// the pods' destinations are counted per place, the replacement by its name.
+TEST(Why, DemoConsolidationNamesTheReplacementAndWherePodsGo) {
+  auto log = Demo().Open();
+  const json doc = WhyAt(*log, "02:05:20", Duration{1 * kMinute.value});
+  const auto downs = OfKind(doc, "scale-down");
+  ASSERT_EQ(downs.size(), 1u) << doc.dump(2);
+  const json& down = downs[0];
+  EXPECT_EQ(down["method"], "SingleNodeConsolidation");
+  EXPECT_EQ(down["phase"], "replacing");
+  ASSERT_EQ(down["nodeclaims"].size(), 1u);
+  ASSERT_EQ(down["replacements"].size(), 1u);
+  const std::string replacement = down["replacements"][0];
+  EXPECT_EQ(replacement.rfind("general-", 0), 0u);
+  int pods = 0;
+  bool to_replacement = false;
+  for (const auto& d : down["moved"]) {
+    pods += d["pods"].get<int>();
+    EXPECT_NE(d["nodeclaim"].get<std::string>().rfind('#', 0), 0u) << d.dump();
+    to_replacement = to_replacement || (d["nodeclaim"] == replacement && d["node"] == "");
+  }
+  EXPECT_GT(pods, 0);
+  EXPECT_TRUE(to_replacement) << down.dump(2);
+  EXPECT_GT(down["saving"].get<int>(), 0);
+  ASSERT_EQ(down["budgets"].size(), 1u);
+  EXPECT_EQ(down["budgets"][0]["reason"], "Underutilized");
+  ASSERT_EQ(down["launches"].size(), 1u);
+  EXPECT_EQ(down["launches"][0]["nodeclaim"], replacement);
+  const std::string text = replay::WhyText(replay::Why(
+      *log, *replay::ParseTime("02:05:20", replay::FirstEventTime(*log)), Duration{kMinute}));
+  EXPECT_EQ(text.find("#0"), std::string::npos) << text;
+}
+
+// 02:14:20: the crunch Deployment is gone and its spot node, empty, goes by emptiness.
+TEST(Why, DemoEmptinessTakesTheEmptyNode) {
+  auto log = Demo().Open();
+  const json doc = WhyAt(*log, "02:14:20", Duration{1 * kMinute.value});
+  const auto downs = OfKind(doc, "scale-down");
+  ASSERT_EQ(downs.size(), 1u) << doc.dump(2);
+  EXPECT_EQ(downs[0]["method"], "Emptiness");
+  EXPECT_EQ(downs[0]["phase"], "executed");
+  EXPECT_EQ(downs[0]["cause"], "Empty");
+  EXPECT_TRUE(downs[0]["replacements"].empty());
+  EXPECT_TRUE(downs[0]["moved"].empty());
+  EXPECT_LT(doc["after"]["cost"].get<std::int64_t>(), doc["before"]["cost"].get<std::int64_t>());
+}
+
+// A quiet moment: nothing launched or went.
+TEST(Why, AQuietMomentHasNoChange) {
+  auto log = Demo().Open();
+  const json doc = WhyAt(*log, "02:10:30", Duration{1 * kMinute.value});
+  EXPECT_TRUE(doc["changes"].empty()) << doc.dump(2);
+  EXPECT_EQ(doc["before"]["nodes"], doc["after"]["nodes"]);
+}
+
+// The PDB scenario: the node whose last pod a PDB protects stays; the other is consolidated,
+// and its candidates say which was blocked by what.
+TEST(Why, PdbScenarioTellsTheBlockedCandidateAndTheOneThatWent) {
+  auto run = RunKept(PdbScenario());
+  const Outcome& o = run->outcome;
+  std::optional<Instant> executed;
+  for (const auto& [at, d] : o.disruptions) {
+    if (d.method == DisruptionMethod::kSingleNodeConsolidation &&
+        d.phase == DisruptionPhase::kExecuted && !executed) {
+      executed = at;
+    }
+  }
+  ASSERT_TRUE(executed.has_value());
+  auto log = run->Open();
+  const json doc =
+      json::parse(replay::WhyJson(replay::Why(*log, *executed, Duration{kMinute.value})));
+  const auto downs = OfKind(doc, "scale-down");
+  ASSERT_EQ(downs.size(), 1u) << doc.dump(2);
+  const json& down = downs[0];
+  EXPECT_EQ(down["method"], "SingleNodeConsolidation");
+  bool pdb = false, selected = false;
+  for (const auto& c : down["candidates"]) {
+    pdb = pdb || (c["cause"] == "PodDisruptionBudget" &&
+                  c["subject"].get<std::string>().rfind("default/a-", 0) == 0);
+    selected = selected || c["nodeclaim"] == down["nodeclaims"][0];
+  }
+  EXPECT_TRUE(pdb) << down.dump(2);
+  EXPECT_TRUE(selected) << down.dump(2);
+  EXPECT_EQ(doc["after"]["nodes"].get<int>(), doc["before"]["nodes"].get<int>() - 1);
+}
+
+// The command: --json is one document, and the text starts with the answer.
+TEST(Why, CommandPrintsTheAnswerAndJson) {
+  const std::string log = Demo().log().string();
+  CommandResult text = Tenon("why " + log + " --at 02:06:00 --window 1m");
+  ASSERT_EQ(text.exit_code, 0);
+  EXPECT_EQ(text.out.rfind("Between 02:05:30 and 02:06:30 the cluster went from ", 0), 0u)
+      << text.out;
+  EXPECT_NE(text.out.find("(seq "), std::string::npos);
+  CommandResult j = Tenon("why " + log + " --at 02:06:00 --window 1m --json");
+  ASSERT_EQ(j.exit_code, 0);
+  EXPECT_EQ(json::parse(j.out)["window"]["from"], "2026-01-01T02:05:30Z");
+  CommandResult bad = Tenon("why " + log + " --at 02:06:00 --window soon");
+  EXPECT_NE(bad.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace tenon::testing
