@@ -39,6 +39,7 @@ struct IncidentCommands {
   replay::AuditQuery query;
   std::string since_text, until_text, method_text;
   bool json = false;
+  bool audit_verbose = false;
 
   CLI::App* log_export = nullptr;
   CLI::App* log_import = nullptr;
@@ -156,14 +157,20 @@ void PrintState(const State& state) {
 // to it. `claim` (optional) keeps one NodeClaim's.
 void PrintHistory(const log::EventLog& log, Seq to, const std::string& claim) {
   std::printf("nodeclaim history%s%s:\n", claim.empty() ? "" : " of ", claim.c_str());
+  // A claim tainted for replacement: its replacements' names, for its planned moves.
+  std::map<std::string, std::vector<std::string>> replacements;
   log.ScanDecisions(1, [&](const log::DecisionRecord& record) {
     Decision d = log::DecodeDecision(record.payload);
     if (to != Seq{0} && d.cause > to) return false;
     const auto* l = std::get_if<LifecycleDecision>(&d.body);
     if (l == nullptr || (!claim.empty() && l->nodeclaim != claim)) return true;
+    if (l->transition == Transition::kTainted) {
+      replacements[l->nodeclaim] = replay::LaunchedBy(log, d.cause);
+    }
+    const std::string reason = replay::ReadableOutcome(l->reason, replacements[l->nodeclaim]);
     std::printf("  %s  %-22s %-24s %s  (event %" PRIu64 ")\n", replay::ClockText(d.at).c_str(),
                 l->nodeclaim.empty() ? l->instance_id.c_str() : l->nodeclaim.c_str(),
-                Name(l->transition), l->reason.c_str(), d.cause.value);
+                Name(l->transition), reason.c_str(), d.cause.value);
     return true;
   });
 }
@@ -269,6 +276,7 @@ int RunAudit(const IncidentCommands& c) {
   query.until = TimeFlag("--until", c.until_text, *log);
   if (!c.method_text.empty()) query.method = ParseDisruptionMethod(c.method_text);
   auto result = replay::Audit(*log, query);
+  result.verbose = c.audit_verbose;
   const std::string text =
       c.json ? replay::AuditJson(result, query) : replay::AuditText(result, query);
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -512,6 +520,7 @@ void AddAudit(CLI::App& app, IncidentCommands& c) {
   c.audit->add_option("--since", c.since_text, "from this time")->check(NonEmptyTime());
   c.audit->add_option("--until", c.until_text, "through this time")->check(NonEmptyTime());
   c.audit->add_flag("--json", c.json, "one JSON document");
+  c.audit->add_flag("--verbose", c.audit_verbose, "every pod's move, not only the counts");
 }
 
 void AddExplain(CLI::App& app, IncidentCommands& c) {

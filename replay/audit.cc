@@ -170,7 +170,37 @@ std::string PricesText(const DisruptionPrices& p) {
     text += "; replacement " + r.instance_type + " " + r.capacity_type + " in " + r.zone + " at " +
             DollarsText(r.price) + "/h";
   }
-  return text + "; saving " + DollarsText(p.saving) + "/h\n";
+  return text + "; saving " + DollarsText(p.saving) + "/h" +
+         (p.replacements.empty() ? "" : " at the replacements' first choice") + "\n";
+}
+
+// The NodeClaims the replacements of `decision` are: those launched with it (replacing), or
+// with the replacing decision before it on the same NodeClaims (replaced, rolled back).
+const std::vector<std::string>& ReplacementsOf(const AuditResult& result,
+                                               const Decision& decision) {
+  static const std::vector<std::string> kNone;
+  if (auto it = result.replacements.find(decision.id.value); it != result.replacements.end()) {
+    return it->second;
+  }
+  const auto& d = std::get<DisruptionDecision>(decision.body);
+  for (const Decision& earlier : result.decisions) {
+    if (earlier.id.value >= decision.id.value) break;
+    const auto& e = std::get<DisruptionDecision>(earlier.body);
+    if (e.phase != DisruptionPhase::kReplacing || e.nodeclaims != d.nodeclaims) continue;
+    if (auto it = result.replacements.find(earlier.id.value); it != result.replacements.end()) {
+      return it->second;
+    }
+  }
+  return kNone;
+}
+
+// Where the replacements of the replacing decisions among `result` are, by name.
+void NameReplacements(const log::EventLog& log, AuditResult& result) {
+  for (const Decision& decision : result.decisions) {
+    const auto& d = std::get<DisruptionDecision>(decision.body);
+    if (d.phase != DisruptionPhase::kReplacing) continue;
+    result.replacements[decision.id.value] = LaunchedBy(log, decision.cause);
+  }
 }
 
 }  // namespace
@@ -186,6 +216,7 @@ AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
     for (auto& [id, d] : NodeDecisions(log, result, keep)) {
       if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
     }
+    NameReplacements(log, result);
     return result;
   }
   for (std::uint64_t id : CandidateIds(log, query, result.nodeclaims)) {
@@ -201,6 +232,7 @@ AuditResult Audit(const log::EventLog& log, const AuditQuery& query) {
                       : log::DecodeDecision(record->payload);
     if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
   }
+  NameReplacements(log, result);
   return result;
 }
 
@@ -224,6 +256,7 @@ AuditResult AuditByScan(const log::EventLog& log, const AuditQuery& query) {
   for (auto& d : all) {
     if (Matches(d, query, result.nodeclaims)) result.decisions.push_back(std::move(d));
   }
+  NameReplacements(log, result);
   return result;
 }
 
@@ -244,12 +277,18 @@ std::string AuditText(const AuditResult& result, const AuditQuery& query) {
       if (!Shown(c, query, result)) continue;
       bool selected = Acted(d, c);
       text += "    " + std::string(selected ? "candidate " : "not disrupted ") + c.nodeclaim +
-              " (" + c.nodepool + "): " + c.outcome + "\n";
+              " (" + c.nodepool +
+              "): " + ReadableOutcome(c.outcome, ReplacementsOf(result, decision), result.verbose) +
+              "\n";
+    }
+    if (const auto& names = ReplacementsOf(result, decision); !names.empty()) {
+      text += "    replacements:";
+      for (const auto& name : names) text += " " + name;
+      text += "\n";
     }
     for (const auto& b : d.budgets) {
       if (!query.nodepool.empty() && b.nodepool != query.nodepool) continue;
-      text += "    budget " + b.nodepool + (b.reason.empty() ? "" : " " + b.reason) + ": allows " +
-              std::to_string(b.allowed) + (b.detail.empty() ? "" : " (" + b.detail + ")") + "\n";
+      text += "    " + BudgetText(b) + "\n";
     }
   }
   text += std::to_string(result.decisions.size()) + " disruption decisions" +
@@ -294,6 +333,7 @@ std::string AuditJson(const AuditResult& result, const AuditQuery& query) {
       j["removed_price_micro_usd_hour"] = d.prices.removed.value;
       j["saving_micro_usd_hour"] = d.prices.saving.value;
     }
+    j["replacement_nodeclaims"] = ReplacementsOf(result, decision);
     j["budgets"] = nlohmann::json::array();
     for (const auto& b : d.budgets) {
       j["budgets"].push_back({{"nodepool", b.nodepool},

@@ -73,6 +73,7 @@ void ClaimLines(const log::EventLog& log, const std::string& claim, const std::s
                 std::optional<Instant> at, std::vector<ExplainLine>& out) {
   auto decisions = DecisionsUnder(log, log::IndexTerm(log::IndexKind::kNodeClaim, claim), at,
                                   [&](const Decision&) { return true; });
+  std::vector<std::string> replacements;  // Of the claim's latest replacing disruption.
   for (const Decision& d : decisions) {
     const Seq seq = d.cause;
     if (const auto* p = std::get_if<ProvisioningDecision>(&d.body)) {
@@ -93,12 +94,14 @@ void ClaimLines(const log::EventLog& log, const std::string& claim, const std::s
       if (l->transition == Transition::kLaunched || l->transition == Transition::kLaunchFailed) {
         AddCapacityErrors(log, d, out);
       }
-      out.push_back(
-          {d.at, seq, "NodeClaim " + claim + " " + Name(l->transition) + ": " + l->reason});
+      out.push_back({d.at, seq,
+                     "NodeClaim " + claim + " " + Name(l->transition) + ": " +
+                         ReadableOutcome(l->reason, replacements)});
     } else if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) {
       const bool acted =
           std::find(x->nodeclaims.begin(), x->nodeclaims.end(), claim) != x->nodeclaims.end();
       if (acted) {
+        if (x->phase == DisruptionPhase::kReplacing) replacements = LaunchedBy(log, seq);
         out.push_back({d.at, seq,
                        std::string(Name(x->method)) + " " + Name(x->phase) + " on " + claim + ": " +
                            x->reason});
@@ -106,9 +109,9 @@ void ClaimLines(const log::EventLog& log, const std::string& claim, const std::s
       }
       for (const auto& c : x->candidates) {
         if (c.nodeclaim != claim) continue;
-        out.push_back(
-            {d.at, seq,
-             std::string(Name(x->method)) + " did not disrupt " + claim + ": " + c.outcome});
+        out.push_back({d.at, seq,
+                       std::string(Name(x->method)) + " did not disrupt " + claim + ": " +
+                           ReadableOutcome(c.outcome, {})});
       }
     }
   }

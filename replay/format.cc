@@ -1,4 +1,5 @@
 // Times, prices and time parsing shared by tenon's incident commands.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -77,6 +78,89 @@ PodMoves SplitMoves(const std::string& outcome) {
     rest.remove_prefix(comma + 2);
   }
   return out;
+}
+
+std::string MovesText(const std::vector<std::pair<std::string, std::string>>& moves,
+                      const std::vector<std::string>& replacements, bool verbose) {
+  auto name = [&](const std::string& target) -> std::string {
+    if (!target.starts_with('#')) return "node " + target;
+    const std::size_t k = std::strtoul(target.c_str() + 1, nullptr, 10);
+    return k < replacements.size() ? replacements[k] + " (new)" : "a replacement";
+  };
+  std::vector<std::pair<std::string, std::int64_t>> to;  // Destination, pods; first seen first.
+  for (const auto& [pod, target] : moves) {
+    const std::string where = name(target);
+    auto it = std::find_if(to.begin(), to.end(), [&](const auto& e) { return e.first == where; });
+    if (it == to.end()) it = to.insert(to.end(), {where, 0});
+    ++it->second;
+  }
+  std::stable_sort(to.begin(), to.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text =
+      std::to_string(moves.size()) + (moves.size() == 1 ? " pod moves: " : " pods move: ");
+  for (std::size_t i = 0; i < to.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(to[i].second) + " to " + to[i].first;
+  }
+  if (verbose) {
+    text += " (";
+    for (std::size_t i = 0; i < moves.size(); ++i) {
+      text += (i ? ", " : "") + moves[i].first + " -> " + name(moves[i].second);
+    }
+    text += ")";
+  }
+  return text;
+}
+
+std::string ReadableOutcome(const std::string& outcome,
+                            const std::vector<std::string>& replacements, bool verbose) {
+  PodMoves split = SplitMoves(outcome);
+  // The candidate's own saving is the worst case; the decision's prices give the first choice.
+  if (auto at = split.text.find("saving at least $"); at != std::string::npos) {
+    const auto end = split.text.find("/h", at);
+    if (end != std::string::npos) split.text.insert(end + 2, " whatever type it launches as");
+  }
+  if (split.moves.empty()) return split.text;
+  return split.text + "; " + MovesText(split.moves, replacements, verbose);
+}
+
+std::string BudgetText(const BudgetState& b) {
+  // The core's detail: "budget 0 (nodes 10%[, schedule ...]), 1 of 2 nodes already disrupting".
+  const std::string head = "budget " + b.nodepool + (b.reason.empty() ? "" : " " + b.reason) + ": ";
+  unsigned index = 0, disrupting = 0, total = 0;
+  int used = 0;
+  const auto open = b.detail.find(" (nodes ");
+  const auto tail = b.detail.rfind("), ");
+  if (std::sscanf(b.detail.c_str(), "budget %u (nodes %n", &index, &used) != 1 || used == 0 ||
+      open == std::string::npos || tail == std::string::npos || tail < open ||
+      std::sscanf(b.detail.c_str() + tail + 3, "%u of %u nodes already disrupting", &disrupting,
+                  &total) != 2) {
+    return head + std::to_string(b.allowed) + " allowed" +
+           (b.detail.empty() ? "" : " (" + b.detail + ")");
+  }
+  const std::string nodes = b.detail.substr(open + 8, tail - open - 8);  // "10%[, schedule ...]"
+  const auto comma = nodes.find(", ");
+  return head + "budget #" + std::to_string(index + 1) + " (nodes " + nodes.substr(0, comma) +
+         " of " + std::to_string(total) + (comma == std::string::npos ? "" : nodes.substr(comma)) +
+         "): " + std::to_string(b.allowed) + " allowed, " + std::to_string(disrupting) +
+         " disrupting";
+}
+
+std::vector<std::string> LaunchedBy(const log::EventLog& log, Seq cause) {
+  // The output of an event follows it, after at most the events folded while it was written.
+  constexpr std::uint64_t kLookAhead = 4096;
+  std::vector<std::string> claims;
+  log.Scan(cause + 1, Seq{cause.value + kLookAhead}, [&](const log::Record& record) {
+    auto entry = log::DecodeEntry(record.payload);
+    const auto* output = std::get_if<log::OutputRecord>(&entry);
+    if (output == nullptr || output->cause != cause) return true;
+    for (const Command& c : output->commands) {
+      if (const auto* launch = std::get_if<LaunchInstance>(&c.body)) {
+        claims.push_back(launch->nodeclaim);
+      }
+    }
+    return false;
+  });
+  return claims;
 }
 
 }  // namespace tenon::replay

@@ -100,6 +100,20 @@ struct PodMoves {
   std::vector<std::pair<std::string, std::string>> moves;
 };
 PodMoves SplitMoves(const std::string& outcome);
+// `moves` for reading: "13 pods move: 9 to node i-0036..., 4 to general-pr77x (new)", by
+// destination, most first. "#k" is the k-th of `replacements` when it names one, else "a
+// replacement". With `verbose`, every pod's own move follows.
+std::string MovesText(const std::vector<std::pair<std::string, std::string>>& moves,
+                      const std::vector<std::string>& replacements, bool verbose = false);
+// A disruption outcome or deletion reason with its moves read that way.
+std::string ReadableOutcome(const std::string& outcome,
+                            const std::vector<std::string>& replacements, bool verbose = false);
+// "budget #1 (nodes 10% of 2): 1 allowed, 0 disrupting" from what the core records; the
+// recorded detail as it is when it is not in the core's form.
+std::string BudgetText(const BudgetState& budget);
+// The NodeClaims the fold of event `cause` launched (a disruption's replacements, a batch's
+// claims), from its output record, in order.
+std::vector<std::string> LaunchedBy(const log::EventLog& log, Seq cause);
 
 // ---- tenon audit: disruption decisions with their inputs, through the decision index. ----
 
@@ -116,6 +130,9 @@ struct AuditResult {
   std::vector<std::string> nodeclaims;  // The node's NodeClaims, when the query named a node.
   bool used_index = false;              // False: the log predates the index; scanned instead.
   std::uint64_t decisions_read = 0;     // Records read and decoded to answer.
+  // The NodeClaims each decision that launched replacements launched, by decision id.
+  std::map<std::uint64_t, std::vector<std::string>> replacements;
+  bool verbose = false;  // Every pod's move in the text, not only the counts.
 };
 
 // Every disruption decision matching every criterion of `query`. With an index, reads only the

@@ -113,8 +113,7 @@ class Collector {
   }
 
  private:
-  WhyChange ScaleUp(const State& state, const Decision& d, const ProvisioningDecision& p,
-                    Seq seq) {
+  WhyChange ScaleUp(const State& state, const Decision& d, const ProvisioningDecision& p, Seq seq) {
     WhyChange change;
     change.kind = WhyKind::kScaleUp;
     change.seq = seq;
@@ -141,8 +140,8 @@ class Collector {
       return std::nullopt;
     }
     WhyChange change;
-    change.kind = x.method == DisruptionMethod::kInterruption ? WhyKind::kInterruption
-                                                               : WhyKind::kScaleDown;
+    change.kind =
+        x.method == DisruptionMethod::kInterruption ? WhyKind::kInterruption : WhyKind::kScaleDown;
     change.seq = seq;
     change.at = d.at;
     change.method = x.method;
@@ -172,8 +171,8 @@ class Collector {
     // an expiry, a deletion through the API, or the deletion step of a disruption decided
     // before the window (a replacement waited for).
     WhyChange change;
-    const bool disrupted = l.cause == Cause::kEmpty || l.cause == Cause::kUnderutilized ||
-                           l.cause == Cause::kDrifted;
+    const bool disrupted =
+        l.cause == Cause::kEmpty || l.cause == Cause::kUnderutilized || l.cause == Cause::kDrifted;
     change.kind = IsInterruption(l.cause) ? WhyKind::kInterruption
                   : disrupted             ? WhyKind::kScaleDown
                                           : WhyKind::kLifecycle;
@@ -263,8 +262,8 @@ class Collector {
     std::vector<LaunchOverride> overrides;
   };
   WhyReport& report_;
-  std::map<std::string, Asked> launched_for_;       // NodeClaim -> the change that launched it.
-  std::map<std::string, std::size_t> disrupted_;    // NodeClaim -> the change that took it.
+  std::map<std::string, Asked> launched_for_;     // NodeClaim -> the change that launched it.
+  std::map<std::string, std::size_t> disrupted_;  // NodeClaim -> the change that took it.
   std::map<DisruptionMethod, std::vector<DisruptionCandidate>> proposals_;  // The latest.
 };
 
@@ -305,8 +304,8 @@ std::string MovedText(const WhyChange& c) {
   std::string parts;
   for (const auto& d : c.moved) {
     total += d.pods;
-    std::string where = d.replacement          ? (d.nodeclaim.empty() ? std::string("a replacement")
-                                                                       : "the new " + d.nodeclaim)
+    std::string where = d.replacement         ? (d.nodeclaim.empty() ? std::string("a replacement")
+                                                                     : "the new " + d.nodeclaim)
                         : d.nodeclaim.empty() ? "node " + d.node
                                               : d.nodeclaim + " (node " + d.node + ")";
     parts += (parts.empty() ? "" : ", ") + std::to_string(d.pods) + " to " + where;
@@ -328,8 +327,8 @@ std::string Sentence(const WhyChange& c) {
       return text;
     }
     case WhyKind::kScaleDown: {
-      std::string text = when + (c.method ? Name(*c.method) : CauseName(c.cause)) + " took " +
-                         Join(c.nodeclaims);
+      std::string text =
+          when + (c.method ? Name(*c.method) : CauseName(c.cause)) + " took " + Join(c.nodeclaims);
       if (!c.reason.empty() && c.candidates.empty()) text += " (" + c.reason + ")";
       if (!c.replacements.empty()) text += ", replaced by " + Join(c.replacements);
       if (c.prices.saving.value != 0) {
@@ -443,20 +442,21 @@ std::string WhyText(const WhyReport& r) {
       if (!c.reason.empty()) out += "  reason: " + c.reason + "\n";
       if (c.cause != Cause::kNone) out += "  cause: " + std::string(CauseName(c.cause)) + "\n";
       for (const auto& cand : c.candidates) {
-        out += "  candidate " + cand.nodeclaim + " (" + cand.nodepool + "): " +
-               SplitMoves(cand.outcome).text + "\n";
+        out += "  candidate " + cand.nodeclaim + " (" + cand.nodepool +
+               "): " + SplitMoves(cand.outcome).text + "\n";
       }
       if (!c.replacements.empty()) out += "  replaced by " + Join(c.replacements) + "\n";
       for (const auto& b : c.budgets) {
         out += "  budget " + b.nodepool + (b.reason.empty() ? "" : " for " + b.reason) + ": " +
                std::to_string(b.allowed) + " allowed (" + b.detail + ")\n";
       }
-      if (std::string moved = MovedText(c); !moved.empty()) out += "  pods to move: " + moved + "\n";
+      if (std::string moved = MovedText(c); !moved.empty())
+        out += "  pods to move: " + moved + "\n";
       if (c.evicted > 0) out += "  pods evicted in the window: " + std::to_string(c.evicted) + "\n";
     }
     for (const auto& l : c.launches) {
-      out += "  " + ClockText(l.at) + "  " + l.nodeclaim + " (" + l.nodepool + "): " +
-             LaunchText(l) + "  (seq " + std::to_string(l.seq.value) + ")\n";
+      out += "  " + ClockText(l.at) + "  " + l.nodeclaim + " (" + l.nodepool +
+             "): " + LaunchText(l) + "  (seq " + std::to_string(l.seq.value) + ")\n";
     }
   }
   return out;
@@ -488,9 +488,8 @@ json LaunchJson(const WhyLaunch& l) {
 }
 
 void ScaleUpJson(const WhyChange& c, json& j) {
-  j["batch"] = {{"opened", Rfc3339Text(c.batch_opened)},
-                {"closed", Rfc3339Text(c.at)},
-                {"pods", c.pods}};
+  j["batch"] = {
+      {"opened", Rfc3339Text(c.batch_opened)}, {"closed", Rfc3339Text(c.at)}, {"pods", c.pods}};
   json workloads = json::array();
   for (const auto& w : c.workloads) workloads.push_back({{"name", w.name}, {"pods", w.pods}});
   j["batch"]["workloads"] = workloads;
@@ -518,8 +517,10 @@ void ScaleDownJson(const WhyChange& c, json& j) {
   j["candidates"] = candidates;
   json budgets = json::array();
   for (const auto& b : c.budgets) {
-    budgets.push_back(
-        {{"nodepool", b.nodepool}, {"reason", b.reason}, {"allowed", b.allowed}, {"detail", b.detail}});
+    budgets.push_back({{"nodepool", b.nodepool},
+                       {"reason", b.reason},
+                       {"allowed", b.allowed},
+                       {"detail", b.detail}});
   }
   j["budgets"] = budgets;
   j["removed"] = c.prices.removed.value;

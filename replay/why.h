@@ -31,8 +31,8 @@ struct WhyLaunch {
   bool launched = false;  // False: the launch failed.
   std::string instance_type, zone, capacity_type;
   MicroUsdPerHour price{0};
-  std::vector<OfferingChoice> offered;    // The fleet request's overrides, cheapest first.
-  std::vector<std::string> unavailable;   // "type/zone/capacity-type: code" tried and refused.
+  std::vector<OfferingChoice> offered;   // The fleet request's overrides, cheapest first.
+  std::vector<std::string> unavailable;  // "type/zone/capacity-type: code" tried and refused.
   friend bool operator==(const WhyLaunch&, const WhyLaunch&) = default;
 };
 
@@ -59,10 +59,10 @@ struct WhyDestination {
 };
 
 enum class WhyKind : std::uint8_t {
-  kScaleUp,      // A provisioning batch launched new capacity.
-  kScaleDown,    // A graceful disruption removed (or replaced) nodes, or a node it chose went.
-  kInterruption, // An interruption message took nodes away.
-  kLifecycle,    // Capacity went for another reason (a timeout, an expiry, a deletion).
+  kScaleUp,       // A provisioning batch launched new capacity.
+  kScaleDown,     // A graceful disruption removed (or replaced) nodes, or a node it chose went.
+  kInterruption,  // An interruption message took nodes away.
+  kLifecycle,     // Capacity went for another reason (a timeout, an expiry, a deletion).
 };
 const char* Name(WhyKind kind);
 
@@ -94,7 +94,7 @@ struct WhyChange {
 
 struct WhyReport {
   Instant at;
-  Instant from, to;  // The window looked at.
+  Instant from, to;                 // The window looked at.
   WhyCounts before, around, after;  // At `from`, at `at`, at `to`.
   std::vector<WhyChange> changes;   // In the order they happened.
   std::string answer;               // One paragraph.

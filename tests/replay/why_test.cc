@@ -1,6 +1,7 @@
 // tenon why on the bundled demo and on the PDB scenario: each moment's change is found with its
 // causes, checked on the JSON document (codes and names, not English).
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "adapters/sim/simulator.h"
 #include "replay/why.h"
@@ -187,6 +188,49 @@ TEST(Why, CommandPrintsTheAnswerAndJson) {
   EXPECT_EQ(json::parse(j.out)["window"]["from"], "2026-01-01T02:05:30Z");
   CommandResult bad = Tenon("why " + log + " --at 02:06:00 --window soon");
   EXPECT_NE(bad.exit_code, 0);
+}
+
+// Lines of `text` that hold more than one list of pod moves, or a move to "#k".
+std::vector<std::string> UnreadableLines(const std::string& text) {
+  std::vector<std::string> bad;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::size_t lists = 0;
+    for (auto at = line.find("move: "); at != std::string::npos; at = line.find("move: ", at + 1)) {
+      ++lists;
+    }
+    const bool arrows = line.find(" -> ") != std::string::npos;
+    if (lists > 1 || arrows || line.find("#0") != std::string::npos) bad.push_back(line);
+  }
+  return bad;
+}
+
+// audit and explain on the demo: every pod-move list is counted by destination, once a line,
+// and the replacement is named, never "#0"; --verbose gives each pod's move, named too.
+TEST(Readable, AuditAndExplainGroupMovesAndNameReplacements) {
+  auto log = Demo().Open();
+  const auto all = replay::Audit(*log, {});
+  const std::string audit = replay::AuditText(all, {});
+  EXPECT_TRUE(UnreadableLines(audit).empty()) << UnreadableLines(audit).front();
+  EXPECT_NE(audit.find("13 pods move: 9 to node "), std::string::npos) << audit;
+  EXPECT_NE(audit.find(", 4 to general-pr77x (new)"), std::string::npos) << audit;
+  EXPECT_NE(audit.find("budget general Underutilized: budget #1 (nodes 10% of 2): 1 allowed, 0 "
+                       "disrupting"),
+            std::string::npos)
+      << audit;
+  EXPECT_NE(audit.find("at the replacements' first choice"), std::string::npos) << audit;
+  EXPECT_NE(audit.find("whatever type it launches as"), std::string::npos) << audit;
+
+  auto verbose = all;
+  verbose.verbose = true;
+  const std::string full = replay::AuditText(verbose, {});
+  EXPECT_NE(full.find("default/web-7 -> general-pr77x (new)"), std::string::npos) << full;
+  EXPECT_EQ(full.find("#0"), std::string::npos);
+
+  const auto lines = replay::Explain(*log, replay::Subject::kNodeClaim, "general-5fcr4", {});
+  const std::string explain = replay::ExplainText(lines);
+  EXPECT_TRUE(UnreadableLines(explain).empty()) << UnreadableLines(explain).front();
+  EXPECT_NE(explain.find("4 to general-pr77x (new)"), std::string::npos) << explain;
 }
 
 }  // namespace
