@@ -1,6 +1,8 @@
 // tenon timeline, checked in headless Chromium: the page needs no network, its script draws one
-// marker per decision of the log and the node-count series, a window given in the URL shows
-// exactly the decisions inside it, and a screenshot shows the drawn lines.
+// marker per decision of the log and the node-count series, lists and labels the decisions that
+// changed capacity, opens a moment given in the URL (#t=HH:MM:SS) with what changed around it, a
+// window given in the URL shows exactly the decisions inside it, and a screenshot (kept in
+// Testing/artifacts of the build) shows the drawn lines.
 #include <sstream>
 
 #include "tests/replay/incident.h"
@@ -89,6 +91,32 @@ TEST(Timeline, RendersInHeadlessChromium) {
   EXPECT_NE(dom.find("<title>"), std::string::npos);
   EXPECT_NE(dom.find("SingleNodeConsolidation executed"), std::string::npos);
 
+  // The story beside the chart: the decisions that changed capacity are listed, each linked to
+  // a labelled point, and the markers run in one lane per NodePool (and one for the rest).
+  const long listed = Attribute(dom, "decisions-listed");
+  EXPECT_GE(listed, 2) << "a launch and a consolidation at least";
+  EXPECT_EQ(Attribute(dom, "labels-shown"), listed);
+  EXPECT_NE(dom.find("<ol id=\"decisions\">"), std::string::npos);
+  EXPECT_NE(dom.find("<li id=\"d-"), std::string::npos);
+  EXPECT_NE(dom.find("class=\"decision-label\""), std::string::npos);
+  EXPECT_NE(dom.find("data-item=\"d-"), std::string::npos);
+  EXPECT_EQ(Attribute(dom, "lanes"), 2);  // default, and other.
+  EXPECT_NE(dom.find(">default</text>"), std::string::npos);
+
+  // #t=HH:MM:SS opens the moment: the ten minutes around the consolidation, and what changed.
+  std::optional<Instant> executed;
+  for (const auto& [at, d] : run->outcome.disruptions) {
+    if (d.phase == DisruptionPhase::kExecuted && !executed) executed = at;
+  }
+  ASSERT_TRUE(executed.has_value());
+  const std::string moment =
+      Chromium(dir, "--dump-dom '" + url + "#t=" + ClockText(*executed) + "'");
+  EXPECT_GE(Attribute(moment, "why-decisions"), 1) << moment.substr(0, 2000);
+  const auto why = moment.find("<div id=\"why\"");
+  ASSERT_NE(why, std::string::npos);
+  EXPECT_NE(moment.find("SingleNodeConsolidation executed", why), std::string::npos);
+  EXPECT_NE(moment.find("Around " + ClockText(*executed) + ": ", why), std::string::npos);
+
   // Zoomed to minutes 4 to 7: exactly the decisions in that window.
   const double from = 240, to = 420;
   const long inside =
@@ -118,6 +146,11 @@ TEST(Timeline, RendersInHeadlessChromium) {
   EXPECT_GT(colors, 20);
   EXPECT_GT(green, 200);  // The cost line.
   EXPECT_GT(red, 200);    // The pending-pods line.
+  // Kept as the test's artifact, for a look at the page as drawn.
+  const std::filesystem::path artifacts = TENON_ARTIFACT_DIR;
+  std::filesystem::create_directories(artifacts);
+  std::filesystem::copy_file(shot, artifacts / "timeline.png",
+                             std::filesystem::copy_options::overwrite_existing);
   if (const char* keep = std::getenv("TENON_KEEP_SCREENSHOT")) {
     std::filesystem::copy_file(shot, keep, std::filesystem::copy_options::overwrite_existing);
   }
