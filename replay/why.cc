@@ -150,6 +150,10 @@ class Collector {
     change.nodeclaims = x.nodeclaims;
     auto proposed = proposals_.find(x.method);
     change.candidates = proposed != proposals_.end() ? proposed->second : x.candidates;
+    // An interruption's candidates carry what the message said.
+    for (const DisruptionCandidate& c : x.candidates) {
+      if (change.cause == Cause::kNone && IsInterruption(c.cause)) change.cause = c.cause;
+    }
     change.budgets = x.budgets;
     change.prices = x.prices;
     for (const auto& claim : x.nodeclaims) disrupted_[claim] = report_.changes.size();

@@ -175,6 +175,59 @@ TEST(Why, PdbScenarioTellsTheBlockedCandidateAndTheOneThatWent) {
   EXPECT_EQ(doc["after"]["nodes"].get<int>(), doc["before"]["nodes"].get<int>() - 1);
 }
 
+// The moment of the first decision of `method` in `phase`, from the run's disruptions.
+std::optional<Instant> FirstAt(const Outcome& o, DisruptionMethod method, DisruptionPhase phase) {
+  for (const auto& [at, d] : o.disruptions) {
+    if (d.method == method && d.phase == phase) return at;
+  }
+  return std::nullopt;
+}
+
+// A NodePool's template changed: drift replaces a node, and its candidate says what drifted.
+TEST(Why, DriftSaysWhatDrifted) {
+  auto run = RunKept(Scenario(R"(
+duration: 8m
+workloads:
+  - {name: web, replicas: 2, cpu: 1500m, memory: 512Mi}
+actions:
+  - {at: 3m, do: labelNodePool, label: team=web}
+)",
+                              "", "      disruption: {budgets: [{nodes: \"1\"}]}\n"));
+  const auto at = FirstAt(run->outcome, DisruptionMethod::kDrift, DisruptionPhase::kReplacing);
+  ASSERT_TRUE(at.has_value());
+  auto log = run->Open();
+  const json doc = json::parse(replay::WhyJson(replay::Why(*log, *at, Duration{kMinute.value})));
+  const auto downs = OfKind(doc, "scale-down");
+  ASSERT_EQ(downs.size(), 1u) << doc.dump(2);
+  EXPECT_EQ(downs[0]["method"], "Drift");
+  EXPECT_EQ(downs[0]["replacements"].size(), 1u);
+  bool field = false;
+  for (const auto& c : downs[0]["candidates"]) {
+    field = field || c["outcome"].get<std::string>().find("template changed") != std::string::npos;
+  }
+  EXPECT_TRUE(field) << downs[0].dump(2);
+}
+
+// A spot interruption warning: the node is taken, and the change says the message's kind.
+TEST(Why, InterruptionSaysTheMessage) {
+  auto run = RunKept(Scenario(R"(
+duration: 5m
+workloads:
+  - {name: web, replicas: 2, cpu: 500m, memory: 512Mi}
+actions:
+  - {at: 2m, do: spotInterruption}
+)"));
+  const auto at =
+      FirstAt(run->outcome, DisruptionMethod::kInterruption, DisruptionPhase::kExecuted);
+  ASSERT_TRUE(at.has_value());
+  auto log = run->Open();
+  const json doc = json::parse(replay::WhyJson(replay::Why(*log, *at, Duration{kMinute.value})));
+  const auto taken = OfKind(doc, "interruption");
+  ASSERT_EQ(taken.size(), 1u) << doc.dump(2);
+  EXPECT_EQ(taken[0]["method"], "Interruption");
+  EXPECT_EQ(taken[0]["cause"], "SpotInterruption") << taken[0].dump(2);
+}
+
 // The command: --json is one document, and the text starts with the answer.
 TEST(Why, CommandPrintsTheAnswerAndJson) {
   const std::string log = Demo().log().string();
