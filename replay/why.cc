@@ -135,7 +135,7 @@ class Collector {
   // Its candidates are the proposal's, made 15 s before with every candidate the pass looked
   // at and what blocked each (validation looks again at the selected ones alone).
   std::optional<WhyChange> Disruption(const Decision& d, const DisruptionDecision& x, Seq seq) {
-    if (x.phase == DisruptionPhase::kProposed) proposals_[x.method] = x.candidates;
+    if (x.phase == DisruptionPhase::kProposed) proposals_[x.method] = {seq, x.candidates};
     if (x.phase != DisruptionPhase::kExecuted && x.phase != DisruptionPhase::kReplacing) {
       return std::nullopt;
     }
@@ -149,7 +149,8 @@ class Collector {
     change.reason = x.reason;
     change.nodeclaims = x.nodeclaims;
     auto proposed = proposals_.find(x.method);
-    change.candidates = proposed != proposals_.end() ? proposed->second : x.candidates;
+    change.candidates = proposed != proposals_.end() ? proposed->second.second : x.candidates;
+    if (proposed != proposals_.end()) change.proposed_seq = proposed->second.first;
     // An interruption's candidates carry what the message said.
     for (const DisruptionCandidate& c : x.candidates) {
       if (change.cause == Cause::kNone && IsInterruption(c.cause)) change.cause = c.cause;
@@ -162,7 +163,10 @@ class Collector {
 
   void OnLifecycle(const Decision& d, const LifecycleDecision& l, Seq seq) {
     if (l.transition == Transition::kEvicted) {
-      if (auto change = ChangeOf(l.nodeclaim)) ++report_.changes[*change].evicted;
+      if (auto change = ChangeOf(l.nodeclaim)) {
+        ++report_.changes[*change].evicted;
+        report_.changes[*change].evicted_seq = seq;
+      }
       return;
     }
     if (l.transition != Transition::kDeleting && l.transition != Transition::kInterrupted) return;
@@ -268,7 +272,8 @@ class Collector {
   WhyReport& report_;
   std::map<std::string, Asked> launched_for_;     // NodeClaim -> the change that launched it.
   std::map<std::string, std::size_t> disrupted_;  // NodeClaim -> the change that took it.
-  std::map<DisruptionMethod, std::vector<DisruptionCandidate>> proposals_;  // The latest.
+  // The latest proposal of each method: its event and its candidates.
+  std::map<DisruptionMethod, std::pair<Seq, std::vector<DisruptionCandidate>>> proposals_;
 };
 
 std::string Join(const std::vector<std::string>& names) {
@@ -427,40 +432,44 @@ WhyReport Why(const log::EventLog& log, Instant at, Duration window) {
 
 std::string WhyText(const WhyReport& r) {
   std::string out = r.answer + "\n";
+  // Every line of evidence ends with the sequence number of the record it comes from.
+  auto add = [&out](const std::string& text, Seq seq) {
+    out += "  " + text + "  (seq " + std::to_string(seq.value) + ")\n";
+  };
   for (const WhyChange& c : r.changes) {
-    out += "\n" + ClockText(c.at) + "  " + Name(c.kind) + "  (seq " + std::to_string(c.seq.value) +
-           ")\n";
+    out += "\n" + ClockText(c.at) + "  " + Name(c.kind) + "\n";
     if (c.kind == WhyKind::kScaleUp) {
-      out += "  batch opened " + ClockText(c.batch_opened) + ", closed " + ClockText(c.at) +
-             " after " + Seconds(c.at - c.batch_opened) + ": " + std::to_string(c.pods) +
-             " pods (" + WorkloadsText(c.workloads) + ")\n";
+      add("batch opened " + ClockText(c.batch_opened) + ", closed " + ClockText(c.at) + " after " +
+              Seconds(c.at - c.batch_opened) + ": " + std::to_string(c.pods) + " pods (" +
+              WorkloadsText(c.workloads) + ")",
+          c.seq);
       std::string pools;
       for (const auto& p : c.pools) {
         pools += (pools.empty() ? "" : ", ") + p.name + " (weight " + std::to_string(p.weight) +
                  (p.limits.empty() ? "" : ", limits " + p.limits) + ")";
       }
-      out += "  NodePools by weight: " + pools + "\n";
-      for (const auto& u : c.unschedulable) out += "  no place: " + u + "\n";
+      add("NodePools by weight: " + pools, c.seq);
+      for (const auto& u : c.unschedulable) add("no place: " + u, c.seq);
     } else {
-      if (c.method) out += "  method " + std::string(Name(*c.method)) + ", " + c.phase + "\n";
-      if (!c.reason.empty()) out += "  reason: " + c.reason + "\n";
-      if (c.cause != Cause::kNone) out += "  cause: " + std::string(CauseName(c.cause)) + "\n";
+      if (c.method) add("method " + std::string(Name(*c.method)) + ", " + c.phase, c.seq);
+      if (!c.reason.empty()) add("reason: " + c.reason, c.seq);
+      if (c.cause != Cause::kNone) add("cause: " + std::string(CauseName(c.cause)), c.seq);
+      const Seq proposed = c.proposed_seq.value != 0 ? c.proposed_seq : c.seq;
       for (const auto& cand : c.candidates) {
-        out += "  candidate " + cand.nodeclaim + " (" + cand.nodepool +
-               "): " + SplitMoves(cand.outcome).text + "\n";
+        add("candidate " + cand.nodeclaim + " (" + cand.nodepool +
+                "): " + SplitMoves(cand.outcome).text,
+            proposed);
       }
-      if (!c.replacements.empty()) out += "  replaced by " + Join(c.replacements) + "\n";
-      for (const auto& b : c.budgets) {
-        out += "  budget " + b.nodepool + (b.reason.empty() ? "" : " for " + b.reason) + ": " +
-               std::to_string(b.allowed) + " allowed (" + b.detail + ")\n";
+      if (!c.replacements.empty()) add("replaced by " + Join(c.replacements), c.seq);
+      for (const auto& b : c.budgets) add(BudgetText(b), c.seq);
+      if (std::string moved = MovedText(c); !moved.empty()) add("pods to move: " + moved, proposed);
+      if (c.evicted > 0) {
+        add("pods evicted in the window: " + std::to_string(c.evicted) + ", the last",
+            c.evicted_seq);
       }
-      if (std::string moved = MovedText(c); !moved.empty())
-        out += "  pods to move: " + moved + "\n";
-      if (c.evicted > 0) out += "  pods evicted in the window: " + std::to_string(c.evicted) + "\n";
     }
     for (const auto& l : c.launches) {
-      out += "  " + ClockText(l.at) + "  " + l.nodeclaim + " (" + l.nodepool +
-             "): " + LaunchText(l) + "  (seq " + std::to_string(l.seq.value) + ")\n";
+      add(ClockText(l.at) + " " + l.nodeclaim + " (" + l.nodepool + "): " + LaunchText(l), l.seq);
     }
   }
   return out;
@@ -519,6 +528,7 @@ void ScaleDownJson(const WhyChange& c, json& j) {
                           {"subject", cand.subject}});
   }
   j["candidates"] = candidates;
+  j["proposed_seq"] = c.proposed_seq.value;
   json budgets = json::array();
   for (const auto& b : c.budgets) {
     budgets.push_back({{"nodepool", b.nodepool},
@@ -539,6 +549,7 @@ void ScaleDownJson(const WhyChange& c, json& j) {
   j["moved"] = moved;
   j["replacements"] = c.replacements;
   j["evicted"] = c.evicted;
+  j["evicted_seq"] = c.evicted_seq.value;
 }
 
 }  // namespace

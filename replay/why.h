@@ -84,11 +84,13 @@ struct WhyChange {
   std::string reason;  // The decision's, or the lifecycle's deletion reason.
   Cause cause = Cause::kNone;
   std::vector<DisruptionCandidate> candidates;
+  Seq proposed_seq{0};  // The proposal the candidates come from (0: the decision's own).
   std::vector<BudgetState> budgets;
   DisruptionPrices prices;
   std::vector<std::string> replacements;  // The NodeClaims launched in their place.
   std::vector<WhyDestination> moved;      // Where the selected candidates' pods were to go.
   std::int64_t evicted = 0;               // Evictions within the window.
+  Seq evicted_seq{0};                     // The last of them.
   friend bool operator==(const WhyChange&, const WhyChange&) = default;
 };
 

@@ -117,6 +117,9 @@ TEST(Why, DemoConsolidationNamesTheReplacementAndWherePodsGo) {
   EXPECT_EQ(down["budgets"][0]["reason"], "Underutilized");
   ASSERT_EQ(down["launches"].size(), 1u);
   EXPECT_EQ(down["launches"][0]["nodeclaim"], replacement);
+  // The candidates come from the proposal 15 s before; the evictions after.
+  EXPECT_GT(down["proposed_seq"].get<int>(), 0);
+  EXPECT_LT(down["proposed_seq"].get<int>(), down["seq"].get<int>());
   const std::string text = replay::WhyText(replay::Why(
       *log, *replay::ParseTime("02:05:20", replay::FirstEventTime(*log)), Duration{kMinute}));
   EXPECT_EQ(text.find("#0"), std::string::npos) << text;
