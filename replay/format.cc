@@ -59,6 +59,21 @@ Instant FirstEventTime(const log::EventLog& log) {
   return at;
 }
 
+ClusterSample SampleCluster(const State& state) {
+  ClusterSample s;
+  s.at = state.now;
+  for (const auto& [name, claim] : state.nodeclaims) {
+    if (claim.launched.value == 0) continue;
+    s.nodes[claim.nodepool + "/" + claim.capacity_type]++;
+    s.cost += claim.price;
+  }
+  for (const auto& [key, pod] : state.pods) {
+    const bool done = pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed;
+    if (pod.node_name.empty() && !done) ++s.pending;
+  }
+  return s;
+}
+
 PodMoves SplitMoves(const std::string& outcome) {
   constexpr std::string_view kMarker = "; its pods move: ";
   PodMoves out;

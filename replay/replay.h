@@ -92,6 +92,16 @@ std::optional<Instant> ParseTime(const std::string& text, Instant reference);
 // The time of the first event in the log (the day "HH:MM" times refer to), 0 if empty.
 Instant FirstEventTime(const log::EventLog& log);
 
+// The cluster at one moment as the incident tools count it (timeline, why): launched NodeClaims
+// by "nodepool/capacity type", what they cost per hour, and the active pods bound to no node.
+struct ClusterSample {
+  Instant at;
+  std::map<std::string, int> nodes;
+  int pending = 0;
+  MicroUsdPerHour cost{0};
+};
+ClusterSample SampleCluster(const State& state);
+
 // A disruption outcome as the core writes it ("replace with ...; its pods move: ns/a -> node,
 // ns/b -> #0"): the text before the moves, and each move (pod, destination: a node, or "#k" for
 // the k-th replacement).

@@ -15,27 +15,7 @@ namespace {
 constexpr std::int64_t kSamplesMax = 2000;
 constexpr std::int64_t kSampleEveryMinNs = 10 * kSecond.value;
 
-struct Sample {
-  Instant at;
-  std::map<std::string, int> nodes;  // "nodepool/capacity type" -> launched NodeClaims.
-  int pending = 0;
-  MicroUsdPerHour cost{0};
-};
-
-Sample SampleOf(const State& state) {
-  Sample s;
-  s.at = state.now;
-  for (const auto& [name, claim] : state.nodeclaims) {
-    if (claim.launched.value == 0) continue;
-    s.nodes[claim.nodepool + "/" + claim.capacity_type]++;
-    s.cost += claim.price;
-  }
-  for (const auto& [key, pod] : state.pods) {
-    bool done = pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed;
-    if (pod.node_name.empty() && !done) ++s.pending;
-  }
-  return s;
-}
+using Sample = ClusterSample;
 
 // Folds the whole log, sampling the state each time the clock crosses a sample boundary.
 std::vector<Sample> Samples(const log::EventLog& log, Instant first, Instant last) {
@@ -50,13 +30,13 @@ std::vector<Sample> Samples(const log::EventLog& log, Instant first, Instant las
     if (event == nullptr) return true;
     // The state before this tick is the state at every boundary the tick passes.
     if (const auto* tick = std::get_if<Tick>(event); tick != nullptr && tick->now >= next) {
-      if (state.now.value != 0) samples.push_back(SampleOf(state));
+      if (state.now.value != 0) samples.push_back(SampleCluster(state));
       while (next <= tick->now) next += Duration{every};
     }
     Step(state, Seq{record.seq}, *event);
     return true;
   });
-  samples.push_back(SampleOf(state));
+  samples.push_back(SampleCluster(state));
   return samples;
 }
 

@@ -17,17 +17,12 @@ namespace tenon::replay {
 namespace {
 
 WhyCounts CountsOf(const State& state) {
+  const ClusterSample sample = SampleCluster(state);
   WhyCounts c;
-  c.at = state.now;
-  for (const auto& [name, claim] : state.nodeclaims) {
-    if (claim.launched.value == 0) continue;
-    ++c.nodes;
-    c.cost += claim.price;
-  }
-  for (const auto& [key, pod] : state.pods) {
-    const bool done = pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed;
-    if (pod.node_name.empty() && !done) ++c.pending;
-  }
+  c.at = sample.at;
+  for (const auto& [series, n] : sample.nodes) c.nodes += n;
+  c.cost = sample.cost;
+  c.pending = sample.pending;
   return c;
 }
 
@@ -282,10 +277,6 @@ std::string Join(const std::vector<std::string>& names) {
   return out.empty() ? "nothing" : out;
 }
 
-std::string Seconds(Duration d) {
-  return std::to_string(d.value / kSecond.value) + "s";
-}
-
 std::string LaunchText(const WhyLaunch& l) {
   std::string text = l.launched ? l.instance_type + " " + l.capacity_type + " in " + l.zone +
                                       " at " + DollarsText(l.price) + "/h"
@@ -440,7 +431,7 @@ std::string WhyText(const WhyReport& r) {
     out += "\n" + ClockText(c.at) + "  " + Name(c.kind) + "\n";
     if (c.kind == WhyKind::kScaleUp) {
       add("batch opened " + ClockText(c.batch_opened) + ", closed " + ClockText(c.at) + " after " +
-              Seconds(c.at - c.batch_opened) + ": " + std::to_string(c.pods) + " pods (" +
+              DurationText(c.at - c.batch_opened) + ": " + std::to_string(c.pods) + " pods (" +
               WorkloadsText(c.workloads) + ")",
           c.seq);
       std::string pools;

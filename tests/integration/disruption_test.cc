@@ -215,14 +215,7 @@ workloads:
 // A label added to the NodePool's template drifts every node launched before it; drift is
 // budgeted (one node at a time here) and each replacement matches the new template.
 TEST(Disruption, TemplateChangeDriftsNodes) {
-  Outcome o = Simulate(Scenario(R"(
-duration: 12m
-workloads:
-  - {name: web, replicas: 4, cpu: 1500m, memory: 512Mi}
-actions:
-  - {at: 3m, do: labelNodePool, label: team=web}
-)",
-                                "", "      disruption: {budgets: [{nodes: \"1\"}]}\n"));
+  Outcome o = Simulate(TemplateDriftScenario());
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   // Each drifted node is tainted while its replacement launches, and deleted once the
   // replacement is initialized.

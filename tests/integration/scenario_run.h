@@ -221,6 +221,19 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
   return out;
 }
 
+// Four web pods on nodes of a pool whose disruption budget allows one node at a time; at 3 min a
+// label is added to the pool's template, which drifts every node launched before it.
+inline std::string TemplateDriftScenario() {
+  return Scenario(R"(
+duration: 12m
+workloads:
+  - {name: web, replicas: 4, cpu: 1500m, memory: 512Mi}
+actions:
+  - {at: 3m, do: labelNodePool, label: team=web}
+)",
+                  "", "      disruption: {budgets: [{nodes: \"1\"}]}\n");
+}
+
 inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) {
   TempDir temporary;
   const TempDir& dir = keep != nullptr ? *keep : temporary;

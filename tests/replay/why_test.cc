@@ -40,14 +40,20 @@ std::vector<json> OfKind(const json& doc, const std::string& kind) {
   return out;
 }
 
+// The one change of `kind` in `doc`; null, and a failure, when there is not exactly one.
+json OnlyChange(const json& doc, const std::string& kind) {
+  const auto found = OfKind(doc, kind);
+  EXPECT_EQ(found.size(), 1u) << doc.dump(2);
+  return found.size() == 1 ? found[0] : json();
+}
+
 // 02:04: the web Deployment scaled out; one batch of web pods, the weightier NodePool, one
 // on-demand launch with no capacity trouble.
 TEST(Why, DemoScaleUpNamesTheBatchThePoolAndTheLaunch) {
   auto log = Demo().Open();
   const json doc = WhyAt(*log, "02:04:00", Duration{2 * kMinute.value});
-  const auto ups = OfKind(doc, "scale-up");
-  ASSERT_EQ(ups.size(), 1u) << doc.dump(2);
-  const json& up = ups[0];
+  const json up = OnlyChange(doc, "scale-up");
+  ASSERT_FALSE(up.is_null());
   EXPECT_GT(up["batch"]["pods"].get<int>(), 0);
   ASSERT_EQ(up["batch"]["workloads"].size(), 1u);
   EXPECT_EQ(up["batch"]["workloads"][0]["name"], "web");
@@ -69,11 +75,11 @@ TEST(Why, DemoScaleUpNamesTheBatchThePoolAndTheLaunch) {
 TEST(Why, DemoIceFallbackNamesTheDryOffering) {
   auto log = Demo().Open();
   const json doc = WhyAt(*log, "02:06:00", Duration{1 * kMinute.value});
-  const auto ups = OfKind(doc, "scale-up");
-  ASSERT_EQ(ups.size(), 1u) << doc.dump(2);
-  EXPECT_EQ(ups[0]["batch"]["workloads"][0]["name"], "crunch");
-  ASSERT_EQ(ups[0]["launches"].size(), 1u);
-  const json& launch = ups[0]["launches"][0];
+  const json up = OnlyChange(doc, "scale-up");
+  ASSERT_FALSE(up.is_null());
+  EXPECT_EQ(up["batch"]["workloads"][0]["name"], "crunch");
+  ASSERT_EQ(up["launches"].size(), 1u);
+  const json& launch = up["launches"][0];
   EXPECT_TRUE(launch["launched"].get<bool>());
   EXPECT_EQ(launch["nodepool"], "batch");
   EXPECT_EQ(launch["capacity_type"], "spot");
@@ -94,9 +100,8 @@ TEST(Why, DemoIceFallbackNamesTheDryOffering) {
 TEST(Why, DemoConsolidationNamesTheReplacementAndWherePodsGo) {
   auto log = Demo().Open();
   const json doc = WhyAt(*log, "02:05:20", Duration{1 * kMinute.value});
-  const auto downs = OfKind(doc, "scale-down");
-  ASSERT_EQ(downs.size(), 1u) << doc.dump(2);
-  const json& down = downs[0];
+  const json down = OnlyChange(doc, "scale-down");
+  ASSERT_FALSE(down.is_null());
   EXPECT_EQ(down["method"], "SingleNodeConsolidation");
   EXPECT_EQ(down["phase"], "replacing");
   ASSERT_EQ(down["nodeclaims"].size(), 1u);
@@ -129,13 +134,13 @@ TEST(Why, DemoConsolidationNamesTheReplacementAndWherePodsGo) {
 TEST(Why, DemoEmptinessTakesTheEmptyNode) {
   auto log = Demo().Open();
   const json doc = WhyAt(*log, "02:14:20", Duration{1 * kMinute.value});
-  const auto downs = OfKind(doc, "scale-down");
-  ASSERT_EQ(downs.size(), 1u) << doc.dump(2);
-  EXPECT_EQ(downs[0]["method"], "Emptiness");
-  EXPECT_EQ(downs[0]["phase"], "executed");
-  EXPECT_EQ(downs[0]["cause"], "Empty");
-  EXPECT_TRUE(downs[0]["replacements"].empty());
-  EXPECT_TRUE(downs[0]["moved"].empty());
+  const json down = OnlyChange(doc, "scale-down");
+  ASSERT_FALSE(down.is_null());
+  EXPECT_EQ(down["method"], "Emptiness");
+  EXPECT_EQ(down["phase"], "executed");
+  EXPECT_EQ(down["cause"], "Empty");
+  EXPECT_TRUE(down["replacements"].empty());
+  EXPECT_TRUE(down["moved"].empty());
   EXPECT_LT(doc["after"]["cost"].get<std::int64_t>(), doc["before"]["cost"].get<std::int64_t>());
 }
 
@@ -163,9 +168,8 @@ TEST(Why, PdbScenarioTellsTheBlockedCandidateAndTheOneThatWent) {
   auto log = run->Open();
   const json doc =
       json::parse(replay::WhyJson(replay::Why(*log, *executed, Duration{kMinute.value})));
-  const auto downs = OfKind(doc, "scale-down");
-  ASSERT_EQ(downs.size(), 1u) << doc.dump(2);
-  const json& down = downs[0];
+  const json down = OnlyChange(doc, "scale-down");
+  ASSERT_FALSE(down.is_null());
   EXPECT_EQ(down["method"], "SingleNodeConsolidation");
   bool pdb = false, selected = false;
   for (const auto& c : down["candidates"]) {
@@ -188,27 +192,20 @@ std::optional<Instant> FirstAt(const Outcome& o, DisruptionMethod method, Disrup
 
 // A NodePool's template changed: drift replaces a node, and its candidate says what drifted.
 TEST(Why, DriftSaysWhatDrifted) {
-  auto run = RunKept(Scenario(R"(
-duration: 8m
-workloads:
-  - {name: web, replicas: 2, cpu: 1500m, memory: 512Mi}
-actions:
-  - {at: 3m, do: labelNodePool, label: team=web}
-)",
-                              "", "      disruption: {budgets: [{nodes: \"1\"}]}\n"));
+  auto run = RunKept(TemplateDriftScenario());
   const auto at = FirstAt(run->outcome, DisruptionMethod::kDrift, DisruptionPhase::kReplacing);
   ASSERT_TRUE(at.has_value());
   auto log = run->Open();
   const json doc = json::parse(replay::WhyJson(replay::Why(*log, *at, Duration{kMinute.value})));
-  const auto downs = OfKind(doc, "scale-down");
-  ASSERT_EQ(downs.size(), 1u) << doc.dump(2);
-  EXPECT_EQ(downs[0]["method"], "Drift");
-  EXPECT_EQ(downs[0]["replacements"].size(), 1u);
+  const json down = OnlyChange(doc, "scale-down");
+  ASSERT_FALSE(down.is_null());
+  EXPECT_EQ(down["method"], "Drift");
+  EXPECT_EQ(down["replacements"].size(), 1u);
   bool field = false;
-  for (const auto& c : downs[0]["candidates"]) {
+  for (const auto& c : down["candidates"]) {
     field = field || c["outcome"].get<std::string>().find("template changed") != std::string::npos;
   }
-  EXPECT_TRUE(field) << downs[0].dump(2);
+  EXPECT_TRUE(field) << down.dump(2);
 }
 
 // A spot interruption warning: the node is taken, and the change says the message's kind.
@@ -225,10 +222,10 @@ actions:
   ASSERT_TRUE(at.has_value());
   auto log = run->Open();
   const json doc = json::parse(replay::WhyJson(replay::Why(*log, *at, Duration{kMinute.value})));
-  const auto taken = OfKind(doc, "interruption");
-  ASSERT_EQ(taken.size(), 1u) << doc.dump(2);
-  EXPECT_EQ(taken[0]["method"], "Interruption");
-  EXPECT_EQ(taken[0]["cause"], "SpotInterruption") << taken[0].dump(2);
+  const json taken = OnlyChange(doc, "interruption");
+  ASSERT_FALSE(taken.is_null());
+  EXPECT_EQ(taken["method"], "Interruption");
+  EXPECT_EQ(taken["cause"], "SpotInterruption") << taken.dump(2);
 }
 
 // The command: --json is one document, and the text starts with the answer.
