@@ -353,7 +353,7 @@ NodePool Get(s::NodePool::Reader r) {
   p.limits.extended = GetInts(r.getLimitsExtended());
   p.termination_grace_period = DurationOrNever(r.getTerminationGracePeriodNs());
   p.consolidation_policy =
-      CheckedEnum<ConsolidationPolicy>(r.getConsolidationPolicy(), 1, "consolidation policy");
+      CheckedEnum<ConsolidationPolicy>(r.getConsolidationPolicy(), 2, "consolidation policy");
   p.consolidate_after = DurationOrNever(r.getConsolidateAfterNs());
   p.budgets.clear();
   for (auto budget : r.getBudgets()) {

@@ -62,8 +62,10 @@ enum class Cause : std::uint8_t {
   kLaunchTimeout,           // not launched in time
   kRegistrationTimeout,     // its node never registered in time
   kInstanceGone,            // its instance went away under it
+  // Why a disruption candidate cannot go now (added later, so numbered after the rest).
+  kBalancedScore,  // consolidationPolicy Balanced: the savings do not outweigh the disruption
 };
-inline constexpr Cause kCauseLast = Cause::kInstanceGone;
+inline constexpr Cause kCauseLast = Cause::kBalancedScore;
 // The code as metric labels spell it ("DoNotDisrupt"); "" for kNone.
 const char* CauseName(Cause cause);
 

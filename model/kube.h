@@ -229,7 +229,11 @@ struct NodePoolLimits {
   friend bool operator==(const NodePoolLimits&, const NodePoolLimits&) = default;
 };
 
-enum class ConsolidationPolicy : std::uint8_t { kWhenEmptyOrUnderutilized, kWhenEmpty };
+// spec.disruption.consolidationPolicy. Balanced (Karpenter 1.14) consolidates as
+// WhenEmptyOrUnderutilized does, but a move of underutilized nodes goes ahead only when its
+// savings, as a share of the NodePool's cost, are at least half its disruption, as a share of
+// the NodePool's disruption cost (reducers/disruption/balanced.cc).
+enum class ConsolidationPolicy : std::uint8_t { kWhenEmptyOrUnderutilized, kWhenEmpty, kBalanced };
 
 // spec.disruption.budgets[]: at most `nodes` (a count or a percent of the pool's nodes) may be
 // disrupted at once for `reasons` (all when empty), always or from each `schedule` hit for

@@ -126,12 +126,15 @@ void PodTable::Recount(Bound& bound) {
   bound.reschedulable.clear();
   bound.do_not_disrupt = 0;
   bound.eviction_cost = 0;
+  bound.positive_eviction_cost = 0;
   for (const auto& [key, pod] : bound.pods) {
     // Every running pod's do-not-disrupt counts, DaemonSet and mirror pods' too.
     if (IsActive(*pod) && pod->do_not_disrupt) bound.do_not_disrupt++;
     if (!IsReschedulable(*pod)) continue;
     bound.reschedulable.push_back(pod);
-    bound.eviction_cost += EvictionCost(*pod);
+    const std::int64_t cost = EvictionCost(*pod);
+    bound.eviction_cost += cost;
+    bound.positive_eviction_cost += std::max<std::int64_t>(cost, 0);
   }
   bound.reschedulable_in_placement_order = bound.reschedulable;
   std::sort(bound.reschedulable_in_placement_order.begin(),

@@ -215,6 +215,9 @@ class PodTable {
     std::vector<const Pod*> reschedulable_in_placement_order;
     std::size_t do_not_disrupt = 0;
     std::int64_t eviction_cost = 0;
+    // The same sum with each pod's cost taken as at least 0: what Balanced consolidation counts
+    // as moving the pods.
+    std::int64_t positive_eviction_cost = 0;
   };
   // What is bound to `node` (nothing when none).
   const Bound& OnNode(std::string_view node) const;

@@ -1,7 +1,10 @@
 // Prices, times and pod phases as people read them, for decision reasons, reports, the log and
 // incident tools alike.
 #include <array>
+#include <limits>
+#include <string_view>
 
+#include "model/scores.h"
 #include "model/state.h"
 
 namespace tenon {
@@ -155,6 +158,8 @@ const char* CauseName(Cause cause) {
       return "RegistrationTimeout";
     case Cause::kInstanceGone:
       return "InstanceGone";
+    case Cause::kBalancedScore:
+      return "BalancedScore";
   }
   return "";
 }
@@ -192,6 +197,40 @@ std::string PodKey(const std::string& ns, const std::string& name) {
 std::string OfferingKey(const std::string& type, const std::string& zone,
                         const std::string& capacity_type) {
   return type + "/" + zone + "/" + capacity_type;
+}
+
+}  // namespace tenon
+
+namespace tenon {
+
+std::vector<OutcomeScore> ScoresIn(const std::string& outcome) {
+  constexpr std::string_view kMarker = " (Balanced): ";
+  constexpr std::string_view kPool = "NodePool ";
+  std::vector<OutcomeScore> out;
+  for (auto at = outcome.find(kMarker); at != std::string::npos;
+       at = outcome.find(kMarker, at + 1)) {
+    const auto pool = outcome.rfind(kPool, at);
+    const auto start = at + kMarker.size();
+    const auto end = outcome.find(')', start);
+    if (pool == std::string::npos || end == std::string::npos) continue;
+    OutcomeScore s;
+    s.nodepool = outcome.substr(pool + kPool.size(), at - pool - kPool.size());
+    s.text = outcome.substr(start, end + 1 - start);
+    // "score 2.81 ..." in hundredths, or "score unbounded ...".
+    std::size_t i = start + 6;
+    std::int64_t hundredths = 0;
+    bool digits = false;
+    for (; i < end && outcome[i] != ' '; ++i) {
+      if (outcome[i] >= '0' && outcome[i] <= '9') {
+        hundredths = hundredths * 10 + (outcome[i] - '0');
+        digits = true;
+      }
+    }
+    s.score =
+        digits ? static_cast<double>(hundredths) / 100.0 : std::numeric_limits<double>::infinity();
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace tenon

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <set>
 
+#include "model/scores.h"
 #include "reducers/disruption/methods.h"
 #include "reducers/internal.h"
 
@@ -162,6 +163,8 @@ void Lifecycle(const LifecycleDecision& d, const State& state, Drafts& out) {
 void Blocked(DisruptionMethod method, const DisruptionCandidate& c, const State& state,
              Drafts& out) {
   if (c.cause == Cause::kNone || c.cause == Cause::kDoNotDisrupt) return;
+  // Nor for a Balanced score that does not pass: there are many, and they would bury the rest.
+  if (c.cause == Cause::kBalancedScore) return;
   const bool blocker = c.cause == Cause::kPodDisruptionBudget ||
                        c.cause == Cause::kDisruptionBudget || c.cause == Cause::kNotSettled;
   if (MethodInfo(method).consolidation_or_emptiness() && !blocker) {
@@ -172,8 +175,30 @@ void Blocked(DisruptionMethod method, const DisruptionCandidate& c, const State&
   }
 }
 
+// Karpenter's ConsolidationApproved: a consolidation proposed in a Balanced NodePool, with its
+// score, on the node and its NodeClaim (single-node) or on each pool (multi-node).
+void Approved(const DisruptionDecision& d, const State& state, Drafts& out) {
+  std::set<std::string> pools;
+  for (const DisruptionCandidate& c : d.candidates) {
+    if (std::find(d.nodeclaims.begin(), d.nodeclaims.end(), c.nodeclaim) == d.nodeclaims.end()) {
+      continue;
+    }
+    for (const OutcomeScore& s : ScoresIn(c.outcome)) {
+      if (d.method == DisruptionMethod::kSingleNodeConsolidation) {
+        OnNodeAndClaim(state, c.nodeclaim, kNormal, "ConsolidationApproved", s.text, s.text, out);
+      } else if (pools.insert(s.nodepool).second) {
+        Add(out, {NodePoolRef(s.nodepool), kNormal, "ConsolidationApproved", s.text});
+      }
+    }
+  }
+}
+
 void Disruption(const DisruptionDecision& d, const Output& output, const State& state,
                 Drafts& out) {
+  if (d.phase == DisruptionPhase::kProposed && MethodInfo(d.method).consolidation_or_emptiness()) {
+    Approved(d, state, out);
+    return;
+  }
   if (d.phase == DisruptionPhase::kBlocked) {
     for (const DisruptionCandidate& c : d.candidates) Blocked(d.method, c, state, out);
     for (const BudgetState& b : d.budgets) {

@@ -87,6 +87,7 @@ class Collector {
         asked = report_.changes.size();
         report_.changes.push_back(ScaleUp(state, d, *p, seq));
       } else if (const auto* x = std::get_if<DisruptionDecision>(&d.body)) {
+        NoteHeld(d, *x, seq);
         if (auto change = Disruption(d, *x, seq)) {
           asked = report_.changes.size();
           report_.changes.push_back(std::move(*change));
@@ -108,6 +109,21 @@ class Collector {
   }
 
  private:
+  void NoteHeld(const Decision& d, const DisruptionDecision& x, Seq seq) {
+    for (const DisruptionCandidate& c : x.candidates) {
+      if (c.cause != Cause::kBalancedScore) continue;
+      auto it = std::find_if(report_.held.begin(), report_.held.end(),
+                             [&](const WhyHeld& h) { return h.nodeclaim == c.nodeclaim; });
+      if (it == report_.held.end()) {
+        it = std::upper_bound(
+            report_.held.begin(), report_.held.end(), c.nodeclaim,
+            [](const std::string& name, const WhyHeld& h) { return name < h.nodeclaim; });
+        it = report_.held.insert(it, WhyHeld{});
+      }
+      *it = {seq, d.at, c.nodeclaim, c.nodepool, c.outcome};
+    }
+  }
+
   WhyChange ScaleUp(const State& state, const Decision& d, const ProvisioningDecision& p, Seq seq) {
     WhyChange change;
     change.kind = WhyKind::kScaleUp;
@@ -417,6 +433,11 @@ WhyReport Why(const log::EventLog& log, Instant at, Duration window) {
       answer += sentence + (i + 1 < report.changes.size() ? "; " : ".");
     }
   }
+  if (!report.held.empty()) {
+    const std::size_t n = report.held.size();
+    answer += " Consolidation held back " + std::to_string(n) + (n == 1 ? " node" : " nodes") +
+              " of Balanced NodePools: the savings did not outweigh the disruption.";
+  }
   report.answer = std::move(answer);
   return report;
 }
@@ -462,6 +483,12 @@ std::string WhyText(const WhyReport& r) {
     for (const auto& l : c.launches) {
       add(ClockText(l.at) + " " + l.nodeclaim + " (" + l.nodepool + "): " + LaunchText(l), l.seq);
     }
+  }
+  if (!r.held.empty()) out += "\nheld back by a Balanced score\n";
+  for (const WhyHeld& h : r.held) {
+    add(ClockText(h.at) + " " + h.nodeclaim + " (" + h.nodepool +
+            "): " + SplitMoves(h.outcome).text,
+        h.seq);
   }
   return out;
 }
@@ -568,13 +595,22 @@ std::string WhyJson(const WhyReport& r) {
     j["launches"] = launches;
     changes.push_back(std::move(j));
   }
+  json held = json::array();
+  for (const WhyHeld& h : r.held) {
+    held.push_back({{"seq", h.seq.value},
+                    {"at", Rfc3339Text(h.at)},
+                    {"nodeclaim", h.nodeclaim},
+                    {"nodepool", h.nodepool},
+                    {"outcome", h.outcome}});
+  }
   json doc{{"at", Rfc3339Text(r.at)},
            {"window", {{"from", Rfc3339Text(r.from)}, {"to", Rfc3339Text(r.to)}}},
            {"before", counts(r.before)},
            {"around", counts(r.around)},
            {"after", counts(r.after)},
            {"answer", r.answer},
-           {"changes", changes}};
+           {"changes", changes},
+           {"held", held}};
   return doc.dump(2) + "\n";
 }
 

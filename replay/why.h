@@ -94,11 +94,23 @@ struct WhyChange {
   friend bool operator==(const WhyChange&, const WhyChange&) = default;
 };
 
+// A node consolidation would have moved but for its NodePool's Balanced score (the cause
+// BalancedScore): the last such verdict in the window, with the score and its two parts.
+struct WhyHeld {
+  Seq seq{0};  // The event whose fold recorded it.
+  Instant at;
+  std::string nodeclaim;
+  std::string nodepool;
+  std::string outcome;
+  friend bool operator==(const WhyHeld&, const WhyHeld&) = default;
+};
+
 struct WhyReport {
   Instant at;
   Instant from, to;                 // The window looked at.
   WhyCounts before, around, after;  // At `from`, at `at`, at `to`.
   std::vector<WhyChange> changes;   // In the order they happened.
+  std::vector<WhyHeld> held;        // By NodeClaim name.
   std::string answer;               // One paragraph.
   friend bool operator==(const WhyReport&, const WhyReport&) = default;
 };

@@ -42,9 +42,11 @@ void ParseDisruption(const V& d, NodePool& pool) {
       pool.consolidation_policy = ConsolidationPolicy::kWhenEmpty;
     } else if (policy == "WhenEmptyOrUnderutilized") {
       pool.consolidation_policy = ConsolidationPolicy::kWhenEmptyOrUnderutilized;
+    } else if (policy == "Balanced") {
+      pool.consolidation_policy = ConsolidationPolicy::kBalanced;
     } else {
       throw ObjectError("spec.disruption.consolidationPolicy: unknown '" + policy +
-                        "' (WhenEmpty, WhenEmptyOrUnderutilized)");
+                        "' (WhenEmpty, WhenEmptyOrUnderutilized, Balanced)");
     }
   }
   if (d["consolidateAfter"]) {

@@ -108,6 +108,16 @@ Metrics::Families::Families(prometheus::Registry& r)
               .Help("Duration of the fold that ran a disruption pass (the pass dominates it). "
                     "Labeled by reason and consolidation type.")
               .Register(r)),
+      consolidation_score(prometheus::BuildHistogram()
+                              .Name("karpenter_consolidation_score")
+                              .Help("Score of balanced consolidation moves. Labeled by "
+                                    "decision, NodePool, and policy.")
+                              .Register(r)),
+      consolidation_moves(prometheus::BuildCounter()
+                              .Name("karpenter_consolidation_moves_total")
+                              .Help("Number of balanced consolidation moves. Labeled by "
+                                    "decision, NodePool, and policy.")
+                              .Register(r)),
       scheduling_duration(prometheus::BuildHistogram()
                               .Name("karpenter_scheduler_scheduling_duration_seconds")
                               .Help("Duration of the fold that ran a provisioning scheduling "

@@ -74,6 +74,7 @@ class Metrics : public runtime::Observer {
   void CountDecision(const Decision& decision);
   void CountLifecycle(const LifecycleDecision& lifecycle);
   void CountDisruption(const DisruptionDecision& disruption);
+  void CountScores(const DisruptionDecision& disruption);
   void ObserveCloudProvider(const Command& command, const std::vector<Event>& results,
                             std::chrono::nanoseconds took);
   void ObservePods(const State& state);

@@ -8,6 +8,7 @@
 
 #include "adapters/metrics/metrics_parts.h"
 #include "log/codec.h"
+#include "model/scores.h"
 #include "reducers/disruption/methods.h"
 
 namespace tenon::metrics {
@@ -24,6 +25,8 @@ const std::vector<double> kDurationBuckets = {
 // Log appends are fast: microseconds to tens of milliseconds with fsync.
 const std::vector<double> kAppendBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                             0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1.0};
+// Karpenter's buckets for the Balanced consolidation score.
+const std::vector<double> kScoreBuckets = {0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0};
 
 std::string Lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -171,7 +174,31 @@ void Metrics::CountLifecycle(const LifecycleDecision& lifecycle) {
   }
 }
 
+// Balanced consolidation's verdicts, from the candidates' outcomes: a move proposed with its
+// pools' scores ("NodePool P (Balanced): score S >= ..."), and each node held back by one
+// (cause BalancedScore). A group's text is on each of its candidates: each pool is counted once
+// a decision.
+void Metrics::CountScores(const DisruptionDecision& disruption) {
+  std::set<std::string> seen;
+  for (const DisruptionCandidate& c : disruption.candidates) {
+    const bool held = c.cause == Cause::kBalancedScore;
+    if (!held &&
+        (disruption.phase != DisruptionPhase::kProposed || !c.outcome.starts_with("selected: "))) {
+      continue;
+    }
+    for (const OutcomeScore& s : ScoresIn(c.outcome)) {
+      if (!seen.insert(held ? c.nodeclaim + "/" + s.nodepool : s.nodepool).second) continue;
+      const prometheus::Labels labels{{kDecision, held ? "rejected" : "approved"},
+                                      {kNodePool, s.nodepool},
+                                      {"policy", "Balanced"}};
+      f_->consolidation_score.Add(labels, kScoreBuckets).Observe(s.score);
+      f_->consolidation_moves.Add(labels).Increment();
+    }
+  }
+}
+
 void Metrics::CountDisruption(const DisruptionDecision& disruption) {
+  CountScores(disruption);
   const std::string reason = DisruptionReasonLabel(disruption.method);
   for (const BudgetState& budget : disruption.budgets) {
     f_->allowed_disruptions

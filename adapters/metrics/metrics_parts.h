@@ -174,6 +174,8 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>& disruption_decisions;
   prometheus::Family<prometheus::Gauge>& eligible_nodes;
   prometheus::Family<prometheus::Histogram>& evaluation_duration;
+  prometheus::Family<prometheus::Histogram>& consolidation_score;
+  prometheus::Family<prometheus::Counter>& consolidation_moves;
   prometheus::Family<prometheus::Histogram>& scheduling_duration;
   prometheus::Family<prometheus::Gauge>& unschedulable_pods;
   prometheus::Family<prometheus::Counter>& interruption_received;

@@ -179,18 +179,32 @@ Lookups LookUpClaims(State& state) {
     // A pool's nodes: its claims with a node; those deleting, not ready or being replaced are
     // disrupting already.
     if (counted == nullptr || *counted != claim.nodepool) {  // Often the last one's.
-      auto it = out.pool_nodes.try_emplace(claim.nodepool).first;
+      auto [it, fresh] = out.pool_nodes.try_emplace(claim.nodepool);
       counts = &it->second;
       counted = &it->first;
+      if (fresh) {
+        auto p = state.nodepools.find(claim.nodepool);
+        counts->is_balanced = p != state.nodepools.end() &&
+                              p->second.consolidation_policy == ConsolidationPolicy::kBalanced;
+      }
     }
     ++counts->total;
     if (claim.deleting || node == nullptr || !node->node->ready || InReplacement(state, name)) {
       ++counts->disrupting;
     }
+    // A Balanced pool's disruption cost counts every node of the pool.
+    if (counts->is_balanced && node != nullptr) {
+      counts->balanced.disruption += kCostUnit + node->bound->positive_eviction_cost;
+    }
     if (claim.deleting || claim.phase != ClaimPhase::kInitialized) continue;
     PoolOf(state, claim, pool);
     if (pool == nullptr || node == nullptr) continue;
-    out.claims.push_back({&claim, pool, node->node, node->bound, {}});
+    const BalancedTotals* balanced = nullptr;
+    if (counts->is_balanced) {
+      counts->balanced.cost += claim.price.value;
+      balanced = &counts->balanced;
+    }
+    out.claims.push_back({&claim, pool, node->node, node->bound, {}, balanced});
   }
   FindDrift(state, out.claims);
   return out;
@@ -210,6 +224,7 @@ std::vector<Candidate> Gather(const State& state, const Claims& claims, const De
     c.pool = facts.pool;
     c.bound = facts.bound;
     c.drifted = &facts.drifted;
+    c.balanced = facts.balanced;
     Obstacle blocker{Cause::kPolicy, claim.nodepool, decider.blocker(state, c)};
     if (blocker.text == "-") continue;
     std::optional<Instant> runs_out;

@@ -169,6 +169,21 @@ std::string KeepReplacement(const State& state, const std::vector<const Candidat
   return {};
 }
 
+// A move of nodes of Balanced pools goes only when each such pool's score passes; the scores
+// go into the plan's text, before the pods' moves.
+void Score(const std::vector<const Candidate*>& group, MicroUsdPerHour savings, Plan& plan) {
+  std::string scores;
+  if (std::string refused = ScoreGroup(group, savings, scores); !refused.empty()) {
+    plan.blocker = std::move(refused);
+    plan.cause = Cause::kBalancedScore;
+    return;
+  }
+  if (scores.empty()) return;
+  constexpr std::string_view kMoves = "; its pods move: ";
+  const auto at = plan.text.find(kMoves);
+  plan.text.insert(at == std::string::npos ? plan.text.size() : at, "; " + scores);
+}
+
 }  // namespace
 
 std::string ConsolidationBlocker(const State& state, Candidate& c) {
@@ -194,7 +209,10 @@ Plan PlanCheaper(const State& state, Simulation& sim, const std::vector<const Ca
   const bool brief = all_spot && !state.settings.spot_to_spot_consolidation;
   Simulated simulated = Simulate(state, sim, group, brief);
   Plan& plan = simulated.plan;
-  if (simulated.settled) return std::move(plan);
+  if (simulated.settled) {
+    if (plan.blocker.empty()) Score(group, plan.removed, plan);  // A deletion saves it all.
+    return std::move(plan);
+  }
   ScheduleResult& result = simulated.result;
   if (result.claims.size() > 1) {
     plan.blocker = "its pods need " + std::to_string(result.claims.size()) + " new nodes";
@@ -204,7 +222,12 @@ Plan PlanCheaper(const State& state, Simulation& sim, const std::vector<const Ca
   plan.blocker = KeepReplacement(state, group, replacement, plan.removed, all_spot);
   if (!plan.blocker.empty()) return std::move(plan);
   plan.text = ReplaceText(replacement, plan.removed, result);
+  // Karpenter's estimate of a replacement's savings: the replacement at its cheapest offering.
+  MicroUsdPerHour cheapest = replacement.offerings.front().price;
+  for (const auto& o : replacement.offerings) cheapest = std::min(cheapest, o.price);
   plan.replacements.push_back(std::move(replacement));
+  Score(group, plan.removed - cheapest, plan);
+  if (!plan.blocker.empty()) plan.replacements.clear();
   return std::move(plan);
 }
 

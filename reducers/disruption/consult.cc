@@ -93,8 +93,7 @@ void SelectFirst(const State& state, Simulation& sim, const Decider& decider,
     }
     Plan plan = decider.plan(state, sim, {&c});
     if (!plan.blocker.empty()) {
-      SetOutcome(record, (c.why.empty() ? "" : c.why + ", but ") + plan.blocker,
-                 Cause::kNoBetterPlacement);
+      SetOutcome(record, (c.why.empty() ? "" : c.why + ", but ") + plan.blocker, plan.cause);
       continue;
     }
     SetOutcome(record, "selected: " + why + plan.text);

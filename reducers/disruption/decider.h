@@ -31,12 +31,21 @@ struct NodeEntry {
 // A claim one disruption pass looks at (initialized, not deleting, with its NodePool and
 // Node) and what the pass reads of it, looked up once: by-name lookups in the state's trees
 // miss the cache at every step, and each method, the conditions and drift asked again.
+// A Balanced NodePool's totals in one pass, what a move's savings and disruption are measured
+// against (balanced.cc): what its nodes consolidation could look at cost an hour, and the
+// disruption cost of all its nodes (units of kCostUnit).
+struct BalancedTotals {
+  std::int64_t cost = 0;  // Micro-dollars an hour.
+  std::int64_t disruption = 0;
+};
+
 struct ClaimFacts {
   NodeClaim* claim = nullptr;
   const NodePool* pool = nullptr;
   const Node* node = nullptr;
-  const PodTable::Bound* bound = nullptr;  // Its node's pods.
-  std::string drifted;                     // Why it has drifted (Drifted), or empty.
+  const PodTable::Bound* bound = nullptr;    // Its node's pods.
+  std::string drifted;                       // Why it has drifted (Drifted), or empty.
+  const BalancedTotals* balanced = nullptr;  // Its pool's, when the pool is Balanced.
 };
 using Claims = std::vector<ClaimFacts>;
 
@@ -59,6 +68,8 @@ struct Lookups {
   struct PoolNodes {
     std::int64_t total = 0;
     std::int64_t disrupting = 0;
+    bool is_balanced = false;  // Its consolidationPolicy is Balanced: `balanced` is summed.
+    BalancedTotals balanced;
   };
   std::map<std::string, PoolNodes, std::less<>> pool_nodes;
   std::size_t launching = 0;
@@ -73,7 +84,8 @@ struct Candidate {
   std::int64_t cost = 0;   // Karpenter's disruption cost: cheaper to disrupt goes first.
   std::size_t record = 0;  // Its entry in Pass::candidates.
   std::string why;         // Drift and soft expiration: why it qualifies.
-  const std::string* drifted = nullptr;  // Why the claim has drifted, or empty.
+  const std::string* drifted = nullptr;      // Why the claim has drifted, or empty.
+  const BalancedTotals* balanced = nullptr;  // Its pool's, when the pool is Balanced.
   // Drift under a terminationGracePeriod: only these pods move; the blocked ones stay.
   bool past_blocked_pods = false;
   std::vector<const Pod*> moving;
@@ -81,8 +93,9 @@ struct Candidate {
 
 // What disrupting some candidates would take: nothing, or new claims launched first.
 struct Plan {
-  std::string blocker;         // Empty when it can go.
-  MicroUsdPerHour removed{0};  // What the nodes it deletes cost.
+  std::string blocker;                      // Empty when it can go.
+  Cause cause = Cause::kNoBetterPlacement;  // The blocker's.
+  MicroUsdPerHour removed{0};               // What the nodes it deletes cost.
   std::vector<PlannedClaim> replacements;
   std::string text;  // "delete, saving ...; its pods move: ...", or "replace with ...".
 };
@@ -232,6 +245,32 @@ Plan PlanCheaper(const State& state, Simulation& sim, const std::vector<const Ca
 // Records each candidate as waiting, and returns true, while the cluster is not settled.
 bool AwaitSettled(const std::vector<Candidate>& cands, Pass& pass, const Lookups& looked);
 std::string ConsolidationDeletionReason(const std::string& outcome);
+
+// ---- Balanced consolidation (balanced.cc). ----
+
+inline constexpr std::int64_t kBalancedK = 2;  // A move passes at a score of 1/k.
+// A move's score against its pool's totals, and whether it passes.
+struct BalancedScore {
+  bool approved = false;
+  std::int64_t savings = 0;     // Micro-dollars an hour.
+  std::int64_t disruption = 0;  // Units of kCostUnit.
+  BalancedTotals totals;
+  // "score 2.81 >= threshold 0.50 (k: 2, savings 12.5% of the NodePool's cost, disruption 4.4%
+  // of its disruption cost)"; the score rounded down.
+  std::string Text() const;
+};
+BalancedScore ScoreMove(std::int64_t savings, std::int64_t disruption,
+                        const BalancedTotals& totals);
+// A node's disruption when it goes: 1, and its moving pods' eviction costs (at least 0 each).
+std::int64_t MoveDisruption(const Candidate& c);
+// Whether deleting the candidate outright could pass its pool's score: single-node
+// consolidation does not simulate one that could not (Karpenter's CanPassThreshold).
+bool MayPassScore(const Candidate& c);
+// Scores `group`, saving `savings`, for each Balanced pool among its candidates, each credited
+// with the savings in proportion to what its nodes cost. Why the first pool that refuses it
+// refuses, or empty; `scores` gets every pool's score.
+std::string ScoreGroup(const std::vector<const Candidate*>& group, MicroUsdPerHour savings,
+                       std::string& scores);
 
 // ---- Forceful expiration (expiration.cc). ----
 

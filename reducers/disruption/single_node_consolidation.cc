@@ -1,6 +1,6 @@
 // Single-node consolidation, as Karpenter's: candidates in disruption-cost order, each on its
 // own (no timeout: it is fast enough); the first within budget whose pods fit on the rest of
-// the cluster or on one cheaper replacement goes.
+// the cluster or on one cheaper replacement goes (and, in a Balanced pool, whose score passes).
 #include "reducers/disruption/decider.h"
 
 namespace tenon::core::disruption {
@@ -13,11 +13,27 @@ void SelectOne(const State& state, Simulation& sim, std::vector<Candidate>& cand
   SelectFirst(state, sim, kSingleNodeConsolidation, cands, pass, budgets);
 }
 
+// A node of a Balanced pool that could not pass its pool's score even deleted outright (all its
+// price saved) is not simulated.
+Plan PlanOne(const State& state, Simulation& sim, const std::vector<const Candidate*>& group) {
+  if (group.size() == 1 && !MayPassScore(*group.front())) {
+    const Candidate& c = *group.front();
+    Plan plan;
+    plan.removed = c.claim->price;
+    plan.cause = Cause::kBalancedScore;
+    plan.blocker =
+        "not simulated: deleted outright, NodePool " + c.claim->nodepool +
+        " (Balanced): " + ScoreMove(c.claim->price.value, MoveDisruption(c), *c.balanced).Text();
+    return plan;
+  }
+  return PlanCheaper(state, sim, group);
+}
+
 }  // namespace
 
 const Decider kSingleNodeConsolidation{
     .blocker = ConsolidationBlocker,
-    .plan = PlanCheaper,
+    .plan = PlanOne,
     .select = SelectOne,
     .deletion_cause = Cause::kUnderutilized,
     .deletion_reason = ConsolidationDeletionReason,

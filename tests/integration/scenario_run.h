@@ -221,6 +221,26 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
   return out;
 }
 
+// Two m5.xlarge: one running a 3500m pod, one left with five 350m pods after a scale-down at
+// 5 min. Replacing the second with an m5.large saves $0.096/h, a quarter of the pool's $0.384/h,
+// but moves five of the pool's six pods: disruption 6 of 8 (1 per node, 1 per pod), a Balanced
+// score of 0.25 / 0.75 = 0.33, under 0.5 (Karpenter's "marginal replace"), where
+// WhenEmptyOrUnderutilized replaces it. `policy`: the pool's consolidationPolicy (empty: the
+// default); every node may go at once.
+inline std::string MarginalReplaceScenario(const std::string& policy) {
+  return Scenario(R"(
+duration: 12m
+workloads:
+  - {name: a, replicas: 1, cpu: 3500m, memory: 512Mi}
+  - {at: 1m, name: b, replicas: 10, cpu: 350m, memory: 128Mi}
+  - {at: 5m, name: b, replicas: 5}
+)",
+                  "",
+                  "      disruption: {" +
+                      (policy.empty() ? "" : "consolidationPolicy: " + policy + ", ") +
+                      "budgets: [{nodes: \"100%\"}]}\n");
+}
+
 // Four web pods on nodes of a pool whose disruption budget allows one node at a time; at 3 min a
 // label is added to the pool's template, which drifts every node launched before it.
 inline std::string TemplateDriftScenario() {

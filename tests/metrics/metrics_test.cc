@@ -200,9 +200,9 @@ TEST(Metrics, CountersStartAtZero) {
   }
   ASSERT_GE(counters.size(), 10u) << text;
   const std::set<std::string> labeled_by_nodepool = {
-      "karpenter_nodeclaims_created_total", "karpenter_nodeclaims_terminated_total",
+      "karpenter_nodeclaims_created_total",   "karpenter_nodeclaims_terminated_total",
       "karpenter_nodeclaims_disrupted_total", "karpenter_nodes_created_total",
-      "karpenter_nodes_terminated_total"};
+      "karpenter_nodes_terminated_total",     "karpenter_consolidation_moves_total"};
   const auto samples = testing::ParseSamples(text);
   for (const std::string& family : counters) {
     std::size_t series = 0;
@@ -275,6 +275,44 @@ TEST(Metrics, CountersStartAtZero) {
 }
 
 // Disruption method names map to Karpenter's reason label values.
+// Balanced consolidation's verdicts: a move proposed with its pool's score, and a node held back
+// by its pool's score, each counted and observed once with Karpenter's labels.
+TEST(Metrics, BalancedScoresAreObserved) {
+  metrics::Metrics m;
+  DisruptionDecision proposed;
+  proposed.method = DisruptionMethod::kSingleNodeConsolidation;
+  proposed.phase = DisruptionPhase::kProposed;
+  proposed.nodeclaims = {"general-a"};
+  proposed.candidates = {
+      {"general-a", "general",
+       "selected: delete, saving $0.1920/h; NodePool general (Balanced): score 2.81 >= threshold "
+       "0.50 (k: 2, savings 12.5% of the NodePool's cost, disruption 4.4% of its disruption "
+       "cost); its pods move: default/a-1 -> n2",
+       Cause::kNone, ""},
+      {"general-b", "general",
+       "NodePool general (Balanced): score 0.41 < threshold 0.50 (k: 2, savings 25.0% of the "
+       "NodePool's cost, disruption 60.0% of its disruption cost)",
+       Cause::kBalancedScore, ""}};
+  Output out;
+  out.decisions.push_back({DecisionId{1}, Seq{1}, Instant{0}, proposed});
+  m.OnOutput(Seq{1}, out);
+  const auto samples = testing::ParseSamples(m.Serialize());
+  auto value = [&](const std::string& name, const std::string& decision) {
+    for (const auto& sample : samples) {
+      if (sample.name == name && sample.labels.at("decision") == decision &&
+          sample.labels.at("nodepool") == "general" && sample.labels.at("policy") == "Balanced") {
+        return sample.value;
+      }
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(value("karpenter_consolidation_moves_total", "approved"), 1);
+  EXPECT_EQ(value("karpenter_consolidation_moves_total", "rejected"), 1);
+  EXPECT_DOUBLE_EQ(value("karpenter_consolidation_score_sum", "approved"), 2.81);
+  EXPECT_DOUBLE_EQ(value("karpenter_consolidation_score_sum", "rejected"), 0.41);
+  EXPECT_EQ(value("karpenter_consolidation_score_count", "rejected"), 1);
+}
+
 TEST(Metrics, DisruptionReasonLabels) {
   EXPECT_EQ(metrics::DisruptionReasonLabel(DisruptionMethod::kEmptiness), "empty");
   EXPECT_EQ(metrics::DisruptionReasonLabel(DisruptionMethod::kSingleNodeConsolidation),

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "log/codec.h"
+#include "replay/replay.h"
 #include "tests/replay/incident.h"
 #include "whatif/whatif.h"
 
@@ -60,12 +61,16 @@ std::size_t Consolidations(const sim::Report& r) {
   return n;
 }
 
-// Every instance type the log's launches got.
-std::set<std::string> LaunchedTypes(const std::filesystem::path& dir) {
+std::unique_ptr<log::EventLog> OpenLog(const std::filesystem::path& dir) {
   log::OpenOptions open;
   open.read_only = true;
   open.create_if_missing = false;
-  auto log = log::EventLog::Open(dir, open);
+  return log::EventLog::Open(dir, open);
+}
+
+// Every instance type the log's launches got.
+std::set<std::string> LaunchedTypes(const std::filesystem::path& dir) {
+  auto log = OpenLog(dir);
   std::set<std::string> types;
   log->Scan(Seq{1}, Seq{0}, [&](const log::Record& record) {
     auto entry = log::DecodeEntry(record.payload);
@@ -78,10 +83,7 @@ std::set<std::string> LaunchedTypes(const std::filesystem::path& dir) {
 }
 
 std::uint64_t FinalHash(const std::filesystem::path& dir) {
-  log::OpenOptions open;
-  open.read_only = true;
-  open.create_if_missing = false;
-  return StateHash(replay::FoldTo(*log::EventLog::Open(dir, open), Seq{0}, true));
+  return StateHash(replay::FoldTo(*OpenLog(dir), Seq{0}, true));
 }
 
 void ExpectSameFigures(const sim::Report& a, const sim::Report& b) {
@@ -210,6 +212,28 @@ TEST(WhatIf, ConsolidationDisabledCostsMore) {
   EXPECT_EQ(what_if.pods_still_pending, 0u);
   // The recording moved one pod (b's, evicted and bound again); the what-if binds each once.
   EXPECT_EQ(what_if.pending.size() + 1, recorded.pending.size());
+}
+
+// A day recorded under WhenEmptyOrUnderutilized, asked again under Balanced: the marginal
+// replace the recording made (a node left with most of the pool's pods, replaced a size
+// smaller) is held back on its score, and the what-if's log says so.
+TEST(WhatIf, BalancedHoldsBackTheRecordingsMarginalReplace) {
+  auto run = RunKept(MarginalReplaceScenario(""));
+  const std::string budgets = "    budgets: [{nodes: \"100%\"}]\n";
+  auto balanced = RunWhatIf(
+      *run, Pool(kRecordedTypes, "  disruption:\n    consolidationPolicy: Balanced\n" + budgets));
+  const sim::Report& recorded = balanced.result.recorded;
+  const sim::Report& what_if = balanced.result.what_if;
+  EXPECT_GT(Consolidations(recorded), 0u);
+  EXPECT_GT(recorded.removed.count("Underutilized"), 0u);
+  EXPECT_EQ(Consolidations(what_if), 0u);
+  EXPECT_EQ(what_if.removed.count("Underutilized"), 0u);
+  EXPECT_GT(what_if.cost_micro_usd, recorded.cost_micro_usd);
+  EXPECT_EQ(what_if.pods_still_pending, 0u);
+  const std::string audit = replay::AuditText(replay::Audit(*OpenLog(balanced.log), {}), {});
+  EXPECT_NE(audit.find("NodePool default (Balanced): score 0.33 < threshold 0.50"),
+            std::string::npos)
+      << audit;
 }
 
 // Restricted to c5 (cheaper than m5 at the same size), the what-if asks for offerings the

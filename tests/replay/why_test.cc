@@ -228,6 +228,41 @@ actions:
   EXPECT_EQ(taken["cause"], "SpotInterruption") << taken.dump(2);
 }
 
+// A Balanced NodePool holds back a marginal replace: why names the node held back with its
+// score and the score's two parts, and audit shows the same on the candidate.
+TEST(Why, BalancedScoreHoldsBackAMarginalReplace) {
+  auto run = RunKept(MarginalReplaceScenario("Balanced"));
+  std::optional<Instant> held;
+  for (const auto& [at, d] : run->outcome.disruptions) {
+    for (const auto& c : d.candidates) {
+      if (c.cause == Cause::kBalancedScore && !held) held = at;
+    }
+  }
+  ASSERT_TRUE(held.has_value()) << Outcomes(run->outcome);
+  auto log = run->Open();
+  const auto report = replay::Why(*log, *held, Duration{kMinute.value});
+  const json doc = json::parse(replay::WhyJson(report));
+  EXPECT_TRUE(doc["changes"].empty()) << doc.dump(2);
+  ASSERT_EQ(doc["held"].size(), 1u) << doc.dump(2);
+  const std::string outcome = doc["held"][0]["outcome"];
+  EXPECT_NE(outcome.find("NodePool default (Balanced): score 0.33 < threshold 0.50 (k: 2, "
+                         "savings 25.0% of the NodePool's cost, disruption 75.0% of its "
+                         "disruption cost)"),
+            std::string::npos)
+      << outcome;
+  EXPECT_NE(doc["answer"].get<std::string>().find("held back 1 node of Balanced NodePools"),
+            std::string::npos)
+      << doc["answer"];
+  const std::string text = replay::WhyText(report);
+  EXPECT_NE(text.find("held back by a Balanced score"), std::string::npos) << text;
+  EXPECT_NE(text.find("score 0.33 < threshold 0.50"), std::string::npos) << text;
+
+  const std::string audit = replay::AuditText(replay::Audit(*log, {}), {});
+  EXPECT_NE(audit.find("(default): NodePool default (Balanced): score 0.33 < threshold 0.50"),
+            std::string::npos)
+      << audit;
+}
+
 // The command: --json is one document, and the text starts with the answer.
 TEST(Why, CommandPrintsTheAnswerAndJson) {
   const std::string log = Demo().log().string();

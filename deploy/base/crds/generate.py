@@ -266,9 +266,12 @@ def nodepool():
                                  "self.all(x, has(x.schedule) == has(x.duration))"))}),
         "consolidateAfter": string("How long a node must be consolidatable before it is "
                                    "consolidated, or Never.", pattern=DURATION_OR_NEVER),
-        "consolidationPolicy": string("Which nodes consolidation may remove.",
+        "consolidationPolicy": string("Which nodes consolidation may remove. Balanced "
+                                      "consolidates underutilized nodes only when the move's "
+                                      "savings outweigh the pods it disrupts.",
                                       default="WhenEmptyOrUnderutilized",
-                                      enum=["WhenEmpty", "WhenEmptyOrUnderutilized"]),
+                                      enum=["WhenEmpty", "WhenEmptyOrUnderutilized",
+                                            "Balanced"]),
     }, required=["consolidateAfter"], default={"consolidateAfter": "0s"})
     template = obj("What NodeClaims launched for this pool look like.", {
         "metadata": obj("Labels and annotations for the nodes.", {
