@@ -105,6 +105,7 @@ struct Settings {
   reservedEnis @10 :Int32;
   clusterEndpoint @11 :Text;
   clusterCaBundle @12 :Text;
+  staticCapacity @13 :Bool;
 }
 
 struct FleetError {

@@ -240,6 +240,7 @@ void Put(s::Settings::Builder b, const Settings& v) {
   b.setReservedEnis(v.reserved_enis);
   b.setClusterEndpoint(T(v.cluster_endpoint));
   b.setClusterCaBundle(T(v.cluster_ca_bundle));
+  b.setStaticCapacity(v.static_capacity);
 }
 Settings Get(s::Settings::Reader r) {
   Settings v;
@@ -256,6 +257,7 @@ Settings Get(s::Settings::Reader r) {
   v.reserved_enis = r.getReservedEnis();
   v.cluster_endpoint = S(r.getClusterEndpoint());
   v.cluster_ca_bundle = S(r.getClusterCaBundle());
+  v.static_capacity = r.getStaticCapacity();
   return v;
 }
 

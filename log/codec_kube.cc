@@ -336,6 +336,7 @@ void Put(s::NodePool::Builder b, const NodePool& p) {
     budgets[i].setDurationNs(p.budgets[i].duration.value);
     PutTexts(budgets[i].initReasons(p.budgets[i].reasons.size()), p.budgets[i].reasons);
   }
+  if (p.replicas) PutOpt(b.initReplicas(), p.replicas);  // Added later: written when set.
 }
 NodePool Get(s::NodePool::Reader r) {
   NodePool p;
@@ -360,6 +361,7 @@ NodePool Get(s::NodePool::Reader r) {
     p.budgets.push_back({S(budget.getNodes()), S(budget.getSchedule()),
                          Duration{budget.getDurationNs()}, GetTexts(budget.getReasons())});
   }
+  p.replicas = GetOpt<std::int64_t>(r.getReplicas());
   return p;
 }
 

@@ -188,6 +188,7 @@ struct NodePool {
   consolidationPolicy @13 :UInt8;
   consolidateAfterNs @14 :Int64;
   budgets @15 :List(DisruptionBudget);
+  replicas @16 :OptionalInt64;
 }
 
 struct DisruptionBudget {

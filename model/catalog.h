@@ -56,6 +56,7 @@ struct Settings {
   bool ignore_preferences = false;                // PREFERENCE_POLICY=Ignore
   bool min_values_best_effort = false;            // MIN_VALUES_POLICY=BestEffort
   bool spot_to_spot_consolidation = false;        // FEATURE_GATES SpotToSpotConsolidation
+  bool static_capacity = false;                   // FEATURE_GATES StaticCapacity
   // Beyond Karpenter, off by default: a replacement must save at least this much, absolute
   // and as a percent of the price of the nodes it replaces (the larger applies).
   MicroUsdPerHour consolidation_min_savings{0};

@@ -64,8 +64,10 @@ enum class Cause : std::uint8_t {
   kInstanceGone,            // its instance went away under it
   // Why a disruption candidate cannot go now (added later, so numbered after the rest).
   kBalancedScore,  // consolidationPolicy Balanced: the savings do not outweigh the disruption
+  // Why a NodeClaim is deleted (added later).
+  kOverprovisioned,  // a static NodePool has more nodes than its replicas
 };
-inline constexpr Cause kCauseLast = Cause::kBalancedScore;
+inline constexpr Cause kCauseLast = Cause::kOverprovisioned;
 // The code as metric labels spell it ("DoNotDisrupt"); "" for kNone.
 const char* CauseName(Cause cause);
 

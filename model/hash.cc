@@ -156,6 +156,7 @@ void H(Hasher& h, const Settings& s) {
   if (!s.cluster_endpoint.empty() || !s.cluster_ca_bundle.empty()) {
     All(h, s.cluster_endpoint, s.cluster_ca_bundle);  // Added later: hashed when set.
   }
+  if (s.static_capacity) All(h, std::string_view("static_capacity"), true);  // Likewise.
 }
 void H(Hasher& h, const LabelSelector& s) {
   All(h, s.match_labels, s.match_expressions);
@@ -225,6 +226,7 @@ void H(Hasher& h, const NodePool& p) {
   All(h, p.name, p.weight, p.labels, p.requirements, p.taints, p.startup_taints, p.nodeclass,
       p.limits, OrStoredNever(p.expire_after), OrStoredNever(p.termination_grace_period));
   All(h, p.consolidation_policy, OrStoredNever(p.consolidate_after), p.budgets);
+  if (p.replicas) All(h, std::string_view("replicas"), *p.replicas);  // Added later: when set.
 }
 void H(Hasher& h, const ResolvedAmi& a) {
   All(h, a.id, a.name, a.arch, a.created);
@@ -364,7 +366,7 @@ static_assert(FieldCount<Resources>() == 4, "Resources: hash the field added");
 static_assert(FieldCount<Requirement>() == 4, "Requirement: hash the field added");
 static_assert(FieldCount<Taint>() == 3, "Taint: hash the field added");
 static_assert(FieldCount<Toleration>() == 4, "Toleration: hash the field added");
-static_assert(FieldCount<Settings>() == 13, "Settings: hash the field added");
+static_assert(FieldCount<Settings>() == 14, "Settings: hash the field added");
 static_assert(FieldCount<LabelSelector>() == 2, "LabelSelector: hash the field added");
 static_assert(FieldCount<NodeSelectorTerm>() == 2, "NodeSelectorTerm: hash the field added");
 static_assert(FieldCount<PodAffinityTerm>() == 6, "PodAffinityTerm: hash the field added");
@@ -383,7 +385,7 @@ static_assert(FieldCount<CsiNode>() == 2, "CsiNode: hash the field added");
 static_assert(FieldCount<Node>() == 10, "Node: hash the field added");
 static_assert(FieldCount<DisruptionBudget>() == 4, "DisruptionBudget: hash the field added");
 static_assert(FieldCount<NodePoolLimits>() == 4, "NodePoolLimits: hash the field added");
-static_assert(FieldCount<NodePool>() == 13, "NodePool: hash the field added");
+static_assert(FieldCount<NodePool>() == 14, "NodePool: hash the field added");
 static_assert(FieldCount<ResolvedAmi>() == 4, "ResolvedAmi: hash the field added");
 static_assert(FieldCount<ResolvedSubnet>() == 4, "ResolvedSubnet: hash the field added");
 static_assert(FieldCount<ResolvedSecurityGroup>() == 2,

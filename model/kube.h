@@ -260,6 +260,9 @@ struct NodePool {
   ConsolidationPolicy consolidation_policy = ConsolidationPolicy::kWhenEmptyOrUnderutilized;
   std::optional<Duration> consolidate_after{Duration{0}};     // None: Never.
   std::vector<DisruptionBudget> budgets{DisruptionBudget{}};  // Karpenter's default: 10%.
+  // spec.replicas: a static NodePool of this many nodes whatever the pods (Karpenter's static
+  // capacity, FEATURE_GATES StaticCapacity); none: launched for pending pods.
+  std::optional<std::int64_t> replicas;
   friend bool operator==(const NodePool&, const NodePool&) = default;
 };
 

@@ -10,8 +10,8 @@ namespace tenon {
 
 struct OutcomeScore {
   std::string nodepool;
-  std::string text;     // From "score" to the closing parenthesis.
-  double score = 0.0;   // Infinity for "unbounded".
+  std::string text;    // From "score" to the closing parenthesis.
+  double score = 0.0;  // Infinity for "unbounded".
 };
 
 // In the order they appear.

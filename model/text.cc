@@ -160,6 +160,8 @@ const char* CauseName(Cause cause) {
       return "InstanceGone";
     case Cause::kBalancedScore:
       return "BalancedScore";
+    case Cause::kOverprovisioned:
+      return "Overprovisioned";
   }
   return "";
 }

@@ -176,6 +176,21 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
 // messages (interruption.cc); pod moves for consolidateAfter.
 // `expired`: what AdvanceLifecycle returned on this tick.
 void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out);
+
+// ---- Static NodePools (static_pools.cc). ----
+
+// A static pool's NodeClaims: active (not deleting, not waiting for a drift replacement),
+// being deleted, and waiting for their replacement.
+struct StaticCount {
+  std::int64_t active = 0;
+  std::int64_t deleting = 0;
+  std::int64_t pending = 0;
+};
+StaticCount CountStatic(const State& state, const std::string& pool);
+// A NodeClaim of the pool's template alone, with no pods; none when it cannot launch now.
+std::optional<PlannedClaim> StaticClaim(const State& state, const NodePool& pool);
+// Launches what a static pool lacks of its replicas, and deletes what it has over them.
+void AdvanceStaticPools(State& state, Seq seq, Output& out);
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);
 void NotePodMoved(State& state, const std::string& node_name);
 // The pod is gone (deleted, or an eviction or deletion of it answered NotFound).

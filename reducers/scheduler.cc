@@ -285,7 +285,8 @@ bool Pass::TryPlace(PodView& v) {
   if (planned_.size() >= kNodeClaimsPerBatchMax) return false;
   for (std::size_t p = 0; p < templates_.size(); ++p) {
     PoolTemplate& t = templates_[p];
-    if (t.nodeclass == nullptr || t.types.empty()) continue;
+    // A static NodePool launches for its replicas only, never for pods.
+    if (t.nodeclass == nullptr || t.types.empty() || t.pool->replicas) continue;
     Bin bin;
     bin.planned = true;
     bin.pool = p;

@@ -228,6 +228,7 @@ std::string Pass::Explain(PodView& v) {
   std::string out;
   for (PoolTemplate& t : templates_) {
     std::string why = t.unusable;
+    if (why.empty() && t.pool->replicas) why = "a static NodePool launches for its replicas only";
     if (why.empty() && t.types.empty()) why = "no instance type is available";
     if (why.empty()) TolerantOf(v, t.pool->taints, &why);
     if (why.empty()) why = t.requirements.Compatible(v.requirements, true);

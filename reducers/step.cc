@@ -25,6 +25,7 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   // remove waits until the cluster has been read whole.
   const std::size_t before = out.size();
   if (state.watches_synced) MaybeProvision(state, seq, out);
+  if (state.watches_synced) AdvanceStaticPools(state, seq, out);
   const std::vector<NodeClaim*> expired = AdvanceLifecycle(state, seq, out);
   if (out.size() != before) ++state.cluster_generation;
   if (state.watches_synced) AdvanceDisruption(state, seq, expired, out);

@@ -132,6 +132,7 @@ void ApplyEnvironment(RunOptions& options) {
       }
       const bool on = ParseBool("FEATURE_GATES", gate.substr(eq + 1));
       if (gate.substr(0, eq) == "SpotToSpotConsolidation") s.spot_to_spot_consolidation = on;
+      if (gate.substr(0, eq) == "StaticCapacity") s.static_capacity = on;
       start = comma + 1;
     }
   }

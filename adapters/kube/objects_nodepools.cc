@@ -90,6 +90,20 @@ void ParseDisruption(const V& d, NodePool& pool) {
   }
 }
 
+// spec.replicas, a static NodePool, with Karpenter's rules for one: no weight, and no limit but
+// limits.nodes.
+template <class V>
+void ParseReplicas(const V& spec, NodePool& pool) {
+  if (!spec["replicas"]) return;
+  pool.replicas = Int<std::int64_t>(spec["replicas"], "spec.replicas");
+  if (*pool.replicas < 0) throw ObjectError("spec.replicas must be 0 or more");
+  if (spec["weight"]) throw ObjectError("'weight' is not supported on static NodePools");
+  const NodePoolLimits& l = pool.limits;
+  if (l.cpu || l.memory || !l.extended.empty()) {
+    throw ObjectError("only 'limits.nodes' is supported on static NodePools");
+  }
+}
+
 template <class V>
 bool ConditionTrue(const V& status, const char* type) {
   if (!status || !status["conditions"]) return false;
@@ -145,6 +159,7 @@ NodePool ParseNodePoolFrom(const V& object) {
     }
     ParseLimits(spec["limits"], pool.limits);
     ParseDisruption(spec["disruption"], pool);
+    ParseReplicas(spec, pool);
     return pool;
   });
 }

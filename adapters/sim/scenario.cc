@@ -323,6 +323,7 @@ void ParseSettings(const YAML::Node& node, Settings& settings) {
     std::string gates = node["featureGates"].as<std::string>();
     settings.spot_to_spot_consolidation =
         gates.find("SpotToSpotConsolidation=true") != std::string::npos;
+    settings.static_capacity = gates.find("StaticCapacity=true") != std::string::npos;
   }
   if (node["softExpiration"]) settings.soft_expiration = node["softExpiration"].as<bool>();
   if (node["consolidationMinSavingsPerHour"]) {

@@ -305,7 +305,7 @@ std::vector<TypeDef> NodePoolTypes() {
       {"NodePool", {"apiVersion", "kind", "metadata:ObjectMeta", "spec:NodePoolSpec",
                     "status"}},
       {"NodePoolSpec", {"template:NodeClaimTemplate", "disruption:Disruption", "limits",
-                        "weight"}},
+                        "weight", "replicas"}},
       {"NodeClaimTemplate", {"metadata:NodeClaimTemplateMetadata",
                              "spec:NodeClaimTemplateSpec"}},
       {"NodeClaimTemplateMetadata", {"labels", "annotations"}},

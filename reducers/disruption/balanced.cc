@@ -50,7 +50,7 @@ BalancedScore ScoreMove(std::int64_t savings, std::int64_t disruption,
 
 std::string BalancedScore::Text() const {
   const bool scored = totals.cost > 0 && totals.disruption > 0 && savings > 0;
-  std::string score = !scored         ? "0.00"
+  std::string score = !scored           ? "0.00"
                       : disruption <= 0 ? "unbounded"
                                         : Fixed(Wide{savings} * totals.disruption,
                                                 Wide{totals.cost} * disruption, 2);

@@ -191,6 +191,7 @@ std::string ConsolidationBlocker(const State& state, Candidate& c) {
   // nodes, so its passes record nothing about them.
   if (!c.pool->consolidate_after) return "-";
   if (c.bound->reschedulable.empty()) return "-";  // Emptiness's.
+  if (c.pool->replicas) return "-";                // A static pool's count is its own.
   if (c.pool->consolidation_policy == ConsolidationPolicy::kWhenEmpty) {
     return "consolidationPolicy is WhenEmpty";
   }

@@ -150,6 +150,41 @@ std::int64_t DriftedSince(const Candidate& c) {
   return drifted->second;
 }
 
+// Karpenter's static drift: a static pool's node is replaced one for one by a node of the
+// pool's template, launched first, whatever its pods need; not while the pool is over its
+// replicas (a trim is under way), nor when limits.nodes leaves no room for the replacement.
+Plan PlanStatic(const State& state, const Candidate& c) {
+  Plan plan;
+  plan.removed = c.claim->price;
+  const NodePool& pool = *c.pool;
+  const StaticCount n = CountStatic(state, pool.name);
+  if (n.active + n.pending > *pool.replicas) {
+    plan.blocker = "static NodePool " + pool.name + " has more nodes than its " +
+                   std::to_string(*pool.replicas) + " replicas: they are removed first";
+    return plan;
+  }
+  if (pool.limits.nodes && n.active + n.deleting + n.pending + 1 > *pool.limits.nodes) {
+    plan.blocker = "static NodePool " + pool.name + " is at its node limit (limits.nodes " +
+                   std::to_string(*pool.limits.nodes) + "): no room for a replacement";
+    return plan;
+  }
+  std::optional<PlannedClaim> replacement = StaticClaim(state, pool);
+  if (!replacement) {
+    plan.blocker = "static NodePool " + pool.name + " cannot launch a replacement now";
+    return plan;
+  }
+  plan.text = "replace one for one (static NodePool " + pool.name +
+              "): " + replacement->offerings.front().instance_type + " from " +
+              PriceText(replacement->offerings.front().price) + " first";
+  plan.replacements.push_back(std::move(*replacement));
+  return plan;
+}
+
+Plan PlanDrift(const State& state, Simulation& sim, const std::vector<const Candidate*>& group) {
+  if (group.size() == 1 && group.front()->pool->replicas) return PlanStatic(state, *group.front());
+  return PlanReplacing(state, sim, group);
+}
+
 void SelectDrift(const State& state, Simulation& sim, std::vector<Candidate>& cands, Pass& pass,
                  Lookups& looked, bool /*validating*/) {
   SelectEventual(state, sim, kDrift, DriftedSince, cands, pass, looked);
@@ -197,7 +232,7 @@ std::string EventualDeletionReason(const std::string& outcome) {
 
 const Decider kDrift{
     .blocker = DriftBlocker,
-    .plan = PlanReplacing,
+    .plan = PlanDrift,
     .select = SelectDrift,
     .deletion_cause = Cause::kDrifted,
     .deletion_reason = EventualDeletionReason,

@@ -9,6 +9,7 @@ std::string EmptinessBlocker(const State& state, Candidate& c) {
   // consolidateAfter: Never turns emptiness off for the pool: it does not look at its nodes,
   // so its passes record nothing about them.
   if (!c.pool->consolidate_after) return "-";
+  if (c.pool->replicas) return "-";  // A static pool keeps its empty nodes.
   return c.bound->reschedulable.empty() ? ConsolidatableBlocker(state, c) : "-";
 }
 

@@ -66,11 +66,14 @@ const Requirement& Find(const NodePool& pool, const std::string& key, Requiremen
 
 TEST(Examples, NodePoolsParseWithTheirValues) {
   const Parsed parsed = ParseFolder("nodepools");
-  EXPECT_EQ(parsed.files, (std::vector<std::string>{"balanced.yaml", "disruption-budgets.yaml",
-                                                    "gpu.yaml", "reserved-first.yaml",
-                                                    "spot-and-on-demand.yaml", "weighted.yaml"}));
+  EXPECT_EQ(parsed.files,
+            (std::vector<std::string>{"balanced.yaml", "disruption-budgets.yaml", "gpu.yaml",
+                                      "reserved-first.yaml", "spot-and-on-demand.yaml",
+                                      "static.yaml", "weighted.yaml"}));
   const auto& pools = parsed.pools;
-  ASSERT_EQ(pools.size(), 8u);
+  ASSERT_EQ(pools.size(), 9u);
+  EXPECT_EQ(pools.at("static-capacity").replicas, 10);  // static.yaml
+  EXPECT_EQ(pools.at("static-capacity").limits.nodes, 15);
   EXPECT_EQ(pools.at("balanced").consolidation_policy, ConsolidationPolicy::kBalanced);
   EXPECT_EQ(pools.at("balanced").consolidate_after, ParseDuration("1m"));
 

@@ -261,12 +261,18 @@ CEL_RULES = {
     "must specify exactly one of ['role', 'instanceProfile']": role_xor_profile,
     "must specify amiFamily if amiSelectorTerms does not contain an alias":
         lambda spec: has_alias(spec) or "amiFamily" in spec,
+    "only 'limits.nodes' is supported on static NodePools":
+        lambda spec: "replicas" not in spec or set(spec.get("limits") or {}) <= {"nodes"},
+    "'weight' is not supported on static NodePools":
+        lambda spec: "replicas" not in spec or "weight" not in spec,
 }
 
 # Rules on updates only (they compare with oldSelf), so a new object always passes them.
 TRANSITION_RULES = {
     "nodeClassRef.group is immutable", "nodeClassRef.kind is immutable", "spec is immutable",
     "immutable field changed",
+    "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) "
+    "provisioning modes",
     "changing from 'instanceProfile' to 'role' is not supported. You must delete and recreate "
     "this node class if you want to change this.",
 }

@@ -120,7 +120,12 @@ class Rendered(unittest.TestCase):
             for crd_name, doc in files.items():
                 self.assertEqual(rendered[crd_name]["spec"], doc["spec"], (name, crd_name))
                 version = doc["spec"]["versions"][0]
-                self.assertEqual(version["subresources"], {"status": {}})
+                # A NodePool also scales: kubectl scale sets a static pool's replicas.
+                expected = {"status": {}}
+                if crd_name == "nodepools.karpenter.sh":
+                    expected["scale"] = {"specReplicasPath": ".spec.replicas",
+                                         "statusReplicasPath": ".status.nodes"}
+                self.assertEqual(version["subresources"], expected)
                 self.assertTrue(version["additionalPrinterColumns"])
 
     def test_deployment(self):

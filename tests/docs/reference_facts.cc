@@ -160,8 +160,11 @@ std::vector<RunSetting> RunSettings() {
       {"", "BATCH_MAX_DURATION", [](O o) { return DurationText(o.settings.batch_max.value); },
        "30s"},
       {"", "FEATURE_GATES",
-       [](O o) { return "SpotToSpotConsolidation=" + Bool(o.settings.spot_to_spot_consolidation); },
-       "SpotToSpotConsolidation=true"},
+       [](O o) {
+         return "SpotToSpotConsolidation=" + Bool(o.settings.spot_to_spot_consolidation) +
+                ",StaticCapacity=" + Bool(o.settings.static_capacity);
+       },
+       "SpotToSpotConsolidation=true,StaticCapacity=true"},
       {"", "PREFERENCE_POLICY",
        [](O o) { return std::string(o.settings.ignore_preferences ? "Ignore" : "Respect"); },
        "Ignore"},
@@ -263,8 +266,11 @@ std::vector<ScenarioSetting> ScenarioSettings() {
   using S = const Settings&;
   return {
       {"featureGates",
-       [](S s) { return "SpotToSpotConsolidation=" + Bool(s.spot_to_spot_consolidation); },
-       "SpotToSpotConsolidation=true"},
+       [](S s) {
+         return "SpotToSpotConsolidation=" + Bool(s.spot_to_spot_consolidation) +
+                ",StaticCapacity=" + Bool(s.static_capacity);
+       },
+       "SpotToSpotConsolidation=true,StaticCapacity=true"},
       {"softExpiration", [](S s) { return Bool(s.soft_expiration); }, "true"},
       {"consolidationMinSavingsPerHour",
        [](S s) { return NumberText(static_cast<double>(s.consolidation_min_savings.value) / 1e6); },

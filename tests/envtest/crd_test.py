@@ -259,6 +259,44 @@ class CrdsOnARealApiServer(unittest.TestCase):
                 self.assertEqual(status, 422, message)
                 self.assertIn(expected, message)
 
+    def test_static_nodepools_follow_karpenters_rules(self):
+        """spec.replicas: only limits.nodes, no weight, no switching between static and dynamic,
+        and kubectl scale through the scale subresource."""
+        def pool(name, **spec):
+            out = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+                   "metadata": {"name": name},
+                   "spec": {"template": {"spec": {
+                       "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                        "name": "default"},
+                       "requirements": [{"key": "karpenter.sh/capacity-type",
+                                         "operator": "In", "values": ["on-demand"]}]}}}}
+            out["spec"].update(spec)
+            return out
+        for what, bad, expected in (
+                ("cpu limit", pool("s1", replicas=3, limits={"cpu": "10"}),
+                 "only 'limits.nodes' is supported on static NodePools"),
+                ("weight", pool("s2", replicas=3, weight=10),
+                 "'weight' is not supported on static NodePools"),
+                ("negative", pool("s3", replicas=-1),
+                 "spec.replicas in body should be greater than or equal to 0")):
+            with self.subTest(what):
+                status, message = self.refusal("POST", COLLECTIONS["NodePool"], bad,
+                                               params=DRY_RUN)
+                self.assertEqual(status, 422, message)
+                self.assertIn(expected, message)
+        self.create(pool("static", replicas=3, limits={"nodes": "5"}))
+        scale_path = self.object_path("NodePool", "static") + "/scale"
+        scale = self.api.get(scale_path)
+        self.assertEqual(scale["spec"]["replicas"], 3)
+        scale["spec"]["replicas"] = 5
+        self.assertEqual(self.api.call("PUT", scale_path, scale)[0], 200)
+        self.assertEqual(self.api.get(self.object_path("NodePool", "static"))["spec"]["replicas"],
+                         5)
+        status, message = self.refusal("PATCH", self.object_path("NodePool", "static"),
+                                       {"spec": {"replicas": None}}, content_type="merge")
+        self.assertEqual(status, 422, message)
+        self.assertIn("Cannot transition NodePool between static", message)
+
     # ---- status writes ----
 
     def nodeclaim(self, name, labels=None):

@@ -13,9 +13,9 @@ using core::disruption::BalancedTotals;
 using core::disruption::ScoreMove;
 
 std::string WithPolicy(const std::string& body, const std::string& policy) {
-  return Scenario(body, "",
-                  "      disruption: {consolidationPolicy: " + policy +
-                      ", budgets: [{nodes: \"100%\"}]}\n");
+  return Scenario(
+      body, "",
+      "      disruption: {consolidationPolicy: " + policy + ", budgets: [{nodes: \"100%\"}]}\n");
 }
 
 // One m5.xlarge left with one 1200m pod, the pool's only node: replacing it with an m5.large

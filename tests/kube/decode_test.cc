@@ -175,6 +175,31 @@ TEST(KubeDecodeJson, ErrorsNameTheObjectAndTheField) {
   EXPECT_EQ(missing, "DaemonSet x: invalid node; first invalid key: \"spec\"");
 }
 
+// A static NodePool (spec.replicas) is read with Karpenter's rules for one: a watch event that
+// breaks them is rejected with the rule's words, and kept as input rejected.
+TEST(KubeDecodeJson, StaticNodePoolsFollowKarpentersRules) {
+  const std::string head = R"({"metadata": {"name": "s"}, "spec": {"template": {"spec":
+    {"nodeClassRef": {"name": "default"}}}, "replicas": 3)";
+  const NodePool pool =
+      Only<NodePoolUpserted>(DecodeJson("nodepools", "s", head + R"(, "limits": {"nodes": "5"}}})"))
+          .nodepool;
+  EXPECT_EQ(pool.replicas, 3);
+  EXPECT_EQ(pool.limits.nodes, 5);
+  auto reason = [&](const std::string& rest) {
+    return Only<InputRejected>(DecodeJson("nodepools", "s", head + rest)).reason;
+  };
+  EXPECT_EQ(reason(R"(, "weight": 10}})"),
+            "NodePool s: 'weight' is not supported on static NodePools");
+  EXPECT_EQ(reason(R"(, "limits": {"cpu": "10"}}})"),
+            "NodePool s: only 'limits.nodes' is supported on static NodePools");
+  const std::string negative =
+      Only<InputRejected>(
+          DecodeJson("nodepools", "s", R"({"metadata": {"name": "s"}, "spec": {"template": {"spec":
+    {"nodeClassRef": {"name": "default"}}}, "replicas": -1}})"))
+          .reason;
+  EXPECT_EQ(negative, "NodePool s: spec.replicas must be 0 or more");
+}
+
 // The same mistakes in YAML give the same messages, with the line where yaml-cpp knows it.
 TEST(KubeDecodeJson, YamlErrorsReadTheSame) {
   auto message = [](auto parse, const std::string& yaml) {

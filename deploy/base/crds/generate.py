@@ -200,7 +200,7 @@ def conditions():
     }, required=["lastTransitionTime", "message", "reason", "status", "type"]))
 
 
-def crd(group, kind, plural, columns, schema, short_names=None):
+def crd(group, kind, plural, columns, schema, short_names=None, subresources=None):
     names = {"categories": ["karpenter"], "kind": kind, "listKind": kind + "List",
              "plural": plural, "singular": kind.lower()}
     if short_names:
@@ -214,7 +214,7 @@ def crd(group, kind, plural, columns, schema, short_names=None):
             "name": "v1", "served": True, "storage": True,
             "additionalPrinterColumns": columns,
             "schema": {"openAPIV3Schema": schema},
-            "subresources": {"status": {}},
+            "subresources": subresources or {"status": {}},
         }]},
     }
 
@@ -285,10 +285,21 @@ def nodepool():
     spec = obj("A pool of nodes tenon may launch for pending pods.", {
         "disruption": disruption,
         "limits": quantity_map("Upper bounds on the pool's total capacity."),
+        "replicas": integer("A static NodePool: keep this many nodes whatever the pending pods "
+                            "(feature gate StaticCapacity). Consolidation leaves its nodes "
+                            "alone; only limits.nodes may be set, and no weight.",
+                            fmt="int64", minimum=0),
         "template": template,
         "weight": integer("Priority against other pools; higher is tried first.",
                           minimum=1, maximum=100),
-    }, required=["template"])
+    }, required=["template"], **{"x-kubernetes-validations": cel(
+        ("Cannot transition NodePool between static (replicas set) and dynamic (replicas "
+         "unset) provisioning modes", "has(self.replicas) == has(oldSelf.replicas)"),
+        ("only 'limits.nodes' is supported on static NodePools",
+         "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || "
+         "(size(self.limits) == 1 && 'nodes' in self.limits))"),
+        ("'weight' is not supported on static NodePools",
+         "!has(self.replicas) || !has(self.weight)"))})
     status = obj("Observed state of the pool.", {
         "conditions": conditions(),
         "nodes": integer("Number of nodes the pool has.", fmt="int64"),
@@ -299,8 +310,11 @@ def nodepool():
                column("Weight", ".spec.weight", "integer", 1),
                column("CPU", ".status.resources.cpu", priority=1),
                column("Memory", ".status.resources.memory", priority=1)]
+    # kubectl scale nodepool NAME --replicas=N sets a static pool's replicas.
+    scale = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"}
     return crd("karpenter.sh", "NodePool", "nodepools", columns,
-               envelope("A Karpenter v1 NodePool.", spec, status))
+               envelope("A Karpenter v1 NodePool.", spec, status),
+               subresources={"status": {}, "scale": scale})
 
 
 def nodeclaim():
