@@ -292,6 +292,12 @@ def pattern_rule(message):
                      r"other fields in \w+", message)
     if m:
         return None  # Needs the rule text: see exclusive_rule().
+    m = re.fullmatch(r"(\w+) is not supported by tenon yet: .*", message)
+    if m:
+        field = m.group(1)
+        # On the spec (a field of its own) or on a list of terms (a field of any term).
+        return lambda v: (all(field not in t for t in v) if isinstance(v, list)
+                          else field not in v)
     m = re.fullmatch(r"tag contains a restricted tag matching ([\w./-]+)", message)
     if m:
         return lambda tags, tag=m.group(1): tag not in tags

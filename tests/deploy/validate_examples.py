@@ -122,6 +122,15 @@ INVALID = [
      "does not match"),
     ("NodeClaim without nodeClassRef", edit(NODECLAIM, "spec.nodeClassRef", None),
      "'nodeClassRef' is a required property"),
+    ("network interfaces, not supported yet", edit(NODECLASS, "spec.networkInterfaces", [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]),
+     "networkInterfaces is not supported by tenon yet"),
+    ("placement group, not supported yet", edit(NODECLASS, "spec.placementGroupSelector",
+                                                {"name": "pg"}),
+     "placementGroupSelector is not supported by tenon yet"),
+    ("capacity reservations by instanceMatchCriteria", edit(
+        NODECLASS, "spec.capacityReservationSelectorTerms", [{"instanceMatchCriteria": "open"}]),
+     "instanceMatchCriteria is not supported by tenon yet"),
     ("both role and instanceProfile", edit(NODECLASS, "spec.instanceProfile", "p"),
      "must specify exactly one of ['role', 'instanceProfile']"),
     ("neither role nor instanceProfile", edit(NODECLASS, "spec.role", None),

@@ -520,8 +520,12 @@ def ec2nodeclass_spec():
                 "id": string("Capacity reservation id.", pattern="^cr-[0-9a-z]+$"),
                 "ownerID": string("Account that owns the reservation.", pattern="^[0-9]{12}$"),
                 "tags": tags("Reservation tags; '*' matches any value."),
+                "instanceMatchCriteria": string("Not supported by tenon yet: refused.",
+                                                enum=["open", "targeted"]),
             }, [at_least_one(["tags", "id"]),
-                exclusive("id", ["tags", "ownerID"], "capacityReservationSelectorTerms")]),
+                exclusive("id", ["tags", "ownerID"], "capacityReservationSelectorTerms"),
+                ("instanceMatchCriteria is not supported by tenon yet: select capacity "
+                 "reservations by id or tags", "self.all(x, !has(x.instanceMatchCriteria))")]),
         "context": string("EC2 Fleet context (a reserved EC2 field)."),
         "detailedMonitoring": {"description": "Enable detailed CloudWatch monitoring.",
                                "type": "boolean"},
@@ -552,6 +556,8 @@ def ec2nodeclass_spec():
         "tags": string_map("Tags put on instances, volumes and launch templates.", **{
             "x-kubernetes-validations": cel(*tag_rules)}),
         "userData": string("User data merged with what the AMI family generates."),
+        **{field: dict(schema, description="Not supported by tenon yet: refused.")
+           for field, schema, _ in UNSUPPORTED_NODECLASS_FIELDS},
     }, required=["amiSelectorTerms", "securityGroupSelectorTerms", "subnetSelectorTerms"])
     spec["x-kubernetes-validations"] = cel(
         ("must specify exactly one of ['role', 'instanceProfile']",
@@ -563,8 +569,33 @@ def ec2nodeclass_spec():
          "(has(oldSelf.instanceProfile) && has(self.instanceProfile))"),
         *[alias_rule(f, a) for f, a in FAMILIES],
         ("must specify amiFamily if amiSelectorTerms does not contain an alias",
-         "self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)"))
+         "self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)"),
+        *[unsupported_rule(field, why) for field, _, why in UNSUPPORTED_NODECLASS_FIELDS])
     return spec
+
+
+# EC2NodeClass fields of Karpenter's current schema that tenon does not act on yet. Each is in
+# the schema, so it is not pruned without a word, and a rule refuses it with what is missing.
+UNSUPPORTED_NODECLASS_FIELDS = [
+    ("connectionTracking", {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+     "connection tracking timeouts are not set on launched instances"),
+    ("cpuOptions", {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+     "CPU options (nested virtualization) are not set on launched instances"),
+    ("enclaveOptions", {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+     "Nitro Enclaves are not enabled on launched instances"),
+    ("ipPrefixCount", {"type": "integer", "format": "int32"},
+     "IPv4 prefixes are not assigned to launched instances' network interfaces"),
+    ("networkInterfaces", {"type": "array", "items": {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+     "network interfaces (EFA included) are not configured on launched instances"),
+    ("placementGroupSelector", {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+     "instances are not launched into placement groups"),
+]
+
+
+def unsupported_rule(field, why):
+    return ("%s is not supported by tenon yet: %s; remove it, or keep this EC2NodeClass on "
+            "Karpenter" % (field, why), "!has(self.%s)" % field)
 
 
 def ec2nodeclass_status():
