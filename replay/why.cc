@@ -390,7 +390,9 @@ WhyReport Why(const log::EventLog& log, Instant at, Duration window) {
   report.from = at - Duration{window.value / 2};
   report.to = at + Duration{window.value / 2};
   const Seq start = SeqAtTime(log, report.from);
-  State state = FoldTo(log, start, true);
+  // A window that opens before the log's first tick folds from nothing (to FoldTo, 0 would mean
+  // the whole log).
+  State state = start.value == 0 ? State{} : FoldTo(log, start, true);
   report.before = CountsOf(state);
   report.before.at = report.from;
   bool around = false;

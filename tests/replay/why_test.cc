@@ -228,6 +228,18 @@ actions:
   EXPECT_EQ(taken["cause"], "SpotInterruption") << taken.dump(2);
 }
 
+// A window that opens before the log's first tick folds from nothing: the first batch's
+// launch at 02:00:01 is found, from an empty cluster.
+TEST(Why, AWindowFromBeforeTheFirstTick) {
+  auto log = Demo().Open();
+  const json doc = WhyAt(*log, "02:00:01", Duration{10 * kSecond.value});
+  EXPECT_EQ(doc["before"]["nodes"], 0) << doc.dump(2);
+  const json up = OnlyChange(doc, "scale-up");
+  ASSERT_FALSE(up.is_null());
+  EXPECT_EQ(up["batch"]["pods"], 12);
+  EXPECT_EQ(doc["after"]["nodes"], 1);
+}
+
 // A Balanced NodePool holds back a marginal replace: why names the node held back with its
 // score and the score's two parts, and audit shows the same on the candidate.
 TEST(Why, BalancedScoreHoldsBackAMarginalReplace) {
