@@ -382,6 +382,7 @@ class Scenario:
 
     facts = None
     broken = None
+    feature_gates = ""  # FEATURE_GATES for tenon, when the scenario needs one.
 
     # -- the run --
 
@@ -487,6 +488,8 @@ class Scenario:
                    AWS_SECRET_ACCESS_KEY="testing", AWS_REGION=REGION, CLUSTER_NAME=CLUSTER,
                    INTERRUPTION_QUEUE=QUEUE, BATCH_IDLE_DURATION="%dms" % (BATCH_IDLE_S * 1000),
                    BATCH_MAX_DURATION="%dms" % (BATCH_MAX_S * 1000), CLUSTER_ENDPOINT=PLANE.url)
+        if cls.feature_gates:
+            env["FEATURE_GATES"] = cls.feature_gates
         cls.tenon = Process("tenon-%s-%d" % (cls.__name__, cls.runs), [
             TENON, "run", "--kubeconfig", kubeconfig, "--log-dir", cls.log_dir,
             "--identity", "envtest-%s-%d" % (cls.__name__, cls.runs),
@@ -1057,6 +1060,39 @@ class Consolidation(Scenario, unittest.TestCase):
                 self.assertNotIn(claim["status"].get("nodeName", "?"), node_names)
 
 
+class BalancedConsolidation(Scenario, unittest.TestCase):
+    """consolidationPolicy: Balanced on the real control plane: the pool scaled up, then down to
+    half its pods, consolidates to one node, the move scored and approved (removing one of the
+    pool's nodes saves its share of the cost for its share of the disruption), with Karpenter's
+    ConsolidationApproved Event carrying the score."""
+
+    @classmethod
+    def scenario(cls):
+        ADMIN.patch(NODEPOOLS + "/default",
+                    {"spec": {"disruption": {"consolidationPolicy": "Balanced"}}})
+        cls.scale_up()
+        cls.snapshot("before_")
+        cls.scale(REPLICAS // 2)
+        cls.converge("scale-down to %d pods" % (REPLICAS // 2), lambda: [] if len(
+            items(NODECLAIMS)) == 1 else ["%d claims" % len(items(NODECLAIMS))])
+        cls.snapshot("after_")
+        cls.facts["all_events"] = items("/api/v1/events")
+
+    def test_the_scored_move_consolidates_to_one_node(self):
+        self.assertEqual(len(self.fact("after_claims")), 1)
+        self.assertEqual(len(self.fact("after_nodes")), 1)
+        self.assertEqual(len([p for p in self.fact("after_pods") if p["spec"].get("nodeName")]),
+                         REPLICAS // 2)
+
+    def test_the_approval_is_an_event_with_its_score(self):
+        approved = [e for e in self.fact("all_events")
+                    if e.get("reason") == "ConsolidationApproved"]
+        self.assertTrue(approved, "no ConsolidationApproved Event")
+        for event in approved:
+            self.assertIn(">= threshold 0.50 (k: 2", event.get("message", ""))
+        self.assertEqual({e["involvedObject"]["kind"] for e in approved}, {"Node", "NodeClaim"})
+
+
 class NodePoolDeletion(Scenario, unittest.TestCase):
     @classmethod
     def scenario(cls):
@@ -1488,6 +1524,56 @@ def scheduled_change_message(instance_id):
         "service": "EC2", "eventTypeCategory": "scheduledChange",
         "eventTypeCode": "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED",
         "affectedEntities": [{"entityValue": instance_id}]})
+
+
+class StaticPool(Scenario, unittest.TestCase):
+    """Karpenter's static capacity on the real control plane, the StaticCapacity gate on: a
+    NodePool with spec.replicas gets that many nodes with no pod asking for them, and kubectl
+    scale (the scale subresource) to fewer deletes the surplus and terminates its instance."""
+
+    feature_gates = "StaticCapacity=true"
+
+    @classmethod
+    def claims_of(cls, count):
+        claims = items(NODECLAIMS)
+        return [] if len(claims) == count else ["%d NodeClaims, not %d" % (len(claims), count)]
+
+    @classmethod
+    def scenario(cls):
+        ADMIN.post(NODEPOOLS, {
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "static"},
+            "spec": {"replicas": 2, "limits": {"nodes": "3"}, "template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                 "name": "default"},
+                "requirements": [
+                    {"key": INSTANCE_TYPE, "operator": "In", "values": TYPES},
+                    {"key": CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}]}},
+                "disruption": {"consolidateAfter": "0s"}}})
+        cls.scale(0)
+        cls.start_tenon()
+        cls.wait_nodeclass_ready()
+        cls.converge("the static pool's 2 nodes", extra=lambda: cls.claims_of(2))
+        cls.snapshot("before_")
+        ADMIN.patch(NODEPOOLS + "/static/scale", {"spec": {"replicas": 1}})
+        cls.converge("the static pool scaled to 1", extra=lambda: cls.claims_of(1))
+        cls.snapshot("after_")
+
+    def test_the_static_pool_launches_its_replicas_with_no_pod(self):
+        claims = self.fact("before_claims")
+        self.assertEqual(len(claims), 2)
+        for claim in claims:
+            self.assertEqual(claim["metadata"]["labels"].get("karpenter.sh/nodepool"), "static")
+        self.assertEqual(self.fact("before_pods"), [])
+        self.assertEqual(len(self.fact("before_nodes")), 2)
+
+    def test_kubectl_scale_removes_the_surplus_and_its_instance(self):
+        self.assertEqual(len(self.fact("after_claims")), 1)
+        self.assertEqual(len(self.fact("after_nodes")), 1)
+        kept = {name_of(c) for c in self.fact("after_claims")}
+        removed = [c for c in self.fact("before_claims") if name_of(c) not in kept]
+        self.assertEqual(len(removed), 1)
+        instance = self.fact("after_instances")[instance_id_of(removed[0]["status"]["providerID"])]
+        self.assertIn(instance["State"]["Name"], ("shutting-down", "terminated"))
 
 
 class Drift(Scenario, unittest.TestCase):
