@@ -72,9 +72,11 @@ std::int64_t MoveDisruption(const Candidate& c) {
   return kCostUnit + c.bound->positive_eviction_cost;
 }
 
-bool MayPassScore(const Candidate& c) {
-  if (c.balanced == nullptr || c.balanced->cost <= 0) return true;
-  return ScoreMove(c.claim->price.value, MoveDisruption(c), *c.balanced).approved;
+std::optional<BalancedScore> DeleteWouldFail(const Candidate& c) {
+  if (c.balanced == nullptr || c.balanced->cost <= 0) return std::nullopt;
+  BalancedScore score = ScoreMove(c.claim->price.value, MoveDisruption(c), *c.balanced);
+  if (score.approved) return std::nullopt;
+  return score;
 }
 
 std::string ScoreGroup(const std::vector<const Candidate*>& group, MicroUsdPerHour savings,

@@ -263,9 +263,9 @@ BalancedScore ScoreMove(std::int64_t savings, std::int64_t disruption,
                         const BalancedTotals& totals);
 // A node's disruption when it goes: 1, and its moving pods' eviction costs (at least 0 each).
 std::int64_t MoveDisruption(const Candidate& c);
-// Whether deleting the candidate outright could pass its pool's score: single-node
-// consolidation does not simulate one that could not (Karpenter's CanPassThreshold).
-bool MayPassScore(const Candidate& c);
+// The score of deleting the candidate outright when even that does not pass its pool's score:
+// single-node consolidation does not simulate such a node (Karpenter's CanPassThreshold).
+std::optional<BalancedScore> DeleteWouldFail(const Candidate& c);
 // Scores `group`, saving `savings`, for each Balanced pool among its candidates, each credited
 // with the savings in proportion to what its nodes cost. Why the first pool that refuses it
 // refuses, or empty; `scores` gets every pool's score.

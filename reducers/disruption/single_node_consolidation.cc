@@ -16,17 +16,15 @@ void SelectOne(const State& state, Simulation& sim, std::vector<Candidate>& cand
 // A node of a Balanced pool that could not pass its pool's score even deleted outright (all its
 // price saved) is not simulated.
 Plan PlanOne(const State& state, Simulation& sim, const std::vector<const Candidate*>& group) {
-  if (group.size() == 1 && !MayPassScore(*group.front())) {
-    const Candidate& c = *group.front();
-    Plan plan;
-    plan.removed = c.claim->price;
-    plan.cause = Cause::kBalancedScore;
-    plan.blocker =
-        "not simulated: deleted outright, NodePool " + c.claim->nodepool +
-        " (Balanced): " + ScoreMove(c.claim->price.value, MoveDisruption(c), *c.balanced).Text();
-    return plan;
-  }
-  return PlanCheaper(state, sim, group);
+  if (group.size() != 1) return PlanCheaper(state, sim, group);
+  const std::optional<BalancedScore> bound = DeleteWouldFail(*group.front());
+  if (!bound) return PlanCheaper(state, sim, group);
+  Plan plan;
+  plan.removed = group.front()->claim->price;
+  plan.cause = Cause::kBalancedScore;
+  plan.blocker = "not simulated: deleted outright, NodePool " + group.front()->claim->nodepool +
+                 " (Balanced): " + bound->Text();
+  return plan;
 }
 
 }  // namespace

@@ -34,37 +34,30 @@ expect() {
 expect 0 "" --check
 expect 0 "" --check-doc
 
-# A planted difference: WhenEmpty dropped from a copy of tenon's NodePool enum.
-cp -r "$ROOT/deploy/base/crds" "$WORK/crds"
-python3 - "$WORK/crds/karpenter.sh_nodepools.yaml" <<'EOF' || fail "could not plant the enum"
+# Copies tenon's CRDs to $WORK/$1 and runs the Python statement $2 on the copy's NodePool spec
+# schema (`spec`).
+plant() {
+  cp -r "$ROOT/deploy/base/crds" "$WORK/$1"
+  python3 - "$WORK/$1/karpenter.sh_nodepools.yaml" "$2" <<'EOF' || fail "could not plant: $2"
 import sys
 import yaml
 path = sys.argv[1]
 with open(path) as f:
     crd = yaml.safe_load(f)
-schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-policy = schema["properties"]["spec"]["properties"]["disruption"]["properties"][
-    "consolidationPolicy"]
-policy["enum"].remove("WhenEmpty")
+spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+exec(sys.argv[2])
 with open(path, "w") as f:
     yaml.safe_dump(crd, f, sort_keys=False)
 EOF
+}
+
+# A planted difference: WhenEmpty dropped from a copy of tenon's NodePool enum.
+plant crds 'spec["properties"]["disruption"]["properties"]["consolidationPolicy"]["enum"].remove("WhenEmpty")'
 expect 1 "[enum] NodePool spec.disruption.consolidationPolicy" \
   --tenon "$WORK/crds" --deliberate "$ROOT/deploy/base/crds/deliberate-differences.yml" --check
 
 # A field added to a copy of tenon's NodePool is only in tenon's schema.
-cp -r "$ROOT/deploy/base/crds" "$WORK/extra"
-python3 - "$WORK/extra/karpenter.sh_nodepools.yaml" <<'EOF' || fail "could not plant the field"
-import sys
-import yaml
-path = sys.argv[1]
-with open(path) as f:
-    crd = yaml.safe_load(f)
-schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-schema["properties"]["spec"]["properties"]["planted"] = {"type": "string"}
-with open(path, "w") as f:
-    yaml.safe_dump(crd, f, sort_keys=False)
-EOF
+plant extra 'spec["properties"]["planted"] = {"type": "string"}'
 expect 1 "[only-tenon] NodePool spec.planted" --tenon "$WORK/extra" --check
 
 # A deliberate entry that matches no difference is stale.

@@ -10,6 +10,8 @@ namespace tenon::testing {
 namespace {
 
 using core::disruption::BalancedTotals;
+using core::disruption::Candidate;
+using core::disruption::DeleteWouldFail;
 using core::disruption::ScoreMove;
 
 std::string WithPolicy(const std::string& body, const std::string& policy) {
@@ -142,6 +144,28 @@ TEST(Balanced, ScoresAsKarpentersTable) {
   EXPECT_EQ(ScoreMove(usd(7.26), pods(4), rfc).Text(),
             "score 2.81 >= threshold 0.50 (k: 2, savings 12.5% of the NodePool's cost, "
             "disruption 4.4% of its disruption cost)");
+}
+
+// Karpenter's CanPassThreshold: a node whose deletion outright (all its price saved) would not
+// pass is not simulated; one that could is, and so is any node of a pool not Balanced.
+TEST(Balanced, ANodeThatCouldNotPassEvenDeletedIsNotSimulated) {
+  NodeClaim claim;
+  claim.price = MicroUsdPerHour{1'000'000};  // $1/h.
+  PodTable::Bound bound;
+  bound.positive_eviction_cost = 8 * kCostUnit;  // Eight pods: a disruption of 9.
+  Candidate c;
+  c.claim = &claim;
+  c.bound = &bound;
+  EXPECT_FALSE(DeleteWouldFail(c).has_value());                  // Not Balanced.
+  const BalancedTotals cheap_share{10'000'000, 11 * kCostUnit};  // 10% of the cost, 82% of 11.
+  c.balanced = &cheap_share;
+  const auto bound_score = DeleteWouldFail(c);
+  ASSERT_TRUE(bound_score.has_value());
+  EXPECT_TRUE(bound_score->Text().starts_with("score 0.12 < threshold 0.50"))
+      << bound_score->Text();
+  const BalancedTotals half_share{2'000'000, 11 * kCostUnit};  // 50% of the cost: 0.61.
+  c.balanced = &half_share;
+  EXPECT_FALSE(DeleteWouldFail(c).has_value());
 }
 
 }  // namespace

@@ -20,6 +20,15 @@ std::string StaticScenario(const std::string& body, int replicas, const std::str
                   "      disruption: {budgets: [{nodes: \"100%\"}]}\n");
 }
 
+// Two replicas under `limits`, whose template gets a label at 3 min: every node drifts.
+std::string DriftScenario(const std::string& duration, const std::string& limits) {
+  return StaticScenario("\nduration: " + duration + R"(
+actions:
+  - {at: 3m, do: labelNodePool, label: team=web}
+)",
+                        2, limits);
+}
+
 std::size_t Removed(const Outcome& o, Cause cause) {
   std::size_t n = 0;
   for (const auto& d : o.history) {
@@ -103,12 +112,7 @@ actions:
 // Static drift: each drifted node is replaced one for one, its replacement launched first, never
 // more than replicas + 1 at once with limits.nodes at replicas + 1.
 TEST(StaticNodePool, DriftReplacesOneForOne) {
-  Outcome o = Simulate(StaticScenario(R"(
-duration: 14m
-actions:
-  - {at: 3m, do: labelNodePool, label: team=web}
-)",
-                                      2, "{nodes: 3}"));
+  Outcome o = Simulate(DriftScenario("14m", "{nodes: 3}"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   EXPECT_EQ(Phase(o, DisruptionMethod::kDrift, DisruptionPhase::kReplaced).size(), 2u)
       << Outcomes(o);
@@ -122,12 +126,7 @@ actions:
 // "should not drift nodes when we cannot acquire limits": limits.nodes at replicas leaves no
 // room for a replacement, so drifted nodes stay.
 TEST(StaticNodePool, DriftWaitsForRoomUnderLimitsNodes) {
-  Outcome o = Simulate(StaticScenario(R"(
-duration: 8m
-actions:
-  - {at: 3m, do: labelNodePool, label: team=web}
-)",
-                                      2, "{nodes: 2}"));
+  Outcome o = Simulate(DriftScenario("8m", "{nodes: 2}"));
   EXPECT_EQ(o.verdict, replay::Verdict::kIdentical) << o.verify_detail;
   EXPECT_TRUE(Phase(o, DisruptionMethod::kDrift, DisruptionPhase::kReplacing).empty())
       << Outcomes(o);
