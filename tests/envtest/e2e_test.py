@@ -1062,9 +1062,9 @@ class Consolidation(Scenario, unittest.TestCase):
 
 class BalancedConsolidation(Scenario, unittest.TestCase):
     """consolidationPolicy: Balanced on the real control plane: the pool scaled up, then down to
-    half its pods, consolidates to one node, the move scored and approved (removing one of the
-    pool's nodes saves its share of the cost for its share of the disruption), with Karpenter's
-    ConsolidationApproved Event carrying the score."""
+    half its pods, consolidates to one node. Whether the last move is scored (a node with a pod
+    left) or is emptiness's depends on which pods the ReplicaSet deletes; the score and its Event
+    are checked deterministically in the simulator (Balanced.ApprovesReplacingAnOversizedNode)."""
 
     @classmethod
     def scenario(cls):
@@ -1076,21 +1076,12 @@ class BalancedConsolidation(Scenario, unittest.TestCase):
         cls.converge("scale-down to %d pods" % (REPLICAS // 2), lambda: [] if len(
             items(NODECLAIMS)) == 1 else ["%d claims" % len(items(NODECLAIMS))])
         cls.snapshot("after_")
-        cls.facts["all_events"] = items("/api/v1/events")
 
     def test_the_scored_move_consolidates_to_one_node(self):
         self.assertEqual(len(self.fact("after_claims")), 1)
         self.assertEqual(len(self.fact("after_nodes")), 1)
         self.assertEqual(len([p for p in self.fact("after_pods") if p["spec"].get("nodeName")]),
                          REPLICAS // 2)
-
-    def test_the_approval_is_an_event_with_its_score(self):
-        approved = [e for e in self.fact("all_events")
-                    if e.get("reason") == "ConsolidationApproved"]
-        self.assertTrue(approved, "no ConsolidationApproved Event")
-        for event in approved:
-            self.assertIn(">= threshold 0.50 (k: 2", event.get("message", ""))
-        self.assertEqual({e["involvedObject"]["kind"] for e in approved}, {"Node", "NodeClaim"})
 
 
 class NodePoolDeletion(Scenario, unittest.TestCase):
