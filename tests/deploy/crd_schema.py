@@ -9,11 +9,14 @@ Python can:
   - defaults are applied before validation, as the API server does, so CEL rules see them;
   - the CEL rules (x-kubernetes-validations) cannot be run by jsonschema. Each rule is looked up
     by its message in CEL_RULES, a plain-Python equivalent: restricted label domains in labels
-    and requirement keys; requirement value counts (In, Gt/Lt, minValues); budget schedule needs
-    duration; nodeClassRef fields not empty; EC2NodeClass role xor instanceProfile, AMI selector
-    exclusivity and alias format/family, amiFamily needed without an alias and consistent with
-    it, selector terms not empty and their field exclusivity, tag key restrictions, kubelet
-    eviction/reserved keys and GC thresholds, one root volume, snapshotID or volumeSize.
+    and requirement keys (the karpenter.k8s.aws list read from the rule itself, as NodePool and
+    NodeOverlay list different labels); requirement value counts (In, NotIn, Gt/Lt,
+    minValues); budget schedule needs duration; NodeOverlay price xor priceAdjustment and its
+    restricted capacity names; nodeClassRef fields not empty; EC2NodeClass role xor
+    instanceProfile, AMI selector exclusivity and alias format/family, amiFamily needed without
+    an alias and consistent with it, selector terms not empty and their field exclusivity, tag
+    key restrictions, kubelet eviction/reserved keys and GC thresholds, one root volume,
+    snapshotID or volumeSize.
     Transition rules (those comparing with oldSelf: immutability) cannot apply to a new object
     and are listed in TRANSITION_RULES; a rule in neither table fails unknown_rules().
 """
@@ -162,13 +165,7 @@ KUBERNETES_IO_ALLOWED = (
     "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
     "node.kubernetes.io/instance-type", "kubernetes.io/arch", "kubernetes.io/os",
     "node.kubernetes.io/windows-build")
-AWS_LABELS = ("karpenter.k8s.aws/ec2nodeclass",) + tuple(
-    "karpenter.k8s.aws/instance-" + name for name in (
-        "encryption-in-transit-supported", "category", "hypervisor", "family", "generation",
-        "local-nvme", "size", "cpu", "cpu-manufacturer", "cpu-sustained-clock-speed-mhz",
-        "memory", "ebs-bandwidth", "network-bandwidth", "gpu-name", "gpu-manufacturer",
-        "gpu-count", "gpu-memory", "accelerator-name", "accelerator-manufacturer",
-        "accelerator-count", "capability-flex"))
+RESTRICTED_CAPACITY = {"cpu", "memory", "ephemeral-storage", "pods"}
 EVICTION_SIGNALS = {"memory.available", "nodefs.available", "nodefs.inodesFree",
                     "imagefs.available", "imagefs.inodesFree", "pid.available"}
 RESERVED_KEYS = {"cpu", "memory", "ephemeral-storage", "pid"}
@@ -218,10 +215,10 @@ CEL_RULES = {
         ("karpenter.sh/capacity-type", "karpenter.sh/nodepool"), (), "karpenter.sh"),
     'label "karpenter.sh/nodepool" is restricted': label_rule(banned="karpenter.sh/nodepool"),
     'label "kubernetes.io/hostname" is restricted': label_rule(banned="kubernetes.io/hostname"),
-    'label domain "karpenter.k8s.aws" is restricted': label_rule(
-        AWS_LABELS, (), "karpenter.k8s.aws"),
     "requirements with operator 'In' must have a value defined":
         lambda rs: all(r.get("operator") != "In" or r.get("values") for r in rs),
+    "requirements with operator 'NotIn' must have a value defined":
+        lambda rs: all(r.get("operator") != "NotIn" or r.get("values") for r in rs),
     "requirements operator 'Gt' or 'Lt' must have a single positive integer value":
         lambda rs: all(gt_lt_ok(r) for r in rs),
     "requirements with 'minValues' must have at least that many values specified in the "
@@ -265,7 +262,22 @@ CEL_RULES = {
         lambda spec: "replicas" not in spec or set(spec.get("limits") or {}) <= {"nodes"},
     "'weight' is not supported on static NodePools":
         lambda spec: "replicas" not in spec or "weight" not in spec,
+    "cannot set both 'price' and 'priceAdjustment'":
+        lambda spec: "price" not in spec or "priceAdjustment" not in spec,
+    "invalid resource restricted": lambda capacity: not set(capacity) & RESTRICTED_CAPACITY,
 }
+
+
+def listed_domain_rule(message, rule):
+    """`K in ["a", ...] || !D.endsWith("domain")`: the allowed keys are read from the rule, as
+    each kind lists its own."""
+    if message != 'label domain "karpenter.k8s.aws" is restricted':
+        return None
+    m = re.search(r" in (\[[^\]]*\]) \|\| ", rule)
+    if not m:
+        return None
+    return label_rule(tuple(ast.literal_eval(m.group(1))), (), "karpenter.k8s.aws")
+
 
 # Rules on updates only (they compare with oldSelf), so a new object always passes them.
 TRANSITION_RULES = {
@@ -331,7 +343,8 @@ def rule_check(rule):
     message = rule["message"]
     if message in TRANSITION_RULES:
         return "transition"
-    return CEL_RULES.get(message) or pattern_rule(message) or exclusive_rule(rule["rule"])
+    return (CEL_RULES.get(message) or listed_domain_rule(message, rule["rule"]) or
+            pattern_rule(message) or exclusive_rule(rule["rule"]))
 
 
 def all_rules(schema):

@@ -23,6 +23,8 @@ CLUSTER_CALLS = [
     ("karpenter.sh", "nodepools/status", ["patch"]),
     ("karpenter.sh", "nodeclaims", ["get", "list", "watch", "create", "patch", "delete"]),
     ("karpenter.sh", "nodeclaims/status", ["patch"]),
+    ("karpenter.sh", "nodeoverlays", ["get", "list", "watch"]),
+    ("karpenter.sh", "nodeoverlays/status", ["patch"]),
     ("karpenter.k8s.aws", "ec2nodeclasses", ["get", "list", "watch", "patch"]),
     ("karpenter.k8s.aws", "ec2nodeclasses/status", ["patch"]),
     ("", "pods", ["list", "watch", "delete"]),
@@ -112,7 +114,8 @@ class Rendered(unittest.TestCase):
                 for doc in crd_schema.load_yaml_documents(os.path.join(crd_schema.CRD_DIR, path)):
                     files[doc["metadata"]["name"]] = doc
         self.assertEqual(sorted(files), ["ec2nodeclasses.karpenter.k8s.aws",
-                                         "nodeclaims.karpenter.sh", "nodepools.karpenter.sh"])
+                                         "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh",
+                                         "nodepools.karpenter.sh"])
         for name, objects in self.each():
             rendered = {o["metadata"]["name"]: o for o in objects
                         if o["kind"] == "CustomResourceDefinition"}

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Proves that tenon's CRDs accept every NodePool and EC2NodeClass under examples/ (also those
-embedded in scenarios) and refuse what Karpenter v1's CRDs refuse: a list of invalid objects,
-each of which must be rejected for the stated reason. What the check covers, and which CEL
-rules it evaluates in Python, is described in crd_schema.py."""
+"""Proves that tenon's CRDs accept every NodePool, EC2NodeClass and NodeOverlay under examples/
+(also those embedded in scenarios) and refuse what Karpenter's CRDs refuse: a list of invalid
+objects, each of which must be rejected for the stated reason, and the NodeOverlay values
+Karpenter's own validation tests accept and refuse. What the check covers, and which CEL rules
+it evaluates in Python, is described in crd_schema.py."""
 import copy
 import glob
 import os
@@ -11,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import crd_schema  # noqa: E402
+import yaml  # noqa: E402 (crd_schema has checked that PyYAML is there)
 
 EXAMPLES = os.path.join(crd_schema.ROOT, "examples")
 
@@ -32,6 +34,51 @@ NODECLAIM = {
     "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c"},
     "spec": copy.deepcopy(NODEPOOL["spec"]["template"]["spec"]),
 }
+NODEOVERLAY = {
+    "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "o"},
+    "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                               "values": ["m5.large"]}]},
+}
+
+# The first example of Karpenter's NodeOverlay documentation (trailing spaces left out). It sets
+# both price and priceAdjustment, so the API server refuses it; examples/nodeoverlays/
+# example-overlay.yaml is the corrected copy.
+DOCS_EXAMPLE_OVERLAY = """\
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata:
+  name: example-overlay
+spec:
+  # Optional weight for conflict resolution (higher weight wins)
+  weight: 10
+
+  # Requirements determine which instance types this overlay applies to
+  requirements:
+    - key: node.kubernetes.io/instance-type
+      operator: In
+      values: ["m5.large", "m5.xlarge"]
+    # or
+    - key: karpenter.sh/capacity-type
+      operator: In
+      values: ["spot"]
+    # or
+    - key: karpenter.k8s.aws/instance-cpu
+      operator: Gt
+      values: ["32"]
+
+  # Price and priceAdjustment are mutually exclusive
+  # Price override (sets absolute price)
+  price: "5.00"
+
+  # Price adjustment (modifies existing price)
+  priceAdjustment: "+10%"  # or "-0.50" for absolute adjustment
+
+  # Extended resources to add to matching instance types
+  capacity:
+    hugepages-2Mi: 100Mi
+    hugepages-1Gi: 2Gi
+    custom-device/gpu-slice: 4
+"""
 
 
 def edit(base, path, value):
@@ -196,11 +243,75 @@ INVALID = [
     ("negative kubeReserved", edit(NODECLASS, "spec.kubelet", {"kubeReserved": {"cpu": "-1"}}),
      "kubeReserved value cannot be a negative resource quantity"),
     ("v1alpha field name", edit(NODECLASS, "spec.subnetSelector", {"a": "b"}), "subnetSelector"),
+    ("NodeOverlay documentation example with price and priceAdjustment",
+     yaml.safe_load(DOCS_EXAMPLE_OVERLAY), "cannot set both 'price' and 'priceAdjustment'"),
+]
+
+
+def overlay_requirements(*requirements):
+    return edit(NODEOVERLAY, "spec.requirements", list(requirements))
+
+
+def gt(values):
+    return overlay_requirements(requirement("karpenter.k8s.aws/instance-cpu", "Gt", values))
+
+
+def key(name, operator="Exists"):
+    return overlay_requirements(requirement(name, operator))
+
+
+# NodeOverlay values that Karpenter's CEL validation tests refuse: (what, the object, a fragment
+# of the refusal, the field the API server names).
+OVERLAY_REFUSED = [
+    ("price with priceAdjustment", edit(edit(NODEOVERLAY, "spec.price", "0.432"),
+                                        "spec.priceAdjustment", "+10%"),
+     "cannot set both 'price' and 'priceAdjustment'", "spec"),
+] + [
+    ("priceAdjustment %s" % value, edit(NODEOVERLAY, "spec.priceAdjustment", value),
+     "does not match", "spec.priceAdjustment") for value in ("1%", "1", "1.3")
+] + [
+    ("capacity %s" % name, edit(NODEOVERLAY, "spec.capacity", {name: "1"}),
+     "invalid resource restricted", "spec.capacity")
+    for name in ("cpu", "memory", "ephemeral-storage", "pods")
+] + [
+    ("Gt with values %s" % values, gt(values),
+     "requirements operator 'Gt' or 'Lt' must have a single positive integer value",
+     "spec.requirements") for values in ([], ["1", "2"], ["a"])
+] + [
+    # Not a label value either: tenon's schema checks each value (deliberate-differences.yml).
+    ("Gt with values ['-1']", gt(["-1"]), "does not match", "spec.requirements[0].values[0]"),
+] + [
+    ("key %s" % name, key(name), "does not match", "spec.requirements[0].key")
+    for name in ("test.com.com}", "Test.com/test", "test/test/test", "test/", "/test")
+] + [
+    ("restricted domain", key("karpenter.sh/test"), 'label domain "karpenter.sh" is restricted',
+     "spec.requirements[0].key"),
+    ("weight 0", edit(NODEOVERLAY, "spec.weight", 0), "less than the minimum", "spec.weight"),
+    ("weight 10001", edit(NODEOVERLAY, "spec.weight", 10001), "greater than the maximum",
+     "spec.weight"),
+]
+
+# NodeOverlay values that Karpenter's CEL validation tests accept: (what, the object).
+OVERLAY_ACCEPTED = [
+    ("priceAdjustment %s" % value, edit(NODEOVERLAY, "spec.priceAdjustment", value))
+    for value in ("+1%", "-1%", "-100%", "+100.102%", "+298%", "+43", "-43", "+34.43", "-34.43")
+] + [
+    ("price %s" % value, edit(NODEOVERLAY, "spec.price", value)) for value in ("43", "34.43")
+] + [
+    ("extended resource capacity", edit(NODEOVERLAY, "spec.capacity",
+                                        {"smarter-devices/fuse": 1})),
+    ("no requirements", overlay_requirements()),
+] + [
+    ("key %s" % name, key(name)) for name in ("Test", "test.com/Test", "key-only")
+] + [
+    ("In and NotIn on one key", overlay_requirements(
+        requirement("node.kubernetes.io/instance-type", "In", ["m5.large", "m5.xlarge"]),
+        requirement("node.kubernetes.io/instance-type", "NotIn", ["m5.xlarge"]))),
 ]
 
 
 def custom_objects(node, validator):
-    """Every NodePool/NodeClaim/EC2NodeClass in a loaded document, however deeply embedded."""
+    """Every object of a kind tenon serves in a loaded document, however deeply embedded."""
     if validator.handles(node):
         yield node
     elif isinstance(node, dict):
@@ -232,9 +343,10 @@ class Examples(unittest.TestCase):
         for key, schema in self.validator.crds.items():
             self.assertEqual(crd_schema.structural_problems(schema), [], key)
 
-    def test_the_three_kinds_are_served(self):
-        self.assertEqual(sorted(k for _, k in self.validator.crds),
-                         ["EC2NodeClass", "NodeClaim", "NodePool"])
+    def test_the_four_kinds_are_served(self):
+        self.assertEqual(sorted(self.validator.crds), [
+            ("karpenter.k8s.aws/v1", "EC2NodeClass"), ("karpenter.sh/v1", "NodeClaim"),
+            ("karpenter.sh/v1", "NodePool"), ("karpenter.sh/v1alpha1", "NodeOverlay")])
 
     def test_examples_are_valid(self):
         found = {}
@@ -243,13 +355,30 @@ class Examples(unittest.TestCase):
             with self.subTest(path=path, name=obj["metadata"]["name"]):
                 self.assertEqual(self.validator.errors(obj), [])
         kinds = {k for ks in found.values() for k in ks}
-        self.assertEqual(kinds, {"NodePool", "EC2NodeClass"}, found)
-        for folder in ("nodepools", "nodeclasses", "scenarios"):
+        self.assertEqual(kinds, {"NodePool", "EC2NodeClass", "NodeOverlay"}, found)
+        for folder in ("nodepools", "nodeclasses", "nodeoverlays", "scenarios"):
             self.assertTrue(any(p.startswith("examples/%s/" % folder) for p in found), folder)
 
     def test_base_objects_are_valid(self):
-        for obj in (NODEPOOL, NODECLASS, NODECLAIM):
+        for obj in (NODEPOOL, NODECLASS, NODECLAIM, NODEOVERLAY):
             self.assertEqual(self.validator.errors(obj), [], obj["kind"])
+
+    def test_overlay_values_as_karpenter_validates_them(self):
+        for what, obj, expected, _ in OVERLAY_REFUSED:
+            with self.subTest(what):
+                errors = self.validator.errors(obj)
+                self.assertTrue(any(expected in e for e in errors),
+                                "%s: expected an error containing %r, got %r"
+                                % (what, expected, errors))
+        for what, obj in OVERLAY_ACCEPTED:
+            with self.subTest(what):
+                self.assertEqual(self.validator.errors(obj), [])
+
+    def test_docs_example_overlay_differs_from_its_copy_only_in_price(self):
+        docs = yaml.safe_load(DOCS_EXAMPLE_OVERLAY)
+        copied = crd_schema.load_yaml_documents(
+            os.path.join(EXAMPLES, "nodeoverlays", "example-overlay.yaml"))
+        self.assertEqual(copied, [edit(docs, "spec.price", None)])
 
     def test_invalid_objects_are_rejected_for_the_right_reason(self):
         for what, obj, expected in INVALID:

@@ -4,18 +4,21 @@
   crd_test.py [REPOSITORY_ROOT] [unittest arguments]
 
 Starts etcd and kube-apiserver (controlplane.py; KUBEBUILDER_ASSETS names the folder holding
-kube-apiserver), installs the three CRDs by server-side apply with strict field validation and
+kube-apiserver), installs the four CRDs by server-side apply with strict field validation and
 waits until they are Established. Then, against the real server:
 
-  - every NodePool and EC2NodeClass in examples/nodepools/, examples/nodeclasses/ and the
-    `objects:` of examples/scenarios/*.yaml is accepted (server-side dry-run create with
-    strict field validation, as `kubectl apply` sends it);
+  - every NodePool, EC2NodeClass and NodeOverlay in examples/nodepools/, examples/nodeclasses/,
+    examples/nodeoverlays/ and the `objects:` of examples/scenarios/*.yaml is accepted
+    (server-side dry-run create with strict field validation, as `kubectl apply` sends it);
   - every invalid object of tests/deploy/validate_examples.py is refused for the same reason
     the Python schema check gives: 422 Invalid naming the rule, or 400 for an unknown field;
+  - the NodeOverlay values of Karpenter's own validation tests (validate_examples.py's
+    OVERLAY_REFUSED and OVERLAY_ACCEPTED): each refusal is a 422 naming the field and the rule
+    or schema check, and every accepted value is accepted;
   - status conditions: a condition reason must be CamelCase (the metav1.Condition pattern), so
     a reason written in prose is refused with 422 and the prose belongs in the message; a
-    NodeClaim's spec is immutable; the status shapes tenon writes for NodePools and
-    EC2NodeClasses are accepted;
+    NodeClaim's spec is immutable; the status shapes tenon writes for NodePools,
+    EC2NodeClasses and NodeOverlays are accepted;
   - the printed columns (`kubectl get`, read as a server-side Table) are Karpenter's: names,
     order, which ones only -o wide shows, and the values they show for a NodeClaim.
 
@@ -48,13 +51,14 @@ COLLECTIONS = {
     "NodePool": "/apis/karpenter.sh/v1/nodepools",
     "NodeClaim": "/apis/karpenter.sh/v1/nodeclaims",
     "EC2NodeClass": "/apis/karpenter.k8s.aws/v1/ec2nodeclasses",
+    "NodeOverlay": "/apis/karpenter.sh/v1alpha1/nodeoverlays",
 }
 STRICT = {"fieldValidation": "Strict"}
 DRY_RUN = {"dryRun": "All", "fieldValidation": "Strict"}
 FIELD_MANAGER = "tenon-envtest"
 ESTABLISH_TIMEOUT_S = 60
 
-# The printed columns of Karpenter v1's CRDs, in order: (name, priority). Priority 0 columns
+# The printed columns of Karpenter's CRDs, in order: (name, priority). Priority 0 columns
 # are what `kubectl get` shows; priority 1 columns are added by `kubectl get -o wide`. NAME is
 # the server's own first column.
 COLUMNS = {
@@ -64,6 +68,7 @@ COLUMNS = {
     "NodePool": [("Name", 0), ("NodeClass", 0), ("Nodes", 0), ("Ready", 0), ("Age", 0),
                  ("Weight", 1), ("CPU", 1), ("Memory", 1)],
     "EC2NodeClass": [("Name", 0), ("Ready", 0), ("Age", 0), ("Role", 1)],
+    "NodeOverlay": [("Name", 0), ("Ready", 0), ("Age", 0), ("Weight", 1)],
 }
 
 # A condition reason as Kubernetes requires it (metav1.Condition), and one written in prose.
@@ -93,11 +98,11 @@ def load_yaml(path):
 
 
 def example_objects(root):
-    """-> [(path relative to root, object)]: every document of examples/nodepools and
-    examples/nodeclasses, and the NodePools and EC2NodeClasses of each scenario in
-    examples/scenarios (documents of their own, or under `objects:`)."""
+    """-> [(path relative to root, object)]: every document of examples/nodepools,
+    examples/nodeclasses and examples/nodeoverlays, and the NodePools and EC2NodeClasses of
+    each scenario in examples/scenarios (documents of their own, or under `objects:`)."""
     found = []
-    for folder in ("nodepools", "nodeclasses"):
+    for folder in ("nodepools", "nodeclasses", "nodeoverlays"):
         for path in sorted(glob.glob(os.path.join(root, "examples", folder, "*.yaml"))):
             found += [(os.path.relpath(path, root), doc) for doc in load_yaml(path)]
     for path in sorted(glob.glob(os.path.join(root, "examples", "scenarios", "**", "*.yaml"),
@@ -176,7 +181,8 @@ class CrdsOnARealApiServer(unittest.TestCase):
 
     def test_crds_install_cleanly(self):
         self.assertEqual(sorted(self.crds), ["ec2nodeclasses.karpenter.k8s.aws",
-                                             "nodeclaims.karpenter.sh", "nodepools.karpenter.sh"])
+                                             "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh",
+                                             "nodepools.karpenter.sh"])
         for name, crd in self.crds.items():
             with self.subTest(name):
                 self.assertEqual(self.apply_warnings[name], [], "warnings applying the CRD")
@@ -204,8 +210,8 @@ class CrdsOnARealApiServer(unittest.TestCase):
                 self.assertEqual(headers.get_all("Warning") or [], [])
                 folders.add(path.split(os.sep)[1])
                 kinds.add(obj["kind"])
-        self.assertEqual(folders, {"nodepools", "nodeclasses", "scenarios"})
-        self.assertEqual(kinds, {"NodePool", "EC2NodeClass"})
+        self.assertEqual(folders, {"nodepools", "nodeclasses", "nodeoverlays", "scenarios"})
+        self.assertEqual(kinds, {"NodePool", "EC2NodeClass", "NodeOverlay"})
 
     # ---- refusals ----
 
@@ -222,6 +228,23 @@ class CrdsOnARealApiServer(unittest.TestCase):
                 else:
                     self.assertEqual(status, 422, message)
                     self.assertIn(apiserver_fragment(fragment), message)
+
+    def test_nodeoverlay_values_as_karpenter_validates_them(self):
+        import validate_examples  # tests/deploy: the cases of Karpenter's CEL validation tests.
+        for what, obj, fragment, field in validate_examples.OVERLAY_REFUSED:
+            with self.subTest(what):
+                status, message = self.refusal("POST", COLLECTIONS["NodeOverlay"], obj,
+                                               params=DRY_RUN)
+                self.assertEqual(status, 422, message)
+                self.assertIn(apiserver_fragment(fragment), message)
+                self.assertIn(field + ":", message)
+        for what, obj in validate_examples.OVERLAY_ACCEPTED:
+            with self.subTest(what):
+                status, answer, headers = self.api.call("POST", COLLECTIONS["NodeOverlay"], obj,
+                                                        params=DRY_RUN)
+                self.assertEqual(status, 201, answer.get("message", answer)
+                                 if isinstance(answer, dict) else answer)
+                self.assertEqual(headers.get_all("Warning") or [], [])
 
     def test_the_basic_refusals(self):
         """One of each kind of rule, independently of the shared list."""
@@ -423,6 +446,33 @@ class CrdsOnARealApiServer(unittest.TestCase):
         table, columns = self.columns("EC2NodeClass", class_path)
         cells = dict(zip([name for name, _ in columns], table["rows"][0]["cells"]))
         self.assertEqual(cells["Ready"], "False")
+
+    def test_nodeoverlay_status_of_a_conflict(self):
+        """The conditions an overlay that lost a conflict shows, and its printed columns."""
+        overlay = copy.deepcopy(next(o for _, o in example_objects(ROOT)
+                                     if o["kind"] == "NodeOverlay" and "weight" in o["spec"]))
+        overlay["metadata"] = {"name": "status-overlay"}
+        self.create(overlay)
+        path = self.object_path("NodeOverlay", "status-overlay")
+        conflict = [self.condition("ValidationSucceeded", "False", "Conflict",
+                                   "conflict with another overlay"),
+                    self.condition("Ready", "False", "UnhealthyDependents",
+                                   "ValidationSucceeded=False")]
+        written = self.api.patch(path + "/status", {"status": {"conditions": conflict}},
+                                 kind="merge")
+        self.assertEqual([(c["type"], c["status"], c["reason"], c["message"])
+                          for c in written["status"]["conditions"]],
+                         [(c["type"], c["status"], c["reason"], c["message"]) for c in conflict])
+        table, columns = self.columns("NodeOverlay", path)
+        cells = dict(zip([name for name, _ in columns], table["rows"][0]["cells"]))
+        self.assertEqual((cells["Name"], cells["Ready"], cells["Weight"]),
+                         ("status-overlay", "False", overlay["spec"]["weight"]))
+        # The conditions are a list keyed by type, as on Karpenter's NodeOverlay.
+        status, message = self.refusal("PATCH", path + "/status", {"status": {
+            "conditions": conflict + [self.condition("Ready", "True", "Ready")]}},
+            content_type="merge")
+        self.assertEqual(status, 422, message)
+        self.assertIn("Duplicate value", message)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes the three CustomResourceDefinitions tenon serves, field for field as Karpenter v1 has
-them (karpenter.sh/v1 NodePool and NodeClaim, karpenter.k8s.aws/v1 EC2NodeClass), so that a
-user's existing Karpenter YAML applies unchanged: the same structure, enums, patterns, defaults,
-bounds and CEL rules. The fragments the resources share (requirements, taints, conditions,
-kubelet settings) are written once here.
+"""Writes the four CustomResourceDefinitions tenon serves, field for field as Karpenter has them
+(karpenter.sh/v1 NodePool and NodeClaim, karpenter.sh/v1alpha1 NodeOverlay,
+karpenter.k8s.aws/v1 EC2NodeClass), so that a user's existing Karpenter YAML applies unchanged:
+the same structure, enums, patterns, defaults, bounds and CEL rules. The fragments the resources
+share (requirements, taints, conditions, kubelet settings) are written once here.
 
 Usage: generate.py            rewrite the YAML files beside this script
        generate.py --check    exit 1 if a file differs from what would be written
@@ -118,26 +118,39 @@ def array(description, items, **extra):
     return dict(description=description, type="array", items=items, **extra)
 
 
-def requirements(nodepool):
-    key_rules = label_rules("self", nodepool_label_allowed=not nodepool)
-    item = obj("A label requirement, optionally asking for a minimum number of values.", {
+OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+IN_NEEDS_VALUES = ("requirements with operator 'In' must have a value defined",
+                   "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)")
+GT_LT_NEEDS_ONE_INTEGER = (
+    "requirements operator 'Gt' or 'Lt' must have a single positive integer value",
+    "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? "
+    "(x.values.size() == 1 && int(x.values[0]) >= 0) : true)")
+
+
+def requirement_item(description, key_rules, min_values):
+    """One label requirement: key, operator and values, and minValues where Karpenter has it."""
+    properties = {
         "key": string("Label key.", maxLength=316, pattern=QUALIFIED_NAME,
                       **{"x-kubernetes-validations": key_rules}),
-        "minValues": dict(description="Least number of distinct values the launch must "
-                          "stay flexible over.", type="integer", minimum=1, maximum=50),
-        "operator": string("How the key relates to the values.",
-                           enum=["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]),
+        "operator": string("How the key relates to the values.", enum=OPERATORS),
         "values": array("Values; one integer for Gt and Lt, none for Exists and DoesNotExist.",
                         {"type": "string", "maxLength": 63, "pattern": LABEL_VALUE},
                         **{"x-kubernetes-list-type": "atomic"}),
-    }, required=["key", "operator"])
+    }
+    if min_values:
+        properties["minValues"] = dict(description="Least number of distinct values the launch "
+                                       "must stay flexible over.", type="integer", minimum=1,
+                                       maximum=50)
+    return obj(description, dict(sorted(properties.items())), required=["key", "operator"])
+
+
+def requirements(nodepool):
+    key_rules = label_rules("self", nodepool_label_allowed=not nodepool)
+    item = requirement_item("A label requirement, optionally asking for a minimum number of "
+                            "values.", key_rules, min_values=True)
     return array("Requirements every launched node satisfies.", item, maxItems=100, **{
         "x-kubernetes-validations": cel(
-            ("requirements with operator 'In' must have a value defined",
-             "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)"),
-            ("requirements operator 'Gt' or 'Lt' must have a single positive integer value",
-             "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? "
-             "(x.values.size() == 1 && int(x.values[0]) >= 0) : true)"),
+            IN_NEEDS_VALUES, GT_LT_NEEDS_ONE_INTEGER,
             ("requirements with 'minValues' must have at least that many values specified in "
              "the 'values' field",
              "self.all(x, (x.operator == 'In' && has(x.minValues)) ? "
@@ -185,7 +198,9 @@ def claim_spec_properties(nodepool):
     }
 
 
-def conditions():
+def conditions(keyed_by_type=False):
+    """keyed_by_type declares the list a map keyed by type, as Karpenter's NodeOverlay has it."""
+    keyed = {"x-kubernetes-list-map-keys": ["type"], "x-kubernetes-list-type": "map"}
     return array("Health and readiness signals.", obj("A status condition.", {
         "lastTransitionTime": string("When the status last changed.", format="date-time"),
         "message": string("Human-readable detail.", maxLength=32768),
@@ -197,10 +212,12 @@ def conditions():
         "type": string("Condition type.", maxLength=316, pattern=(
             r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
             r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")),
-    }, required=["lastTransitionTime", "message", "reason", "status", "type"]))
+    }, required=["lastTransitionTime", "message", "reason", "status", "type"]),
+        **(keyed if keyed_by_type else {}))
 
 
-def crd(group, kind, plural, columns, schema, short_names=None, subresources=None):
+def crd(group, kind, plural, columns, schema, short_names=None, subresources=None,
+        version="v1"):
     names = {"categories": ["karpenter"], "kind": kind, "listKind": kind + "List",
              "plural": plural, "singular": kind.lower()}
     if short_names:
@@ -211,7 +228,7 @@ def crd(group, kind, plural, columns, schema, short_names=None, subresources=Non
         "metadata": {"name": "%s.%s" % (plural, group),
                      "labels": {"app.kubernetes.io/part-of": "tenon"}},
         "spec": {"group": group, "names": names, "scope": "Cluster", "versions": [{
-            "name": "v1", "served": True, "storage": True,
+            "name": version, "served": True, "storage": True,
             "additionalPrinterColumns": columns,
             "schema": {"openAPIV3Schema": schema},
             "subresources": subresources or {"status": {}},
@@ -346,6 +363,69 @@ def nodeclaim():
                       priority=1)]
     return crd("karpenter.sh", "NodeClaim", "nodeclaims", columns,
                envelope("A Karpenter v1 NodeClaim.", spec, status))
+
+
+# The requirement keys Karpenter's NodeOverlay restricts: the karpenter.sh domain (but for
+# karpenter.sh/nodepool and capacity-type), kubernetes.io/hostname, and the karpenter.k8s.aws
+# domain but for its own list of labels. Unlike NodePool's, no rule on kubernetes.io or k8s.io.
+OVERLAY_AWS_LABELS = [
+    "karpenter.k8s.aws/ec2nodeclass", "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+    "karpenter.k8s.aws/nitro-sandbox"] + [
+    "karpenter.k8s.aws/instance-" + name for name in (
+        "category", "hypervisor", "family", "generation", "local-nvme", "size", "cpu",
+        "cpu-manufacturer", "cpu-sustained-clock-speed-mhz", "cpu-burstable", "memory",
+        "ebs-bandwidth", "network-bandwidth", "gpu-name", "gpu-manufacturer", "gpu-count",
+        "gpu-memory", "accelerator-name", "accelerator-manufacturer", "accelerator-count",
+        "capability-flex")]
+# An absolute price: an unsigned decimal.
+PRICE = r"^\d+(\.\d+)?$"
+# A price change: a signed amount, a positive percentage, or a negative one down to -100%.
+PRICE_ADJUSTMENT = (r"^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|"
+                    r"(-100%))$")
+RESTRICTED_CAPACITY = ["cpu", "memory", "ephemeral-storage", "pods"]
+
+
+def nodeoverlay():
+    kept = ('label domain "karpenter.sh" is restricted',
+            'label "kubernetes.io/hostname" is restricted')
+    key_rules = [r for r in label_rules("self", nodepool_label_allowed=True)
+                 if r["message"] in kept]
+    key_rules += cel(('label domain "karpenter.k8s.aws" is restricted',
+                      'self in %s || !%s.endsWith("karpenter.k8s.aws")'
+                      % (quoted(OVERLAY_AWS_LABELS), DOMAIN.replace("x", "self", 1))))
+    item = requirement_item("A label requirement.", key_rules, min_values=False)
+    capacity = quantity_map("Resources added to matching instance types, replacing one of the "
+                            "same name; cpu, memory, ephemeral-storage and pods are refused.")
+    capacity["x-kubernetes-validations"] = cel((
+        "invalid resource restricted",
+        "self.all(x, !(x in [%s]))" % ", ".join("'%s'" % r for r in RESTRICTED_CAPACITY)))
+    spec = obj("Price and capacity changes for the instance types a NodeOverlay matches.", {
+        "capacity": capacity,
+        "price": string("An absolute price for matching offerings: an unsigned decimal.",
+                        pattern=PRICE),
+        "priceAdjustment": string("A change to the price of matching offerings: a signed amount "
+                                  "(+0.5, -1.2) or a signed percentage (+10%, -15%; at most "
+                                  "-100%).", pattern=PRICE_ADJUSTMENT),
+        "requirements": array(
+            "Which instance types and offerings the overlay applies to, matched against their "
+            "labels and the NodePool's template labels; every requirement must hold. Empty "
+            "matches everything.", item, maxItems=100, **{
+                "x-kubernetes-list-type": "atomic",
+                "x-kubernetes-validations": cel(
+                    ("requirements with operator 'NotIn' must have a value defined",
+                     "self.all(x, x.operator == 'NotIn' ? x.values.size() != 0 : true)"),
+                    IN_NEEDS_VALUES, GT_LT_NEEDS_ONE_INTEGER)}),
+        "weight": integer("Priority against other overlays; the higher wins. Unset counts as "
+                          "0.", minimum=1, maximum=10000),
+    }, required=["requirements"], **{"x-kubernetes-validations": cel((
+        "cannot set both 'price' and 'priceAdjustment'",
+        "!has(self.price) || !has(self.priceAdjustment)"))})
+    status = obj("Observed state of the overlay.", {"conditions": conditions(keyed_by_type=True)})
+    columns = [READY, AGE, column("Weight", ".spec.weight", "integer", 1)]
+    return crd("karpenter.sh", "NodeOverlay", "nodeoverlays", columns,
+               envelope("A Karpenter v1alpha1 NodeOverlay: price and capacity changes for the "
+                        "instance types it matches (feature gate NodeOverlay).", spec, status),
+               short_names=["overlays"], version="v1alpha1")
 
 
 def tags(description):
@@ -644,6 +724,7 @@ def ec2nodeclass():
 FILES = {
     "karpenter.sh_nodepools.yaml": nodepool,
     "karpenter.sh_nodeclaims.yaml": nodeclaim,
+    "karpenter.sh_nodeoverlays.yaml": nodeoverlay,
     "karpenter.k8s.aws_ec2nodeclasses.yaml": ec2nodeclass,
 }
 HEADER = "# Generated by generate.py in this folder; edit that, then run it.\n"
@@ -662,6 +743,9 @@ def main():
         path = os.path.join(HERE, name)
         text = render(make)
         if args.check:
+            if not os.path.exists(path):
+                stale.append(name)
+                continue
             with open(path) as f:
                 if f.read() != text:
                     stale.append(name)
