@@ -106,6 +106,9 @@ struct Settings {
   clusterEndpoint @11 :Text;
   clusterCaBundle @12 :Text;
   staticCapacity @13 :Bool;
+  nodeOverlay @14 :Bool;
+  nodeRepair @15 :Bool;
+  podDeletionCost @16 :Bool;
 }
 
 struct FleetError {

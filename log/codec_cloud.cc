@@ -183,6 +183,7 @@ void Put(s::NodeClaim::Builder b, const NodeClaim& c) {
   Put(b.initDisruptionConditions(c.disruption_conditions.size()), c.disruption_conditions);
   b.setLaunchFailures(c.launch_failures);
   b.setRelaunchAtNs(Ns(c.relaunch_at));
+  b.setTerminationDeadlineNs(Ns(c.termination_deadline));
 }
 NodeClaim Get(s::NodeClaim::Reader r) {
   NodeClaim c;
@@ -223,6 +224,7 @@ NodeClaim Get(s::NodeClaim::Reader r) {
   c.disruption_conditions = GetInts(r.getDisruptionConditions());
   c.launch_failures = r.getLaunchFailures();
   c.relaunch_at = InstantOrNone(r.getRelaunchAtNs());
+  c.termination_deadline = InstantOrNone(r.getTerminationDeadlineNs());
   return c;
 }
 
@@ -241,6 +243,9 @@ void Put(s::Settings::Builder b, const Settings& v) {
   b.setClusterEndpoint(T(v.cluster_endpoint));
   b.setClusterCaBundle(T(v.cluster_ca_bundle));
   b.setStaticCapacity(v.static_capacity);
+  b.setNodeOverlay(v.node_overlay);
+  b.setNodeRepair(v.node_repair);
+  b.setPodDeletionCost(v.pod_deletion_cost);
 }
 Settings Get(s::Settings::Reader r) {
   Settings v;
@@ -258,6 +263,9 @@ Settings Get(s::Settings::Reader r) {
   v.cluster_endpoint = S(r.getClusterEndpoint());
   v.cluster_ca_bundle = S(r.getClusterCaBundle());
   v.static_capacity = r.getStaticCapacity();
+  v.node_overlay = r.getNodeOverlay();
+  v.node_repair = r.getNodeRepair();
+  v.pod_deletion_cost = r.getPodDeletionCost();
   return v;
 }
 

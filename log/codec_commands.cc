@@ -58,6 +58,18 @@ void PutAlt(s::Command::Builder b, const PatchNodePoolStatus& x) {
   g.setNodePool(T(x.nodepool));
   Put(g.initStatus(), x.status);
 }
+void PutAlt(s::Command::Builder b, const PatchNodeOverlayStatus& x) {
+  auto g = b.initPatchNodeOverlayStatus();
+  g.setNodeOverlay(T(x.overlay));
+  Put(g.initStatus(), x.status);
+}
+void PutAlt(s::Command::Builder b, const PatchPodDeletionCost& x) {
+  auto g = b.initPatchPodDeletionCost();
+  g.setNamespace(T(x.ns));
+  g.setName(T(x.name));
+  g.setUid(T(x.uid));
+  if (x.cost) PutOpt(g.initCost(), std::optional<std::int64_t>(*x.cost));
+}
 void PutAlt(s::Command::Builder b, const DeleteQueueMessage& x) {
   b.setDeleteQueueMessage(T(x.message_id));
 }
@@ -113,6 +125,22 @@ void PutAlt(s::Command::Builder b, const PatchNodeClaimStatus& x) {
   Put(g.initAllocatable(), x.allocatable);
 }
 
+RecordKubeEvent GetKubeEvent(s::Command::RecordKubeEvent::Reader g) {
+  return {{S(g.getApiVersion()), S(g.getKind()), S(g.getNamespace()), S(g.getName())},
+          S(g.getType()),
+          S(g.getReason()),
+          S(g.getMessage())};
+}
+
+PatchPodDeletionCost GetDeletionCost(s::Command::PatchPodDeletionCost::Reader g) {
+  PatchPodDeletionCost patch{S(g.getNamespace()), S(g.getName()), S(g.getUid()), {}};
+  if (auto cost = GetOpt<std::int64_t>(g.getCost())) {
+    if (*cost < INT32_MIN || *cost > INT32_MAX) throw CodecError("deletion cost out of range");
+    patch.cost = static_cast<std::int32_t>(*cost);
+  }
+  return patch;
+}
+
 }  // namespace
 
 void Put(s::Command::Builder b, const Command& c) {
@@ -157,6 +185,14 @@ std::optional<Command> GetKubeCommand(s::Command::Reader r, Command& c) {
       c.body = PatchNodePoolStatus{S(g.getNodePool()), Get(g.getStatus())};
       return c;
     }
+    case s::Command::PATCH_NODE_OVERLAY_STATUS: {
+      auto g = r.getPatchNodeOverlayStatus();
+      c.body = PatchNodeOverlayStatus{S(g.getNodeOverlay()), Get(g.getStatus())};
+      return c;
+    }
+    case s::Command::PATCH_POD_DELETION_COST:
+      c.body = GetDeletionCost(r.getPatchPodDeletionCost());
+      return c;
     case s::Command::PATCH_NODE_CLASS_STATUS: {
       auto g = r.getPatchNodeClassStatus();
       c.body = PatchNodeClassStatus{S(g.getNodeClass()), Get(g.getResolution())};
@@ -167,15 +203,9 @@ std::optional<Command> GetKubeCommand(s::Command::Reader r, Command& c) {
       c.body = SetNodeClassFinalizer{S(g.getNodeClass()), g.getPresent()};
       return c;
     }
-    case s::Command::RECORD_KUBE_EVENT: {
-      auto g = r.getRecordKubeEvent();
-      c.body = RecordKubeEvent{
-          {S(g.getApiVersion()), S(g.getKind()), S(g.getNamespace()), S(g.getName())},
-          S(g.getType()),
-          S(g.getReason()),
-          S(g.getMessage())};
+    case s::Command::RECORD_KUBE_EVENT:
+      c.body = GetKubeEvent(r.getRecordKubeEvent());
       return c;
-    }
     case s::Command::PATCH_NODE_CLAIM_STATUS: {
       auto g = r.getPatchNodeClaimStatus();
       PatchNodeClaimStatus patch =
@@ -263,7 +293,9 @@ std::string CommandKind(const Command& command) {
                                     "SetNodeClassFinalizer",
                                     "EnsureInstanceProfile",
                                     "DeleteNodeClassResources",
-                                    "RecordKubeEvent"};
+                                    "RecordKubeEvent",
+                                    "PatchNodeOverlayStatus",
+                                    "PatchPodDeletionCost"};
   static_assert(std::size(kNames) == std::variant_size_v<CommandBody>);
   return kNames[command.body.index()];
 }

@@ -20,6 +20,12 @@ void PutAlt(s::Event::Builder b, const CatalogRefreshed& e) {
 void PutAlt(s::Event::Builder b, const NodePoolUpserted& e) {
   Put(b.initNodePoolUpserted(), e.nodepool);
 }
+void PutAlt(s::Event::Builder b, const NodeOverlayUpserted& e) {
+  Put(b.initNodeOverlayUpserted(), e.overlay);
+}
+void PutAlt(s::Event::Builder b, const NodeOverlayDeleted& e) {
+  b.setNodeOverlayDeleted(T(e.name));
+}
 void PutAlt(s::Event::Builder b, const NodePoolDeleted& e) {
   b.setNodePoolDeleted(T(e.name));
 }
@@ -171,6 +177,10 @@ std::optional<Event> GetClusterEvent(s::Event::Reader r) {
       return NodePoolUpserted{Get(r.getNodePoolUpserted())};
     case s::Event::NODE_POOL_DELETED:
       return NodePoolDeleted{S(r.getNodePoolDeleted())};
+    case s::Event::NODE_OVERLAY_UPSERTED:
+      return NodeOverlayUpserted{Get(r.getNodeOverlayUpserted())};
+    case s::Event::NODE_OVERLAY_DELETED:
+      return NodeOverlayDeleted{S(r.getNodeOverlayDeleted())};
     case s::Event::NODE_CLASS_UPSERTED:
       return NodeClassUpserted{Get(r.getNodeClassUpserted())};
     case s::Event::NODE_CLASS_DELETED:
@@ -337,7 +347,9 @@ std::string EventKind(const Event& event) {
                                     "WatchesStarted",
                                     "WatchesSynced",
                                     "NodeClaimObserved",
-                                    "NodeClassResolved"};
+                                    "NodeClassResolved",
+                                    "NodeOverlayUpserted",
+                                    "NodeOverlayDeleted"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[event.index()];
 }

@@ -245,6 +245,9 @@ void Put(s::Pod::Builder b, const Pod& p) {
   PutOpt(b.initPriority(),
          p.priority ? std::optional<std::int64_t>(*p.priority) : std::optional<std::int64_t>());
   b.setDeletionCost(p.deletion_cost);
+  if (p.disruption_cost) {  // Added later: written when set.
+    PutOpt(b.initDisruptionCost(), std::optional<std::int64_t>(*p.disruption_cost));
+  }
   b.setDeletionNs(Ns(p.deletion));
 }
 PodConstraints GetConstraints(s::Pod::Reader r) {
@@ -284,9 +287,23 @@ Pod Get(s::Pod::Reader r) {
     p.priority = static_cast<std::int32_t>(*priority);
   }
   p.deletion_cost = r.getDeletionCost();
+  if (auto cost = GetOpt<std::int64_t>(r.getDisruptionCost())) {
+    if (*cost < INT32_MIN || *cost > INT32_MAX) throw CodecError("disruption cost out of range");
+    p.disruption_cost = static_cast<std::int32_t>(*cost);
+  }
   p.deletion = InstantOrNone(r.getDeletionNs());
   return p;
 }
+
+namespace {
+
+std::vector<NodeCondition> GetUnhealthy(capnp::List<s::NodeCondition>::Reader list) {
+  std::vector<NodeCondition> out;
+  for (auto c : list) out.push_back({S(c.getType()), S(c.getStatus()), Instant{c.getSinceNs()}});
+  return out;
+}
+
+}  // namespace
 
 void Put(s::Node::Builder b, const Node& n) {
   b.setName(T(n.name));
@@ -299,6 +316,12 @@ void Put(s::Node::Builder b, const Node& n) {
   PutTexts(b.initVolumesAttached(n.volumes_attached.size()), n.volumes_attached);
   b.setDoNotDisrupt(n.do_not_disrupt);
   b.setDeleting(n.deleting);
+  auto unhealthy = b.initUnhealthy(n.unhealthy.size());
+  for (unsigned i = 0; i < n.unhealthy.size(); ++i) {
+    unhealthy[i].setType(T(n.unhealthy[i].type));
+    unhealthy[i].setStatus(T(n.unhealthy[i].status));
+    unhealthy[i].setSinceNs(n.unhealthy[i].since.value);
+  }
 }
 Node Get(s::Node::Reader r) {
   return {S(r.getName()),
@@ -310,7 +333,8 @@ Node Get(s::Node::Reader r) {
           Instant{r.getCreatedNs()},
           GetTexts(r.getVolumesAttached()),
           r.getDoNotDisrupt(),
-          r.getDeleting()};
+          r.getDeleting(),
+          GetUnhealthy(r.getUnhealthy())};
 }
 
 void Put(s::NodePool::Builder b, const NodePool& p) {
@@ -363,6 +387,42 @@ NodePool Get(s::NodePool::Reader r) {
   }
   p.replicas = GetOpt<std::int64_t>(r.getReplicas());
   return p;
+}
+
+void Put(s::NodeOverlay::Builder b, const NodeOverlay& o) {
+  b.setName(T(o.name));
+  b.setWeight(o.weight);
+  PutList(b.initRequirements(o.requirements.size()), o.requirements);
+  b.setHasPrice(o.price.has_value());
+  if (o.price) {
+    b.setPriceKind(static_cast<s::PriceChangeKind>(o.price->kind));
+    b.setPriceValue(o.price->value);
+  }
+  Put(b.initCapacity(o.capacity.size()), o.capacity);
+  b.setInvalid(T(o.invalid));
+}
+NodeOverlay Get(s::NodeOverlay::Reader r) {
+  NodeOverlay o;
+  o.name = S(r.getName());
+  o.weight = r.getWeight();
+  o.requirements = GetList<Requirement>(r.getRequirements());
+  if (r.getHasPrice()) {
+    o.price = PriceChange{CheckedEnum<PriceChange::Kind>(
+                              static_cast<std::uint16_t>(r.getPriceKind()), 2, "price change kind"),
+                          r.getPriceValue()};
+  }
+  o.capacity = GetInts(r.getCapacity());
+  o.invalid = S(r.getInvalid());
+  return o;
+}
+
+void Put(s::NodeOverlayStatus::Builder b, const NodeOverlayStatus& v) {
+  b.setValid(v.valid);
+  b.setReason(T(v.reason));
+  b.setMessage(T(v.message));
+}
+NodeOverlayStatus Get(s::NodeOverlayStatus::Reader r) {
+  return {r.getValid(), S(r.getReason()), S(r.getMessage())};
 }
 
 }  // namespace tenon::log::parts

@@ -42,6 +42,12 @@ void Put(schema::NodePoolStatus::Builder b, const NodePoolStatus& v) {
 NodePoolStatus Get(schema::NodePoolStatus::Reader r) {
   return parts::Get(r);
 }
+void Put(schema::NodeOverlayStatus::Builder b, const NodeOverlayStatus& v) {
+  parts::Put(b, v);
+}
+NodeOverlayStatus Get(schema::NodeOverlayStatus::Reader r) {
+  return parts::Get(r);
+}
 
 void Put(capnp::List<schema::KeyValue>::Builder out, const std::map<std::string, std::string>& m) {
   parts::Put(out, m);

@@ -33,6 +33,8 @@ void Put(schema::PersistentVolume::Builder b, const PersistentVolume& v);
 PersistentVolume Get(schema::PersistentVolume::Reader r);
 void Put(schema::NodePoolStatus::Builder b, const NodePoolStatus& v);
 NodePoolStatus Get(schema::NodePoolStatus::Reader r);
+void Put(schema::NodeOverlayStatus::Builder b, const NodeOverlayStatus& v);
+NodeOverlayStatus Get(schema::NodeOverlayStatus::Reader r);
 
 // Maps by name as lists of pairs, in key order.
 void Put(capnp::List<schema::KeyValue>::Builder out, const std::map<std::string, std::string>& m);

@@ -5,11 +5,12 @@
 namespace tenon::log {
 using namespace parts;
 
-// Every field of the State is in a snapshot: the head or the parts write 44, and decoding makes
+// Every field of the State is in a snapshot: the head or the parts write 48, and decoding makes
 // 4 more (pod_parts, node_parts, claim_parts, claims_by_node) from them; the idle notes start
-// empty (the first tick walks the cluster, as after a fresh start). A field added to
-// the State fails the build here until the snapshot carries it, or recovery would lose it.
-static_assert(FieldCount<State>() == 44 + 5,
+// empty (the first tick walks the cluster, as after a fresh start) and the overlaid catalogs
+// stale (the first step makes them again). A field added to the State fails the build here until
+// the snapshot carries it, or recovery would lose it.
+static_assert(FieldCount<State>() == 48 + 6,
               "State: encode the field added in the snapshot (PutHead*, GetHead*)");
 
 namespace {
@@ -73,6 +74,9 @@ void PutHeadBookkeeping(s::Snapshot::Builder b, const State& state) {
   PutValues(b.initCsiNodes(state.csi_nodes.size()), state.csi_nodes);
   PutNamed(b.initNodePoolStatus(state.nodepool_status.size()), state.nodepool_status,
            [](auto item) { return item.initStatus(); });
+  PutValues(b.initNodeOverlays(state.nodeoverlays.size()), state.nodeoverlays);
+  PutNamed(b.initNodeOverlayStatus(state.nodeoverlay_status.size()), state.nodeoverlay_status,
+           [](auto item) { return item.initStatus(); });
   PutNamed(b.initNodeClassResolutions(state.nodeclass_resolutions.size()),
            state.nodeclass_resolutions, [](auto item) { return item.initResolution(); });
   {
@@ -100,6 +104,8 @@ void PutHeadBookkeeping(s::Snapshot::Builder b, const State& state) {
   b.setConsolidatedGeneration(state.consolidated_generation);
   b.setConsolidatedAtNs(Ns(state.consolidated_at));
   b.setConsolidationRecheckAtNs(Ns(state.consolidation_recheck_at));
+  b.setDeletionCostRankedAtNs(Ns(state.deletion_cost_ranked_at));
+  b.setDeletionCostGeneration(state.deletion_cost_generation);
   PutValues(b.initPodDisruptionBudgets(state.pdbs.size()), state.pdbs);
   b.setPendingReplacements(state.latest_proposal.replacements);
   PutList(b.initReplacing(state.replacing.size()), state.replacing);
@@ -168,6 +174,8 @@ void GetHead(s::Snapshot::Reader r, State& state, std::uint64_t* stored_hash) {
   state.consolidated_generation = r.getConsolidatedGeneration();
   state.consolidated_at = InstantOrNone(r.getConsolidatedAtNs());
   state.consolidation_recheck_at = InstantOrNone(r.getConsolidationRecheckAtNs());
+  state.deletion_cost_ranked_at = InstantOrNone(r.getDeletionCostRankedAtNs());
+  state.deletion_cost_generation = r.getDeletionCostGeneration();
   state.latest_proposal.replacements = r.getPendingReplacements();
   state.replacing = GetList<ReplacementWait>(r.getReplacing());
   state.event_limits.nominated_milli_tokens = r.getNominatedMilliTokens();
@@ -218,6 +226,10 @@ void GetCollections(s::Snapshot::Reader r, State& state) {
   for (auto c : r.getStorageClasses()) state.storage_classes[S(c.getName())] = Get(c);
   for (auto c : r.getCsiNodes()) state.csi_nodes[S(c.getName())] = Get(c);
   for (auto p : r.getNodePoolStatus()) state.nodepool_status[S(p.getName())] = Get(p.getStatus());
+  for (auto o : r.getNodeOverlays()) state.nodeoverlays[S(o.getName())] = Get(o);
+  for (auto o : r.getNodeOverlayStatus()) {
+    state.nodeoverlay_status[S(o.getName())] = Get(o.getStatus());
+  }
   for (auto p : r.getNodeClassResolutions()) {
     state.nodeclass_resolutions[S(p.getName())] = Get(p.getResolution());
   }

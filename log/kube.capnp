@@ -113,6 +113,7 @@ struct Pod {
   priority @26 :OptionalInt64;
   deletionCost @27 :Int32;
   deletionNs @28 :Int64;
+  disruptionCost @29 :OptionalInt64;
 }
 
 struct PodDisruptionBudget {
@@ -164,6 +165,13 @@ struct Node {
   volumesAttached @7 :List(Text);
   doNotDisrupt @8 :Bool;
   deleting @9 :Bool;
+  unhealthy @10 :List(NodeCondition);
+}
+
+struct NodeCondition {
+  type @0 :Text;
+  status @1 :Text;
+  sinceNs @2 :Int64;
 }
 
 struct OptionalInt64 {
@@ -236,6 +244,7 @@ struct NodeClaim {
   disruptionConditions @32 :List(KeyInt);
   launchFailures @33 :Int32;
   relaunchAtNs @34 :Int64;
+  terminationDeadlineNs @35 :Int64;
 }
 
 struct NodePoolStatus {
@@ -245,4 +254,23 @@ struct NodePoolStatus {
   resources @3 :Resources;
   validated @4 :Bool;
   nodeClassUnready @5 :Text;
+}
+
+enum PriceChangeKind { set @0; add @1; percent @2; }
+
+struct NodeOverlay {
+  name @0 :Text;
+  weight @1 :Int32;
+  requirements @2 :List(Requirement);
+  hasPrice @3 :Bool;
+  priceKind @4 :PriceChangeKind;
+  priceValue @5 :Int64;  # Micro-USD an hour (set, add) or billionths of the price (percent).
+  capacity @6 :List(KeyInt);
+  invalid @7 :Text;
+}
+
+struct NodeOverlayStatus {
+  valid @0 :Bool;
+  reason @1 :Text;
+  message @2 :Text;
 }

@@ -22,6 +22,9 @@ using Node = import "kube.capnp".Node;
 using NodePool = import "kube.capnp".NodePool;
 using NodeClaim = import "kube.capnp".NodeClaim;
 using NodePoolStatus = import "kube.capnp".NodePoolStatus;
+using NodeOverlay = import "kube.capnp".NodeOverlay;
+using NodeOverlayStatus = import "kube.capnp".NodeOverlayStatus;
+using OptionalInt64 = import "kube.capnp".OptionalInt64;
 using ErrorCode = import "cloud.capnp".ErrorCode;
 using NodeClass = import "cloud.capnp".NodeClass;
 using NodeClassResolution = import "cloud.capnp".NodeClassResolution;
@@ -131,6 +134,8 @@ struct Event {
       nodeClass @60 :Text;
       resolution @61 :NodeClassResolution;
     }
+    nodeOverlayUpserted @64 :NodeOverlay;
+    nodeOverlayDeleted @65 :Text;
   }
 }
 
@@ -225,12 +230,27 @@ struct Command {
       reason @59 :Text;
       message @60 :Text;
     }
+    patchNodeOverlayStatus :group {
+      nodeOverlay @61 :Text;
+      status @62 :NodeOverlayStatus;
+    }
+    patchPodDeletionCost :group {
+      namespace @63 :Text;
+      name @64 :Text;
+      uid @65 :Text;
+      cost @66 :OptionalInt64;
+    }
   }
 }
 
 struct NamedNodePoolStatus {
   name @0 :Text;
   status @1 :NodePoolStatus;
+}
+
+struct NamedNodeOverlayStatus {
+  name @0 :Text;
+  status @1 :NodeOverlayStatus;
 }
 
 struct NamedNodeClassResolution {
@@ -411,4 +431,8 @@ struct Snapshot {
   nominatedMilliTokens @49 :Int64 = 10000;
   nominatedAtNs @50 :Int64;
   eventsPrunedAtNs @51 :Int64;
+  nodeOverlays @52 :List(NodeOverlay);
+  nodeOverlayStatus @53 :List(NamedNodeOverlayStatus);
+  deletionCostRankedAtNs @54 :Int64;
+  deletionCostGeneration @55 :UInt64;
 }

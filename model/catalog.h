@@ -57,6 +57,9 @@ struct Settings {
   bool min_values_best_effort = false;            // MIN_VALUES_POLICY=BestEffort
   bool spot_to_spot_consolidation = false;        // FEATURE_GATES SpotToSpotConsolidation
   bool static_capacity = false;                   // FEATURE_GATES StaticCapacity
+  bool node_overlay = false;                      // FEATURE_GATES NodeOverlay
+  bool node_repair = false;                       // FEATURE_GATES NodeRepair
+  bool pod_deletion_cost = false;                 // FEATURE_GATES PodDeletionCostManagement
   // Beyond Karpenter, off by default: a replacement must save at least this much, absolute
   // and as a percent of the price of the nodes it replaces (the larger applies).
   MicroUsdPerHour consolidation_min_savings{0};

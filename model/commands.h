@@ -225,11 +225,30 @@ struct RecordKubeEvent {
   friend bool operator==(const RecordKubeEvent&, const RecordKubeEvent&) = default;
 };
 
+// A NodeOverlay's status: ValidationSucceeded and the Ready condition derived from it.
+struct PatchNodeOverlayStatus {
+  std::string overlay;
+  NodeOverlayStatus status;
+  friend bool operator==(const PatchNodeOverlayStatus&, const PatchNodeOverlayStatus&) = default;
+};
+
+// A ReplicaSet pod's controller.kubernetes.io/pod-deletion-cost set to `cost`, or removed (none),
+// by a JSON merge patch (PodDeletionCostManagement): the ReplicaSet controller scales down the
+// pods of the lowest cost first.
+struct PatchPodDeletionCost {
+  std::string ns;
+  std::string name;
+  std::string uid;  // The pod the value was computed for: another of the same name is left alone.
+  std::optional<std::int32_t> cost;
+  friend bool operator==(const PatchPodDeletionCost&, const PatchPodDeletionCost&) = default;
+};
+
 using CommandBody =
     std::variant<CreateNodeClaim, DeleteNodeClaim, LaunchInstance, PatchNode, EvictPod, DeletePod,
                  TerminateInstance, RemoveFinalizer, PatchNodePoolStatus, PatchNodeClaimStatus,
                  DeleteQueueMessage, TagInstance, PatchNodeClassStatus, SetNodeClassFinalizer,
-                 EnsureInstanceProfile, DeleteNodeClassResources, RecordKubeEvent>;
+                 EnsureInstanceProfile, DeleteNodeClassResources, RecordKubeEvent,
+                 PatchNodeOverlayStatus, PatchPodDeletionCost>;
 
 struct Command {
   CommandId id{0};

@@ -66,8 +66,9 @@ enum class Cause : std::uint8_t {
   kBalancedScore,  // consolidationPolicy Balanced: the savings do not outweigh the disruption
   // Why a NodeClaim is deleted (added later).
   kOverprovisioned,  // a static NodePool has more nodes than its replicas
+  kUnhealthy,        // node repair: its node has been unhealthy past the toleration
 };
-inline constexpr Cause kCauseLast = Cause::kOverprovisioned;
+inline constexpr Cause kCauseLast = Cause::kUnhealthy;
 // The code as metric labels spell it ("DoNotDisrupt"); "" for kNone.
 const char* CauseName(Cause cause);
 

@@ -234,16 +234,25 @@ struct NodeClassResolved {
   friend bool operator==(const NodeClassResolved&, const NodeClassResolved&) = default;
 };
 
+// A NodeOverlay created or changed, and deleted (its name).
+struct NodeOverlayUpserted {
+  NodeOverlay overlay;
+  friend bool operator==(const NodeOverlayUpserted&, const NodeOverlayUpserted&) = default;
+};
+struct NodeOverlayDeleted {
+  std::string name;
+  friend bool operator==(const NodeOverlayDeleted&, const NodeOverlayDeleted&) = default;
+};
+
 // New kinds go at the end: the variant index is part of the state hash and the codec.
-using Event =
-    std::variant<Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted,
-                 NodeClassUpserted, NodeClassDeleted, PodUpserted, PodDeleted, NodeUpserted,
-                 NodeDeleted, FleetLaunched, FleetFailed, CommandSucceeded, CommandFailed,
-                 InputRejected, DaemonSetUpserted, DaemonSetDeleted, PersistentVolumeClaimUpserted,
-                 PersistentVolumeClaimDeleted, PersistentVolumeUpserted, PersistentVolumeDeleted,
-                 StorageClassUpserted, StorageClassDeleted, CsiNodeUpserted, CsiNodeDeleted,
-                 NodeClaimDeletionRequested, InstancesListed, InterruptionReceived,
-                 PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesStarted,
-                 WatchesSynced, NodeClaimObserved, NodeClassResolved>;
+using Event = std::variant<
+    Tick, ControllerStarted, CatalogRefreshed, NodePoolUpserted, NodePoolDeleted, NodeClassUpserted,
+    NodeClassDeleted, PodUpserted, PodDeleted, NodeUpserted, NodeDeleted, FleetLaunched,
+    FleetFailed, CommandSucceeded, CommandFailed, InputRejected, DaemonSetUpserted,
+    DaemonSetDeleted, PersistentVolumeClaimUpserted, PersistentVolumeClaimDeleted,
+    PersistentVolumeUpserted, PersistentVolumeDeleted, StorageClassUpserted, StorageClassDeleted,
+    CsiNodeUpserted, CsiNodeDeleted, NodeClaimDeletionRequested, InstancesListed,
+    InterruptionReceived, PodDisruptionBudgetUpserted, PodDisruptionBudgetDeleted, WatchesStarted,
+    WatchesSynced, NodeClaimObserved, NodeClassResolved, NodeOverlayUpserted, NodeOverlayDeleted>;
 
 }  // namespace tenon

@@ -157,6 +157,9 @@ void H(Hasher& h, const Settings& s) {
     All(h, s.cluster_endpoint, s.cluster_ca_bundle);  // Added later: hashed when set.
   }
   if (s.static_capacity) All(h, std::string_view("static_capacity"), true);  // Likewise.
+  if (s.node_overlay) All(h, std::string_view("node_overlay"), true);
+  if (s.node_repair) All(h, std::string_view("node_repair"), true);
+  if (s.pod_deletion_cost) All(h, std::string_view("pod_deletion_cost"), true);
 }
 void H(Hasher& h, const LabelSelector& s) {
   All(h, s.match_labels, s.match_expressions);
@@ -187,6 +190,7 @@ void H(Hasher& h, const Pod& p) {
   All(h, p.do_not_disrupt, OrStoredNone(p.do_not_disrupt_for), p.priority_class,
       p.termination_grace, p.priority, p.deletion_cost);
   if (p.deletion) H(h, *p.deletion);  // Added later: hashed only when set (see StateHash).
+  if (p.disruption_cost) All(h, std::string_view("disruption_cost"), *p.disruption_cost);
 }
 void H(Hasher& h, const PodDisruptionBudget& b) {
   All(h, b.ns, b.name, b.selector, b.disruptions_allowed);
@@ -211,10 +215,14 @@ void H(Hasher& h, const StorageClass& c) {
 void H(Hasher& h, const CsiNode& c) {
   All(h, c.name, c.attach_limits);
 }
+void H(Hasher& h, const NodeCondition& c) {
+  All(h, c.type, c.status, c.since);
+}
 void H(Hasher& h, const Node& n) {
   All(h, n.name, n.provider_id, n.labels, n.taints, n.ready, n.allocatable, n.created,
       n.volumes_attached, n.do_not_disrupt);
   if (n.deleting) H(h, n.deleting);  // Added later: hashed only when set.
+  if (!n.unhealthy.empty()) All(h, std::string_view("unhealthy"), n.unhealthy);  // Likewise.
 }
 void H(Hasher& h, const DisruptionBudget& b) {
   All(h, b.nodes, b.schedule, b.duration, b.reasons);
@@ -275,6 +283,8 @@ void H(Hasher& h, const NodeClaim& c) {
   if (c.launch_failures != 0 || c.relaunch_at) {
     All(h, c.launch_failures, OrStoredNone(c.relaunch_at));
   }
+  if (c.termination_deadline)
+    All(h, std::string_view("termination_deadline"), *c.termination_deadline);
 }
 void H(Hasher& h, const BatchWindow& b) {
   All(h, b.open, b.opened, b.last_pod);
@@ -355,6 +365,21 @@ void H(Hasher& h, const PatchNodeClaimStatus& c) {
 void H(Hasher& h, const PatchNodePoolStatus& c) {
   All(h, c.nodepool, c.status);
 }
+void H(Hasher& h, const PriceChange& c) {
+  All(h, c.kind, c.value);
+}
+void H(Hasher& h, const NodeOverlay& o) {
+  All(h, o.name, o.weight, o.requirements, o.price, o.capacity, o.invalid);
+}
+void H(Hasher& h, const NodeOverlayStatus& s) {
+  All(h, s.valid, s.reason, s.message);
+}
+void H(Hasher& h, const PatchNodeOverlayStatus& c) {
+  All(h, c.overlay, c.status);
+}
+void H(Hasher& h, const PatchPodDeletionCost& c) {
+  All(h, c.ns, c.name, c.uid, c.cost);
+}
 void H(Hasher& h, const Command& c) {
   All(h, c.id, c.cause, c.body);
 }
@@ -366,14 +391,14 @@ static_assert(FieldCount<Resources>() == 4, "Resources: hash the field added");
 static_assert(FieldCount<Requirement>() == 4, "Requirement: hash the field added");
 static_assert(FieldCount<Taint>() == 3, "Taint: hash the field added");
 static_assert(FieldCount<Toleration>() == 4, "Toleration: hash the field added");
-static_assert(FieldCount<Settings>() == 14, "Settings: hash the field added");
+static_assert(FieldCount<Settings>() == 17, "Settings: hash the field added");
 static_assert(FieldCount<LabelSelector>() == 2, "LabelSelector: hash the field added");
 static_assert(FieldCount<NodeSelectorTerm>() == 2, "NodeSelectorTerm: hash the field added");
 static_assert(FieldCount<PodAffinityTerm>() == 6, "PodAffinityTerm: hash the field added");
 static_assert(FieldCount<TopologySpreadConstraint>() == 8,
               "TopologySpreadConstraint: hash the field added");
 static_assert(FieldCount<HostPort>() == 3, "HostPort: hash the field added");
-static_assert(FieldCount<Pod>() == 19, "Pod: hash the field added");
+static_assert(FieldCount<Pod>() == 20, "Pod: hash the field added");
 static_assert(FieldCount<PodDisruptionBudget>() == 4, "PodDisruptionBudget: hash the field added");
 static_assert(FieldCount<ReplacementWait>() == 6, "ReplacementWait: hash the field added");
 static_assert(FieldCount<DaemonSet>() == 3, "DaemonSet: hash the field added");
@@ -382,7 +407,8 @@ static_assert(FieldCount<PersistentVolumeClaim>() == 4,
 static_assert(FieldCount<PersistentVolume>() == 3, "PersistentVolume: hash the field added");
 static_assert(FieldCount<StorageClass>() == 4, "StorageClass: hash the field added");
 static_assert(FieldCount<CsiNode>() == 2, "CsiNode: hash the field added");
-static_assert(FieldCount<Node>() == 10, "Node: hash the field added");
+static_assert(FieldCount<NodeCondition>() == 3, "NodeCondition: hash the field added");
+static_assert(FieldCount<Node>() == 11, "Node: hash the field added");
 static_assert(FieldCount<DisruptionBudget>() == 4, "DisruptionBudget: hash the field added");
 static_assert(FieldCount<NodePoolLimits>() == 4, "NodePoolLimits: hash the field added");
 static_assert(FieldCount<NodePool>() == 14, "NodePool: hash the field added");
@@ -395,7 +421,7 @@ static_assert(FieldCount<NodeClass>() == 15, "NodeClass: hash the field added");
 static_assert(FieldCount<Offering>() == 4, "Offering: hash the field added");
 static_assert(FieldCount<InstanceType>() == 19, "InstanceType: hash the field added");
 static_assert(FieldCount<CatalogEntry>() == 3, "CatalogEntry: hash the field added");
-static_assert(FieldCount<NodeClaim>() == 35, "NodeClaim: hash the field added");
+static_assert(FieldCount<NodeClaim>() == 36, "NodeClaim: hash the field added");
 static_assert(FieldCount<BatchWindow>() == 3, "BatchWindow: hash the field added");
 static_assert(FieldCount<CreateNodeClaim>() == 1, "CreateNodeClaim: hash the field added");
 static_assert(FieldCount<DeleteNodeClaim>() == 1, "DeleteNodeClaim: hash the field added");
@@ -425,13 +451,21 @@ static_assert(FieldCount<EventLimits>() == 4, "EventLimits: hash the field added
 static_assert(FieldCount<PatchNodeClaimStatus>() == 10,
               "PatchNodeClaimStatus: hash the field added");
 static_assert(FieldCount<PatchNodePoolStatus>() == 2, "PatchNodePoolStatus: hash the field added");
+static_assert(FieldCount<PriceChange>() == 2, "PriceChange: hash the field added");
+static_assert(FieldCount<NodeOverlay>() == 6, "NodeOverlay: hash the field added");
+static_assert(FieldCount<NodeOverlayStatus>() == 3, "NodeOverlayStatus: hash the field added");
+static_assert(FieldCount<PatchNodeOverlayStatus>() == 2,
+              "PatchNodeOverlayStatus: hash the field added");
+static_assert(FieldCount<PatchPodDeletionCost>() == 4,
+              "PatchPodDeletionCost: hash the field added");
 static_assert(FieldCount<Command>() == 3, "Command: hash the field added");
 // The State's shared parts and indexes (pod_parts, node_parts, claim_parts, claims_by_node) are
 // made from the fields StateHash takes and are not hashed themselves, nor are the idle notes
-// (what a walk found settled): 44 fields and those 5.
+// (what a walk found settled) and the overlaid catalogs (made from the catalog, the NodePools
+// and the NodeOverlays): 48 fields and those 6.
 static_assert(FieldCount<PendingDisruption>() == 2, "PendingDisruption: hash the field added");
 static_assert(FieldCount<DisruptionProposal>() == 2, "DisruptionProposal: hash the field added");
-static_assert(FieldCount<State>() == 44 + 5, "State: hash the field added (StateHash)");
+static_assert(FieldCount<State>() == 48 + 6, "State: hash the field added (StateHash)");
 
 }  // namespace
 
@@ -478,6 +512,14 @@ std::uint64_t StateHash(const State& s) {
     All(h, std::string_view("nodeclass_terminations"), s.nodeclass_terminations);
   }
   if (s.event_limits != EventLimits{}) All(h, std::string_view("event_limits"), s.event_limits);
+  if (!s.nodeoverlays.empty()) All(h, std::string_view("nodeoverlays"), s.nodeoverlays);
+  if (s.deletion_cost_ranked_at) {
+    All(h, std::string_view("deletion_cost"), *s.deletion_cost_ranked_at,
+        s.deletion_cost_generation);
+  }
+  if (!s.nodeoverlay_status.empty()) {
+    All(h, std::string_view("nodeoverlay_status"), s.nodeoverlay_status);
+  }
   return h.Digest();
 }
 

@@ -143,7 +143,10 @@ struct Pod {
   PodPhase phase = PodPhase::kPending;
   bool do_not_disrupt = false;     // Annotation karpenter.sh/do-not-disrupt: "true" or a duration.
   std::int32_t deletion_cost = 0;  // Annotation controller.kubernetes.io/pod-deletion-cost.
-  SharedText owner_kind;           // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
+  // Annotation karpenter.sh/disruption-cost: what consolidation takes as the pod's cost in place
+  // of pod-deletion-cost (which PodDeletionCostManagement writes and so never reads).
+  std::optional<std::int32_t> disruption_cost;
+  SharedText owner_kind;  // "DaemonSet", "ReplicaSet", "Node" (mirror pod), ... or empty.
   Instant created;
   Shared<Labels> labels;
   Shared<PodConstraints> constraints;
@@ -207,6 +210,33 @@ struct CsiNode {
   friend bool operator==(const CsiNode&, const CsiNode&) = default;
 };
 
+// A node condition a repair policy watches, in the state it watches for (Karpenter's node repair:
+// the kubelet's Ready False or Unknown, the EKS node monitoring agent's AcceleratedHardwareReady,
+// StorageReady, NetworkingReady, KernelReady and ContainerRuntimeReady False), and since when.
+struct NodeCondition {
+  std::string type;
+  std::string status;  // False | Unknown
+  Instant since;       // lastTransitionTime
+  friend bool operator==(const NodeCondition&, const NodeCondition&) = default;
+};
+
+// The repair policies of Karpenter's AWS provider: a node whose condition has had this status
+// for the toleration is repaired (its NodeClaim deleted at once, FEATURE_GATES NodeRepair).
+struct RepairPolicy {
+  const char* type;
+  const char* status;
+  Duration toleration;
+};
+inline constexpr RepairPolicy kRepairPolicies[] = {
+    {"Ready", "False", Duration{30 * kMinute.value}},
+    {"Ready", "Unknown", Duration{30 * kMinute.value}},
+    {"AcceleratedHardwareReady", "False", Duration{10 * kMinute.value}},
+    {"StorageReady", "False", Duration{30 * kMinute.value}},
+    {"NetworkingReady", "False", Duration{30 * kMinute.value}},
+    {"KernelReady", "False", Duration{30 * kMinute.value}},
+    {"ContainerRuntimeReady", "False", Duration{30 * kMinute.value}},
+};
+
 struct Node {
   std::string name;
   std::string provider_id;
@@ -218,6 +248,9 @@ struct Node {
   std::vector<std::string> volumes_attached;  // status.volumesAttached[].name
   bool do_not_disrupt = false;                // Annotation karpenter.sh/do-not-disrupt: "true".
   bool deleting = false;  // metadata.deletionTimestamp is set (its finalizer holds it).
+  // Its conditions a repair policy watches for, in that state (kRepairPolicies); empty while
+  // healthy.
+  std::vector<NodeCondition> unhealthy;
   friend bool operator==(const Node&, const Node&) = default;
 };
 
@@ -264,6 +297,44 @@ struct NodePool {
   // capacity, FEATURE_GATES StaticCapacity); none: launched for pending pods.
   std::optional<std::int64_t> replicas;
   friend bool operator==(const NodePool&, const NodePool&) = default;
+};
+
+// A NodeOverlay (karpenter.sh/v1alpha1, FEATURE_GATES NodeOverlay): what the cloud says of
+// the instance types its requirements match, changed before any decision sees it. A price
+// change applies to the offerings it matches (zone, capacity type); capacity adds extended
+// resources to the whole type (hugepages also leave the memory). Applied per NodePool, heaviest
+// weight first, the later name first among equals (reducers/overlays.cc).
+struct PriceChange {
+  enum class Kind : std::uint8_t {
+    kSet,      // spec.price: the offering costs `value` micro-USD an hour.
+    kAdd,      // spec.priceAdjustment "+0.5" / "-0.5": `value` micro-USD an hour more (less).
+    kPercent,  // spec.priceAdjustment "+10%" / "-10%": `value` billionths of the price more.
+  };
+  Kind kind = Kind::kSet;
+  std::int64_t value = 0;
+  friend bool operator==(const PriceChange&, const PriceChange&) = default;
+};
+
+struct NodeOverlay {
+  std::string name;
+  std::int32_t weight = 0;  // spec.weight; unset is 0.
+  std::vector<Requirement> requirements;
+  std::optional<PriceChange> price;  // spec.price or spec.priceAdjustment (never both).
+  // spec.capacity: extended resources as whole counts, hugepages in bytes.
+  std::map<std::string, std::int64_t> capacity;
+  // Why Karpenter's runtime validation refuses it (its ValidationSucceeded condition is then
+  // False with reason RuntimeValidation); empty when it is valid.
+  std::string invalid;
+  friend bool operator==(const NodeOverlay&, const NodeOverlay&) = default;
+};
+
+// A NodeOverlay's status as the core publishes it: ValidationSucceeded (and Ready with it) true,
+// or false with reason RuntimeValidation or Conflict and a message.
+struct NodeOverlayStatus {
+  bool valid = true;
+  std::string reason;
+  std::string message;
+  friend bool operator==(const NodeOverlayStatus&, const NodeOverlayStatus&) = default;
 };
 
 // What an EC2NodeClass's selector terms resolve to in AWS now (NodeClassResolved): the AMIs,
@@ -386,6 +457,9 @@ struct NodeClaim {
   // (none waiting: nullopt; the launch to send is State::relaunches').
   std::int32_t launch_failures = 0;
   std::optional<Instant> relaunch_at;
+  // When its drain must end whatever PDBs and do-not-disrupt say (Karpenter's
+  // karpenter.sh/nodeclaim-termination-timestamp): set to the moment of a node repair.
+  std::optional<Instant> termination_deadline;
   friend bool operator==(const NodeClaim&, const NodeClaim&) = default;
 };
 

@@ -50,11 +50,14 @@ Resources PodRequests(const std::vector<ContainerRequests>& containers,
                       const std::vector<ContainerRequests>& init_containers,
                       const Resources& overhead);
 
-// Karpenter's eviction cost of a pod, 1 + pod-deletion-cost / 2^27 + priority / 2^25 clamped
-// to [-10, 10], in integer units of 2^-27 (no floating point on a decision path).
+// Karpenter's eviction cost of a pod, 1 + disruption cost / 2^27 + priority / 2^25 clamped to
+// [-10, 10], in integer units of 2^-27 (no floating point on a decision path). The disruption cost
+// is karpenter.sh/disruption-cost, else pod-deletion-cost unless `ignore_deletion_cost`.
 inline constexpr std::int64_t kCostUnit = std::int64_t{1} << 27;
-inline std::int64_t EvictionCost(const Pod& pod) {
-  std::int64_t cost = kCostUnit + pod.deletion_cost;
+inline std::int64_t EvictionCost(const Pod& pod, bool ignore_deletion_cost = false) {
+  const std::int32_t disruption =
+      pod.disruption_cost ? *pod.disruption_cost : (ignore_deletion_cost ? 0 : pod.deletion_cost);
+  std::int64_t cost = kCostUnit + disruption;
   if (pod.priority) cost += std::int64_t{*pod.priority} * 4;  // 2^27 / 2^25
   return std::clamp(cost, -10 * kCostUnit, 10 * kCostUnit);
 }

@@ -7,7 +7,8 @@
 
 namespace tenon {
 
-PodTable::PodTable(const PodTable& other) : pods_(other.pods_) {
+PodTable::PodTable(const PodTable& other)
+    : pods_(other.pods_), ignore_deletion_cost_(other.ignore_deletion_cost_) {
   for (const auto& entry : pods_) Index(entry);
 }
 
@@ -15,6 +16,7 @@ PodTable& PodTable::operator=(const PodTable& other) {
   if (this == &other) return *this;
   clear();
   pods_ = other.pods_;
+  ignore_deletion_cost_ = other.ignore_deletion_cost_;
   for (const auto& entry : pods_) Index(entry);
   indexed_ = true;
   return *this;
@@ -23,6 +25,7 @@ PodTable& PodTable::operator=(const PodTable& other) {
 PodTable PodTable::PodsOnly(const PodTable& other) {
   PodTable copy;
   copy.pods_ = other.pods_;
+  copy.ignore_deletion_cost_ = other.ignore_deletion_cost_;
   copy.indexed_ = false;
   return copy;
 }
@@ -56,6 +59,13 @@ void PodTable::swap(PodTable& other) noexcept {
   provisionable_.swap(other.provisionable_);
   anti_affinity_.swap(other.anti_affinity_);
   std::swap(indexed_, other.indexed_);
+  std::swap(ignore_deletion_cost_, other.ignore_deletion_cost_);
+}
+
+void PodTable::IgnoreDeletionCost(bool ignore) {
+  if (ignore == ignore_deletion_cost_) return;
+  ignore_deletion_cost_ = ignore;
+  for (auto& [node, bound] : by_node_) Recount(bound);
 }
 
 const PodTable::Bound& PodTable::OnNode(std::string_view node) const {
@@ -122,7 +132,7 @@ void PodTable::Unindex(const value_type& entry) {
 }
 
 // Tens of pods at most: recounted whole rather than kept in key order piece by piece.
-void PodTable::Recount(Bound& bound) {
+void PodTable::Recount(Bound& bound) const {
   bound.reschedulable.clear();
   bound.do_not_disrupt = 0;
   bound.eviction_cost = 0;
@@ -132,7 +142,7 @@ void PodTable::Recount(Bound& bound) {
     if (IsActive(*pod) && pod->do_not_disrupt) bound.do_not_disrupt++;
     if (!IsReschedulable(*pod)) continue;
     bound.reschedulable.push_back(pod);
-    const std::int64_t cost = EvictionCost(*pod);
+    const std::int64_t cost = EvictionCost(*pod, ignore_deletion_cost_);
     bound.eviction_cost += cost;
     bound.positive_eviction_cost += std::max<std::int64_t>(cost, 0);
   }

@@ -238,13 +238,18 @@ class PodTable {
     return anti_affinity_;
   }
 
+  // With PodDeletionCostManagement the controller writes pod-deletion-cost itself, so the
+  // eviction costs leave it out (Karpenter reads karpenter.sh/disruption-cost alone then).
+  void IgnoreDeletionCost(bool ignore);
+
   friend bool operator==(const PodTable& a, const PodTable& b) { return a.pods_ == b.pods_; }
 
  private:
   void Index(const value_type& entry);
   void Unindex(const value_type& entry);
-  static void Recount(Bound& bound);
+  void Recount(Bound& bound) const;
   Map pods_;
+  bool ignore_deletion_cost_ = false;
   std::map<std::string, Bound, std::less<>> by_node_;
   View provisionable_;
   View anti_affinity_;
@@ -331,6 +336,23 @@ struct IdleNotes {
   friend bool operator==(const IdleNotes&, const IdleNotes&) { return true; }
 };
 
+// The catalog as the NodeOverlays change it for one NodePool, and which overlay made each
+// change: an offering's price (by OfferingKey) and a type's capacity (by name, heaviest first).
+struct OverlaidCatalog {
+  Shared<Catalog> catalog;
+  std::map<std::string, std::string> priced_by;
+  std::map<std::string, std::vector<std::string>> capacity_by;
+};
+
+// What the NodeOverlays make of the catalog, for the NodePools they change (reducers/overlays.cc).
+// Made from the catalog, the NodePools, the NodeOverlays and the settings, so neither hashed nor
+// in snapshots: `stale` until made, and made again whenever one of them changes.
+struct OverlaidCatalogs {
+  std::map<std::string, OverlaidCatalog> by_pool;
+  bool stale = true;
+  friend bool operator==(const OverlaidCatalogs&, const OverlaidCatalogs&) { return true; }
+};
+
 struct State {
   Seq last_seq{0};
   Instant now;
@@ -365,6 +387,10 @@ struct State {
   std::map<std::string, NodeClassTermination> nodeclass_terminations;
   // NodePool status as last published (PatchNodePoolStatus), by pool name.
   std::map<std::string, NodePoolStatus> nodepool_status;
+  // NodeOverlays by name, and each one's status as last published (PatchNodeOverlayStatus).
+  std::map<std::string, NodeOverlay> nodeoverlays;
+  std::map<std::string, NodeOverlayStatus> nodeoverlay_status;
+  OverlaidCatalogs overlaid;
   EventLimits event_limits;
   // NodeRegistrationHealthy per pool: false after a registration timeout, true once a claim
   // of the pool registers. Absent: unknown.
@@ -392,6 +418,10 @@ struct State {
   // do-not-disrupt duration, a nomination), if one does.
   std::uint64_t cluster_generation = 0;
   std::uint64_t consolidated_generation = 0;
+  // PodDeletionCostManagement: when pods' deletion costs were last ranked (at most every minute,
+  // at least every 5 minutes) and the cluster_generation they were ranked at.
+  std::optional<Instant> deletion_cost_ranked_at;
+  std::uint64_t deletion_cost_generation = 0;
   std::optional<Instant> consolidated_at;
   std::optional<Instant> consolidation_recheck_at;
 

@@ -162,6 +162,8 @@ const char* CauseName(Cause cause) {
       return "BalancedScore";
     case Cause::kOverprovisioned:
       return "Overprovisioned";
+    case Cause::kUnhealthy:
+      return "Unhealthy";
   }
   return "";
 }

@@ -115,7 +115,12 @@ Resources Allocatable(const InstanceType& type, const Settings& settings,
   allocatable.memory = std::max(Bytes{0}, usable - reserved - kEvictionThreshold);
   allocatable.pods = pods;
   AddAccelerators(type, allocatable);
-  for (const auto& [name, count] : type.extended) allocatable.extended[name] = count;
+  for (const auto& [name, count] : type.extended) {
+    allocatable.extended[name] = count;
+    // Huge pages are memory set aside: what the node has of them, pods' memory has not.
+    if (name.starts_with("hugepages-"))
+      allocatable.memory = std::max(Bytes{0}, allocatable.memory - Bytes{count});
+  }
   return allocatable;
 }
 

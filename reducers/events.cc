@@ -285,6 +285,15 @@ std::vector<RecordKubeEvent> KubeEventsFor(const Output& output, const State& st
 
 namespace core {
 
+void AnnounceDeduped(State& state, Seq cause, RecordKubeEvent event, Duration timeout,
+                     Output& out) {
+  const std::string key = KeyOf(event.reason, event.object, "");
+  auto [it, added] = state.event_limits.recorded.try_emplace(key, Instant{});
+  if (!added && it->second > state.now) return;
+  it->second = state.now + timeout;
+  Announce(state, cause, std::move(event), out);
+}
+
 // As Karpenter's recorder publishes: a key recorded within its timeout drops the Event; a key
 // not recorded is recorded (even if the rate limit then drops the Event), and a Nominated
 // Event needs a token besides.

@@ -91,6 +91,9 @@ void Announce(State& state, Seq cause, RecordKubeEvent event, Output& out);
 // The Events of the decisions in `out` (KubeEventsFor) that Karpenter's limits let through,
 // announced (events.cc).
 void AnnounceDecisionEvents(State& state, Seq cause, Output& out);
+// One Event outside a decision, under Karpenter's dedupe: dropped while an Event of its reason
+// on its object was recorded within `timeout` (events.cc).
+void AnnounceDeduped(State& state, Seq cause, RecordKubeEvent event, Duration timeout, Output& out);
 
 // The EC2NodeClass's lifecycle (nodeclass.cc): its finalizer and instance profile, and the
 // termination of a deleted one. Reconciled when it or its resolution changes, and on each
@@ -191,6 +194,31 @@ StaticCount CountStatic(const State& state, const std::string& pool);
 std::optional<PlannedClaim> StaticClaim(const State& state, const NodePool& pool);
 // Launches what a static pool lacks of its replicas, and deletes what it has over them.
 void AdvanceStaticPools(State& state, Seq seq, Output& out);
+
+// Node repair (repair.cc, FEATURE_GATES NodeRepair): deletes the NodeClaims of nodes unhealthy
+// past their repair policy's toleration, within the NodePool's 20% unhealthy limit.
+void AdvanceNodeRepair(State& state, Seq seq, Output& out);
+
+// Pod deletion cost management (disruption/deletion_cost.cc, FEATURE_GATES
+// PodDeletionCostManagement): ranks the nodes and writes their ReplicaSet pods'
+// pod-deletion-cost, at most every minute.
+void AdvanceDeletionCost(State& state, Seq seq, Output& out);
+
+// NodeOverlays (overlays.cc). The catalog a NodePool's decisions see: the cloud's, or the one
+// the overlays changed for it; and which overlays changed it (none: nullptr).
+const Catalog& CatalogFor(const State& state, const std::string& nodepool);
+const OverlaidCatalog* OverlaidFor(const State& state, const std::string& nodepool);
+// `price` changed by an overlay's price or priceAdjustment, never below zero.
+MicroUsdPerHour AdjustedPrice(MicroUsdPerHour price, const PriceChange& change);
+// Makes the overlaid catalogs again (a state read from a snapshot has none yet).
+void RebuildOverlays(State& state);
+// After a change to the catalog, the NodePools, the NodeOverlays or the settings: makes the
+// overlaid catalogs again, prices the claims of the pools concerned as they now see them, and
+// publishes each overlay's status where it changed.
+void RefreshOverlays(State& state, Seq seq, Output& out);
+// What overlays changed of a new claim's offerings, for the pods' outcome; empty when none.
+std::string OverlayNote(const State& state, const std::string& nodepool,
+                        const std::vector<OfferingChoice>& offerings);
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);
 void NotePodMoved(State& state, const std::string& node_name);
 // The pod is gone (deleted, or an eviction or deletion of it answered NotFound).

@@ -220,10 +220,16 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
   // a tenth of the state. What is left stands for the instance in NodePool limits.
   claim->instance_types = std::vector<std::string>{event.instance_type};
   state.claim_parts.instance_types.Intern(claim->instance_types);
-  auto entry = state.catalog->find(event.instance_type);
-  if (entry != state.catalog->end()) claim->allocatable = entry->second.allocatable;
+  const Catalog& catalog = CatalogFor(state, claim->nodepool);
+  auto entry = catalog.find(event.instance_type);
+  if (entry != catalog.end()) claim->allocatable = entry->second.allocatable;
   std::string reason = event.instance_type + " in " + event.zone + " (" + event.capacity_type +
                        ", " + std::to_string(event.price.value) + " micro-USD/h)";
+  if (const OverlaidCatalog* overlaid = OverlaidFor(state, claim->nodepool)) {
+    const auto by =
+        overlaid->priced_by.find(OfferingKey(event.instance_type, event.zone, event.capacity_type));
+    if (by != overlaid->priced_by.end()) reason += ", priced by NodeOverlay " + by->second;
+  }
   if (!event.errors.empty()) reason += " after " + ErrorsText(event.errors);
   // A launch that lands after the claim was given up on still has its instance terminated:
   // the claim is deleting, and termination now has an instance id to act on.
@@ -348,8 +354,9 @@ void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
 
 // What the catalog says the adopted claim's offering costs, and the type's allocatable.
 void PriceFromCatalog(const State& state, NodeClaim& claim) {
-  auto entry = state.catalog->find(claim.instance_type);
-  if (entry == state.catalog->end()) return;
+  const Catalog& catalog = CatalogFor(state, claim.nodepool);
+  auto entry = catalog.find(claim.instance_type);
+  if (entry == catalog.end()) return;
   if (claim.allocatable == Resources{}) claim.allocatable = entry->second.allocatable;
   for (const auto& o : entry->second.type.offerings) {
     if (o.zone == claim.zone && o.capacity_type == claim.capacity_type) claim.price = o.price;

@@ -197,12 +197,17 @@ void Provision(State& state, Seq seq, Instant opened, Output& out) {
       }
     }
   }
+  std::vector<std::string> overlay_notes;
+  for (const ClaimPlan& plan : decision.new_claims) {
+    overlay_notes.push_back(OverlayNote(state, plan.nodepool, plan.offerings));
+  }
   for (PodOutcome& outcome : decision.pods) {
     if (outcome.target.empty() || outcome.target[0] != '#') continue;
     std::size_t index = std::stoul(outcome.target.substr(1));
     assert(index < names.size());
     outcome.target = names[index];
     outcome.reason = "new nodeclaim from nodepool " + result.claims[index].nodepool;
+    if (!overlay_notes[index].empty()) outcome.reason += " (" + overlay_notes[index] + ")";
   }
   if (!decision.pods.empty()) Decide(state, seq, std::move(decision), out);
 }

@@ -26,9 +26,11 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   const std::size_t before = out.size();
   if (state.watches_synced) MaybeProvision(state, seq, out);
   if (state.watches_synced) AdvanceStaticPools(state, seq, out);
+  if (state.watches_synced) AdvanceNodeRepair(state, seq, out);
   const std::vector<NodeClaim*> expired = AdvanceLifecycle(state, seq, out);
   if (out.size() != before) ++state.cluster_generation;
   if (state.watches_synced) AdvanceDisruption(state, seq, expired, out);
+  if (state.watches_synced) AdvanceDeletionCost(state, seq, out);
   AdvanceNodeClassTerminations(state, seq, out);
   // What the tick did may give the next one something to do: the idle notes lapse.
   if (out.size() != at_start) ++state.idle.changes;
@@ -103,7 +105,9 @@ bool ChangesCluster(const State& state, const Event& event) {
          std::holds_alternative<SetNodeClassFinalizer>(it->second.body) ||
          std::holds_alternative<EnsureInstanceProfile>(it->second.body) ||
          std::holds_alternative<DeleteNodeClassResources>(it->second.body) ||
-         std::holds_alternative<PatchNode>(it->second.body))) {
+         std::holds_alternative<PatchNode>(it->second.body) ||
+         std::holds_alternative<PatchNodeOverlayStatus>(it->second.body) ||
+         std::holds_alternative<PatchPodDeletionCost>(it->second.body))) {
       return false;
     }
   }
@@ -138,8 +142,15 @@ void OnPodUpserted(State& state, const Pod& pod) {
   auto it = state.pods.find(key);
   const Pod& before = it == state.pods.end() ? kAbsent : it->second;
   // A pending pod reported again unchanged (kube-scheduler's retries) changes nothing
-  // consolidation could see, but is still planned for again below.
-  if (!(before == pod)) ++state.cluster_generation;
+  // consolidation could see, but is still planned for again below; nor does a pod-deletion-cost
+  // the controller wrote itself (consolidation does not read it then).
+  bool changed = !(before == pod);
+  if (changed && state.settings.pod_deletion_cost && before.deletion_cost != pod.deletion_cost) {
+    Pod compared = pod;
+    compared.deletion_cost = before.deletion_cost;
+    changed = !(before == compared);
+  }
+  if (changed) ++state.cluster_generation;
   if (before.node_name != pod.node_name) {
     NotePodMoved(state, before.node_name);
     NotePodMoved(state, pod.node_name);
@@ -198,23 +209,42 @@ namespace {
 void Apply(State& state, Seq seq, const Tick& e, Output& out) {
   OnTick(state, seq, e, out);
 }
-void Apply(State& state, Seq, const ControllerStarted& e, Output&) {
+void Apply(State& state, Seq seq, const ControllerStarted& e, Output& out) {
   OnStarted(state, e);
+  RefreshOverlays(state, seq, out);
 }
 // A NodePool, EC2NodeClass or the catalog changed: pods left pending (perhaps for want
 // of exactly this) are planned for again in the next batch.
-void Apply(State& state, Seq, const CatalogRefreshed& e, Output&) {
+void Apply(State& state, Seq seq, const CatalogRefreshed& e, Output& out) {
   OnCatalog(state, e);
+  RefreshOverlays(state, seq, out);
   ReconsiderPendingPods(state);
 }
-void Apply(State& state, Seq, const NodePoolUpserted& e, Output&) {
-  NodePool& slot = state.nodepools[e.nodepool.name];
-  if (slot == e.nodepool) return;
-  slot = e.nodepool;
+// A NodePool or a NodeOverlay (which changes what the NodePools it matches see of the catalog)
+// stored, when it changed: the overlaid catalogs are made again, and pods left pending are
+// planned for again.
+template <class T>
+void Reconfigure(State& state, Seq seq, std::map<std::string, T>& objects, const T& object,
+                 Output& out) {
+  T& slot = objects[object.name];
+  if (slot == object) return;
+  slot = object;
+  RefreshOverlays(state, seq, out);
   ReconsiderPendingPods(state);
 }
-void Apply(State& state, Seq, const NodePoolDeleted& e, Output&) {
+void Apply(State& state, Seq seq, const NodePoolUpserted& e, Output& out) {
+  Reconfigure(state, seq, state.nodepools, e.nodepool, out);
+}
+void Apply(State& state, Seq seq, const NodePoolDeleted& e, Output& out) {
   state.nodepools.erase(e.name);
+  RefreshOverlays(state, seq, out);
+}
+void Apply(State& state, Seq seq, const NodeOverlayUpserted& e, Output& out) {
+  Reconfigure(state, seq, state.nodeoverlays, e.overlay, out);
+}
+void Apply(State& state, Seq seq, const NodeOverlayDeleted& e, Output& out) {
+  state.nodeoverlays.erase(e.name);
+  RefreshOverlays(state, seq, out);
 }
 void Apply(State& state, Seq seq, const NodeClassUpserted& e, Output& out) {
   NodeClass& slot = state.nodeclasses[e.nodeclass.name];
@@ -345,6 +375,8 @@ Output Step(State& state, Seq seq, const Event& event) {
   state.last_seq = seq;
   if (ChangesCluster(state, event)) ++state.cluster_generation;
   if (!std::holds_alternative<Tick>(event)) ++state.idle.changes;
+  if (state.overlaid.stale) RebuildOverlays(state);
+  state.pods.IgnoreDeletionCost(state.settings.pod_deletion_cost);
   Output out;
   std::visit([&](const auto& alternative) { Apply(state, seq, alternative, out); }, event);
   if (!out.decisions.empty()) AnnounceDecisionEvents(state, seq, out);

@@ -341,16 +341,18 @@ void FillTypes(const State& state, PoolTemplate& t, AllocatableCache& per_nodecl
   // A pool that names its instance types (In, a finite list) has them looked up rather than
   // the catalog walked: an entry's instance-type label is its name (DeriveLabels), so no other
   // entry could be allowed. The list is sorted, so the types come in the walk's order.
+  // The catalog as the pool sees it, NodeOverlays applied.
+  const Catalog& catalog = CatalogFor(state, t.pool->name);
   const ValueSet* named = t.requirements.Get(label::kInstanceType);
   if (named != nullptr && !named->complement && !named->gt && !named->lt) {
     for (const auto& name : named->values) {
-      auto entry = state.catalog->find(name);
-      if (entry == state.catalog->end()) continue;
+      auto entry = catalog.find(name);
+      if (entry == catalog.end()) continue;
       assert(entry->second.labels.at(label::kInstanceType) == name);
       consider(entry->second);
     }
   } else {
-    for (const auto& [name, entry] : *state.catalog) consider(entry);
+    for (const auto& [name, entry] : catalog) consider(entry);
   }
   IndexOffers(t);
   t.all = TypeMask(t.types.size(), true);

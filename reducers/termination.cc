@@ -59,10 +59,14 @@ bool Inflight(const State& state, Match&& match) {
   });
 }
 
+// The earlier of its NodePool's terminationGracePeriod after deletion and the deadline a node
+// repair set.
 std::optional<Instant> DrainDeadline(const State& state, const NodeClaim& claim) {
+  std::optional<Instant> deadline = claim.termination_deadline;
   auto pool = state.nodepools.find(claim.nodepool);
-  if (pool == state.nodepools.end() || !pool->second.termination_grace_period) return std::nullopt;
-  return claim.deleting_since + *pool->second.termination_grace_period;
+  if (pool == state.nodepools.end() || !pool->second.termination_grace_period) return deadline;
+  const Instant from_pool = claim.deleting_since + *pool->second.termination_grace_period;
+  return deadline ? std::min(*deadline, from_pool) : from_pool;
 }
 
 Duration Backoff(std::int32_t refusals) {
@@ -140,8 +144,9 @@ std::optional<std::pair<const char*, bool>> ConditionOf(Transition transition) {
 // A launched claim's capacity as its status gives it: the instance type's CPU and memory, and
 // the pods and extended resources of its allocatable. Empty for a type the catalog lacks.
 Resources ClaimCapacity(const State& state, const NodeClaim& claim) {
-  const auto entry = state.catalog->find(claim.instance_type);
-  if (entry == state.catalog->end()) return {};
+  const Catalog& catalog = CatalogFor(state, claim.nodepool);
+  const auto entry = catalog.find(claim.instance_type);
+  if (entry == catalog.end()) return {};
   Resources capacity = entry->second.allocatable;
   capacity.cpu = entry->second.type.cpu;
   capacity.memory = entry->second.type.memory;
@@ -191,7 +196,9 @@ void Advance(State& state, Seq seq, NodeClaim& claim, Output& out) {
     if (node != state.nodes.end() && !node->second.volumes_attached.empty() && !expired) return;
     bool cut = node != state.nodes.end() && !PodsToDrain(state, node->first).empty();
     Record(state, seq, claim, Transition::kDrained,
-           cut ? "terminationGracePeriod reached with pods left"
+           cut ? (claim.termination_deadline && state.now >= *claim.termination_deadline
+                      ? "repaired: its pods are not waited for"
+                      : "terminationGracePeriod reached with pods left")
                : (node == state.nodes.end() ? "no node to drain" : "no pod left to evict"),
            out);
     Issue(state, seq, TerminateInstance{claim.instance_id, name}, out);

@@ -90,6 +90,7 @@ class Extractor {
   Duration tick_{0};
   std::map<std::string, NodePool> pools_;
   std::map<std::string, NodeClass> classes_;
+  std::map<std::string, NodeOverlay> overlays_;  // Each NodeOverlay as first recorded.
   std::map<std::string, sim::DaemonSetSpec> daemonsets_;
   std::map<std::string, TrackedPod> pods_;
   std::map<Group, GroupState> groups_;
@@ -149,6 +150,8 @@ void Extractor::OnEvent(const Event& event) {
           ++pool_deletions_;
         } else if constexpr (std::is_same_v<T, NodeClassUpserted>) {
           classes_.try_emplace(e.nodeclass.name, e.nodeclass);
+        } else if constexpr (std::is_same_v<T, NodeOverlayUpserted>) {
+          overlays_.try_emplace(e.overlay.name, e.overlay);
         } else if constexpr (std::is_same_v<T, DaemonSetUpserted>) {
           const Pod& p = e.daemonset.pod;
           daemonsets_.try_emplace(
@@ -487,6 +490,7 @@ sim::Scenario Extractor::Finish() {
   s_.tick = tick_;
   for (const auto& [name, pool] : pools_) s_.nodepools.push_back(pool);
   for (const auto& [name, nodeclass] : classes_) s_.nodeclasses.push_back(nodeclass);
+  for (const auto& [name, overlay] : overlays_) s_.overlays.push_back(overlay);
   for (const auto& [key, ds] : daemonsets_) s_.daemonsets.push_back(ds);
   for (const auto& [key, pdb] : pdbs_) s_.budgets.push_back(BudgetOf(key));
   for (auto& job : s_.jobs) {

@@ -107,6 +107,7 @@ std::string Text(const char* format, auto... args) {
 void ApplyConfiguration(const std::filesystem::path& file, sim::Scenario& scenario) {
   std::vector<NodePool> pools;
   std::vector<NodeClass> classes;
+  std::vector<NodeOverlay> overlays;
   try {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw sim::ScenarioError("cannot read it");
@@ -118,10 +119,12 @@ void ApplyConfiguration(const std::filesystem::path& file, sim::Scenario& scenar
         pools.push_back(kube::ParseNodePool(doc));
       } else if (kind == "EC2NodeClass") {
         classes.push_back(kube::ParseNodeClass(doc));
+      } else if (kind == "NodeOverlay") {
+        overlays.push_back(kube::ParseNodeOverlay(doc));
       } else {
         throw sim::ScenarioError("a document of kind '" + kind +
-                                 "': only karpenter.sh/v1 NodePool and karpenter.k8s.aws/v1 "
-                                 "EC2NodeClass are read");
+                                 "': only karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1 "
+                                 "EC2NodeClass and karpenter.sh/v1alpha1 NodeOverlay are read");
       }
     }
   } catch (const YAML::Exception& e) {
@@ -133,6 +136,7 @@ void ApplyConfiguration(const std::filesystem::path& file, sim::Scenario& scenar
   }
   if (pools.empty()) throw sim::ScenarioError(file.string() + ": no NodePool in the file");
   if (!classes.empty()) scenario.nodeclasses = classes;
+  if (!overlays.empty()) scenario.overlays = overlays;
   for (const NodePool& pool : pools) {
     const bool known = std::any_of(scenario.nodeclasses.begin(), scenario.nodeclasses.end(),
                                    [&](const NodeClass& c) { return c.name == pool.nodeclass; });

@@ -57,9 +57,10 @@ struct WhatIfResult {
 // action at its time). `notes` gets what could not be carried over.
 sim::Scenario ScenarioFromLog(const log::EventLog& log, std::vector<std::string>& notes);
 
-// NodePools and EC2NodeClasses from a YAML file of karpenter.sh/v1 NodePool and
-// karpenter.k8s.aws/v1 EC2NodeClass documents (several, separated by ---), put into `scenario`
-// (its EC2NodeClasses stay where the file has none). Throws sim::ScenarioError naming the file
+// NodePools, EC2NodeClasses and NodeOverlays from a YAML file of karpenter.sh/v1 NodePool,
+// karpenter.k8s.aws/v1 EC2NodeClass and karpenter.sh/v1alpha1 NodeOverlay documents (several,
+// separated by ---), put into `scenario` (its EC2NodeClasses and NodeOverlays stay where the
+// file has none). Throws sim::ScenarioError naming the file
 // and the problem: bad YAML, another kind, an invalid object, no NodePool, a nodeClassRef to
 // no EC2NodeClass.
 void ApplyConfiguration(const std::filesystem::path& file, sim::Scenario& scenario);

@@ -133,6 +133,9 @@ void ApplyEnvironment(RunOptions& options) {
       const bool on = ParseBool("FEATURE_GATES", gate.substr(eq + 1));
       if (gate.substr(0, eq) == "SpotToSpotConsolidation") s.spot_to_spot_consolidation = on;
       if (gate.substr(0, eq) == "StaticCapacity") s.static_capacity = on;
+      if (gate.substr(0, eq) == "NodeOverlay") s.node_overlay = on;
+      if (gate.substr(0, eq) == "NodeRepair") s.node_repair = on;
+      if (gate.substr(0, eq) == "PodDeletionCostManagement") s.pod_deletion_cost = on;
       start = comma + 1;
     }
   }

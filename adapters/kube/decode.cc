@@ -21,6 +21,7 @@ Event Deleted(const std::string& plural, const std::string& key) {
   if (plural == "pods") return PodDeleted{ns, name};
   if (plural == "nodes") return NodeDeleted{name};
   if (plural == "nodepools") return NodePoolDeleted{name};
+  if (plural == "nodeoverlays") return NodeOverlayDeleted{name};
   if (plural == "ec2nodeclasses") return NodeClassDeleted{name};
   if (plural == "daemonsets") return DaemonSetDeleted{ns, name};
   if (plural == "poddisruptionbudgets") return PodDisruptionBudgetDeleted{ns, name};
@@ -34,6 +35,7 @@ std::vector<Event> Upserted(const std::string& plural, const JsonValue& object) 
   if (plural == "pods") return {PodUpserted{ParsePod(object)}};
   if (plural == "nodes") return {NodeUpserted{ParseNode(object)}};
   if (plural == "nodepools") return {NodePoolUpserted{ParseNodePool(object)}};
+  if (plural == "nodeoverlays") return {NodeOverlayUpserted{ParseNodeOverlay(object)}};
   if (plural == "ec2nodeclasses") return {NodeClassUpserted{ParseNodeClass(object, true)}};
   if (plural == "daemonsets") return {DaemonSetUpserted{ParseDaemonSet(object)}};
   if (plural == "poddisruptionbudgets") {

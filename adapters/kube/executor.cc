@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <regex>
 
 #include "adapters/http/wall_clock.h"
 #include "adapters/kube/events.h"
@@ -21,16 +20,17 @@ using nlohmann::json;
 constexpr long kConflict = 409;
 constexpr long kNotFound = 404;
 constexpr char kMergePatch[] = "application/merge-patch+json";
-// The CRDs' bounds on a condition's reason and message (Kubernetes' metav1.Condition).
-constexpr std::size_t kConditionReasonMax = 1024;
-constexpr std::size_t kConditionMessageMax = 32768;
 
 json ResourceList(const Resources& r) {
   json out = json::object();
   if (r.cpu.value > 0) out["cpu"] = CpuQuantity(r.cpu);
   if (r.memory.value > 0) out["memory"] = MemoryQuantity(r.memory);
   if (r.pods > 0) out["pods"] = std::to_string(r.pods);
-  for (const auto& [name, value] : r.extended) out[name] = std::to_string(value);
+  for (const auto& [name, value] : r.extended) {
+    // Huge pages are bytes, written as memory is.
+    out[name] =
+        name.starts_with("hugepages-") ? MemoryQuantity(Bytes{value}) : std::to_string(value);
+  }
   return out;
 }
 
@@ -92,11 +92,6 @@ std::string NodeClassUnreadyMessage(const std::string& reason) {
   return "";
 }
 
-bool IsConditionReason(const std::string& text) {
-  static const std::regex kReason("[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?");
-  return !text.empty() && text.size() <= kConditionReasonMax && std::regex_match(text, kReason);
-}
-
 json WithoutFinalizer(const json& object, const std::string& finalizer) {
   json kept = json::array();
   for (const auto& f : object["metadata"].value("finalizers", json::array())) {
@@ -119,40 +114,6 @@ bool HasFinalizer(const json& object, const std::string& finalizer) {
 }
 
 }  // namespace
-
-ConditionText ConditionReason(const std::string& text, const std::string& fallback) {
-  if (IsConditionReason(text)) return {text, ""};
-  // "Reason: particulars", as the core gives a drift: the CamelCase code is the reason.
-  static const std::regex kCoded("([A-Z][A-Za-z0-9]*): (.+)");
-  std::smatch coded;
-  if (std::regex_match(text, coded, kCoded) && coded[1].str().size() <= kConditionReasonMax) {
-    return {coded[1].str(), text.substr(0, kConditionMessageMax)};
-  }
-  return {fallback, text.substr(0, kConditionMessageMax)};
-}
-
-bool IsRefusedWrite(const std::string& method, const std::string& path, int status) {
-  if (status < 400 || method == "GET") return false;
-  if (status == kNotFound && method == "DELETE") return false;
-  if (status == kConflict) return false;
-  // The object was deleted after it was read: nothing is left to write a status to.
-  if (status == kNotFound && path.ends_with("/status")) return false;
-  return !(path.ends_with("/eviction") && (status == 429 || status == kNotFound));
-}
-
-std::string CpuQuantity(Millicores cpu) {
-  if (cpu.value % 1000 == 0) return std::to_string(cpu.value / 1000);
-  return std::to_string(cpu.value) + "m";
-}
-
-std::string MemoryQuantity(Bytes memory) {
-  constexpr std::int64_t kKi = 1024;
-  const std::int64_t b = memory.value;
-  if (b % (kKi * kKi * kKi) == 0) return std::to_string(b / (kKi * kKi * kKi)) + "Gi";
-  if (b % (kKi * kKi) == 0) return std::to_string(b / (kKi * kKi)) + "Mi";
-  if (b % kKi == 0) return std::to_string(b / kKi) + "Ki";
-  return std::to_string(b);
-}
 
 json NodeClaimObject(const NodeClaim& claim) {
   json requirements = json::array();
@@ -220,6 +181,8 @@ bool KubeExecutor::Owns(const Command& command) {
          std::holds_alternative<PatchNodePoolStatus>(command.body) ||
          std::holds_alternative<PatchNodeClaimStatus>(command.body) ||
          std::holds_alternative<PatchNodeClassStatus>(command.body) ||
+         std::holds_alternative<PatchNodeOverlayStatus>(command.body) ||
+         std::holds_alternative<PatchPodDeletionCost>(command.body) ||
          std::holds_alternative<SetNodeClassFinalizer>(command.body) ||
          std::holds_alternative<RecordKubeEvent>(command.body);
 }
@@ -305,6 +268,10 @@ std::vector<Event> KubeExecutor::Execute(const Command& command) {
           return ClaimStatus(command, body);
         } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
           return ClassStatus(command, body);
+        } else if constexpr (std::is_same_v<T, PatchNodeOverlayStatus>) {
+          return OverlayStatus(command, body);
+        } else if constexpr (std::is_same_v<T, PatchPodDeletionCost>) {
+          return PodDeletionCost(command, body);
         } else if constexpr (std::is_same_v<T, SetNodeClassFinalizer>) {
           return ClassFinalizer(command, body);
         } else if constexpr (std::is_same_v<T, RecordKubeEvent>) {
@@ -592,6 +559,55 @@ std::vector<Event> KubeExecutor::ClassStatus(const Command& command,
                                        text.reason, text.message);
     return StatusPatch(current, out);
   });
+  return Result(command, response, false);
+}
+
+// ValidationSucceeded, and Ready as its root, as Karpenter's node overlay controller writes them.
+std::vector<Event> KubeExecutor::OverlayStatus(const Command& command,
+                                               const PatchNodeOverlayStatus& patch) {
+  const auto path = ResourceNamed("nodeoverlays").ObjectPath("", patch.overlay);
+  const auto response = Update(path, "status", [&](const json& overlay) -> std::optional<json> {
+    const json current = overlay.value("status", json::object());
+    const NodeOverlayStatus& s = patch.status;
+    json out = json::object();
+    out["conditions"] =
+        WithReady(MergeCondition(current.value("conditions", json::array()), "ValidationSucceeded",
+                                 s.valid, s.valid ? "ValidationSucceeded" : s.reason, s.message),
+                  {"ValidationSucceeded"});
+    return StatusPatch(current, out);
+  });
+  return Result(command, response, false);
+}
+
+// controller.kubernetes.io/pod-deletion-cost set or removed by a merge patch, on the pod of the
+// UID the value was computed for; a pod already as wanted is not written.
+std::vector<Event> KubeExecutor::PodDeletionCost(const Command& command,
+                                                 const PatchPodDeletionCost& patch) {
+  constexpr const char* kKey = "controller.kubernetes.io/pod-deletion-cost";
+  const auto path = ResourceNamed("pods").ObjectPath(patch.ns, patch.name);
+  bool replaced = false;
+  const auto response = Update(path, "", [&](const json& pod) -> std::optional<json> {
+    const json meta = pod.value("metadata", json::object());
+    if (!patch.uid.empty() && meta.value("uid", "") != patch.uid) {
+      replaced = true;
+      return std::nullopt;
+    }
+    const json notes = meta.value("annotations", json::object());
+    const auto have = notes.find(kKey);
+    const std::string want = patch.cost ? std::to_string(*patch.cost) : "";
+    if (!patch.cost && have == notes.end()) return std::nullopt;
+    if (patch.cost && have != notes.end() && have->is_string() &&
+        have->get<std::string>() == want) {
+      return std::nullopt;
+    }
+    json out = json::object();
+    out["metadata"]["annotations"][kKey] = patch.cost ? json(want) : json(nullptr);
+    return out;
+  });
+  if (replaced || response.status == kNotFound) {
+    return {CommandFailed{command.id, ErrorCode::kNotFound,
+                          "pod " + patch.ns + "/" + patch.name + " is gone or was replaced"}};
+  }
   return Result(command, response, false);
 }
 

@@ -99,6 +99,8 @@ class KubeExecutor : public runtime::Executor {
   std::vector<Event> PoolStatus(const Command& command, const PatchNodePoolStatus& patch);
   // The status subresource of an EC2NodeClass, with its Ready condition.
   std::vector<Event> ClassStatus(const Command& command, const PatchNodeClassStatus& patch);
+  std::vector<Event> OverlayStatus(const Command& command, const PatchNodeOverlayStatus& patch);
+  std::vector<Event> PodDeletionCost(const Command& command, const PatchPodDeletionCost& patch);
   std::vector<Event> ClassFinalizer(const Command& command, const SetNodeClassFinalizer& set);
 
   Client& client_;

@@ -55,6 +55,7 @@ const std::vector<Resource>& WatchedResources() {
   static const std::vector<Resource> kResources = {
       {"karpenter.k8s.aws", "v1", "ec2nodeclasses", false},
       {"karpenter.sh", "v1", "nodepools", false},
+      {"karpenter.sh", "v1alpha1", "nodeoverlays", false},
       {"karpenter.sh", "v1", "nodeclaims", false},
       {"storage.k8s.io", "v1", "storageclasses", false},
       {"storage.k8s.io", "v1", "csinodes", false},

@@ -26,6 +26,9 @@ class ObjectError : public std::runtime_error {
 Millicores ParseCpu(std::string_view quantity);
 // "1Gi", "512Mi", "1G", "1000", "1.5Gi" -> bytes.
 Bytes ParseMemory(std::string_view quantity);
+// A plain decimal ("0.25", "12") times `multiplier`, rounded up to a whole number.
+std::int64_t ParseScaledDecimal(std::string_view text, std::int64_t multiplier,
+                                std::string_view what);
 // Go durations: "720h", "1h30m", "10s", "500ms".
 Duration ParseDuration(std::string_view duration);
 // A Go duration, or "Never" (nullopt): a NodePool's expireAfter, consolidateAfter and
@@ -40,6 +43,10 @@ Instant ParseTimestamp(std::string_view timestamp);
 std::vector<YAML::Node> LoadDocuments(const std::string& text);
 
 NodePool ParseNodePool(const YAML::Node& object);  // karpenter.sh/v1 NodePool
+// karpenter.sh/v1alpha1 NodeOverlay. What the API server's schema refuses is an error; what
+// Karpenter's controller refuses at run time (a requirement on a restricted label, capacity of
+// cpu, memory, ephemeral-storage or pods) is kept in NodeOverlay::invalid.
+NodeOverlay ParseNodeOverlay(const YAML::Node& object);
 // karpenter.k8s.aws/v1 EC2NodeClass. Ready follows status.conditions[Ready]; without that
 // condition it is ready unless `needs_ready_condition` (objects read from a cluster, where the
 // NodeClass controller has not resolved it yet).
@@ -62,6 +69,7 @@ Taint ParseTaint(const YAML::Node& node);
 
 // The same, from the JSON of an object read from the API server.
 NodePool ParseNodePool(const JsonValue& object);
+NodeOverlay ParseNodeOverlay(const JsonValue& object);
 NodeClass ParseNodeClass(const JsonValue& object, bool needs_ready_condition = false);
 Pod ParsePod(const JsonValue& object);
 Node ParseNode(const JsonValue& object);

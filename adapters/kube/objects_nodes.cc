@@ -1,4 +1,6 @@
 // v1 Nodes, as the kubelet registers them and the scheduler sees them.
+#include <algorithm>
+
 #include "adapters/kube/objects.h"
 
 #include "adapters/kube/objects_parts.h"
@@ -32,7 +34,21 @@ Node ParseNodeFrom(const V& object) {
         node.volumes_attached.push_back(Str(v["name"], "status.volumesAttached.name"));
       }
       for (const V c : List(status["conditions"], "status.conditions")) {
-        if (Str(c["type"], "type") == "Ready") node.ready = Str(c["status"], "status") == "True";
+        const std::string type = Str(c["type"], "status.conditions.type");
+        const std::string state = Str(c["status"], "status.conditions.status");
+        if (type == "Ready") node.ready = state == "True";
+        // The conditions node repair watches, in the state it watches for; a missing
+        // lastTransitionTime counts as long ago, as Karpenter reads it.
+        const bool watched =
+            std::any_of(std::begin(kRepairPolicies), std::end(kRepairPolicies),
+                        [&](const RepairPolicy& p) { return type == p.type && state == p.status; });
+        if (!watched) continue;
+        Instant since;
+        if (c["lastTransitionTime"] && !c["lastTransitionTime"].IsNull()) {
+          since =
+              ParseTimestamp(Str(c["lastTransitionTime"], "status.conditions.lastTransitionTime"));
+        }
+        node.unhealthy.push_back({type, state, since});
       }
     }
   });

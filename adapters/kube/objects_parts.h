@@ -174,6 +174,8 @@ Resources ParseResourceList(const V& value, const std::string& field) {
         r.memory = ParseMemory(text);
       } else if (name == "pods") {
         r.pods = ParseCpu(text).value / 1000;
+      } else if (name.starts_with("hugepages-")) {
+        r.extended[name] = ParseMemory(text).value;  // Bytes, as the node's capacity has them.
       } else if (name != "ephemeral-storage") {
         r.extended[name] = ParseCpu(text).value / 1000;
       }

@@ -130,22 +130,29 @@ std::string OwnerKind(const V& meta) {
 }
 
 constexpr const char* kPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost";
+constexpr const char* kDisruptionCost = "karpenter.sh/disruption-cost";
 
+// An int32 annotation; anything else is the object's error (Kubernetes accepts an int32 for
+// pod-deletion-cost).
 template <class V>
-void ParseDeletionCost(const V& notes, Pod& pod) {
-  if (!notes || !notes[kPodDeletionCost]) return;
-  // Kubernetes accepts an int32; anything else is the object's error.
-  std::string text =
-      Str(notes[kPodDeletionCost], "metadata.annotations." + std::string(kPodDeletionCost));
+std::optional<std::int32_t> Int32Annotation(const V& notes, const char* key) {
+  if (!notes || !notes[key]) return std::nullopt;
+  const std::string field = "metadata.annotations." + std::string(key);
+  const std::string text = Str(notes[key], field);
   try {
     std::size_t used = 0;
     long long cost = std::stoll(text, &used);
     if (used != text.size() || cost < INT32_MIN || cost > INT32_MAX) throw std::out_of_range(text);
-    pod.deletion_cost = static_cast<std::int32_t>(cost);
+    return static_cast<std::int32_t>(cost);
   } catch (const std::exception&) {
-    throw ObjectError("metadata.annotations." + std::string(kPodDeletionCost) +
-                      ": not a 32-bit integer: " + text);
+    throw ObjectError(field + ": not a 32-bit integer: " + text);
   }
+}
+
+template <class V>
+void ParseDeletionCost(const V& notes, Pod& pod) {
+  pod.deletion_cost = Int32Annotation(notes, kPodDeletionCost).value_or(0);
+  pod.disruption_cost = Int32Annotation(notes, kDisruptionCost);
 }
 
 template <class V>

@@ -71,6 +71,15 @@ std::int64_t Scale(const Decimal& d, std::int64_t multiplier, std::int64_t divis
 
 }  // namespace
 
+std::int64_t ParseScaledDecimal(std::string_view text, std::int64_t multiplier,
+                                std::string_view what) {
+  const Decimal d = SplitDecimal(text, what);
+  if (!d.suffix.empty()) {
+    throw ObjectError("invalid " + std::string(what) + " '" + std::string(text) + "'");
+  }
+  return Scale(d, multiplier, 1);
+}
+
 Millicores ParseCpu(std::string_view quantity) {
   Decimal d = SplitDecimal(quantity, "cpu");
   if (d.suffix.empty()) return Millicores{Scale(d, 1000, 1)};

@@ -19,6 +19,7 @@ std::vector<std::string> KnownKeys(const State& state, const std::string& plural
   if (plural == "pods") return Keys(state.pods);
   if (plural == "nodes") return Keys(state.nodes);
   if (plural == "nodepools") return Keys(state.nodepools);
+  if (plural == "nodeoverlays") return Keys(state.nodeoverlays);
   if (plural == "ec2nodeclasses") return Keys(state.nodeclasses);
   if (plural == "daemonsets") return Keys(state.daemonsets);
   if (plural == "poddisruptionbudgets") return Keys(state.pdbs);

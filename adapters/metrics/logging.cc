@@ -126,6 +126,12 @@ std::string CommandTarget(const Command& command) {
                  (c.status ? "True" : "False");
         } else if constexpr (std::is_same_v<T, TagInstance>) {
           return "instance " + c.instance_id + " of nodeclaim " + c.nodeclaim;
+        } else if constexpr (std::is_same_v<T, PatchPodDeletionCost>) {
+          return "pod " + c.ns + "/" + c.name + " pod-deletion-cost " +
+                 (c.cost ? std::to_string(*c.cost) : std::string("removed"));
+        } else if constexpr (std::is_same_v<T, PatchNodeOverlayStatus>) {
+          return "nodeoverlay " + c.overlay + " " +
+                 (c.status.valid ? "ValidationSucceeded" : "not valid: " + c.status.reason);
         } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
           return "ec2nodeclass " + c.nodeclass + " " +
                  (c.resolution.reason.empty() ? "Ready" : "not Ready: " + c.resolution.reason);

@@ -118,6 +118,11 @@ Metrics::Families::Families(prometheus::Registry& r)
                               .Help("Number of balanced consolidation moves. Labeled by "
                                     "decision, NodePool, and policy.")
                               .Register(r)),
+      unhealthy_disrupted(prometheus::BuildCounter()
+                              .Name("karpenter_nodeclaims_unhealthy_disrupted_total")
+                              .Help("Number of nodeclaims deleted by node repair. Labeled by "
+                                    "condition, nodepool, capacity_type and image_id.")
+                              .Register(r)),
       scheduling_duration(prometheus::BuildHistogram()
                               .Name("karpenter_scheduler_scheduling_duration_seconds")
                               .Help("Duration of the fold that ran a provisioning scheduling "

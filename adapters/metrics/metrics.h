@@ -69,6 +69,7 @@ class Metrics : public runtime::Observer {
     std::string capacity_type;
     std::string zone;
     std::string node_name;
+    std::string image_id;
   };
   void CountCommand(const Command& command, const Output& output);
   void CountDecision(const Decision& decision);

@@ -109,6 +109,7 @@ void Metrics::OnEvent(Seq /*seq*/, const Event& event) {
     ClaimLabels& claim = claims_[launched->nodeclaim];
     claim.capacity_type = launched->capacity_type;
     claim.zone = launched->zone;
+    claim.image_id = launched->image_id;
   }
   if (const auto* message = std::get_if<InterruptionReceived>(&event)) {
     f_->interruption_received.Add({{kMessageType, MessageType(message->kind)}}).Increment();
@@ -160,6 +161,31 @@ void Metrics::CountLifecycle(const LifecycleDecision& lifecycle) {
   if (!lifecycle.node_name.empty()) claim.node_name = lifecycle.node_name;
   if (lifecycle.transition == Transition::kRegistered) {
     f_->nodes_created.Add({{kNodePool, claim.nodepool}, {kZone, claim.zone}}).Increment();
+  }
+  if (lifecycle.transition == Transition::kDeleting && lifecycle.cause == Cause::kUnhealthy) {
+    // Karpenter's node repair: reason "unhealthy", and the condition in snake case
+    // (AcceleratedHardwareReady: accelerated_hardware_ready), from "unhealthy: Type=Status ...".
+    const std::string& why = lifecycle.reason;
+    const std::size_t start = why.find(": ");
+    const std::size_t end = why.find('=');
+    std::string condition;
+    if (start != std::string::npos && end != std::string::npos && end > start) {
+      for (char c : why.substr(start + 2, end - start - 2)) {
+        if (std::isupper(static_cast<unsigned char>(c)) && !condition.empty()) condition += '_';
+        condition += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+    }
+    f_->nodeclaims_disrupted
+        .Add({{kReason, "unhealthy"},
+              {kNodePool, claim.nodepool},
+              {kCapacityType, claim.capacity_type}})
+        .Increment();
+    f_->unhealthy_disrupted
+        .Add({{"condition", condition},
+              {kNodePool, claim.nodepool},
+              {kCapacityType, claim.capacity_type},
+              {"image_id", claim.image_id}})
+        .Increment();
   }
   if (lifecycle.transition == Transition::kFinalized) {
     f_->nodeclaims_terminated

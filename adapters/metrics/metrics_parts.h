@@ -176,6 +176,7 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Histogram>& evaluation_duration;
   prometheus::Family<prometheus::Histogram>& consolidation_score;
   prometheus::Family<prometheus::Counter>& consolidation_moves;
+  prometheus::Family<prometheus::Counter>& unhealthy_disrupted;
   prometheus::Family<prometheus::Histogram>& scheduling_duration;
   prometheus::Family<prometheus::Gauge>& unschedulable_pods;
   prometheus::Family<prometheus::Counter>& interruption_received;

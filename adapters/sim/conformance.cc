@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -183,6 +184,39 @@ struct Expectations {
     }
   }
 
+  // Each NodeOverlay named has the status given: "True" (ValidationSucceeded), or the reason it
+  // is not (Conflict, RuntimeValidation).
+  void Overlays() {
+    for (const auto& kv : expect["overlays"]) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string want = kv.second.as<std::string>();
+      auto it = world.overlay_status().find(name);
+      const std::string have = it == world.overlay_status().end() ? "<no status>"
+                               : it->second.valid                 ? "True"
+                                                                  : it->second.reason;
+      if (have != want) Fail("overlays: " + name + " is " + have + ", expected " + want);
+    }
+  }
+
+  // Every instance of the type named was launched at that price (dollars an hour, as the
+  // offering's price the controller sent with the launch).
+  void Prices() {
+    for (const auto& kv : expect["prices"]) {
+      const std::string type = kv.first.as<std::string>();
+      const auto want = static_cast<std::int64_t>(std::llround(kv.second.as<double>() * 1e6));
+      bool seen = false;
+      for (const auto& [id, instance] : world.instances()) {
+        if (instance.instance_type != type) continue;
+        seen = true;
+        if (instance.price.value != want) {
+          Fail("prices: instance " + id + " (" + type + ") at " + DollarsText(instance.price) +
+               ", expected " + DollarsText(MicroUsdPerHour{want}));
+        }
+      }
+      if (!seen) Fail("prices: no instance of " + type);
+    }
+  }
+
   // Each pod named is bound to a node carrying its labels.
   void PodNodes() {
     for (const auto& kv : expect["podNode"]) {
@@ -279,6 +313,8 @@ std::vector<std::string> Check(const YAML::Node& expect, const World& world) {
   e.PodsPending();
   e.NodeLabels();
   e.InstanceTypes();
+  e.Overlays();
+  e.Prices();
   e.PodNodes();
   e.SameNode();
   e.DistinctNodes();
@@ -300,7 +336,8 @@ CaseResult RunCase(const YAML::Node& c, const std::filesystem::path& file) {
               "");
     CheckKeys(c["expect"],
               {"bound", "pending", "podsBound", "podsPending", "nodes", "instances", "launches",
-               "nodeLabels", "instanceTypes", "podNode", "sameNode", "distinctNodes", "spread"},
+               "nodeLabels", "instanceTypes", "podNode", "sameNode", "distinctNodes", "spread",
+               "overlays", "prices"},
               "expect");
     if (!c["name"] || !c["source"] || !c["expect"]) {
       throw ScenarioError("a case needs name, source and expect");

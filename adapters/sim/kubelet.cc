@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "adapters/sim/kube_scheduler.h"
+
 namespace tenon::sim {
 namespace {
 
@@ -68,6 +70,29 @@ Resources KubeletAllocatable(const InstanceType& type, const NodeClass* nodeclas
   // Other device plugins' resources, as the catalog lists them.
   for (const auto& [name, count] : type.extended) allocatable.extended[name] = count;
   return allocatable;
+}
+
+void AddOverlaidDevices(const std::vector<NodeOverlay>& overlays, const Labels& labels,
+                        Resources& allocatable) {
+  std::vector<const NodeOverlay*> ordered;
+  for (const NodeOverlay& o : overlays) {
+    if (o.invalid.empty() && LabelsMatch(LabelSelector{{}, o.requirements}, labels)) {
+      ordered.push_back(&o);
+    }
+  }
+  std::sort(ordered.begin(), ordered.end(), [](const NodeOverlay* a, const NodeOverlay* b) {
+    return a->weight != b->weight ? a->weight > b->weight : a->name > b->name;
+  });
+  std::map<std::string, std::int64_t> devices;
+  for (const NodeOverlay* o : ordered) {
+    for (const auto& [name, amount] : o->capacity) devices.try_emplace(name, amount);
+  }
+  for (const auto& [name, amount] : devices) {
+    allocatable.extended[name] = amount;
+    if (name.starts_with("hugepages-")) {
+      allocatable.memory = Bytes{std::max<std::int64_t>(0, allocatable.memory.value - amount)};
+    }
+  }
 }
 
 }  // namespace tenon::sim

@@ -22,4 +22,10 @@ inline constexpr std::int64_t kKernelMemoryPermille = 75;
 Resources KubeletAllocatable(const InstanceType& type, const NodeClass* nodeclass,
                              std::int32_t reserved_enis);
 
+// What the node's own device plugins and huge-page setup add, as the NodeOverlays describe them:
+// every resource of an overlay whose requirements the node's labels satisfy, the heaviest
+// overlay's amount first (the later name among equals), huge pages taken from the memory.
+void AddOverlaidDevices(const std::vector<NodeOverlay>& overlays, const Labels& labels,
+                        Resources& allocatable);
+
 }  // namespace tenon::sim

@@ -298,6 +298,7 @@ struct Resolver {
     static const std::map<std::string, void (Resolver::*)(const Object&), std::less<>> adders{
         {"NodePool", &Resolver::AddNodePool},
         {"EC2NodeClass", &Resolver::AddNodeClass},
+        {"NodeOverlay", &Resolver::AddNodeOverlay},
         {"Deployment", &Resolver::AddWorkload},
         {"ReplicaSet", &Resolver::AddWorkload},
         {"StatefulSet", &Resolver::AddWorkload},
@@ -319,7 +320,7 @@ struct Resolver {
           "StatefulSet, Job, DaemonSet, Pod, PodDisruptionBudget, "
           "PriorityClass, RuntimeClass, PersistentVolumeClaim, "
           "PersistentVolume, StorageClass, CSINode, Node, NodeClaim, "
-          "NodePool, EC2NodeClass)");
+          "NodePool, EC2NodeClass, NodeOverlay)");
     }
     (this->*adder->second)(o);
   }
@@ -335,6 +336,11 @@ struct Resolver {
     apply.kind = Action::Kind::kApplyNodePool;
     apply.nodepool = std::move(pool);
     s.actions.push_back(std::move(apply));
+  }
+
+  void AddNodeOverlay(const Object& o) {
+    if (o.at.value != 0) throw ScenarioError("the timeline cannot apply a NodeOverlay yet");
+    s.overlays.push_back(kube::ParseNodeOverlay(o.yaml));
   }
 
   void AddNodeClass(const Object& o) {

@@ -189,6 +189,18 @@ Action ParseAction(const YAML::Node& a) {
     if (a["zone"]) action.zone = a["zone"].as<std::string>();
     action.price_permille = std::llround(a["factor"].as<double>() * 1000);
     if (action.price_permille <= 0) throw ScenarioError("priceChange: factor must be > 0");
+  } else if (kind == "nodeCondition") {
+    action.kind = Action::Kind::kNodeCondition;
+    action.condition = a["condition"] ? a["condition"].as<std::string>() : "";
+    const std::size_t eq = action.condition.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == action.condition.size()) {
+      throw ScenarioError("nodeCondition needs condition: Type=Status (e.g. Ready=False)");
+    }
+    action.count = a["count"] ? a["count"].as<std::int64_t>() : 1;
+    if (action.count < 1 || action.count > kStormMax) {
+      throw ScenarioError("nodeCondition: count must be 1.." + std::to_string(kStormMax));
+    }
+    if (a["nodePool"]) action.in_pool = a["nodePool"].as<std::string>();
   } else if (kind == "labelNodePool") {
     action.kind = Action::Kind::kLabelNodePool;
     action.label = a["label"] ? a["label"].as<std::string>() : "";
@@ -200,7 +212,7 @@ Action ParseAction(const YAML::Node& a) {
                         "' (deleteNodeClaim, terminateInstance, strayInstance, spotInterruption, "
                         "rebalanceRecommendation, scheduledChange, instanceStopping, "
                         "malformedMessage, protectNode, labelNodePool, releaseAmi, "
-                        "spotInterruptionStorm, priceChange)");
+                        "spotInterruptionStorm, priceChange, nodeCondition)");
   }
   return action;
 }
@@ -243,7 +255,7 @@ void ParseTimelineEntry(const YAML::Node& e, std::size_t index, Scenario& s, Man
   const std::string path = "timeline[" + std::to_string(index) + "]";
   CheckKeys(e,
             {"at", "scale", "apply", "patch", "delete", "cordon", "uncordon", "do", "instanceType",
-             "zone", "capacityType", "factor", "count", "label"},
+             "zone", "capacityType", "factor", "count", "label", "condition", "nodePool"},
             path);
   int verbs = 0;
   for (const char* verb : {"scale", "apply", "patch", "delete", "cordon", "uncordon", "do"}) {
@@ -324,6 +336,9 @@ void ParseSettings(const YAML::Node& node, Settings& settings) {
     settings.spot_to_spot_consolidation =
         gates.find("SpotToSpotConsolidation=true") != std::string::npos;
     settings.static_capacity = gates.find("StaticCapacity=true") != std::string::npos;
+    settings.node_overlay = gates.find("NodeOverlay=true") != std::string::npos;
+    settings.node_repair = gates.find("NodeRepair=true") != std::string::npos;
+    settings.pod_deletion_cost = gates.find("PodDeletionCostManagement=true") != std::string::npos;
   }
   if (node["softExpiration"]) settings.soft_expiration = node["softExpiration"].as<bool>();
   if (node["consolidationMinSavingsPerHour"]) {
@@ -377,7 +392,9 @@ void CheckScenarioKeys(const YAML::Node& doc) {
               "budgets[]");
   }
   for (const auto& a : doc["actions"]) {
-    CheckKeys(a, {"at", "do", "instanceType", "zone", "capacityType", "factor", "count", "label"},
+    CheckKeys(a,
+              {"at", "do", "instanceType", "zone", "capacityType", "factor", "count", "label",
+               "condition", "nodePool"},
               "actions[]");
   }
 }
@@ -446,6 +463,7 @@ Scenario WithConfigurationOf(const Scenario& base, const Scenario& config) {
   out.name = config.name;
   out.nodepools = config.nodepools;
   out.nodeclasses = config.nodeclasses;
+  out.overlays = config.overlays;
   out.settings = config.settings;
   return out;
 }

@@ -132,6 +132,10 @@ struct Action {
     // lifecycle controller's node.kubernetes.io/unschedulable:NoSchedule taint goes on or off.
     kCordonNode,
     kUncordonNode,
+    // The `count` oldest Nodes (of NodePool `in_pool` when given) report `condition`
+    // ("Type=Status", e.g. Ready=False or AcceleratedHardwareReady=False) from now on, as a
+    // failing kubelet or the EKS node monitoring agent reports it.
+    kNodeCondition,
   };
   Duration at{0};
   Kind kind = Kind::kDeleteNodeClaim;
@@ -146,6 +150,8 @@ struct Action {
   std::string detail;                                                   // kInterruptOffering
   NodePool nodepool;                                                    // kApplyNodePool
   std::string node;                                                     // kCordonNode
+  std::string condition;                                                // kNodeCondition
+  std::string in_pool;                                                  // kNodeCondition
 };
 
 // An offering ("type/zone/capacity-type") out of capacity from `from` until `until` (scenario
@@ -179,6 +185,7 @@ struct Scenario {
   Settings settings;
   std::vector<NodePool> nodepools;
   std::vector<NodeClass> nodeclasses;
+  std::vector<NodeOverlay> overlays;  // karpenter.sh/v1alpha1 NodeOverlays, from the start.
   std::vector<InstanceType> catalog;
   std::vector<WorkloadStep> workloads;  // Sorted by time, then name.
   std::vector<Job> jobs;                // Sorted by time, then name.
@@ -214,9 +221,9 @@ Scenario LoadScenario(const std::filesystem::path& path);
 // ScenarioError, as LoadScenario's without the file's name in front.
 Scenario ParseScenario(const std::string& yaml, const std::filesystem::path& folder);
 
-// `base` run under the configuration of `config`: its NodePools, EC2NodeClasses, settings and
-// name, with everything else (catalog, workloads, jobs, actions, cloud) from `base`. What
-// `tenon simulate --compare` runs, so both configurations see the same workload.
+// `base` run under the configuration of `config`: its NodePools, EC2NodeClasses, NodeOverlays,
+// settings and name, with everything else (catalog, workloads, jobs, actions, cloud) from `base`.
+// What `tenon simulate --compare` runs, so both configurations see the same workload.
 Scenario WithConfigurationOf(const Scenario& base, const Scenario& config);
 
 // Reads a catalog in the JSON shape of data/catalog/ec2-us-east-1.json. Prices become integer

@@ -325,6 +325,10 @@ std::vector<TypeDef> NodePoolTypes() {
                          "resources:NodeClaimResources", "expireAfter",
                          "terminationGracePeriod"}},
       {"NodeClaimResources", {"requests"}},
+      {"NodeOverlay", {"apiVersion", "kind", "metadata:ObjectMeta", "spec:NodeOverlaySpec",
+                       "status"}},
+      {"NodeOverlaySpec", {"requirements:[NodeSelectorRequirement]", "price", "priceAdjustment",
+                           "capacity", "weight"}},
   };
 }
 
@@ -398,6 +402,7 @@ constexpr KindDef kKinds[] = {
     {"NodePool", "karpenter.sh/v1", "NodePool"},
     {"NodeClaim", "karpenter.sh/v1", "NodeClaim"},
     {"EC2NodeClass", "karpenter.k8s.aws/v1", "EC2NodeClass"},
+    {"NodeOverlay", "karpenter.sh/v1alpha1", "NodeOverlay"},
 };
 
 // What lies below a field.

@@ -59,6 +59,9 @@ struct World {
   poolStatus @30 :List(PoolStatus);
 
   timers @31 :List(Timer);
+
+  # The NodeOverlays' status as the controller last patched it.
+  overlayStatus @32 :List(OverlayStatus);
 }
 
 struct Instance {
@@ -87,6 +90,11 @@ struct PoolLabels {
 struct PoolStatus {
   nodePool @0 :Text;
   status @1 :Kube.NodePoolStatus;
+}
+
+struct OverlayStatus {
+  nodeOverlay @0 :Text;
+  status @1 :Kube.NodeOverlayStatus;
 }
 
 # Timer::Kind (adapters/sim/world.h), in its order.

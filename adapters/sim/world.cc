@@ -120,6 +120,7 @@ std::vector<Event> World::ListEvents() const {
     events.push_back(NodeClassResolved{c.name, Resolution(c)});
   }
   for (const auto& p : nodepools_) events.push_back(NodePoolUpserted{Pool(p)});
+  for (const auto& o : scenario_.overlays) events.push_back(NodeOverlayUpserted{o});
   for (const auto& d : scenario_.daemonsets) {
     events.push_back(DaemonSetUpserted{DaemonSet{d.ns, d.name, DaemonPod(d)}});
   }
@@ -376,6 +377,9 @@ std::vector<Event> World::Apply(const Command& command) {
         } else if constexpr (std::is_same_v<T, PatchNodeClassStatus>) {
           // The simulated EC2NodeClasses carry their resolution already (Resolved).
           return {CommandSucceeded{command.id}};
+        } else if constexpr (std::is_same_v<T, PatchNodeOverlayStatus>) {
+          record_.overlay_status[body.overlay] = body.status;
+          return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, SetNodeClassFinalizer>) {
           return SetFinalizer(command, body);
         } else if constexpr (std::is_same_v<T, EnsureInstanceProfile> ||
@@ -384,6 +388,8 @@ std::vector<Event> World::Apply(const Command& command) {
           return {CommandSucceeded{command.id}};
         } else if constexpr (std::is_same_v<T, RecordKubeEvent>) {
           return {};  // Events are not modelled; best effort, no answer.
+        } else if constexpr (std::is_same_v<T, PatchPodDeletionCost>) {
+          return PatchDeletionCost(command, body);
         } else if constexpr (std::is_same_v<T, TagInstance>) {
           // Tags are not modelled; an instance that is gone cannot be tagged.
           if (!record_.instances.contains(body.instance_id)) {

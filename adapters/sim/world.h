@@ -88,13 +88,14 @@ struct WorldRecord {
   std::map<std::string, Node> nodes;
   // Pod key -> the template it was made from (templates change by apply).
   std::map<std::string, std::string> pod_template;
-  std::map<std::string, PersistentVolumeClaim> claims;  // By namespace/name.
-  std::map<std::string, PersistentVolume> volumes;      // By name.
-  std::map<std::string, std::int64_t> replicas;         // Deployment -> desired.
-  std::map<std::string, std::size_t> deployments;       // ns/name -> its latest workload step.
-  std::map<std::string, std::int64_t> job_pods_left;    // ns/job -> pods not yet finished.
-  std::map<std::string, Labels> added_pool_labels;      // Template labels users added since.
-  std::map<std::string, NodePoolStatus> pool_status;    // As the controller last patched it.
+  std::map<std::string, PersistentVolumeClaim> claims;      // By namespace/name.
+  std::map<std::string, PersistentVolume> volumes;          // By name.
+  std::map<std::string, std::int64_t> replicas;             // Deployment -> desired.
+  std::map<std::string, std::size_t> deployments;           // ns/name -> its latest workload step.
+  std::map<std::string, std::int64_t> job_pods_left;        // ns/job -> pods not yet finished.
+  std::map<std::string, Labels> added_pool_labels;          // Template labels users added since.
+  std::map<std::string, NodePoolStatus> pool_status;        // As the controller last patched it.
+  std::map<std::string, NodeOverlayStatus> overlay_status;  // Likewise.
   std::map<std::pair<std::int64_t, std::uint64_t>, Timer> timers;
 };
 
@@ -136,6 +137,9 @@ class World : public runtime::Executor {
   const std::map<std::string, Node>& nodes() const { return record_.nodes; }
   const std::map<std::string, Pod>& pods() const { return pods_; }
   const std::map<std::string, NodePoolStatus>& pool_status() const { return record_.pool_status; }
+  const std::map<std::string, NodeOverlayStatus>& overlay_status() const {
+    return record_.overlay_status;
+  }
   const std::set<std::string>& deleting() const { return record_.deleting; }
   // kInterruptOffering actions that found no instance to deliver their message to.
   std::size_t unmatched_interruptions() const { return unmatched_interruptions_; }
@@ -281,6 +285,10 @@ class World : public runtime::Executor {
   std::vector<Event> Cordon(const Action& action);
   // kProtectNode: the oldest instance's Node gets karpenter.sh/do-not-disrupt.
   std::vector<Event> ProtectOldestNode();
+  // kNodeCondition: the oldest Nodes report the condition, since now.
+  std::vector<Event> ReportCondition(const Action& action);
+  // PatchPodDeletionCost: the pod's controller.kubernetes.io/pod-deletion-cost.
+  std::vector<Event> PatchDeletionCost(const Command& command, const PatchPodDeletionCost& patch);
   // kReleaseAmi: a new AMI release, published in every NodeClass's status.
   std::vector<Event> ReleaseAmi();
   // kLabelNodePool: a user adds `label` ("key=value") to the first NodePool's template.

@@ -76,6 +76,8 @@ std::vector<Event> World::RunAction(const Action& action) {
       return Cordon(action);
     case Action::Kind::kProtectNode:
       return ProtectOldestNode();
+    case Action::Kind::kNodeCondition:
+      return ReportCondition(action);
     case Action::Kind::kReleaseAmi:
       return ReleaseAmi();
     case Action::Kind::kLabelNodePool:
@@ -149,6 +151,36 @@ std::vector<Event> World::ProtectOldestNode() {
   Node& node = record_.nodes.at(i->node_name);
   node.do_not_disrupt = true;
   return {NodeUpserted{node}};
+}
+
+std::vector<Event> World::ReportCondition(const Action& action) {
+  std::vector<const SimInstance*> registered;
+  for (const auto& [id, i] : record_.instances) {
+    if (record_.nodes.contains(i.node_name) &&
+        (action.in_pool.empty() || i.nodepool == action.in_pool)) {
+      registered.push_back(&i);
+    }
+  }
+  std::sort(registered.begin(), registered.end(), [](const SimInstance* a, const SimInstance* b) {
+    return a->launched != b->launched ? a->launched < b->launched : a->id < b->id;
+  });
+  if (registered.size() > static_cast<std::size_t>(action.count)) registered.resize(action.count);
+  const std::size_t eq = action.condition.find('=');
+  const std::string type = action.condition.substr(0, eq);
+  const std::string status = action.condition.substr(eq + 1);
+  std::vector<Event> events;
+  for (const SimInstance* i : registered) {
+    Node& node = record_.nodes.at(i->node_name);
+    std::erase_if(node.unhealthy, [&](const NodeCondition& c) { return c.type == type; });
+    if (std::any_of(std::begin(kRepairPolicies), std::end(kRepairPolicies),
+                    [&](const RepairPolicy& p) { return type == p.type && status == p.status; })) {
+      node.unhealthy.push_back({type, status, record_.now});
+    }
+    if (type == "Ready") node.ready = status == "True";
+    events.push_back(NodeUpserted{node});
+  }
+  room_may_have_changed_ = true;
+  return events;
 }
 
 std::vector<Event> World::ReleaseAmi() {

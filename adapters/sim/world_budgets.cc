@@ -81,4 +81,18 @@ std::vector<Event> World::DeletePodNow(const Command& command, const std::string
   return {CommandSucceeded{command.id}, PodDeleted{ns, name}};
 }
 
+// The annotation set or removed as the API server's merge patch does; the pod's watch event
+// follows.
+std::vector<Event> World::PatchDeletionCost(const Command& command,
+                                            const PatchPodDeletionCost& patch) {
+  auto it = pods_.find(PodKey(patch.ns, patch.name));
+  if (it == pods_.end() || (!patch.uid.empty() && it->second.uid != patch.uid)) {
+    return {CommandFailed{command.id, ErrorCode::kNotFound, "pod " + patch.name + " not found"}};
+  }
+  const std::int32_t cost = patch.cost.value_or(0);
+  if (it->second.deletion_cost == cost) return {CommandSucceeded{command.id}};
+  it->second.deletion_cost = cost;
+  return {CommandSucceeded{command.id}, PodUpserted{it->second}};
+}
+
 }  // namespace tenon::sim

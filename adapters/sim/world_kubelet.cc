@@ -67,6 +67,11 @@ Node World::NewNode(const SimInstance& instance) const {
     labels[label::kArch] = type.arch;
     node.allocatable = KubeletAllocatable(type, nodeclass, scenario_.settings.reserved_enis);
   }
+  if (scenario_.settings.node_overlay) {
+    Labels matched = labels;
+    matched[label::kNodePool] = instance.nodepool;
+    AddOverlaidDevices(scenario_.overlays, matched, node.allocatable);
+  }
   node.labels = labels;
   return node;
 }

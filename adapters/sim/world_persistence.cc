@@ -173,6 +173,9 @@ void DecodeControllers(ws::World::Reader r, SavedWorld& w) {
   EachItem("poolStatus", r.getPoolStatus(), [&](ws::PoolStatus::Reader p, const std::string&) {
     w.record.pool_status[Str(p.getNodePool())] = codec::Get(p.getStatus());
   });
+  for (auto o : r.getOverlayStatus()) {
+    w.record.overlay_status[Str(o.getNodeOverlay())] = codec::Get(o.getStatus());
+  }
   EachItem("timers", r.getTimers(), [&](ws::Timer::Reader t, const std::string& field) {
     w.record.timers[{t.getAtNs(), t.getSequence()}] = GetTimer(t, field);
   });
@@ -387,6 +390,12 @@ void WorldFile::SaveControllers(const World& w, ws::World::Builder b) {
   for (const auto& [pool, s] : w.record_.pool_status) {
     status[i].setNodePool(Text(pool));
     codec::Put(status[i++].initStatus(), s);
+  }
+  auto overlays = b.initOverlayStatus(w.record_.overlay_status.size());
+  i = 0;
+  for (const auto& [name, s] : w.record_.overlay_status) {
+    overlays[i].setNodeOverlay(Text(name));
+    codec::Put(overlays[i++].initStatus(), s);
   }
   auto timers = b.initTimers(w.record_.timers.size());
   i = 0;

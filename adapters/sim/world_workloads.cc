@@ -34,8 +34,12 @@ std::vector<Event> World::ScaleWorkloads() {
     const WorkloadStep& pod_template = scale_only ? scenario_.workloads[known->second] : step;
     auto existing = PodsOf(step.ns, step.name);
     std::int64_t have = static_cast<std::int64_t>(existing.size());
-    // Scale down removes the newest pods first, as a ReplicaSet prefers.
+    // Scale down removes the pods of the lowest controller.kubernetes.io/pod-deletion-cost
+    // first, then the newest, as a ReplicaSet prefers.
     std::sort(existing.begin(), existing.end(), [](const auto& a, const auto& b) {
+      if (a->second.deletion_cost != b->second.deletion_cost) {
+        return a->second.deletion_cost < b->second.deletion_cost;
+      }
       const std::string &x = a->second.uid, &y = b->second.uid;
       return x.size() != y.size() ? x.size() > y.size() : x > y;
     });

@@ -46,13 +46,10 @@ std::string PdbRefusal(const State& state, const Pod& pod) {
   return {};
 }
 
-// Why the candidate may not be disrupted gracefully now, or empty: do-not-disrupt on its node
-// or a pod, or a PodDisruptionBudget that would refuse an eviction. `runs_out`: set when the
-// blocker goes away by itself at a known time. With `pods` false only the node's own
-// do-not-disrupt counts: drift under a terminationGracePeriod (Karpenter's eventual
-// disruption) goes ahead past blocked pods, which the drain deletes by the deadline.
+}  // namespace
+
 Obstacle GracefulBlocker(const State& state, const Candidate& c, std::optional<Instant>* runs_out,
-                         bool pods = true) {
+                         bool pods) {
   if (c.node->do_not_disrupt) {
     return {Cause::kDoNotDisrupt, c.node->name,
             "node " + c.node->name + " has karpenter.sh/do-not-disrupt"};
@@ -77,6 +74,8 @@ Obstacle GracefulBlocker(const State& state, const Candidate& c, std::optional<I
   }
   return {};
 }
+
+namespace {
 
 // Drift past blocked pods: the pods that can be evicted now, the ones its simulation moves
 // (Karpenter's currently reschedulable pods); the rest wait on the node for the deadline.

@@ -166,6 +166,13 @@ bool InReplacement(const State& state, const std::string& claim);
 // and, when it has not, why not.
 bool Consolidatable(const State& state, const Candidate& c);
 std::string ConsolidatableBlocker(const State& state, const Candidate& c);
+// Why the candidate may not be disrupted gracefully now, or empty: do-not-disrupt on its node
+// or a pod, or a PodDisruptionBudget that would refuse an eviction. `runs_out`: set when the
+// blocker goes away by itself at a known time. With `pods` false only the node's own
+// do-not-disrupt counts: drift under a terminationGracePeriod (Karpenter's eventual
+// disruption) goes ahead past blocked pods, which the drain deletes by the deadline.
+Obstacle GracefulBlocker(const State& state, const Candidate& c, std::optional<Instant>* runs_out,
+                         bool pods = true);
 // The claims a pass looks at, with the state's nodes by name.
 Lookups LookUpClaims(State& state);
 // Every claim the decider could look at, in disruption-cost order, each with its record in

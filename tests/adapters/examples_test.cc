@@ -20,6 +20,7 @@ constexpr std::size_t kDocumentsPerFileMax = 64;
 struct Parsed {
   std::map<std::string, NodePool> pools;
   std::map<std::string, NodeClass> classes;
+  std::map<std::string, NodeOverlay> overlays;
   std::vector<std::string> files;
 };
 
@@ -46,6 +47,9 @@ Parsed ParseFolder(const std::string& folder) {
         } else if (kind == "EC2NodeClass") {
           NodeClass nodeclass = ParseNodeClass(doc);
           parsed.classes.emplace(nodeclass.name, nodeclass);
+        } else if (kind == "NodeOverlay") {
+          NodeOverlay overlay = ParseNodeOverlay(doc);
+          parsed.overlays.emplace(overlay.name, overlay);
         } else {
           ADD_FAILURE() << path << ": unexpected kind '" << kind << "'";
         }
@@ -62,6 +66,31 @@ const Requirement& Find(const NodePool& pool, const std::string& key, Requiremen
                          [&](const Requirement& r) { return r.key == key && r.op == op; });
   if (it == pool.requirements.end()) throw std::runtime_error(pool.name + " lacks " + key);
   return *it;
+}
+
+// Karpenter's documented NodeOverlays, with the values its documentation gives them.
+TEST(Examples, NodeOverlaysParseWithTheirValues) {
+  const Parsed parsed = ParseFolder("nodeoverlays");
+  EXPECT_EQ(parsed.files,
+            (std::vector<std::string>{"conflict-resolution.yaml", "custom-devices.yaml",
+                                      "example-overlay.yaml"}));
+  const auto& overlays = parsed.overlays;
+  ASSERT_EQ(overlays.size(), 4u);
+  for (const auto& [name, overlay] : overlays) EXPECT_EQ(overlay.invalid, "") << name;
+  EXPECT_EQ(overlays.at("custom-devices").capacity,
+            (std::map<std::string, std::int64_t>{{"custom-hardware/accelerator", 2},
+                                                 {"smarter-devices/fuse", 1}}));
+  EXPECT_FALSE(overlays.at("custom-devices").price.has_value());
+  EXPECT_EQ(overlays.at("overlay-a").weight, 5);
+  EXPECT_EQ(overlays.at("overlay-a").price,
+            (PriceChange{PriceChange::Kind::kPercent, -100'000'000}));
+  EXPECT_EQ(overlays.at("overlay-a").capacity.at("hugepages-2Mi"), 50 * 1024 * 1024);
+  EXPECT_EQ(overlays.at("overlay-b").weight, 10);
+  EXPECT_EQ(overlays.at("overlay-b").price,
+            (PriceChange{PriceChange::Kind::kPercent, -200'000'000}));
+  EXPECT_EQ(overlays.at("example-overlay").requirements.size(), 3u);
+  EXPECT_EQ(overlays.at("example-overlay").price,
+            (PriceChange{PriceChange::Kind::kPercent, 100'000'000}));
 }
 
 TEST(Examples, NodePoolsParseWithTheirValues) {

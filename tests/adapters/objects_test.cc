@@ -178,5 +178,66 @@ TEST(LoadDocuments, RefusesAStrayTokenWhereYamlCppWouldLoop) {
   }
 }
 
+NodeOverlay Overlay(const std::string& spec) {
+  return ParseNodeOverlay(YAML::Load("kind: NodeOverlay\nmetadata: {name: o}\nspec: " + spec));
+}
+
+// spec.price and spec.priceAdjustment as Karpenter's CRD patterns take them: an unsigned price in
+// dollars, a signed amount, a signed percent no lower than -100%.
+TEST(ParseNodeOverlay, PricesAndAdjustments) {
+  EXPECT_EQ(Overlay("{price: \"5.00\"}").price, (PriceChange{PriceChange::Kind::kSet, 5'000'000}));
+  EXPECT_EQ(Overlay("{price: \"0.432\"}").price, (PriceChange{PriceChange::Kind::kSet, 432'000}));
+  EXPECT_EQ(Overlay("{priceAdjustment: \"+10%\"}").price,
+            (PriceChange{PriceChange::Kind::kPercent, 100'000'000}));
+  EXPECT_EQ(Overlay("{priceAdjustment: \"-100%\"}").price,
+            (PriceChange{PriceChange::Kind::kPercent, -1'000'000'000}));
+  EXPECT_EQ(Overlay("{priceAdjustment: \"+100.102%\"}").price,
+            (PriceChange{PriceChange::Kind::kPercent, 1'001'020'000}));
+  EXPECT_EQ(Overlay("{priceAdjustment: \"-0.50\"}").price,
+            (PriceChange{PriceChange::Kind::kAdd, -500'000}));
+  EXPECT_EQ(Overlay("{priceAdjustment: \"+.5\"}").price,
+            (PriceChange{PriceChange::Kind::kAdd, 500'000}));
+  EXPECT_FALSE(Overlay("{capacity: {smarter-devices/fuse: 1}}").price.has_value());
+  for (const char* refused : {"1%", "1", "1.3", "10%", "-100.0%", "-101%", "+5.", "+1e3"}) {
+    EXPECT_THROW(Overlay(std::string("{priceAdjustment: \"") + refused + "\"}"), ObjectError)
+        << refused;
+  }
+  for (const char* refused : {"+42", ".5", "42.", "42%", "-1", "1e10"}) {
+    EXPECT_THROW(Overlay(std::string("{price: \"") + refused + "\"}"), ObjectError) << refused;
+  }
+  try {
+    Overlay("{price: \"1\", priceAdjustment: \"+1%\"}");
+    ADD_FAILURE() << "both price fields accepted";
+  } catch (const ObjectError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot set both 'price' and 'priceAdjustment'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Weight, capacity and requirements; what Karpenter refuses only at run time is kept, with why.
+TEST(ParseNodeOverlay, CapacityWeightAndRuntimeValidation) {
+  NodeOverlay o = Overlay(R"({weight: 10, requirements: [{key: karpenter.sh/capacity-type,
+      operator: In, values: [spot]}], capacity: {smarter-devices/fuse: 2, hugepages-2Mi: 100Mi}})");
+  EXPECT_EQ(o.weight, 10);
+  ASSERT_EQ(o.requirements.size(), 1u);
+  EXPECT_EQ(o.capacity.at("smarter-devices/fuse"), 2);
+  EXPECT_EQ(o.capacity.at("hugepages-2Mi"), 100 * 1024 * 1024);
+  EXPECT_TRUE(o.invalid.empty()) << o.invalid;
+  EXPECT_EQ(Overlay("{}").weight, 0);
+  EXPECT_THROW(Overlay("{weight: 0}"), ObjectError);
+  EXPECT_THROW(Overlay("{weight: 10001}"), ObjectError);
+  EXPECT_NE(Overlay("{capacity: {cpu: 1}}").invalid.find("invalid capacity: cpu"),
+            std::string::npos);
+  const std::string key = "test.com.test/test-" + std::string(250, 'a');
+  EXPECT_NE(Overlay("{requirements: [{key: " + key + ", operator: Exists}]}").invalid, "");
+  EXPECT_NE(Overlay("{requirements: [{key: kubernetes.io/hostname, operator: Exists}]}").invalid,
+            "");
+  EXPECT_EQ(Overlay("{requirements: [{key: karpenter.k8s.aws/ec2nodeclass, operator: In, "
+                    "values: [default]}]}")
+                .invalid,
+            "");
+}
+
 }  // namespace
 }  // namespace tenon::kube

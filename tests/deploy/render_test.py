@@ -27,7 +27,7 @@ CLUSTER_CALLS = [
     ("karpenter.sh", "nodeoverlays/status", ["patch"]),
     ("karpenter.k8s.aws", "ec2nodeclasses", ["get", "list", "watch", "patch"]),
     ("karpenter.k8s.aws", "ec2nodeclasses/status", ["patch"]),
-    ("", "pods", ["list", "watch", "delete"]),
+    ("", "pods", ["get", "list", "watch", "patch", "delete"]),
     ("", "pods/eviction", ["create"]),
     ("", "nodes", ["get", "list", "watch", "patch", "delete"]),
     ("", "persistentvolumes", ["list", "watch"]),

@@ -162,9 +162,13 @@ std::vector<RunSetting> RunSettings() {
       {"", "FEATURE_GATES",
        [](O o) {
          return "SpotToSpotConsolidation=" + Bool(o.settings.spot_to_spot_consolidation) +
-                ",StaticCapacity=" + Bool(o.settings.static_capacity);
+                ",StaticCapacity=" + Bool(o.settings.static_capacity) +
+                ",NodeOverlay=" + Bool(o.settings.node_overlay) +
+                ",NodeRepair=" + Bool(o.settings.node_repair) +
+                ",PodDeletionCostManagement=" + Bool(o.settings.pod_deletion_cost);
        },
-       "SpotToSpotConsolidation=true,StaticCapacity=true"},
+       "SpotToSpotConsolidation=true,StaticCapacity=true,NodeOverlay=true,NodeRepair=true,"
+       "PodDeletionCostManagement=true"},
       {"", "PREFERENCE_POLICY",
        [](O o) { return std::string(o.settings.ignore_preferences ? "Ignore" : "Respect"); },
        "Ignore"},
@@ -268,9 +272,12 @@ std::vector<ScenarioSetting> ScenarioSettings() {
       {"featureGates",
        [](S s) {
          return "SpotToSpotConsolidation=" + Bool(s.spot_to_spot_consolidation) +
-                ",StaticCapacity=" + Bool(s.static_capacity);
+                ",StaticCapacity=" + Bool(s.static_capacity) +
+                ",NodeOverlay=" + Bool(s.node_overlay) + ",NodeRepair=" + Bool(s.node_repair) +
+                ",PodDeletionCostManagement=" + Bool(s.pod_deletion_cost);
        },
-       "SpotToSpotConsolidation=true,StaticCapacity=true"},
+       "SpotToSpotConsolidation=true,StaticCapacity=true,NodeOverlay=true,NodeRepair=true,"
+       "PodDeletionCostManagement=true"},
       {"softExpiration", [](S s) { return Bool(s.soft_expiration); }, "true"},
       {"consolidationMinSavingsPerHour",
        [](S s) { return NumberText(static_cast<double>(s.consolidation_min_savings.value) / 1e6); },

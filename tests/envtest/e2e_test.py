@@ -154,6 +154,7 @@ POLL_S = 0.5
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
 NODEPOOLS = "/apis/karpenter.sh/v1/nodepools"
 NODECLASSES = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
+NODEOVERLAYS = "/apis/karpenter.sh/v1alpha1/nodeoverlays"
 NODES = "/api/v1/nodes"
 PODS = "/api/v1/namespaces/default/pods"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
@@ -338,7 +339,7 @@ def install_crds():
             for crd in yaml.safe_load_all(f):
                 if crd:
                     ADMIN.apply("%s/%s" % (CRDS, crd["metadata"]["name"]), crd)
-    for path in (NODEPOOLS, NODECLAIMS, NODECLASSES):
+    for path in (NODEPOOLS, NODECLAIMS, NODECLASSES, NODEOVERLAYS):
         wait_for(path + " to be served", lambda: ADMIN.call("GET", path)[0] == 200, STARTUP_S)
 
 
@@ -1082,6 +1083,119 @@ class BalancedConsolidation(Scenario, unittest.TestCase):
         self.assertEqual(len(self.fact("after_nodes")), 1)
         self.assertEqual(len([p for p in self.fact("after_pods") if p["spec"].get("nodeName")]),
                          REPLICAS // 2)
+
+
+class NodeOverlays(Scenario, unittest.TestCase):
+    """NodeOverlays on the real control plane, the NodeOverlay gate on: the conflict-resolution
+    example of Karpenter's documentation, applied unchanged, and one more overlay of overlay-b's
+    weight on the same offerings. overlay-b's -20% makes m5.large ($0.0768/h) cheaper than
+    c5.large ($0.085/h), so every node launched is an m5.large, whose NodeClaim capacity has both
+    overlays' resources; the extra overlay is marked Conflict and applies nowhere."""
+
+    feature_gates = "NodeOverlay=true"
+
+    @classmethod
+    def scenario(cls):
+        with open(os.path.join(ROOT, "examples", "nodeoverlays", "conflict-resolution.yaml")) as f:
+            for overlay in yaml.safe_load_all(f):
+                ADMIN.post(NODEOVERLAYS, overlay)
+        ADMIN.post(NODEOVERLAYS, {
+            "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
+            "metadata": {"name": "overlay-0"},
+            "spec": {"weight": 10, "price": "0.001", "requirements": [
+                {"key": INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}]}})
+        cls.scale_up()
+        cls.snapshot("after_")
+        cls.facts["overlays"] = {name_of(o): o for o in items(NODEOVERLAYS)}
+
+    def test_overlays_report_validation_and_the_conflict(self):
+        overlays = self.fact("overlays")
+        for name in ("overlay-a", "overlay-b"):
+            self.assertEqual(condition(overlays[name], "ValidationSucceeded").get("status"),
+                             "True", name)
+            self.assertEqual(condition(overlays[name], "Ready").get("status"), "True", name)
+        lost = condition(overlays["overlay-0"], "ValidationSucceeded")
+        self.assertEqual(lost.get("status"), "False")
+        self.assertEqual(lost.get("reason"), "Conflict")
+        self.assertEqual(lost.get("message"), "conflict with another overlay")
+        self.assertEqual(condition(overlays["overlay-0"], "Ready").get("status"), "False")
+
+    def test_the_adjusted_price_chooses_m5_large(self):
+        claims = self.fact("after_claims")
+        self.assertTrue(claims)
+        for claim in claims:
+            self.assertEqual(claim["metadata"]["labels"].get(INSTANCE_TYPE), "m5.large")
+        for instance in self.fact("after_instances").values():
+            self.assertEqual(instance["InstanceType"], "m5.large")
+
+    def test_nodeclaim_capacity_has_both_overlays_resources(self):
+        for claim in self.fact("after_claims"):
+            capacity = claim["status"]["capacity"]
+            self.assertEqual(capacity.get("custom-device/gpu"), "1", name_of(claim))
+            self.assertEqual(capacity.get("hugepages-2Mi"), "50Mi", name_of(claim))
+
+
+class NodeRepair(Scenario, unittest.TestCase):
+    """Node repair on the real control plane, the NodeRepair gate on: a node whose EKS node
+    monitoring agent has reported AcceleratedHardwareReady=False for longer than the 10 minute
+    toleration (the condition's lastTransitionTime set 11 minutes back, as Karpenter's own
+    end-to-end test backdates it) has its NodeClaim deleted and its instance terminated at once,
+    and its pods run again on a node launched for them. One unhealthy node of two is within
+    the 20% limit, rounded up."""
+
+    feature_gates = "NodeRepair=true"
+
+    @classmethod
+    def scenario(cls):
+        cls.scale_up()
+        cls.snapshot("before_")
+        victim = sorted(items(NODES), key=name_of)[0]
+        cls.facts["victim"] = name_of(victim)
+        cls.facts["victim_provider"] = victim["spec"]["providerID"]
+        cls.facts["victim_claim"] = next(
+            name_of(c) for c in items(NODECLAIMS)
+            if (c.get("status") or {}).get("nodeName") == name_of(victim))
+        since = (datetime.datetime.now(datetime.timezone.utc)
+                 - datetime.timedelta(minutes=11)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = [c for c in (victim.get("status") or {}).get("conditions") or []
+                      if c.get("type") != "AcceleratedHardwareReady"]
+        conditions.append({"type": "AcceleratedHardwareReady", "status": "False",
+                           "reason": "NvidiaXID79Error", "message": "GPU has fallen off the bus",
+                           "lastHeartbeatTime": since, "lastTransitionTime": since})
+        ADMIN.patch(NODES + "/" + cls.facts["victim"] + "/status",
+                    {"status": {"conditions": conditions}})
+
+        def repaired():
+            claims = {name_of(c) for c in items(NODECLAIMS)}
+            nodes = {name_of(n) for n in items(NODES)}
+            why = []
+            if cls.facts["victim_claim"] in claims:
+                why.append("NodeClaim %s still there" % cls.facts["victim_claim"])
+            providers = {n["spec"].get("providerID") for n in items(NODES)}
+            if cls.facts["victim_provider"] in providers:
+                why.append("Node %s still there" % cls.facts["victim"])
+            return why
+        cls.converge("the unhealthy node repaired", extra=repaired)
+        cls.snapshot("after_")
+
+    def test_the_unhealthy_nodes_claim_and_instance_are_gone(self):
+        self.assertNotIn(self.fact("victim_claim"), {name_of(c) for c in self.fact("after_claims")})
+        self.assertNotIn(self.fact("victim_provider"),
+                         {n["spec"].get("providerID") for n in self.fact("after_nodes")})
+        before = {name_of(c): c for c in self.fact("before_claims")}
+        instance = self.fact("after_instances")[
+            instance_id_of(before[self.fact("victim_claim")]["status"]["providerID"])]
+        self.assertIn(instance["State"]["Name"], ("shutting-down", "terminated"))
+
+    def test_its_pods_run_again_elsewhere(self):
+        # A node is named after its private address, which a new instance may get again: the
+        # instance behind it tells them apart.
+        provider_of = {name_of(n): n["spec"].get("providerID") for n in self.fact("after_nodes")}
+        running = [p for p in self.fact("after_pods") if p["spec"].get("nodeName")]
+        self.assertEqual(len(running), REPLICAS)
+        for pod in running:
+            self.assertNotEqual(provider_of.get(pod["spec"]["nodeName"]),
+                                self.fact("victim_provider"))
 
 
 class NodePoolDeletion(Scenario, unittest.TestCase):

@@ -62,6 +62,7 @@ struct Outcome {
   std::map<std::string, Node> nodes;
   std::map<std::string, Pod> pods;
   std::map<std::string, NodePoolStatus> pool_status;
+  std::map<std::string, NodeOverlayStatus> overlay_status;
   replay::Verdict verdict = replay::Verdict::kIdentical;
   std::string verify_detail;
   std::uint64_t idle_skips = 0;  // Ticks that skipped a walk on an idle note (idle_notes.h).
@@ -300,6 +301,7 @@ inline Outcome Simulate(const std::string& yaml, const TempDir* keep = nullptr) 
   out.nodes = world.nodes();
   out.pods = world.pods();
   out.pool_status = world.pool_status();
+  out.overlay_status = world.overlay_status();
   if (std::getenv("TENON_HISTORY") != nullptr) std::printf("%s", out.Describe().c_str());
   return out;
 }

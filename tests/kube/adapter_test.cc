@@ -814,6 +814,14 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
                        {"spec", {{"role", "r"}}}})
                 .status,
             201);
+  ASSERT_EQ(admin
+                .Post("/apis/karpenter.sh/v1alpha1/nodeoverlays",
+                      {{"apiVersion", "karpenter.sh/v1alpha1"},
+                       {"kind", "NodeOverlay"},
+                       {"metadata", {{"name", "fuse"}}},
+                       {"spec", {{"requirements", json::array()}, {"price", "0.5"}}}})
+                .status,
+            201);
   const std::size_t before = admin.Get("/_test/requests").Json().size();
 
   Client client(Loopback(server.port()));
@@ -847,6 +855,7 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   run(ClaimCondition(claim.name, "Launched", true, "", "aws:///z/i-1", ""));
   run(PatchNodePoolStatus{"default", NodePoolStatus{true, 1, {}, true, {}}});
   run(PatchNode{"n1", {{"karpenter.sh/registered", "true"}}, {"a"}, {}, {}});
+  run(PatchPodDeletionCost{"default", "web-1", "", -1});
   run(EvictPod{"default", "web-1", claim.name});
   run(DeletePod{"default", "web-2", claim.name});
   run(DeleteNodeClaim{claim.name});
@@ -856,6 +865,7 @@ TEST(KubeRbac, RolesGrantExactlyWhatTheAdapterCalls) {
   status.subnets = {{"subnet-1", "us-east-1a", "", 100}};
   status.security_groups = {{"sg-1", ""}};
   run(PatchNodeClassStatus{"d", status});
+  run(PatchNodeOverlayStatus{"fuse", {false, "Conflict", "conflict with another overlay"}});
   // The EC2NodeClass finalizer, added and removed.
   run(SetNodeClassFinalizer{"d", true});
   run(SetNodeClassFinalizer{"d", false});
@@ -994,10 +1004,29 @@ TEST(KubeWriterSchemas, WrittenObjectsPassTheCrdSchemas) {
       Command{CommandId{701}, Seq{1}, PatchNodeClassStatus{"d", nodeclass_status}});
   ASSERT_EQ(status_written, (std::vector<Event>{CommandSucceeded{CommandId{701}}}));
 
+  // A NodeOverlay that lost a conflict: ValidationSucceeded False, and Ready with it.
+  ASSERT_EQ(admin
+                .Post("/apis/karpenter.sh/v1alpha1/nodeoverlays", json::parse(R"({
+      "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "a"},
+      "spec": {"requirements": [], "price": "0.5"}})"))
+                .status,
+            201);
+  run(PatchNodeOverlayStatus{"a", {false, "Conflict", "conflict with another overlay"}});
+  {
+    std::map<std::string, json> conditions;
+    const json overlay = admin.Get("/apis/karpenter.sh/v1alpha1/nodeoverlays/a").Json();
+    for (const json& c : overlay["status"]["conditions"]) conditions[c["type"]] = c;
+    EXPECT_EQ(conditions["ValidationSucceeded"]["status"], "False");
+    EXPECT_EQ(conditions["ValidationSucceeded"]["reason"], "Conflict");
+    EXPECT_EQ(conditions["ValidationSucceeded"]["message"], "conflict with another overlay");
+    EXPECT_EQ(conditions["Ready"]["status"], "False");
+  }
+
   json objects = json::array({NodeClaimObject(claim), objects_not_ready});
   for (const char* path :
        {"/apis/karpenter.sh/v1/nodeclaims/default-x7k2p", "/apis/karpenter.sh/v1/nodepools/default",
-        "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/d"}) {
+        "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/d",
+        "/apis/karpenter.sh/v1alpha1/nodeoverlays/a"}) {
     json object = admin.Get(path).Json();
     ASSERT_TRUE(object.contains("status")) << path;
     objects.push_back(object);

@@ -84,6 +84,7 @@ RESOURCES = {
     ("", "v1", "nodes"): ("Node", False, True, False),
     ("karpenter.sh", "v1", "nodepools"): ("NodePool", False, True, True),
     ("karpenter.sh", "v1", "nodeclaims"): ("NodeClaim", False, True, True),
+    ("karpenter.sh", "v1alpha1", "nodeoverlays"): ("NodeOverlay", False, True, True),
     ("karpenter.k8s.aws", "v1", "ec2nodeclasses"): ("EC2NodeClass", False, True, True),
     ("policy", "v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True, True, False),
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True, False, False),

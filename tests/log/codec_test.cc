@@ -205,7 +205,14 @@ std::vector<Event> EveryEvent() {
       WatchesStarted{},
       WatchesSynced{},
       NodeClaimObserved{ObservedClaim()},
-      NodeClassResolved{"default", Resolution()}};
+      NodeClassResolved{"default", Resolution()},
+      NodeOverlayUpserted{NodeOverlay{"spot-discount",
+                                      10,
+                                      {{label::kCapacityType, RequirementOp::kIn, {"spot"}, 0}},
+                                      PriceChange{PriceChange::Kind::kPercent, -200'000'000},
+                                      {{"smarter-devices/fuse", 1}},
+                                      ""}},
+      NodeOverlayDeleted{"spot-discount"}};
 }
 
 // Every event kind survives encode -> decode unchanged.
@@ -284,6 +291,8 @@ TEST(Codec, OutputsAndDecisionsRoundTrip) {
   out.commands.push_back(
       {CommandId{104}, Seq{3}, EnsureInstanceProfile{"default", "Node", "prod"}});
   out.commands.push_back({CommandId{105}, Seq{3}, DeleteNodeClassResources{"gpu", "prod", true}});
+  out.commands.push_back(
+      {CommandId{107}, Seq{3}, PatchNodeOverlayStatus{"a", {false, "Conflict", "conflict"}}});
   out.commands.push_back({CommandId{106}, Seq{3},
                           RecordKubeEvent{{"karpenter.k8s.aws/v1", "EC2NodeClass", "", "gpu"},
                                           "Normal",
@@ -540,6 +549,11 @@ TEST(Codec, SnapshotRestoresExactState) {
   NodeClaim& registered = f.state.nodeclaims.begin()->second;
   registered.node_name = "node-x";
   f.state.claims_by_node.Add("node-x", registered.name);
+  // A NodeOverlay and its published status (its overlaid catalogs are made again on load).
+  f.state.nodeoverlays["fuse"] = NodeOverlay{
+      "fuse", 5, {}, PriceChange{PriceChange::Kind::kAdd, 10'000}, {{"smarter-devices/fuse", 1}},
+      ""};
+  f.state.nodeoverlay_status["fuse"] = NodeOverlayStatus{false, "Conflict", "conflict"};
   std::vector<std::string> parts = EncodeSnapshotParts(f.state);
   EXPECT_EQ(parts, EncodeSnapshotParts(f.state));
   std::uint64_t stored = 0;

@@ -101,5 +101,22 @@ TEST(Simulation, MatchesAFreshPassForGroups) {
   EXPECT_EQ(sim.Without(first), Fresh(state, sim, first));
 }
 
+// A NodeOverlay's price change, as Karpenter's AdjustedPrice: an absolute price replaces the
+// cloud's, an amount is added, a percent scales it (rounded to the micro-dollar), and the result
+// is never below zero.
+TEST(NodeOverlayPrice, SetAddPercentAndClamp) {
+  using K = PriceChange::Kind;
+  const MicroUsdPerHour base{96'000};
+  EXPECT_EQ(core::AdjustedPrice(base, {K::kSet, 5'000'000}), MicroUsdPerHour{5'000'000});
+  EXPECT_EQ(core::AdjustedPrice(base, {K::kAdd, 10'000}), MicroUsdPerHour{106'000});
+  EXPECT_EQ(core::AdjustedPrice(base, {K::kPercent, 100'000'000}), MicroUsdPerHour{105'600});
+  EXPECT_EQ(core::AdjustedPrice(base, {K::kPercent, -50'000'000}), MicroUsdPerHour{91'200});
+  EXPECT_EQ(core::AdjustedPrice(base, {K::kPercent, 0}), base);
+  EXPECT_EQ(core::AdjustedPrice(base, {K::kPercent, -1'000'000'000}), MicroUsdPerHour{0});
+  EXPECT_EQ(core::AdjustedPrice(MicroUsdPerHour{250'000}, {K::kAdd, -500'000}), MicroUsdPerHour{0});
+  EXPECT_EQ(core::AdjustedPrice(MicroUsdPerHour{3}, {K::kPercent, 500'000'000}),
+            MicroUsdPerHour{5});  // 4.5 rounds half away from zero.
+}
+
 }  // namespace
 }  // namespace tenon::testing

@@ -289,7 +289,9 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   Node node{"node-1", "aws:///us-east-1a/i-1",
             {},       {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}},
             false,    {},
-            kT0,      {}};
+            kT0,      {},
+            false,    false,
+            {}};
   Output reg = f.Fold(NodeUpserted{node});
   EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
   auto patches = CommandsOf<PatchNode>(reg);
@@ -808,7 +810,9 @@ TEST(Lifecycle, NodeOutOfSyncIsPatchedAgain) {
   Node node{"node-1", "aws:///us-east-1a/i-1",
             {},       {{label::kUnregisteredTaint, "", TaintEffect::kNoExecute}},
             false,    {},
-            kT0,      {}};
+            kT0,      {},
+            false,    false,
+            {}};
   Output first = f.Fold(NodeUpserted{node});
   ASSERT_EQ(CommandsOf<PatchNode>(first).size(), 1u);
   EXPECT_TRUE(f.Fold(NodeUpserted{node}).commands.empty()) << "a patch is already in flight";
