@@ -52,7 +52,9 @@ std::string OfferingSlot(const Offering& o) {
 // with the overlay's: each key the overlay names must have a value both allow; a key neither
 // the type nor the pool defines allows only NotIn and DoesNotExist.
 bool TypeMatches(const Requirements& want, const NodePool& pool, const CatalogEntry& entry) {
-  for (const auto& [key, set] : want.sets()) {
+  for (const auto& requirement : want.sets()) {
+    const std::string& key = requirement.first;
+    const ValueSet& set = requirement.second;  // Named: a lambda below takes it.
     std::vector<std::string_view> values;
     if (key == label::kZone || key == label::kCapacityType) {
       for (const Offering& o : entry.type.offerings) {
