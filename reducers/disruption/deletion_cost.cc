@@ -72,27 +72,26 @@ bool Undisruptable(const State& state, const ClaimFacts& facts) {
                      [](const auto& entry) { return Pins(*entry.second); });
 }
 
-// Writes `cost` (none: removes it) on the node's ReplicaSet pods that do not have it; returns
-// whether any needed it. An annotation of 0 is as good as none to the ReplicaSet controller.
-bool Write(State& state, Seq seq, const PodTable::Bound& bound, std::optional<std::int32_t> cost,
-           const std::set<std::string>& inflight, Output& out) {
-  bool wrote = false;
-  for (const auto& [key, pod] : bound.pods) {
-    if (pod->Terminating() || !(pod->owner_kind == "ReplicaSet")) continue;
-    if (pod->deletion_cost == cost.value_or(0) || inflight.contains(std::string(key))) continue;
-    Issue(state, seq, PatchPodDeletionCost{pod->ns.str(), pod->name, pod->uid, cost}, out);
-    wrote = true;
-  }
-  return wrote;
+// Whether the pod is one the controller writes and does not have `cost` yet (none: removed; an
+// annotation of 0 is as good as none to the ReplicaSet controller).
+bool Wants(const Pod& pod, std::optional<std::int32_t> cost) {
+  return !pod.Terminating() && pod.owner_kind == "ReplicaSet" &&
+         pod.deletion_cost != cost.value_or(0);
 }
 
 // Whether a write to the node would change any pod (what counts against the pass's cap).
 bool Needs(const PodTable::Bound& bound, std::optional<std::int32_t> cost) {
-  return std::any_of(bound.pods.begin(), bound.pods.end(), [&](const auto& entry) {
-    const Pod& pod = *entry.second;
-    return !pod.Terminating() && pod.owner_kind == "ReplicaSet" &&
-           pod.deletion_cost != cost.value_or(0);
-  });
+  return std::any_of(bound.pods.begin(), bound.pods.end(),
+                     [&](const auto& entry) { return Wants(*entry.second, cost); });
+}
+
+// Writes `cost` on the node's pods that want it, but those with a write in flight.
+void Write(State& state, Seq seq, const PodTable::Bound& bound, std::optional<std::int32_t> cost,
+           const std::set<std::string>& inflight, Output& out) {
+  for (const auto& [key, pod] : bound.pods) {
+    if (!Wants(*pod, cost) || inflight.contains(std::string(key))) continue;
+    Issue(state, seq, PatchPodDeletionCost{pod->ns.str(), pod->name, pod->uid, cost}, out);
+  }
 }
 
 }  // namespace
