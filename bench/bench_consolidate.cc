@@ -59,7 +59,7 @@ double Pass(State state, DisruptionDecision* decision) {
 }
 
 std::size_t WithPods(const State& state, Simulation& sim, std::vector<std::string>* out) {
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (!sim.PodsOf(claim).empty()) out->push_back(name);
   }
   return out->size();
@@ -70,7 +70,7 @@ double FreshSeconds(const State& state, Simulation& sim, const std::vector<std::
                     std::size_t n) {
   auto start = Clock::now();
   for (std::size_t i = 0; i < n && i < claims.size(); ++i) {
-    Schedule(state, sim.PodsOf(state.nodeclaims.at(claims[i])), {claims[i]});
+    Schedule(state, sim.PodsOf(state.lifecycle.nodeclaims.at(claims[i])), {claims[i]});
   }
   return Since(start) / static_cast<double>(std::min(n, claims.size()));
 }
@@ -111,7 +111,8 @@ bool SingleNode(const std::vector<InstanceType>& types, std::size_t pods) {
   std::printf(
       "single-node: %zu nodes, %zu pods, %zu candidates (%zu could be deleted, %zu replaced by "
       "one node)\n",
-      state.nodeclaims.size(), state.pods.size(), claims.size(), deletable, replaceable);
+      state.lifecycle.nodeclaims.size(), state.cluster.pods.size(), claims.size(), deletable,
+      replaceable);
   std::printf(
       "  every candidate: %.4f s (pass built in %.4f s); one simulation median %.1f us, p99 %.1f "
       "us | fresh-pass baseline %.1f us per simulation (%.0fx)\n",
@@ -137,7 +138,7 @@ bool MultiNode(const std::vector<InstanceType>& types, std::size_t pods) {
       [&] {
         std::vector<const Pod*> all;
         for (const auto& c : hundred) {
-          const auto& mine = sim.PodsOf(state.nodeclaims.at(c));
+          const auto& mine = sim.PodsOf(state.lifecycle.nodeclaims.at(c));
           all.insert(all.end(), mine.begin(), mine.end());
         }
         return all;
@@ -147,8 +148,8 @@ bool MultiNode(const std::vector<InstanceType>& types, std::size_t pods) {
   std::printf(
       "multi-node: %zu nodes, %zu pods; one disruption pass: %.4f s (%s %s, %zu nodes) | "
       "fresh-pass baseline for the 100-node group alone: %.4f s\n",
-      state.nodeclaims.size(), state.pods.size(), pass, Name(decision.method), Name(decision.phase),
-      decision.nodeclaims.size(), fresh);
+      state.lifecycle.nodeclaims.size(), state.cluster.pods.size(), pass, Name(decision.method),
+      Name(decision.phase), decision.nodeclaims.size(), fresh);
   return decision.method == DisruptionMethod::kMultiNodeConsolidation &&
          decision.nodeclaims.size() >= 2;
 }

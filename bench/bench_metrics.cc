@@ -17,7 +17,7 @@ tenon::State MakeState(int nodes, int pods_per_node, int pools) {
     tenon::NodePool pool;
     pool.name = "pool-" + std::to_string(p);
     pool.limits.cpu = tenon::Millicores(1'000'000);
-    state.nodepools[pool.name] = pool;
+    state.cluster.nodepools[pool.name] = pool;
   }
   for (int n = 0; n < nodes; ++n) {
     tenon::Node node;
@@ -33,8 +33,8 @@ tenon::State MakeState(int nodes, int pods_per_node, int pools) {
     claim.nodepool = node.labels.at(tenon::label::kNodePool);
     claim.node_name = node.name;
     claim.allocatable = node.allocatable;
-    state.nodeclaims[claim.name] = claim;
-    state.claims_by_node.Add(claim.node_name, claim.name);
+    state.lifecycle.nodeclaims[claim.name] = claim;
+    state.lifecycle.claims_by_node.Add(claim.node_name, claim.name);
     for (int i = 0; i < pods_per_node; ++i) {
       tenon::Pod pod;
       pod.ns = "default";
@@ -43,9 +43,9 @@ tenon::State MakeState(int nodes, int pods_per_node, int pools) {
       pod.phase = tenon::PodPhase::kRunning;
       pod.requests.cpu = tenon::Millicores(250);
       pod.requests.memory = tenon::Bytes(256LL << 20);
-      state.pods.Upsert(pod.ns + "/" + pod.name, pod);
+      state.cluster.pods.Upsert(pod.ns + "/" + pod.name, pod);
     }
-    state.nodes[node.name] = node;
+    state.cluster.nodes[node.name] = node;
   }
   return state;
 }
@@ -76,13 +76,14 @@ int main(int argc, char** argv) {
   std::int64_t sink = 0;
   for (int i = 0; i < rounds; ++i) {
     std::map<std::string, std::int64_t> per_node;
-    for (const auto& [key, pod] : state.pods) per_node[pod.node_name] += pod.requests.cpu.value;
+    for (const auto& [key, pod] : state.cluster.pods)
+      per_node[pod.node_name] += pod.requests.cpu.value;
     sink += static_cast<std::int64_t>(per_node.size());
   }
   const double baseline_ms = Millis(Clock::now() - start) / rounds;
 
   std::printf("ObserveState, %d nodes, %zu pods: first %.1f ms, then %.1f ms per call\n", nodes,
-              state.pods.size(), first_ms, steady_ms);
+              state.cluster.pods.size(), first_ms, steady_ms);
   std::printf("baseline (pods summed per node only): %.1f ms per pass (%lld)\n", baseline_ms,
               static_cast<long long>(sink % 2));
   return steady_ms > 0 ? 0 : 1;

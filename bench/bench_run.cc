@@ -153,8 +153,8 @@ void PrintWorld(const char* when, Instant now, const sim::World& world, const St
   std::printf("  %-12s t=%5" PRId64
               " s  nodes %5zu  nodeclaims %5zu  pods bound %6zu  pending %5zu"
               "  RSS %6.1f MB\n",
-              when, (now - kStart).value / kSecond.value, w.nodes, state.nodeclaims.size(),
-              w.pods_bound, w.pods_pending, StatusMb("VmRSS:"));
+              when, (now - kStart).value / kSecond.value, w.nodes,
+              state.lifecycle.nodeclaims.size(), w.pods_bound, w.pods_pending, StatusMb("VmRSS:"));
   std::fflush(stdout);
 }
 
@@ -255,10 +255,10 @@ CoreOnly FoldCoreOnly(const log::EventLog& log, Seq churn_from) {
     std::decay_t<decltype(part)>().swap(part);
     return before - HeapMb();
   };
-  core.pods_heap_mb = freed(state.pods);
-  core.nodes_heap_mb = freed(state.nodes);
-  core.nodeclaims_heap_mb = freed(state.nodeclaims);
-  core.catalog_heap_mb = freed(state.catalog.Mutable());
+  core.pods_heap_mb = freed(state.cluster.pods);
+  core.nodes_heap_mb = freed(state.cluster.nodes);
+  core.nodeclaims_heap_mb = freed(state.lifecycle.nodeclaims);
+  core.catalog_heap_mb = freed(state.cluster.catalog.Mutable());
   return core;
 }
 
@@ -283,7 +283,8 @@ void ReportIdleTicks(const std::vector<InstanceType>& catalog, std::size_t pods)
       "\nidle ticks (%d after %d to settle) on an idle cluster of %zu nodes and %zu pods: "
       "%.1f us each (%zu outputs) | baseline, the same ticks on an empty cluster: %.1f us "
       "each\n",
-      kIdleTicks, kSettleTicks, state.nodes.size(), state.pods.size(), tick_us, outputs, empty_us);
+      kIdleTicks, kSettleTicks, state.cluster.nodes.size(), state.cluster.pods.size(), tick_us,
+      outputs, empty_us);
   std::printf("  idle tick %.1f us: %s (target < %.0f us)\n", tick_us,
               Verdict(tick_us < kTargetIdleTickUs), kTargetIdleTickUs);
 }

@@ -61,7 +61,7 @@ std::vector<InstanceType> PickTypes(const std::vector<InstanceType>& all) {
 // type's allocatable, with no constraints at all.
 std::size_t FirstFitDecreasing(const State& state, std::vector<const Pod*> pods) {
   Resources bin_size;
-  for (const auto& [name, entry] : *state.catalog) {
+  for (const auto& [name, entry] : *state.cluster.catalog) {
     if (entry.allocatable.cpu > bin_size.cpu) bin_size = entry.allocatable;
   }
   std::sort(pods.begin(), pods.end(), [](const Pod* a, const Pod* b) {
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   }
   State state = MakeState(PickTypes(all));
   std::printf("catalog: %zu types, %zu in the benchmark NodePool\n", all.size(),
-              state.catalog->size());
+              state.cluster.catalog->size());
 
   // The 20,000-pod case first, so the peak-memory figure is its own.
   std::size_t big = quick ? 2000 : 20000;

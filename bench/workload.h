@@ -138,9 +138,9 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
                        {label::kCapacityType, RequirementOp::kIn, {kCapacityOnDemand}, 0}};
   pool.budgets = {DisruptionBudget{budget, "", Duration{0}, {}}};
   Step(state, Seq{5}, NodePoolUpserted{pool});
-  for (Pod& pod : DiversePods(pods, true)) state.pods.Upsert(PodKey(pod.ns, pod.name), pod);
+  for (Pod& pod : DiversePods(pods, true)) state.cluster.pods.Upsert(PodKey(pod.ns, pod.name), pod);
   ScheduleResult result = Schedule(state);
-  const CatalogEntry& entry = state.catalog->at(type);
+  const CatalogEntry& entry = state.cluster.catalog->at(type);
   for (std::size_t i = 0; i < result.claims.size(); ++i) {
     const PlannedClaim& plan = result.claims[i];
     const OfferingChoice& offer = plan.offerings.front();
@@ -157,8 +157,8 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
     claim.node_name = "node-" + std::to_string(i);
     claim.allocatable = entry.allocatable;
     claim.created = claim.launched = claim.registered = claim.initialized = kT0;
-    claim.nodepool_hash = TemplateHash(state.nodepools.at(pool.name));
-    claim.nodeclass_hash = NodeClassHash(state.nodeclasses.at(nodeclass.name));
+    claim.nodepool_hash = TemplateHash(state.cluster.nodepools.at(pool.name));
+    claim.nodeclass_hash = NodeClassHash(state.cluster.nodeclasses.at(nodeclass.name));
     Node node;
     node.name = claim.node_name;
     Labels labels = entry.labels;
@@ -172,28 +172,28 @@ inline State MakeCluster(const std::vector<InstanceType>& types, const std::stri
     node.ready = true;
     node.allocatable = entry.allocatable;
     node.created = kT0;
-    state.nodes[node.name] = node;
-    state.nodeclaims[claim.name] = claim;
-    state.claims_by_node.Add(claim.node_name, claim.name);
+    state.cluster.nodes[node.name] = node;
+    state.lifecycle.nodeclaims[claim.name] = claim;
+    state.lifecycle.claims_by_node.Add(claim.node_name, claim.name);
   }
   std::size_t n = 0;
   for (const auto& outcome : result.pods) {
-    auto pod = state.pods.find(outcome.pod);
+    auto pod = state.cluster.pods.find(outcome.pod);
     bool drop = outcome.target.empty() || ++n % drop_every == 0;
     if (drop) {
-      state.pods.Erase(pod);
+      state.cluster.pods.Erase(pod);
       continue;
     }
     Pod bound = pod->second;
     bound.node_name = "node-" + outcome.target.substr(1);
     bound.phase = PodPhase::kRunning;
     bound.unschedulable = false;
-    state.pods.Upsert(pod->first, std::move(bound));
+    state.cluster.pods.Upsert(pod->first, std::move(bound));
   }
   pool.requirements.erase(pool.requirements.begin());  // Any type from now on.
   Step(state, Seq{6}, NodePoolUpserted{pool});
-  for (auto& [name, claim] : state.nodeclaims) {
-    claim.nodepool_hash = TemplateHash(state.nodepools.at(pool.name));
+  for (auto& [name, claim] : state.lifecycle.nodeclaims) {
+    claim.nodepool_hash = TemplateHash(state.cluster.nodepools.at(pool.name));
   }
   state.batch = BatchWindow{};
   state.now = kT0 + 60 * kMinute;

@@ -100,11 +100,11 @@ std::string Gib(Bytes b) {
 }
 
 void PrintPools(const State& state) {
-  for (const auto& [name, pool] : state.nodepools) {
+  for (const auto& [name, pool] : state.cluster.nodepools) {
     Resources used;
     std::size_t claims = 0;
     MicroUsdPerHour cost{0};
-    for (const auto& [n, c] : state.nodeclaims) {
+    for (const auto& [n, c] : state.lifecycle.nodeclaims) {
       if (c.nodepool != name) continue;
       ++claims, cost += c.price;
       used = used + c.allocatable;
@@ -125,7 +125,7 @@ void PrintState(const State& state) {
   PrintPools(state);
   std::map<std::string, std::vector<std::string>> pods_on;
   std::vector<std::string> pending;
-  for (const auto& [key, pod] : state.pods) {
+  for (const auto& [key, pod] : state.cluster.pods) {
     if (pod.node_name.empty()) {
       if (pod.phase != PodPhase::kSucceeded && pod.phase != PodPhase::kFailed)
         pending.push_back(key);
@@ -133,7 +133,7 @@ void PrintState(const State& state) {
       pods_on[pod.node_name].push_back(key);
     }
   }
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     const auto& pods = pods_on[claim.node_name];
     std::printf("  %-22s %-12s %-11s %-10s %s/h  node %s (%zu pods)%s%s\n", name.c_str(),
                 claim.instance_type.c_str(), claim.zone.c_str(), claim.capacity_type.c_str(),
@@ -146,8 +146,8 @@ void PrintState(const State& state) {
     for (const auto& pod : pods) line += " " + pod;
     if (!line.empty()) std::printf("      pods:%s\n", line.c_str());
   }
-  std::printf("pods %zu, pending %zu, commands in flight %zu\n", state.pods.size(), pending.size(),
-              state.inflight.size());
+  std::printf("pods %zu, pending %zu, commands in flight %zu\n", state.cluster.pods.size(),
+              pending.size(), state.inflight.size());
   std::string line;
   for (const auto& pod : pending) line += " " + pod;
   if (!line.empty()) std::printf("pending:%s\n", line.c_str());

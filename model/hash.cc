@@ -459,13 +459,17 @@ static_assert(FieldCount<PatchNodeOverlayStatus>() == 2,
 static_assert(FieldCount<PatchPodDeletionCost>() == 4,
               "PatchPodDeletionCost: hash the field added");
 static_assert(FieldCount<Command>() == 3, "Command: hash the field added");
-// The State's shared parts and indexes (pod_parts, node_parts, claim_parts, claims_by_node) are
-// made from the fields StateHash takes and are not hashed themselves, nor are the idle notes
-// (what a walk found settled) and the overlaid catalogs (made from the catalog, the NodePools
-// and the NodeOverlays): 48 fields and those 6.
 static_assert(FieldCount<PendingDisruption>() == 2, "PendingDisruption: hash the field added");
 static_assert(FieldCount<DisruptionProposal>() == 2, "DisruptionProposal: hash the field added");
-static_assert(FieldCount<State>() == 48 + 6, "State: hash the field added (StateHash)");
+// The State, slice by slice. The shared parts and indexes (the cluster's pod_parts and
+// node_parts, the lifecycle's claim_parts and claims_by_node) are made from the fields StateHash
+// takes and are not hashed themselves, nor are the overlaid catalogs (made from the catalog, the
+// NodePools and the NodeOverlays) and the idle notes (what a walk found settled).
+static_assert(FieldCount<ClusterView>() == 14 + 3, "ClusterView: hash the field added");
+static_assert(FieldCount<ClaimLifecycle>() == 8 + 2, "ClaimLifecycle: hash the field added");
+static_assert(FieldCount<NodeClassLifecycle>() == 2, "NodeClassLifecycle: hash the field added");
+static_assert(FieldCount<DisruptionState>() == 11, "DisruptionState: hash the field added");
+static_assert(FieldCount<State>() == 17 + 1, "State: hash the field added (StateHash)");
 
 }  // namespace
 
@@ -484,41 +488,48 @@ std::uint64_t NodeClassHash(const NodeClass& c) {
 std::uint64_t StateHash(const State& s) {
   Hasher h;
   All(h, s.last_seq, s.now, s.started, s.seed, s.version, s.settings);
-  All(h, s.nodepools, s.nodeclasses, *s.catalog, s.pods, s.nodes, s.nodeclaims,
-      s.unavailable_offerings);
-  All(h, s.batch, s.inflight, s.next_command, s.next_decision, s.next_nodeclaim, s.rejected_inputs);
-  if (!s.relaunches.empty()) All(h, s.relaunches);  // As launch_failures (NodeClaim's).
-  All(h, s.daemonsets, s.pvcs, s.pvs, s.storage_classes, s.csi_nodes);
-  All(h, s.nodepool_status, s.last_instance_listing, s.registration_healthy);
+  All(h, s.cluster.nodepools, s.cluster.nodeclasses, *s.cluster.catalog, s.cluster.pods,
+      s.cluster.nodes, s.lifecycle.nodeclaims, s.lifecycle.unavailable_offerings);
+  All(h, s.batch, s.inflight, s.next_command, s.next_decision, s.lifecycle.next_nodeclaim,
+      s.rejected_inputs);
+  if (!s.lifecycle.relaunches.empty())
+    All(h, s.lifecycle.relaunches);  // As launch_failures (NodeClaim's).
+  All(h, s.cluster.daemonsets, s.cluster.pvcs, s.cluster.pvs, s.cluster.storage_classes,
+      s.cluster.csi_nodes);
+  All(h, s.lifecycle.nodepool_status, s.lifecycle.last_instance_listing,
+      s.lifecycle.registration_healthy);
   // The pending decision and the latest proposal as the loose fields they once were.
-  const std::optional<PendingDisruption>& pending = s.pending_disruption;
+  const std::optional<PendingDisruption>& pending = s.disruption.pending;
   const std::string_view pending_method = pending ? Name(pending->method) : "";
-  All(h, OrStoredNone(s.last_disruption_pass), pending_method,
-      pending ? pending->nodeclaims : std::vector<std::string>{}, s.latest_proposal.at,
-      s.last_disruption_digest);
-  All(h, s.pdbs, s.latest_proposal.replacements, s.replacing, s.handled_messages);
-  All(h, s.watches_synced);
+  All(h, OrStoredNone(s.disruption.last_pass), pending_method,
+      pending ? pending->nodeclaims : std::vector<std::string>{}, s.disruption.latest_proposal.at,
+      s.disruption.last_digest);
+  All(h, s.cluster.pdbs, s.disruption.latest_proposal.replacements, s.disruption.replacing,
+      s.disruption.handled_messages);
+  All(h, s.cluster.watches_synced);
   // Fields added later are hashed only when set, so snapshots written before them keep their
   // stored hash and an upgraded controller recovers from them.
-  if (!s.finished_nodeclaims.empty()) All(h, s.finished_nodeclaims);
-  if (s.cluster_generation != 0 || s.consolidated_generation != 0) {
-    All(h, s.cluster_generation, s.consolidated_generation, OrStoredNone(s.consolidated_at));
+  if (!s.lifecycle.finished_nodeclaims.empty()) All(h, s.lifecycle.finished_nodeclaims);
+  if (s.cluster_generation != 0 || s.disruption.consolidated_generation != 0) {
+    All(h, s.cluster_generation, s.disruption.consolidated_generation,
+        OrStoredNone(s.disruption.consolidated_at));
   }
-  if (s.consolidation_recheck_at) All(h, *s.consolidation_recheck_at);
-  if (!s.nodeclass_resolutions.empty()) {
-    All(h, std::string_view("nodeclass_resolutions"), s.nodeclass_resolutions);
+  if (s.disruption.recheck_at) All(h, *s.disruption.recheck_at);
+  if (!s.nodeclass.resolutions.empty()) {
+    All(h, std::string_view("nodeclass_resolutions"), s.nodeclass.resolutions);
   }
-  if (!s.nodeclass_terminations.empty()) {
-    All(h, std::string_view("nodeclass_terminations"), s.nodeclass_terminations);
+  if (!s.nodeclass.terminations.empty()) {
+    All(h, std::string_view("nodeclass_terminations"), s.nodeclass.terminations);
   }
   if (s.event_limits != EventLimits{}) All(h, std::string_view("event_limits"), s.event_limits);
-  if (!s.nodeoverlays.empty()) All(h, std::string_view("nodeoverlays"), s.nodeoverlays);
-  if (s.deletion_cost_ranked_at) {
-    All(h, std::string_view("deletion_cost"), *s.deletion_cost_ranked_at,
-        s.deletion_cost_generation);
+  if (!s.cluster.nodeoverlays.empty())
+    All(h, std::string_view("nodeoverlays"), s.cluster.nodeoverlays);
+  if (s.disruption.deletion_cost_ranked_at) {
+    All(h, std::string_view("deletion_cost"), *s.disruption.deletion_cost_ranked_at,
+        s.disruption.deletion_cost_generation);
   }
-  if (!s.nodeoverlay_status.empty()) {
-    All(h, std::string_view("nodeoverlay_status"), s.nodeoverlay_status);
+  if (!s.cluster.nodeoverlay_status.empty()) {
+    All(h, std::string_view("nodeoverlay_status"), s.cluster.nodeoverlay_status);
   }
   return h.Digest();
 }

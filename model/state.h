@@ -353,14 +353,15 @@ struct OverlaidCatalogs {
   friend bool operator==(const OverlaidCatalogs&, const OverlaidCatalogs&) { return true; }
 };
 
-struct State {
-  Seq last_seq{0};
-  Instant now;
-  bool started = false;
-  std::uint64_t seed = 0;
-  std::string version;
-  Settings settings;
+// The State is made of slices, each with one writer: the reducers named above each slice change
+// it, and every other part of the core only reads it (scripts/lint-writers checks the core's
+// sources for writes from elsewhere). A reducer that needs another slice changed asks its
+// writer, through the functions reducers/internal.h declares.
 
+// The cluster as its inputs report it: the objects watched in Kubernetes, the catalog, and what
+// is made of them. Written by the fold of the events that carry them (reducers/step.cc) and by
+// the NodeOverlays' catalogs and status (reducers/overlays.cc).
+struct ClusterView {
   std::map<std::string, NodePool> nodepools;
   std::map<std::string, NodeClass> nodeclasses;
   // The catalog, shared between copies of the state (a snapshot's copy among them): it is the
@@ -369,73 +370,108 @@ struct State {
   PodTable pods;
   SharedPodParts pod_parts;  // Each pod's labels and constraints, shared.
   std::map<std::string, Node> nodes;
-  SharedNodeParts node_parts;  // Each node's label keys and values, shared.
-  std::map<std::string, NodeClaim> nodeclaims;
-  SharedClaimParts claim_parts;  // Each claim's requirements and candidate types, shared.
-  ClaimsByNode claims_by_node;
+  SharedNodeParts node_parts;                         // Each node's label keys and values, shared.
   std::map<std::string, DaemonSet> daemonsets;        // Keyed by namespace/name.
   std::map<std::string, PersistentVolumeClaim> pvcs;  // Keyed by namespace/name.
   std::map<std::string, PersistentVolume> pvs;
   std::map<std::string, StorageClass> storage_classes;
   std::map<std::string, CsiNode> csi_nodes;
   std::map<std::string, PodDisruptionBudget> pdbs;  // Keyed by namespace/name.
-  // Offerings that failed with a capacity error, keyed "type/zone/capacity-type", until when.
-  std::map<std::string, Instant> unavailable_offerings;
-  // Each EC2NodeClass's latest NodeClassResolved, by name: what its status is written from.
-  std::map<std::string, NodeClassResolution> nodeclass_resolutions;
-  // Deleted EC2NodeClasses waiting on their NodeClaims or their cleanup, by name.
-  std::map<std::string, NodeClassTermination> nodeclass_terminations;
-  // NodePool status as last published (PatchNodePoolStatus), by pool name.
-  std::map<std::string, NodePoolStatus> nodepool_status;
-  // NodeOverlays by name, and each one's status as last published (PatchNodeOverlayStatus).
+  // NodeOverlays by name, each one's status as last published (PatchNodeOverlayStatus), and the
+  // catalogs they make per NodePool.
   std::map<std::string, NodeOverlay> nodeoverlays;
   std::map<std::string, NodeOverlayStatus> nodeoverlay_status;
   OverlaidCatalogs overlaid;
-  EventLimits event_limits;
+  // WatchesSynced: a simulated world is always in sync; the kube adapter says when it is not.
+  bool watches_synced = true;
+  friend bool operator==(const ClusterView&, const ClusterView&) = default;
+};
+
+// The NodeClaims and their lifecycle: launch, registration, initialisation, termination and the
+// NodePools' status. Written by reducers/lifecycle.cc and reducers/termination.cc; the other
+// reducers ask them (AddClaim, BeginDeletion, Nominate, ...).
+struct ClaimLifecycle {
+  std::map<std::string, NodeClaim> nodeclaims;
+  SharedClaimParts claim_parts;  // Each claim's requirements and candidate types, shared.
+  ClaimsByNode claims_by_node;
+  // Per NodeClaim waiting to launch again (NodeClaim::relaunch_at), the launch it will send.
+  std::map<std::string, Command> relaunches;
+  // Offerings that failed with a capacity error, keyed "type/zone/capacity-type", until when.
+  std::map<std::string, Instant> unavailable_offerings;
   // NodeRegistrationHealthy per pool: false after a registration timeout, true once a claim
   // of the pool registers. Absent: unknown.
   std::map<std::string, bool> registration_healthy;
   Instant last_instance_listing;  // When InstancesListed last arrived.
-  // Disruption: the last 10 s pass (none yet: nullopt), the latest decision proposed, and the
-  // decision waiting out its 15 s validation, if any.
-  std::optional<Instant> last_disruption_pass;
-  DisruptionProposal latest_proposal;
-  std::optional<PendingDisruption> pending_disruption;
-  std::vector<ReplacementWait> replacing;
-  // Interruption messages handled, by message id, and when: SQS delivers at least once, so a
-  // message seen again (say after a restart) is only acknowledged again. Kept for a day.
-  std::map<std::string, Instant> handled_messages;
   // NodeClaims the core finished (finalizer removed), by name, and when; kept an hour. A late
   // watch event about one of them is not mistaken for a claim to adopt.
   std::map<std::string, Instant> finished_nodeclaims;
-  std::uint64_t last_disruption_digest =
-      0;  // Of the last "nothing to do" record, to not repeat it.
-  // Karpenter's consolidation state: a count bumped by every change that could change what
-  // consolidation finds, and its value (and the time) when the last pass found nothing to
-  // consolidate. While the count stands still, consolidation is not recomputed, for at most
-  // kConsolidationRecheck, or (beyond Karpenter, which waits for its recheck) until
-  // consolidation_recheck_at: the earliest a blocker that pass found runs out on its own (a
-  // do-not-disrupt duration, a nomination), if one does.
-  std::uint64_t cluster_generation = 0;
+  std::uint64_t next_nodeclaim = 1;
+  // NodePool status as last published (PatchNodePoolStatus), by pool name.
+  std::map<std::string, NodePoolStatus> nodepool_status;
+  friend bool operator==(const ClaimLifecycle&, const ClaimLifecycle&) = default;
+};
+
+// The EC2NodeClasses' lifecycle. Written by reducers/nodeclass.cc.
+struct NodeClassLifecycle {
+  // Each EC2NodeClass's latest NodeClassResolved, by name: what its status is written from.
+  std::map<std::string, NodeClassResolution> resolutions;
+  // Deleted EC2NodeClasses waiting on their NodeClaims or their cleanup, by name.
+  std::map<std::string, NodeClassTermination> terminations;
+  friend bool operator==(const NodeClassLifecycle&, const NodeClassLifecycle&) = default;
+};
+
+// Disruption: the graceful methods' 10 s pass, validation, replacements, interruption messages
+// and pod deletion costs. Written by reducers/disruption/ and reducers/interruption.cc.
+struct DisruptionState {
+  // The last 10 s pass (none yet: nullopt), the latest decision proposed, and the decision
+  // waiting out its 15 s validation, if any.
+  std::optional<Instant> last_pass;
+  DisruptionProposal latest_proposal;
+  std::optional<PendingDisruption> pending;
+  std::vector<ReplacementWait> replacing;
+  std::uint64_t last_digest = 0;  // Of the last "nothing to do" record, to not repeat it.
+  // Karpenter's consolidation state: State::cluster_generation when the last pass found nothing
+  // to consolidate, and when. While the count stands still, consolidation is not recomputed, for
+  // at most kConsolidationRecheck, or (beyond Karpenter, which waits for its recheck) until
+  // recheck_at: the earliest a blocker that pass found runs out on its own (a do-not-disrupt
+  // duration, a nomination), if one does.
   std::uint64_t consolidated_generation = 0;
+  std::optional<Instant> consolidated_at;
+  std::optional<Instant> recheck_at;
   // PodDeletionCostManagement: when pods' deletion costs were last ranked (at most every minute,
   // at least every 5 minutes) and the cluster_generation they were ranked at.
   std::optional<Instant> deletion_cost_ranked_at;
   std::uint64_t deletion_cost_generation = 0;
-  std::optional<Instant> consolidated_at;
-  std::optional<Instant> consolidation_recheck_at;
+  // Interruption messages handled, by message id, and when: SQS delivers at least once, so a
+  // message seen again (say after a restart) is only acknowledged again. Kept for a day.
+  std::map<std::string, Instant> handled_messages;
+  friend bool operator==(const DisruptionState&, const DisruptionState&) = default;
+};
 
-  BatchWindow batch;
-  std::map<CommandId, Command> inflight;  // Issued, no result yet.
-  // Per NodeClaim waiting to launch again (NodeClaim::relaunch_at), the launch it will send.
-  std::map<std::string, Command> relaunches;
+struct State {
+  Seq last_seq{0};
+  Instant now;
+  bool started = false;
+  std::uint64_t seed = 0;
+  std::string version;
+  Settings settings;
 
+  ClusterView cluster;
+  ClaimLifecycle lifecycle;
+  NodeClassLifecycle nodeclass;
+  BatchWindow batch;  // Provisioning's batch window. Written by reducers/provisioning.cc.
+  DisruptionState disruption;
+
+  // The fold's own bookkeeping (reducers/step.cc, and Issue, Decide and Announce): commands
+  // issued and not answered yet, the counters that name commands and decisions, the inputs
+  // refused, the Event limits, and the count of changes consolidation watches.
+  std::map<CommandId, Command> inflight;
   CommandId next_command{1};
   DecisionId next_decision{1};
-  std::uint64_t next_nodeclaim = 1;
   std::uint64_t rejected_inputs = 0;
-  // WatchesSynced: a simulated world is always in sync; the kube adapter says when it is not.
-  bool watches_synced = true;
+  EventLimits event_limits;
+  // Bumped by every change that could change what consolidation finds.
+  std::uint64_t cluster_generation = 0;
   IdleNotes idle;
 
   friend bool operator==(const State&, const State&) = default;

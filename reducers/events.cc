@@ -78,8 +78,9 @@ KubeObjectRef NodePoolRef(const std::string& name) {
 }
 
 std::string NodeOf(const State& state, const std::string& claim, const std::string& fallback = "") {
-  auto it = state.nodeclaims.find(claim);
-  if (it != state.nodeclaims.end() && !it->second.node_name.empty()) return it->second.node_name;
+  auto it = state.lifecycle.nodeclaims.find(claim);
+  if (it != state.lifecycle.nodeclaims.end() && !it->second.node_name.empty())
+    return it->second.node_name;
   return fallback;
 }
 
@@ -110,7 +111,8 @@ void Provisioning(const ProvisioningDecision& d, const State& state, Drafts& out
       continue;
     }
     if (Held(state, "Nominated", ref)) continue;
-    const bool is_claim = state.nodeclaims.contains(pod.target) || new_claims.contains(pod.target);
+    const bool is_claim =
+        state.lifecycle.nodeclaims.contains(pod.target) || new_claims.contains(pod.target);
     Add(out,
         {ref, kNormal, "Nominated",
          "Pod should schedule on: " + std::string(is_claim ? "nodeclaim/" : "node/") + pod.target});

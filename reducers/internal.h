@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "model/pod_rules.h"
@@ -103,6 +104,10 @@ void AdvanceNodeClassTerminations(State& state, Seq seq, Output& out);
 // The result of an EC2NodeClass command (it leaves the in-flight set); false when the
 // command `id` is not one.
 bool OnNodeClassResult(State& state, Seq seq, CommandId id, bool succeeded, Output& out);
+// A resolution of the EC2NodeClass's selectors: kept, and its status written when what it shows
+// changes. A deleted EC2NodeClass's resolution and termination are forgotten.
+void OnNodeClassResolved(State& state, Seq seq, const NodeClassResolved& event, Output& out);
+void ForgetNodeClass(State& state, const std::string& name);
 
 inline std::string Join(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;
@@ -131,6 +136,7 @@ void OnFleetFailed(State& state, Seq seq, const FleetFailed& event,
 // Sends again the launch of a claim whose retry is due (NodeClaim::relaunch_at).
 void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out);
 void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& out);
+// A node stored (or erased) by Step: its claim registers, initialises or loses its node.
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out);
 void OnNodeDeleted(State& state, const std::string& name);
 // A patch of the node landed: an initialization that came while it was in flight is synced
@@ -138,12 +144,32 @@ void OnNodeDeleted(State& state, const std::string& name);
 // already: its echo from the watch may still be on its way.
 void ResyncNode(State& state, Seq seq, const PatchNode& landed, Output& out);
 void ExpireUnavailableOfferings(State& state);
+// The rest of what other reducers ask of the NodeClaims' lifecycle, which alone changes
+// State::lifecycle (lifecycle.cc). An offering out of capacity ("type/zone/capacity-type"), for
+// kUnavailableOfferingTtl.
+void NoteOfferingUnavailable(State& state, const std::string& offering);
+// A new claim's name, "<nodepool>-<5 characters>" drawn from the logged seed; then the claim
+// itself, taken into the state.
+std::string NewClaimName(State& state, const std::string& pool);
+void AddClaim(State& state, NodeClaim claim);
+// Claims that are, or whose nodes are, the targets of a provisioning pass are nominated until
+// `until`: consolidation leaves them alone meanwhile.
+void Nominate(State& state, const std::set<std::string_view>& targets, Instant until);
+// A pod came to or left the node: its claims' last_pod_change (consolidateAfter).
+void NotePodMoved(State& state, const std::string& node_name);
+// The claims of `pools` priced again as their NodePool's catalog now has them (overlays.cc).
+void RepriceClaims(State& state, const std::set<std::string>& pools);
+// A disruption condition (Consolidatable, Drifted) as published: true since `since`, or false (0).
+void SetDisruptionCondition(State& state, const std::string& name, const std::string& type,
+                            std::int64_t since);
+// When the claim's drain ends at the latest (node repair ends it now).
+void SetTerminationDeadline(State& state, const std::string& name, Instant deadline);
 
 // Termination, timeouts and garbage collection (termination.cc).
 // Starts a claim's termination, for `reason` of kind `cause`; `requested_by_tenon` issues the
 // API deletion too.
-void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
-                   bool requested_by_tenon, Output& out);
+void BeginDeletion(State& state, Seq seq, const std::string& claim, const std::string& reason,
+                   Cause cause, bool requested_by_tenon, Output& out);
 // A LifecycleDecision: one step of the claim's life, its reason and the reason's code.
 void RecordTransition(State& state, Seq seq, const NodeClaim& claim, Transition transition,
                       const std::string& reason, Output& out, Cause cause = Cause::kNone);
@@ -155,7 +181,7 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
 // NodePool status. Returns, from the same walk over the claims, those whose NodePool's
 // expireAfter has passed (launched, not deleting), in name order: AdvanceDisruption expires
 // them (nothing between the two changes which claims those are).
-std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out);
+std::vector<const NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out);
 // Whether `claim` (launched, not deleting) has outlived its NodePool's expireAfter. `pool`:
 // the pool last looked up (PoolOf), updated.
 bool Expired(const State& state, const NodeClaim& claim, const NodePool*& pool);
@@ -163,8 +189,8 @@ bool Expired(const State& state, const NodeClaim& claim, const NodePool*& pool);
 // (walking the claims in name order, a pool's claims are often neighbours), and updated.
 inline const NodePool* PoolOf(const State& state, const NodeClaim& claim, const NodePool*& last) {
   if (last == nullptr || last->name != claim.nodepool) {
-    auto it = state.nodepools.find(claim.nodepool);
-    last = it == state.nodepools.end() ? nullptr : &it->second;
+    auto it = state.cluster.nodepools.find(claim.nodepool);
+    last = it == state.cluster.nodepools.end() ? nullptr : &it->second;
   }
   return last;
 }
@@ -178,7 +204,8 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
 // methods' deciders, in the order of their table, with budgets and validation); interruption
 // messages (interruption.cc); pod moves for consolidateAfter.
 // `expired`: what AdvanceLifecycle returned on this tick.
-void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out);
+void AdvanceDisruption(State& state, Seq seq, const std::vector<const NodeClaim*>& expired,
+                       Output& out);
 
 // ---- Static NodePools (static_pools.cc). ----
 
@@ -220,7 +247,6 @@ void RefreshOverlays(State& state, Seq seq, Output& out);
 std::string OverlayNote(const State& state, const std::string& nodepool,
                         const std::vector<OfferingChoice>& offerings);
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out);
-void NotePodMoved(State& state, const std::string& node_name);
 // The pod is gone (deleted, or an eviction or deletion of it answered NotFound).
 void ForgetPod(State& state, const std::string& ns, const std::string& name);
 

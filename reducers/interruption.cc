@@ -33,12 +33,12 @@ Cause InterruptionCause(const InterruptionReceived& event) {
 
 void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Output& out) {
   Issue(state, seq, DeleteQueueMessage{event.message_id}, out);
-  std::erase_if(state.handled_messages,
+  std::erase_if(state.disruption.handled_messages,
                 [&](const auto& entry) { return state.now - entry.second > kHandledMessagesKept; });
   // At-least-once delivery: a message handled before is acknowledged again, nothing more.
-  if (!state.handled_messages.try_emplace(event.message_id, state.now).second) return;
-  NodeClaim* claim = nullptr;
-  for (auto& [name, c] : state.nodeclaims) {
+  if (!state.disruption.handled_messages.try_emplace(event.message_id, state.now).second) return;
+  const NodeClaim* claim = nullptr;
+  for (const auto& [name, c] : state.lifecycle.nodeclaims) {
     if (!event.instance_id.empty() && c.instance_id == event.instance_id) claim = &c;
   }
   static constexpr const char* kNames[] = {"spot interruption warning", "rebalance recommendation",
@@ -69,8 +69,7 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
     case InterruptionKind::kSpotInterruption:
       // As Karpenter's interruption controller: the type's spot offering in the zone is out of
       // capacity (whatever the claim says it runs as; only spot is interrupted).
-      state.unavailable_offerings[OfferingKey(claim->instance_type, claim->zone, kCapacitySpot)] =
-          state.now + kUnavailableOfferingTtl;
+      NoteOfferingUnavailable(state, OfferingKey(claim->instance_type, claim->zone, kCapacitySpot));
       break;
     case InterruptionKind::kScheduledChange:
       break;
@@ -90,7 +89,7 @@ void OnInterruption(State& state, Seq seq, const InterruptionReceived& event, Ou
                             "forceful and not budgeted",
                             {}},
          out);
-  BeginDeletion(state, seq, *claim, "interrupted: " + what, cause, true, out);
+  BeginDeletion(state, seq, claim->name, "interrupted: " + what, cause, true, out);
 }
 
 }  // namespace tenon::core

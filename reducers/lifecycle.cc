@@ -4,6 +4,8 @@
 // unavailable and hand the pods back to the next batch.
 #include <algorithm>
 #include <cassert>
+#include <set>
+#include <string_view>
 
 #include "reducers/internal.h"
 
@@ -11,8 +13,8 @@ namespace tenon::core {
 namespace {
 
 NodeClaim* ClaimByName(State& state, const std::string& name) {
-  auto it = state.nodeclaims.find(name);
-  return it == state.nodeclaims.end() ? nullptr : &it->second;
+  auto it = state.lifecycle.nodeclaims.find(name);
+  return it == state.lifecycle.nodeclaims.end() ? nullptr : &it->second;
 }
 
 NodeClaim* ClaimByProviderId(State& state, const std::string& provider_id,
@@ -21,12 +23,12 @@ NodeClaim* ClaimByProviderId(State& state, const std::string& provider_id,
   // A registered node's claim is indexed by the node's name: found without walking every
   // claim (a node is reported again at every status change, thousands of times an hour).
   NodeClaim* on_node = nullptr;
-  state.claims_by_node.ForEach(node, [&](const std::string& name) {
-    NodeClaim& claim = state.nodeclaims.at(name);
+  state.lifecycle.claims_by_node.ForEach(node, [&](const std::string& name) {
+    NodeClaim& claim = state.lifecycle.nodeclaims.at(name);
     if (on_node == nullptr && claim.provider_id == provider_id) on_node = &claim;
   });
   if (on_node != nullptr) return on_node;
-  for (auto& [name, claim] : state.nodeclaims) {
+  for (auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.provider_id == provider_id) return &claim;
   }
   return nullptr;
@@ -38,8 +40,8 @@ bool HasTaint(const Node& node, const std::string& key) {
 }
 
 bool StartupTaintsGone(const State& state, const NodeClaim& claim, const Node& node) {
-  auto pool = state.nodepools.find(claim.nodepool);
-  if (pool == state.nodepools.end()) return true;
+  auto pool = state.cluster.nodepools.find(claim.nodepool);
+  if (pool == state.cluster.nodepools.end()) return true;
   return std::none_of(pool->second.startup_taints.begin(), pool->second.startup_taints.end(),
                       [&](const Taint& t) { return HasTaint(node, t.key); });
 }
@@ -59,7 +61,7 @@ bool ExtendedResourcesPresent(const NodeClaim& claim, const Node& node) {
 void FailClaim(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
                Output& out) {
   RecordTransition(state, seq, claim, Transition::kLaunchFailed, reason, out, cause);
-  BeginDeletion(state, seq, claim, "launch failed: " + reason, cause, true, out);
+  BeginDeletion(state, seq, claim.name, "launch failed: " + reason, cause, true, out);
 }
 
 // A launch that failed for a reason other than capacity (the EC2NodeClass not resolved, a
@@ -75,7 +77,7 @@ void RetryLaunch(State& state, Seq seq, NodeClaim& claim, const LaunchInstance& 
   }
   delay = std::min(delay, kRelaunchBackoffMax);
   claim.relaunch_at = state.now + delay;
-  state.relaunches[claim.name] = Command{CommandId{0}, seq, launch};
+  state.lifecycle.relaunches[claim.name] = Command{CommandId{0}, seq, launch};
   RecordTransition(state, seq, claim, Transition::kLaunchFailed,
                    (reason.empty() ? std::string("launch failed") : reason) +
                        "; launching again in " + DurationText(delay),
@@ -95,8 +97,8 @@ void MarkUnavailable(State& state, const std::vector<FleetError>& errors) {
   for (const auto& error : errors) {
     switch (error.code) {
       case ErrorCode::kInsufficientCapacity:
-        state.unavailable_offerings[OfferingKey(error.instance_type, error.zone,
-                                                error.capacity_type)] =
+        state.lifecycle.unavailable_offerings[OfferingKey(error.instance_type, error.zone,
+                                                          error.capacity_type)] =
             state.now + kUnavailableOfferingTtl;
         break;
       case ErrorCode::kThrottled:
@@ -133,8 +135,8 @@ bool HasLabel(const Node& node, const std::string& key, const std::string& value
 PatchNode SyncPatch(const State& state, const NodeClaim& claim, const Node& node,
                     bool registering) {
   PatchNode patch{node.name, {}, {}, {}, claim.name};
-  if (auto pool = state.nodepools.find(claim.nodepool);
-      registering && pool != state.nodepools.end()) {
+  if (auto pool = state.cluster.nodepools.find(claim.nodepool);
+      registering && pool != state.cluster.nodepools.end()) {
     for (const Taint& t : pool->second.taints) {
       if (std::find(node.taints.begin(), node.taints.end(), t) == node.taints.end()) {
         patch.add_taints.push_back(t);
@@ -145,14 +147,15 @@ PatchNode SyncPatch(const State& state, const NodeClaim& claim, const Node& node
   // the template's labels, the custom labels resolved at launch, a value for each NotIn, Exists,
   // Gt and Lt requirement), as Karpenter's registration copies the NodeClaim's labels.
   if (registering) {
-    auto pool = state.nodepools.find(claim.nodepool);
-    const NodePool* own = pool == state.nodepools.end() ? nullptr : &pool->second;
+    auto pool = state.cluster.nodepools.find(claim.nodepool);
+    const NodePool* own = pool == state.cluster.nodepools.end() ? nullptr : &pool->second;
     for (const auto& [key, value] : OwnRequirementLabels(*claim.requirements, own)) {
       if (!HasLabel(node, key, value)) patch.add_labels[key] = value;
     }
     // The launched type's own labels (karpenter.k8s.aws/instance-*, and those the catalog gives
     // it), which the NodeClaim carries after launch and no kubelet sets: pods select on them.
-    if (auto type = state.catalog->find(claim.instance_type); type != state.catalog->end()) {
+    if (auto type = state.cluster.catalog->find(claim.instance_type);
+        type != state.cluster.catalog->end()) {
       for (const auto& [key, value] : type->second.labels) {
         const bool own =
             key.starts_with("karpenter.k8s.aws/") || type->second.type.labels.contains(key);
@@ -219,7 +222,7 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
   // The up-to-60 candidate types only mattered until one was chosen; at 5,000 nodes they were
   // a tenth of the state. What is left stands for the instance in NodePool limits.
   claim->instance_types = std::vector<std::string>{event.instance_type};
-  state.claim_parts.instance_types.Intern(claim->instance_types);
+  state.lifecycle.claim_parts.instance_types.Intern(claim->instance_types);
   const Catalog& catalog = CatalogFor(state, claim->nodepool);
   auto entry = catalog.find(event.instance_type);
   if (entry != catalog.end()) claim->allocatable = entry->second.allocatable;
@@ -237,7 +240,7 @@ void OnFleetLaunched(State& state, Seq seq, const FleetLaunched& event, Output& 
   // Its Node may have registered before the launch's answer was folded (the answer comes back
   // from the AWS adapter's worker, the Node from the informer): as Karpenter, which finds a
   // claim's Node by providerID whenever it reconciles the claim.
-  for (const auto& [name, node] : state.nodes) {
+  for (const auto& [name, node] : state.cluster.nodes) {
     if (!node.provider_id.empty() && node.provider_id == claim->provider_id) {
       ReconcileNode(state, seq, *claim, node, out);
       break;
@@ -278,15 +281,15 @@ void OnCommandFailed(State& state, Seq seq, const CommandFailed& event, Output& 
 
 void Relaunch(State& state, Seq seq, NodeClaim& claim, Output& out) {
   claim.relaunch_at.reset();
-  auto it = state.relaunches.find(claim.name);
-  if (it == state.relaunches.end()) return;
+  auto it = state.lifecycle.relaunches.find(claim.name);
+  if (it == state.lifecycle.relaunches.end()) return;
   LaunchInstance launch = std::get<LaunchInstance>(std::move(it->second.body));
-  state.relaunches.erase(it);
+  state.lifecycle.relaunches.erase(it);
   // Offerings found out of capacity since are not asked for again.
   std::erase_if(launch.overrides, [&](const LaunchOverride& o) {
-    auto dry =
-        state.unavailable_offerings.find(OfferingKey(o.instance_type, o.zone, o.capacity_type));
-    return dry != state.unavailable_offerings.end() && dry->second > state.now;
+    auto dry = state.lifecycle.unavailable_offerings.find(
+        OfferingKey(o.instance_type, o.zone, o.capacity_type));
+    return dry != state.lifecycle.unavailable_offerings.end() && dry->second > state.now;
   });
   if (launch.overrides.empty()) {
     FailClaim(state, seq, claim, "every offering it could launch is out of capacity",
@@ -315,7 +318,7 @@ void ReconcileNode(State& state, Seq seq, NodeClaim& claim, const Node& node, Ou
     claim.phase = ClaimPhase::kRegistered;
     SetClaimNode(state, claim, node.name);
     claim.registered = state.now;
-    state.registration_healthy[claim.nodepool] = true;
+    state.lifecycle.registration_healthy[claim.nodepool] = true;
     RecordTransition(state, seq, claim, Transition::kRegistered,
                      "node " + node.name + " has its providerID", out);
     TagRegistered(state, seq, claim, node, out);
@@ -338,18 +341,16 @@ void ReconcileNode(State& state, Seq seq, NodeClaim& claim, const Node& node, Ou
   // Deleting a Node deletes its NodeClaim, as in Karpenter: the Node's finalizer holds it while
   // the claim's termination drains it and terminates the instance.
   if (node.deleting && !claim.deleting) {
-    BeginDeletion(state, seq, claim, "its node was deleted", Cause::kNodeDeleted, true, out);
+    BeginDeletion(state, seq, claim.name, "its node was deleted", Cause::kNodeDeleted, true, out);
   }
 }
 
 }  // namespace
 
 void OnNodeUpserted(State& state, Seq seq, const Node& node, Output& out) {
-  Node& slot = state.nodes[node.name] = node;
-  state.node_parts.Share(slot, state.pod_parts.node_names);
   NodeClaim* claim = ClaimByProviderId(state, node.provider_id, node.name);
   if (claim == nullptr) return;
-  ReconcileNode(state, seq, *claim, slot, out);
+  ReconcileNode(state, seq, *claim, node, out);
 }
 
 // What the catalog says the adopted claim's offering costs, and the type's allocatable.
@@ -364,9 +365,9 @@ void PriceFromCatalog(const State& state, NodeClaim& claim) {
 }
 
 void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Output& out) {
-  if (state.nodeclaims.contains(observed.name)) return;  // Its own, or adopted before.
+  if (state.lifecycle.nodeclaims.contains(observed.name)) return;  // Its own, or adopted before.
   // One the core finished itself: a watch event that was on its way when the claim went.
-  if (state.finished_nodeclaims.contains(observed.name)) return;
+  if (state.lifecycle.finished_nodeclaims.contains(observed.name)) return;
   NodeClaim claim = observed;
   claim.deleting = false;
   claim.nominated_until = Instant{};
@@ -374,8 +375,8 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
   claim.launched = claim.registered = claim.initialized = Instant{};
   if (claim.phase != ClaimPhase::kPending) claim.launched = claim.created;
   PriceFromCatalog(state, claim);
-  state.claim_parts.Share(claim);
-  auto [it, inserted] = state.nodeclaims.emplace(claim.name, std::move(claim));
+  state.lifecycle.claim_parts.Share(claim);
+  auto [it, inserted] = state.lifecycle.nodeclaims.emplace(claim.name, std::move(claim));
   assert(inserted);
   NodeClaim& adopted = it->second;
   IndexClaim(state, adopted);
@@ -391,22 +392,21 @@ void OnNodeClaimObserved(State& state, Seq seq, const NodeClaim& observed, Outpu
                    out);
   if (!launched) {
     // Its launch was another controller's to make; the pods it was for go to the next batch.
-    BeginDeletion(state, seq, adopted, "adopted without an instance",
+    BeginDeletion(state, seq, adopted.name, "adopted without an instance",
                   Cause::kAdoptedWithoutInstance, true, out);
     return;
   }
-  for (const auto& [name, node] : state.nodes) {
+  for (const auto& [name, node] : state.cluster.nodes) {
     if (node.provider_id == adopted.provider_id) {
-      const Node copy = node;
-      OnNodeUpserted(state, seq, copy, out);
+      OnNodeUpserted(state, seq, node, out);
       break;
     }
   }
 }
 
 void ResyncNode(State& state, Seq seq, const PatchNode& landed, Output& out) {
-  auto node = state.nodes.find(landed.node_name);
-  if (node == state.nodes.end()) return;
+  auto node = state.cluster.nodes.find(landed.node_name);
+  if (node == state.cluster.nodes.end()) return;
   NodeClaim* claim = ClaimByProviderId(state, node->second.provider_id, landed.node_name);
   if (claim == nullptr || claim->deleting) return;
   // Initialization is what can happen while the registration patch is in flight; the rest of
@@ -422,33 +422,100 @@ void ResyncNode(State& state, Seq seq, const PatchNode& landed, Output& out) {
 }
 
 void OnNodeDeleted(State& state, const std::string& name) {
-  state.nodes.erase(name);
   std::vector<NodeClaim*> on_node;
-  state.claims_by_node.ForEach(
-      name, [&](const std::string& claim) { on_node.push_back(&state.nodeclaims.at(claim)); });
+  state.lifecycle.claims_by_node.ForEach(name, [&](const std::string& claim) {
+    on_node.push_back(&state.lifecycle.nodeclaims.at(claim));
+  });
   for (NodeClaim* claim : on_node) SetClaimNode(state, *claim, "");
 }
 
 void IndexClaim(State& state, const NodeClaim& claim) {
-  state.claims_by_node.Add(claim.node_name, claim.name);
+  state.lifecycle.claims_by_node.Add(claim.node_name, claim.name);
 }
 
 void ForgetClaim(State& state, const NodeClaim& claim) {
-  state.claims_by_node.Remove(claim.node_name, claim.name);
+  state.lifecycle.claims_by_node.Remove(claim.node_name, claim.name);
 }
 
 void SetClaimNode(State& state, NodeClaim& claim, const std::string& node) {
-  state.claims_by_node.Remove(claim.node_name, claim.name);
+  state.lifecycle.claims_by_node.Remove(claim.node_name, claim.name);
   claim.node_name = node;
-  state.claims_by_node.Add(claim.node_name, claim.name);
+  state.lifecycle.claims_by_node.Add(claim.node_name, claim.name);
+}
+
+void NoteOfferingUnavailable(State& state, const std::string& offering) {
+  state.lifecycle.unavailable_offerings[offering] = state.now + kUnavailableOfferingTtl;
+}
+
+// Karpenter names NodeClaims "<nodepool>-<5 random characters>"; ours come from the logged seed.
+std::string NewClaimName(State& state, const std::string& pool) {
+  constexpr std::size_t kNameAttemptsMax = 16;
+  constexpr const char* kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
+  const auto split_mix64 = [](std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  };
+  for (std::size_t attempt = 0; attempt < kNameAttemptsMax; ++attempt) {
+    std::uint64_t bits = split_mix64(state.seed ^ split_mix64(state.lifecycle.next_nodeclaim++));
+    std::string name = pool + "-";
+    for (int i = 0; i < 5; ++i, bits /= 27) name += kAlphabet[bits % 27];
+    if (!state.lifecycle.nodeclaims.contains(name)) return name;
+  }
+  assert(false && "nodeclaim name space exhausted");
+  return pool + "-" + std::to_string(state.lifecycle.next_nodeclaim);
+}
+
+void AddClaim(State& state, NodeClaim claim) {
+  state.lifecycle.claim_parts.Share(claim);
+  const std::string name = claim.name;
+  const NodeClaim& added = state.lifecycle.nodeclaims[name] = std::move(claim);
+  IndexClaim(state, added);
+}
+
+void Nominate(State& state, const std::set<std::string_view>& targets, Instant until) {
+  for (auto& [name, claim] : state.lifecycle.nodeclaims) {
+    if (targets.contains(name) || targets.contains(claim.node_name)) claim.nominated_until = until;
+  }
+}
+
+void NotePodMoved(State& state, const std::string& node_name) {
+  if (node_name.empty()) return;
+  state.lifecycle.claims_by_node.ForEach(node_name, [&](const std::string& claim) {
+    state.lifecycle.nodeclaims.at(claim).last_pod_change = state.now;
+  });
+}
+
+// A claim's price is its offering's as its NodePool sees it.
+void RepriceClaims(State& state, const std::set<std::string>& pools) {
+  for (auto& [name, claim] : state.lifecycle.nodeclaims) {
+    if (claim.instance_type.empty() || !pools.contains(claim.nodepool)) continue;
+    const Catalog& catalog = CatalogFor(state, claim.nodepool);
+    auto entry = catalog.find(claim.instance_type);
+    if (entry == catalog.end()) continue;
+    for (const Offering& o : entry->second.type.offerings) {
+      if (o.zone == claim.zone && o.capacity_type == claim.capacity_type) claim.price = o.price;
+    }
+  }
+}
+
+void SetDisruptionCondition(State& state, const std::string& name, const std::string& type,
+                            std::int64_t since) {
+  state.lifecycle.nodeclaims.at(name).disruption_conditions[type] = since;
+}
+
+void SetTerminationDeadline(State& state, const std::string& name, Instant deadline) {
+  auto it = state.lifecycle.nodeclaims.find(name);
+  if (it != state.lifecycle.nodeclaims.end()) it->second.termination_deadline = deadline;
 }
 
 void ExpireUnavailableOfferings(State& state) {
-  const std::size_t before = state.unavailable_offerings.size();
-  std::erase_if(state.unavailable_offerings,
+  const std::size_t before = state.lifecycle.unavailable_offerings.size();
+  std::erase_if(state.lifecycle.unavailable_offerings,
                 [&](const auto& entry) { return entry.second <= state.now; });
   // An offering back on offer may serve the pods its absence kept pending: a batch for them.
-  if (state.unavailable_offerings.size() != before) {
+  if (state.lifecycle.unavailable_offerings.size() != before) {
     ReconsiderPendingPods(state);
     ++state.idle.changes;
   }

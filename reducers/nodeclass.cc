@@ -35,7 +35,7 @@ bool FinalizerInFlight(const State& state, const std::string& nodeclass, bool pr
 // The NodeClaims whose EC2NodeClass it is, by name.
 std::vector<std::string> ClaimsUsing(const State& state, const std::string& nodeclass) {
   std::vector<std::string> names;
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.nodeclass == nodeclass) names.push_back(name);
   }
   return names;
@@ -57,7 +57,7 @@ std::string FewNames(const std::vector<std::string>& names) {
 // A deleted EC2NodeClass holding the finalizer: waits while NodeClaims use it, then deletes
 // its AWS resources; the finalizer goes when that succeeds (OnNodeClassResult).
 void Terminate(State& state, Seq seq, const NodeClass& nodeclass, Output& out) {
-  NodeClassTermination& termination = state.nodeclass_terminations[nodeclass.name];
+  NodeClassTermination& termination = state.nodeclass.terminations[nodeclass.name];
   const std::vector<std::string> claims = ClaimsUsing(state, nodeclass.name);
   if (!claims.empty()) {
     const std::string message = "Waiting on NodeClaim termination for " + FewNames(claims);
@@ -85,6 +85,14 @@ void Terminate(State& state, Seq seq, const NodeClass& nodeclass, Output& out) {
         out);
 }
 
+// The part of a resolution the EC2NodeClass status shows: all but the free addresses and the
+// images' creation dates.
+NodeClassResolution StatusPart(NodeClassResolution resolution) {
+  for (auto& subnet : resolution.subnets) subnet.free_ips = 0;
+  for (auto& ami : resolution.amis) ami.created.clear();
+  return resolution;
+}
+
 }  // namespace
 
 void Announce(State& state, Seq cause, RecordKubeEvent event, Output& out) {
@@ -94,9 +102,9 @@ void Announce(State& state, Seq cause, RecordKubeEvent event, Output& out) {
 }
 
 void ReconcileNodeClass(State& state, Seq seq, const std::string& name, Output& out) {
-  auto it = state.nodeclasses.find(name);
-  if (it == state.nodeclasses.end()) {
-    state.nodeclass_terminations.erase(name);
+  auto it = state.cluster.nodeclasses.find(name);
+  if (it == state.cluster.nodeclasses.end()) {
+    state.nodeclass.terminations.erase(name);
     return;
   }
   const NodeClass& nodeclass = it->second;
@@ -104,15 +112,15 @@ void ReconcileNodeClass(State& state, Seq seq, const std::string& name, Output& 
     if (nodeclass.finalizer) Terminate(state, seq, nodeclass, out);
     return;
   }
-  state.nodeclass_terminations.erase(name);
+  state.nodeclass.terminations.erase(name);
   if (!nodeclass.finalizer && !FinalizerInFlight(state, name, true)) {
     // Added before anything is made for it in AWS, as Karpenter's controller adds it: a
     // deletion then waits for the cleanup.
     Issue(state, seq, SetNodeClassFinalizer{name, true}, out);
   }
   // The resolver only reads: a profile missing (or holding another role) is made here.
-  auto resolution = state.nodeclass_resolutions.find(name);
-  if (resolution != state.nodeclass_resolutions.end() &&
+  auto resolution = state.nodeclass.resolutions.find(name);
+  if (resolution != state.nodeclass.resolutions.end() &&
       resolution->second.reason == kInstanceProfileNotFound && !nodeclass.role.empty() &&
       !InFlight<EnsureInstanceProfile>(state, name)) {
     Issue(state, seq, EnsureInstanceProfile{name, nodeclass.role, state.settings.cluster_name},
@@ -121,13 +129,13 @@ void ReconcileNodeClass(State& state, Seq seq, const std::string& name, Output& 
 }
 
 void AdvanceNodeClassTerminations(State& state, Seq seq, Output& out) {
-  if (state.nodeclass_terminations.empty()) {
+  if (state.nodeclass.terminations.empty()) {
     // The first tick after a deletion is seen starts it (ReconcileNodeClass on the upsert
     // records it); nothing else to walk.
     return;
   }
   std::vector<std::string> names;
-  for (const auto& [name, termination] : state.nodeclass_terminations) names.push_back(name);
+  for (const auto& [name, termination] : state.nodeclass.terminations) names.push_back(name);
   for (const std::string& name : names) ReconcileNodeClass(state, seq, name, out);
 }
 
@@ -144,8 +152,8 @@ bool OnNodeClassResult(State& state, Seq seq, CommandId id, bool succeeded, Outp
     return false;
   }
   state.inflight.erase(it);
-  auto termination = state.nodeclass_terminations.find(nodeclass);
-  if (termination == state.nodeclass_terminations.end()) return true;
+  auto termination = state.nodeclass.terminations.find(nodeclass);
+  if (termination == state.nodeclass.terminations.end()) return true;
   // Tried again after a failure; after a finalizer removal, the EC2NodeClass's deletion is
   // waited for instead of cleaning up again before the watch brings it.
   if (!succeeded || std::holds_alternative<SetNodeClassFinalizer>(body)) {
@@ -155,6 +163,21 @@ bool OnNodeClassResult(State& state, Seq seq, CommandId id, bool succeeded, Outp
     Issue(state, seq, SetNodeClassFinalizer{nodeclass, false}, out);
   }
   return true;
+}
+
+// The latest resolution is kept; the status is written when what it shows changes, and for the
+// first resolution of an EC2NodeClass.
+void OnNodeClassResolved(State& state, Seq seq, const NodeClassResolved& event, Output& out) {
+  auto [it, added] = state.nodeclass.resolutions.try_emplace(event.nodeclass, event.resolution);
+  const bool changed = added || StatusPart(it->second) != StatusPart(event.resolution);
+  it->second = event.resolution;
+  if (changed) Issue(state, seq, PatchNodeClassStatus{event.nodeclass, event.resolution}, out);
+  ReconcileNodeClass(state, seq, event.nodeclass, out);
+}
+
+void ForgetNodeClass(State& state, const std::string& name) {
+  state.nodeclass.resolutions.erase(name);
+  state.nodeclass.terminations.erase(name);
 }
 
 }  // namespace tenon::core

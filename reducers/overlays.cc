@@ -92,8 +92,8 @@ bool OfferingMatches(const Requirements& want, const Offering& o) {
 std::vector<Match> Matches(const State& state, const NodeOverlay& overlay) {
   const Requirements want(overlay.requirements);
   std::vector<Match> out;
-  for (const auto& [pool_name, pool] : state.nodepools) {
-    for (const auto& [type_name, entry] : *state.catalog) {
+  for (const auto& [pool_name, pool] : state.cluster.nodepools) {
+    for (const auto& [type_name, entry] : *state.cluster.catalog) {
       if (!TypeMatches(want, pool, entry)) continue;
       Match m{&pool, &entry, {}};
       for (const Offering& o : entry.type.offerings) {
@@ -163,7 +163,7 @@ InstanceType Overlaid(const InstanceType& type, const TypeStore& slot) {
 
 OverlaidCatalog Apply(const State& state, const PoolStore& pool) {
   OverlaidCatalog out;
-  Catalog catalog = *state.catalog;
+  Catalog catalog = *state.cluster.catalog;
   for (const auto& [type_name, slot] : pool) {
     auto entry = catalog.find(type_name);
     if (entry == catalog.end() || (slot.price.empty() && slot.capacity.empty())) continue;
@@ -179,12 +179,12 @@ OverlaidCatalog Apply(const State& state, const PoolStore& pool) {
 
 // The overlaid catalogs, and each overlay's status, from the state's inputs.
 std::map<std::string, NodeOverlayStatus> Build(State& state) {
-  state.overlaid.by_pool.clear();
-  state.overlaid.stale = false;
+  state.cluster.overlaid.by_pool.clear();
+  state.cluster.overlaid.stale = false;
   std::map<std::string, NodeOverlayStatus> statuses;
   if (!state.settings.node_overlay) return statuses;
   std::vector<const NodeOverlay*> ordered;
-  for (const auto& [name, overlay] : state.nodeoverlays) ordered.push_back(&overlay);
+  for (const auto& [name, overlay] : state.cluster.nodeoverlays) ordered.push_back(&overlay);
   std::sort(ordered.begin(), ordered.end(), [](const NodeOverlay* a, const NodeOverlay* b) {
     return a->weight != b->weight ? a->weight > b->weight : a->name > b->name;
   });
@@ -205,23 +205,10 @@ std::map<std::string, NodeOverlayStatus> Build(State& state) {
   for (const auto& [pool, types] : store) {
     OverlaidCatalog overlaid = Apply(state, types);
     if (!overlaid.priced_by.empty() || !overlaid.capacity_by.empty()) {
-      state.overlaid.by_pool[pool] = std::move(overlaid);
+      state.cluster.overlaid.by_pool[pool] = std::move(overlaid);
     }
   }
   return statuses;
-}
-
-// A claim's price is its offering's as its NodePool sees it.
-void Reprice(State& state, const std::set<std::string>& pools) {
-  for (auto& [name, claim] : state.nodeclaims) {
-    if (claim.instance_type.empty() || !pools.contains(claim.nodepool)) continue;
-    const Catalog& catalog = CatalogFor(state, claim.nodepool);
-    auto entry = catalog.find(claim.instance_type);
-    if (entry == catalog.end()) continue;
-    for (const Offering& o : entry->second.type.offerings) {
-      if (o.zone == claim.zone && o.capacity_type == claim.capacity_type) claim.price = o.price;
-    }
-  }
 }
 
 }  // namespace
@@ -248,13 +235,13 @@ MicroUsdPerHour AdjustedPrice(MicroUsdPerHour price, const PriceChange& change) 
 
 const Catalog& CatalogFor(const State& state, const std::string& nodepool) {
   const OverlaidCatalog* overlaid = OverlaidFor(state, nodepool);
-  return overlaid != nullptr ? *overlaid->catalog : *state.catalog;
+  return overlaid != nullptr ? *overlaid->catalog : *state.cluster.catalog;
 }
 
 const OverlaidCatalog* OverlaidFor(const State& state, const std::string& nodepool) {
-  if (state.overlaid.by_pool.empty()) return nullptr;
-  auto it = state.overlaid.by_pool.find(nodepool);
-  return it == state.overlaid.by_pool.end() ? nullptr : &it->second;
+  if (state.cluster.overlaid.by_pool.empty()) return nullptr;
+  auto it = state.cluster.overlaid.by_pool.find(nodepool);
+  return it == state.cluster.overlaid.by_pool.end() ? nullptr : &it->second;
 }
 
 void RebuildOverlays(State& state) {
@@ -263,18 +250,19 @@ void RebuildOverlays(State& state) {
 
 void RefreshOverlays(State& state, Seq seq, Output& out) {
   std::set<std::string> pools;
-  for (const auto& [pool, overlaid] : state.overlaid.by_pool) pools.insert(pool);
+  for (const auto& [pool, overlaid] : state.cluster.overlaid.by_pool) pools.insert(pool);
   const std::map<std::string, NodeOverlayStatus> statuses = Build(state);
-  for (const auto& [pool, overlaid] : state.overlaid.by_pool) pools.insert(pool);
-  Reprice(state, pools);
+  for (const auto& [pool, overlaid] : state.cluster.overlaid.by_pool) pools.insert(pool);
+  RepriceClaims(state, pools);
   for (const auto& [name, status] : statuses) {
-    auto [it, fresh] = state.nodeoverlay_status.try_emplace(name, status);
+    auto [it, fresh] = state.cluster.nodeoverlay_status.try_emplace(name, status);
     if (!fresh && it->second == status) continue;
     it->second = status;
     Issue(state, seq, PatchNodeOverlayStatus{name, status}, out);
   }
-  std::erase_if(state.nodeoverlay_status,
-                [&](const auto& entry) { return !state.nodeoverlays.contains(entry.first); });
+  std::erase_if(state.cluster.nodeoverlay_status, [&](const auto& entry) {
+    return !state.cluster.nodeoverlays.contains(entry.first);
+  });
 }
 
 std::string OverlayNote(const State& state, const std::string& nodepool,

@@ -15,28 +15,6 @@
 namespace tenon::core {
 namespace {
 
-constexpr std::size_t kNameAttemptsMax = 16;
-
-std::uint64_t SplitMix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Karpenter names NodeClaims "<nodepool>-<5 random characters>"; ours come from the logged seed.
-std::string NextClaimName(State& state, const std::string& pool) {
-  constexpr const char* kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
-  for (std::size_t attempt = 0; attempt < kNameAttemptsMax; ++attempt) {
-    std::uint64_t bits = SplitMix64(state.seed ^ SplitMix64(state.next_nodeclaim++));
-    std::string name = pool + "-";
-    for (int i = 0; i < 5; ++i, bits /= 27) name += kAlphabet[bits % 27];
-    if (!state.nodeclaims.contains(name)) return name;
-  }
-  assert(false && "nodeclaim name space exhausted");
-  return pool + "-" + std::to_string(state.next_nodeclaim);
-}
-
 // The tags of a launch, as Karpenter's getTags: the NodePool, the NodeClaim, the EC2NodeClass,
 // and the cluster (kubernetes.io/cluster/NAME and eks:eks-cluster-name).
 Labels LaunchTags(const State& state, const NodeClaim& claim) {
@@ -55,14 +33,16 @@ void FillLaunch(const State& state, LaunchInstance& launch) {
   node.cluster_name = state.settings.cluster_name;
   node.cluster_endpoint = state.settings.cluster_endpoint;
   node.cluster_ca_bundle = state.settings.cluster_ca_bundle;
-  if (const auto pool = state.nodepools.find(launch.nodepool); pool != state.nodepools.end()) {
+  if (const auto pool = state.cluster.nodepools.find(launch.nodepool);
+      pool != state.cluster.nodepools.end()) {
     node.labels = pool->second.labels;
     node.taints = pool->second.taints;
     node.taints.insert(node.taints.end(), pool->second.startup_taints.begin(),
                        pool->second.startup_taints.end());
   }
   node.labels[label::kNodePool] = launch.nodepool;
-  if (const auto nc = state.nodeclasses.find(launch.nodeclass); nc != state.nodeclasses.end()) {
+  if (const auto nc = state.cluster.nodeclasses.find(launch.nodeclass);
+      nc != state.cluster.nodeclasses.end()) {
     node.ami_family = nc->second.ami_family;
     node.user_data = nc->second.user_data;
     node.max_pods = nc->second.max_pods;
@@ -70,8 +50,8 @@ void FillLaunch(const State& state, LaunchInstance& launch) {
   }
   node.tags["karpenter.k8s.aws/ec2nodeclass"] = launch.nodeclass;
   node.tags["kubernetes.io/cluster/" + state.settings.cluster_name] = "owned";
-  const auto resolved = state.nodeclass_resolutions.find(launch.nodeclass);
-  if (resolved == state.nodeclass_resolutions.end()) {
+  const auto resolved = state.nodeclass.resolutions.find(launch.nodeclass);
+  if (resolved == state.nodeclass.resolutions.end()) {
     for (LaunchOverride& o : launch.overrides) o.subnet = o.image = "";
     return;
   }
@@ -96,10 +76,10 @@ void FillLaunch(const State& state, LaunchInstance& launch) {
     }
   }
   for (LaunchOverride& o : launch.overrides) {
-    const auto type = state.catalog->find(o.instance_type);
+    const auto type = state.cluster.catalog->find(o.instance_type);
     const auto subnet = subnets.find(o.zone);
     const auto image =
-        type == state.catalog->end() ? images.end() : images.find(type->second.type.arch);
+        type == state.cluster.catalog->end() ? images.end() : images.find(type->second.type.arch);
     o.subnet = subnet == subnets.end() ? "" : subnet->second->id;
     o.image = image == images.end() ? "" : image->second->id;
   }
@@ -130,7 +110,7 @@ std::vector<Requirement> ResolveCustomLabels(std::vector<Requirement> requiremen
 ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& out) {
   assert(!plan.offerings.empty());
   NodeClaim claim;
-  claim.name = NextClaimName(state, plan.nodepool);
+  claim.name = NewClaimName(state, plan.nodepool);
   claim.nodepool = plan.nodepool;
   claim.nodeclass = plan.nodeclass;
   claim.requirements = ResolveCustomLabels(plan.requirements);
@@ -143,10 +123,12 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
   }
   claim.allocatable = plan.allocatable;
   claim.created = state.now;
-  if (auto pool = state.nodepools.find(plan.nodepool); pool != state.nodepools.end()) {
+  if (auto pool = state.cluster.nodepools.find(plan.nodepool);
+      pool != state.cluster.nodepools.end()) {
     claim.nodepool_hash = TemplateHash(pool->second);
   }
-  if (auto nc = state.nodeclasses.find(plan.nodeclass); nc != state.nodeclasses.end()) {
+  if (auto nc = state.cluster.nodeclasses.find(plan.nodeclass);
+      nc != state.cluster.nodeclasses.end()) {
     claim.nodeclass_hash = NodeClassHash(nc->second);
   }
   LaunchInstance launch{claim.name,
@@ -162,10 +144,8 @@ ClaimPlan LaunchClaim(State& state, Seq seq, const PlannedClaim& plan, Output& o
     launch.overrides.push_back({o.instance_type, o.zone, o.capacity_type, o.price, "", ""});
   }
   FillLaunch(state, launch);
-  state.claim_parts.Share(claim);
-  state.nodeclaims[claim.name] = claim;
-  IndexClaim(state, claim);
-  Issue(state, seq, CreateNodeClaim{claim}, out);
+  AddClaim(state, claim);
+  Issue(state, seq, CreateNodeClaim{state.lifecycle.nodeclaims.at(claim.name)}, out);
   Issue(state, seq, std::move(launch), out);
   return ClaimPlan{claim.name, claim.nodepool, plan.pods, plan.requests, plan.offerings};
 }
@@ -190,13 +170,7 @@ void Provision(State& state, Seq seq, Instant opened, Output& out) {
   for (const PodOutcome& outcome : decision.pods) {
     if (!outcome.target.empty() && outcome.target[0] != '#') targets.insert(outcome.target);
   }
-  if (!targets.empty()) {
-    for (auto& [name, claim] : state.nodeclaims) {
-      if (targets.contains(name) || targets.contains(claim.node_name)) {
-        claim.nominated_until = state.now + nomination;
-      }
-    }
-  }
+  if (!targets.empty()) Nominate(state, targets, state.now + nomination);
   std::vector<std::string> overlay_notes;
   for (const ClaimPlan& plan : decision.new_claims) {
     overlay_notes.push_back(OverlayNote(state, plan.nodepool, plan.offerings));
@@ -223,7 +197,7 @@ void NotePodForBatch(State& state, const Pod&) {
 }
 
 void ReconsiderPendingPods(State& state) {
-  const PodTable::View& pending = state.pods.Provisionable();
+  const PodTable::View& pending = state.cluster.pods.Provisionable();
   if (!pending.empty()) NotePodForBatch(state, *pending.begin()->second);
 }
 

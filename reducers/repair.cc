@@ -48,7 +48,7 @@ struct PoolHealth {
 };
 std::map<std::string, PoolHealth> HealthByPool(const State& state) {
   std::map<std::string, PoolHealth> out;
-  for (const auto& [name, node] : state.nodes) {
+  for (const auto& [name, node] : state.cluster.nodes) {
     const auto pool = node.labels.Lookup(label::kNodePool);
     if (!pool) continue;
     PoolHealth& h = out[std::string(*pool)];
@@ -80,17 +80,17 @@ void AnnounceBlocked(State& state, Seq seq, const NodeClaim& claim, Output& out)
 void AdvanceNodeRepair(State& state, Seq seq, Output& out) {
   if (!state.settings.node_repair) return;
   std::optional<std::map<std::string, PoolHealth>> health;  // Counted once, when first needed.
-  for (auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.node_name.empty()) continue;
-    const auto node = state.nodes.find(claim.node_name);
-    if (node == state.nodes.end() || node->second.unhealthy.empty()) continue;
+    const auto node = state.cluster.nodes.find(claim.node_name);
+    if (node == state.cluster.nodes.end() || node->second.unhealthy.empty()) continue;
     const std::optional<Due> due = RepairDue(node->second);
     if (!due || state.now < due->at) continue;
     if (claim.deleting) {
       // Already on its way out: its drain ends now, as Karpenter's repair sets the termination
       // timestamp of a NodeClaim already being deleted.
       if (!claim.termination_deadline || *claim.termination_deadline > state.now) {
-        claim.termination_deadline = state.now;
+        SetTerminationDeadline(state, name, state.now);
         ++state.idle.changes;  // Its drain, walked next, ends now.
       }
       continue;
@@ -108,8 +108,8 @@ void AdvanceNodeRepair(State& state, Seq seq, Output& out) {
                                " toleration (" + std::to_string(pool.unhealthy) + " of " +
                                std::to_string(pool.nodes) + " nodes of the NodePool unhealthy, " +
                                std::to_string(allowed) + " allowed)";
-    claim.termination_deadline = state.now;
-    BeginDeletion(state, seq, claim, reason, Cause::kUnhealthy, true, out);
+    SetTerminationDeadline(state, name, state.now);
+    BeginDeletion(state, seq, name, reason, Cause::kUnhealthy, true, out);
     ++state.idle.changes;  // The lifecycle walk, next in the tick, drains it.
   }
 }

@@ -148,11 +148,11 @@ TypeMask Pass::FitTypes(PoolTemplate& t, const TypeMask& candidates, const Requi
 // with one that binds at once (Immediate: the volume comes first, and its place decides).
 std::string VolumeErrorOf(const State& state, const Pod& pod) {
   for (const auto& name : pod.constraints->volume_claims) {
-    auto pvc = state.pvcs.find(PodKey(pod.ns, name));
-    if (pvc == state.pvcs.end()) return "persistentvolumeclaim " + name + " not found";
+    auto pvc = state.cluster.pvcs.find(PodKey(pod.ns, name));
+    if (pvc == state.cluster.pvcs.end()) return "persistentvolumeclaim " + name + " not found";
     const PersistentVolumeClaim& claim = pvc->second;
     if (!claim.volume_name.empty()) {
-      if (!state.pvs.contains(claim.volume_name)) {
+      if (!state.cluster.pvs.contains(claim.volume_name)) {
         return "persistentvolumeclaim " + name + ": persistentvolume " + claim.volume_name +
                " not found";
       }
@@ -161,8 +161,8 @@ std::string VolumeErrorOf(const State& state, const Pod& pod) {
     if (claim.storage_class.empty()) {
       return "unbound persistentvolumeclaim " + name + " must define a storage class";
     }
-    auto sc = state.storage_classes.find(claim.storage_class);
-    if (sc == state.storage_classes.end()) {
+    auto sc = state.cluster.storage_classes.find(claim.storage_class);
+    if (sc == state.cluster.storage_classes.end()) {
       return "persistentvolumeclaim " + name + ": storage class " + claim.storage_class +
              " not found";
     }
@@ -500,7 +500,7 @@ struct SimulationImpl {
   explicit SimulationImpl(const State& state) : pass(state, none) {
     // The pods waiting for capacity are the same in every trial of one simulation: sorted into
     // placement order once, then merged with each candidate's pods (already in that order).
-    const auto& pending = state.pods.Provisionable();
+    const auto& pending = state.cluster.pods.Provisionable();
     for (auto it = pending.begin(); it != pending.end() && by_key.size() < kPodsPerBatchMax; ++it) {
       by_key.push_back(it->second);
     }
@@ -520,16 +520,17 @@ Simulation::Simulation(const State& state) : state_(state) {}
 Simulation::~Simulation() = default;
 
 const std::vector<const Pod*>& Simulation::PodsOf(const NodeClaim& claim) {
-  return state_.pods.OnNode(claim.node_name).reschedulable;
+  return state_.cluster.pods.OnNode(claim.node_name).reschedulable;
 }
 
 ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
   std::vector<Removal> removals;
   for (const auto& name : nodeclaims) {
-    auto claim = state_.nodeclaims.find(name);
-    if (claim == state_.nodeclaims.end()) continue;
-    auto node = state_.nodes.find(claim->second.node_name);
-    removals.push_back({&claim->second, node == state_.nodes.end() ? nullptr : &node->second,
+    auto claim = state_.lifecycle.nodeclaims.find(name);
+    if (claim == state_.lifecycle.nodeclaims.end()) continue;
+    auto node = state_.cluster.nodes.find(claim->second.node_name);
+    removals.push_back({&claim->second,
+                        node == state_.cluster.nodes.end() ? nullptr : &node->second,
                         PodsOf(claim->second)});
   }
   return Without(removals);
@@ -574,7 +575,7 @@ ScheduleResult Schedule(const State& state) {
   // A pod asking for a restricted label is not Karpenter's to launch for: it is ignored, with
   // the reason, and nothing is planned for it (a new node could never carry that label).
   std::vector<PodOutcome> ignored;
-  for (const auto& [key, pod] : state.pods.Provisionable()) {
+  for (const auto& [key, pod] : state.cluster.pods.Provisionable()) {
     if (pods.size() >= kPodsPerBatchMax) break;
     if (std::string why = core::PodRequirementError(*pod); !why.empty()) {
       ignored.push_back({std::string(key), "", why, {}});

@@ -21,7 +21,7 @@ bool Ephemeral(const Taint& t) {
 // ever (a leaked instance's node, one whose NodeClaim was deleted).
 bool IsCapacity(const State& state, const Node& node) {
   if (node.deleting) return false;
-  if (state.claims_by_node.Has(node.name)) return true;
+  if (state.lifecycle.claims_by_node.Has(node.name)) return true;
   const bool made_for_a_pool =
       node.labels.contains(label::kNodePool) ||
       std::any_of(node.taints.begin(), node.taints.end(),
@@ -33,14 +33,15 @@ bool IsCapacity(const State& state, const Node& node) {
 
 void Pass::AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const {
   for (const auto& claim_name : pod.constraints->volume_claims) {
-    auto pvc = state_.pvcs.find(PodKey(pod.ns, claim_name));
-    if (pvc == state_.pvcs.end()) continue;
+    auto pvc = state_.cluster.pvcs.find(PodKey(pod.ns, claim_name));
+    if (pvc == state_.cluster.pvcs.end()) continue;
     std::string driver;
     std::string id = pvc->second.volume_name.empty() ? pvc->first : pvc->second.volume_name;
-    if (auto pv = state_.pvs.find(pvc->second.volume_name); pv != state_.pvs.end()) {
+    if (auto pv = state_.cluster.pvs.find(pvc->second.volume_name);
+        pv != state_.cluster.pvs.end()) {
       driver = pv->second.csi_driver;
-    } else if (auto sc = state_.storage_classes.find(pvc->second.storage_class);
-               sc != state_.storage_classes.end()) {
+    } else if (auto sc = state_.cluster.storage_classes.find(pvc->second.storage_class);
+               sc != state_.cluster.storage_classes.end()) {
       driver = sc->second.provisioner;
     }
     if (!driver.empty()) out[driver].insert(id);
@@ -58,7 +59,8 @@ Labels Pass::ClaimLabels(const NodeClaim& claim, const NodePool& pool) const {
   for (const auto& [key, value] : OwnRequirementLabels(*claim.requirements, &pool)) {
     labels.try_emplace(key, value);
   }
-  if (auto type = state_.catalog->find(claim.instance_type); type != state_.catalog->end()) {
+  if (auto type = state_.cluster.catalog->find(claim.instance_type);
+      type != state_.cluster.catalog->end()) {
     for (const auto& [k, v] : type->second.labels) labels[k] = v;
   }
   if (!claim.zone.empty()) labels[label::kZone] = claim.zone;
@@ -69,14 +71,14 @@ Labels Pass::ClaimLabels(const NodeClaim& claim, const NodePool& pool) const {
 std::set<std::string> Pass::Leaving() const {
   // Capacity being terminated is no place for a pod.
   std::set<std::string> leaving = excluded_nodes_;
-  for (const auto& [name, claim] : state_.nodeclaims) {
+  for (const auto& [name, claim] : state_.lifecycle.nodeclaims) {
     if (claim.deleting && !claim.node_name.empty()) leaving.insert(claim.node_name);
   }
   // So is capacity tainted for a disruption that waits on its replacements.
-  for (const auto& wait : state_.replacing) {
+  for (const auto& wait : state_.disruption.replacing) {
     for (const auto& name : wait.candidates) {
-      auto claim = state_.nodeclaims.find(name);
-      if (claim != state_.nodeclaims.end()) leaving.insert(claim->second.node_name);
+      auto claim = state_.lifecycle.nodeclaims.find(name);
+      if (claim != state_.lifecycle.nodeclaims.end()) leaving.insert(claim->second.node_name);
     }
   }
   return leaving;
@@ -86,9 +88,9 @@ NameIndex<std::size_t> Pass::AddNodeBins(const std::set<std::string>& leaving) {
   // The nodes' bins by name, for each claim to find its node's (one comparison, where a map
   // misses the cache at every level).
   NameIndex<std::size_t> node_bins;
-  node_bins.Reserve(state_.nodes.size());
-  BoundWalk bound_to(state_.pods);  // The nodes come in name order.
-  for (const auto& [name, node] : state_.nodes) {
+  node_bins.Reserve(state_.cluster.nodes.size());
+  BoundWalk bound_to(state_.cluster.pods);  // The nodes come in name order.
+  for (const auto& [name, node] : state_.cluster.nodes) {
     if (leaving.contains(name) || !IsCapacity(state_, node)) continue;
     Bin bin;
     bin.name = name;
@@ -97,7 +99,7 @@ NameIndex<std::size_t> Pass::AddNodeBins(const std::set<std::string>& leaving) {
       if (!Ephemeral(t)) bin.taints.push_back(t);
     }
     bin.remaining = node.allocatable;
-    if (auto csi = state_.csi_nodes.find(name); csi != state_.csi_nodes.end()) {
+    if (auto csi = state_.cluster.csi_nodes.find(name); csi != state_.cluster.csi_nodes.end()) {
       bin.volume_limits = csi->second.attach_limits;
     }
     AddBound(bin, bound_to.At(name));
@@ -133,17 +135,18 @@ void Pass::CountClaimOnNode(Bin& bin, const NodeClaim& claim, const NodePool& po
 // A claim without a node is a bin of its own (pods bound to its name, if any, in it).
 void Pass::AddClaimBins(const std::set<std::string>& leaving,
                         const NameIndex<std::size_t>& node_bins) {
-  BoundWalk claim_bound(state_.pods);  // The claims come in name order.
-  for (const auto& [name, claim] : state_.nodeclaims) {
-    auto pool = state_.nodepools.find(claim.nodepool);
+  BoundWalk claim_bound(state_.cluster.pods);  // The claims come in name order.
+  for (const auto& [name, claim] : state_.lifecycle.nodeclaims) {
+    auto pool = state_.cluster.nodepools.find(claim.nodepool);
     const std::size_t* on_node =
         claim.node_name.empty() ? nullptr : node_bins.Find(claim.node_name);
     if (on_node != nullptr) {
-      if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kInitialized) continue;
+      if (pool == state_.cluster.nodepools.end() || claim.phase == ClaimPhase::kInitialized)
+        continue;
       CountClaimOnNode(existing_[*on_node], claim, pool->second);
       continue;
     }
-    if (pool == state_.nodepools.end() || claim.phase == ClaimPhase::kFailed) continue;
+    if (pool == state_.cluster.nodepools.end() || claim.phase == ClaimPhase::kFailed) continue;
     if (claim.deleting || excluded_.contains(name)) continue;
     // Its node is left out (being replaced, or taken away by a trial): so is the claim.
     if (!claim.node_name.empty() && leaving.contains(claim.node_name)) continue;
@@ -164,7 +167,8 @@ void Pass::AddClaimBins(const std::set<std::string>& leaving,
 void Pass::BuildExistingBins() {
   const std::set<std::string> leaving = Leaving();
   // One allocation: growing the vector would hold two copies of thousands of bins at once.
-  existing_.reserve(existing_.size() + state_.nodes.size() + state_.nodeclaims.size());
+  existing_.reserve(existing_.size() + state_.cluster.nodes.size() +
+                    state_.lifecycle.nodeclaims.size());
   const NameIndex<std::size_t> node_bins = AddNodeBins(leaving);
   existing_index_ = node_bins;  // The claims' bins are added to it, then merged in (Seal).
   AddClaimBins(leaving, node_bins);

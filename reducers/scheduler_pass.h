@@ -90,8 +90,8 @@ class Pass {
   static std::set<std::string> NodesOf(const State& state, const std::set<std::string>& claims) {
     std::set<std::string> nodes;
     for (const auto& name : claims) {
-      auto claim = state.nodeclaims.find(name);
-      if (claim != state.nodeclaims.end() && !claim->second.node_name.empty()) {
+      auto claim = state.lifecycle.nodeclaims.find(name);
+      if (claim != state.lifecycle.nodeclaims.end() && !claim->second.node_name.empty()) {
         nodes.insert(claim->second.node_name);
       }
     }

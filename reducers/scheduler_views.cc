@@ -15,6 +15,41 @@ std::vector<T> HeaviestFirst(std::vector<T> terms) {
   return terms;
 }
 
+// Volume topology: a bound volume's node affinity, else its StorageClass's topologies.
+void AddVolumeTopology(const State& state, const Pod& pod, PodView& v) {
+  for (const auto& claim_name : pod.constraints->volume_claims) {
+    auto pvc = state.cluster.pvcs.find(PodKey(pod.ns, claim_name));
+    if (pvc == state.cluster.pvcs.end()) continue;
+    if (auto pv = state.cluster.pvs.find(pvc->second.volume_name); pv != state.cluster.pvs.end()) {
+      if (!pv->second.node_affinity.empty()) {
+        v.volume_requirements.Add(pv->second.node_affinity.front().requirements);
+      }
+    } else if (auto sc = state.cluster.storage_classes.find(pvc->second.storage_class);
+               sc != state.cluster.storage_classes.end() &&
+               !sc->second.allowed_topologies.empty()) {
+      Requirements any_of;
+      for (const auto& term : sc->second.allowed_topologies) {
+        for (const auto& r : term.requirements) {
+          const ValueSet* prior = any_of.Get(r.key);
+          ValueSet set = ValueSet::From(r);
+          if (prior != nullptr) {
+            std::vector<std::string> merged = prior->values;
+            merged.insert(merged.end(), set.values.begin(), set.values.end());
+            set = ValueSet::From({r.key, RequirementOp::kIn, merged, 0});
+            Requirements replaced;
+            for (const auto& [k, s] : any_of.sets()) {
+              if (k != r.key) replaced.Add(k, s);
+            }
+            any_of = replaced;
+          }
+          any_of.Add(r.key, set);
+        }
+      }
+      v.volume_requirements.Add(any_of);
+    }
+  }
+}
+
 }  // namespace
 
 void Pass::MakeView(const Pod& pod, PodView& v) {
@@ -45,37 +80,7 @@ void Pass::MakeView(const Pod& pod, PodView& v) {
   v.need = pod.requests;
   v.need.pods = 1;
   AddVolumes(pod, v.volumes);
-  // Volume topology: a bound volume's node affinity, else its StorageClass's topologies.
-  for (const auto& claim_name : pod.constraints->volume_claims) {
-    auto pvc = state_.pvcs.find(PodKey(pod.ns, claim_name));
-    if (pvc == state_.pvcs.end()) continue;
-    if (auto pv = state_.pvs.find(pvc->second.volume_name); pv != state_.pvs.end()) {
-      if (!pv->second.node_affinity.empty()) {
-        v.volume_requirements.Add(pv->second.node_affinity.front().requirements);
-      }
-    } else if (auto sc = state_.storage_classes.find(pvc->second.storage_class);
-               sc != state_.storage_classes.end() && !sc->second.allowed_topologies.empty()) {
-      Requirements any_of;
-      for (const auto& term : sc->second.allowed_topologies) {
-        for (const auto& r : term.requirements) {
-          const ValueSet* prior = any_of.Get(r.key);
-          ValueSet set = ValueSet::From(r);
-          if (prior != nullptr) {
-            std::vector<std::string> merged = prior->values;
-            merged.insert(merged.end(), set.values.begin(), set.values.end());
-            set = ValueSet::From({r.key, RequirementOp::kIn, merged, 0});
-            Requirements replaced;
-            for (const auto& [k, s] : any_of.sets()) {
-              if (k != r.key) replaced.Add(k, s);
-            }
-            any_of = replaced;
-          }
-          any_of.Add(r.key, set);
-        }
-      }
-      v.volume_requirements.Add(any_of);
-    }
-  }
+  AddVolumeTopology(state_, pod, v);
   if (!state_.settings.ignore_preferences) {
     v.preferred_node = HeaviestFirst(pod.constraints->node_affinity_preferred);
     v.preferred_affinity = HeaviestFirst(pod.constraints->pod_affinity_preferred);

@@ -19,7 +19,7 @@ namespace {
 // A claim waiting, tainted, for its drift replacement: counted apart, as Karpenter's pending
 // disruption, so that neither the refill nor the trim acts on the replacement in flight.
 bool BeingReplaced(const State& state, const std::string& claim) {
-  for (const ReplacementWait& wait : state.replacing) {
+  for (const ReplacementWait& wait : state.disruption.replacing) {
     if (std::find(wait.candidates.begin(), wait.candidates.end(), claim) != wait.candidates.end()) {
       return true;
     }
@@ -40,9 +40,9 @@ struct Surplus {
 
 void Trim(State& state, Seq seq, const NodePool& pool, std::int64_t surplus, Output& out) {
   std::vector<Surplus> order;
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.nodepool != pool.name || claim.deleting || BeingReplaced(state, name)) continue;
-    const PodTable::Bound& bound = state.pods.OnNode(claim.node_name);
+    const PodTable::Bound& bound = state.cluster.pods.OnNode(claim.node_name);
     const bool holds = !bound.reschedulable.empty() || bound.do_not_disrupt > 0;
     order.push_back({holds, bound.do_not_disrupt > 0, holds ? bound.eviction_cost : 0, &name});
   }
@@ -52,8 +52,7 @@ void Trim(State& state, Seq seq, const NodePool& pool, std::int64_t surplus, Out
                              std::to_string(*pool.replicas + surplus) + " nodes for " +
                              std::to_string(*pool.replicas) + " replicas";
   for (std::int64_t i = 0; i < surplus && i < static_cast<std::int64_t>(order.size()); ++i) {
-    BeginDeletion(state, seq, state.nodeclaims.at(*order[i].name), reason, Cause::kOverprovisioned,
-                  true, out);
+    BeginDeletion(state, seq, *order[i].name, reason, Cause::kOverprovisioned, true, out);
   }
 }
 
@@ -76,7 +75,7 @@ void Fill(State& state, Seq seq, const NodePool& pool, const StaticCount& n, Out
 
 StaticCount CountStatic(const State& state, const std::string& pool) {
   StaticCount n;
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.nodepool != pool) continue;
     if (claim.deleting) {
       ++n.deleting;
@@ -110,7 +109,7 @@ std::optional<PlannedClaim> StaticClaim(const State& state, const NodePool& pool
 
 void AdvanceStaticPools(State& state, Seq seq, Output& out) {
   if (!state.settings.static_capacity) return;
-  for (const auto& [name, pool] : state.nodepools) {
+  for (const auto& [name, pool] : state.cluster.nodepools) {
     if (!pool.replicas) continue;
     const StaticCount n = CountStatic(state, name);
     if (n.active + n.pending < *pool.replicas) {

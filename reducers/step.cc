@@ -24,13 +24,13 @@ void OnTick(State& state, Seq seq, const Tick& tick, Output& out) {
   // Lifecycle (registration, termination) goes on regardless; choosing what to launch or
   // remove waits until the cluster has been read whole.
   const std::size_t before = out.size();
-  if (state.watches_synced) MaybeProvision(state, seq, out);
-  if (state.watches_synced) AdvanceStaticPools(state, seq, out);
-  if (state.watches_synced) AdvanceNodeRepair(state, seq, out);
-  const std::vector<NodeClaim*> expired = AdvanceLifecycle(state, seq, out);
+  if (state.cluster.watches_synced) MaybeProvision(state, seq, out);
+  if (state.cluster.watches_synced) AdvanceStaticPools(state, seq, out);
+  if (state.cluster.watches_synced) AdvanceNodeRepair(state, seq, out);
+  const std::vector<const NodeClaim*> expired = AdvanceLifecycle(state, seq, out);
   if (out.size() != before) ++state.cluster_generation;
-  if (state.watches_synced) AdvanceDisruption(state, seq, expired, out);
-  if (state.watches_synced) AdvanceDeletionCost(state, seq, out);
+  if (state.cluster.watches_synced) AdvanceDisruption(state, seq, expired, out);
+  if (state.cluster.watches_synced) AdvanceDeletionCost(state, seq, out);
   AdvanceNodeClassTerminations(state, seq, out);
   // What the tick did may give the next one something to do: the idle notes lapse.
   if (out.size() != at_start) ++state.idle.changes;
@@ -42,15 +42,15 @@ void OnStarted(State& state, const ControllerStarted& started) {
   state.started = true;
   state.version = started.version;
   state.settings = started.settings;
-  if (!state.catalog->empty()) {
-    for (auto& [name, entry] : state.catalog.Mutable()) {
+  if (!state.cluster.catalog->empty()) {
+    for (auto& [name, entry] : state.cluster.catalog.Mutable()) {
       entry = MakeCatalogEntry(entry.type, state.settings);
     }
   }
 }
 
 void OnCatalog(State& state, const CatalogRefreshed& refreshed) {
-  Catalog& catalog = state.catalog.Mutable();
+  Catalog& catalog = state.cluster.catalog.Mutable();
   catalog.clear();
   for (const auto& type : refreshed.instance_types) {
     catalog[type.name] = MakeCatalogEntry(type, state.settings);
@@ -112,13 +112,13 @@ bool ChangesCluster(const State& state, const Event& event) {
     }
   }
   if (const auto* upserted = std::get_if<NodeClassUpserted>(&event)) {
-    auto known = state.nodeclasses.find(upserted->nodeclass.name);
-    return known == state.nodeclasses.end() ||
+    auto known = state.cluster.nodeclasses.find(upserted->nodeclass.name);
+    return known == state.cluster.nodeclasses.end() ||
            !OnlyFinalizerChanged(known->second, upserted->nodeclass);
   }
   if (const auto* upserted = std::get_if<NodeUpserted>(&event)) {
-    auto known = state.nodes.find(upserted->node.name);
-    if (known == state.nodes.end()) return true;
+    auto known = state.cluster.nodes.find(upserted->node.name);
+    if (known == state.cluster.nodes.end()) return true;
     const Node& before = known->second;
     const Node& after = upserted->node;
     if (before == after) return false;
@@ -127,9 +127,9 @@ bool ChangesCluster(const State& state, const Event& event) {
       return false;
     }
     bool leaving = false;
-    state.claims_by_node.ForEach(upserted->node.name, [&](const std::string& name) {
-      auto claim = state.nodeclaims.find(name);
-      leaving = leaving || (claim != state.nodeclaims.end() && claim->second.deleting);
+    state.lifecycle.claims_by_node.ForEach(upserted->node.name, [&](const std::string& name) {
+      auto claim = state.lifecycle.nodeclaims.find(name);
+      leaving = leaving || (claim != state.lifecycle.nodeclaims.end() && claim->second.deleting);
     });
     return !leaving;
   }
@@ -139,8 +139,8 @@ bool ChangesCluster(const State& state, const Event& event) {
 void OnPodUpserted(State& state, const Pod& pod) {
   const std::string key = PodKey(pod.ns, pod.name);
   static const Pod kAbsent;
-  auto it = state.pods.find(key);
-  const Pod& before = it == state.pods.end() ? kAbsent : it->second;
+  auto it = state.cluster.pods.find(key);
+  const Pod& before = it == state.cluster.pods.end() ? kAbsent : it->second;
   // A pending pod reported again unchanged (kube-scheduler's retries) changes nothing
   // consolidation could see, but is still planned for again below; nor does a pod-deletion-cost
   // the controller wrote itself (consolidation does not read it then).
@@ -156,39 +156,21 @@ void OnPodUpserted(State& state, const Pod& pod) {
     NotePodMoved(state, pod.node_name);
   }
   Pod stored = pod;
-  state.pod_parts.Share(stored);
-  state.pods.Upsert(key, std::move(stored));
+  state.cluster.pod_parts.Share(stored);
+  state.cluster.pods.Upsert(key, std::move(stored));
   if (IsProvisionable(pod)) NotePodForBatch(state, pod);
 }
 
 }  // namespace
 
 void core::ForgetPod(State& state, const std::string& ns, const std::string& name) {
-  if (auto it = state.pods.find(PodKey(ns, name)); it != state.pods.end()) {
+  if (auto it = state.cluster.pods.find(PodKey(ns, name)); it != state.cluster.pods.end()) {
     NotePodMoved(state, it->second.node_name);
-    state.pods.Erase(it);
+    state.cluster.pods.Erase(it);
   }
 }
 
 namespace {
-
-// The part of a resolution the EC2NodeClass status shows: all but the free addresses and the
-// images' creation dates.
-NodeClassResolution StatusPart(NodeClassResolution resolution) {
-  for (auto& subnet : resolution.subnets) subnet.free_ips = 0;
-  for (auto& ami : resolution.amis) ami.created.clear();
-  return resolution;
-}
-
-// The latest resolution is kept; the status is written when what it shows changes, and for the
-// first resolution of an EC2NodeClass.
-void OnNodeClassResolved(State& state, Seq seq, const NodeClassResolved& event, Output& out) {
-  auto [it, added] = state.nodeclass_resolutions.try_emplace(event.nodeclass, event.resolution);
-  const bool changed = added || StatusPart(it->second) != StatusPart(event.resolution);
-  it->second = event.resolution;
-  if (changed) Issue(state, seq, PatchNodeClassStatus{event.nodeclass, event.resolution}, out);
-  ReconcileNodeClass(state, seq, event.nodeclass, out);
-}
 
 // Input that could not be read is kept in the log for audit; a queue message it came in is
 // deleted from the queue now that it is there (delivered again, it would only be rejected again).
@@ -233,21 +215,21 @@ void Reconfigure(State& state, Seq seq, std::map<std::string, T>& objects, const
   ReconsiderPendingPods(state);
 }
 void Apply(State& state, Seq seq, const NodePoolUpserted& e, Output& out) {
-  Reconfigure(state, seq, state.nodepools, e.nodepool, out);
+  Reconfigure(state, seq, state.cluster.nodepools, e.nodepool, out);
 }
 void Apply(State& state, Seq seq, const NodePoolDeleted& e, Output& out) {
-  state.nodepools.erase(e.name);
+  state.cluster.nodepools.erase(e.name);
   RefreshOverlays(state, seq, out);
 }
 void Apply(State& state, Seq seq, const NodeOverlayUpserted& e, Output& out) {
-  Reconfigure(state, seq, state.nodeoverlays, e.overlay, out);
+  Reconfigure(state, seq, state.cluster.nodeoverlays, e.overlay, out);
 }
 void Apply(State& state, Seq seq, const NodeOverlayDeleted& e, Output& out) {
-  state.nodeoverlays.erase(e.name);
+  state.cluster.nodeoverlays.erase(e.name);
   RefreshOverlays(state, seq, out);
 }
 void Apply(State& state, Seq seq, const NodeClassUpserted& e, Output& out) {
-  NodeClass& slot = state.nodeclasses[e.nodeclass.name];
+  NodeClass& slot = state.cluster.nodeclasses[e.nodeclass.name];
   if (slot == e.nodeclass) return;
   const bool finalizer_only = OnlyFinalizerChanged(slot, e.nodeclass);
   slot = e.nodeclass;
@@ -255,9 +237,8 @@ void Apply(State& state, Seq seq, const NodeClassUpserted& e, Output& out) {
   ReconcileNodeClass(state, seq, e.nodeclass.name, out);
 }
 void Apply(State& state, Seq, const NodeClassDeleted& e, Output&) {
-  state.nodeclasses.erase(e.name);
-  state.nodeclass_resolutions.erase(e.name);
-  state.nodeclass_terminations.erase(e.name);
+  state.cluster.nodeclasses.erase(e.name);
+  ForgetNodeClass(state, e.name);
 }
 void Apply(State& state, Seq, const PodUpserted& e, Output&) {
   OnPodUpserted(state, e.pod);
@@ -266,10 +247,13 @@ void Apply(State& state, Seq, const PodDeleted& e, Output&) {
   ForgetPod(state, e.ns, e.name);
 }
 void Apply(State& state, Seq seq, const NodeUpserted& e, Output& out) {
-  OnNodeUpserted(state, seq, e.node, out);
+  Node& slot = state.cluster.nodes[e.node.name] = e.node;
+  state.cluster.node_parts.Share(slot, state.cluster.pod_parts.node_names);
+  OnNodeUpserted(state, seq, slot, out);
 }
 // Pods planned onto the node are planned for again.
 void Apply(State& state, Seq, const NodeDeleted& e, Output&) {
+  state.cluster.nodes.erase(e.name);
   OnNodeDeleted(state, e.name);
   ReconsiderPendingPods(state);
 }
@@ -287,7 +271,7 @@ void Apply(State& state, Seq seq, const FleetFailed& e, Output& out) {
 }
 void Apply(State& state, Seq seq, const CommandSucceeded& e, Output& out) {
   if (OnNodeClassResult(state, seq, e.command, true, out)) return;
-  const std::size_t claims = state.nodeclaims.size();
+  const std::size_t claims = state.lifecycle.nodeclaims.size();
   OnTerminationResult(state, seq, e.command, std::nullopt, out);
   std::optional<PatchNode> patched;
   if (auto it = state.inflight.find(e.command); it != state.inflight.end()) {
@@ -297,7 +281,7 @@ void Apply(State& state, Seq seq, const CommandSucceeded& e, Output& out) {
   if (patched) ResyncNode(state, seq, *patched, out);
   // A NodeClaim gone gives its NodePool's limit back: the pods the limit kept out
   // are worth another provisioning pass (nothing else would bring them back).
-  if (state.nodeclaims.size() < claims) ReconsiderPendingPods(state);
+  if (state.lifecycle.nodeclaims.size() < claims) ReconsiderPendingPods(state);
 }
 void Apply(State& state, Seq seq, const CommandFailed& e, Output& out) {
   if (OnNodeClassResult(state, seq, e.command, false, out)) return;
@@ -310,34 +294,34 @@ void Apply(State& state, Seq seq, const InputRejected& e, Output& out) {
   OnInputRejected(state, seq, e, out);
 }
 void Apply(State& state, Seq, const DaemonSetUpserted& e, Output&) {
-  state.daemonsets[PodKey(e.daemonset.ns, e.daemonset.name)] = e.daemonset;
+  state.cluster.daemonsets[PodKey(e.daemonset.ns, e.daemonset.name)] = e.daemonset;
 }
 void Apply(State& state, Seq, const DaemonSetDeleted& e, Output&) {
-  state.daemonsets.erase(PodKey(e.ns, e.name));
+  state.cluster.daemonsets.erase(PodKey(e.ns, e.name));
 }
 void Apply(State& state, Seq, const PersistentVolumeClaimUpserted& e, Output&) {
-  state.pvcs[PodKey(e.claim.ns, e.claim.name)] = e.claim;
+  state.cluster.pvcs[PodKey(e.claim.ns, e.claim.name)] = e.claim;
 }
 void Apply(State& state, Seq, const PersistentVolumeClaimDeleted& e, Output&) {
-  state.pvcs.erase(PodKey(e.ns, e.name));
+  state.cluster.pvcs.erase(PodKey(e.ns, e.name));
 }
 void Apply(State& state, Seq, const PersistentVolumeUpserted& e, Output&) {
-  state.pvs[e.volume.name] = e.volume;
+  state.cluster.pvs[e.volume.name] = e.volume;
 }
 void Apply(State& state, Seq, const PersistentVolumeDeleted& e, Output&) {
-  state.pvs.erase(e.name);
+  state.cluster.pvs.erase(e.name);
 }
 void Apply(State& state, Seq, const StorageClassUpserted& e, Output&) {
-  state.storage_classes[e.storage_class.name] = e.storage_class;
+  state.cluster.storage_classes[e.storage_class.name] = e.storage_class;
 }
 void Apply(State& state, Seq, const StorageClassDeleted& e, Output&) {
-  state.storage_classes.erase(e.name);
+  state.cluster.storage_classes.erase(e.name);
 }
 void Apply(State& state, Seq, const CsiNodeUpserted& e, Output&) {
-  state.csi_nodes[e.csi_node.name] = e.csi_node;
+  state.cluster.csi_nodes[e.csi_node.name] = e.csi_node;
 }
 void Apply(State& state, Seq, const CsiNodeDeleted& e, Output&) {
-  state.csi_nodes.erase(e.name);
+  state.cluster.csi_nodes.erase(e.name);
 }
 void Apply(State& state, Seq seq, const NodeClaimDeletionRequested& e, Output& out) {
   OnNodeClaimDeletionRequested(state, seq, e, out);
@@ -350,16 +334,16 @@ void Apply(State& state, Seq seq, const InterruptionReceived& e, Output& out) {
   OnInterruption(state, seq, e, out);
 }
 void Apply(State& state, Seq, const PodDisruptionBudgetUpserted& e, Output&) {
-  state.pdbs[PodKey(e.pdb.ns, e.pdb.name)] = e.pdb;
+  state.cluster.pdbs[PodKey(e.pdb.ns, e.pdb.name)] = e.pdb;
 }
 void Apply(State& state, Seq, const PodDisruptionBudgetDeleted& e, Output&) {
-  state.pdbs.erase(PodKey(e.ns, e.name));
+  state.cluster.pdbs.erase(PodKey(e.ns, e.name));
 }
 void Apply(State& state, Seq, const WatchesStarted&, Output&) {
-  state.watches_synced = false;
+  state.cluster.watches_synced = false;
 }
 void Apply(State& state, Seq, const WatchesSynced&, Output&) {
-  state.watches_synced = true;
+  state.cluster.watches_synced = true;
 }
 void Apply(State& state, Seq seq, const NodeClaimObserved& e, Output& out) {
   OnNodeClaimObserved(state, seq, e.claim, out);
@@ -375,8 +359,8 @@ Output Step(State& state, Seq seq, const Event& event) {
   state.last_seq = seq;
   if (ChangesCluster(state, event)) ++state.cluster_generation;
   if (!std::holds_alternative<Tick>(event)) ++state.idle.changes;
-  if (state.overlaid.stale) RebuildOverlays(state);
-  state.pods.IgnoreDeletionCost(state.settings.pod_deletion_cost);
+  if (state.cluster.overlaid.stale) RebuildOverlays(state);
+  state.cluster.pods.IgnoreDeletionCost(state.settings.pod_deletion_cost);
   Output out;
   std::visit([&](const auto& alternative) { Apply(state, seq, alternative, out); }, event);
   if (!out.decisions.empty()) AnnounceDecisionEvents(state, seq, out);

@@ -57,8 +57,8 @@ bool IsExotic(const CatalogEntry& entry) {
 }
 
 bool OfferingUsable(const State& state, const InstanceType& type, const Offering& o) {
-  return o.available &&
-         !state.unavailable_offerings.contains(OfferingKey(type.name, o.zone, o.capacity_type));
+  return o.available && !state.lifecycle.unavailable_offerings.contains(
+                            OfferingKey(type.name, o.zone, o.capacity_type));
 }
 
 // Requirements a DaemonSet pod puts on the node it runs on.
@@ -85,7 +85,7 @@ bool DaemonRunsOn(const PoolTemplate& t, const Pod& daemon, const Requirements& 
 
 void ApplyDaemonSets(const State& state, PoolTemplate& t) {
   std::vector<std::pair<const Pod*, Requirements>> daemons;
-  for (const auto& [key, ds] : state.daemonsets) {
+  for (const auto& [key, ds] : state.cluster.daemonsets) {
     daemons.emplace_back(&ds.pod, DaemonRequirements(ds.pod));
   }
   for (TypeRow& row : t.types) {
@@ -113,16 +113,17 @@ void ApplyLimits(const State& state, PoolTemplate& t) {
   t.remaining = {limits.cpu.value_or(Millicores{kUnlimited}),
                  limits.memory.value_or(Bytes{kUnlimited}), 0, limits.extended};
   t.nodes_remaining = limits.nodes.value_or(kUnlimited);
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.nodepool != t.pool->name) continue;
     t.nodes_remaining -= 1;
     Resources used;
-    if (auto it = state.catalog->find(claim.instance_type); it != state.catalog->end()) {
+    if (auto it = state.cluster.catalog->find(claim.instance_type);
+        it != state.cluster.catalog->end()) {
       used = Capacity(it->second.type);
     } else {
       // Not launched yet: count the largest type it could become, as Karpenter does.
       for (const auto& type : *claim.instance_types) {
-        if (auto c = state.catalog->find(type); c != state.catalog->end()) {
+        if (auto c = state.cluster.catalog->find(type); c != state.cluster.catalog->end()) {
           used = Max(used, Capacity(c->second.type));
         }
       }
@@ -196,11 +197,11 @@ const TypeMask& TypesFor(PoolTemplate& t, const Requirements& reqs) {
 
 std::vector<PoolTemplate> BuildTemplates(const State& state) {
   std::vector<PoolTemplate> out;
-  for (const auto& [name, pool] : state.nodepools) {
+  for (const auto& [name, pool] : state.cluster.nodepools) {
     PoolTemplate t;
     t.pool = &pool;
-    auto nc = state.nodeclasses.find(pool.nodeclass);
-    if (nc == state.nodeclasses.end()) {
+    auto nc = state.cluster.nodeclasses.find(pool.nodeclass);
+    if (nc == state.cluster.nodeclasses.end()) {
       t.unusable = "EC2NodeClass " + pool.nodeclass + " not found";
     } else if (!nc->second.ready) {
       t.unusable = "EC2NodeClass " + pool.nodeclass + " not ready";
@@ -213,8 +214,8 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
     }
     // What the cloud resolved its selector terms to last is newer than the status written from
     // an earlier resolution: launches need a subnet in the zone and an AMI for the type.
-    if (const auto r = state.nodeclass_resolutions.find(pool.nodeclass);
-        t.nodeclass != nullptr && r != state.nodeclass_resolutions.end()) {
+    if (const auto r = state.nodeclass.resolutions.find(pool.nodeclass);
+        t.nodeclass != nullptr && r != state.nodeclass.resolutions.end()) {
       if (!r->second.reason.empty()) {
         t.nodeclass = nullptr;
         t.unusable = "EC2NodeClass " + pool.nodeclass + " not ready (" + r->second.reason + ")";
@@ -235,7 +236,7 @@ std::vector<PoolTemplate> BuildTemplates(const State& state) {
     for (const auto& [key, value] : t.labels) t.requirements.Add(key, ValueSet::Exactly(value));
     // A key the catalog's types carry is defined, as a well-known label is: pods may select on
     // it without the pool naming it, and the types' own values decide.
-    for (const auto& [name, entry] : *state.catalog) {
+    for (const auto& [name, entry] : *state.cluster.catalog) {
       for (const auto& [key, value] : entry.type.labels) t.catalog_keys.insert(key);
     }
     for (const auto& key : t.catalog_keys) {

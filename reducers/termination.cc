@@ -37,7 +37,7 @@ const Taint kDisrupted{label::kDisruptedTaint, "", TaintEffect::kNoSchedule};
 // taken not to be removing them (it may be gone) and the drain stops waiting for them.
 std::vector<const Pod*> PodsToDrain(const State& state, const std::string& node) {
   std::vector<const Pod*> out;
-  for (const auto& [key, pod_ptr] : state.pods.OnNode(node).pods) {
+  for (const auto& [key, pod_ptr] : state.cluster.pods.OnNode(node).pods) {
     const Pod& pod = *pod_ptr;
     if (!IsActive(pod) || pod.owner_kind == "Node") continue;
     if (pod.deletion && state.now > *pod.deletion + kMinute) continue;
@@ -63,8 +63,9 @@ bool Inflight(const State& state, Match&& match) {
 // repair set.
 std::optional<Instant> DrainDeadline(const State& state, const NodeClaim& claim) {
   std::optional<Instant> deadline = claim.termination_deadline;
-  auto pool = state.nodepools.find(claim.nodepool);
-  if (pool == state.nodepools.end() || !pool->second.termination_grace_period) return deadline;
+  auto pool = state.cluster.nodepools.find(claim.nodepool);
+  if (pool == state.cluster.nodepools.end() || !pool->second.termination_grace_period)
+    return deadline;
   const Instant from_pool = claim.deleting_since + *pool->second.termination_grace_period;
   return deadline ? std::min(*deadline, from_pool) : from_pool;
 }
@@ -156,8 +157,8 @@ Resources ClaimCapacity(const State& state, const NodeClaim& claim) {
 void AddLaunchDetails(const State& state, const NodeClaim& claim, PatchNodeClaimStatus& patch) {
   patch.image_id = claim.image_id;
   patch.allocatable = claim.allocatable;
-  const auto entry = state.catalog->find(claim.instance_type);
-  if (entry != state.catalog->end()) {
+  const auto entry = state.cluster.catalog->find(claim.instance_type);
+  if (entry != state.cluster.catalog->end()) {
     patch.labels = entry->second.labels;
     patch.capacity = ClaimCapacity(state, claim);
   }
@@ -188,18 +189,19 @@ void Advance(State& state, Seq seq, NodeClaim& claim, Output& out) {
     return;
   }
   if (!claim.instance_gone && !claim.instance_id.empty()) {
-    auto node = state.nodes.find(claim.node_name);
-    if (node != state.nodes.end() && !Drain(state, seq, claim, node->second, out)) return;
+    auto node = state.cluster.nodes.find(claim.node_name);
+    if (node != state.cluster.nodes.end() && !Drain(state, seq, claim, node->second, out)) return;
     // Volumes detach before the instance goes, unless the grace period has run out.
     auto deadline = DrainDeadline(state, claim);
     bool expired = deadline && state.now >= *deadline;
-    if (node != state.nodes.end() && !node->second.volumes_attached.empty() && !expired) return;
-    bool cut = node != state.nodes.end() && !PodsToDrain(state, node->first).empty();
+    if (node != state.cluster.nodes.end() && !node->second.volumes_attached.empty() && !expired)
+      return;
+    bool cut = node != state.cluster.nodes.end() && !PodsToDrain(state, node->first).empty();
     Record(state, seq, claim, Transition::kDrained,
            cut ? (claim.termination_deadline && state.now >= *claim.termination_deadline
                       ? "repaired: its pods are not waited for"
                       : "terminationGracePeriod reached with pods left")
-               : (node == state.nodes.end() ? "no node to drain" : "no pod left to evict"),
+               : (node == state.cluster.nodes.end() ? "no node to drain" : "no pod left to evict"),
            out);
     Issue(state, seq, TerminateInstance{claim.instance_id, name}, out);
     return;
@@ -229,8 +231,8 @@ class PoolSums {
 
 // Why the pool's EC2NodeClass keeps it from being Ready; empty when nothing does.
 std::string NodeClassUnready(const State& state, const NodePool& pool) {
-  const auto nodeclass = state.nodeclasses.find(pool.nodeclass);
-  if (nodeclass == state.nodeclasses.end()) return "NodeClassNotFound";
+  const auto nodeclass = state.cluster.nodeclasses.find(pool.nodeclass);
+  if (nodeclass == state.cluster.nodeclasses.end()) return "NodeClassNotFound";
   if (nodeclass->second.terminating) return "NodeClassTerminating";
   if (!nodeclass->second.ready) return "NodeClassNotReady";
   return "";
@@ -239,11 +241,12 @@ std::string NodeClassUnready(const State& state, const NodePool& pool) {
 // `sums`: of the claims as they are now.
 void Republish(State& state, const PoolSums& sums, Seq seq, Output& out) {
   std::map<std::string, NodePoolStatus> now;
-  for (const auto& [name, pool] : state.nodepools) {
+  for (const auto& [name, pool] : state.cluster.nodepools) {
     NodePoolStatus status;
     status.validated = true;
     status.nodeclass_unready = NodeClassUnready(state, pool);
-    if (auto h = state.registration_healthy.find(name); h != state.registration_healthy.end()) {
+    if (auto h = state.lifecycle.registration_healthy.find(name);
+        h != state.lifecycle.registration_healthy.end()) {
       status.registration_healthy = h->second;
     }
     if (auto sum = sums.sums().find(name); sum != sums.sums().end()) {
@@ -254,29 +257,32 @@ void Republish(State& state, const PoolSums& sums, Seq seq, Output& out) {
   }
   for (auto& [name, status] : now) {
     // Never published counts as the empty status: a pool with nothing to say stays quiet.
-    auto prior = state.nodepool_status.find(name);
+    auto prior = state.lifecycle.nodepool_status.find(name);
     const NodePoolStatus& published =
-        prior != state.nodepool_status.end() ? prior->second : NodePoolStatus{};
+        prior != state.lifecycle.nodepool_status.end() ? prior->second : NodePoolStatus{};
     if (published == status) continue;
-    state.nodepool_status[name] = status;
+    state.lifecycle.nodepool_status[name] = status;
     Issue(state, seq, PatchNodePoolStatus{name, status}, out);
   }
-  std::erase_if(state.nodepool_status,
-                [&](const auto& entry) { return !state.nodepools.contains(entry.first); });
-  std::erase_if(state.registration_healthy,
-                [&](const auto& entry) { return !state.nodepools.contains(entry.first); });
+  std::erase_if(state.lifecycle.nodepool_status,
+                [&](const auto& entry) { return !state.cluster.nodepools.contains(entry.first); });
+  std::erase_if(state.lifecycle.registration_healthy,
+                [&](const auto& entry) { return !state.cluster.nodepools.contains(entry.first); });
 }
 
 }  // namespace
 
-void BeginDeletion(State& state, Seq seq, NodeClaim& claim, const std::string& reason, Cause cause,
-                   bool requested_by_tenon, Output& out) {
+void BeginDeletion(State& state, Seq seq, const std::string& name, const std::string& reason,
+                   Cause cause, bool requested_by_tenon, Output& out) {
+  auto it = state.lifecycle.nodeclaims.find(name);
+  if (it == state.lifecycle.nodeclaims.end()) return;
+  NodeClaim& claim = it->second;
   if (claim.deleting) return;
   claim.deleting = true;
   claim.deleting_since = state.now;
   claim.deleting_reason = reason;
   claim.relaunch_at.reset();
-  state.relaunches.erase(claim.name);
+  state.lifecycle.relaunches.erase(claim.name);
   Record(state, seq, claim, Transition::kDeleting, reason, out, cause);
   if (requested_by_tenon) Issue(state, seq, DeleteNodeClaim{claim.name}, out);
   // Its pods are back in the market: the next batch plans for them.
@@ -290,13 +296,13 @@ void RecordTransition(State& state, Seq seq, const NodeClaim& claim, Transition 
 
 void OnNodeClaimDeletionRequested(State& state, Seq seq, const NodeClaimDeletionRequested& event,
                                   Output& out) {
-  auto it = state.nodeclaims.find(event.name);
-  if (it == state.nodeclaims.end()) return;
-  BeginDeletion(state, seq, it->second, "deleted through the API", Cause::kDeletedThroughApi, false,
+  auto it = state.lifecycle.nodeclaims.find(event.name);
+  if (it == state.lifecycle.nodeclaims.end()) return;
+  BeginDeletion(state, seq, it->first, "deleted through the API", Cause::kDeletedThroughApi, false,
                 out);
 }
 
-std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
+std::vector<const NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
   // The last walk found nothing to do, nothing has changed since, and no claim's time comes
   // before its note runs out: this walk would find nothing either.
   if (state.idle.lifecycle.Holds(state.idle.changes, state.now)) return {};
@@ -306,13 +312,13 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
   // take their next step in the same order (a step changes no other claim).
   const std::size_t before = out.size();
   std::vector<NodeClaim*> deleting;
-  std::vector<NodeClaim*> expired;
+  std::vector<const NodeClaim*> expired;
   const NodePool* pool = nullptr;
   PoolSums sums;  // Nothing it sums changes after: a step issues commands, not claim fields.
   // No claim younger than the shortest expireAfter of any pool has expired: most claims, most
   // ticks, are ruled out without looking up their pool.
   Duration shortest{std::numeric_limits<std::int64_t>::max()};
-  for (const auto& [name, p] : state.nodepools) {
+  for (const auto& [name, p] : state.cluster.nodepools) {
     if (p.expire_after) shortest = std::min(shortest, *p.expire_after);
   }
   // The earliest a claim's time comes (a timeout, a relaunch, an expiry): until then, with
@@ -321,20 +327,21 @@ std::vector<NodeClaim*> AdvanceLifecycle(State& state, Seq seq, Output& out) {
   auto due_at = [&next](Instant at) {
     if (!next || at < *next) next = at;
   };
-  for (auto& [name, claim] : state.nodeclaims) {
+  for (auto& [name, claim] : state.lifecycle.nodeclaims) {
     sums.Add(state, claim);
-    if (!claim.deleting && state.watches_synced) {
+    if (!claim.deleting && state.cluster.watches_synced) {
       if (claim.phase == ClaimPhase::kPending && state.now - claim.created >= kLaunchTimeout) {
-        BeginDeletion(state, seq, claim, "not launched within 5m", Cause::kLaunchTimeout, true,
+        BeginDeletion(state, seq, claim.name, "not launched within 5m", Cause::kLaunchTimeout, true,
                       out);
       } else if (claim.phase == ClaimPhase::kPending && claim.relaunch_at &&
                  state.now >= *claim.relaunch_at) {
         Relaunch(state, seq, claim, out);
       } else if (claim.phase == ClaimPhase::kLaunched &&
                  state.now - claim.launched >= kRegistrationTtl) {
-        BeginDeletion(state, seq, claim, "no node registered within 15m",
+        BeginDeletion(state, seq, claim.name, "no node registered within 15m",
                       Cause::kRegistrationTimeout, true, out);
-        state.registration_healthy[claim.nodepool] = false;  // NodeRegistrationHealthy=False
+        state.lifecycle.registration_healthy[claim.nodepool] =
+            false;  // NodeRegistrationHealthy=False
       } else if (claim.phase == ClaimPhase::kPending) {
         due_at(claim.created + kLaunchTimeout);
         if (claim.relaunch_at) due_at(*claim.relaunch_at);
@@ -373,8 +380,8 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
   if (it == state.inflight.end()) return false;
   const CommandBody& body = it->second.body;
   if (const auto* evict = std::get_if<EvictPod>(&body)) {
-    auto claim = state.nodeclaims.find(evict->nodeclaim);
-    if (claim == state.nodeclaims.end()) return true;
+    auto claim = state.lifecycle.nodeclaims.find(evict->nodeclaim);
+    if (claim == state.lifecycle.nodeclaims.end()) return true;
     std::string key = PodKey(evict->ns, evict->name);
     if (error == ErrorCode::kDisruptionBudget) {
       std::int32_t refusals = ++claim->second.evictions_refused[key];
@@ -398,8 +405,8 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
     return true;
   }
   if (const auto* del = std::get_if<DeletePod>(&body)) {
-    auto claim = state.nodeclaims.find(del->nodeclaim);
-    if (claim != state.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
+    auto claim = state.lifecycle.nodeclaims.find(del->nodeclaim);
+    if (claim != state.lifecycle.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
       Record(
           state, seq, claim->second, Transition::kPodForceDeleted,
           "pod " + PodKey(del->ns, del->name) + ": terminationGracePeriod leaves no time to evict",
@@ -410,8 +417,8 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
   }
   if (const auto* term = std::get_if<TerminateInstance>(&body)) {
     bool gone = !error || error == ErrorCode::kNotFound;
-    auto claim = state.nodeclaims.find(term->nodeclaim);
-    if (claim != state.nodeclaims.end() && gone) {
+    auto claim = state.lifecycle.nodeclaims.find(term->nodeclaim);
+    if (claim != state.lifecycle.nodeclaims.end() && gone) {
       claim->second.instance_gone = true;
       Record(state, seq, claim->second, Transition::kInstanceTerminated, term->instance_id, out);
     } else if (term->nodeclaim.empty() && gone) {
@@ -423,34 +430,35 @@ bool OnTerminationResult(State& state, Seq seq, CommandId id, std::optional<Erro
     return true;
   }
   if (const auto* fin = std::get_if<RemoveFinalizer>(&body)) {
-    auto claim = state.nodeclaims.find(fin->nodeclaim);
-    if (claim != state.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
+    auto claim = state.lifecycle.nodeclaims.find(fin->nodeclaim);
+    if (claim != state.lifecycle.nodeclaims.end() && (!error || error == ErrorCode::kNotFound)) {
       Record(state, seq, claim->second, Transition::kFinalized,
              "finalizer removed; NodeClaim and Node gone", out);
-      std::erase_if(state.finished_nodeclaims, [&](const auto& entry) {
+      std::erase_if(state.lifecycle.finished_nodeclaims, [&](const auto& entry) {
         return state.now - entry.second > kFinishedNodeClaimsKept;
       });
-      state.finished_nodeclaims[claim->first] = state.now;
+      state.lifecycle.finished_nodeclaims[claim->first] = state.now;
       ForgetClaim(state, claim->second);
-      state.nodeclaims.erase(claim);
+      state.lifecycle.nodeclaims.erase(claim);
     }
     return true;
   }
   if (const auto* status = std::get_if<PatchNodePoolStatus>(&body)) {
-    if (error) state.nodepool_status.erase(status->nodepool);  // Published again next tick.
+    if (error)
+      state.lifecycle.nodepool_status.erase(status->nodepool);  // Published again next tick.
     return true;
   }
   return false;
 }
 
 void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Output& out) {
-  state.last_instance_listing = state.now;
+  state.lifecycle.last_instance_listing = state.now;
   std::map<std::string, const CloudInstance*> alive;
   for (const auto& i : event.instances) {
     if (i.state != "terminated" && i.state != "shutting-down") alive[i.id] = &i;
   }
   // A claim whose instance is gone: nothing to drain or terminate, only the finalizer left.
-  for (auto& [name, claim] : state.nodeclaims) {
+  for (auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.deleting || claim.phase == ClaimPhase::kPending || claim.instance_id.empty())
       continue;
     if (alive.contains(claim.instance_id)) continue;
@@ -459,14 +467,15 @@ void OnInstancesListed(State& state, Seq seq, const InstancesListed& event, Outp
     claim.instance_gone = true;
     Record(state, seq, claim, Transition::kInstanceGone,
            "instance " + claim.instance_id + " no longer exists (garbage collection)", out);
-    BeginDeletion(state, seq, claim, "instance " + claim.instance_id + " is gone",
+    BeginDeletion(state, seq, claim.name, "instance " + claim.instance_id + " is gone",
                   Cause::kInstanceGone, true, out);
   }
   // An instance no NodeClaim tracks, old enough not to be a launch still being recorded. Not
   // before the cluster's NodeClaims have been read: one may be about to be adopted.
-  if (!state.watches_synced) return;
+  if (!state.cluster.watches_synced) return;
   for (const auto& [id, instance] : alive) {
-    bool owned = !instance->nodeclaim.empty() && state.nodeclaims.contains(instance->nodeclaim);
+    bool owned =
+        !instance->nodeclaim.empty() && state.lifecycle.nodeclaims.contains(instance->nodeclaim);
     if (owned || state.now - instance->launched < kLeakedInstanceAge) continue;
     // The binding passed by name: clang before 16 cannot capture a structured binding.
     if (Inflight<TerminateInstance>(

@@ -119,7 +119,7 @@ void Topology::Register(TopologyGroup& g) {
       }
     }
   }
-  for (const auto& [name, node] : state_->nodes) {
+  for (const auto& [name, node] : state_->cluster.nodes) {
     auto v = Label(node.labels, g.key);
     if (v && NodeCounts(g, node.labels, node.taints)) g.domains.insert(*v);
   }
@@ -129,13 +129,13 @@ void Topology::Register(TopologyGroup& g) {
 // looks only at the pods carrying its first label.
 void Topology::CountExisting(TopologyGroup& g) {
   if (!bound_ready_) {
-    for (const auto& [key, pod] : state_->pods) {
+    for (const auto& [key, pod] : state_->cluster.pods) {
       if (pod.node_name.empty() || pod.phase == PodPhase::kSucceeded ||
           pod.phase == PodPhase::kFailed)
         continue;
       if (excluded_nodes_->contains(pod.node_name)) continue;
-      auto node = state_->nodes.find(pod.node_name);
-      if (node == state_->nodes.end()) continue;
+      auto node = state_->cluster.nodes.find(pod.node_name);
+      if (node == state_->cluster.nodes.end()) continue;
       for (const auto& label : *pod.labels) bound_by_label_[label].push_back(bound_.size());
       bound_.emplace_back(&pod, &node->second);
     }
@@ -202,12 +202,12 @@ std::size_t Topology::ForAffinity(const Pod& pod, const PodAffinityTerm& term, b
 }
 
 void Topology::AddExistingAntiAffinity() {
-  for (const auto& [key, pod_ptr] : state_->pods.BoundWithAntiAffinity()) {
+  for (const auto& [key, pod_ptr] : state_->cluster.pods.BoundWithAntiAffinity()) {
     const Pod& pod = *pod_ptr;
     if (excluded_nodes_->contains(pod.node_name)) continue;
     if (pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed) continue;
-    auto node = state_->nodes.find(pod.node_name);
-    if (node == state_->nodes.end()) continue;
+    auto node = state_->cluster.nodes.find(pod.node_name);
+    if (node == state_->cluster.nodes.end()) continue;
     for (const auto& term : pod.constraints->pod_anti_affinity_required) {
       std::size_t g = ForAffinity(pod, term, true);
       auto domain = IsHostname(term.topology_key) ? std::optional<std::string>(node->first)

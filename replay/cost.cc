@@ -29,11 +29,11 @@ void Attribute(const State& state, Instant from, Instant to, const CostQuery& qu
   if (to <= from) return;
   const double hours = static_cast<double>(to.value - from.value) / 3.6e12;
   std::map<std::string, std::vector<const Pod*>> pods_on;
-  for (const auto& [key, pod] : state.pods) {
+  for (const auto& [key, pod] : state.cluster.pods) {
     bool done = pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed;
     if (!pod.node_name.empty() && !done) pods_on[pod.node_name].push_back(&pod);
   }
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.launched.value == 0) continue;
     const double cost = static_cast<double>(claim.price.value) / 1e6 * hours;
     out.total_usd += cost;

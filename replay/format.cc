@@ -62,12 +62,12 @@ Instant FirstEventTime(const log::EventLog& log) {
 ClusterSample SampleCluster(const State& state) {
   ClusterSample s;
   s.at = state.now;
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.launched.value == 0) continue;
     s.nodes[claim.nodepool + "/" + claim.capacity_type]++;
     s.cost += claim.price;
   }
-  for (const auto& [key, pod] : state.pods) {
+  for (const auto& [key, pod] : state.cluster.pods) {
     const bool done = pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed;
     if (pod.node_name.empty() && !done) ++s.pending;
   }

@@ -50,7 +50,7 @@ std::string LimitsText(const NodePoolLimits& limits) {
 
 std::vector<WhyPool> PoolsOf(const State& state) {
   std::vector<WhyPool> pools;
-  for (const auto& [name, pool] : state.nodepools) {
+  for (const auto& [name, pool] : state.cluster.nodepools) {
     pools.push_back({name, pool.weight, LimitsText(pool.limits)});
   }
   std::stable_sort(pools.begin(), pools.end(),
@@ -241,7 +241,8 @@ class Collector {
       } else {
         d.node = target;
         if (state != nullptr) {
-          state->claims_by_node.ForEach(target, [&](const std::string& c) { d.nodeclaim = c; });
+          state->lifecycle.claims_by_node.ForEach(target,
+                                                  [&](const std::string& c) { d.nodeclaim = c; });
         }
       }
       change.moved.push_back(std::move(d));
@@ -256,7 +257,7 @@ class Collector {
     launch.seq = seq;
     launch.at = state.now;
     launch.nodeclaim = claim;
-    if (auto c = state.nodeclaims.find(claim); c != state.nodeclaims.end()) {
+    if (auto c = state.lifecycle.nodeclaims.find(claim); c != state.lifecycle.nodeclaims.end()) {
       launch.nodepool = c->second.nodepool;
     }
     for (const LaunchOverride& o : asked->second.overrides) {

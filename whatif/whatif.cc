@@ -84,13 +84,13 @@ std::map<std::string, std::vector<Instant>> RecordedAnswers(const log::EventLog&
 // instances (their prices the cost), as `tenon cost` counts them.
 sim::WorldSummary SummaryOf(const State& state, std::size_t launch_calls) {
   sim::WorldSummary w;
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (claim.launched.value == 0) continue;
     ++w.instances;
     w.cost = MicroUsdPerHour{w.cost.value + claim.price.value};
   }
-  w.nodes = state.nodes.size();
-  for (const auto& [key, pod] : state.pods)
+  w.nodes = state.cluster.nodes.size();
+  for (const auto& [key, pod] : state.cluster.pods)
     (pod.node_name.empty() ? w.pods_pending : w.pods_bound)++;
   w.launch_calls = launch_calls;
   return w;

@@ -16,17 +16,17 @@ std::vector<std::string> Keys(const Map& map) {
 }
 
 std::vector<std::string> KnownKeys(const State& state, const std::string& plural) {
-  if (plural == "pods") return Keys(state.pods);
-  if (plural == "nodes") return Keys(state.nodes);
-  if (plural == "nodepools") return Keys(state.nodepools);
-  if (plural == "nodeoverlays") return Keys(state.nodeoverlays);
-  if (plural == "ec2nodeclasses") return Keys(state.nodeclasses);
-  if (plural == "daemonsets") return Keys(state.daemonsets);
-  if (plural == "poddisruptionbudgets") return Keys(state.pdbs);
-  if (plural == "persistentvolumeclaims") return Keys(state.pvcs);
-  if (plural == "persistentvolumes") return Keys(state.pvs);
-  if (plural == "storageclasses") return Keys(state.storage_classes);
-  if (plural == "csinodes") return Keys(state.csi_nodes);
+  if (plural == "pods") return Keys(state.cluster.pods);
+  if (plural == "nodes") return Keys(state.cluster.nodes);
+  if (plural == "nodepools") return Keys(state.cluster.nodepools);
+  if (plural == "nodeoverlays") return Keys(state.cluster.nodeoverlays);
+  if (plural == "ec2nodeclasses") return Keys(state.cluster.nodeclasses);
+  if (plural == "daemonsets") return Keys(state.cluster.daemonsets);
+  if (plural == "poddisruptionbudgets") return Keys(state.cluster.pdbs);
+  if (plural == "persistentvolumeclaims") return Keys(state.cluster.pvcs);
+  if (plural == "persistentvolumes") return Keys(state.cluster.pvs);
+  if (plural == "storageclasses") return Keys(state.cluster.storage_classes);
+  if (plural == "csinodes") return Keys(state.cluster.csi_nodes);
   return {};  // NodeClaims: the core's own, never deleted by a relist.
 }
 

@@ -35,8 +35,8 @@ void Metrics::ObserveState(const State& state) {
   ObservePods(state);
   ObserveNodes(state);
   ObservePools(state);
-  f_->cluster_nodes.Add({}).Set(static_cast<double>(state.nodes.size()));
-  f_->cluster_synced.Add({}).Set(state.watches_synced ? 1 : 0);
+  f_->cluster_nodes.Add({}).Set(static_cast<double>(state.cluster.nodes.size()));
+  f_->cluster_synced.Add({}).Set(state.cluster.watches_synced ? 1 : 0);
   f_->snapshot_age.Add({}).Set(
       !snapshot_at_ ? -1.0 : static_cast<double>((state.now - *snapshot_at_).value) / 1e9);
 }
@@ -46,7 +46,7 @@ void Metrics::ObserveState(const State& state) {
 void Metrics::ObservePods(const State& state) {
   node_requests_.clear();
   double bound = 0, pending = 0, unschedulable = 0, finished = 0;
-  for (const auto& [key, pod] : state.pods) {
+  for (const auto& [key, pod] : state.cluster.pods) {
     if (pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed) {
       ++finished;
       continue;
@@ -70,7 +70,7 @@ void Metrics::ObservePods(const State& state) {
 // Per node: Karpenter labels node gauges with the node, its pool and well-known labels.
 void Metrics::ObserveNodes(const State& state) {
   static const Resources kNone;
-  for (const auto& [name, node] : state.nodes) {
+  for (const auto& [name, node] : state.cluster.nodes) {
     auto label = [&](const char* key) {
       auto it = node.labels.find(key);
       return it == node.labels.end() ? std::string() : it->second.str();
@@ -103,7 +103,7 @@ void Metrics::ObserveNodes(const State& state) {
 void Metrics::ObservePools(const State& state) {
   std::map<std::string, Resources> usage;
   std::map<std::string, std::int64_t> nodes;
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     AddTo(usage[claim.nodepool], claim.allocatable);
     ++nodes[claim.nodepool];
     // Refresh what counters are labeled with (after a restart the log's early events were not
@@ -115,9 +115,10 @@ void Metrics::ObservePools(const State& state) {
     if (!claim.node_name.empty()) labels.node_name = claim.node_name;
   }
   // Claims gone from the state were counted by now (their Finalized decision came first).
-  std::erase_if(claims_,
-                [&](const auto& entry) { return !state.nodeclaims.contains(entry.first); });
-  for (const auto& [name, pool] : state.nodepools) {
+  std::erase_if(claims_, [&](const auto& entry) {
+    return !state.lifecycle.nodeclaims.contains(entry.first);
+  });
+  for (const auto& [name, pool] : state.cluster.nodepools) {
     auto set = [&](int i, const std::string& resource, double value) {
       f_->pool_gauges[i].Set({{kNodePool, name}, {kResourceType, resource}}, value);
     };

@@ -184,10 +184,10 @@ std::unique_ptr<const State> Runtime::SnapshotCopy() {
   struct Aside {
     State& state;
     PodTable pods;
-    ~Aside() { state.pods = std::move(pods); }
-  } aside{state_, std::move(state_.pods)};
+    ~Aside() { state.cluster.pods = std::move(pods); }
+  } aside{state_, std::move(state_.cluster.pods)};
   auto copy = std::make_unique<State>(state_);
-  copy->pods = PodTable::PodsOnly(aside.pods);
+  copy->cluster.pods = PodTable::PodsOnly(aside.pods);
   return copy;
 }
 

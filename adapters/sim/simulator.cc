@@ -75,7 +75,7 @@ void ReportEnd(SimulateReport& report, const runtime::Runtime& runtime, const lo
   report.events_folded = runtime.events_folded();
   report.last_seq = log.LastSeq();
   report.world = world.Summary();
-  report.nodeclaims = runtime.state().nodeclaims.size();
+  report.nodeclaims = runtime.state().lifecycle.nodeclaims.size();
   report.state_hash = StateHash(runtime.state());
   report.interruptions_unmatched = world.unmatched_interruptions();
   report.by_hand_unmatched = world.unmatched_by_hand();

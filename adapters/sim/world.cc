@@ -104,10 +104,10 @@ std::vector<Event> World::StartupEvents(const State& known) const {
 
 std::vector<Event> World::Relist(const State& known) const {
   std::vector<Event> events = ListEvents();
-  for (const auto& [key, pod] : known.pods) {
+  for (const auto& [key, pod] : known.cluster.pods) {
     if (!pods_.contains(key)) events.push_back(PodDeleted{pod.ns, pod.name});
   }
-  for (const auto& [name, node] : known.nodes) {
+  for (const auto& [name, node] : known.cluster.nodes) {
     if (!record_.nodes.contains(name)) events.push_back(NodeDeleted{name});
   }
   return events;

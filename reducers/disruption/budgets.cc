@@ -77,7 +77,7 @@ Budgets::Entry& Budgets::Of(const std::string& pool) {
   if (fresh) {
     auto [known, computed] = looked_.allowances.try_emplace({pool, reason_});
     if (computed) {
-      known->second = Allowed(state_, state_.nodepools.at(pool), reason_, looked_);
+      known->second = Allowed(state_, state_.cluster.nodepools.at(pool), reason_, looked_);
     }
     it->second.allowed = known->second;
     it->second.left = it->second.allowed.allowed;

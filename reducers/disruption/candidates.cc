@@ -29,9 +29,9 @@ std::string ProtectedText(const State& state, const Candidate& c, const Pod& pod
   return "pod " + PodKey(pod.ns, pod.name) + " has karpenter.sh/do-not-disrupt" + until;
 }
 std::string PdbRefusal(const State& state, const Pod& pod) {
-  if (state.pdbs.empty()) return {};
+  if (state.cluster.pdbs.empty()) return {};
   std::vector<const PodDisruptionBudget*> matching;
-  for (const auto& [key, pdb] : state.pdbs) {
+  for (const auto& [key, pdb] : state.cluster.pdbs) {
     if (pdb.ns == pod.ns && SelectorMatches(pdb.selector, *pod.labels)) matching.push_back(&pdb);
   }
   if (matching.empty()) return {};
@@ -56,7 +56,7 @@ Obstacle GracefulBlocker(const State& state, const Candidate& c, std::optional<I
   }
   // Neither a do-not-disrupt pod on the node nor a PodDisruptionBudget in the cluster: no pod
   // can block it (most nodes, most passes: no pod is read).
-  if (!pods || (c.bound->do_not_disrupt == 0 && state.pdbs.empty())) return {};
+  if (!pods || (c.bound->do_not_disrupt == 0 && state.cluster.pdbs.empty())) return {};
   // Every running pod on the node counts, as Karpenter validates a candidate's pods: a
   // DaemonSet or mirror pod's do-not-disrupt blocks it, and so does a budget over a DaemonSet
   // pod (the Eviction API would refuse it; mirror pods are not evicted).
@@ -102,9 +102,9 @@ std::int64_t DisruptionCost(const State& state, const Candidate& c) {
 
 NameIndex<NodeEntry> IndexNodes(const State& state) {
   NameIndex<NodeEntry> index;
-  BoundWalk bound(state.pods);
-  index.Reserve(state.nodes.size());
-  for (const auto& [name, node] : state.nodes) index.Add(name, {&node, &bound.At(name)});
+  BoundWalk bound(state.cluster.pods);
+  index.Reserve(state.cluster.nodes.size());
+  for (const auto& [name, node] : state.cluster.nodes) index.Add(name, {&node, &bound.At(name)});
   index.Seal();
   return index;
 }
@@ -143,11 +143,12 @@ void SetOutcome(DisruptionCandidate& record, std::string text, Cause cause, std:
 }
 
 bool InReplacement(const State& state, const std::string& claim) {
-  return std::any_of(state.replacing.begin(), state.replacing.end(), [&](const auto& w) {
-    return std::find(w.candidates.begin(), w.candidates.end(), claim) != w.candidates.end() ||
-           (w.draining &&
-            std::find(w.replacements.begin(), w.replacements.end(), claim) != w.replacements.end());
-  });
+  return std::any_of(
+      state.disruption.replacing.begin(), state.disruption.replacing.end(), [&](const auto& w) {
+        return std::find(w.candidates.begin(), w.candidates.end(), claim) != w.candidates.end() ||
+               (w.draining && std::find(w.replacements.begin(), w.replacements.end(), claim) !=
+                                  w.replacements.end());
+      });
 }
 
 bool Consolidatable(const State& state, const Candidate& c) {
@@ -171,7 +172,7 @@ Lookups LookUpClaims(State& state) {
   const NodePool* pool = nullptr;  // PoolOf's last.
   Lookups::PoolNodes* counts = nullptr;
   const std::string* counted = nullptr;  // The pool `counts` is of.
-  for (auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     if (!claim.deleting && claim.phase == ClaimPhase::kPending) ++out.launching;
     if (claim.node_name.empty()) continue;
     const NodeEntry* node = out.nodes.Find(claim.node_name);
@@ -182,8 +183,8 @@ Lookups LookUpClaims(State& state) {
       counts = &it->second;
       counted = &it->first;
       if (fresh) {
-        auto p = state.nodepools.find(claim.nodepool);
-        counts->is_balanced = p != state.nodepools.end() &&
+        auto p = state.cluster.nodepools.find(claim.nodepool);
+        counts->is_balanced = p != state.cluster.nodepools.end() &&
                               p->second.consolidation_policy == ConsolidationPolicy::kBalanced;
       }
     }

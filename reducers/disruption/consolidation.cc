@@ -42,7 +42,7 @@ std::optional<std::size_t> MinValuesNeed(const State& state, const PlannedClaim&
   if (mins.empty()) return 0;
   std::map<std::string, std::set<std::string>> seen;
   for (std::size_t i = 0; i < types.size(); ++i) {
-    auto entry = state.catalog->find(types[i]);
+    auto entry = state.cluster.catalog->find(types[i]);
     for (const Requirement* r : mins) {
       std::set<std::string>& values = seen[r->key];
       if (r->key == label::kInstanceType) {
@@ -53,7 +53,7 @@ std::optional<std::size_t> MinValuesNeed(const State& state, const PlannedClaim&
             values.insert(r->key == label::kZone ? o.zone : o.capacity_type);
           }
         }
-      } else if (entry != state.catalog->end()) {
+      } else if (entry != state.cluster.catalog->end()) {
         if (auto v = entry->second.labels.find(r->key); v != entry->second.labels.end()) {
           values.insert(v->second);
         }

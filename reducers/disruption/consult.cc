@@ -11,12 +11,14 @@ namespace {
 // (in flight, or its node not Ready). A node tenon does not manage counts as initialized.
 bool Uninitialized(const State& state, const std::string& target) {
   if (target.empty() || target.front() == '#') return false;  // A new claim of the answer.
-  if (auto claim = state.nodeclaims.find(target); claim != state.nodeclaims.end()) {
+  if (auto claim = state.lifecycle.nodeclaims.find(target);
+      claim != state.lifecycle.nodeclaims.end()) {
     return claim->second.phase != ClaimPhase::kInitialized;
   }
   bool uninitialized = false;
-  state.claims_by_node.ForEach(target, [&](const std::string& name) {
-    uninitialized = uninitialized || state.nodeclaims.at(name).phase != ClaimPhase::kInitialized;
+  state.lifecycle.claims_by_node.ForEach(target, [&](const std::string& name) {
+    uninitialized =
+        uninitialized || state.lifecycle.nodeclaims.at(name).phase != ClaimPhase::kInitialized;
   });
   return uninitialized;
 }
@@ -55,7 +57,7 @@ Simulated Simulate(const State& state, Simulation& sim, const std::vector<const 
   for (const auto& outcome : result.pods) {
     // A pending pod that fits nowhere does not hold the move back (Karpenter's
     // AllNonPendingPodsScheduled); a moving pod that fits nowhere does.
-    if (state.pods.Provisionable().contains(outcome.pod)) continue;
+    if (state.cluster.pods.Provisionable().contains(outcome.pod)) continue;
     if (outcome.target.empty()) {
       plan.blocker = "pod " + outcome.pod + " would not reschedule: " + outcome.reason;
       return out;

@@ -40,7 +40,7 @@ struct BalancedTotals {
 };
 
 struct ClaimFacts {
-  NodeClaim* claim = nullptr;
+  const NodeClaim* claim = nullptr;
   const NodePool* pool = nullptr;
   const Node* node = nullptr;
   const PodTable::Bound* bound = nullptr;    // Its node's pods.
@@ -283,7 +283,7 @@ std::string ScoreGroup(const std::vector<const Candidate*>& group, MicroUsdPerHo
 
 // Karpenter v1's expiration of the claims AdvanceLifecycle found expired: unless soft
 // expiration is asked for, each starts terminating at once, unbudgeted.
-void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out);
+void Expire(State& state, Seq seq, const std::vector<const NodeClaim*>& expired, Output& out);
 
 // ---- The pass (pass.cc), validation (validation.cc) and execution (execution.cc). ----
 

@@ -103,15 +103,16 @@ using namespace disruption;
 
 void AdvanceDeletionCost(State& state, Seq seq, Output& out) {
   if (!state.settings.pod_deletion_cost) return;
-  if (const auto& at = state.deletion_cost_ranked_at) {
+  if (const auto& at = state.disruption.deletion_cost_ranked_at) {
     const Duration since = state.now - *at;
     if (since < kRankEvery) return;
-    if (state.cluster_generation == state.deletion_cost_generation && since < kRankAtLeastEvery) {
+    if (state.cluster_generation == state.disruption.deletion_cost_generation &&
+        since < kRankAtLeastEvery) {
       return;
     }
   }
-  state.deletion_cost_ranked_at = state.now;
-  state.deletion_cost_generation = state.cluster_generation;
+  state.disruption.deletion_cost_ranked_at = state.now;
+  state.disruption.deletion_cost_generation = state.cluster_generation;
   std::set<std::string> inflight;
   for (const auto& [id, command] : state.inflight) {
     if (const auto* p = std::get_if<PatchPodDeletionCost>(&command.body)) {
@@ -120,12 +121,12 @@ void AdvanceDeletionCost(State& state, Seq seq, Output& out) {
   }
   // A: every claim on its way out (the deleting ones are not among the pass's claims).
   std::set<std::string> going;
-  for (const auto& [name, claim] : state.nodeclaims) {
-    auto node = state.nodes.find(claim.node_name);
-    if (claim.node_name.empty() || node == state.nodes.end()) continue;
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
+    auto node = state.cluster.nodes.find(claim.node_name);
+    if (claim.node_name.empty() || node == state.cluster.nodes.end()) continue;
     if (!claim.deleting && !Disrupted(node->second)) continue;
     going.insert(name);
-    Write(state, seq, state.pods.OnNode(claim.node_name), kGoing, inflight, out);
+    Write(state, seq, state.cluster.pods.OnNode(claim.node_name), kGoing, inflight, out);
   }
   Lookups looked = LookUpClaims(state);
   std::vector<Ranked> drifted, normal;

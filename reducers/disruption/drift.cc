@@ -38,16 +38,16 @@ class DriftReference {
   // The EC2NodeClass named `name`, or null (the last one found is asked for again first).
   const NodeClass* Class(const State& state, const std::string& name) {
     if (last_class_ != nullptr && last_class_->name == name) return last_class_;
-    auto it = state.nodeclasses.find(name);
-    if (it == state.nodeclasses.end()) return nullptr;
+    auto it = state.cluster.nodeclasses.find(name);
+    if (it == state.cluster.nodeclasses.end()) return nullptr;
     last_class_ = &it->second;
     return last_class_;
   }
   const CatalogEntry* Type(const State& state, const std::string& name) {
     auto [it, fresh] = types_.try_emplace(name, nullptr);
     if (fresh) {
-      auto entry = state.catalog->find(name);
-      if (entry != state.catalog->end()) it->second = &entry->second;
+      auto entry = state.cluster.catalog->find(name);
+      if (entry != state.cluster.catalog->end()) it->second = &entry->second;
     }
     return it->second;
   }

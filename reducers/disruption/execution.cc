@@ -28,14 +28,13 @@ void Execute(State& state, Seq seq, DisruptionMethod method, const std::vector<s
              const Plan& plan, const std::string& reason, Output& out) {
   if (plan.replacements.empty()) {
     for (const auto& name : claims) {
-      BeginDeletion(state, seq, state.nodeclaims.at(name), reason, DeletionCause(method), true,
-                    out);
+      BeginDeletion(state, seq, name, reason, DeletionCause(method), true, out);
     }
     return;
   }
   ReplacementWait wait{method, claims, {}, state.now, reason};
   for (const auto& name : claims) {
-    const NodeClaim& claim = state.nodeclaims.at(name);
+    const NodeClaim& claim = state.lifecycle.nodeclaims.at(name);
     Issue(state, seq, PatchNode{claim.node_name, {}, {}, {kDisruptedTaint}, {}}, out);
     RecordTransition(state, seq, claim, Transition::kTainted,
                      "disrupted taint before replacement: " + reason, out);
@@ -43,20 +42,22 @@ void Execute(State& state, Seq seq, DisruptionMethod method, const std::vector<s
   for (const PlannedClaim& replacement : plan.replacements) {
     wait.replacements.push_back(LaunchClaim(state, seq, replacement, out).nodeclaim);
   }
-  state.replacing.push_back(std::move(wait));
+  state.disruption.replacing.push_back(std::move(wait));
 }
 
 // Disruptions waiting on replacements: once every replacement is initialized the candidates
 // are deleted (and the wait stays, keeping the replacements out of disruption, until they are
 // gone); if one fails, the disrupted taint comes off and the candidates stay.
 void AdvanceReplacements(State& state, Seq seq, Output& out) {
-  for (std::size_t i = 0; i < state.replacing.size();) {
-    ReplacementWait& w = state.replacing[i];
+  for (std::size_t i = 0; i < state.disruption.replacing.size();) {
+    ReplacementWait& w = state.disruption.replacing[i];
     if (w.draining) {
-      bool gone = std::none_of(w.candidates.begin(), w.candidates.end(),
-                               [&](const auto& name) { return state.nodeclaims.contains(name); });
+      bool gone = std::none_of(w.candidates.begin(), w.candidates.end(), [&](const auto& name) {
+        return state.lifecycle.nodeclaims.contains(name);
+      });
       if (gone) {
-        state.replacing.erase(state.replacing.begin() + static_cast<std::ptrdiff_t>(i));
+        state.disruption.replacing.erase(state.disruption.replacing.begin() +
+                                         static_cast<std::ptrdiff_t>(i));
       } else {
         ++i;
       }
@@ -65,12 +66,12 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
     std::string failed;
     bool ready = true;
     for (const auto& name : w.replacements) {
-      auto claim = state.nodeclaims.find(name);
-      if (claim == state.nodeclaims.end() || claim->second.deleting ||
+      auto claim = state.lifecycle.nodeclaims.find(name);
+      if (claim == state.lifecycle.nodeclaims.end() || claim->second.deleting ||
           claim->second.phase == ClaimPhase::kFailed) {
-        failed =
-            name + (claim == state.nodeclaims.end() ? " is gone"
-                                                    : " failed: " + claim->second.deleting_reason);
+        failed = name + (claim == state.lifecycle.nodeclaims.end()
+                             ? " is gone"
+                             : " failed: " + claim->second.deleting_reason);
         break;
       }
       ready = ready && claim->second.phase == ClaimPhase::kInitialized;
@@ -81,12 +82,12 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
     }
     std::vector<DisruptionCandidate> candidates;
     for (const auto& name : w.candidates) {
-      auto claim = state.nodeclaims.find(name);
-      if (claim == state.nodeclaims.end() || claim->second.deleting) continue;
+      auto claim = state.lifecycle.nodeclaims.find(name);
+      if (claim == state.lifecycle.nodeclaims.end() || claim->second.deleting) continue;
       candidates.push_back(
           {name, claim->second.nodepool, failed.empty() ? w.reason : "kept", Cause::kNone, ""});
       if (failed.empty()) {
-        BeginDeletion(state, seq, claim->second, w.reason, DeletionCause(w.method), true, out);
+        BeginDeletion(state, seq, claim->first, w.reason, DeletionCause(w.method), true, out);
       } else {
         Issue(state, seq, PatchNode{claim->second.node_name, {}, {label::kDisruptedTaint}, {}, {}},
               out);
@@ -109,7 +110,8 @@ void AdvanceReplacements(State& state, Seq seq, Output& out) {
       w.draining = true;
       ++i;
     } else {
-      state.replacing.erase(state.replacing.begin() + static_cast<std::ptrdiff_t>(i));
+      state.disruption.replacing.erase(state.disruption.replacing.begin() +
+                                       static_cast<std::ptrdiff_t>(i));
     }
   }
 }

@@ -14,11 +14,11 @@ bool Expired(const State& state, const NodeClaim& claim, const NodePool*& pool) 
 
 namespace disruption {
 
-void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out) {
+void Expire(State& state, Seq seq, const std::vector<const NodeClaim*>& expired, Output& out) {
   if (state.settings.soft_expiration) return;
   const NodePool* pool = nullptr;
-  for (NodeClaim* c : expired) {
-    NodeClaim& claim = *c;
+  for (const NodeClaim* c : expired) {
+    const NodeClaim& claim = *c;
     const std::string& name = claim.name;
     if (claim.deleting || !Expired(state, claim, pool)) continue;
     const Duration after = *pool->expire_after;
@@ -33,7 +33,7 @@ void Expire(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Outpu
                               "forceful and not budgeted (v1)",
                               {}},
            out);
-    BeginDeletion(state, seq, claim, reason, Cause::kExpired, true, out);
+    BeginDeletion(state, seq, claim.name, reason, Cause::kExpired, true, out);
   }
 }
 

@@ -26,17 +26,18 @@ void AppendSummary(const Pass& pass, std::string& text) {
 // the cluster changes, or kConsolidationRecheck has passed, or (beyond Karpenter) a blocker
 // it found runs out by itself. Drift and expiration still are.
 bool Consolidated(const State& state) {
-  return state.consolidated_generation == state.cluster_generation && state.consolidated_at &&
-         state.now - *state.consolidated_at < kConsolidationRecheck &&
-         (!state.consolidation_recheck_at || state.now < *state.consolidation_recheck_at);
+  return state.disruption.consolidated_generation == state.cluster_generation &&
+         state.disruption.consolidated_at &&
+         state.now - *state.disruption.consolidated_at < kConsolidationRecheck &&
+         (!state.disruption.recheck_at || state.now < *state.disruption.recheck_at);
 }
 
 // The method's selection, proposed: validated 15 s from now.
 void Propose(State& state, Seq seq, DisruptionMethod method, const Pass& pass, Output& out) {
-  state.pending_disruption = PendingDisruption{method, pass.selected};
-  state.latest_proposal = {state.now, 0};
+  state.disruption.pending = PendingDisruption{method, pass.selected};
+  state.disruption.latest_proposal = {state.now, 0};
   for (const Plan& plan : pass.plans)
-    state.latest_proposal.replacements += plan.replacements.size();
+    state.disruption.latest_proposal.replacements += plan.replacements.size();
   Decide(state, seq,
          DisruptionDecision{method, DisruptionPhase::kProposed, pass.selected, pass.candidates,
                             pass.budgets, "validating for 15 s", Prices(pass.plans)},
@@ -48,11 +49,10 @@ using Passes = std::vector<std::pair<DisruptionMethod, Pass>>;
 // Nothing to consolidate at this generation of the cluster: not again until it changes, the
 // recheck, or the earliest a blocker found runs out.
 void NoteConsolidated(State& state, const Passes& passes) {
-  state.consolidated_generation = state.cluster_generation;
-  state.consolidated_at = state.now;
-  state.consolidation_recheck_at.reset();
-  for (const auto& [method, pass] : passes)
-    KeepEarlier(state.consolidation_recheck_at, pass.runs_out);
+  state.disruption.consolidated_generation = state.cluster_generation;
+  state.disruption.consolidated_at = state.now;
+  state.disruption.recheck_at.reset();
+  for (const auto& [method, pass] : passes) KeepEarlier(state.disruption.recheck_at, pass.runs_out);
 }
 
 // Blocked candidates are recorded when what blocks them changes, not every 10 s.
@@ -63,8 +63,8 @@ void RecordBlocked(State& state, Seq seq, Passes& passes, Output& out) {
     AppendSummary(pass, text);
   }
   std::uint64_t digest = passes.empty() ? 0 : XXH3_64bits(text.data(), text.size());
-  if (digest == state.last_disruption_digest) return;
-  state.last_disruption_digest = digest;
+  if (digest == state.disruption.last_digest) return;
+  state.disruption.last_digest = digest;
   for (auto& [method, pass] : passes) {
     Decide(state, seq,
            DisruptionDecision{method,
@@ -116,7 +116,7 @@ bool ConsultMethods(State& state, Seq seq, Lookups& looked, Output& out) {
 std::optional<Instant> PublishConditions(State& state, const Claims& claims, Seq seq, Output& out) {
   std::optional<Instant> next;
   for (const ClaimFacts& facts : claims) {
-    NodeClaim& claim = *facts.claim;
+    const NodeClaim& claim = *facts.claim;
     Candidate c;
     c.claim = &claim;
     c.node = facts.node;
@@ -139,9 +139,9 @@ std::optional<Instant> PublishConditions(State& state, const Claims& claims, Seq
                                                        {"Drifted", !drift.empty()}};
     for (const auto& [type, value] : conditions) {
       const std::int64_t since = value ? std::max<std::int64_t>(state.now.value, 1) : 0;
-      auto [it, fresh] = claim.disruption_conditions.try_emplace(type, since);
-      if (!fresh && (it->second != 0) == value) continue;
-      it->second = since;
+      auto held = claim.disruption_conditions.find(type);
+      if (held != claim.disruption_conditions.end() && (held->second != 0) == value) continue;
+      SetDisruptionCondition(state, claim.name, type, since);
       // The message is written only when the condition changes.
       std::string message = type == std::string_view("Drifted")
                                 ? (value ? drift : "NotDrifted")
@@ -208,24 +208,26 @@ DisruptionPrices Prices(const std::vector<Plan>& plans) {
 
 }  // namespace disruption
 
-void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& expired, Output& out) {
+void AdvanceDisruption(State& state, Seq seq, const std::vector<const NodeClaim*>& expired,
+                       Output& out) {
   const std::size_t before = out.size();
   disruption::Expire(state, seq, expired, out);
   disruption::AdvanceReplacements(state, seq, out);
-  const bool due = !state.last_disruption_pass ||
-                   state.now - *state.last_disruption_pass >= kDisruptionPassInterval;
+  const bool due = !state.disruption.last_pass ||
+                   state.now - *state.disruption.last_pass >= kDisruptionPassInterval;
   // The last pass found nothing to do and nothing has changed since: no condition to publish,
   // consolidation still settled, no claim drifted or expired. This one would find the same.
-  if (due && out.size() == before && !state.pending_disruption && state.replacing.empty() &&
+  if (due && out.size() == before && !state.disruption.pending &&
+      state.disruption.replacing.empty() &&
       state.idle.disruption.Holds(state.idle.changes, state.now) &&
       disruption::Consolidated(state)) {
-    state.last_disruption_pass = state.now;
+    state.disruption.last_pass = state.now;
     return;
   }
   disruption::Lookups looked;
   std::optional<Instant> next;  // The earliest this pass's findings change by themselves.
   if (due) {
-    state.last_disruption_pass = state.now;
+    state.disruption.last_pass = state.now;
     looked = disruption::LookUpClaims(state);
     next = disruption::PublishConditions(state, looked.claims, seq, out);
   }
@@ -233,28 +235,21 @@ void AdvanceDisruption(State& state, Seq seq, const std::vector<NodeClaim*>& exp
   if (out.size() != before) ++state.cluster_generation;
   if (!due) return;
   state.idle.disruption = {};
-  if (state.pending_disruption) {
-    if (state.now - state.latest_proposal.at >= kDisruptionValidation) {
+  if (state.disruption.pending) {
+    if (state.now - state.disruption.latest_proposal.at >= kDisruptionValidation) {
       disruption::Validate(state, looked, seq, out);
     }
     return;  // One method per pass; a pending one holds the pass until it is validated.
   }
   const bool none = disruption::ConsultMethods(state, seq, looked, out);
-  if (!none || out.size() != before || state.pending_disruption || !state.replacing.empty() ||
-      !disruption::Consolidated(state)) {
+  if (!none || out.size() != before || state.disruption.pending ||
+      !state.disruption.replacing.empty() || !disruption::Consolidated(state)) {
     return;
   }
-  disruption::KeepEarlier(next, *state.consolidated_at + kConsolidationRecheck);
-  disruption::KeepEarlier(next, state.consolidation_recheck_at);
+  disruption::KeepEarlier(next, *state.disruption.consolidated_at + kConsolidationRecheck);
+  disruption::KeepEarlier(next, state.disruption.recheck_at);
   disruption::KeepEarlier(next, disruption::NextSoftExpiry(state, looked.claims));
   state.idle.disruption = {true, state.idle.changes, next};
-}
-
-void NotePodMoved(State& state, const std::string& node_name) {
-  if (node_name.empty()) return;
-  state.claims_by_node.ForEach(node_name, [&](const std::string& claim) {
-    state.nodeclaims.at(claim).last_pod_change = state.now;
-  });
 }
 
 }  // namespace tenon::core

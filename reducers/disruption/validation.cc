@@ -20,9 +20,9 @@ std::string WhatChanged(const State& state, const Decider& decider,
   }
   std::size_t replacements = 0;
   for (const Plan& plan : now.plans) replacements += plan.replacements.size();
-  if (replacements != state.latest_proposal.replacements) {
+  if (replacements != state.disruption.latest_proposal.replacements) {
     return "the simulation now needs " + std::to_string(replacements) + " replacement(s), not " +
-           std::to_string(state.latest_proposal.replacements);
+           std::to_string(state.disruption.latest_proposal.replacements);
   }
   return {};
 }
@@ -49,10 +49,10 @@ void Carry(State& state, Seq seq, const DisruptionMethodInfo& method,
 }  // namespace
 
 void Validate(State& state, Lookups& looked, Seq seq, Output& out) {
-  const DisruptionMethodInfo& method = MethodInfo(state.pending_disruption->method);
-  std::vector<std::string> claims = std::move(state.pending_disruption->nodeclaims);
-  state.pending_disruption.reset();
-  state.last_disruption_digest = 0;
+  const DisruptionMethodInfo& method = MethodInfo(state.disruption.pending->method);
+  std::vector<std::string> claims = std::move(state.disruption.pending->nodeclaims);
+  state.disruption.pending.reset();
+  state.disruption.last_digest = 0;
   Simulation sim(state);
   Pass now = Evaluate(state, method, sim, looked, &claims);
   if (std::string changed = WhatChanged(state, *method.decider, claims, now); !changed.empty()) {

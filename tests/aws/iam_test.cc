@@ -182,7 +182,7 @@ TEST(AwsIamPolicy, ControllerPolicyGrantsExactlyWhatTenonRunCalls) {
   InstanceType m5;
   m5.name = "m5.large";
   m5.arch = "amd64";
-  state.catalog = Catalog{{"m5.large", CatalogEntry{m5, {}, {}}}};
+  state.cluster.catalog = Catalog{{"m5.large", CatalogEntry{m5, {}, {}}}};
   controller::CloudSource cloud(options, kube, [] { return true; });
   cloud.Start();
 

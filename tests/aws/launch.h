@@ -17,13 +17,13 @@ inline LaunchInstance CoreLaunch(State& state, const std::vector<Event>& publish
                                  const std::string& nodeclass) {
   for (const Event& e : published) {
     if (const auto* r = std::get_if<NodeClassResolved>(&e)) {
-      state.nodeclass_resolutions[r->nodeclass] = r->resolution;
+      state.nodeclass.resolutions[r->nodeclass] = r->resolution;
     }
   }
   state.settings.cluster_name = cluster;
   state.settings.cluster_endpoint = "https://" + cluster + ".example";
   state.settings.cluster_ca_bundle = "Y2E=";
-  NodeClass& nc = state.nodeclasses[nodeclass];
+  NodeClass& nc = state.cluster.nodeclasses[nodeclass];
   nc.name = nodeclass;
   nc.ami_family = "AL2023";
   LaunchInstance launch{claim,

@@ -414,12 +414,12 @@ TEST(Consolidation, InvariantCheckerCatchesAPodWithNowhereToGo) {
     NodeClaim claim;
     claim.name = std::string("claim-") + name;
     claim.node_name = std::string("node-") + name;
-    state.nodeclaims[claim.name] = claim;
+    state.lifecycle.nodeclaims[claim.name] = claim;
     Node node;
     node.name = claim.node_name;
     node.ready = true;
     node.allocatable = {Millicores{2000}, Bytes{4 * 1024 * kMebibyte.value}, 10, {}};
-    state.nodes[node.name] = node;
+    state.cluster.nodes[node.name] = node;
     Pod pod;
     pod.ns = "default";
     pod.name = std::string("pod-") + name;
@@ -427,12 +427,12 @@ TEST(Consolidation, InvariantCheckerCatchesAPodWithNowhereToGo) {
     pod.phase = PodPhase::kRunning;
     pod.owner_kind = "ReplicaSet";
     pod.requests.cpu = Millicores{1500};
-    state.pods.Upsert(PodKey(pod.ns, pod.name), pod);
+    state.cluster.pods.Upsert(PodKey(pod.ns, pod.name), pod);
   }
   EXPECT_EQ(Unplaceable(state, {"claim-a"}), "default/pod-a");
-  Pod smaller = state.pods.at("default/pod-b");
+  Pod smaller = state.cluster.pods.at("default/pod-b");
   smaller.requests.cpu = Millicores{400};
-  state.pods.Upsert("default/pod-b", smaller);
+  state.cluster.pods.Upsert("default/pod-b", smaller);
   EXPECT_EQ(Unplaceable(state, {"claim-a"}), "");
 }
 

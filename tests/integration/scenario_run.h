@@ -114,16 +114,16 @@ struct Outcome {
 // does not use the scheduler it checks. Empty when they fit, else the pod that does not.
 inline std::string Unplaceable(const State& state, const std::vector<std::string>& claims) {
   std::set<std::string> leaving;
-  for (const auto& [name, claim] : state.nodeclaims) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     bool candidate = std::find(claims.begin(), claims.end(), name) != claims.end();
     if (candidate || claim.deleting) leaving.insert(claim.node_name);
   }
   std::map<std::string, Resources> room;
-  for (const auto& [name, node] : state.nodes) {
+  for (const auto& [name, node] : state.cluster.nodes) {
     if (node.ready && !leaving.contains(name)) room[name] = node.allocatable;
   }
   std::vector<const Pod*> moving;
-  for (const auto& [key, pod] : state.pods) {
+  for (const auto& [key, pod] : state.cluster.pods) {
     if (pod.node_name.empty() || pod.phase == PodPhase::kSucceeded ||
         pod.phase == PodPhase::kFailed)
       continue;
@@ -133,8 +133,9 @@ inline std::string Unplaceable(const State& state, const std::vector<std::string
     bool workload = pod.owner_kind != "DaemonSet" && pod.owner_kind != "Node";
     if (workload && leaving.contains(pod.node_name) &&
         std::any_of(claims.begin(), claims.end(), [&](const auto& c) {
-          auto claim = state.nodeclaims.find(c);
-          return claim != state.nodeclaims.end() && claim->second.node_name == pod.node_name;
+          auto claim = state.lifecycle.nodeclaims.find(c);
+          return claim != state.lifecycle.nodeclaims.end() &&
+                 claim->second.node_name == pod.node_name;
         })) {
       moving.push_back(&pod);
     }
@@ -191,15 +192,15 @@ inline std::vector<std::string> DisruptionViolations(const log::EventLog& log) {
     State before = replay::FoldTo(log, d.cause - 1, true);
     std::map<std::string, std::int64_t> taken;
     for (const auto& name : x->nodeclaims) {
-      auto claim = before.nodeclaims.find(name);
-      if (claim == before.nodeclaims.end()) continue;
+      auto claim = before.lifecycle.nodeclaims.find(name);
+      if (claim == before.lifecycle.nodeclaims.end()) continue;
       taken[claim->second.nodepool]++;
-      auto pool = before.nodepools.find(claim->second.nodepool);
-      if (x->method == DisruptionMethod::kDrift && pool != before.nodepools.end() &&
+      auto pool = before.cluster.nodepools.find(claim->second.nodepool);
+      if (x->method == DisruptionMethod::kDrift && pool != before.cluster.nodepools.end() &&
           pool->second.termination_grace_period) {
         continue;
       }
-      for (const auto& [key, pod] : before.pods) {
+      for (const auto& [key, pod] : before.cluster.pods) {
         bool protected_now =
             pod.do_not_disrupt &&
             (!pod.do_not_disrupt_for || before.now < pod.created + *pod.do_not_disrupt_for);

@@ -271,10 +271,10 @@ TEST(World, StartupRelistsWhatWentWhileTheControllerWasDown) {
   Pod phantom;
   phantom.ns = "default";
   phantom.name = "gone-1";
-  known.pods.Upsert(PodKey(phantom.ns, phantom.name), phantom);
+  known.cluster.pods.Upsert(PodKey(phantom.ns, phantom.name), phantom);
   Node node;
   node.name = "gone-node";
-  known.nodes[node.name] = node;
+  known.cluster.nodes[node.name] = node;
   const std::vector<Event> events = world.StartupEvents(known);
   EXPECT_NE(std::find(events.begin(), events.end(), Event{PodDeleted{"default", "gone-1"}}),
             events.end());

@@ -367,7 +367,7 @@ TEST(KubeInformers, ChurnWithForced410AndDroppedConnectionsLosesNothing) {
   auto caught_up = [&] {
     if (churning || !source.synced()) return false;
     std::map<std::string, int> have;
-    for (const auto& [key, pod] : rt.state().pods) have[key] = std::stoi(Gen(pod));
+    for (const auto& [key, pod] : rt.state().cluster.pods) have[key] = std::stoi(Gen(pod));
     return have == gens;
   };
   while (!caught_up() && std::chrono::steady_clock::now() < deadline) {
@@ -377,9 +377,9 @@ TEST(KubeInformers, ChurnWithForced410AndDroppedConnectionsLosesNothing) {
   churn.join();
   source.Stop();
   std::map<std::string, int> have;
-  for (const auto& [key, pod] : rt.state().pods) have[key] = std::stoi(Gen(pod));
+  for (const auto& [key, pod] : rt.state().cluster.pods) have[key] = std::stoi(Gen(pod));
   EXPECT_EQ(have, gens) << "the folded state is the server's";
-  EXPECT_TRUE(rt.state().watches_synced);
+  EXPECT_TRUE(rt.state().cluster.watches_synced);
 
   // In the log: per pod, label generations strictly increase (never the same change twice),
   // and every deleted pod has exactly one PodDeleted.
@@ -423,7 +423,7 @@ TEST(KubeInformers, FirstListDeletesWhatVanishedWhileDown) {
     tenon::Pod pod;
     pod.name = name;
     pod.ns = "default";
-    state.pods.Upsert(PodKey(pod.ns, pod.name), pod);
+    state.cluster.pods.Upsert(PodKey(pod.ns, pod.name), pod);
   }
   Client client(Loopback(server.port()));
   KubeSource source(client);

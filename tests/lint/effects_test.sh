@@ -4,9 +4,6 @@
 set -u
 root="$1"
 lint="$root/scripts/lint-effects"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
 
 copy() {
   rm -rf "$work/adapters" && cp -r "$root/adapters" "$work/adapters"

@@ -1,4 +1,15 @@
-# Sourced by the lints' planted-violation tests (they set `failures`).
+# Sourced by the lints' planted-violation tests, after they set `root`: a scratch folder `work`
+# (removed on exit) and the count of `failures`.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+# copy_parts PART...: the scratch folder holds a fresh copy of these folders of `root`.
+copy_parts() {
+  rm -rf "${work:?}"/*
+  for part in "$@"; do cp -r "$root/$part" "$work/$part"; done
+}
+
 # expect_caught WHAT CODE FILE PATTERN LINT [ARG...]: writes CODE to FILE, runs the Python lint
 # LINT with its arguments, and counts a failure unless it exits 1 with PATTERN in its output.
 expect_caught() {

@@ -44,6 +44,9 @@ if ! out=$(compile "$work/tree" model/hash.cc && compile "$work/tree" log/codec_
 fi
 plant 'a field added to the State' state.h State 'State: hash the field added'
 plant 'a field added to the State, in the snapshot' state.h State 'State: encode the field added'
+plant 'a field added to the cluster view' state.h ClusterView 'ClusterView: hash the field added'
+plant 'a field added to the lifecycle slice' state.h ClaimLifecycle 'ClaimLifecycle: encode the field'
+plant 'a field added to the disruption slice' state.h DisruptionState 'DisruptionState: hash the field'
 plant 'a field added to a Node' kube.h Node 'Node: hash the field added'
 plant 'a field added to a NodeClaim' kube.h NodeClaim 'NodeClaim: hash the field added'
 plant 'a field added to a command' commands.h LaunchInstance 'LaunchInstance: hash the field'

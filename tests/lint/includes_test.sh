@@ -4,16 +4,8 @@
 set -u
 root="$1"
 lint="$root/scripts/lint-includes"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
 source "$root/tests/lint/expect_caught.sh"
-
-copy() {
-  rm -rf "${work:?}"/*
-  for part in model reducers log adapters replay whatif cmd tests bench; do cp -r "$root/$part" "$work/$part"; done
-}
+copy() { copy_parts model reducers log adapters replay whatif cmd tests bench; }
 
 plant() {  # plant FILE CODE PATTERN: add CODE as FILE in a copy, expect the lint to name it.
   copy

@@ -4,9 +4,6 @@
 set -u
 root="$1"
 lint="$root/scripts/lint-purity"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
 
 source "$root/tests/lint/expect_caught.sh"
 

@@ -5,16 +5,8 @@
 set -u
 root="$1"
 lint="$root/scripts/lint-size"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
 source "$root/tests/lint/expect_caught.sh"
-
-copy() {
-  rm -rf "${work:?}"/*
-  for part in model reducers log adapters replay whatif cmd; do cp -r "$root/$part" "$work/$part"; done
-}
+copy() { copy_parts model reducers log adapters replay whatif cmd; }
 
 body() {  # body N: N lines of statements.
   for _ in $(seq "$1"); do echo '  total += 1;'; done

@@ -7,9 +7,6 @@ root="$1"
 cxx="$2"
 archives=("${@:3}")
 lint="$root/scripts/lint-symbols"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
 source "$root/tests/lint/expect_caught.sh"
 
 # plant WHAT PATTERN CODE: compiles CODE, expects the lint to fail naming PATTERN.

@@ -529,31 +529,31 @@ TEST(Codec, SnapshotRestoresExactState) {
                      "none",
                      {{"c5.large", "us-east-1a", "spot", ErrorCode::kInsufficientCapacity, ""}},
                      ""});
-  ASSERT_FALSE(f.state.nodeclaims.empty());
+  ASSERT_FALSE(f.state.lifecycle.nodeclaims.empty());
   // A launch that failed and waits to be sent again.
   for (const auto& [id, command] : std::map<CommandId, Command>(f.state.inflight)) {
     if (const auto* launch = std::get_if<LaunchInstance>(&command.body)) {
       f.Fold(CommandFailed{id, ErrorCode::kThrottled, "RequestLimitExceeded"});
-      ASSERT_TRUE(f.state.relaunches.contains(launch->nodeclaim));
+      ASSERT_TRUE(f.state.lifecycle.relaunches.contains(launch->nodeclaim));
       break;
     }
   }
   f.Fold(NodeClassResolved{"default", Resolution()});
-  ASSERT_TRUE(f.state.nodeclass_resolutions.contains("default"));
+  ASSERT_TRUE(f.state.nodeclass.resolutions.contains("default"));
   // A deleted EC2NodeClass waiting on its NodeClaims.
-  NodeClass deleted = f.state.nodeclasses.at("default");
+  NodeClass deleted = f.state.cluster.nodeclasses.at("default");
   deleted.terminating = true;
   f.Fold(NodeClassUpserted{deleted});
-  ASSERT_TRUE(f.state.nodeclass_terminations.contains("default"));
-  ASSERT_FALSE(f.state.nodeclass_terminations.at("default").waiting_message.empty());
-  NodeClaim& registered = f.state.nodeclaims.begin()->second;
+  ASSERT_TRUE(f.state.nodeclass.terminations.contains("default"));
+  ASSERT_FALSE(f.state.nodeclass.terminations.at("default").waiting_message.empty());
+  NodeClaim& registered = f.state.lifecycle.nodeclaims.begin()->second;
   registered.node_name = "node-x";
-  f.state.claims_by_node.Add("node-x", registered.name);
+  f.state.lifecycle.claims_by_node.Add("node-x", registered.name);
   // A NodeOverlay and its published status (its overlaid catalogs are made again on load).
-  f.state.nodeoverlays["fuse"] = NodeOverlay{
+  f.state.cluster.nodeoverlays["fuse"] = NodeOverlay{
       "fuse", 5, {}, PriceChange{PriceChange::Kind::kAdd, 10'000}, {{"smarter-devices/fuse", 1}},
       ""};
-  f.state.nodeoverlay_status["fuse"] = NodeOverlayStatus{false, "Conflict", "conflict"};
+  f.state.cluster.nodeoverlay_status["fuse"] = NodeOverlayStatus{false, "Conflict", "conflict"};
   std::vector<std::string> parts = EncodeSnapshotParts(f.state);
   EXPECT_EQ(parts, EncodeSnapshotParts(f.state));
   std::uint64_t stored = 0;
@@ -562,9 +562,9 @@ TEST(Codec, SnapshotRestoresExactState) {
   EXPECT_EQ(stored, StateHash(f.state));
   EXPECT_EQ(StateHash(restored), stored);
   // The claims-by-node index is not in the snapshot: it is rebuilt from the claims.
-  EXPECT_TRUE(restored.claims_by_node.Matches(restored.nodeclaims));
+  EXPECT_TRUE(restored.lifecycle.claims_by_node.Matches(restored.lifecycle.nodeclaims));
   bool found = false;
-  restored.claims_by_node.ForEach(
+  restored.lifecycle.claims_by_node.ForEach(
       "node-x", [&](const std::string& claim) { found = claim == registered.name; });
   EXPECT_TRUE(found);
 }
@@ -579,16 +579,18 @@ TEST(Codec, PodsOnlyCopyEncodesAsTheState) {
     if (i % 2 == 0) pod.node_name = "ip-10-0-0-1";
     f.Fold(PodUpserted{pod});
   }
-  ASSERT_EQ(f.state.pods.OnNode("ip-10-0-0-1").pods.size(), 2u);
+  ASSERT_EQ(f.state.cluster.pods.OnNode("ip-10-0-0-1").pods.size(), 2u);
   State copy = f.state;
-  copy.pods = PodTable::PodsOnly(f.state.pods);
+  copy.cluster.pods = PodTable::PodsOnly(f.state.cluster.pods);
   EXPECT_EQ(copy, f.state);
   EXPECT_EQ(StateHash(copy), StateHash(f.state));
   const std::vector<std::string> parts = EncodeSnapshotParts(copy);
   EXPECT_EQ(parts, EncodeSnapshotParts(f.state));
   State decoded = log::DecodeSnapshot(parts, nullptr);
-  EXPECT_EQ(decoded.pods.OnNode("ip-10-0-0-1").pods.size(), 2u) << "a decoded State has its views";
-  EXPECT_EQ(decoded.pods.Provisionable().size(), f.state.pods.Provisionable().size());
+  EXPECT_EQ(decoded.cluster.pods.OnNode("ip-10-0-0-1").pods.size(), 2u)
+      << "a decoded State has its views";
+  EXPECT_EQ(decoded.cluster.pods.Provisionable().size(),
+            f.state.cluster.pods.Provisionable().size());
 }
 
 // A state with thousands of pods is written as a head and slices of bounded size, and the
@@ -620,13 +622,14 @@ TEST(Codec, SharedNodeAndPodTextsEncodeAsSeparateCopies) {
     f.Fold(NodeUpserted{node});
   }
   State separate = f.state;  // The same State, but with nodes and pods holding their own texts.
-  separate.nodes = nodes;
-  separate.pods.clear();
-  for (const auto& [key, pod] : pods) separate.pods.Upsert(key, pod);
+  separate.cluster.nodes = nodes;
+  separate.cluster.pods.clear();
+  for (const auto& [key, pod] : pods) separate.cluster.pods.Upsert(key, pod);
   ASSERT_EQ(f.state, separate);
-  EXPECT_EQ(&f.state.pods.at("default/web-0").owner_kind.str(),
-            &f.state.pods.at("default/web-2").owner_kind.str());
-  EXPECT_EQ(&f.state.pods.at("default/web-0").ns.str(), &f.state.pods.at("default/web-2").ns.str());
+  EXPECT_EQ(&f.state.cluster.pods.at("default/web-0").owner_kind.str(),
+            &f.state.cluster.pods.at("default/web-2").owner_kind.str());
+  EXPECT_EQ(&f.state.cluster.pods.at("default/web-0").ns.str(),
+            &f.state.cluster.pods.at("default/web-2").ns.str());
   std::vector<std::string> parts = EncodeSnapshotParts(f.state);
   EXPECT_EQ(parts, EncodeSnapshotParts(separate));
   std::uint64_t stored = 0;
@@ -634,8 +637,8 @@ TEST(Codec, SharedNodeAndPodTextsEncodeAsSeparateCopies) {
   EXPECT_EQ(decoded, separate);
   EXPECT_EQ(stored, StateHash(separate));
   EXPECT_EQ(StateHash(decoded), StateHash(separate));
-  EXPECT_EQ(&decoded.nodes.at("ip-10-0-0-0").labels.at(label::kZone),
-            &decoded.nodes.at("ip-10-0-0-2").labels.at(label::kZone))
+  EXPECT_EQ(&decoded.cluster.nodes.at("ip-10-0-0-0").labels.at(label::kZone),
+            &decoded.cluster.nodes.at("ip-10-0-0-2").labels.at(label::kZone))
       << "a decoded snapshot shares the texts too";
 }
 

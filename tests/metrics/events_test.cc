@@ -22,7 +22,7 @@ State StateWithClaim(const std::string& claim, const std::string& node) {
   c.name = claim;
   c.nodepool = "default";
   c.node_name = node;
-  state.nodeclaims[claim] = c;
+  state.lifecycle.nodeclaims[claim] = c;
   return state;
 }
 
@@ -65,9 +65,9 @@ TEST(KubeEvents, ProvisioningNominates) {
 // says; the text is the message.
 TEST(KubeEvents, BlockedAndUnconsolidatable) {
   State state = StateWithClaim("c1", "n1");
-  state.nodeclaims["c2"] = state.nodeclaims["c1"];
-  state.nodeclaims["c2"].name = "c2";
-  state.nodeclaims["c2"].node_name = "n2";
+  state.lifecycle.nodeclaims["c2"] = state.lifecycle.nodeclaims["c1"];
+  state.lifecycle.nodeclaims["c2"].name = "c2";
+  state.lifecycle.nodeclaims["c2"].node_name = "n2";
   DisruptionDecision d{
       DisruptionMethod::kSingleNodeConsolidation,
       DisruptionPhase::kBlocked,

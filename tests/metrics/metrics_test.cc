@@ -122,15 +122,15 @@ TEST(Metrics, GaugesMatchTheFinalState) {
   const std::string text = run.metrics.Serialize();
   const State& state = run.final_state;
   ASSERT_GT(run.state_rounds, 1000u);
-  EXPECT_EQ(Sum(text, "karpenter_cluster_state_node_count"), state.nodes.size());
+  EXPECT_EQ(Sum(text, "karpenter_cluster_state_node_count"), state.cluster.nodes.size());
   EXPECT_EQ(Sum(text, "karpenter_cluster_state_synced"), 1);
   double cpu = 0;
-  for (const auto& [name, node] : state.nodes) cpu += node.allocatable.cpu.value / 1000.0;
+  for (const auto& [name, node] : state.cluster.nodes) cpu += node.allocatable.cpu.value / 1000.0;
   EXPECT_DOUBLE_EQ(Sum(text, "karpenter_nodes_allocatable", {{"resource_type", "cpu"}}),
-                   state.nodes.empty() ? -1 : cpu);
+                   state.cluster.nodes.empty() ? -1 : cpu);
   std::map<std::string, double> claims;
-  for (const auto& [name, claim] : state.nodeclaims) ++claims[claim.nodepool];
-  for (const auto& [pool, _] : state.nodepools) {
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) ++claims[claim.nodepool];
+  for (const auto& [pool, _] : state.cluster.nodepools) {
     EXPECT_EQ(
         Sum(text, "karpenter_nodepools_usage", {{"nodepool", pool}, {"resource_type", "nodes"}}),
         claims[pool])
@@ -140,7 +140,7 @@ TEST(Metrics, GaugesMatchTheFinalState) {
       Sum(text, "karpenter_nodepools_limit", {{"nodepool", "general"}, {"resource_type", "cpu"}}),
       200);
   double pods = 0;
-  for (const auto& [key, pod] : state.pods)
+  for (const auto& [key, pod] : state.cluster.pods)
     pods += pod.phase == PodPhase::kSucceeded || pod.phase == PodPhase::kFailed ? 0 : 1;
   EXPECT_EQ(Sum(text, "tenon_pods") - Sum(text, "tenon_pods", {{"state", "finished"}}), pods);
 }
@@ -155,7 +155,7 @@ TEST(Metrics, SeriesOfGoneNodesAreRemoved) {
     node.labels.Set(label::kNodePool, "pool");
     node.allocatable.cpu = Millicores(2000);
     node.allocatable.pods = 110;
-    state.nodes[name] = node;
+    state.cluster.nodes[name] = node;
   }
   Pod pod;
   pod.ns = "default";
@@ -163,7 +163,7 @@ TEST(Metrics, SeriesOfGoneNodesAreRemoved) {
   pod.node_name = "a";
   pod.phase = PodPhase::kRunning;
   pod.requests.cpu = Millicores(500);
-  state.pods.Upsert("default/p", pod);
+  state.cluster.pods.Upsert("default/p", pod);
   m.ObserveState(state);
   std::string text = m.Serialize();
   EXPECT_EQ(Sum(text, "karpenter_nodes_allocatable", {{"resource_type", "cpu"}}), 4);
@@ -172,8 +172,8 @@ TEST(Metrics, SeriesOfGoneNodesAreRemoved) {
             0.5);
   EXPECT_EQ(Sum(text, "tenon_pods", {{"state", "bound"}}), 1);
 
-  state.nodes.erase("b");
-  state.pods.clear();
+  state.cluster.nodes.erase("b");
+  state.cluster.pods.clear();
   m.ObserveState(state);
   text = m.Serialize();
   EXPECT_EQ(Sum(text, "karpenter_nodes_allocatable", {{"node_name", "b"}}), -1);

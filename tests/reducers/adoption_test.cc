@@ -54,7 +54,7 @@ TEST(Adoption, AdoptsAKarpenterClaimWithItsNode) {
   const auto* adopted = TransitionOf(out, Transition::kAdopted);
   ASSERT_NE(adopted, nullptr);
   EXPECT_NE(adopted->reason.find("i-0karpenter"), std::string::npos) << adopted->reason;
-  const NodeClaim& claim = f.state.nodeclaims.at("default-x7k2p");
+  const NodeClaim& claim = f.state.lifecycle.nodeclaims.at("default-x7k2p");
   EXPECT_EQ(claim.phase, ClaimPhase::kInitialized);
   EXPECT_EQ(claim.node_name, "ip-10-0-1-7");
   EXPECT_EQ(claim.price, MicroUsdPerHour{85'000});
@@ -74,9 +74,9 @@ TEST(Adoption, NodeArrivingLaterRegistersTheClaim) {
   Folder f;
   f.Start({Pool("default")});
   f.Fold(NodeClaimObserved{KarpenterClaim()});
-  EXPECT_EQ(f.state.nodeclaims.at("default-x7k2p").phase, ClaimPhase::kLaunched);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at("default-x7k2p").phase, ClaimPhase::kLaunched);
   f.Fold(NodeUpserted{KarpenterNode()});
-  EXPECT_EQ(f.state.nodeclaims.at("default-x7k2p").phase, ClaimPhase::kInitialized);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at("default-x7k2p").phase, ClaimPhase::kInitialized);
 }
 
 // Garbage collection leaves the adopted claim's instance alone, and before the informers have
@@ -132,14 +132,15 @@ TEST(Adoption, FinishedClaimsStayGoneAndUnlaunchedOnesAreDeleted) {
   f.Fold(NodeUpserted{KarpenterNode()});
   f.Fold(NodeClaimObserved{KarpenterClaim()});
   f.Fold(NodeClaimDeletionRequested{"default-x7k2p"});
-  for (int s = 1; s <= 60 && f.state.nodeclaims.contains("default-x7k2p"); ++s) {
+  for (int s = 1; s <= 60 && f.state.lifecycle.nodeclaims.contains("default-x7k2p"); ++s) {
     Output out = f.Fold(Tick{kT0 + Duration{s * kSecond.value}});
     for (const auto& c : out.commands) f.Fold(CommandSucceeded{c.id});
   }
-  ASSERT_FALSE(f.state.nodeclaims.contains("default-x7k2p")) << "termination did not finish";
+  ASSERT_FALSE(f.state.lifecycle.nodeclaims.contains("default-x7k2p"))
+      << "termination did not finish";
   Output late = f.Fold(NodeClaimObserved{KarpenterClaim()});
   EXPECT_EQ(TransitionOf(late, Transition::kAdopted), nullptr);
-  EXPECT_FALSE(f.state.nodeclaims.contains("default-x7k2p"));
+  EXPECT_FALSE(f.state.lifecycle.nodeclaims.contains("default-x7k2p"));
 
   NodeClaim unlaunched = KarpenterClaim();
   unlaunched.name = "default-pend1";
@@ -147,7 +148,7 @@ TEST(Adoption, FinishedClaimsStayGoneAndUnlaunchedOnesAreDeleted) {
   unlaunched.provider_id = unlaunched.instance_id = unlaunched.node_name = "";
   Output out = f.Fold(NodeClaimObserved{unlaunched});
   ASSERT_NE(TransitionOf(out, Transition::kAdopted), nullptr);
-  EXPECT_TRUE(f.state.nodeclaims.at("default-pend1").deleting);
+  EXPECT_TRUE(f.state.lifecycle.nodeclaims.at("default-pend1").deleting);
 }
 
 }  // namespace

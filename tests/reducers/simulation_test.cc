@@ -13,14 +13,14 @@ namespace {
 
 std::vector<std::string> Claims(const State& state) {
   std::vector<std::string> names;
-  for (const auto& [name, claim] : state.nodeclaims) names.push_back(name);
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) names.push_back(name);
   return names;
 }
 
 ScheduleResult Fresh(const State& state, Simulation& sim, const std::vector<std::string>& claims) {
   std::vector<const Pod*> pods;
   for (const auto& name : claims) {
-    const auto& mine = sim.PodsOf(state.nodeclaims.at(name));
+    const auto& mine = sim.PodsOf(state.lifecycle.nodeclaims.at(name));
     pods.insert(pods.end(), mine.begin(), mine.end());
   }
   return Schedule(state, pods, std::set<std::string>(claims.begin(), claims.end()));
@@ -49,12 +49,12 @@ TEST(NameIndex, FindsEachNameAndNothingElse) {
 // its own (it did, with the node's whole allocatable as room).
 TEST(Schedule, CapacityBeingReplacedTakesNoPods) {
   State state = bench::MakeCluster(SmallCatalog(), "m5.xlarge", 400, 12, "100%");
-  const NodeClaim& candidate = state.nodeclaims.at("claim-0");
+  const NodeClaim& candidate = state.lifecycle.nodeclaims.at("claim-0");
   ReplacementWait wait;
   wait.method = DisruptionMethod::kSingleNodeConsolidation;
   wait.candidates = {candidate.name};
   wait.started = state.now;
-  state.replacing.push_back(wait);
+  state.disruption.replacing.push_back(wait);
   // As large as an empty m5.xlarge holds: no node with pods on it has the room.
   Pod big = PendingPod("big", candidate.allocatable.cpu.value - 100, 1024);
   ScheduleResult result = Schedule(state, {&big});
@@ -62,7 +62,7 @@ TEST(Schedule, CapacityBeingReplacedTakesNoPods) {
   EXPECT_NE(result.pods[0].target, candidate.name);
   EXPECT_NE(result.pods[0].target, candidate.node_name);
   EXPECT_EQ(result.pods[0].target, "#0") << result.pods[0].reason;
-  state.replacing.clear();
+  state.disruption.replacing.clear();
   EXPECT_EQ(Schedule(state, {&big}).pods[0].target, "#0");  // Nothing else makes room for it.
 }
 

@@ -147,7 +147,7 @@ TEST(Provisioning, PodsAskingForRestrictedLabelsAreIgnored) {
     }
   }
   EXPECT_EQ(launched, 0u);
-  EXPECT_TRUE(f.state.nodeclaims.empty());
+  EXPECT_TRUE(f.state.lifecycle.nodeclaims.empty());
   ASSERT_FALSE(outcomes.empty());
   for (const PodOutcome& o : outcomes) {
     EXPECT_EQ(o.target, "") << o.pod;
@@ -267,7 +267,7 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   Output out = ProvisionOne(f);
   std::string claim = LaunchFor(out);
   Output launched = f.Fold(LaunchedFor(out));
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kLaunched);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kLaunched);
   EXPECT_FALSE(f.state.inflight.contains(LaunchId(out)));
   // Launched fills the NodeClaim in as Karpenter does: the instance type's labels with its zone
   // and capacity type, and the image, capacity and allocatable in the status.
@@ -280,7 +280,7 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   EXPECT_EQ(launch[0]->labels.at(label::kArch), "arm64");
   EXPECT_EQ(launch[0]->labels.at(label::kInstanceFamily), "m6g");
   EXPECT_EQ(launch[0]->image_id, "ami-1");
-  const CatalogEntry& m6g = f.state.catalog->at("m6g.large");
+  const CatalogEntry& m6g = f.state.cluster.catalog->at("m6g.large");
   EXPECT_EQ(launch[0]->allocatable, m6g.allocatable);
   EXPECT_EQ(launch[0]->capacity.cpu, m6g.type.cpu);
   EXPECT_EQ(launch[0]->capacity.memory, m6g.type.memory);
@@ -293,7 +293,7 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
             false,    false,
             {}};
   Output reg = f.Fold(NodeUpserted{node});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
   auto patches = CommandsOf<PatchNode>(reg);
   ASSERT_EQ(patches.size(), 1u);
   EXPECT_EQ(patches[0]->remove_taints, std::vector<std::string>{label::kUnregisteredTaint});
@@ -305,7 +305,7 @@ TEST(Lifecycle, LaunchRegisterInitialize) {
   node.labels = patches[0]->add_labels;
   node.ready = true;
   Output init = f.Fold(NodeUpserted{node});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   auto init_patches = CommandsOf<PatchNode>(init);
   ASSERT_EQ(init_patches.size(), 1u);
   EXPECT_EQ(init_patches[0]->add_labels, (Labels{{label::kInitialized, "true"}}));
@@ -330,9 +330,9 @@ TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
   Folder f;
   std::string claim = LaunchOne(f);
   Node node = RegisteringNode();
-  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
+  node.allocatable = f.state.lifecycle.nodeclaims.at(claim).allocatable;
   Output registered = f.Fold(NodeUpserted{node});
-  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
+  ASSERT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
   const auto generation = [&] { return f.state.cluster_generation; };
   // The registration patch lands: the pool's labels (pods select on them) and Ready.
   std::uint64_t before = generation();
@@ -344,7 +344,7 @@ TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
   node.taints.clear();
   node.ready = true;
   Output initialized = f.Fold(NodeUpserted{node});
-  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  ASSERT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   EXPECT_GT(generation(), before) << "a new initialized node";
 
   // The initialization patch lands: only the initialized label.
@@ -364,7 +364,7 @@ TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
   f.Fold(NodeUpserted{node});
   EXPECT_EQ(generation(), before + 1) << "a label pods may select on";
 
-  const std::string instance = f.state.nodeclaims.at(claim).instance_id;
+  const std::string instance = f.state.lifecycle.nodeclaims.at(claim).instance_id;
   const Instant later = kT0 + Duration{5 * kMinute.value};
   f.Fold(InstancesListed{{{instance, claim, kT0, "running"}}});
   EXPECT_EQ(generation(), before + 1) << "a listing with nothing for garbage collection";
@@ -372,7 +372,7 @@ TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
   f.Fold(Tick{later});
   before = generation();
   f.Fold(InstancesListed{{}});
-  ASSERT_TRUE(f.state.nodeclaims.at(claim).deleting) << "its instance is gone";
+  ASSERT_TRUE(f.state.lifecycle.nodeclaims.at(claim).deleting) << "its instance is gone";
   EXPECT_GT(generation(), before) << "garbage collection deleted a claim";
 
   before = generation();
@@ -385,7 +385,7 @@ TEST(Disruption, EchoesOfCountedChangesLeaveConsolidationAlone) {
 TEST(Lifecycle, RegistrationAddsMissingPoolTaints) {
   Folder f;
   Output out = ProvisionOne(f);
-  f.state.nodepools.at("default").taints = {{"dedicated", "web", TaintEffect::kNoSchedule}};
+  f.state.cluster.nodepools.at("default").taints = {{"dedicated", "web", TaintEffect::kNoSchedule}};
   f.Fold(LaunchedFor(out));
   Node node = LaunchedNode(false);
   const Output registered = f.Fold(NodeUpserted{node});
@@ -404,7 +404,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
     f.Fold(LaunchedFor(out));
     Node node = LaunchedNode(true);
     f.Fold(NodeUpserted{node});
-    EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+    EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
     // Its pod runs there, which keeps it busy so emptiness does not take it first.
     Pod pod = PendingPod("web-1", 500, 512);
     pod.node_name = "node-1";
@@ -449,7 +449,7 @@ TEST(Disruption, DriftByCatalogAndRequirements) {
 std::string EmptyInitializedNode(Folder& f) {
   std::string claim = LaunchOne(f);
   Node node = LaunchedNode(true);
-  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
+  node.allocatable = f.state.lifecycle.nodeclaims.at(claim).allocatable;
   f.Fold(NodeUpserted{node});
   f.Fold(PodDeleted{"default", "web-1"});
   return claim;
@@ -461,11 +461,11 @@ std::string EmptyInitializedNode(Folder& f) {
 TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
   Folder f;
   std::string claim = EmptyInitializedNode(f);
-  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  ASSERT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
   Output placed = f.Fold(Tick{kT0 + Duration{3 * kSecond.value}});
   ASSERT_EQ(CommandsOf<LaunchInstance>(placed).size(), 0u);  // It fits on node-1.
-  Instant until = f.state.nodeclaims.at(claim).nominated_until;
+  Instant until = f.state.lifecycle.nodeclaims.at(claim).nominated_until;
   EXPECT_EQ(until, kT0 + Duration{23 * kSecond.value});  // Twice BATCH_MAX_DURATION.
 
   Output pass = f.Fold(Tick{kT0 + Duration{10 * kSecond.value}});
@@ -495,27 +495,30 @@ TEST(Disruption, NominatedNodesWaitAndConditionsArePublished) {
 TEST(Disruption, PodMovesStampTheClaimOfTheirNode) {
   Folder f;
   std::string claim = LaunchOne(f);
-  EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
+  EXPECT_TRUE(f.state.lifecycle.claims_by_node.Matches(f.state.lifecycle.nodeclaims));
   f.Fold(NodeUpserted{LaunchedNode(true)});
-  ASSERT_EQ(f.state.nodeclaims.at(claim).node_name, "node-1");
-  EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
+  ASSERT_EQ(f.state.lifecycle.nodeclaims.at(claim).node_name, "node-1");
+  EXPECT_TRUE(f.state.lifecycle.claims_by_node.Matches(f.state.lifecycle.nodeclaims));
 
   f.Fold(Tick{kT0 + Duration{5 * kSecond.value}});
   Pod bound = PendingPod("web-1", 500, 512);
   bound.node_name = "node-1";
   f.Fold(PodUpserted{bound});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Duration{5 * kSecond.value});
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).last_pod_change,
+            kT0 + Duration{5 * kSecond.value});
   f.Fold(Tick{kT0 + Duration{7 * kSecond.value}});
   f.Fold(PodDeleted{"default", "web-1"});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Duration{7 * kSecond.value});
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).last_pod_change,
+            kT0 + Duration{7 * kSecond.value});
 
   // Its node gone, the claim has none, and a pod naming that node stamps nothing.
   f.Fold(NodeDeleted{"node-1"});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, "");
-  EXPECT_TRUE(f.state.claims_by_node.Matches(f.state.nodeclaims));
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).node_name, "");
+  EXPECT_TRUE(f.state.lifecycle.claims_by_node.Matches(f.state.lifecycle.nodeclaims));
   f.Fold(Tick{kT0 + Duration{9 * kSecond.value}});
   f.Fold(PodUpserted{bound});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).last_pod_change, kT0 + Duration{7 * kSecond.value});
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).last_pod_change,
+            kT0 + Duration{7 * kSecond.value});
 }
 
 // SQS delivers at least once: the same message again (after a restart, say) is acknowledged
@@ -541,11 +544,11 @@ TEST(Disruption, SpotInterruptionMarksTheSpotOfferingUnavailable) {
   Folder f;
   std::string claim = LaunchOne(f);
   f.Fold(NodeUpserted{LaunchedNode(true)});
-  f.state.nodeclaims.at(claim).capacity_type = kCapacityOnDemand;
+  f.state.lifecycle.nodeclaims.at(claim).capacity_type = kCapacityOnDemand;
   f.Fold(InterruptionReceived{"msg-1", InterruptionKind::kSpotInterruption, "i-1", ""});
-  EXPECT_TRUE(f.state.unavailable_offerings.contains(
+  EXPECT_TRUE(f.state.lifecycle.unavailable_offerings.contains(
       OfferingKey("m6g.large", "us-east-1a", kCapacitySpot)));
-  EXPECT_FALSE(f.state.unavailable_offerings.contains(
+  EXPECT_FALSE(f.state.lifecycle.unavailable_offerings.contains(
       OfferingKey("m6g.large", "us-east-1a", kCapacityOnDemand)));
 }
 
@@ -559,7 +562,7 @@ TEST(Disruption, InterruptionOfADeletingClaimIsRecorded) {
   f.Fold(NodeUpserted{node});
   node.deleting = true;
   f.Fold(NodeUpserted{node});
-  ASSERT_TRUE(f.state.nodeclaims.at(claim).deleting);
+  ASSERT_TRUE(f.state.lifecycle.nodeclaims.at(claim).deleting);
   Output out =
       f.Fold(InterruptionReceived{"msg-1", InterruptionKind::kStateChange, "i-1", "terminated"});
   EXPECT_EQ(CommandsOf<DeleteQueueMessage>(out).size(), 1u);
@@ -592,7 +595,7 @@ TEST(NodeClassStatus, WrittenFromEachResolutionThatChangesIt) {
   fewer.subnets[0].free_ips = 3990;
   out = f.Fold(NodeClassResolved{"default", fewer});
   EXPECT_TRUE(CommandsOf<PatchNodeClassStatus>(out).empty());
-  EXPECT_EQ(f.state.nodeclass_resolutions.at("default"), fewer);
+  EXPECT_EQ(f.state.nodeclass.resolutions.at("default"), fewer);
 
   NodeClassResolution newer = fewer;
   newer.amis = {{"ami-2", "al2023-2", "amd64", "2026-11-20T00:00:00.000Z"}};
@@ -607,7 +610,7 @@ TEST(NodeClassStatus, WrittenFromEachResolutionThatChangesIt) {
   EXPECT_EQ(patches[0]->resolution.reason, "SubnetsNotFound");
 
   f.Fold(NodeClassDeleted{"default"});
-  EXPECT_FALSE(f.state.nodeclass_resolutions.contains("default"));
+  EXPECT_FALSE(f.state.nodeclass.resolutions.contains("default"));
 }
 
 // Karpenter's EC2NodeClass controller adds karpenter.k8s.aws/termination to every EC2NodeClass:
@@ -616,7 +619,7 @@ TEST(NodeClassStatus, WrittenFromEachResolutionThatChangesIt) {
 TEST(NodeClassLifecycle, FinalizerAskedForOnce) {
   Folder f;
   f.Start({Pool("default")});
-  NodeClass nodeclass = f.state.nodeclasses.at("default");
+  NodeClass nodeclass = f.state.cluster.nodeclasses.at("default");
   nodeclass.finalizer = false;
   nodeclass.ami_family = "Bottlerocket";
   Output out = f.Fold(NodeClassUpserted{nodeclass});
@@ -672,7 +675,7 @@ TEST(NodeClassLifecycle, MissingInstanceProfileIsMade) {
   out = f.Fold(NodeClassResolved{"default", ready});
   EXPECT_TRUE(CommandsOf<EnsureInstanceProfile>(out).empty());
 
-  NodeClass users = f.state.nodeclasses.at("default");
+  NodeClass users = f.state.cluster.nodeclasses.at("default");
   users.role.clear();
   f.Fold(NodeClassUpserted{users});
   out = f.Fold(NodeClassResolved{"default", missing});
@@ -691,9 +694,9 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
     claim.name = name;
     claim.nodepool = "default";
     claim.nodeclass = std::string(name).starts_with("gpu") ? "gpu" : "default";
-    f.state.nodeclaims[name] = claim;
+    f.state.lifecycle.nodeclaims[name] = claim;
   }
-  NodeClass deleted = f.state.nodeclasses.at("default");
+  NodeClass deleted = f.state.cluster.nodeclasses.at("default");
   deleted.terminating = true;
   Output out = f.Fold(NodeClassUpserted{deleted});
   auto events = CommandsOf<RecordKubeEvent>(out);
@@ -713,7 +716,7 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
   };
   out = tick(kSecond);
   EXPECT_TRUE(CommandsOf<RecordKubeEvent>(out).empty()) << "nothing changed";
-  f.state.nodeclaims.erase("default-a");
+  f.state.lifecycle.nodeclaims.erase("default-a");
   out = tick(kSecond);
   events = CommandsOf<RecordKubeEvent>(out);
   ASSERT_EQ(events.size(), 1u);
@@ -723,7 +726,7 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
   out = tick(kSecond);
   EXPECT_EQ(CommandsOf<RecordKubeEvent>(out).size(), 1u) << "every 10 minutes";
 
-  f.state.nodeclaims.erase("default-b");
+  f.state.lifecycle.nodeclaims.erase("default-b");
   out = tick(kSecond);
   auto cleanups = CommandsOf<DeleteNodeClassResources>(out);
   ASSERT_EQ(cleanups.size(), 1u);
@@ -745,7 +748,7 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
   f.Fold(CommandSucceeded{IdOf<SetNodeClassFinalizer>(out)});
   EXPECT_TRUE(tick(kSecond).commands.empty()) << "the watch's deletion is waited for";
   f.Fold(NodeClassDeleted{"default"});
-  EXPECT_TRUE(f.state.nodeclass_terminations.empty());
+  EXPECT_TRUE(f.state.nodeclass.terminations.empty());
 
   // A profile named in spec.instanceProfile is the user's: only the launch templates go. The
   // Event lists five names and counts the rest.
@@ -756,7 +759,7 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
     NodeClaim claim;
     claim.name = "users-" + std::to_string(i);
     claim.nodeclass = "users";
-    f.state.nodeclaims[claim.name] = claim;
+    f.state.lifecycle.nodeclaims[claim.name] = claim;
   }
   out = f.Fold(NodeClassUpserted{users});
   events = CommandsOf<RecordKubeEvent>(out);
@@ -764,7 +767,8 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
   EXPECT_EQ(events[0]->message,
             "Waiting on NodeClaim termination for users-0, users-1, users-2, users-3, users-4 "
             "and 2 other(s)");
-  std::erase_if(f.state.nodeclaims, [](const auto& c) { return c.second.nodeclass == "users"; });
+  std::erase_if(f.state.lifecycle.nodeclaims,
+                [](const auto& c) { return c.second.nodeclass == "users"; });
   out = tick(kSecond);
   cleanups = CommandsOf<DeleteNodeClassResources>(out);
   ASSERT_EQ(cleanups.size(), 1u);
@@ -774,13 +778,13 @@ TEST(NodeClassLifecycle, DeletedWaitsForItsNodeClaimsThenCleansUpThenLetsGo) {
 TEST(Lifecycle, InitializedWaitsForExtendedResources) {
   Folder f;
   std::string claim = LaunchOne(f);
-  f.state.nodeclaims.at(claim).allocatable.extended["nvidia.com/gpu"] = 1;
+  f.state.lifecycle.nodeclaims.at(claim).allocatable.extended["nvidia.com/gpu"] = 1;
   Node node = LaunchedNode(true);
   f.Fold(NodeUpserted{node});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kRegistered);
   node.allocatable.extended["nvidia.com/gpu"] = 1;
   f.Fold(NodeUpserted{node});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
 }
 
 // After the drain, the instance is only terminated once the node's volumes have detached.
@@ -847,10 +851,11 @@ TEST(Lifecycle, InsufficientCapacityMarksOfferingAndReplans) {
                                        ErrorCode::kInsufficientCapacity, "ICE"}},
                                      ""});
   EXPECT_EQ(CommandsOf<DeleteNodeClaim>(failed).size(), 1u);
-  ASSERT_TRUE(f.state.nodeclaims.contains(claim));
-  EXPECT_TRUE(f.state.nodeclaims.at(claim).deleting);  // No instance: the finalizer goes next.
+  ASSERT_TRUE(f.state.lifecycle.nodeclaims.contains(claim));
+  EXPECT_TRUE(
+      f.state.lifecycle.nodeclaims.at(claim).deleting);  // No instance: the finalizer goes next.
   std::string key = OfferingKey(first.instance_type, first.zone, first.capacity_type);
-  ASSERT_TRUE(f.state.unavailable_offerings.contains(key));
+  ASSERT_TRUE(f.state.lifecycle.unavailable_offerings.contains(key));
 
   Output retry = f.Fold(Tick{kT0 + Duration{3 * kSecond.value}});
   auto launches = CommandsOf<LaunchInstance>(retry);
@@ -859,7 +864,7 @@ TEST(Lifecycle, InsufficientCapacityMarksOfferingAndReplans) {
     EXPECT_NE(OfferingKey(o.instance_type, o.zone, o.capacity_type), key);
   }
   f.Fold(Tick{kT0 + kSecond + kUnavailableOfferingTtl});
-  EXPECT_FALSE(f.state.unavailable_offerings.contains(key));
+  EXPECT_FALSE(f.state.lifecycle.unavailable_offerings.contains(key));
 }
 
 // Karpenter's launch: a failure that is not out of capacity (its EC2NodeClass not resolved
@@ -874,8 +879,8 @@ TEST(Lifecycle, LaunchFailureOtherThanCapacityIsRetried) {
   Output failed = f.Fold(FleetFailed{
       LaunchId(out), claim, {{"", "", "spot", ErrorCode::kThrottled, "RequestLimitExceeded"}}, ""});
   EXPECT_TRUE(CommandsOf<DeleteNodeClaim>(failed).empty());
-  ASSERT_TRUE(f.state.nodeclaims.contains(claim));
-  EXPECT_FALSE(f.state.nodeclaims.at(claim).deleting);
+  ASSERT_TRUE(f.state.lifecycle.nodeclaims.contains(claim));
+  EXPECT_FALSE(f.state.lifecycle.nodeclaims.at(claim).deleting);
   bool noted = false;
   for (const auto& d : failed.decisions) {
     const auto* l = std::get_if<LifecycleDecision>(&d.body);
@@ -899,8 +904,9 @@ TEST(Lifecycle, LaunchFailureOtherThanCapacityIsRetried) {
 
   // A failed call the second time: 2 s before the next.
   f.Fold(CommandFailed{LaunchId(due), ErrorCode::kTransient, "connection reset"});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).relaunch_at, kT0 + kSecond + kSecond + kSecond + kSecond);
-  EXPECT_TRUE(f.state.relaunches.contains(claim));
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).relaunch_at,
+            kT0 + kSecond + kSecond + kSecond + kSecond);
+  EXPECT_TRUE(f.state.lifecycle.relaunches.contains(claim));
 }
 
 // As Karpenter's AWS provider: CreateFleet answering every error with unfulfillable capacity,
@@ -911,8 +917,8 @@ TEST(Lifecycle, LaunchWithNothingLaunchedAndNoErrorIsOutOfCapacity) {
   const std::string claim = LaunchFor(out);
   Output failed = f.Fold(FleetFailed{LaunchId(out), claim, {}, ""});
   EXPECT_EQ(CommandsOf<DeleteNodeClaim>(failed).size(), 1u);
-  EXPECT_TRUE(f.state.nodeclaims.at(claim).deleting);
-  EXPECT_FALSE(f.state.relaunches.contains(claim));
+  EXPECT_TRUE(f.state.lifecycle.nodeclaims.at(claim).deleting);
+  EXPECT_FALSE(f.state.lifecycle.relaunches.contains(claim));
 }
 
 // Same events, same outputs and hash; another seed gives other NodeClaim names.
@@ -969,7 +975,7 @@ TEST(Determinism, NodeLabelsHashAsALabelsMap) {
     return out;
   };
   State separate;
-  for (const Node& n : nodes()) separate.nodes[n.name] = n;
+  for (const Node& n : nodes()) separate.cluster.nodes[n.name] = n;
   EXPECT_EQ(StateHash(separate), 10478780098292822363ull) << StateHash(separate);
 
   State shared;
@@ -977,12 +983,12 @@ TEST(Determinism, NodeLabelsHashAsALabelsMap) {
     Output out = Step(shared, Seq{shared.last_seq.value + 1}, NodeUpserted{n});
     EXPECT_TRUE(out.empty());
   }
-  EXPECT_EQ(shared.nodes, separate.nodes);
+  EXPECT_EQ(shared.cluster.nodes, separate.cluster.nodes);
   State copies = shared;  // The same State, but with nodes that hold their own texts.
-  copies.nodes = separate.nodes;
+  copies.cluster.nodes = separate.cluster.nodes;
   EXPECT_EQ(StateHash(shared), StateHash(copies));
-  const Node& a = shared.nodes.at("ip-10-0-0-1.ec2.internal");
-  const Node& b = shared.nodes.at("ip-10-0-0-2.ec2.internal");
+  const Node& a = shared.cluster.nodes.at("ip-10-0-0-1.ec2.internal");
+  const Node& b = shared.cluster.nodes.at("ip-10-0-0-2.ec2.internal");
   EXPECT_EQ(&a.labels.at(label::kZone), &b.labels.at(label::kZone)) << "one copy of the value";
   EXPECT_EQ(&a.labels.find(label::kZone)->first.str(), &b.labels.find(label::kZone)->first.str());
   EXPECT_NE(&a.labels.at(label::kHostname), &b.labels.at(label::kHostname));
@@ -1043,10 +1049,10 @@ TEST(Lifecycle, DeletingANodeDeletesItsClaim) {
   std::string claim = LaunchOne(f);
   Node node = LaunchedNode(true);
   f.Fold(NodeUpserted{node});
-  ASSERT_FALSE(f.state.nodeclaims.at(claim).deleting);
+  ASSERT_FALSE(f.state.lifecycle.nodeclaims.at(claim).deleting);
   node.deleting = true;
   Output out = f.Fold(NodeUpserted{node});
-  EXPECT_TRUE(f.state.nodeclaims.at(claim).deleting);
+  EXPECT_TRUE(f.state.lifecycle.nodeclaims.at(claim).deleting);
   auto deletes = CommandsOf<DeleteNodeClaim>(out);
   ASSERT_EQ(deletes.size(), 1u);
   EXPECT_EQ(deletes[0]->name, claim);
@@ -1062,14 +1068,14 @@ TEST(Lifecycle, ANodeThatComesBackIsItsClaimsNodeAgain) {
   std::string claim = LaunchOne(f);
   const Node node = LaunchedNode(true);
   f.Fold(NodeUpserted{node});
-  ASSERT_EQ(f.state.nodeclaims.at(claim).node_name, node.name);
-  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  ASSERT_EQ(f.state.lifecycle.nodeclaims.at(claim).node_name, node.name);
+  ASSERT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   f.Fold(NodeDeleted{node.name});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, "");
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).node_name, "");
   f.Fold(NodeUpserted{node});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, node.name);
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
-  EXPECT_FALSE(f.state.nodeclaims.at(claim).deleting);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).node_name, node.name);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_FALSE(f.state.lifecycle.nodeclaims.at(claim).deleting);
 }
 
 // A launched claim whose Ready node runs pod web-1, deleted: `first` is the drain's first
@@ -1101,7 +1107,7 @@ TEST(Termination, EvictionOfAGonePodForgetsIt) {
   const Output& first = d.first;
   ASSERT_EQ(CommandsOf<EvictPod>(first).size(), 1u);
   f.Fold(CommandFailed{IdOf<EvictPod>(first), ErrorCode::kNotFound, "pods \"web-1\" not found"});
-  EXPECT_FALSE(f.state.pods.contains("default/web-1"));
+  EXPECT_FALSE(f.state.cluster.pods.contains("default/web-1"));
   Output next = f.Fold(Tick{now + kSecond});
   EXPECT_TRUE(CommandsOf<EvictPod>(next).empty());
   EXPECT_EQ(CommandsOf<TerminateInstance>(next).size(), 1u);
@@ -1229,13 +1235,14 @@ TEST(Lifecycle, NodePoolStatusCountsLaunchedClaimsByCapacity) {
     for (const auto* p : CommandsOf<PatchNodePoolStatus>(out)) status = p->status;
   };
   latest(f.Fold(Tick{kT0 + kSecond}));
-  const InstanceType& type = f.state.catalog->at(f.state.nodeclaims.at(claim).instance_type).type;
+  const InstanceType& type =
+      f.state.cluster.catalog->at(f.state.lifecycle.nodeclaims.at(claim).instance_type).type;
   EXPECT_EQ(status.nodes, 1);
   EXPECT_EQ(status.resources.cpu, type.cpu);
   EXPECT_EQ(status.resources.memory, type.memory);
   node.deleting = true;
   f.Fold(NodeUpserted{node});
-  ASSERT_TRUE(f.state.nodeclaims.at(claim).deleting);
+  ASSERT_TRUE(f.state.lifecycle.nodeclaims.at(claim).deleting);
   latest(f.Fold(Tick{kT0 + Duration{2 * kSecond.value}}));
   EXPECT_EQ(status.nodes, 0);
   EXPECT_EQ(status.resources, Resources{});
@@ -1249,7 +1256,7 @@ TEST(Provisioning, ARegisteringNodeCarriesItsClaimsLabels) {
   Folder f;
   std::string claim = LaunchOne(f);
   Node node = RegisteringNode();
-  node.allocatable = f.state.nodeclaims.at(claim).allocatable;
+  node.allocatable = f.state.lifecycle.nodeclaims.at(claim).allocatable;
   f.Fold(NodeUpserted{node});
   ASSERT_FALSE(node.labels.contains(label::kNodePool));
   Pod pod = PendingPod("web-2", 100, 128, kT0 + Duration{2 * kSecond.value});
@@ -1261,7 +1268,7 @@ TEST(Provisioning, ARegisteringNodeCarriesItsClaimsLabels) {
     created += CommandsOf<CreateNodeClaim>(out).size();
   }
   EXPECT_EQ(created, 0u);
-  EXPECT_EQ(f.state.nodeclaims.size(), 1u);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.size(), 1u);
 }
 
 // Karpenter's nomination window is twice BATCH_MAX_DURATION but never under 10 seconds:
@@ -1275,7 +1282,8 @@ TEST(Provisioning, NominationLastsAtLeastTenSeconds) {
   f.Fold(PodUpserted{PendingPod("web-2", 500, 512)});
   const Output placed = f.Fold(Tick{kT0 + Duration{3 * kSecond.value}});
   ASSERT_EQ(CommandsOf<LaunchInstance>(placed).size(), 0u);  // It fits on node-1.
-  EXPECT_EQ(f.state.nodeclaims.at(claim).nominated_until, kT0 + Duration{13 * kSecond.value});
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).nominated_until,
+            kT0 + Duration{13 * kSecond.value});
 }
 
 // A node initialized while its registration patch is in flight gets its initialized label
@@ -1292,7 +1300,7 @@ TEST(Lifecycle, InitializationDuringRegistrationPatchIsSyncedWhenItLands) {
   node.ready = true;
   node.taints.clear();
   Output init = f.Fold(NodeUpserted{node});
-  ASSERT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  ASSERT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   EXPECT_TRUE(CommandsOf<PatchNode>(init).empty()) << "the registration patch is in flight";
   Output landed = f.Fold(CommandSucceeded{IdOf<PatchNode>(reg)});
   auto patches = CommandsOf<PatchNode>(landed);
@@ -1341,7 +1349,7 @@ TEST(Lifecycle, RegistrationOwnsTheNodeAndTagsTheInstanceOnce) {
   node.ready = true;
   const Output after = f.FoldAll({CommandSucceeded{IdOf<TagInstance>(reg)}, NodeUpserted{node},
                                   NodeUpserted{node}, Tick{kT0 + Duration{60 * kSecond.value}}});
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
   EXPECT_TRUE(CommandsOf<TagInstance>(after).empty());
 }
 
@@ -1355,10 +1363,10 @@ TEST(Lifecycle, NodeSeenBeforeTheLaunchAnswerRegistersWhenItLands) {
   const std::string claim = LaunchFor(out);
   Node node = LaunchedNode(true);
   EXPECT_TRUE(f.Fold(NodeUpserted{node}).commands.empty());
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kPending);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kPending);
   const Output launched = f.Fold(LaunchedFor(out));
-  EXPECT_EQ(f.state.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
-  EXPECT_EQ(f.state.nodeclaims.at(claim).node_name, "node-1");
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).phase, ClaimPhase::kInitialized);
+  EXPECT_EQ(f.state.lifecycle.nodeclaims.at(claim).node_name, "node-1");
   EXPECT_EQ(CommandsOf<TagInstance>(launched).size(), 1u);
   EXPECT_EQ(CommandsOf<PatchNode>(launched).size(), 1u);
 }
@@ -1528,7 +1536,7 @@ TEST(Provisioning, OnlyZonesAndArchitecturesTheResolutionServes) {
       EXPECT_NE(o.instance_type, "m6g.large");
     }
   }
-  for (const auto& [name, claim] : f.state.nodeclaims) {
+  for (const auto& [name, claim] : f.state.lifecycle.nodeclaims) {
     for (const Requirement& req : *claim.requirements) {
       if (req.key == label::kZone) {
         EXPECT_EQ(req.values, std::vector<std::string>{"us-east-1a"});

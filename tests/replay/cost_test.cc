@@ -18,9 +18,9 @@ TEST(Cost, SplitsByRequestsWithIdleApart) {
 
   // The nodes' allocatable, as the core derived it (the split is what is under test).
   State state = replay::FoldTo(*log, replay::SeqAtTime(*log, Minutes(3)), true);
-  ASSERT_EQ(state.nodeclaims.size(), 2u);
-  const Resources alloc = state.nodeclaims.begin()->second.allocatable;
-  for (const auto& [name, claim] : state.nodeclaims) {
+  ASSERT_EQ(state.lifecycle.nodeclaims.size(), 2u);
+  const Resources alloc = state.lifecycle.nodeclaims.begin()->second.allocatable;
+  for (const auto& [name, claim] : state.lifecycle.nodeclaims) {
     EXPECT_EQ(claim.instance_type, "m5.xlarge");
     EXPECT_EQ(claim.allocatable, alloc);
   }
@@ -75,7 +75,7 @@ TEST(Cost, WholeRunAddsUp) {
   });
   for (const auto& [claim, at] : launched) {
     const double hours = static_cast<double>(end.now.value - at.value) / 3.6e12;
-    expected += static_cast<double>(end.nodeclaims.at(claim).price.value) / 1e6 * hours;
+    expected += static_cast<double>(end.lifecycle.nodeclaims.at(claim).price.value) / 1e6 * hours;
   }
   EXPECT_NEAR(report.total_usd, expected, 0.0001);
   EXPECT_GT(report.usd_by_group.at("default"), 0);

@@ -176,7 +176,7 @@ std::string ZoneOf(const Run& run, const std::string& pod) {
     for (const auto& o : l->second.overrides) zones.insert(o.zone);
     return zones.size() == 1 ? *zones.begin() : "(" + std::to_string(zones.size()) + " zones)";
   }
-  if (auto n = run.state.nodes.find(target); n != run.state.nodes.end()) {
+  if (auto n = run.state.cluster.nodes.find(target); n != run.state.cluster.nodes.end()) {
     auto z = n->second.labels.find(label::kZone);
     return z == n->second.labels.end() ? "" : z->second;
   }
