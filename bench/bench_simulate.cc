@@ -33,9 +33,9 @@
 // --keep-log writes the log to DIR and leaves it there; --fold times the core alone folding
 // such a log from zero, N times (the fastest is the figure least disturbed by the machine), to
 // compare two builds of the core on the same events; --verify times the replay alone on such a
-// log. --verify-threads sets the replay's threads (0, the default: one per core, at most 8):
-// each thread takes 4 stretches, and the longest stretch's CPU time is what the replay would
-// take on a machine with a core for each.
+// log. --verify-threads sets the replay's threads (0, the default: one per core, at most 16):
+// the log is cut into 4 stretches a thread, and at least 64 where it has the snapshots; the
+// longest stretch's CPU time is what the replay would take on a machine with a core for each.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -104,7 +104,7 @@ struct Args {
   std::filesystem::path keep_log;  // Empty: a temporary folder, removed at the end.
   std::filesystem::path fold;      // Set: only fold this log, `repeat` times.
   std::filesystem::path verify;    // Set: only verify this log, `repeat` times.
-  std::size_t verify_threads = 0;  // replay::Verify's threads (0: one per core, at most 8).
+  std::size_t verify_threads = 0;  // replay::Verify's threads (0: one per core, at most 16).
   Duration snapshot_min_interval = kSimulateDefaults.snapshot_min_interval;
   std::int64_t repeat = 3;
 };

@@ -18,10 +18,14 @@ namespace {
 
 constexpr std::uint64_t kProgressEvery = 10'000;
 // Stretches verified side by side at most: past this, memory (one State each) outgrows the gain.
-constexpr std::size_t kVerifyThreadsMax = 8;
+constexpr std::size_t kVerifyThreadsMax = 16;
 // Stretches per thread: the cost of a stretch follows what the cluster did then, not its
 // length, so threads take more, shorter stretches from a queue as they finish.
 constexpr std::size_t kStretchesPerThread = 4;
+// And at least this many, where the log has the snapshots: the longest stretch is the least
+// time the verification can take with a core for each, and a stretch costs only the decoding
+// of the snapshot it starts from beyond the fold it shares out.
+constexpr std::size_t kStretchesMin = 64;
 
 std::string CommandsText(const std::vector<Command>& commands) {
   std::string text = "[";
@@ -330,8 +334,9 @@ class Verification {
         progress_(progress),
         listed_(log.SnapshotSeqs()),
         snapshots_(listed_.begin(), listed_.end()),
-        cuts_(threads == 1 ? std::vector<Seq>{}
-                           : Cuts(log, listed_, threads * kStretchesPerThread)),
+        cuts_(threads == 1
+                  ? std::vector<Seq>{}
+                  : Cuts(log, listed_, std::max(threads * kStretchesPerThread, kStretchesMin))),
         newest_(listed_.empty() ? Seq{0} : listed_.back()),
         next_(newest_ == Seq{0} ? 1u : 0u) {
     for (std::size_t i = 0; i <= cuts_.size(); ++i) {

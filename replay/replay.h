@@ -54,8 +54,9 @@ const char* VerdictName(Verdict verdict);
 
 // Folds from zero comparing every recorded output and decision and every snapshot's stored
 // hash with the replayed state's, and (beside it) folds from the newest snapshot, and checks both
-// folds end in the same state. With `threads` above one (0: one per core) the stretches between
-// snapshots are folded side by side, each from the snapshot at its start, decoded and checked
+// folds end in the same state. With `threads` above one (0: one per core, at most 16) the log is
+// cut at snapshots into four stretches a thread and at least 64 where it has the snapshots, and
+// the stretches are folded side by side, each from the snapshot at its start, decoded and checked
 // against its stored hash, which the stretch before has checked against its own fold. The snapshots
 // a fold starts from are decoded; the others are decoded too (each must hash to what the replay
 // folded) only with `decode_snapshots`. `progress` (optional) is called now and then with about
