@@ -1640,8 +1640,19 @@ class StaticPool(Scenario, unittest.TestCase):
 
     @classmethod
     def claims_of(cls, count):
+        """Why there are not `count` NodeClaims, each launched, and as many Ready nodes. Read in
+        one go: `problems` reads the claims before the nodes, and may have seen none of them."""
         claims = items(NODECLAIMS)
-        return [] if len(claims) == count else ["%d NodeClaims, not %d" % (len(claims), count)]
+        if len(claims) != count:
+            return ["%d NodeClaims, not %d" % (len(claims), count)]
+        why = ["claim %s has no instance yet" % name_of(c) for c in claims
+               if not (c.get("status") or {}).get("providerID")]
+        nodes = items(NODES)
+        if len(nodes) != count:
+            why.append("%d nodes, not %d" % (len(nodes), count))
+        why += ["node %s is not Ready" % name_of(n) for n in nodes
+                if condition(n, "Ready").get("status") != "True"]
+        return why
 
     @classmethod
     def scenario(cls):

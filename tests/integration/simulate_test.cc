@@ -259,10 +259,11 @@ TEST(Simulate, VerifyDecodesEverySnapshotOnlyWhenAsked) {
   EXPECT_EQ(deep.snapshots_decoded, snapshots + deep.cuts.size() + 1);
 }
 
-// A snapshot no fold starts from (not a cut, not the newest), rewritten by `rewrite`.
+// A snapshot no fold starts from (not a cut, not the newest), rewritten by `rewrite`. The log
+// has more snapshots than the stretches a verification cuts it into (at least 64).
 Seq RewriteSnapshotBetweenCuts(const std::filesystem::path& dir,
                                const std::function<void(log::EventLog&, Seq)>& rewrite) {
-  RunDemo(dir, 40);
+  RunDemo(dir, 10);
   const std::vector<Seq> cuts = replay::Verify(*OpenReadOnly(dir), {}, 4).cuts;
   log::OpenOptions open;
   auto log = log::EventLog::Open(dir, open);
