@@ -153,6 +153,14 @@ std::unique_ptr<log::EventLog> OpenReadOnly(const std::filesystem::path& dir) {
 // replay::Verify's figures: the wall time with its events per second, then the CPU time of its
 // jobs (the stretches and the fold from the newest snapshot), whose longest is about what the
 // replay would take with a core for each.
+// What the verification would take with a core for each of its jobs: its longest, a stretch or
+// the fold from the newest snapshot beside them.
+double CoreEachSeconds(const replay::VerifyReport& verify) {
+  std::chrono::nanoseconds longest = verify.newest_cpu;
+  for (auto cpu : verify.stretch_cpu) longest = std::max(longest, cpu);
+  return std::chrono::duration<double>(longest).count();
+}
+
 void PrintVerify(const replay::VerifyReport& verify, double seconds) {
   std::printf("replay --verify: %" PRIu64 " events, %" PRIu64 " outputs, %" PRIu64
               " decisions, %" PRIu64 " snapshots checked (%" PRIu64
@@ -172,7 +180,7 @@ void PrintVerify(const replay::VerifyReport& verify, double seconds) {
       "  CPU time: %.2f s in all; its %zu stretches %.2f s, the longest %.2f s, and the "
       "fold from the newest snapshot beside them %.2f s: with a core for each, the wall "
       "time would be about %.2f s\n",
-      total + newest, verify.stretch_cpu.size(), total, longest, newest, std::max(longest, newest));
+      total + newest, verify.stretch_cpu.size(), total, longest, newest, CoreEachSeconds(verify));
   std::fflush(stdout);
 }
 
@@ -355,9 +363,7 @@ int Run(const Args& args) {
       "%.2f s (%.0f events/s); final state %s the run's (%016" PRIx64 ")\n",
       alone_seconds, static_cast<double>(verify.events) / alone_seconds,
       alone_hash == run.state_hash ? "equals" : "DIFFERS FROM", run.state_hash);
-  std::chrono::nanoseconds longest = verify.newest_cpu;  // The fold beside the stretches too.
-  for (auto cpu : verify.stretch_cpu) longest = std::max(longest, cpu);
-  const double longest_seconds = std::chrono::duration<double>(longest).count();
+  const double longest_seconds = CoreEachSeconds(verify);
   const double fold_rate = static_cast<double>(verify.events) / alone_seconds;
   std::printf("\ntarget: run < %.0f s: %s (%.1f s); replay < %.0f s: %s (%.2f s)\n",
               kTargetRunSeconds, Verdict(run.wall_seconds < kTargetRunSeconds), run.wall_seconds,

@@ -97,9 +97,8 @@ void MarkUnavailable(State& state, const std::vector<FleetError>& errors) {
   for (const auto& error : errors) {
     switch (error.code) {
       case ErrorCode::kInsufficientCapacity:
-        state.lifecycle.unavailable_offerings[OfferingKey(error.instance_type, error.zone,
-                                                          error.capacity_type)] =
-            state.now + kUnavailableOfferingTtl;
+        NoteOfferingUnavailable(state,
+                                OfferingKey(error.instance_type, error.zone, error.capacity_type));
         break;
       case ErrorCode::kThrottled:
       case ErrorCode::kNotFound:
