@@ -27,15 +27,17 @@
 //   bench_simulate [--catalog PATH] [--quick] [--hours N] [--deployments N] [--replicas N]
 //                  [--scale-every SECONDS] [--wait-for-log | --synchronous] [--keep-log DIR]
 //                  [--snapshot-min-interval SECONDS] [--verify-threads N]
-//   bench_simulate --fold DIR [--repeat N]
+//   bench_simulate --fold DIR [--repeat N] [--audit-simulation]
 //   bench_simulate --verify DIR [--repeat N] [--verify-threads N]
 //
 // --keep-log writes the log to DIR and leaves it there; --fold times the core alone folding
 // such a log from zero, N times (the fastest is the figure least disturbed by the machine), to
 // compare two builds of the core on the same events; --verify times the replay alone on such a
-// log. --verify-threads sets the replay's threads (0, the default: one per core, at most 16):
-// the log is cut into 4 stretches a thread, and at least 64 where it has the snapshots; the
-// longest stretch's CPU time is what the replay would take on a machine with a core for each.
+// log. --audit-simulation places every consolidation trial that used the base run's hints
+// again without them, and stops at the first difference. --verify-threads sets the replay's threads
+// (0, the default: one per core, at most 16): the log is cut into 4 stretches a thread, and at
+// least 64 where it has the snapshots; the longest stretch's CPU time is what the replay would take
+// on a machine with a core for each.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -110,6 +112,7 @@ struct Args {
   std::size_t verify_threads = 0;  // replay::Verify's threads (0: one per core, at most 16).
   Duration snapshot_min_interval = kSimulateDefaults.snapshot_min_interval;
   std::int64_t repeat = 3;
+  bool audit_simulation = false;  // --fold: check every hinted consolidation trial.
 };
 
 // CPU seconds of the calling thread, of the whole process (every thread: the runtime's, the log
@@ -392,9 +395,31 @@ int VerifyOnly(const Args& args) {
   return identical ? 0 : 1;
 }
 
+// --fold --audit-simulation: the log folded once with SelfChecks::simulation on, which throws
+// at the first trial whose hints changed its answer.
+int AuditFold(const log::EventLog& log) {
+  State state;
+  state.checks.simulation = true;
+  std::uint64_t events = 0;
+  log.Scan(Seq{1}, Seq{0}, [&](const log::Record& record) {
+    auto entry = log::DecodeEntry(record.payload);
+    if (const auto* event = std::get_if<Event>(&entry)) {
+      Step(state, Seq{record.seq}, *event);
+      ++events;
+    }
+    return true;
+  });
+  std::printf("audit: %" PRIu64
+              " events folded, every hinted trial placed again without its "
+              "hints, the same; final state %016" PRIx64 "\n",
+              events, StateHash(state));
+  return 0;
+}
+
 // --fold: the core alone on a kept log, `repeat` times.
 int Fold(const Args& args) {
   auto log = OpenReadOnly(args.fold);
+  if (args.audit_simulation) return AuditFold(*log);
   double fastest = 0;
   for (std::int64_t i = 0; i < args.repeat; ++i) {
     std::uint64_t hash = 0;
@@ -443,6 +468,8 @@ int main(int argc, char** argv) {
       args.verify_threads = static_cast<std::size_t>(std::max<long long>(0, next()));
     } else if (std::strcmp(argv[i], "--repeat") == 0) {
       args.repeat = std::max<std::int64_t>(1, next());
+    } else if (std::strcmp(argv[i], "--audit-simulation") == 0) {
+      args.audit_simulation = true;
     }
   }
   args.churn.churn_seconds = args.hours * 3600 - args.churn.build_seconds;

@@ -8,9 +8,9 @@ using namespace parts;
 // Every field of the State is in a snapshot: the head or the parts write them, and decoding makes
 // the shared parts and indexes (the cluster's pod_parts and node_parts, the lifecycle's
 // claim_parts and claims_by_node) from them; the idle notes start empty (the first tick walks the
-// cluster, as after a fresh start) and the overlaid catalogs stale (the first step makes them
-// again). A field added to the State or a slice of it fails the build here until the snapshot
-// carries it, or recovery would lose it.
+// cluster, as after a fresh start), the overlaid catalogs stale (the first step makes them
+// again) and the self checks off. A field added to the State or a slice of it fails the build here
+// until the snapshot carries it, or recovery would lose it.
 static_assert(FieldCount<ClusterView>() == 14 + 3,
               "ClusterView: encode the field added in the snapshot (PutHead*, GetHead*)");
 static_assert(FieldCount<ClaimLifecycle>() == 8 + 2,
@@ -19,7 +19,7 @@ static_assert(FieldCount<NodeClassLifecycle>() == 2,
               "NodeClassLifecycle: encode the field added in the snapshot (PutHead*, GetHead*)");
 static_assert(FieldCount<DisruptionState>() == 11,
               "DisruptionState: encode the field added in the snapshot (PutHead*, GetHead*)");
-static_assert(FieldCount<State>() == 17 + 1,
+static_assert(FieldCount<State>() == 17 + 2,
               "State: encode the field added in the snapshot (PutHead*, GetHead*)");
 
 namespace {

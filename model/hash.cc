@@ -464,12 +464,13 @@ static_assert(FieldCount<DisruptionProposal>() == 2, "DisruptionProposal: hash t
 // The State, slice by slice. The shared parts and indexes (the cluster's pod_parts and
 // node_parts, the lifecycle's claim_parts and claims_by_node) are made from the fields StateHash
 // takes and are not hashed themselves, nor are the overlaid catalogs (made from the catalog, the
-// NodePools and the NodeOverlays) and the idle notes (what a walk found settled).
+// NodePools and the NodeOverlays), the idle notes (what a walk found settled) and the self
+// checks (what tests ask the core to verify).
 static_assert(FieldCount<ClusterView>() == 14 + 3, "ClusterView: hash the field added");
 static_assert(FieldCount<ClaimLifecycle>() == 8 + 2, "ClaimLifecycle: hash the field added");
 static_assert(FieldCount<NodeClassLifecycle>() == 2, "NodeClassLifecycle: hash the field added");
 static_assert(FieldCount<DisruptionState>() == 11, "DisruptionState: hash the field added");
-static_assert(FieldCount<State>() == 17 + 1, "State: hash the field added (StateHash)");
+static_assert(FieldCount<State>() == 17 + 2, "State: hash the field added (StateHash)");
 
 }  // namespace
 

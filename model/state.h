@@ -336,6 +336,16 @@ struct IdleNotes {
   friend bool operator==(const IdleNotes&, const IdleNotes&) { return true; }
 };
 
+// Checks the core makes of its own shortcuts, which tests turn on in the states they fold: a
+// check that fails throws std::logic_error. Not part of what the state says, so left out of
+// equality, the hash and snapshots.
+struct SelfChecks {
+  // Every consolidation trial placed with the base run's hints is placed again without them
+  // (reducers/scheduler_pass.h, Pass::BaseRun), and the two answers must be the same.
+  bool simulation = false;
+  friend bool operator==(const SelfChecks&, const SelfChecks&) { return true; }
+};
+
 // The catalog as the NodeOverlays change it for one NodePool, and which overlay made each
 // change: an offering's price (by OfferingKey) and a type's capacity (by name, heaviest first).
 struct OverlaidCatalog {
@@ -473,6 +483,7 @@ struct State {
   // Bumped by every change that could change what consolidation finds.
   std::uint64_t cluster_generation = 0;
   IdleNotes idle;
+  SelfChecks checks;
 
   friend bool operator==(const State&, const State&) = default;
 };

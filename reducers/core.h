@@ -101,7 +101,10 @@ class Simulation {
   // With `offerings` false each planned claim is brief: its pool, capacity type, requests,
   // allocatable and only its first (cheapest) offering; no pods or requirements. Enough to tell
   // what it would launch, for a question that asks no more (the pod outcomes are all there).
-  ScheduleResult Without(const std::vector<Removal>& removals, bool offerings = true);
+  // With `pending_outcomes` false the result lists the outcomes of the removals' pods only;
+  // the pending pods are placed all the same, and counted in existing_placements.
+  ScheduleResult Without(const std::vector<Removal>& removals, bool offerings = true,
+                         bool pending_outcomes = true);
 
  private:
   const State& state_;

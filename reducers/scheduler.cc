@@ -88,9 +88,9 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
     return topology_.RefusalOutlivesTrial(v, bin.name) ? never() : false;
   }
   Save(bin);
+  if (hinted_ && !(v.tries == 1 && v.hint == index)) MarkExtra(index);
   bin.remaining -= v.need;
   SetRoom(index, RoomOf(bin));
-  existing_room_dirty_ = true;
   topology_.Record(v, bin.name, &bin.labels(), nullptr, nullptr);
   Commit(v, bin);
   return true;
@@ -234,9 +234,18 @@ void Pass::Prepare(PodView& v) {
 
 bool Pass::TryPlace(PodView& v) {
   Prepare(v);
+  std::size_t* resume = ResumeOf(v);
+  std::size_t start = resume != nullptr ? *resume : 0;
+  bool scan = true;
+  if (hinted_ && v.tries == 1 && v.hint != kNoHint) {
+    if (PlaceByHint(v)) return true;
+    // Every bin up to the hinted one refused it; with no bin hinted, every bin did.
+    scan = v.hint != kFitsNoBin;
+    if (scan) start = std::max(start, v.hint + 1);
+  }
   // Most bins are full for a large pod: when not even the roomiest holds it, skip the scan.
   // (CPU, memory and pods only: the cheap dimensions.)
-  if (existing_room_dirty_) {
+  if (scan && existing_room_dirty_) {
     existing_room_ = Resources{};
     for (const BinRoom& room : block_room_) {
       existing_room_.cpu = std::max(existing_room_.cpu, room.cpu);
@@ -245,9 +254,7 @@ bool Pass::TryPlace(PodView& v) {
     }
     existing_room_dirty_ = false;
   }
-  std::size_t* resume = ResumeOf(v);
-  const std::size_t start = resume != nullptr ? *resume : 0;
-  if (v.need.cpu <= existing_room_.cpu && v.need.memory <= existing_room_.memory &&
+  if (scan && v.need.cpu <= existing_room_.cpu && v.need.memory <= existing_room_.memory &&
       v.need.pods <= existing_room_.pods) {
     const auto& refused = refused_existing_[v.shape];
     memo_.verdicts.clear();  // Nothing is placed during the scan, so verdicts hold across it.
@@ -313,12 +320,41 @@ std::size_t* Pass::ResumeOf(const PodView& v) {
               .first->second;
 }
 
-ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
+void Pass::MakeViews(const std::vector<const Pod*>& pods, std::span<const std::size_t> hints,
+                     const std::vector<bool>& reported) {
+  // A hinted pending pod whose outcome is not asked for gets its view only when its base bin
+  // is not certain to take it (Defer).
+  unmade_.assign(pods.size(), false);
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    PodView& v = views_[i];
+    v.deferred = false;
+    if (!hints.empty() && !reported.empty() && !reported[i] && hints[i] < kFitsNoBin) {
+      unmade_[i] = true;
+      v.pod = pods[i];
+      v.hint = hints[i];
+      continue;
+    }
+    MakeView(*pods[i], v);
+    v.hint = hints.empty() ? kNoHint : hints[i];
+  }
+}
+
+ScheduleResult Pass::Run(const std::vector<const Pod*>& pods, std::span<const std::size_t> hints,
+                         const std::vector<bool>& reported) {
+  assert(hints.empty() || (trial_ && hints.size() == pods.size()));
+  assert(reported.empty() || reported.size() == pods.size());
   resume_.clear();  // Bins lose room only within one run.
   // The views of the last run are assigned over: a trial's pods reuse their allocations.
   if (views_.size() < pods.size()) views_.resize(pods.size());
   const std::span<PodView> views(views_.data(), pods.size());
-  for (std::size_t i = 0; i < pods.size(); ++i) MakeView(*pods[i], views[i]);
+  MakeViews(pods, hints, reported);
+  std::vector<bool>& unmade = unmade_;
+  hinted_ = !hints.empty();
+  if (hinted_) {
+    extra_.assign(existing_.size(), false);
+    missing_.assign(existing_.size(), false);
+    for (std::size_t index : gone_) MarkExtra(index);  // Taken away: they refuse every pod.
+  }
   std::deque<std::size_t>& queue = queue_;
   queue.clear();
   for (std::size_t i = 0; i < views.size(); ++i) queue.push_back(i);
@@ -335,12 +371,22 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
     last_seen[i] = queue.size();
     queue.pop_front();
     PodView& v = views[i];
+    if (unmade[i]) {
+      unmade[i] = false;
+      if (Defer(v)) continue;
+      const std::size_t hint = v.hint;
+      MakeView(*pods[i], v);
+      v.hint = hint;
+    }
     bool placed = false;
     do {
+      ++v.tries;
       placed = TryPlace(v);
     } while (!placed && Relax(v));
     if (!placed) queue.push_back(i);
   }
+  hinted_ = false;
+  missing_list_.clear();
   ScheduleResult result;
   result.pods.reserve(views.size());
   result.claims.reserve(planned_.size());
@@ -348,6 +394,12 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods) {
   for (const Bin& bin : planned_) result.claims.push_back(Launch(bin));
   for (std::size_t i = 0; i < views.size(); ++i) {
     PodView& v = views[i];
+    if (!reported.empty() && !reported[i]) {
+      if (v.deferred || (!v.target.empty() && v.target.front() != '#')) {
+        result.existing_placements++;
+      }
+      continue;
+    }
     PodOutcome outcome{std::move(v.key), {}, {}, std::move(v.relaxed)};
     if (!v.target.empty()) {
       outcome.target = std::move(v.target);
@@ -494,80 +546,6 @@ ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods,
 
 ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods) {
   return Schedule(state, pods, {});
-}
-
-struct SimulationImpl {
-  explicit SimulationImpl(const State& state) : pass(state, none) {
-    // The pods waiting for capacity are the same in every trial of one simulation: sorted into
-    // placement order once, then merged with each candidate's pods (already in that order).
-    const auto& pending = state.cluster.pods.Provisionable();
-    for (auto it = pending.begin(); it != pending.end() && by_key.size() < kPodsPerBatchMax; ++it) {
-      by_key.push_back(it->second);
-    }
-    waiting = by_key;
-    std::sort(waiting.begin(), waiting.end(), PlacedBefore);
-  }
-  std::set<std::string> none;  // Declared first: the pass keeps a reference to it.
-  core::placement::Pass pass;
-  // The provisionable pods a batch takes (the first in key order), as they come and in
-  // placement order.
-  std::vector<const Pod*> by_key;
-  std::vector<const Pod*> waiting;
-};
-
-Simulation::Simulation(const State& state) : state_(state) {}
-
-Simulation::~Simulation() = default;
-
-const std::vector<const Pod*>& Simulation::PodsOf(const NodeClaim& claim) {
-  return state_.cluster.pods.OnNode(claim.node_name).reschedulable;
-}
-
-ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
-  std::vector<Removal> removals;
-  for (const auto& name : nodeclaims) {
-    auto claim = state_.lifecycle.nodeclaims.find(name);
-    if (claim == state_.lifecycle.nodeclaims.end()) continue;
-    auto node = state_.cluster.nodes.find(claim->second.node_name);
-    removals.push_back({&claim->second,
-                        node == state_.cluster.nodes.end() ? nullptr : &node->second,
-                        PodsOf(claim->second)});
-  }
-  return Without(removals);
-}
-
-ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool offerings) {
-  // The pass over the whole cluster is built on the first question: most disruption passes
-  // find no candidate worth simulating.
-  if (impl_ == nullptr) impl_ = std::make_unique<SimulationImpl>(state_);
-  // The removed claims' pods, and the pods waiting for capacity, as Karpenter's disruption
-  // simulation places them: a move must not take room they would get, and what they need is
-  // part of the answer.
-  std::vector<const Pod*> moving;
-  for (const Removal& r : removals) moving.insert(moving.end(), r.pods.begin(), r.pods.end());
-  if (removals.size() != 1 || !removals.front().in_placement_order) {
-    std::sort(moving.begin(), moving.end(), PlacedBefore);
-  }
-  const std::vector<const Pod*>& waiting = impl_->waiting;
-  std::vector<const Pod*> pods;
-  if (moving.size() + waiting.size() <= kPodsPerBatchMax) {
-    pods.reserve(moving.size() + waiting.size());
-    std::merge(moving.begin(), moving.end(), waiting.begin(), waiting.end(),
-               std::back_inserter(pods), PlacedBefore);
-  } else {
-    // Past the limit, the waiting pods taken are the first in key order, as a provisioning
-    // pass takes them.
-    pods = std::move(moving);
-    const std::size_t room = kPodsPerBatchMax - std::min(pods.size(), kPodsPerBatchMax);
-    pods.insert(pods.end(), impl_->by_key.begin(),
-                impl_->by_key.begin() + std::min(room, impl_->by_key.size()));
-    std::sort(pods.begin(), pods.end(), PlacedBefore);
-  }
-  assert(std::is_sorted(pods.begin(), pods.end(), PlacedBefore));
-  impl_->pass.BeginTrial(removals, !offerings);
-  ScheduleResult result = impl_->pass.Run(pods);
-  impl_->pass.EndTrial();
-  return result;
 }
 
 ScheduleResult Schedule(const State& state) {

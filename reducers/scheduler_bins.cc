@@ -180,7 +180,18 @@ void Pass::BuildExistingBins() {
 }
 
 void Pass::SetRoom(std::size_t index, const BinRoom& room) {
+  const BinRoom before = rooms_[index];
   rooms_[index] = room;
+  // A bin that only lost room, and held less than its block's most in each dimension it lost,
+  // leaves the block's most as it was.
+  const BinRoom& most = block_room_[index / kRoomBlock];
+  const bool lost_only = !before.gone && !room.gone && room.cpu <= before.cpu &&
+                         room.memory <= before.memory && room.pods <= before.pods;
+  if (lost_only && (room.cpu == before.cpu || before.cpu < most.cpu) &&
+      (room.memory == before.memory || before.memory < most.memory) &&
+      (room.pods == before.pods || before.pods < most.pods)) {
+    return;
+  }
   RefreshBlock(index / kRoomBlock);
 }
 
@@ -193,6 +204,10 @@ void Pass::RefreshBlock(std::size_t block) {
     most.cpu = std::max(most.cpu, room.cpu);
     most.memory = std::max(most.memory, room.memory);
     most.pods = std::max(most.pods, room.pods);
+  }
+  const BinRoom& before = block_room_[block];
+  if (most.cpu != before.cpu || most.memory != before.memory || most.pods != before.pods) {
+    existing_room_dirty_ = true;  // The most any bin holds may have changed with it.
   }
   block_room_[block] = most;
 }

@@ -19,6 +19,9 @@
 namespace tenon::core::placement {
 
 constexpr std::uint64_t kRefusedForever = std::numeric_limits<std::uint64_t>::max();
+// PodView::hint: none (not a pending pod, or no base run), or no existing bin took the pod.
+constexpr std::size_t kNoHint = std::numeric_limits<std::size_t>::max();
+constexpr std::size_t kFitsNoBin = kNoHint - 1;
 
 // Whether the pod's requirements name the hosts it may run on: no new node can be one of them
 // (Karpenter gives its NodeClaim templates a hostname no node has, for that reason).
@@ -44,7 +47,21 @@ class Pass {
     topology_.AddExistingAntiAffinity();
   }
 
-  ScheduleResult Run(const std::vector<const Pod*>& pods);
+  // `hints`, when given, one per pod: the pending pods' PodView::hint, from BaseRun.
+  // `reported`, when given, one per pod: the pods whose outcomes the result lists.
+  ScheduleResult Run(const std::vector<const Pod*>& pods, std::span<const std::size_t> hints = {},
+                     const std::vector<bool>& reported = {});
+
+  // Consolidation's trials all place the same pending pods, and each trial changes few bins:
+  // those of the node it takes away and those its pods land on. The base run places the pending
+  // pods alone and returns where each first try landed (an existing bin's index, or kFitsNoBin).
+  // A trial given these hints knows, for a pending pod's first try, that every bin it has not
+  // changed answers as in the base run: the bins before the hinted one refuse the pod (its
+  // first fit passed them) and the hinted one takes it. A bin that only gained pods still
+  // refuses what it refused. So only the bins that lost some of the base run's pods, and the
+  // hinted one, need trying. For pods whose placement reads nothing but the bin: no topology
+  // spread, pod (anti-)affinity or volume claims, and no bound pod's anti-affinity.
+  std::vector<std::size_t> BaseRun(const std::vector<const Pod*>& pending);
 
   // Trials (consolidation's what-if): the removals' nodes and the pods bound there are taken
   // away, Run places the pods, and EndTrial undoes all of it. Needs a pass that has planned
@@ -71,12 +88,24 @@ class Pass {
   void AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const;
   // Makes `v` the pod's view (assigned over whatever view it held, reusing its allocations).
   void MakeView(const Pod& pod, PodView& v);
+  // Run's views of `pods`, each with its hint; those Defer may place are left unmade (unmade_).
+  void MakeViews(const std::vector<const Pod*>& pods, std::span<const std::size_t> hints,
+                 const std::vector<bool>& reported);
   void Prepare(PodView& v);
   void Refresh(PodView& v);
   std::size_t ShapeOf(const PodView& v);
   void Refuse(const PodView& v, std::size_t index, std::uint64_t until);
   bool Relax(PodView& v);
   bool TryPlace(PodView& v);
+  // A hinted pending pod's first try: the bins before its hinted one that lost pods, then the
+  // hinted one. Marks the hinted bin as missing the pod when the pod does not land there.
+  bool PlaceByHint(PodView& v);
+  void MarkExtra(std::size_t index);
+  void MarkMissing(std::size_t index);
+  // A hinted pending pod's first try, its view not made yet, when it is certain to land on its
+  // hinted bin: that bin misses none of the base run's pods (and has the room, if it gained
+  // some), and no bin before it that misses some has the room. Charges the bin for it.
+  bool Defer(PodView& v);
   bool TryExisting(PodView& v, Bin& bin, std::size_t index);
   bool TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch);
   bool TolerantOf(const PodView& v, const std::vector<Taint>& taints, std::string* why) const;
@@ -115,7 +144,15 @@ class Pass {
     std::map<std::string, std::set<std::string>> volumes;
   };
   bool trial_ = false;
-  bool brief_ = false;  // This trial's planned claims are brief.
+  // While a hinted Run lasts, how its existing bins differ from the base run's at the same
+  // point of the pending pods' first tries: holding pods the base run's did not hold (or taken
+  // away), and missing pods the base run's held (also listed, in scan order).
+  bool hinted_ = false;
+  std::vector<bool> extra_;
+  std::vector<bool> missing_;
+  std::vector<std::size_t> missing_list_;
+  std::vector<bool> unmade_;  // Run's: the views it has not made yet.
+  bool brief_ = false;        // This trial's planned claims are brief.
   std::vector<SavedBin> saved_bins_;
   std::vector<bool> bin_saved_;
   std::vector<std::size_t> gone_;

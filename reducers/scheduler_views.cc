@@ -66,6 +66,7 @@ void Pass::MakeView(const Pod& pod, PodView& v) {
         v.base = &it->second;
       }
       v.target.clear();
+      v.tries = 0;
       v.pod = &pod;
       v.key.assign(pod.ns.str()).append("/").append(pod.name);  // PodKey, in v's own buffer.
       v.need = pod.requests;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -214,7 +215,12 @@ struct PodView {
   std::vector<bool> spread_dropped;
   bool tolerate_prefer_no_schedule = false;
   std::vector<std::string> relaxed;
-  std::string target;  // The bin it was placed on, once placed.
+  std::string target;     // The bin it was placed on, once placed.
+  std::size_t tries = 0;  // How many times this run tried to place it (Pass::TryPlace).
+  // A pending pod in a consolidation trial: the existing bin the pass's base run placed it on
+  // at its first try, or that no existing bin took it then (Pass::PlaceByHint).
+  std::size_t hint = std::numeric_limits<std::size_t>::max();
+  bool deferred = false;  // Placed on its hint without a view (Pass::Defer).
   // The stored view (Pass::base_views_) this one is an untouched copy of, apart from the pod's
   // own name, requests and target; null once relaxed, or when built for the pod alone.
   const PodView* base = nullptr;

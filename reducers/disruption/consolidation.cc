@@ -131,7 +131,7 @@ std::string KeepSpotToSpotTypes(PlannedClaim& replacement, std::vector<std::stri
 }
 
 std::string ReplaceText(const PlannedClaim& replacement, MicroUsdPerHour total,
-                        const ScheduleResult& result) {
+                        const std::string& moves) {
   MicroUsdPerHour dearest = replacement.offerings.front().price;
   for (const auto& o : replacement.offerings) dearest = std::max(dearest, o.price);
   std::set<std::string> kept_types;
@@ -139,8 +139,7 @@ std::string ReplaceText(const PlannedClaim& replacement, MicroUsdPerHour total,
   return "replace with one " + replacement.capacity_type + " node (" +
          replacement.offerings.front().instance_type + " from " +
          PriceText(replacement.offerings.front().price) + ", " + std::to_string(kept_types.size()) +
-         " types), saving at least " + PriceText(total - dearest) +
-         "; its pods move: " + MovesText(result);
+         " types), saving at least " + PriceText(total - dearest) + "; its pods move: " + moves;
 }
 
 // Why the one replacement cannot be had cheaper than the group, or empty; what is left of it
@@ -222,7 +221,7 @@ Plan PlanCheaper(const State& state, Simulation& sim, const std::vector<const Ca
   PlannedClaim replacement = std::move(result.claims.front());
   plan.blocker = KeepReplacement(state, group, replacement, plan.removed, all_spot);
   if (!plan.blocker.empty()) return std::move(plan);
-  plan.text = ReplaceText(replacement, plan.removed, result);
+  plan.text = ReplaceText(replacement, plan.removed, MovesText(sim, simulated));
   // Karpenter's estimate of a replacement's savings: the replacement at its cheapest offering.
   MicroUsdPerHour cheapest = replacement.offerings.front().price;
   for (const auto& o : replacement.offerings) cheapest = std::min(cheapest, o.price);

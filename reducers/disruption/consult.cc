@@ -25,7 +25,8 @@ bool Uninitialized(const State& state, const std::string& target) {
 
 }  // namespace
 
-std::string MovesText(const ScheduleResult& result) {
+std::string MovesText(Simulation& sim, const Simulated& simulated) {
+  const ScheduleResult result = sim.Without(simulated.removals, simulated.offerings);
   std::string where;
   for (const auto& outcome : result.pods) {
     where += (where.empty() ? "" : ", ") + outcome.pod + " -> " + outcome.target;
@@ -35,7 +36,8 @@ std::string MovesText(const ScheduleResult& result) {
 
 Simulated Simulate(const State& state, Simulation& sim, const std::vector<const Candidate*>& group,
                    bool brief) {
-  std::vector<Simulation::Removal> removals;
+  Simulated out;
+  std::vector<Simulation::Removal>& removals = out.removals;
   MicroUsdPerHour total{0};
   for (const Candidate* c : group) {
     removals.push_back({c->claim, c->node,
@@ -44,11 +46,12 @@ Simulated Simulate(const State& state, Simulation& sim, const std::vector<const 
                         true});
     total += c->claim->price;
   }
-  Simulated out;
-  out.result = sim.Without(removals, !brief);
+  out.offerings = !brief;
+  out.result = sim.Without(removals, out.offerings, false);
   if (brief && out.result.claims.size() == 1 &&
       out.result.claims.front().capacity_type != kCapacitySpot) {
-    out.result = sim.Without(removals);
+    out.offerings = true;
+    out.result = sim.Without(removals, true, false);
   }
   const ScheduleResult& result = out.result;
   Plan& plan = out.plan;
@@ -69,7 +72,7 @@ Simulated Simulate(const State& state, Simulation& sim, const std::vector<const 
     }
   }
   if (result.claims.empty()) {
-    std::string moves = MovesText(result);
+    std::string moves = MovesText(sim, out);
     plan.text =
         "delete, saving " + PriceText(total) + (moves.empty() ? "" : "; its pods move: ") + moves;
     return out;

@@ -217,14 +217,19 @@ class Budgets {
 // cannot go (its blocker) or nothing new is needed (a deletion); otherwise `result.claims`
 // are the new claims its pods need. `brief`: the new claims need no offerings past the first
 // unless there is one on-demand claim (then it runs again in full: the same answer, priced).
+// `result` lists the outcomes of the group's pods only: the pending pods' outcomes, which the
+// trials do not need, are asked for again (MovesText) only by a plan that can go.
 struct Simulated {
   ScheduleResult result;
   Plan plan;
   bool settled = false;
+  std::vector<Simulation::Removal> removals;
+  bool offerings = true;  // What `result` was asked with.
 };
 Simulated Simulate(const State& state, Simulation& sim, const std::vector<const Candidate*>& group,
                    bool brief);
-std::string MovesText(const ScheduleResult& result);
+// "ns/a -> node-1, ns/b -> #0": where every pod of the simulation went, the pending pods too.
+std::string MovesText(Simulation& sim, const Simulated& simulated);
 // One node per command, as Karpenter's single-node consolidation and drift: candidates in
 // order, each planned on its own by the decider; the first within its pool's budget that can go
 // is selected and the rest wait for the next pass unsimulated.

@@ -206,7 +206,7 @@ Plan PlanReplacing(const State& state, Simulation& sim,
   if (simulated.settled) return std::move(plan);
   plan.replacements = std::move(simulated.result.claims);
   plan.text = "replace with " + std::to_string(plan.replacements.size()) +
-              " new node(s) first; its pods move: " + MovesText(simulated.result);
+              " new node(s) first; its pods move: " + MovesText(sim, simulated);
   return std::move(plan);
 }
 

@@ -101,6 +101,64 @@ TEST(Simulation, MatchesAFreshPassForGroups) {
   EXPECT_EQ(sim.Without(first), Fresh(state, sim, first));
 }
 
+// Pending pods are part of every consolidation trial. The trials place them with the base run's
+// hints (Pass::BaseRun), and without the outcomes nobody reads, yet each trial answers exactly
+// what a fresh pass over the candidate's pods and the pending pods answers.
+TEST(Simulation, PendingPodsPlacedAsAFreshPassPlacesThem) {
+  State state = bench::MakeCluster(SmallCatalog(), "m5.xlarge", 1200, 5, "100%");
+  // Pods whose placement reads other nodes' pods are left out, or no hint would be used.
+  std::vector<std::string> tied;
+  for (const auto& [key, pod] : state.cluster.pods) {
+    const PodConstraints& c = *pod.constraints;
+    if (!c.pod_affinity_required.empty() || !c.pod_anti_affinity_required.empty() ||
+        !c.pod_affinity_preferred.empty() || !c.pod_anti_affinity_preferred.empty() ||
+        !c.topology_spread.empty()) {
+      tied.push_back(key);
+    }
+  }
+  for (const auto& key : tied) state.cluster.pods.Erase(state.cluster.pods.find(key));
+  ASSERT_GT(state.cluster.pods.size(), 100u);
+  // Sizes that fit some nodes' room and not others', and two that fit none.
+  std::vector<Pod> pending;
+  for (int i = 0; i < 60; ++i) {
+    pending.push_back(
+        PendingPod("pending-" + std::to_string(i), 100 + (i * 137) % 1400, 128 + (i * 211) % 2048));
+  }
+  pending.push_back(PendingPod("pending-big-0", 3000, 20000));
+  pending.push_back(PendingPod("pending-big-1", 3000, 20000));
+  for (const Pod& pod : pending) state.cluster.pods.Upsert(PodKey(pod.ns, pod.name), pod);
+  std::vector<const Pod*> waiting;
+  for (const auto& [key, pod] : state.cluster.pods.Provisionable()) waiting.push_back(pod);
+  ASSERT_EQ(waiting.size(), pending.size());
+
+  state.checks.simulation = true;  // Every hinted trial is also run without its hints.
+  Simulation sim(state);
+  std::size_t pending_onto_new = 0;
+  for (const std::string& name : Claims(state)) {
+    const NodeClaim& claim = state.lifecycle.nodeclaims.at(name);
+    const std::vector<const Pod*>& moving = sim.PodsOf(claim);
+    std::vector<const Pod*> pods = waiting;
+    pods.insert(pods.end(), moving.begin(), moving.end());
+    const ScheduleResult fresh = Schedule(state, pods, {name});
+    ASSERT_EQ(sim.Without({name}), fresh) << name;
+    // Quiet: the claims and counts are the same; only the moving pods' outcomes are listed.
+    const Node* node = &state.cluster.nodes.at(claim.node_name);
+    const ScheduleResult quiet = sim.Without({{&claim, node, moving}}, true, false);
+    EXPECT_EQ(quiet.claims, fresh.claims) << name;
+    EXPECT_EQ(quiet.existing_placements, fresh.existing_placements) << name;
+    std::vector<PodOutcome> moving_outcomes;
+    for (const PodOutcome& outcome : fresh.pods) {
+      if (!state.cluster.pods.Provisionable().contains(outcome.pod)) {
+        moving_outcomes.push_back(outcome);
+      } else {
+        pending_onto_new += !outcome.target.empty() && outcome.target.front() == '#';
+      }
+    }
+    EXPECT_EQ(quiet.pods, moving_outcomes) << name;
+  }
+  EXPECT_GT(pending_onto_new, 0u);  // The trials planned new capacity for pending pods too.
+}
+
 // A NodeOverlay's price change, as Karpenter's AdjustedPrice: an absolute price replaces the
 // cloud's, an amount is added, a percent scales it (rounded to the micro-dollar), and the result
 // is never below zero.
