@@ -34,7 +34,8 @@
 // such a log from zero, N times (the fastest is the figure least disturbed by the machine), to
 // compare two builds of the core on the same events; --verify times the replay alone on such a
 // log. --audit-simulation places every consolidation trial that used the base run's hints
-// again without them, and stops at the first difference. --verify-threads sets the replay's threads
+// again without them, and every trial stopped once blocked again in full, and stops at the
+// first difference. --verify-threads sets the replay's threads
 // (0, the default: one per core, at most 16): the log is cut into 4 stretches a thread, and at
 // least 64 where it has the snapshots; the longest stretch's CPU time is what the replay would take
 // on a machine with a core for each.
@@ -396,7 +397,7 @@ int VerifyOnly(const Args& args) {
 }
 
 // --fold --audit-simulation: the log folded once with SelfChecks::simulation on, which throws
-// at the first trial whose hints changed its answer.
+// at the first trial whose hints, or stopping once blocked, changed its answer.
 int AuditFold(const log::EventLog& log) {
   State state;
   state.checks.simulation = true;
@@ -410,8 +411,9 @@ int AuditFold(const log::EventLog& log) {
     return true;
   });
   std::printf("audit: %" PRIu64
-              " events folded, every hinted trial placed again without its "
-              "hints, the same; final state %016" PRIx64 "\n",
+              " events folded, every hinted trial placed again without its hints and "
+              "every trial stopped once blocked placed again in full, the same; final state "
+              "%016" PRIx64 "\n",
               events, StateHash(state));
   return 0;
 }

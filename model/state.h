@@ -340,8 +340,10 @@ struct IdleNotes {
 // check that fails throws std::logic_error. Not part of what the state says, so left out of
 // equality, the hash and snapshots.
 struct SelfChecks {
-  // Every consolidation trial placed with the base run's hints is placed again without them
-  // (reducers/scheduler_pass.h, Pass::BaseRun), and the two answers must be the same.
+  // Consolidation's trials (reducers/simulation.cc): each one placed with the base run's hints
+  // is placed again without them (Pass::BaseRun), and the two answers must be the same; each
+  // one stopped once blocked is placed again in full, and must have placed the moving pods up
+  // to the blocked one alike; each one's pods must be in placement order.
   bool simulation = false;
   friend bool operator==(const SelfChecks&, const SelfChecks&) { return true; }
 };

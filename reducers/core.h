@@ -58,6 +58,10 @@ struct ScheduleResult {
   // One outcome per pending pod. A pod placed on a planned claim has target "#<index>".
   std::vector<PodOutcome> pods;
   std::size_t existing_placements = 0;
+  // A trial asked to stop once blocked (Simulation::Without's `until_blocked`) that did: `pods`
+  // lists the moving pods' outcomes up to the one that landed on an uninitialized node, and
+  // `claims` is empty.
+  bool cut_short = false;
   friend bool operator==(const ScheduleResult&, const ScheduleResult&) = default;
 };
 
@@ -70,6 +74,11 @@ ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods)
 // disruption simulation asks.
 ScheduleResult Schedule(const State& state, const std::vector<const Pod*>& pods,
                         const std::set<std::string>& excluded_nodeclaims);
+
+// Whether a pod's target (a node, an in-flight NodeClaim, or "#<index>" for a planned claim) is
+// a destination Karpenter's disruption does not move pods to: a NodeClaim not initialized yet
+// (in flight, or its node not Ready). A node tenon does not manage counts as initialized.
+bool UninitializedTarget(const State& state, const std::string& target);
 
 struct SimulationImpl;
 
@@ -103,10 +112,19 @@ class Simulation {
   // what it would launch, for a question that asks no more (the pod outcomes are all there).
   // With `pending_outcomes` false the result lists the outcomes of the removals' pods only;
   // the pending pods are placed all the same, and counted in existing_placements.
+  // With `until_blocked` (and `pending_outcomes` false) the trial stops at the first moving pod
+  // that lands on an uninitialized node while every moving pod before it, in placement order,
+  // landed on an initialized one (ScheduleResult::cut_short): whatever the rest of the trial
+  // would do, the move is blocked by that pod, as consolidation reads the answer.
   ScheduleResult Without(const std::vector<Removal>& removals, bool offerings = true,
-                         bool pending_outcomes = true);
+                         bool pending_outcomes = true, bool until_blocked = false);
 
  private:
+  // With SelfChecks::simulation: the trial placed again without its hints, and in full when it
+  // was cut short; throws std::logic_error at a difference.
+  void Audit(const std::vector<Removal>& removals, bool offerings,
+             const std::vector<const Pod*>& pods, bool hinted, const std::vector<bool>& reported,
+             const ScheduleResult& result);
   const State& state_;
   std::unique_ptr<SimulationImpl> impl_;  // Built by the first Without.
 };

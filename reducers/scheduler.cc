@@ -93,6 +93,7 @@ bool Pass::TryExisting(PodView& v, Bin& bin, std::size_t index) {
   SetRoom(index, RoomOf(bin));
   topology_.Record(v, bin.name, &bin.labels(), nullptr, nullptr);
   Commit(v, bin);
+  v.existing = index;
   return true;
 }
 
@@ -322,27 +323,32 @@ std::size_t* Pass::ResumeOf(const PodView& v) {
 
 void Pass::MakeViews(const std::vector<const Pod*>& pods, std::span<const std::size_t> hints,
                      const std::vector<bool>& reported) {
-  // A hinted pending pod whose outcome is not asked for gets its view only when its base bin
-  // is not certain to take it (Defer).
+  // A view is made at its pod's first try, so a trial cut short never makes the rest, unless
+  // the pod owns topology groups: every group must exist before the first pod is placed, to
+  // count it. A hinted pending pod whose outcome is not asked for gets its view only when its
+  // base bin is not certain to take it (Defer).
   unmade_.assign(pods.size(), false);
+  deferrable_.assign(pods.size(), false);
   for (std::size_t i = 0; i < pods.size(); ++i) {
     PodView& v = views_[i];
     v.deferred = false;
-    if (!hints.empty() && !reported.empty() && !reported[i] && hints[i] < kFitsNoBin) {
+    const std::size_t hint = hints.empty() ? kNoHint : hints[i];
+    deferrable_[i] = !hints.empty() && !reported.empty() && !reported[i] && hint < kFitsNoBin;
+    if (OwnsTopologyGroups(*pods[i])) {
+      MakeView(*pods[i], v);
+    } else {
       unmade_[i] = true;
       v.pod = pods[i];
-      v.hint = hints[i];
-      continue;
     }
-    MakeView(*pods[i], v);
-    v.hint = hints.empty() ? kNoHint : hints[i];
+    v.hint = hint;
   }
 }
 
 ScheduleResult Pass::Run(const std::vector<const Pod*>& pods, std::span<const std::size_t> hints,
-                         const std::vector<bool>& reported) {
+                         const std::vector<bool>& reported, bool until_blocked) {
   assert(hints.empty() || (trial_ && hints.size() == pods.size()));
   assert(reported.empty() || reported.size() == pods.size());
+  assert(!until_blocked || reported.size() == pods.size());
   resume_.clear();  // Bins lose room only within one run.
   // The views of the last run are assigned over: a trial's pods reuse their allocations.
   if (views_.size() < pods.size()) views_.resize(pods.size());
@@ -364,6 +370,10 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods, std::span<const st
   std::vector<std::size_t>& last_seen = last_seen_;
   last_seen.assign(views.size(), kNever);
   std::size_t turns = 0;
+  // Until blocked: while every reported pod so far, in order, landed on an initialized existing
+  // bin at its first try, the first one to land on an uninitialized bin decides the answer.
+  bool clean = until_blocked;
+  std::size_t blocked = kNever;
   while (!queue.empty() && turns < kQueuePassesMax * (views.size() + 1)) {
     ++turns;
     std::size_t i = queue.front();
@@ -373,7 +383,7 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods, std::span<const st
     PodView& v = views[i];
     if (unmade[i]) {
       unmade[i] = false;
-      if (Defer(v)) continue;
+      if (deferrable_[i] && Defer(v)) continue;
       const std::size_t hint = v.hint;
       MakeView(*pods[i], v);
       v.hint = hint;
@@ -384,9 +394,22 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods, std::span<const st
       placed = TryPlace(v);
     } while (!placed && Relax(v));
     if (!placed) queue.push_back(i);
+    // The first views.size() turns are each pod's first try, in order.
+    if (clean && reported[i]) {
+      clean = placed && turns <= views.size() && v.target.front() != '#';
+      if (clean && Uninitialized(v.existing)) {
+        blocked = i;
+        break;
+      }
+    }
   }
   hinted_ = false;
   missing_list_.clear();
+  if (blocked != kNever) return CutShort(views.first(blocked + 1), reported);
+  return Outcomes(views, reported);
+}
+
+ScheduleResult Pass::Outcomes(std::span<PodView> views, const std::vector<bool>& reported) {
   ScheduleResult result;
   result.pods.reserve(views.size());
   result.claims.reserve(planned_.size());
@@ -412,6 +435,32 @@ ScheduleResult Pass::Run(const std::vector<const Pod*>& pods, std::span<const st
     result.pods.push_back(std::move(outcome));
   }
   DropUnlaunchable(result);
+  return result;
+}
+
+bool Pass::OwnsTopologyGroups(const Pod& pod) {
+  const PodConstraints& c = *pod.constraints;
+  return !c.topology_spread.empty() || !c.pod_affinity_required.empty() ||
+         !c.pod_affinity_preferred.empty() || !c.pod_anti_affinity_required.empty() ||
+         !c.pod_anti_affinity_preferred.empty();
+}
+
+bool Pass::Uninitialized(std::size_t index) {
+  std::int8_t& known = uninitialized_[index];
+  if (known < 0) known = UninitializedTarget(state_, std::string(existing_[index].name)) ? 1 : 0;
+  return known == 1;
+}
+
+ScheduleResult Pass::CutShort(std::span<PodView> views, const std::vector<bool>& reported) {
+  ScheduleResult result;
+  result.cut_short = true;
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    if (!reported[i]) continue;
+    PodView& v = views[i];
+    result.pods.push_back(
+        {std::move(v.key), std::move(v.target), "fits existing capacity", std::move(v.relaxed)});
+    result.existing_placements++;
+  }
   return result;
 }
 

@@ -173,6 +173,7 @@ void Pass::BuildExistingBins() {
   existing_index_ = node_bins;  // The claims' bins are added to it, then merged in (Seal).
   AddClaimBins(leaving, node_bins);
   existing_index_.Seal();
+  uninitialized_.assign(existing_.size(), -1);
   rooms_.clear();
   for (const Bin& bin : existing_) rooms_.push_back(RoomOf(bin));
   block_room_.assign((rooms_.size() + kRoomBlock - 1) / kRoomBlock, BinRoom{});

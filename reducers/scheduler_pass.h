@@ -49,8 +49,11 @@ class Pass {
 
   // `hints`, when given, one per pod: the pending pods' PodView::hint, from BaseRun.
   // `reported`, when given, one per pod: the pods whose outcomes the result lists.
+  // `until_blocked` (with `reported`): stop at the first reported pod that lands on an
+  // uninitialized bin while every reported pod before it landed on an initialized existing
+  // bin (Simulation::Without).
   ScheduleResult Run(const std::vector<const Pod*>& pods, std::span<const std::size_t> hints = {},
-                     const std::vector<bool>& reported = {});
+                     const std::vector<bool>& reported = {}, bool until_blocked = false);
 
   // Consolidation's trials all place the same pending pods, and each trial changes few bins:
   // those of the node it takes away and those its pods land on. The base run places the pending
@@ -88,7 +91,7 @@ class Pass {
   void AddVolumes(const Pod& pod, std::map<std::string, std::set<std::string>>& out) const;
   // Makes `v` the pod's view (assigned over whatever view it held, reusing its allocations).
   void MakeView(const Pod& pod, PodView& v);
-  // Run's views of `pods`, each with its hint; those Defer may place are left unmade (unmade_).
+  // Run's views of `pods`, each with its hint, left unmade (unmade_) until the pod's first try.
   void MakeViews(const std::vector<const Pod*>& pods, std::span<const std::size_t> hints,
                  const std::vector<bool>& reported);
   void Prepare(PodView& v);
@@ -115,6 +118,14 @@ class Pass {
                     const Resources& requests, const Bin* claim, std::string* why);
   std::string Explain(PodView& v);
   void Commit(PodView& v, Bin& bin);
+  // Whether making the pod's view adds topology groups (Refresh): spread or pod (anti-)affinity.
+  static bool OwnsTopologyGroups(const Pod& pod);
+  // Whether the existing bin is not initialized yet (UninitializedTarget), looked up once.
+  bool Uninitialized(std::size_t index);
+  // Run's answer: the claims it planned and the reported pods' outcomes.
+  ScheduleResult Outcomes(std::span<PodView> views, const std::vector<bool>& reported);
+  // Run's answer when it stopped once blocked: the reported pods' outcomes up to the last view.
+  ScheduleResult CutShort(std::span<PodView> views, const std::vector<bool>& reported);
 
   static std::set<std::string> NodesOf(const State& state, const std::set<std::string>& claims) {
     std::set<std::string> nodes;
@@ -133,7 +144,8 @@ class Pass {
   std::vector<PoolTemplate> templates_;
   Topology topology_;
   std::vector<Bin> existing_;
-  NameIndex<std::size_t> existing_index_;  // The same, for a trial's lookups.
+  std::vector<std::int8_t> uninitialized_;  // Per existing bin: -1 not looked up yet, 0 or 1.
+  NameIndex<std::size_t> existing_index_;   // The same, for a trial's lookups.
   std::vector<Bin> planned_;
   // An existing bin as it was before a trial changed it.
   struct SavedBin {
@@ -151,8 +163,9 @@ class Pass {
   std::vector<bool> extra_;
   std::vector<bool> missing_;
   std::vector<std::size_t> missing_list_;
-  std::vector<bool> unmade_;  // Run's: the views it has not made yet.
-  bool brief_ = false;        // This trial's planned claims are brief.
+  std::vector<bool> unmade_;      // Run's: the views it has not made yet.
+  std::vector<bool> deferrable_;  // Run's: the pods Defer may place without a view.
+  bool brief_ = false;            // This trial's planned claims are brief.
   std::vector<SavedBin> saved_bins_;
   std::vector<bool> bin_saved_;
   std::vector<std::size_t> gone_;

@@ -215,8 +215,9 @@ struct PodView {
   std::vector<bool> spread_dropped;
   bool tolerate_prefer_no_schedule = false;
   std::vector<std::string> relaxed;
-  std::string target;     // The bin it was placed on, once placed.
-  std::size_t tries = 0;  // How many times this run tried to place it (Pass::TryPlace).
+  std::string target;        // The bin it was placed on, once placed.
+  std::size_t existing = 0;  // Once placed on an existing bin: its index.
+  std::size_t tries = 0;     // How many times this run tried to place it (Pass::TryPlace).
   // A pending pod in a consolidation trial: the existing bin the pass's base run placed it on
   // at its first try, or that no existing bin took it then (Pass::PlaceByHint).
   std::size_t hint = std::numeric_limits<std::size_t>::max();

@@ -20,6 +20,20 @@ bool ReadsOnlyItsBin(const Pod* pod) {
 
 }  // namespace
 
+bool UninitializedTarget(const State& state, const std::string& target) {
+  if (target.empty() || target.front() == '#') return false;  // A new claim of the answer.
+  if (auto claim = state.lifecycle.nodeclaims.find(target);
+      claim != state.lifecycle.nodeclaims.end()) {
+    return claim->second.phase != ClaimPhase::kInitialized;
+  }
+  bool uninitialized = false;
+  state.lifecycle.claims_by_node.ForEach(target, [&](const std::string& name) {
+    uninitialized =
+        uninitialized || state.lifecycle.nodeclaims.at(name).phase != ClaimPhase::kInitialized;
+  });
+  return uninitialized;
+}
+
 struct SimulationImpl {
   explicit SimulationImpl(const State& state) : pass(state, none) {
     // The pods waiting for capacity are the same in every trial of one simulation: sorted into
@@ -67,7 +81,8 @@ ScheduleResult Simulation::Without(const std::vector<std::string>& nodeclaims) {
 }
 
 ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool offerings,
-                                   bool pending_outcomes) {
+                                   bool pending_outcomes, bool until_blocked) {
+  assert(!until_blocked || !pending_outcomes);
   // The pass over the whole cluster is built on the first question: most disruption passes
   // find no candidate worth simulating.
   if (impl_ == nullptr) impl_ = std::make_unique<SimulationImpl>(state_);
@@ -119,22 +134,41 @@ ScheduleResult Simulation::Without(const std::vector<Removal>& removals, bool of
       }
     }
   }
-  assert(std::is_sorted(pods.begin(), pods.end(), PlacedBefore));
   impl_->pass.BeginTrial(removals, !offerings);
-  ScheduleResult result = impl_->pass.Run(pods, hints, reported);
+  ScheduleResult result = impl_->pass.Run(pods, hints, reported, until_blocked);
   impl_->pass.EndTrial();
-  if (hinted && state_.checks.simulation) {
+  if (state_.checks.simulation) Audit(removals, offerings, pods, hinted, reported, result);
+  return result;
+}
+
+void Simulation::Audit(const std::vector<Removal>& removals, bool offerings,
+                       const std::vector<const Pod*>& pods, bool hinted,
+                       const std::vector<bool>& reported, const ScheduleResult& result) {
+  auto run = [&](bool stop) {
     impl_->pass.BeginTrial(removals, !offerings);
-    const ScheduleResult unhinted = impl_->pass.Run(pods, {}, reported);
+    ScheduleResult again = impl_->pass.Run(pods, {}, reported, stop);
     impl_->pass.EndTrial();
-    if (!(unhinted == result)) {
-      std::string claims;
-      for (const Removal& r : removals) claims += (claims.empty() ? "" : ", ") + r.claim->name;
-      throw std::logic_error("simulation audit: the trial without " + claims +
-                             " placed its pods otherwise with the base run's hints");
+    return again;
+  };
+  auto differs = [&](const char* how) {
+    std::string claims;
+    for (const Removal& r : removals) claims += (claims.empty() ? "" : ", ") + r.claim->name;
+    throw std::logic_error("simulation audit: the trial without " + claims + " " + how);
+  };
+  if (!std::is_sorted(pods.begin(), pods.end(), PlacedBefore)) {
+    differs("had its pods out of placement order");
+  }
+  if (hinted && !(run(result.cut_short) == result)) {
+    differs("placed its pods otherwise with the base run's hints");
+  }
+  if (result.cut_short) {
+    // The full trial places the moving pods up to the blocked one as the cut one did.
+    const ScheduleResult full = run(false);
+    if (full.pods.size() < result.pods.size() ||
+        !std::equal(result.pods.begin(), result.pods.end(), full.pods.begin())) {
+      differs("placed its pods otherwise when stopped once blocked");
     }
   }
-  return result;
 }
 
 }  // namespace tenon

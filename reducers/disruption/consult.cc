@@ -5,25 +5,6 @@
 #include "reducers/disruption/decider.h"
 
 namespace tenon::core::disruption {
-namespace {
-
-// A destination Karpenter's disruption does not move pods to: a NodeClaim not initialized yet
-// (in flight, or its node not Ready). A node tenon does not manage counts as initialized.
-bool Uninitialized(const State& state, const std::string& target) {
-  if (target.empty() || target.front() == '#') return false;  // A new claim of the answer.
-  if (auto claim = state.lifecycle.nodeclaims.find(target);
-      claim != state.lifecycle.nodeclaims.end()) {
-    return claim->second.phase != ClaimPhase::kInitialized;
-  }
-  bool uninitialized = false;
-  state.lifecycle.claims_by_node.ForEach(target, [&](const std::string& name) {
-    uninitialized =
-        uninitialized || state.lifecycle.nodeclaims.at(name).phase != ClaimPhase::kInitialized;
-  });
-  return uninitialized;
-}
-
-}  // namespace
 
 std::string MovesText(Simulation& sim, const Simulated& simulated) {
   const ScheduleResult result = sim.Without(simulated.removals, simulated.offerings);
@@ -47,7 +28,8 @@ Simulated Simulate(const State& state, Simulation& sim, const std::vector<const 
     total += c->claim->price;
   }
   out.offerings = !brief;
-  out.result = sim.Without(removals, out.offerings, false);
+  // Stopped once a moving pod lands on an uninitialized node: the loop below reads no further.
+  out.result = sim.Without(removals, out.offerings, false, true);
   if (brief && out.result.claims.size() == 1 &&
       out.result.claims.front().capacity_type != kCapacitySpot) {
     out.offerings = true;
@@ -65,7 +47,7 @@ Simulated Simulate(const State& state, Simulation& sim, const std::vector<const 
       plan.blocker = "pod " + outcome.pod + " would not reschedule: " + outcome.reason;
       return out;
     }
-    if (Uninitialized(state, outcome.target)) {
+    if (UninitializedTarget(state, outcome.target)) {
       plan.blocker =
           "pod " + outcome.pod + " would schedule against uninitialized " + outcome.target;
       return out;

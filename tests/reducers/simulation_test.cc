@@ -159,6 +159,52 @@ TEST(Simulation, PendingPodsPlacedAsAFreshPassPlacesThem) {
   EXPECT_GT(pending_onto_new, 0u);  // The trials planned new capacity for pending pods too.
 }
 
+// Consolidation reads a trial's answer up to the first moving pod that fits nowhere or lands on
+// a node not initialized yet. A trial asked to stop there (until_blocked) lists the moving
+// pods' outcomes up to that pod exactly as the full trial does, and the full trial's first
+// blocked pod is that one.
+TEST(Simulation, TrialStoppedOnceBlockedNamesTheFullTrialsFirstBlockedPod) {
+  State state = bench::MakeCluster(SmallCatalog(), "m5.xlarge", 1200, 5, "100%");
+  std::size_t marked = 0;
+  for (auto& [name, claim] : state.lifecycle.nodeclaims) {
+    if (++marked % 3 == 0) claim.phase = ClaimPhase::kRegistered;  // Its node not Ready yet.
+  }
+  std::vector<Pod> pending;
+  for (int i = 0; i < 40; ++i) {
+    pending.push_back(PendingPod("pending-" + std::to_string(i), 200 + (i * 137) % 1200, 256));
+  }
+  for (const Pod& pod : pending) state.cluster.pods.Upsert(PodKey(pod.ns, pod.name), pod);
+  Simulation sim(state);
+  std::size_t cut = 0;
+  std::size_t whole = 0;
+  for (const std::string& name : Claims(state)) {
+    const NodeClaim& claim = state.lifecycle.nodeclaims.at(name);
+    const Node* node = &state.cluster.nodes.at(claim.node_name);
+    const std::vector<const Pod*>& moving = sim.PodsOf(claim);
+    if (moving.empty()) continue;
+    const ScheduleResult full = sim.Without({{&claim, node, moving}}, true, false);
+    const ScheduleResult stopped = sim.Without({{&claim, node, moving}}, true, false, true);
+    auto first_blocked = std::find_if(full.pods.begin(), full.pods.end(), [&](const auto& o) {
+      return o.target.empty() || UninitializedTarget(state, o.target);
+    });
+    if (!stopped.cut_short) {
+      ++whole;
+      EXPECT_EQ(stopped, full) << name;
+      continue;
+    }
+    ++cut;
+    EXPECT_TRUE(stopped.claims.empty()) << name;
+    ASSERT_FALSE(stopped.pods.empty()) << name;
+    ASSERT_LE(stopped.pods.size(), full.pods.size()) << name;
+    EXPECT_TRUE(std::equal(stopped.pods.begin(), stopped.pods.end(), full.pods.begin())) << name;
+    ASSERT_NE(first_blocked, full.pods.end()) << name;
+    EXPECT_EQ(*first_blocked, stopped.pods.back()) << name;
+    EXPECT_TRUE(UninitializedTarget(state, stopped.pods.back().target)) << name;
+  }
+  EXPECT_GT(cut, 10u);
+  EXPECT_GT(whole, 10u);
+}
+
 // A NodeOverlay's price change, as Karpenter's AdjustedPrice: an absolute price replaces the
 // cloud's, an amount is added, a percent scales it (rounded to the micro-dollar), and the result
 // is never below zero.
