@@ -36,6 +36,28 @@ std::string Quantity(const Resources& r) {
 
 void DropUnlaunchable(ScheduleResult& result);
 
+// Fits(a + b, have), without making the sum: most planned claims a pod tries are full, and
+// the sum copies the extended resources' map.
+bool SumFits(const Resources& a, const Resources& b, const Resources& have) {
+  if (a.cpu + b.cpu > have.cpu || a.memory + b.memory > have.memory ||
+      a.pods + b.pods > have.pods) {
+    return false;
+  }
+  auto fits = [&](const std::string& name, std::int64_t sum) {
+    if (sum <= 0) return true;
+    auto it = have.extended.find(name);
+    return it != have.extended.end() && sum <= it->second;
+  };
+  for (const auto& [name, quantity] : a.extended) {
+    auto other = b.extended.find(name);
+    if (!fits(name, quantity + (other == b.extended.end() ? 0 : other->second))) return false;
+  }
+  for (const auto& [name, quantity] : b.extended) {
+    if (!a.extended.contains(name) && !fits(name, quantity)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool Pass::TolerantOf(const PodView& v, const std::vector<Taint>& taints, std::string* why) const {
@@ -178,8 +200,8 @@ std::string VolumeErrorOf(const State& state, const Pod& pod) {
 bool Pass::TryPlanned(PodView& v, std::size_t index, std::uint64_t epoch) {
   Bin& bin = planned_[index];
   PoolTemplate& t = templates_[bin.pool];
+  if (!bin.pods.empty() && !SumFits(bin.requests, v.need, bin.room)) return false;
   Resources requests = bin.requests + v.need;
-  if (!bin.pods.empty() && !Fits(requests, bin.room)) return false;
   if (!TolerantOf(v, bin.taints, nullptr)) return Refuse(v, index, kRefusedForever), false;
   if (!bin.requirements.Compatible(v.requirements, true).empty() || NamesAHost(v)) {
     return Refuse(v, index, kRefusedForever), false;
