@@ -460,13 +460,6 @@ ScheduleResult Pass::Outcomes(std::span<PodView> views, const std::vector<bool>&
   return result;
 }
 
-bool Pass::OwnsTopologyGroups(const Pod& pod) {
-  const PodConstraints& c = *pod.constraints;
-  return !c.topology_spread.empty() || !c.pod_affinity_required.empty() ||
-         !c.pod_affinity_preferred.empty() || !c.pod_anti_affinity_required.empty() ||
-         !c.pod_anti_affinity_preferred.empty();
-}
-
 bool Pass::Uninitialized(std::size_t index) {
   std::int8_t& known = uninitialized_[index];
   if (known < 0) known = UninitializedTarget(state_, std::string(existing_[index].name)) ? 1 : 0;

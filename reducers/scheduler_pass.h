@@ -30,6 +30,15 @@ inline bool NamesAHost(const PodView& v) {
   return host != nullptr && !host->complement && !host->values.empty();
 }
 
+// Whether making the pod's view adds topology groups (Pass::Refresh): spread or pod
+// (anti-)affinity.
+inline bool OwnsTopologyGroups(const Pod& pod) {
+  const PodConstraints& c = *pod.constraints;
+  return !c.topology_spread.empty() || !c.pod_affinity_required.empty() ||
+         !c.pod_affinity_preferred.empty() || !c.pod_anti_affinity_required.empty() ||
+         !c.pod_anti_affinity_preferred.empty();
+}
+
 // Why the pod's volumes keep it from being provisioned for ("" when they do not).
 std::string VolumeErrorOf(const State& state, const Pod& pod);
 
@@ -118,8 +127,6 @@ class Pass {
                     const Resources& requests, const Bin* claim, std::string* why);
   std::string Explain(PodView& v);
   void Commit(PodView& v, Bin& bin);
-  // Whether making the pod's view adds topology groups (Refresh): spread or pod (anti-)affinity.
-  static bool OwnsTopologyGroups(const Pod& pod);
   // Whether the existing bin is not initialized yet (UninitializedTarget), looked up once.
   bool Uninitialized(std::size_t index);
   // Run's answer: the claims it planned and the reported pods' outcomes.

@@ -12,10 +12,7 @@ namespace {
 
 // Whether where the pod may go depends on nothing but the bin it tries (Pass::BaseRun).
 bool ReadsOnlyItsBin(const Pod* pod) {
-  const PodConstraints& c = *pod->constraints;
-  return c.pod_affinity_required.empty() && c.pod_affinity_preferred.empty() &&
-         c.pod_anti_affinity_required.empty() && c.pod_anti_affinity_preferred.empty() &&
-         c.topology_spread.empty() && c.volume_claims.empty();
+  return !core::placement::OwnsTopologyGroups(*pod) && pod->constraints->volume_claims.empty();
 }
 
 }  // namespace
